@@ -1,0 +1,101 @@
+# calibrank: `make report` reruns the study for a profile, `make test` checks everything.
+# Each notebook run is a file target, so unchanged steps are not rerun and `make -j` works.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PROFILE ?= laptop
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.calibrank-installed
+REPORT := reports/$(PROFILE)
+NBVAL_DIR := build/nbval
+
+# Notebooks of the study, in order; each reads only what the ones before it wrote.
+NOTEBOOKS := 01_data 02_negatives
+LIB := $(shell find lib -name '*.py' 2>/dev/null)
+
+export PIP_CONSTRAINT := $(CURDIR)/constraints.txt
+export CALIBRANK_ROOT := $(CURDIR)
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export HF_HUB_DISABLE_PROGRESS_BARS := 1
+export HF_HUB_DISABLE_TELEMETRY := 1
+export TRANSFORMERS_VERBOSITY := error
+export TOKENIZERS_PARALLELISM := false
+export MPLBACKEND := Agg
+export PYDEVD_DISABLE_FILE_VALIDATION := 1
+
+.PHONY: help setup data report test unit nbval bench clean distclean $(addprefix nb-,$(NOTEBOOKS))
+
+help: ## list the targets
+	@echo "calibrank — calibration and uncertainty of neural rankers"
+	@echo
+	@echo "  make report [PROFILE=laptop|smoke|paper]  run every notebook of a profile into reports/PROFILE/index.html"
+	@echo "  make test                                 unit tests + every notebook on the smoke profile (nbval)"
+	@echo "  make setup                                create .venv and install the package (run by the targets above)"
+	@echo "  make data DATASET=msdialog|mantis|udc_dstc8  download a research dataset to data/raw/DATASET"
+	@echo "  make bench                                speed figures into reports/bench/bench.json and bench.md"
+	@echo "  make nb-NAME [PROFILE=...]                one notebook (and the ones it needs), e.g. make nb-02_negatives"
+	@echo "  make clean / distclean                    remove generated outputs / also .venv and caches"
+
+setup: $(STAMP) ## create the virtual environment (idempotent)
+
+$(STAMP): pyproject.toml constraints.txt
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $@
+
+data: $(STAMP) ## download a research dataset: make data DATASET=msdialog
+	@test -n "$(DATASET)" || { echo "usage: make data DATASET=msdialog|mantis|udc_dstc8"; exit 2; }
+	$(BIN)/python -m calibrank.data.download $(DATASET)
+
+# --- the report -------------------------------------------------------------------------
+
+# papermill writes a temporary notebook that is renamed only when every cell ran.
+$(REPORT)/%.ipynb: notebooks/%.ipynb params/$(PROFILE).yaml $(LIB) $(STAMP)
+	@mkdir -p $(REPORT)
+	@echo "== $* ($(PROFILE))"
+	TQDM_DISABLE=1 $(BIN)/papermill $< $(REPORT)/.tmp-$*.ipynb -p profile $(PROFILE) --cwd notebooks --log-output --no-progress-bar
+	@mv $(REPORT)/.tmp-$*.ipynb $@
+
+$(REPORT)/%.html: $(REPORT)/%.ipynb
+	$(BIN)/jupyter nbconvert --log-level WARN --to html $< --output .tmp-$*
+	@mv $(REPORT)/.tmp-$*.html $@
+
+# Data flow between notebooks (each reads files the previous one wrote).
+$(REPORT)/02_negatives.ipynb: $(REPORT)/01_data.ipynb
+
+$(REPORT)/index.html: $(foreach nb,$(NOTEBOOKS),$(REPORT)/$(nb).html)
+	$(BIN)/python -m calibrank.report $(PROFILE)
+
+$(addprefix nb-,$(NOTEBOOKS)): nb-%: $(REPORT)/%.html
+
+report: ## run the study for PROFILE (default laptop) into reports/PROFILE/index.html
+	@start=$$(date +%s); \
+	$(MAKE) --no-print-directory $(REPORT)/index.html PROFILE=$(PROFILE); \
+	echo "report: $(REPORT)/index.html (wall time $$(( $$(date +%s) - start )) s)"
+
+# --- checks -----------------------------------------------------------------------------
+
+test: $(STAMP) ## unit tests and every notebook on the smoke profile under nbval
+	@rm -rf $(NBVAL_DIR) && mkdir -p $(NBVAL_DIR)
+	@for nb in $(NOTEBOOKS); do \
+	  $(BIN)/papermill --prepare-only notebooks/$$nb.ipynb $(NBVAL_DIR)/$$nb.ipynb -p profile smoke --log-level WARNING >/dev/null; \
+	done
+	TQDM_DISABLE=1 $(BIN)/python -m pytest tests $(NBVAL_DIR) --nbval-lax --nbval-current-env -p no:cacheprovider
+
+unit: $(STAMP) ## unit tests only
+	$(BIN)/python -m pytest tests -p no:cacheprovider
+
+bench: $(STAMP) ## speed benchmarks into reports/bench/
+	$(BIN)/python -m calibrank.bench --out reports/bench
+
+clean: ## remove reports, runs and build outputs (keeps .venv, downloads and caches)
+	rm -rf reports/*/ runs build
+
+distclean: clean ## also remove .venv and data caches (keeps data/raw downloads)
+	rm -rf $(VENV) data/cache

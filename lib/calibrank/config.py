@@ -1,0 +1,360 @@
+"""Profiles: ``params/<profile>.yaml`` read into typed, validated, frozen dataclasses.
+
+A profile fixes everything a run depends on (corpora, sizes, samplers, seeds). Validation
+is strict, because a mistyped key silently falling back to a default is how experiments go
+wrong: an unknown key, a value of the wrong type, or a value out of range is a
+:class:`ConfigError` naming the file, the dotted key and what was expected.
+
+Notebooks take only the profile name (a papermill parameter) and call :func:`load_config`,
+so papermill's own handling of unknown parameters (a warning) never decides anything.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import enum
+import os
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .runs import project_root
+
+__all__ = [
+    "ConfigError",
+    "Corpus",
+    "ContextStyle",
+    "Positions",
+    "SamplerName",
+    "SplitConfig",
+    "QueryCaps",
+    "DataConfig",
+    "BM25Config",
+    "EmbeddingConfig",
+    "NegativesConfig",
+    "Config",
+    "load_config",
+    "profile_path",
+]
+
+
+class ConfigError(ValueError):
+    """A params file or override is invalid; the message names file, key and expectation."""
+
+
+class Corpus(str, enum.Enum):
+    """Corpora the data layer can read (see :mod:`calibrank.data.corpora`)."""
+
+    chitchat = "chitchat"
+    chatterbot = "chatterbot"
+    msdialog = "msdialog"
+    mantis = "mantis"
+    udc_dstc8 = "udc_dstc8"
+
+
+class ContextStyle(str, enum.Enum):
+    """How context utterances are joined into one string (:func:`calibrank.data.format_context`).
+
+    ``plain``: joined with a space. ``separators``: the first paper's ``[UTTERANCE_SEP]`` after
+    every utterance and ``[TURN_SEP]`` after every second one. ``utterance_sep``: only
+    ``[UTTERANCE_SEP]`` (what the first paper used for UDC).
+    """
+
+    plain = "plain"
+    separators = "separators"
+    utterance_sep = "utterance_sep"
+
+
+class Positions(str, enum.Enum):
+    """Which responses of a dialogue become examples: every turn after the first, or the last only."""
+
+    all = "all"
+    last = "last"
+
+
+class SamplerName(str, enum.Enum):
+    """Negative samplers (:mod:`calibrank.negatives`)."""
+
+    random = "random"
+    bm25 = "bm25"
+    embedding = "embedding"
+
+
+def _err(key: str, msg: str) -> ConfigError:
+    return ConfigError(f"{key}: {msg}")
+
+
+@dataclass(frozen=True)
+class SplitConfig:
+    """Fractions of *dialogues* per split (never of turns), drawn with the profile seed."""
+
+    train: float = 0.8
+    valid: float = 0.1
+    test: float = 0.1
+
+    def check(self) -> None:
+        for name in ("train", "valid", "test"):
+            v = getattr(self, name)
+            if not 0.0 < v < 1.0:
+                raise _err(name, f"expected a fraction in (0, 1), got {v}")
+        total = self.train + self.valid + self.test
+        if abs(total - 1.0) > 1e-6:
+            raise _err("train", f"train + valid + test must sum to 1, got {total:g}")
+
+
+@dataclass(frozen=True)
+class QueryCaps:
+    """At most this many examples per split (a seeded sample); null keeps all."""
+
+    train: int | None = None
+    valid: int | None = None
+    test: int | None = None
+
+    def check(self) -> None:
+        for name in ("train", "valid", "test"):
+            v = getattr(self, name)
+            if v is not None and v < 1:
+                raise _err(name, f"expected a positive integer or null, got {v}")
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    corpora: tuple[Corpus, ...] = (Corpus.chitchat, Corpus.chatterbot)
+    max_dialogues: int | None = None
+    split: SplitConfig = field(default_factory=SplitConfig)
+    positions: Positions = Positions.all
+    max_context_utterances: int | None = None
+    context_style: ContextStyle = ContextStyle.plain
+    max_examples: QueryCaps = field(default_factory=QueryCaps)
+
+    def check(self) -> None:
+        if not self.corpora:
+            raise _err("corpora", "expected at least one corpus")
+        if len(set(self.corpora)) != len(self.corpora):
+            raise _err("corpora", "a corpus is listed twice")
+        if self.max_dialogues is not None and self.max_dialogues < 3:
+            raise _err("max_dialogues", f"expected null or at least 3 (one per split), got {self.max_dialogues}")
+        if self.max_context_utterances is not None and self.max_context_utterances < 1:
+            raise _err("max_context_utterances", f"expected null or a positive integer, got {self.max_context_utterances}")
+
+
+@dataclass(frozen=True)
+class BM25Config:
+    k1: float = 1.5
+    b: float = 0.75
+    stopwords: str | None = None
+    query_utterances: int | None = None
+
+    def check(self) -> None:
+        if self.k1 < 0:
+            raise _err("k1", f"expected k1 >= 0, got {self.k1}")
+        if not 0.0 <= self.b <= 1.0:
+            raise _err("b", f"expected b in [0, 1], got {self.b}")
+        if self.query_utterances is not None and self.query_utterances < 1:
+            raise _err("query_utterances", f"expected null or a positive integer, got {self.query_utterances}")
+
+
+@dataclass(frozen=True)
+class EmbeddingConfig:
+    model: str = "all-MiniLM-L6-v2"
+    batch_size: int = 128
+    query_utterances: int | None = None
+
+    def check(self) -> None:
+        if self.batch_size < 1:
+            raise _err("batch_size", f"expected a positive integer, got {self.batch_size}")
+        if self.query_utterances is not None and self.query_utterances < 1:
+            raise _err("query_utterances", f"expected null or a positive integer, got {self.query_utterances}")
+
+
+@dataclass(frozen=True)
+class NegativesConfig:
+    """Training queries get ``train_k`` negatives from ``train``; every eval sampler gets ``eval_k``."""
+
+    train: SamplerName = SamplerName.bm25
+    train_k: int = 1
+    eval: tuple[SamplerName, ...] = (SamplerName.random, SamplerName.bm25, SamplerName.embedding)
+    eval_k: int = 9
+    bm25: BM25Config = field(default_factory=BM25Config)
+    embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
+
+    def check(self) -> None:
+        for name in ("train_k", "eval_k"):
+            if getattr(self, name) < 1:
+                raise _err(name, f"expected a positive integer, got {getattr(self, name)}")
+        if not self.eval:
+            raise _err("eval", "expected at least one evaluation sampler")
+
+    def params_for(self, sampler: SamplerName | str) -> dict[str, Any]:
+        """Constructor parameters of one sampler, as :func:`calibrank.negatives.make_sampler` takes them."""
+        sampler = SamplerName(sampler)
+        if sampler is SamplerName.bm25:
+            return dataclasses.asdict(self.bm25)
+        if sampler is SamplerName.embedding:
+            return dataclasses.asdict(self.embedding)
+        return {}
+
+
+@dataclass(frozen=True)
+class Config:
+    """One profile. ``seed`` is the root of every random choice of the run."""
+
+    profile: str
+    seed: int = 0
+    description: str = ""
+    data: DataConfig = field(default_factory=DataConfig)
+    negatives: NegativesConfig = field(default_factory=NegativesConfig)
+    source: str = field(default="", compare=False)
+
+    def check(self) -> None:
+        if not self.profile or not self.profile.replace("-", "").replace("_", "").isalnum():
+            raise _err("profile", f"expected a name of letters, digits, '-' or '_', got {self.profile!r}")
+        if self.seed < 0:
+            raise _err("seed", f"expected a non-negative integer, got {self.seed}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data (enums as their names), e.g. for a JSON sidecar."""
+        return _plain(dataclasses.asdict(self))
+
+
+def _plain(obj: Any) -> Any:
+    if isinstance(obj, enum.Enum):
+        return obj.value
+    if isinstance(obj, dict):
+        return {k: _plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_plain(v) for v in obj]
+    return obj
+
+
+# ----------------------------------------------------------------------------- validation
+
+
+def _describe(tp: Any) -> str:
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join("null" if a is type(None) else _describe(a) for a in typing.get_args(tp))
+    if origin is tuple:
+        return f"a list of {_describe(typing.get_args(tp)[0])}"
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return "one of " + ", ".join(repr(m.value) for m in tp)
+    if dataclasses.is_dataclass(tp):
+        return "a mapping"
+    return {int: "an integer", float: "a number", str: "a string", bool: "true or false"}.get(tp, str(tp))
+
+
+def _coerce(tp: Any, value: Any, key: str) -> Any:
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(tp)
+        if value is None and type(None) in args:
+            return None
+        for a in args:
+            if a is type(None):
+                continue
+            try:
+                return _coerce(a, value, key)
+            except ConfigError:
+                continue
+        raise _err(key, f"expected {_describe(tp)}, got {value!r}")
+    if origin is tuple:
+        (inner, _ellipsis) = typing.get_args(tp)
+        if not isinstance(value, (list, tuple)):
+            raise _err(key, f"expected {_describe(tp)}, got {value!r}")
+        return tuple(_coerce(inner, v, f"{key}[{i}]") for i, v in enumerate(value))
+    if dataclasses.is_dataclass(tp):
+        return _build(tp, value, key)
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        try:
+            return tp(value)
+        except ValueError:
+            close = difflib.get_close_matches(str(value), [m.value for m in tp], n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise _err(key, f"expected {_describe(tp)}, got {value!r}{hint}") from None
+    if tp is bool:
+        if isinstance(value, bool):
+            return value
+    elif tp is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif tp is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    elif tp is str:
+        if isinstance(value, str):
+            return value
+    else:  # pragma: no cover - a field type this validator does not know is a programming error
+        raise TypeError(f"config field {key} has unsupported type {tp}")
+    raise _err(key, f"expected {_describe(tp)}, got {value!r}")
+
+
+def _build(cls: type, raw: Any, prefix: str) -> Any:
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise _err(prefix or "<top level>", f"expected a mapping, got {raw!r}")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.name != "source"}
+    kwargs = {}
+    for k, v in raw.items():
+        key = f"{prefix}.{k}" if prefix else str(k)
+        if k not in fields:
+            close = difflib.get_close_matches(str(k), list(fields), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise _err(key, f"unknown key{hint}; known keys here: {', '.join(fields)}")
+        kwargs[k] = _coerce(hints[k], v, key)
+    obj = cls(**kwargs)
+    check = getattr(obj, "check", None)
+    if check is not None:
+        try:
+            check()
+        except ConfigError as exc:
+            raise ConfigError(f"{prefix}.{exc}" if prefix else str(exc)) from None
+    return obj
+
+
+def _set_dotted(raw: dict, dotted: str, value: Any) -> None:
+    parts = dotted.split(".")
+    node = raw
+    for p in parts[:-1]:
+        node = node.setdefault(p, {})
+        if not isinstance(node, dict):
+            raise ConfigError(f"override {dotted!r}: {p!r} is not a section")
+    node[parts[-1]] = value
+
+
+def profile_path(profile: str | os.PathLike) -> Path:
+    """``params/<profile>.yaml`` under the project root, or the given path if it names a YAML file."""
+    text = str(profile)
+    if text.endswith((".yaml", ".yml")) or os.sep in text:
+        return Path(text).resolve()
+    return project_root() / "params" / f"{text}.yaml"
+
+
+def load_config(profile: str | os.PathLike, overrides: dict[str, Any] | None = None) -> Config:
+    """Read and validate a profile; ``overrides`` maps dotted keys (``"data.max_dialogues"``) to values."""
+    path = profile_path(profile)
+    if not path.exists():
+        known = sorted(p.stem for p in (project_root() / "params").glob("*.yaml"))
+        raise ConfigError(f"{path}: no such params file; known profiles: {', '.join(known) or 'none'}")
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML ({exc})") from exc
+    raw = raw if raw is not None else {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: expected a mapping of keys at the top level")
+    for dotted, value in (overrides or {}).items():
+        _set_dotted(raw, dotted, value)
+    if "profile" not in raw:
+        raise ConfigError(f"{path}: profile: missing required key (the profile's name)")
+    try:
+        cfg = _build(Config, raw, "")
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    return dataclasses.replace(cfg, source=str(path))
