@@ -1,0 +1,77 @@
+"""Reader for the Chit-Chat Challenge corpus shipped by the PyPI package ``chitchat-dataset``.
+
+The package ships one JSON file mapping a conversation id to ``{"messages": [[msg, ...], ...],
+"prompt": str, ...}``: each inner list is one turn, i.e. consecutive messages of one sender,
+each message ``{"sender", "text", "timestamp"}``. We join the messages of a turn with a space
+into one utterance. The corpus has a few empty messages (33 of ~260k): they are dropped, and a
+turn left without text is dropped with them (adjacent turns of the same sender then merge).
+Conversations with a single speaker have no response to rank and are kept as one-utterance
+dialogues (they yield no examples).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from .schema import DataError, Dialogue
+
+__all__ = ["read_chitchat", "default_path"]
+
+
+def default_path() -> Path:
+    try:
+        import chitchat_dataset
+    except ImportError as exc:  # pragma: no cover - dependency of the package
+        raise DataError("the corpus 'chitchat' needs the package chitchat-dataset (pip install chitchat-dataset==0.9.0)") from exc
+    return Path(chitchat_dataset.__file__).parent / "dataset.json"
+
+
+def read_chitchat(path: str | os.PathLike | None = None) -> list[Dialogue]:
+    """All conversations of the corpus, in file order, as :class:`Dialogue` (domain = its prompt)."""
+    path = Path(path) if path is not None else default_path()
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: chitchat corpus file not found (reinstall chitchat-dataset==0.9.0)")
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from exc
+    if not isinstance(raw, dict):
+        raise DataError(f"{path}: expected a JSON object of conversations, got {type(raw).__name__}")
+    dialogues = []
+    for conv_id, conv in raw.items():
+        where = f"{path}: conversation {conv_id!r}"
+        if not isinstance(conv, dict) or not isinstance(conv.get("messages"), list):
+            raise DataError(f"{where}: expected an object with a 'messages' list")
+        utterances: list[str] = []
+        speakers: list[str] = []
+        for t, turn in enumerate(conv["messages"]):
+            if not isinstance(turn, list):
+                raise DataError(f"{where}: turn {t} is not a list of messages")
+            texts = []
+            for m in turn:
+                if not isinstance(m, dict) or "text" not in m or "sender" not in m:
+                    raise DataError(f"{where}: turn {t} has a message without 'sender' and 'text'")
+                if str(m["text"]).strip():
+                    texts.append(str(m["text"]).strip())
+            if not texts:
+                continue
+            sender = str(turn[0]["sender"])
+            if speakers and speakers[-1] == sender:
+                utterances[-1] = f"{utterances[-1]} {' '.join(texts)}"
+            else:
+                utterances.append(" ".join(texts))
+                speakers.append(sender)
+        if not utterances:
+            continue
+        dialogues.append(
+            Dialogue(
+                dialogue_id=f"chitchat-{conv_id}",
+                utterances=tuple(utterances),
+                speakers=tuple(speakers),
+                domain=str(conv.get("prompt", "")),
+                source="chitchat",
+            )
+        )
+    return dialogues

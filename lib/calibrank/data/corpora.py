@@ -1,0 +1,92 @@
+"""Corpora by name: read, cap, split by dialogue and cut into examples, per the profile.
+
+The offline corpora (``chitchat``, ``chatterbot``) ship as dialogues inside PyPI packages and
+are split here by dialogue with the profile seed. The research corpora (``msdialog``,
+``mantis``, ``udc_dstc8``) ship already split into (context, response) rows; their published
+splits are kept (see :mod:`calibrank.data.published`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..config import Corpus, DataConfig
+from .schema import DataError, Dialogue, Example
+from .splits import SPLITS, dialogue_examples, split_dialogues, subsample
+
+__all__ = ["CorpusSplits", "load_dialogues", "load_corpus", "corpus_names"]
+
+OFFLINE = (Corpus.chitchat, Corpus.chatterbot)
+
+
+def corpus_names() -> list[str]:
+    return [c.value for c in Corpus]
+
+
+def _corpus(name: str | Corpus) -> Corpus:
+    try:
+        return Corpus(name)
+    except ValueError:
+        raise DataError(f"unknown corpus {name!r}; known corpora: {', '.join(corpus_names())}") from None
+
+
+def load_dialogues(name: str | Corpus) -> list[Dialogue]:
+    """All dialogues of an offline corpus, in corpus order."""
+    corpus = _corpus(name)
+    if corpus is Corpus.chitchat:
+        from .chitchat import read_chitchat
+
+        return read_chitchat()
+    if corpus is Corpus.chatterbot:
+        from .chatterbot import read_chatterbot
+
+        return read_chatterbot()
+    raise DataError(f"corpus {corpus.value!r} ships (context, response) rows, not dialogues: use load_corpus")
+
+
+@dataclass(frozen=True)
+class CorpusSplits:
+    """Examples of one corpus per split. ``pools`` holds each split's responses before capping,
+    the pool its negatives are drawn from (a split never borrows another split's responses)."""
+
+    corpus: str
+    examples: dict[str, list[Example]]
+    pools: dict[str, list[str]]
+    n_dialogues: dict[str, int]
+
+
+def _seed_for(seed: int, corpus: Corpus, purpose: str) -> int:
+    """An independent, reproducible seed per (corpus, purpose) derived from the profile seed."""
+    tag = sum((i + 1) * ord(ch) for i, ch in enumerate(f"{corpus.value}/{purpose}"))
+    return int(np.random.SeedSequence([seed, tag]).generate_state(1)[0])
+
+
+def load_corpus(name: str | Corpus, data: DataConfig, seed: int) -> CorpusSplits:
+    """Train / valid / test examples of a corpus as the profile's data section asks."""
+    corpus = _corpus(name)
+    caps = {s: getattr(data.max_examples, s) for s in SPLITS}
+    if corpus in OFFLINE:
+        dialogues = [d for d in load_dialogues(corpus) if len(d.utterances) >= 2]
+        dialogues = subsample(dialogues, data.max_dialogues, _seed_for(seed, corpus, "dialogues"))
+        by_split = split_dialogues(dialogues, data.split, _seed_for(seed, corpus, "split"))
+        full = {s: dialogue_examples(ds, data.positions, data.max_context_utterances) for s, ds in by_split.items()}
+        n_dialogues = {s: len(ds) for s, ds in by_split.items()}
+    else:
+        from .published import load_published
+
+        full = load_published(corpus.value)
+        if data.max_context_utterances is not None:
+            m = data.max_context_utterances
+            full = {
+                s: [Example(e.eid, e.context[-m:], e.response, e.dialogue_id, e.domain) for e in exs]
+                for s, exs in full.items()
+            }
+        n_dialogues = {s: len({e.dialogue_id for e in exs}) for s, exs in full.items()}
+    pools = {s: [e.response for e in exs] for s, exs in full.items()}
+    examples = {s: subsample(full[s], caps[s], _seed_for(seed, corpus, f"cap-{s}")) for s in SPLITS}
+    for s in SPLITS:
+        if not examples[s]:
+            raise DataError(f"corpus {corpus.value!r}: split {s!r} has no examples; raise data.max_dialogues")
+    return CorpusSplits(corpus=corpus.value, examples=examples, pools=pools, n_dialogues=n_dialogues)

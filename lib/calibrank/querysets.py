@@ -1,0 +1,173 @@
+"""The query sets of a profile: examples per corpus and split, and ranking queries per sampler.
+
+Step 1 (notebook ``01_data``, :func:`prepare_data`): every corpus of the profile is read,
+split by dialogue and cut into examples; each split's examples and its response pool are
+written under ``runs/<profile>/data/<corpus>/``.
+
+Step 2 (notebook ``02_negatives``, :func:`build_query_sets`): the training split gets the
+training sampler with ``train_k`` negatives (1 by default: the balanced set the first paper
+trained on); the validation and test splits get every evaluation sampler with ``eval_k``
+negatives (9: one relevant among ten). Files go under ``runs/<profile>/queries/<corpus>/``
+and a ``manifest.json`` lists them; later notebooks find query sets through
+:func:`load_query_set` only.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .config import Config, SamplerName
+from .data.io import read_examples, read_queries, write_examples, write_queries
+from .data.schema import Example, RankingQuery
+from .data.splits import SPLITS
+from .runs import atomic_path, read_json, run_dir, stable_hash, write_json
+
+__all__ = [
+    "MissingStepError",
+    "QuerySetSpec",
+    "prepare_data",
+    "load_examples",
+    "load_pool",
+    "query_set_specs",
+    "query_set_path",
+    "build_query_sets",
+    "load_query_set",
+    "load_manifest",
+    "load_query_sets",
+]
+
+
+class MissingStepError(FileNotFoundError):
+    """An input of this step was not made yet; the message names the file and the make target."""
+
+
+def _data_dir(cfg: Config, corpus: str) -> Path:
+    return run_dir(cfg.profile, "data", corpus)
+
+
+def prepare_data(cfg: Config) -> dict:
+    """Read, split and cut every corpus of the profile; write examples and pools; return a summary."""
+    from .data.corpora import load_corpus
+
+    summary = {"profile": cfg.profile, "seed": cfg.seed, "corpora": {}}
+    for corpus in cfg.data.corpora:
+        t0 = time.perf_counter()
+        cs = load_corpus(corpus, cfg.data, cfg.seed)
+        out = _data_dir(cfg, cs.corpus)
+        entry = {"dialogues": cs.n_dialogues, "examples": {}, "pool": {}, "data_version": {}}
+        for split in SPLITS:
+            write_examples(out / f"{split}.examples.parquet", cs.examples[split])
+            with atomic_path(out / f"{split}.pool.parquet") as tmp:
+                pq.write_table(pa.table({"response": cs.pools[split]}), tmp)
+            entry["examples"][split] = len(cs.examples[split])
+            entry["pool"][split] = len(cs.pools[split])
+            entry["data_version"][split] = stable_hash(
+                [[e.eid, list(e.context), e.response] for e in cs.examples[split]] + [cs.pools[split]]
+            )
+        entry["seconds"] = round(time.perf_counter() - t0, 2)
+        summary["corpora"][cs.corpus] = entry
+    write_json(run_dir(cfg.profile, "data") / "summary.json", summary)
+    return summary
+
+
+def _need(path: Path, target: str) -> Path:
+    if not path.exists():
+        raise MissingStepError(f"{path} does not exist: run `{target}` first (or the notebook that makes it)")
+    return path
+
+
+def load_examples(cfg: Config, corpus: str, split: str) -> list[Example]:
+    path = _data_dir(cfg, str(getattr(corpus, "value", corpus))) / f"{split}.examples.parquet"
+    return read_examples(_need(path, f"make nb-01_data PROFILE={cfg.profile}"))
+
+
+def load_pool(cfg: Config, corpus: str, split: str) -> list[str]:
+    path = _data_dir(cfg, str(getattr(corpus, "value", corpus))) / f"{split}.pool.parquet"
+    return pq.read_table(_need(path, f"make nb-01_data PROFILE={cfg.profile}")).column("response").to_pylist()
+
+
+@dataclass(frozen=True)
+class QuerySetSpec:
+    corpus: str
+    split: str
+    sampler: SamplerName
+    k: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.corpus}/{self.split}-{self.sampler.value}-k{self.k}"
+
+
+def query_set_specs(cfg: Config) -> list[QuerySetSpec]:
+    """Every query set the profile asks for, in a stable order."""
+    neg = cfg.negatives
+    specs = []
+    for corpus in cfg.data.corpora:
+        specs.append(QuerySetSpec(corpus.value, "train", neg.train, neg.train_k))
+        for split in ("valid", "test"):
+            specs.extend(QuerySetSpec(corpus.value, split, s, neg.eval_k) for s in neg.eval)
+    return specs
+
+
+def query_set_path(cfg: Config, spec: QuerySetSpec) -> Path:
+    return run_dir(cfg.profile, "queries", spec.corpus) / f"{spec.split}-{spec.sampler.value}-k{spec.k}.parquet"
+
+
+def build_query_sets(cfg: Config) -> dict:
+    """Build (or read from the negatives cache) every query set of the profile; write a manifest."""
+    from .negatives import cached_queries
+
+    manifest = {"profile": cfg.profile, "seed": cfg.seed, "query_sets": []}
+    for spec in query_set_specs(cfg):
+        t0 = time.perf_counter()
+        queries = cached_queries(
+            load_examples(cfg, spec.corpus, spec.split),
+            corpus=spec.corpus,
+            split=spec.split,
+            sampler=spec.sampler.value,
+            k=spec.k,
+            seed=cfg.seed,
+            pool=load_pool(cfg, spec.corpus, spec.split),
+            params=cfg.negatives.params_for(spec.sampler),
+        )
+        path = write_queries(query_set_path(cfg, spec), queries)
+        manifest["query_sets"].append(
+            {
+                "name": spec.name,
+                "corpus": spec.corpus,
+                "split": spec.split,
+                "sampler": spec.sampler.value,
+                "k": spec.k,
+                "queries": len(queries),
+                "path": str(path.relative_to(run_dir(cfg.profile))),
+                "seconds": round(time.perf_counter() - t0, 2),
+            }
+        )
+    write_json(run_dir(cfg.profile, "queries") / "manifest.json", manifest)
+    return manifest
+
+
+def load_query_set(cfg: Config, corpus: str, split: str, sampler: str | SamplerName, k: int | None = None) -> list[RankingQuery]:
+    """A query set written by :func:`build_query_sets`; ``k`` defaults to the profile's k for the split."""
+    neg = cfg.negatives
+    k = k if k is not None else (neg.train_k if split == "train" else neg.eval_k)
+    spec = QuerySetSpec(str(getattr(corpus, "value", corpus)), split, SamplerName(sampler), k)
+    return read_queries(_need(query_set_path(cfg, spec), f"make nb-02_negatives PROFILE={cfg.profile}"))
+
+
+def load_manifest(cfg: Config) -> dict:
+    return read_json(_need(run_dir(cfg.profile, "queries") / "manifest.json", f"make nb-02_negatives PROFILE={cfg.profile}"))
+
+
+def load_query_sets(cfg: Config, split: str | None = None, corpus: str | None = None) -> dict[str, list[RankingQuery]]:
+    """Every query set of the profile (optionally one split / corpus), keyed by :attr:`QuerySetSpec.name`."""
+    out = {}
+    for spec in query_set_specs(cfg):
+        if (split is None or spec.split == split) and (corpus is None or spec.corpus == str(getattr(corpus, "value", corpus))):
+            out[spec.name] = load_query_set(cfg, spec.corpus, spec.split, spec.sampler, spec.k)
+    return out

@@ -1,0 +1,25 @@
+"""Shared test setup: offline, quiet, and every test that writes files gets its own project root."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TQDM_DISABLE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+@pytest.fixture
+def tmp_root(tmp_path, monkeypatch) -> Path:
+    """A throw-away project root (with the repo's params/) so runs/ and data/cache/ never touch the checkout."""
+    shutil.copytree(REPO / "params", tmp_path / "params")
+    monkeypatch.setenv("CALIBRANK_ROOT", str(tmp_path))
+    return tmp_path

@@ -1,0 +1,76 @@
+import json
+
+import pytest
+
+from calibrank.config import ConfigError, Corpus, SamplerName, load_config
+from conftest import REPO
+
+
+@pytest.mark.parametrize("profile", ["smoke", "laptop", "paper"])
+def test_every_shipped_profile_loads(profile):
+    cfg = load_config(REPO / "params" / f"{profile}.yaml")
+    assert cfg.profile == profile
+    assert cfg.data.corpora and cfg.negatives.eval
+    json.dumps(cfg.to_dict())  # plain data, enums as names
+
+
+def test_default_profile_uses_offline_corpora_and_the_papers_candidate_counts():
+    cfg = load_config(REPO / "params" / "laptop.yaml")
+    assert cfg.data.corpora == (Corpus.chitchat, Corpus.chatterbot)
+    assert (cfg.negatives.train, cfg.negatives.train_k, cfg.negatives.eval_k) == (SamplerName.bm25, 1, 9)
+
+
+def _write(tmp_path, text):
+    path = tmp_path / "p.yaml"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(
+    "text, needles",
+    [
+        ("profile: x\ndata: {max_dialogs: 5}\n", ["data.max_dialogs", "unknown key", "did you mean 'max_dialogues'"]),
+        ("profile: x\nnegativs: {}\n", ["negativs", "unknown key", "did you mean 'negatives'"]),
+        ("profile: x\ndata: {max_dialogues: many}\n", ["data.max_dialogues", "expected an integer or null", "'many'"]),
+        ("profile: x\nseed: 1.5\n", ["seed", "expected an integer"]),
+        ("profile: x\nseed: true\n", ["seed", "expected an integer"]),
+        ("profile: x\nnegatives: {eval: [random, bm52]}\n", ["negatives.eval[1]", "did you mean 'bm25'"]),
+        ("profile: x\nnegatives: {eval_k: 0}\n", ["negatives.eval_k", "positive integer"]),
+        ("profile: x\ndata: {split: {train: 0.5, valid: 0.1, test: 0.1}}\n", ["data.split.train", "sum to 1"]),
+        ("profile: x\ndata: {corpora: [chitchat, nope]}\n", ["data.corpora[1]", "'nope'"]),
+        ("profile: x\ndata: {corpora: []}\n", ["data.corpora", "at least one"]),
+        ("profile: x\ndata: 3\n", ["data", "expected a mapping"]),
+        ("seed: 3\n", ["profile", "missing required key"]),
+        ("profile: x\nnegatives: {bm25: {b: 2}}\n", ["negatives.bm25.b", "[0, 1]"]),
+    ],
+)
+def test_bad_values_name_file_key_and_expectation(tmp_path, text, needles):
+    path = _write(tmp_path, text)
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    msg = str(info.value)
+    assert str(path) in msg
+    for needle in needles:
+        assert needle in msg
+
+
+def test_invalid_yaml_is_a_config_error(tmp_path):
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(_write(tmp_path, "profile: [unclosed\n"))
+
+
+def test_unknown_profile_lists_the_known_ones(tmp_root):
+    with pytest.raises(ConfigError, match="known profiles: laptop, paper, smoke"):
+        load_config("nosuch")
+
+
+def test_overrides_are_validated_like_the_file(tmp_root):
+    cfg = load_config("smoke", {"data.max_dialogues": 50, "negatives.eval": ["random"]})
+    assert cfg.data.max_dialogues == 50 and cfg.negatives.eval == (SamplerName.random,)
+    with pytest.raises(ConfigError, match="data.max_dialouges"):
+        load_config("smoke", {"data.max_dialouges": 50})
+
+
+def test_defaults_fill_omitted_sections(tmp_path):
+    cfg = load_config(_write(tmp_path, "profile: minimal\n"))
+    assert cfg.seed == 0 and cfg.negatives.eval_k == 9 and cfg.data.split.train == 0.8
