@@ -1,0 +1,185 @@
+"""Reader for UDC_DSTC8: DSTC8 track 2 (NOESIS II), subtask 1, Ubuntu (``task-1.ubuntu.*.json``).
+
+Format: one JSON list of examples, each an object with
+
+- ``example-id``: the example's id;
+- ``messages-so-far``: the context, a list of ``{"speaker", "utterance", ...}``, oldest first;
+- ``options-for-correct-answers``: a list holding the true response as ``{"candidate-id",
+  "utterance"}``; it can be EMPTY (no correct answer among the options): such an example is
+  dropped and counted;
+- ``options-for-next``: the 100 candidates (not used: the study samples its own negatives).
+
+Speaker names of the form ``participant_N`` that occur inside utterances are removed, as the
+reference preprocessing of the first paper does ("participant_1: hi" -> "hi", "participant_3
+try this" -> "try this"): the token, a following ':' or ',' and the whitespace around it.
+This is applied to context utterances and to the true response. An utterance left empty by it
+is dropped from the context; an example left without context or response is dropped and counted.
+
+The file is parsed one example at a time (the train file is large). Errors raise
+:class:`DataError` naming the file and, for a bad example, its 0-based index and ``example-id``:
+malformed JSON (with the line number), a top level that is not a list, an example that is not an
+object or lacks ``messages-so-far`` / ``options-for-correct-answers``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, TextIO
+
+from .schema import DataError, Example
+
+__all__ = ["read_dstc8", "strip_speakers"]
+
+_log = logging.getLogger(__name__)
+_SPEAKER = re.compile(r"\s*\bparticipant_\d+\b\s*[:,]?\s*")
+_WS = re.compile(r"\s+")
+_CHUNK = 1 << 20
+
+
+def strip_speakers(text: str) -> str:
+    """``text`` without ``participant_N`` names (and a following ':' or ','), whitespace collapsed."""
+    return _WS.sub(" ", _SPEAKER.sub(" ", text)).strip()
+
+
+def read_dstc8(
+    path: str | os.PathLike,
+    source: str = "udc_dstc8",
+    *,
+    split: str = "",
+    stats: dict[str, int] | None = None,
+) -> list[Example]:
+    """The examples of a DSTC8 subtask-1 file that have a correct answer, in file order.
+
+    ``eid`` is ``f"{source}-{split}-{example-id}"`` (``f"{source}-{example-id}"`` without a
+    split); ``dialogue_id`` is the eid (examples of this corpus are not linked to each other).
+    ``stats``, if given, is filled with counts: ``examples`` (in the file), ``kept``,
+    ``no_correct_answer`` and ``empty_after_stripping`` (dropped).
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file")
+    counts = {"examples": 0, "kept": 0, "no_correct_answer": 0, "empty_after_stripping": 0}
+    prefix = f"{source}-{split}-" if split else f"{source}-"
+    out: list[Example] = []
+    with path.open("r", encoding="utf-8") as handle:
+        for index, raw in enumerate(_iter_json_list(handle, path)):
+            counts["examples"] += 1
+            ex = _convert(raw, index, path, prefix, counts)
+            if ex is not None:
+                out.append(ex)
+    counts["kept"] = len(out)
+    if counts["no_correct_answer"] or counts["empty_after_stripping"]:
+        _log.info(
+            "%s: dropped %d examples without a correct answer and %d left empty by speaker stripping",
+            path, counts["no_correct_answer"], counts["empty_after_stripping"],
+        )
+    if stats is not None:
+        stats.update(counts)
+    return out
+
+
+def _convert(raw: Any, index: int, path: Path, prefix: str, counts: dict[str, int]) -> Example | None:
+    eid_raw = raw.get("example-id", "?") if isinstance(raw, dict) else "?"
+    where = f"{path}: example {index} (example-id {eid_raw!r})"
+    if not isinstance(raw, dict):
+        raise DataError(f"{where}: expected a JSON object, got {type(raw).__name__}")
+    messages = raw.get("messages-so-far")
+    if not isinstance(messages, list):
+        what = "missing" if messages is None else f"a {type(messages).__name__}, not a list"
+        raise DataError(f"{where}: 'messages-so-far' is {what}; expected a list of {{speaker, utterance}}")
+    answers = raw.get("options-for-correct-answers")
+    if not isinstance(answers, list):
+        what = "missing" if answers is None else f"a {type(answers).__name__}, not a list"
+        raise DataError(f"{where}: 'options-for-correct-answers' is {what}; expected a (possibly empty) list")
+    if not answers:
+        counts["no_correct_answer"] += 1
+        return None
+    context = tuple(c for c in (strip_speakers(_utterance(m, where)) for m in messages) if c)
+    response = strip_speakers(_utterance(answers[0], where))
+    if not context or not response:
+        counts["empty_after_stripping"] += 1
+        return None
+    try:
+        return Example(eid=f"{prefix}{eid_raw}", context=context, response=response, dialogue_id=f"{prefix}{eid_raw}")
+    except DataError as exc:  # pragma: no cover - emptiness is handled above
+        raise DataError(f"{where}: {exc}") from exc
+
+
+def _utterance(item: Any, where: str) -> str:
+    if not isinstance(item, dict) or not isinstance(item.get("utterance"), str):
+        raise DataError(f"{where}: expected an object with a string 'utterance', got {str(item)[:80]!r}")
+    return item["utterance"]
+
+
+class _Buffer:
+    """A window on a text stream: ``text`` holds the unread part, ``line`` is the line of ``text[0]``."""
+
+    def __init__(self, handle: TextIO, path: Path) -> None:
+        self.handle, self.path = handle, path
+        self.text, self.line, self.eof = "", 1, False
+
+    def more(self, keep_from: int) -> bool:
+        """Drop ``text[:keep_from]`` and append a chunk; False at end of file (positions shift by -keep_from)."""
+        chunk = self.handle.read(_CHUNK)
+        self.line += self.text.count("\n", 0, keep_from)
+        self.text = self.text[keep_from:] + chunk
+        self.eof = not chunk
+        return bool(chunk)
+
+    def skip_ws(self, pos: int) -> int:
+        """Position of the next non-whitespace character (``len(text)`` at end of file)."""
+        while True:
+            while pos < len(self.text) and self.text[pos] in " \t\r\n":
+                pos += 1
+            if pos < len(self.text):
+                return pos
+            if not self.more(pos):
+                return 0
+            pos = 0
+
+    def error(self, pos: int, msg: str) -> DataError:
+        return DataError(f"{self.path}:{self.line + self.text.count(chr(10), 0, pos)}: not valid JSON ({msg})")
+
+
+def _iter_json_list(handle: TextIO, path: Path) -> Iterator[Any]:
+    """Yield the elements of a top-level JSON list one by one, reading ``handle`` in chunks."""
+    decoder = json.JSONDecoder()
+    buf = _Buffer(handle, path)
+    pos = buf.skip_ws(0)
+    if pos >= len(buf.text):
+        raise buf.error(pos, "empty file; expected a JSON list of examples")
+    if buf.text[pos] != "[":
+        raise DataError(
+            f"{path}: top level must be a JSON list of examples, found {buf.text[pos]!r} "
+            f"at line {buf.line + buf.text.count(chr(10), 0, pos)}"
+        )
+    pos = buf.skip_ws(pos + 1)
+    if pos < len(buf.text) and buf.text[pos] == "]":
+        return
+    while True:
+        while True:
+            try:
+                item, pos = decoder.raw_decode(buf.text, pos)
+                break
+            except json.JSONDecodeError as exc:
+                if buf.eof:
+                    raise buf.error(exc.pos, exc.msg) from exc
+                buf.more(pos)  # the element may run past the chunk read so far
+                pos = 0
+        yield item
+        pos = buf.skip_ws(pos)
+        if pos >= len(buf.text):
+            raise buf.error(pos, "unexpected end of file; expected ',' or ']'")
+        if buf.text[pos] == "]":
+            rest = buf.skip_ws(pos + 1)
+            if rest < len(buf.text):
+                raise buf.error(rest, "extra data after the closing ']'")
+            return
+        if buf.text[pos] != ",":
+            raise buf.error(pos, f"expected ',' or ']' between examples, found {buf.text[pos]!r}")
+        pos = buf.skip_ws(pos + 1)

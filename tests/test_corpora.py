@@ -1,0 +1,41 @@
+"""Corpora by name, as a profile asks for them: offline splits, published splits, and the errors."""
+
+import shutil
+
+import pytest
+
+from calibrank.config import DataConfig, QueryCaps
+from calibrank.data import DataError
+from calibrank.data.corpora import load_corpus
+from conftest import FIXTURES
+
+
+def test_unknown_corpus_lists_the_known_ones():
+    with pytest.raises(DataError, match="unknown corpus 'chitchatt'; known corpora: chitchat, chatterbot, msdialog"):
+        load_corpus("chitchatt", DataConfig(), seed=0)
+
+
+def test_offline_corpus_splits_by_dialogue_caps_examples_and_keeps_full_pools():
+    data = DataConfig(max_dialogues=300, max_examples=QueryCaps(train=50, valid=10, test=10))
+    cs = load_corpus("chatterbot", data, seed=3)
+    ids = {s: {e.dialogue_id for e in v} for s, v in cs.examples.items()}
+    assert ids["train"].isdisjoint(ids["test"]) and ids["valid"].isdisjoint(ids["test"])
+    assert {s: len(v) for s, v in cs.examples.items()} == {"train": 50, "valid": 10, "test": 10}
+    assert sum(cs.n_dialogues.values()) == 300
+    for s, exs in cs.examples.items():
+        assert len(cs.pools[s]) >= len(exs) and {e.response for e in exs} <= set(cs.pools[s])
+    again = load_corpus("chatterbot", data, seed=3)
+    assert again.examples == cs.examples
+    assert load_corpus("chatterbot", data, seed=4).examples != cs.examples
+
+
+def test_published_corpus_keeps_its_splits_and_caps_context(tmp_root):
+    shutil.copytree(FIXTURES / "msdialog", tmp_root / "data" / "raw" / "msdialog")
+    cs = load_corpus("msdialog", DataConfig(max_context_utterances=1), seed=0)
+    assert all(len(e.context) == 1 for exs in cs.examples.values() for e in exs)
+    assert all(e.eid.startswith(f"msdialog-{s}-L") for s, exs in cs.examples.items() for e in exs)
+
+
+def test_missing_published_files_say_how_to_get_them(tmp_root):
+    with pytest.raises(FileNotFoundError, match=r"make data DATASET=mantis"):
+        load_corpus("mantis", DataConfig(), seed=0)
