@@ -1,0 +1,213 @@
+"""Calibration metrics of predicted probabilities of relevance, pointwise over (query, candidate) pairs.
+
+``probs`` (any shape; flattened) are predicted probabilities in [0, 1] and ``labels`` the 0/1
+relevance of the same pairs; ``n`` is the number of pairs.
+
+- Expected calibration error, exactly eq. 1 of Penha & Hauff (EACL 2021)::
+
+      ECE = sum_{i=1..c} |B_i| / n * | avg(B_i) - rel(B_i) / |B_i| |
+
+  where the predictions are split into ``c`` buckets ``B_i``, ``avg(B_i)`` is the mean predicted
+  probability in the bucket and ``rel(B_i)`` its number of relevant pairs. Empty buckets
+  contribute 0. Note: the first paper's public code used 50 buckets and divided the sum by the
+  number of buckets; we do neither (the default is 10 buckets and the sum is weighted by
+  ``|B_i| / n`` as in the equation), so numbers are not comparable with that code's output.
+- Maximum calibration error (Naeini, Cooper & Hauskrecht, AAAI 2015): the largest gap
+  ``| avg(B_i) - rel(B_i) / |B_i| |`` over the non-empty buckets.
+- Brier score (Brier, 1950): ``(1/n) sum (p - y)^2``.
+- Negative log-likelihood (binary log loss): ``-(1/n) sum [y log p + (1 - y) log(1 - p)]``, with
+  ``p`` clipped to ``[eps, 1 - eps]``, ``eps = 1e-7``, so that a confident mistake costs
+  ``-log(1e-7) ~ 16.1`` instead of infinity.
+
+Buckets (``strategy``):
+
+- ``"uniform"``: ``c`` equal-width buckets on [0, 1], edges ``e_j = j / c``. A bucket is closed on
+  the right, ``(e_{j}, e_{j+1}]``, as in Guo et al. (ICML 2017) and
+  ``sklearn.calibration.calibration_curve``; the first bucket is ``[0, e_1]``, so 0.0 goes in the
+  first bucket and 1.0 in the last.
+- ``"quantile"``: equal-mass buckets, edges at the ``j / c`` quantiles of ``probs`` (linear
+  interpolation, first edge = min, last edge = max), same right-closed rule. Equal predictions
+  always land in the same bucket, whatever their order: when many predictions are tied (typical
+  for negatives scored near 0) edges coincide and the buckets between them are empty, so there
+  can be fewer than ``c`` non-empty buckets and their sizes are only roughly equal.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import numbers
+
+import numpy as np
+
+__all__ = [
+    "EPS",
+    "ReliabilityCurve",
+    "brier",
+    "calibration_metrics",
+    "ece",
+    "mce",
+    "nll",
+    "reliability_curve",
+]
+
+EPS = 1e-7
+"""Probabilities are clipped to ``[EPS, 1 - EPS]`` in :func:`nll`."""
+
+_STRATEGIES = ("uniform", "quantile")
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class ReliabilityCurve:
+    """Per-bucket statistics of a reliability diagram (``B`` buckets; arrays are read-only).
+
+    ``bin_edges`` [B+1]; ``mean_predicted`` [B] (``avg(B_i)``), ``fraction_positive`` [B]
+    (``rel(B_i)/|B_i|``), both NaN for an empty bucket; ``counts`` [B] (``|B_i|``, int).
+    """
+
+    bin_edges: np.ndarray
+    mean_predicted: np.ndarray
+    fraction_positive: np.ndarray
+    counts: np.ndarray
+
+    def __post_init__(self) -> None:
+        for field in dataclasses.fields(self):
+            value = np.array(getattr(self, field.name))  # a private copy, then made read-only
+            value.setflags(write=False)
+            object.__setattr__(self, field.name, value)
+
+    @property
+    def gaps(self) -> np.ndarray:
+        """``|mean_predicted - fraction_positive|`` per bucket (NaN for an empty bucket)."""
+        return np.abs(self.mean_predicted - self.fraction_positive)
+
+    @property
+    def ece(self) -> float:
+        """Expected calibration error (eq. 1 of Penha & Hauff) of these buckets."""
+        nonempty = self.counts > 0
+        weights = self.counts[nonempty] / self.counts.sum()
+        return float((weights * self.gaps[nonempty]).sum())
+
+    @property
+    def mce(self) -> float:
+        """Maximum calibration error: the largest gap over the non-empty buckets."""
+        return float(np.max(self.gaps[self.counts > 0]))
+
+
+def _check_probs_labels(probs: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Validate and flatten: probabilities in [0, 1] (float64), labels 0/1 (float64), same shape."""
+    p = np.asarray(probs)
+    y = np.asarray(labels)
+    if p.shape != y.shape:
+        raise ValueError(f"labels must have the same shape as probs {p.shape}; got shape {y.shape}")
+    if p.size == 0:
+        raise ValueError("probs must contain at least one prediction; got an empty array")
+    if not (np.issubdtype(p.dtype, np.number) or p.dtype == bool) or np.iscomplexobj(p):
+        raise ValueError(f"probs must be real numbers; got dtype {p.dtype}")
+    p = p.astype(np.float64).ravel()
+    bad = ~((p >= 0.0) & (p <= 1.0))  # also catches NaN
+    if bad.any():
+        raise ValueError(
+            f"probs must be probabilities in [0, 1]; found {int(bad.sum())} value(s) outside "
+            f"[0, 1] or NaN, e.g. {p[bad][0].item()!r}"
+        )
+    if not (np.issubdtype(y.dtype, np.number) or y.dtype == bool) or np.iscomplexobj(y):
+        raise ValueError(f"labels must be 0/1 numbers or booleans; got dtype {y.dtype}")
+    y = y.ravel()
+    bad = (y != 0) & (y != 1)
+    if bad.any():
+        raise ValueError(
+            f"labels must contain only 0 and 1; found {int(bad.sum())} other value(s), e.g. {y[bad][0].item()!r}"
+        )
+    return p, y.astype(np.float64)
+
+
+def _check_bins(n_bins: int, strategy: str) -> None:
+    if isinstance(n_bins, bool) or not isinstance(n_bins, numbers.Integral) or n_bins < 1:
+        raise ValueError(f"n_bins must be an integer >= 1; got {n_bins!r}")
+    if strategy not in _STRATEGIES:
+        raise ValueError(f"strategy must be one of {_STRATEGIES}; got {strategy!r}")
+
+
+def _bin_edges(p: np.ndarray, n_bins: int, strategy: str) -> np.ndarray:
+    """Bucket edges [n_bins + 1]: equal width on [0, 1], or quantiles of ``p``."""
+    if strategy == "uniform":
+        return np.linspace(0.0, 1.0, n_bins + 1)
+    edges = np.percentile(p, np.linspace(0.0, 100.0, n_bins + 1))
+    return np.maximum.accumulate(edges)  # guard against round-off making edges decrease
+
+
+def _reliability(p: np.ndarray, y: np.ndarray, n_bins: int, strategy: str) -> ReliabilityCurve:
+    """Bucket validated, flattened predictions; see the module docstring for the bucket rule."""
+    edges = _bin_edges(p, n_bins, strategy)
+    # Right-closed buckets: index of the first interior edge >= p (0 for p <= e_1, last for p > e_{c-1}).
+    ids = np.searchsorted(edges[1:-1], p, side="left")
+    counts = np.bincount(ids, minlength=n_bins)
+    sum_p = np.bincount(ids, weights=p, minlength=n_bins)
+    sum_y = np.bincount(ids, weights=y, minlength=n_bins)
+    mean_predicted = np.full(n_bins, np.nan)
+    fraction_positive = np.full(n_bins, np.nan)
+    nonempty = counts > 0
+    mean_predicted[nonempty] = sum_p[nonempty] / counts[nonempty]
+    fraction_positive[nonempty] = sum_y[nonempty] / counts[nonempty]
+    return ReliabilityCurve(edges, mean_predicted, fraction_positive, counts.astype(np.int64))
+
+
+def reliability_curve(
+    probs: np.ndarray, labels: np.ndarray, n_bins: int = 10, strategy: str = "uniform"
+) -> ReliabilityCurve:
+    """Per-bucket mean prediction, fraction of relevant pairs and count (NaN for empty buckets).
+
+    Unlike ``sklearn.calibration.calibration_curve`` (same buckets), empty buckets are kept,
+    so every array has exactly ``n_bins`` entries.
+    """
+    _check_bins(n_bins, strategy)
+    p, y = _check_probs_labels(probs, labels)
+    return _reliability(p, y, n_bins, strategy)
+
+
+def ece(probs: np.ndarray, labels: np.ndarray, n_bins: int = 10, strategy: str = "uniform") -> float:
+    """Expected calibration error, eq. 1 of Penha & Hauff (2021): ``sum_i |B_i|/n |avg(B_i) - rel(B_i)/|B_i||``.
+
+    ``strategy="uniform"``: ``n_bins`` equal-width buckets on [0, 1]; ``"quantile"``: equal-mass
+    buckets. Empty buckets contribute 0. Not divided by the number of buckets (the first paper's
+    public code did that, with 50 buckets).
+    """
+    return reliability_curve(probs, labels, n_bins, strategy).ece
+
+
+def mce(probs: np.ndarray, labels: np.ndarray, n_bins: int = 10, strategy: str = "uniform") -> float:
+    """Maximum calibration error: ``max_i |avg(B_i) - rel(B_i)/|B_i||`` over non-empty buckets."""
+    return reliability_curve(probs, labels, n_bins, strategy).mce
+
+
+def _brier(p: np.ndarray, y: np.ndarray) -> float:
+    return float(np.mean((p - y) ** 2))
+
+
+def _nll(p: np.ndarray, y: np.ndarray) -> float:
+    p = np.clip(p, EPS, 1.0 - EPS)
+    return float(-np.mean(y * np.log(p) + (1.0 - y) * np.log1p(-p)))
+
+
+def brier(probs: np.ndarray, labels: np.ndarray) -> float:
+    """Brier score: mean squared difference between probability and 0/1 label."""
+    return _brier(*_check_probs_labels(probs, labels))
+
+
+def nll(probs: np.ndarray, labels: np.ndarray) -> float:
+    """Mean binary log loss, with probabilities clipped to ``[EPS, 1 - EPS]`` (``EPS = 1e-7``)."""
+    return _nll(*_check_probs_labels(probs, labels))
+
+
+def calibration_metrics(probs: np.ndarray, labels: np.ndarray, n_bins: int = 10) -> dict[str, float]:
+    """``{"ECE", "ECE (equal mass)", "MCE", "Brier", "NLL"}``; the MCE uses equal-width buckets."""
+    _check_bins(n_bins, "uniform")
+    p, y = _check_probs_labels(probs, labels)
+    uniform = _reliability(p, y, n_bins, "uniform")
+    return {
+        "ECE": uniform.ece,
+        "ECE (equal mass)": _reliability(p, y, n_bins, "quantile").ece,
+        "MCE": uniform.mce,
+        "Brier": _brier(p, y),
+        "NLL": _nll(p, y),
+    }

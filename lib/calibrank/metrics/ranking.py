@@ -1,0 +1,200 @@
+"""Ranking metrics for conversation response ranking, per query and averaged.
+
+Every query has the same number ``K`` of candidate responses (usually 1 relevant + 9 negatives);
+``scores`` and ``labels`` are arrays of shape ``[Q, K]``. Candidates are ranked by decreasing
+score, and with ``rel_i`` the 0/1 label at 1-based position ``i`` and ``R`` the number of relevant
+candidates of the query:
+
+- Recall ``R_n@k`` (n = K):      ``sum_{i<=k} rel_i / R``
+- Average precision (AP):       ``(1/R) sum_i rel_i * P@i`` with ``P@i = sum_{j<=i} rel_j / i``
+  (Manning, Raghavan & Schuetze, *Introduction to Information Retrieval*, 2008, ch. 8); MAP is its mean.
+- Reciprocal rank (RR):         ``1 / (position of the first relevant)``; MRR is its mean
+  (Voorhees, TREC-8 QA track, 1999).
+- nDCG@k (binary gains, log2 discount; Jaervelin & Kekaelaeinen, TOIS 2002):
+  ``DCG@k / IDCG@k`` with ``DCG@k = sum_{i<=k} rel_i / log2(i + 1)`` and ``IDCG@k`` the DCG@k of
+  the ideal ranking (all ``R`` relevant first).
+
+Ties are counted against the relevant candidate (pessimistic): a relevant candidate is placed
+below every non-relevant candidate with an equal score, and the order of the input never
+decides. The first paper's public evaluation code let a tie favour the relevant candidate,
+which inflates scores, most visibly for a ranker that outputs (near-)constant probabilities:
+a ranker giving every candidate the same score gets R@1 = 0 here, not 1. (Relevant candidates
+tied among themselves are interchangeable, so their relative order does not matter.)
+
+A query with no relevant candidate (they exist in the none-of-the-above task) gets NaN in
+the per-query arrays; :func:`ranking_metrics` averages over the other queries and reports how
+many there were. ``k`` larger than ``K`` means "all candidates".
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Iterable
+
+import numpy as np
+
+__all__ = [
+    "average_precision",
+    "ndcg_at_k",
+    "rank_of_relevant",
+    "ranking_metrics",
+    "recall_at_k",
+    "reciprocal_rank",
+]
+
+
+def _check_inputs(scores: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Validate ``scores``/``labels`` and return them as float64 and bool arrays of shape [Q, K]."""
+    s = np.asarray(scores)
+    y = np.asarray(labels)
+    if s.ndim != 2:
+        raise ValueError(f"scores must be a 2-D array [queries, candidates]; got shape {s.shape}")
+    if y.shape != s.shape:
+        raise ValueError(f"labels must have the same shape as scores {s.shape}; got shape {y.shape}")
+    if s.shape[1] < 1:
+        raise ValueError(f"scores must have at least one candidate per query; got shape {s.shape}")
+    if not (np.issubdtype(s.dtype, np.number) or s.dtype == bool) or np.iscomplexobj(s):
+        raise ValueError(f"scores must be real numbers; got dtype {s.dtype}")
+    s = s.astype(np.float64)
+    bad = ~np.isfinite(s)
+    if bad.any():
+        raise ValueError(
+            f"scores must be finite; found {int(bad.sum())} non-finite value(s), e.g. {s[bad][0].item()!r}"
+        )
+    if not (np.issubdtype(y.dtype, np.number) or y.dtype == bool) or np.iscomplexobj(y):
+        raise ValueError(f"labels must be 0/1 numbers or booleans; got dtype {y.dtype}")
+    bad = (y != 0) & (y != 1)
+    if bad.any():
+        raise ValueError(
+            f"labels must contain only 0 and 1; found {int(bad.sum())} other value(s), e.g. {y[bad][0].item()!r}"
+        )
+    return s, y.astype(bool)
+
+
+def _check_k(k: int, name: str = "k") -> int:
+    """Validate a cut-off: a positive integer (not a bool)."""
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
+        raise ValueError(f"{name} must be a positive integer; got {k!r}")
+    return int(k)
+
+
+def _sorted_relevance(s: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Labels (as float 0/1) reordered by decreasing score, non-relevant first among equal scores.
+
+    ``np.lexsort`` sorts by its last key first: decreasing score, then increasing label, so a
+    relevant candidate is always placed after the non-relevant ones it is tied with.
+    """
+    order = np.lexsort((y, -s), axis=1)
+    return np.take_along_axis(y, order, axis=1).astype(np.float64)
+
+
+def _safe_divide(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """``num / den`` with NaN where ``den == 0`` (queries without a relevant candidate)."""
+    out = np.full(np.broadcast(num, den).shape, np.nan)
+    np.divide(num, den, out=out, where=den != 0)
+    return out
+
+
+def _recall(rel: np.ndarray, k: int) -> np.ndarray:
+    kk = min(k, rel.shape[1])
+    return _safe_divide(rel[:, :kk].sum(axis=1), rel.sum(axis=1))
+
+
+def _average_precision(rel: np.ndarray) -> np.ndarray:
+    positions = np.arange(1, rel.shape[1] + 1)
+    precision_at_i = np.cumsum(rel, axis=1) / positions
+    return _safe_divide((rel * precision_at_i).sum(axis=1), rel.sum(axis=1))
+
+
+def _first_relevant_rank(rel: np.ndarray) -> np.ndarray:
+    has_rel = rel.any(axis=1)
+    rank = np.argmax(rel, axis=1).astype(np.float64) + 1.0
+    rank[~has_rel] = np.nan
+    return rank
+
+
+def _ndcg(rel: np.ndarray, k: int) -> np.ndarray:
+    kk = min(k, rel.shape[1])
+    discount = 1.0 / np.log2(np.arange(2, kk + 2))
+    dcg = (rel[:, :kk] * discount).sum(axis=1)
+    ideal_prefix = np.concatenate([[0.0], np.cumsum(discount)])  # IDCG for 0..kk relevant
+    n_ideal = np.minimum(rel.sum(axis=1), kk).astype(np.int64)
+    return _safe_divide(dcg, ideal_prefix[n_ideal])
+
+
+def recall_at_k(scores: np.ndarray, labels: np.ndarray, k: int) -> np.ndarray:
+    """Per-query recall ``R_n@k`` (n = K): relevant candidates in the top k / relevant candidates.
+
+    Pessimistic ties (see the module docstring). Returns shape [Q]; NaN for a query without
+    a relevant candidate.
+    """
+    k = _check_k(k)
+    s, y = _check_inputs(scores, labels)
+    return _recall(_sorted_relevance(s, y), k)
+
+
+def average_precision(scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Per-query average precision ``(1/R) sum_i rel_i * P@i``; shape [Q], NaN without a relevant.
+
+    Pessimistic ties (see the module docstring).
+    """
+    s, y = _check_inputs(scores, labels)
+    return _average_precision(_sorted_relevance(s, y))
+
+
+def rank_of_relevant(scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Per-query 1-based rank of the first (highest-ranked) relevant candidate; shape [Q].
+
+    Pessimistic ties: a relevant candidate tied with m non-relevant ones is ranked after all
+    of them. NaN for a query without a relevant candidate.
+    """
+    s, y = _check_inputs(scores, labels)
+    return _first_relevant_rank(_sorted_relevance(s, y))
+
+
+def reciprocal_rank(scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Per-query reciprocal rank ``1 / rank_of_relevant``; shape [Q], NaN without a relevant.
+
+    Pessimistic ties (see the module docstring).
+    """
+    return 1.0 / rank_of_relevant(scores, labels)
+
+
+def ndcg_at_k(scores: np.ndarray, labels: np.ndarray, k: int = 10) -> np.ndarray:
+    """Per-query nDCG@k with binary gains and a ``1/log2(i+1)`` discount; shape [Q].
+
+    Pessimistic ties (see the module docstring). NaN for a query without a relevant candidate.
+    """
+    k = _check_k(k)
+    s, y = _check_inputs(scores, labels)
+    return _ndcg(_sorted_relevance(s, y), k)
+
+
+def _mean_defined(values: np.ndarray) -> float:
+    """Mean over the non-NaN entries; NaN when there are none (no warning)."""
+    defined = values[~np.isnan(values)]
+    return float(defined.mean()) if defined.size else float("nan")
+
+
+def ranking_metrics(
+    scores: np.ndarray,
+    labels: np.ndarray,
+    ks: Iterable[int] = (1, 2, 5),
+    ndcg_k: int = 10,
+) -> dict[str, float]:
+    """Mean ranking metrics over the queries that have at least one relevant candidate.
+
+    Returns ``{"R@k" for k in ks, "MAP", "MRR", "nDCG@<ndcg_k>", "queries"}``, where ``queries``
+    is the number of queries averaged over (those with a relevant candidate). With no such
+    query every mean is NaN. Pessimistic ties (see the module docstring).
+    """
+    ks = [_check_k(k, "ks entries") for k in ks]
+    ndcg_k = _check_k(ndcg_k, "ndcg_k")
+    s, y = _check_inputs(scores, labels)
+    rel = _sorted_relevance(s, y)
+    out: dict[str, float] = {f"R@{k}": _mean_defined(_recall(rel, k)) for k in ks}
+    out["MAP"] = _mean_defined(_average_precision(rel))
+    out["MRR"] = _mean_defined(1.0 / _first_relevant_rank(rel))
+    out[f"nDCG@{ndcg_k}"] = _mean_defined(_ndcg(rel, ndcg_k))
+    out["queries"] = int(rel.any(axis=1).sum())
+    return out
