@@ -1,0 +1,305 @@
+"""Random-Fourier-feature GP output layer with a Laplace posterior (SNGP; GPF-BERT eqs. 2-5).
+
+What is computed
+----------------
+For an encoder feature ``h`` in ``R^d`` (the [CLS] vector), with ``L = n_features``:
+
+* random features (GPF-BERT eq. 2; Rahimi & Recht 2007)
+
+      Phi(h) = s * sqrt(2 / L) * cos(W h / l + b),   W_ij ~ N(0, 1),  b_j ~ U(0, 2 pi)
+
+  ``W`` (buffer ``projection``, ``[L, d]``) and ``b`` (buffer ``offset``, ``[L]``) are fixed buffers drawn from a generator seeded by
+  ``seed``; ``l = length_scale`` and ``s = feature_scale``. Then
+  ``Phi(x) . Phi(y) ~= s^2 * exp(-||x - y||^2 / (2 l^2))`` (RBF kernel, output scale
+  ``s^2``), with an error that falls like ``1 / sqrt(L)``.
+* the GP output layer (eq. 3): logit ``g(h) = Phi(h)^T beta`` with ``beta`` the trainable
+  weight of ``self.output`` (``nn.Linear(L, 1, bias=bias)``). Under the prior
+  ``beta ~ N(0, I)`` the logit is a GP with the kernel above.
+* the Laplace posterior of ``beta`` (eq. 4): precision
+
+      P = ridge * I + sum_i p_i (1 - p_i) Phi_i Phi_i^T,      p_i = sigmoid(g_i)
+
+  held in the buffer ``precision`` (``[L, L]``, float64). :meth:`RandomFeatureGP.update_precision`
+  adds one mini-batch's term: exactly (``momentum=None``: the sum over all examples seen
+  since the last :meth:`reset_precision`, which the trainer calls at the start of each
+  epoch) or as the moving average of eq. 5 (``momentum=m``).
+* the predictive distribution of the logit: mean ``Phi^T beta`` and covariance
+  ``Phi Sigma Phi^T`` with ``Sigma = P^{-1}`` (computed by a Cholesky factorisation and
+  cached until ``P`` changes); the mean-field logit ``m / sqrt(1 + lambda * var)`` with
+  ``lambda = mean_field_factor`` (pi / 8 in the paper; Lu et al. 2020); joint samples of a
+  query's candidates from ``N(mean, Phi Sigma Phi^T)``.
+
+Training versus evaluation
+--------------------------
+``forward`` never touches ``P``. ``update_precision`` is the only writer and it raises
+``RuntimeError`` in eval mode (a loud failure rather than a silent no-op, so an evaluation
+loop that calls it by mistake is caught). Nothing else writes ``P``, so evaluation, under
+``model.eval()`` or ``torch.no_grad()``, never changes it.
+
+Departures from the paper and why
+---------------------------------
+* Binary pointwise ranker: one logit and ``p = sigmoid(g)``; the paper's "softmax
+  probability" of a 2-class head is the same quantity.
+* Eq. 5 as written (``P <- m P + (1 - m) S_batch`` with ``P`` initialised to ``I``) lets the
+  ridge decay as ``m^t``; after a few thousand steps ``P`` is an average of low-rank batch
+  terms and its inverse can blow up. Here the ridge is kept outside the average:
+  ``P <- ridge I + m (P - ridge I) + (1 - m) S_batch``. With ``momentum=None`` (exact sum)
+  the result equals eq. 4 exactly. Note that eq. 5's moving average estimates the precision
+  contributed by *one mini-batch*, not by the whole training set, so it gives larger
+  variances than the exact sum; this is a property of eq. 5 and kept.
+* ``length_scale`` divides ``W h`` (equivalently ``W ~ N(0, 1 / l^2)``); the paper fixes
+  ``W ~ N(0, 1)``, i.e. ``l = 1``. BERT-scale practice draws the features "with a small
+  scale", which here is a large ``length_scale``. ``feature_scale`` multiplies ``Phi`` (the
+  prior output scale is its square); 1 gives eq. 2 exactly.
+* The output layer ``beta`` is initialised to zero (all logits start at 0, p = 1/2), a
+  deterministic choice; the paper states only the prior ``beta ~ N(0, I)``. An optional
+  output bias (``bias=True``) is a point estimate without posterior variance (eq. 3 has
+  none; off by default).
+* ``sample_logits`` adds a small diagonal jitter (escalating from 1e-9 to 1e-3 of the mean
+  variance) because ``Phi Sigma Phi^T`` has rank <= L and can be numerically singular for
+  near-duplicate candidates.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+__all__ = ["RandomFeatureGP"]
+
+_SAMPLE_JITTERS = (0.0, 1e-9, 1e-7, 1e-5, 1e-3)
+
+
+class RandomFeatureGP(nn.Module):
+    """SNGP / GPF-BERT output layer: random Fourier features + linear head + Laplace precision.
+
+    Args:
+        in_features: dimension ``d`` of the encoder feature.
+        n_features: number of random features ``L`` (>= 1).
+        length_scale: RBF length scale ``l`` (> 0); ``Phi`` uses ``W h / l``.
+        feature_scale: multiplier ``s`` of ``Phi`` (> 0); the implied prior kernel is
+            ``s^2 * exp(-||x-y||^2 / (2 l^2))``.
+        ridge: prior precision of ``beta`` (> 0); ``P`` starts as ``ridge * I``.
+        momentum: ``None`` for the exact sum over an epoch, or ``m`` in (0, 1) for the moving
+            average of eq. 5 (ridge kept, see the module docstring).
+        mean_field_factor: ``lambda`` of the mean-field logit (>= 0), pi/8 in the paper.
+        seed: seed of the generator that draws ``W`` and ``b``.
+        bias: whether the output layer has a (point-estimated) bias.
+
+    Raises:
+        ValueError: for any argument outside the ranges above.
+    """
+
+    projection: torch.Tensor
+    offset: torch.Tensor
+    precision: torch.Tensor
+    n_seen: torch.Tensor
+
+    def __init__(
+        self,
+        in_features: int,
+        n_features: int = 1024,
+        length_scale: float = 1.0,
+        feature_scale: float = 1.0,
+        ridge: float = 1.0,
+        momentum: float | None = None,
+        mean_field_factor: float = math.pi / 8,
+        seed: int = 0,
+        *,
+        bias: bool = False,
+    ) -> None:
+        super().__init__()
+        if int(in_features) != in_features or in_features < 1:
+            raise ValueError(f"in_features must be an integer >= 1, got {in_features}")
+        if int(n_features) != n_features or n_features < 1:
+            raise ValueError(f"n_features must be an integer >= 1, got {n_features} (zero random features)")
+        if not (math.isfinite(length_scale) and length_scale > 0):
+            raise ValueError(f"length_scale must be finite and > 0, got {length_scale}")
+        if not (math.isfinite(feature_scale) and feature_scale > 0):
+            raise ValueError(f"feature_scale must be finite and > 0, got {feature_scale}")
+        if not (math.isfinite(ridge) and ridge > 0):
+            raise ValueError(f"ridge must be finite and > 0, got {ridge}")
+        if momentum is not None and not (0.0 < momentum < 1.0):
+            raise ValueError(f"momentum must be None or in the open interval (0, 1), got {momentum}")
+        if not (math.isfinite(mean_field_factor) and mean_field_factor >= 0):
+            raise ValueError(f"mean_field_factor must be finite and >= 0, got {mean_field_factor}")
+        self.in_features = int(in_features)
+        self.n_features = int(n_features)
+        self.length_scale = float(length_scale)
+        self.feature_scale = float(feature_scale)
+        self.ridge = float(ridge)
+        self.momentum = None if momentum is None else float(momentum)
+        self.mean_field_factor = float(mean_field_factor)
+        self.check_finite = True
+
+        gen = torch.Generator(device="cpu").manual_seed(int(seed))
+        self.register_buffer("projection", torch.randn(self.n_features, self.in_features, generator=gen))
+        self.register_buffer("offset", torch.rand(self.n_features, generator=gen) * (2.0 * math.pi))
+        self.output = nn.Linear(self.n_features, 1, bias=bias)
+        with torch.no_grad():
+            self.output.weight.zero_()
+            if self.output.bias is not None:
+                self.output.bias.zero_()
+        self.register_buffer(
+            "precision", self.ridge * torch.eye(self.n_features, dtype=torch.float64)
+        )
+        self.register_buffer("n_seen", torch.zeros((), dtype=torch.float64))
+        self._covariance: torch.Tensor | None = None
+
+    # ---------------------------------------------------------------- cache bookkeeping
+    def _invalidate(self) -> None:
+        self._covariance = None
+
+    def _apply(self, fn, *args, **kwargs):  # type: ignore[override]
+        self._invalidate()  # device/dtype moves replace the buffers
+        return super()._apply(fn, *args, **kwargs)
+
+    def _load_from_state_dict(self, *args, **kwargs):  # type: ignore[override]
+        self._invalidate()  # a loaded checkpoint brings its own precision matrix
+        return super()._load_from_state_dict(*args, **kwargs)
+
+    # ---------------------------------------------------------------- features / mean
+    def _check_input(self, h: torch.Tensor) -> None:
+        if h.dim() != 2 or h.shape[1] != self.in_features:
+            raise ValueError(
+                f"h must have shape [N, {self.in_features}] (in_features), got {tuple(h.shape)}"
+            )
+        if self.check_finite and not bool(torch.isfinite(h).all()):
+            raise ValueError("non-finite features into the GP layer (h contains NaN or inf)")
+
+    def features(self, h: torch.Tensor) -> torch.Tensor:
+        """``Phi(h)`` of eq. 2, shape ``[N, L]`` (dtype of the buffers).
+
+        Computed with autocast disabled: ``cos`` of a half-precision projection of size ~10
+        would lose most of its digits under mixed-precision training.
+        """
+        self._check_input(h)
+        with torch.autocast(device_type=h.device.type, enabled=False):
+            proj = (h.to(self.projection.dtype) @ self.projection.t()) / self.length_scale + self.offset
+            return torch.cos(proj) * (self.feature_scale * math.sqrt(2.0 / self.n_features))
+
+    def forward(self, h: torch.Tensor, return_features: bool = False):
+        """Posterior-mean logits ``Phi(h)^T beta`` (eq. 3), shape ``[N]``.
+
+        With ``return_features=True`` returns ``(logits, Phi)`` so that a training step can
+        pass ``Phi`` to :meth:`update_precision` without recomputing it. Never changes ``P``.
+        """
+        phi = self.features(h)
+        logits = self.output(phi).squeeze(-1)
+        return (logits, phi) if return_features else logits
+
+    # ---------------------------------------------------------------- precision (eqs. 4-5)
+    @torch.no_grad()
+    def update_precision(self, phi: torch.Tensor, logits: torch.Tensor) -> None:
+        """Add one mini-batch's ``sum_i p_i (1 - p_i) Phi_i Phi_i^T`` to ``P`` (eqs. 4-5).
+
+        ``phi``: ``[N, L]`` from :meth:`features`; ``logits``: ``[N]``, ``p = sigmoid(logits)``.
+        Both are detached. Exact accumulation when ``momentum`` is ``None``, else the moving
+        average with the ridge kept (module docstring).
+
+        Raises:
+            RuntimeError: in eval mode (evaluation must never update the precision).
+            ValueError: shapes do not match or inputs are non-finite.
+        """
+        if not self.training:
+            raise RuntimeError(
+                "update_precision called in eval mode: the Laplace precision is updated only "
+                "during training (call model.train() first)"
+            )
+        if phi.dim() != 2 or phi.shape[1] != self.n_features:
+            raise ValueError(f"phi must have shape [N, {self.n_features}] (n_features), got {tuple(phi.shape)}")
+        logits = logits.reshape(-1)
+        if logits.shape[0] != phi.shape[0]:
+            raise ValueError(f"logits must have shape [{phi.shape[0]}] to match phi, got {tuple(logits.shape)}")
+        phi64 = phi.detach().to(torch.float64)
+        p = torch.sigmoid(logits.detach().to(torch.float64))
+        if not (bool(torch.isfinite(phi64).all()) and bool(torch.isfinite(p).all())):
+            raise ValueError("non-finite features into the GP layer (phi or logits in update_precision)")
+        batch = (phi64 * (p * (1.0 - p)).unsqueeze(1)).t() @ phi64
+        batch = 0.5 * (batch + batch.t())
+        prec = self.precision
+        batch = batch.to(device=prec.device, dtype=prec.dtype)
+        if self.momentum is None:
+            prec.add_(batch)
+        else:
+            eye = torch.eye(self.n_features, dtype=prec.dtype, device=prec.device)
+            ridge_eye = self.ridge * eye
+            prec.sub_(ridge_eye).mul_(self.momentum).add_(batch, alpha=1.0 - self.momentum).add_(ridge_eye)
+        self.n_seen.add_(phi.shape[0])
+        self._invalidate()
+
+    @torch.no_grad()
+    def reset_precision(self) -> None:
+        """``P <- ridge * I`` (the trainer calls this at the start of each epoch)."""
+        self.precision.copy_(self.ridge * torch.eye(self.n_features, dtype=self.precision.dtype,
+                                                    device=self.precision.device))
+        self.n_seen.zero_()
+        self._invalidate()
+
+    @torch.no_grad()
+    def covariance(self) -> torch.Tensor:
+        """``Sigma = P^{-1}`` (float64, ``[L, L]``) by Cholesky; cached until ``P`` changes."""
+        if self._covariance is None:
+            prec = self.precision.to(torch.float64)
+            chol, info = torch.linalg.cholesky_ex(0.5 * (prec + prec.t()))
+            if int(info) != 0:
+                raise ValueError(
+                    "precision matrix is not positive definite (non-finite updates?); "
+                    "call reset_precision()"
+                )
+            self._covariance = torch.cholesky_inverse(chol)
+        return self._covariance
+
+    # ---------------------------------------------------------------- predictive
+    def predictive(self, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(mean [N], var [N])``: ``Phi^T beta`` and ``Phi^T Sigma Phi`` (GPF-BERT sec. 2.1).
+
+        The mean is differentiable (in ``h`` and ``beta``); the variance carries no gradient.
+        """
+        mean, phi = self.forward(h, return_features=True)
+        phi64 = phi.detach().to(torch.float64)
+        cov = self.covariance().to(phi64.device)
+        var = ((phi64 @ cov) * phi64).sum(-1).clamp_min(0.0)
+        return mean, var.to(mean.dtype)
+
+    def predictive_joint(self, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(mean [N], cov [N, N])`` with ``cov = Phi Sigma Phi^T`` (e.g. one query's candidates)."""
+        mean, phi = self.forward(h, return_features=True)
+        phi64 = phi.detach().to(torch.float64)
+        cov = phi64 @ self.covariance().to(phi64.device) @ phi64.t()
+        cov = 0.5 * (cov + cov.t())
+        return mean, cov.to(mean.dtype)
+
+    def mean_field_logits(self, h: torch.Tensor) -> torch.Tensor:
+        """Mean-field logits ``m / sqrt(1 + lambda * var)`` (Lu et al. 2020; lambda = pi/8)."""
+        mean, var = self.predictive(h)
+        return mean / torch.sqrt(1.0 + self.mean_field_factor * var)
+
+    @torch.no_grad()
+    def sample_logits(
+        self, h: torch.Tensor, n_samples: int, *, generator: torch.Generator
+    ) -> torch.Tensor:
+        """Joint draws ``[n_samples, N]`` from ``N(mean, Phi Sigma Phi^T)`` (jitter added if needed).
+
+        ``generator`` is required (no global RNG state); draws are made on its device.
+        """
+        if int(n_samples) != n_samples or n_samples < 1:
+            raise ValueError(f"n_samples must be an integer >= 1, got {n_samples}")
+        mean, cov = self.predictive_joint(h)
+        cov64 = cov.to(torch.float64)
+        n = cov64.shape[0]
+        scale = float(cov64.diagonal().mean().clamp_min(1e-30))
+        eye = torch.eye(n, dtype=torch.float64, device=cov64.device)
+        chol = None
+        for jitter in _SAMPLE_JITTERS:
+            chol, info = torch.linalg.cholesky_ex(cov64 + (jitter * scale) * eye)
+            if int(info) == 0:
+                break
+        else:  # pragma: no cover - PSD by construction
+            raise ValueError("predictive covariance is not positive semi-definite even with jitter")
+        z = torch.randn(int(n_samples), n, generator=generator, dtype=torch.float64,
+                        device=generator.device).to(cov64.device)
+        draws = mean.detach().to(torch.float64).unsqueeze(0) + z @ chol.t()
+        return draws.to(mean.dtype)
