@@ -14,8 +14,13 @@ REPORT := reports/$(PROFILE)
 NBVAL_DIR := build/nbval
 
 # Notebooks of the study, in order; each reads only what the ones before it wrote.
+# 03_train runs once per ranker and training corpus of the profile (03_train-<ranker>-<corpus>).
 NOTEBOOKS := 01_data 02_negatives
 LIB := $(shell find lib -name '*.py' 2>/dev/null)
+PROFILE_QUERY = $(shell test -x $(BIN)/python && $(BIN)/python -m calibrank.config $(1) $(PROFILE) 2>/dev/null)
+TRAIN_RUNS := $(call PROFILE_QUERY,train-runs)
+TRAIN_CORPORA := $(call PROFILE_QUERY,train-corpora)
+STEPS := $(NOTEBOOKS) $(addprefix 03_train-,$(TRAIN_RUNS))
 
 export PIP_CONSTRAINT := $(CURDIR)/constraints.txt
 export CALIBRANK_ROOT := $(CURDIR)
@@ -28,7 +33,7 @@ export TOKENIZERS_PARALLELISM := false
 export MPLBACKEND := Agg
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: help setup data report test unit nbval bench clean distclean $(addprefix nb-,$(NOTEBOOKS))
+.PHONY: help setup data report index test unit bench clean distclean $(addprefix nb-,$(STEPS))
 
 help: ## list the targets
 	@echo "calibrank — calibration and uncertainty of neural rankers"
@@ -62,6 +67,16 @@ $(REPORT)/%.ipynb: notebooks/%.ipynb params/$(PROFILE).yaml $(LIB) $(STAMP)
 	TQDM_DISABLE=1 $(BIN)/papermill $< $(REPORT)/.tmp-$*.ipynb -p profile $(PROFILE) --cwd notebooks --log-output --no-progress-bar
 	@mv $(REPORT)/.tmp-$*.ipynb $@
 
+# One notebook, many runs: the stem names the ranker and the training corpus.
+$(REPORT)/03_train-%.ipynb: notebooks/03_train.ipynb $(REPORT)/02_negatives.ipynb params/$(PROFILE).yaml $(LIB) $(STAMP)
+	@echo "== 03_train $* ($(PROFILE))"
+	TQDM_DISABLE=1 $(BIN)/papermill $< $(REPORT)/.tmp-03_train-$*.ipynb -p profile $(PROFILE) \
+	  -p ranker $(word 1,$(subst -, ,$*)) -p train_corpus $(word 2,$(subst -, ,$*)) --cwd notebooks --log-output --no-progress-bar
+	@mv $(REPORT)/.tmp-03_train-$*.ipynb $@
+
+# Rankers that reuse the trained `bert` model wait for it (so `make -j` never trains it twice).
+$(foreach c,$(TRAIN_CORPORA),$(eval $(foreach r,mc_dropout temperature ensemble,$(REPORT)/03_train-$(r)-$(c).ipynb): $(REPORT)/03_train-bert-$(c).ipynb))
+
 $(REPORT)/%.html: $(REPORT)/%.ipynb
 	$(BIN)/jupyter nbconvert --log-level WARN --to html $< --output .tmp-$*
 	@mv $(REPORT)/.tmp-$*.html $@
@@ -69,14 +84,19 @@ $(REPORT)/%.html: $(REPORT)/%.ipynb
 # Data flow between notebooks (each reads files the previous one wrote).
 $(REPORT)/02_negatives.ipynb: $(REPORT)/01_data.ipynb
 
-$(REPORT)/index.html: $(foreach nb,$(NOTEBOOKS),$(REPORT)/$(nb).html)
+$(REPORT)/index.html: $(foreach nb,$(STEPS),$(REPORT)/$(nb).html)
 	$(BIN)/python -m calibrank.report $(PROFILE)
 
-$(addprefix nb-,$(NOTEBOOKS)): nb-%: $(REPORT)/%.html
+$(addprefix nb-,$(STEPS)): nb-%: $(REPORT)/%.html
 
+index: $(REPORT)/index.html
+
+# Setup first, in its own make, so that the run list above is read with the package installed.
 report: ## run the study for PROFILE (default laptop) into reports/PROFILE/index.html
 	@start=$$(date +%s); \
-	$(MAKE) --no-print-directory $(REPORT)/index.html PROFILE=$(PROFILE); \
+	$(MAKE) --no-print-directory setup && \
+	$(BIN)/python -m calibrank.config check $(PROFILE) && \
+	$(MAKE) --no-print-directory index PROFILE=$(PROFILE) && \
 	echo "report: $(REPORT)/index.html (wall time $$(( $$(date +%s) - start )) s)"
 
 # --- checks -----------------------------------------------------------------------------
@@ -85,6 +105,10 @@ test: $(STAMP) ## unit tests and every notebook on the smoke profile under nbval
 	@rm -rf $(NBVAL_DIR) && mkdir -p $(NBVAL_DIR)
 	@for nb in $(NOTEBOOKS); do \
 	  $(BIN)/papermill --prepare-only notebooks/$$nb.ipynb $(NBVAL_DIR)/$$nb.ipynb -p profile smoke --log-level WARNING >/dev/null; \
+	done
+	@for run in $$($(BIN)/python -m calibrank.config train-runs smoke); do \
+	  $(BIN)/papermill --prepare-only notebooks/03_train.ipynb $(NBVAL_DIR)/03_train-$$run.ipynb -p profile smoke \
+	    -p ranker $${run%%-*} -p train_corpus $${run#*-} --log-level WARNING >/dev/null; \
 	done
 	TQDM_DISABLE=1 $(BIN)/python -m pytest tests $(NBVAL_DIR) --nbval-lax --nbval-current-env -p no:cacheprovider
 

@@ -37,6 +37,12 @@ __all__ = [
     "BM25Config",
     "EmbeddingConfig",
     "NegativesConfig",
+    "Precision",
+    "RankerName",
+    "TrainingConfig",
+    "MCDropoutConfig",
+    "EnsembleConfig",
+    "RankersConfig",
     "Config",
     "load_config",
     "profile_path",
@@ -200,6 +206,108 @@ class NegativesConfig:
         return {}
 
 
+class Precision(str, enum.Enum):
+    """Arithmetic of forward passes: ``auto`` is bf16 autocast where the CPU or GPU supports it, else fp32."""
+
+    auto = "auto"
+    bf16 = "bf16"
+    fp32 = "fp32"
+
+
+class RankerName(str, enum.Enum):
+    """Rankers selectable by name (:func:`calibrank.rankers.make_ranker`)."""
+
+    bert = "bert"
+    mc_dropout = "mc_dropout"
+    ensemble = "ensemble"
+    temperature = "temperature"
+
+
+@dataclass(frozen=True)
+class TrainingConfig:
+    """The one training loop's settings (:mod:`calibrank.training`), shared by every ranker.
+
+    ``max_length`` bounds ``[CLS] context [SEP] response [SEP]`` in tokens; the context is cut
+    from the left (the most recent turns are kept). A response longer than
+    ``max_response_length`` tokens is cut from the right; with ``max_response_length: null`` a
+    response that leaves no room for context is an error.
+    """
+
+    backbone: str = "all-MiniLM-L6-v2"
+    max_length: int = 128
+    max_response_length: int | None = 64
+    batch_size: int = 16
+    eval_batch_size: int = 64
+    epochs: int = 1
+    lr: float = 5e-5
+    weight_decay: float = 0.01
+    warmup_ratio: float = 0.1
+    grad_clip: float = 1.0
+    hidden_dropout: float | None = None
+    precision: Precision = Precision.auto
+    eval_every: int | None = None
+    checkpoint_every: int = 100
+    log_every: int = 10
+
+    def check(self) -> None:
+        for name in ("max_length", "batch_size", "eval_batch_size", "epochs", "checkpoint_every", "log_every"):
+            if getattr(self, name) < 1:
+                raise _err(name, f"expected a positive integer, got {getattr(self, name)}")
+        if self.max_length < 8:
+            raise _err("max_length", f"expected at least 8 tokens, got {self.max_length}")
+        if self.max_response_length is not None and not 1 <= self.max_response_length <= self.max_length - 4:
+            raise _err(
+                "max_response_length",
+                f"expected null or 1..max_length-4 (={self.max_length - 4}) so that context fits, got {self.max_response_length}",
+            )
+        if self.lr <= 0:
+            raise _err("lr", f"expected a positive learning rate, got {self.lr}")
+        if self.weight_decay < 0:
+            raise _err("weight_decay", f"expected >= 0, got {self.weight_decay}")
+        if not 0.0 <= self.warmup_ratio < 1.0:
+            raise _err("warmup_ratio", f"expected a fraction in [0, 1), got {self.warmup_ratio}")
+        if self.grad_clip <= 0:
+            raise _err("grad_clip", f"expected a positive norm, got {self.grad_clip}")
+        if self.hidden_dropout is not None and not 0.0 <= self.hidden_dropout < 1.0:
+            raise _err("hidden_dropout", f"expected null or a probability in [0, 1), got {self.hidden_dropout}")
+        if self.eval_every is not None and self.eval_every < 1:
+            raise _err("eval_every", f"expected null or a positive integer, got {self.eval_every}")
+
+
+@dataclass(frozen=True)
+class MCDropoutConfig:
+    passes: int = 10
+
+    def check(self) -> None:
+        if self.passes < 2:
+            raise _err("passes", f"expected at least 2 stochastic passes, got {self.passes}")
+
+
+@dataclass(frozen=True)
+class EnsembleConfig:
+    members: int = 5
+
+    def check(self) -> None:
+        if self.members < 2:
+            raise _err("members", f"expected at least 2 members, got {self.members}")
+
+
+@dataclass(frozen=True)
+class RankersConfig:
+    """Which rankers the report trains, on which training corpora, and their own settings."""
+
+    names: tuple[RankerName, ...] = (RankerName.bert, RankerName.mc_dropout, RankerName.ensemble, RankerName.temperature)
+    train_corpora: tuple[Corpus, ...] = (Corpus.chitchat,)
+    mc_dropout: MCDropoutConfig = field(default_factory=MCDropoutConfig)
+    ensemble: EnsembleConfig = field(default_factory=EnsembleConfig)
+
+    def check(self) -> None:
+        if not self.names:
+            raise _err("names", "expected at least one ranker")
+        if not self.train_corpora:
+            raise _err("train_corpora", "expected at least one training corpus")
+
+
 @dataclass(frozen=True)
 class Config:
     """One profile. ``seed`` is the root of every random choice of the run."""
@@ -209,6 +317,8 @@ class Config:
     description: str = ""
     data: DataConfig = field(default_factory=DataConfig)
     negatives: NegativesConfig = field(default_factory=NegativesConfig)
+    training: TrainingConfig = field(default_factory=TrainingConfig)
+    rankers: RankersConfig = field(default_factory=RankersConfig)
     source: str = field(default="", compare=False)
 
     def check(self) -> None:
@@ -216,6 +326,9 @@ class Config:
             raise _err("profile", f"expected a name of letters, digits, '-' or '_', got {self.profile!r}")
         if self.seed < 0:
             raise _err("seed", f"expected a non-negative integer, got {self.seed}")
+        for i, corpus in enumerate(self.rankers.train_corpora):
+            if corpus not in self.data.corpora:
+                raise _err(f"rankers.train_corpora[{i}]", f"{corpus.value!r} is not among data.corpora")
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (enums as their names), e.g. for a JSON sidecar."""
@@ -358,3 +471,34 @@ def load_config(profile: str | os.PathLike, overrides: dict[str, Any] | None = N
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from None
     return dataclasses.replace(cfg, source=str(path))
+
+
+def train_runs(cfg: Config) -> list[str]:
+    """The ``<ranker>-<train corpus>`` runs of notebook 03 the profile asks for (ranker names use no '-')."""
+    return [f"{r.value}-{c.value}" for c in cfg.rankers.train_corpora for r in cfg.rankers.names]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m calibrank.config check|train-runs|train-corpora PROFILE`` (used by the Makefile)."""
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2 or args[0] not in ("check", "train-runs", "train-corpora"):
+        print("usage: python -m calibrank.config check|train-runs|train-corpora PROFILE", file=sys.stderr)
+        return 2
+    try:
+        cfg = load_config(args[1])
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if args[0] == "train-runs":
+        print(" ".join(train_runs(cfg)))
+    elif args[0] == "train-corpora":
+        print(" ".join(c.value for c in cfg.rankers.train_corpora))
+    else:
+        print(f"{cfg.source}: ok")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-__all__ = ["plot_length_histograms"]
+__all__ = ["plot_length_histograms", "plot_training_curves"]
 
 
 def plot_length_histograms(lengths: pd.DataFrame, *, max_words: int = 120, axes=None):
@@ -24,4 +24,29 @@ def plot_length_histograms(lengths: pd.DataFrame, *, max_words: int = 120, axes=
         ax.set_ylabel("density")
         ax.set_title(f"{part.capitalize()} length")
         ax.legend(frameon=False)
+    return axes
+
+
+def plot_training_curves(history: pd.DataFrame, validation: pd.DataFrame, *, metric_name: str = "validation R@1", axes=None):
+    """Training loss per logged step and the validation metric, one line per trained model.
+
+    Takes the two tables of :func:`calibrank.experiment.training_frames`.
+    """
+    if axes is None:
+        _, axes = plt.subplots(1, 2, figsize=(11, 3.4), constrained_layout=True)
+    ax_loss, ax_val = np.atleast_1d(axes)
+    for model, grp in history.groupby("model"):
+        ax_loss.plot(grp["step"], grp["loss"], marker=".", lw=1, label=f"model {model}")
+    ax_loss.set_xlabel("optimizer step")
+    ax_loss.set_ylabel("training loss")
+    ax_loss.set_title("Training loss")
+    for model, grp in validation.groupby("model"):
+        ax_val.plot(grp["step"], grp["metric"], marker="o", label=f"model {model}")
+    ax_val.set_xlabel("optimizer step")
+    ax_val.set_ylabel(metric_name)
+    ax_val.set_ylim(0, 1)
+    ax_val.set_title("Validation (early selection)")
+    for ax in (ax_loss, ax_val):
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(frameon=False)
     return axes

@@ -109,8 +109,10 @@ def query_set_specs(cfg: Config) -> list[QuerySetSpec]:
     specs = []
     for corpus in cfg.data.corpora:
         specs.append(QuerySetSpec(corpus.value, "train", neg.train, neg.train_k))
-        for split in ("valid", "test"):
-            specs.extend(QuerySetSpec(corpus.value, split, s, neg.eval_k) for s in neg.eval)
+        # Validation also gets the training sampler: early selection validates on it.
+        valid_samplers = list(dict.fromkeys([*neg.eval, neg.train]))
+        specs.extend(QuerySetSpec(corpus.value, "valid", s, neg.eval_k) for s in valid_samplers)
+        specs.extend(QuerySetSpec(corpus.value, "test", s, neg.eval_k) for s in neg.eval)
     return specs
 
 

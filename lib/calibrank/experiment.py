@@ -1,0 +1,143 @@
+"""One ranker trained on one corpus and evaluated on every condition of the profile (notebook ``03_train``).
+
+Evaluation conditions are every corpus of the profile (the training corpus: in-domain; the
+others: cross-domain shift) times every evaluation sampler (the training sampler: in
+distribution; the others: cross-negative-sampling shift), on the validation and the test
+split. Each condition's :class:`~calibrank.predictions.Predictions` go to
+``runs/<profile>/predictions/<ranker>/<train corpus>/<corpus>-<split>-<sampler>-k<k>.npz``,
+where every later analysis finds them through :func:`load_predictions`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .config import Config, Corpus, RankerName, SamplerName
+from .metrics.calibration import ece
+from .metrics.ranking import recall_at_k
+from .predictions import Predictions
+from .querysets import MissingStepError, load_query_set
+from .rankers import Ranker, ranker_from_config
+from .runs import run_dir
+
+__all__ = [
+    "Condition",
+    "eval_conditions",
+    "models_dir",
+    "predictions_path",
+    "train_ranker",
+    "predict_conditions",
+    "load_predictions",
+    "training_frames",
+    "expected_samples",
+]
+
+
+@dataclass(frozen=True)
+class Condition:
+    corpus: str
+    split: str
+    sampler: str
+    k: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.corpus}-{self.split}-{self.sampler}-k{self.k}"
+
+
+def eval_conditions(cfg: Config, splits: tuple[str, ...] = ("valid", "test")) -> list[Condition]:
+    return [
+        Condition(c.value, split, s.value, cfg.negatives.eval_k)
+        for c in cfg.data.corpora
+        for split in splits
+        for s in cfg.negatives.eval
+    ]
+
+
+def models_dir(cfg: Config, train_corpus: str | Corpus) -> Path:
+    return run_dir(cfg.profile, "models", Corpus(train_corpus).value)
+
+
+def predictions_path(cfg: Config, ranker: str | RankerName, train_corpus: str | Corpus, condition: Condition) -> Path:
+    folder = run_dir(cfg.profile, "predictions", RankerName(ranker).value, Corpus(train_corpus).value)
+    return folder / f"{condition.name}.npz"
+
+
+def train_ranker(cfg: Config, ranker: str | RankerName, train_corpus: str | Corpus, device=None) -> Ranker:
+    """Fit ``ranker`` on the training queries of ``train_corpus`` (validated on its training-sampler valid set)."""
+    corpus = Corpus(train_corpus)
+    if corpus not in cfg.rankers.train_corpora:
+        raise ValueError(f"train_corpus {corpus.value!r} is not in rankers.train_corpora of profile {cfg.profile!r}")
+    train = load_query_set(cfg, corpus.value, "train", cfg.negatives.train)
+    valid = load_query_set(cfg, corpus.value, "valid", cfg.negatives.train)
+    return ranker_from_config(cfg, ranker, models_dir(cfg, corpus), device=device).fit(train, valid)
+
+
+def predict_conditions(cfg: Config, ranker: Ranker, train_corpus: str | Corpus) -> pd.DataFrame:
+    """Predictions of a fitted ranker on every condition, written to disk; a summary table."""
+    corpus = Corpus(train_corpus)
+    rows = []
+    for cond in eval_conditions(cfg):
+        queries = load_query_set(cfg, cond.corpus, cond.split, cond.sampler, cond.k)
+        pred = ranker.predict(queries)
+        pred.meta.update(
+            {"profile": cfg.profile, "train_corpus": corpus.value, "condition": cond.name,
+             "in_domain": cond.corpus == corpus.value, "train_sampler": cfg.negatives.train.value,
+             "name": f"{ranker.name}/{corpus.value}/{cond.name}"}
+        )
+        pred.save(predictions_path(cfg, ranker.name, corpus, cond))
+        rows.append(
+            {
+                "corpus": cond.corpus,
+                "split": cond.split,
+                "sampler": cond.sampler,
+                "shift": _shift(cond, corpus.value, cfg.negatives.train.value),
+                "queries": len(queries),
+                "samples": pred.n_samples,
+                f"R{cond.k + 1}@1": float(np.nanmean(recall_at_k(pred.probs, pred.labels, 1))),
+                "ECE": ece(pred.probs, pred.labels),
+                "mean var": float(pred.var.mean()),
+                "ms/query": pred.meta["inference_ms_per_query"],
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _shift(cond: Condition, train_corpus: str, train_sampler: str) -> str:
+    parts = []
+    if cond.corpus != train_corpus:
+        parts.append("cross-domain")
+    if cond.sampler != train_sampler:
+        parts.append("cross-negatives")
+    return " + ".join(parts) or "in distribution"
+
+
+def load_predictions(cfg: Config, ranker: str | RankerName, train_corpus: str | Corpus, condition: Condition) -> Predictions:
+    path = predictions_path(cfg, ranker, train_corpus, condition)
+    if not path.exists():
+        r, c = RankerName(ranker).value, Corpus(train_corpus).value
+        raise MissingStepError(f"{path} does not exist: run `make nb-03_train-{r}-{c} PROFILE={cfg.profile}` first")
+    return Predictions.load(path)
+
+
+def training_frames(ranker: Ranker) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(loss history, validation metric) of every model behind the ranker, with a ``model`` column."""
+    hist, val = [], []
+    for i, res in enumerate(ranker.training_results()):
+        hist.extend({"model": i, **h} for h in res.history)
+        val.extend({"model": i, **v} for v in res.validation)
+    return pd.DataFrame(hist, columns=["model", "step", "epoch", "loss", "lr"]), pd.DataFrame(val, columns=["model", "step", "metric"])
+
+
+def expected_samples(cfg: Config, ranker: str | RankerName) -> int:
+    """S of a ranker's Predictions under the profile: 1, T passes, or M members."""
+    key = RankerName(ranker)
+    if key is RankerName.mc_dropout:
+        return cfg.rankers.mc_dropout.passes
+    if key is RankerName.ensemble:
+        return cfg.rankers.ensemble.members
+    return 1

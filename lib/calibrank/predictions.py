@@ -1,0 +1,147 @@
+"""The Predictions container every ranker returns (contract 2 of the design).
+
+For one ranker on one query set:
+
+- ``qids [Q]``: query ids, in the query set's order;
+- ``labels [Q, K]``: 0/1 relevance of each candidate;
+- ``probs [Q, K]``: the method's probability of relevance (what calibration is measured on);
+- ``samples [S, Q, K]``: S joint draws of the predictive distribution of that probability:
+  S = 1 for a deterministic model, T dropout passes, M ensemble members, or S posterior draws
+  of a GP drawn jointly over a query's candidates, so that covariances between the
+  candidates of a query are real.
+
+``mean``, ``var`` and ``cov`` per query derive from ``samples`` (population moments, as the
+first paper's code used). Samples live in probability space, like ``probs``; the risk-aware
+analysis may map them to logits with :func:`logit`.
+
+On disk: ``<name>.npz`` (arrays) and ``<name>.json`` (sidecar: ranker, params, seed, data
+hash, timings, parameter count), both written atomically, the sidecar last. A reader checks
+both and their agreement, so a half-written pair is never read back.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .runs import atomic_path, read_json, write_json
+
+__all__ = ["Predictions", "PredictionsError", "logit"]
+
+_EPS = 1e-7
+
+
+class PredictionsError(ValueError):
+    """Malformed or mismatched Predictions; the message names the file or the field."""
+
+
+def logit(p: np.ndarray) -> np.ndarray:
+    p = np.clip(np.asarray(p, dtype=np.float64), _EPS, 1 - _EPS)
+    return np.log(p) - np.log1p(-p)
+
+
+@dataclass(frozen=True)
+class Predictions:
+    qids: np.ndarray
+    labels: np.ndarray
+    probs: np.ndarray
+    samples: np.ndarray
+    meta: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        qids = np.asarray(self.qids).astype(str)
+        labels = np.asarray(self.labels)
+        probs = np.asarray(self.probs, dtype=np.float64)
+        samples = np.asarray(self.samples, dtype=np.float64)
+        where = self.meta.get("name", "predictions")
+        if qids.ndim != 1:
+            raise PredictionsError(f"{where}: qids must be 1-D, got shape {qids.shape}")
+        q = qids.shape[0]
+        if labels.ndim != 2 or labels.shape[0] != q:
+            raise PredictionsError(f"{where}: labels must be [Q={q}, K], got shape {labels.shape}")
+        if probs.shape != labels.shape:
+            raise PredictionsError(f"{where}: probs shape {probs.shape} != labels shape {labels.shape}")
+        if samples.ndim != 3 or samples.shape[1:] != labels.shape or samples.shape[0] < 1:
+            raise PredictionsError(f"{where}: samples must be [S>=1, {q}, {labels.shape[1]}], got shape {samples.shape}")
+        if not np.isin(labels, (0, 1)).all():
+            raise PredictionsError(f"{where}: labels must be 0 or 1")
+        for name, arr in (("probs", probs), ("samples", samples)):
+            bad = ~np.isfinite(arr) | (arr < 0) | (arr > 1)
+            if bad.any():
+                raise PredictionsError(
+                    f"{where}: {name} must be probabilities in [0, 1]; {int(bad.sum())} values are not "
+                    f"(first: {float(arr[bad].flat[0])!r})"
+                )
+        if len(set(qids.tolist())) != q:
+            raise PredictionsError(f"{where}: qids are not unique")
+        object.__setattr__(self, "qids", qids)
+        object.__setattr__(self, "labels", labels.astype(np.int8))
+        object.__setattr__(self, "probs", probs)
+        object.__setattr__(self, "samples", samples)
+
+    # ------------------------------------------------------------------ derived moments
+    @property
+    def n_samples(self) -> int:
+        return int(self.samples.shape[0])
+
+    @property
+    def mean(self) -> np.ndarray:
+        """[Q, K] mean over samples."""
+        return self.samples.mean(axis=0)
+
+    @property
+    def var(self) -> np.ndarray:
+        """[Q, K] population variance over samples (0 for a deterministic ranker)."""
+        return self.samples.var(axis=0)
+
+    @property
+    def cov(self) -> np.ndarray:
+        """[Q, K, K] population covariance between the candidates of each query."""
+        centred = self.samples - self.samples.mean(axis=0, keepdims=True)
+        return np.einsum("sqi,sqj->qij", centred, centred) / self.n_samples
+
+    # ------------------------------------------------------------------ I/O
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write ``path`` (``.npz``) and its ``.json`` sidecar atomically; returns the npz path."""
+        path = Path(path).with_suffix(".npz")
+        with atomic_path(path) as tmp:
+            with open(tmp, "wb") as fh:
+                np.savez(fh, qids=self.qids, labels=self.labels, probs=self.probs, samples=self.samples)
+        meta = dict(self.meta)
+        meta["shape"] = {"S": self.n_samples, "Q": int(self.labels.shape[0]), "K": int(self.labels.shape[1])}
+        write_json(path.with_suffix(".json"), meta)
+        return path
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "Predictions":
+        path = Path(path).with_suffix(".npz")
+        side = path.with_suffix(".json")
+        for p in (path, side):
+            if not p.exists():
+                raise FileNotFoundError(f"{p}: no such Predictions file")
+        meta = read_json(side)
+        with np.load(path, allow_pickle=False) as z:
+            missing = {"qids", "labels", "probs", "samples"} - set(z.files)
+            if missing:
+                raise PredictionsError(f"{path}: missing arrays {sorted(missing)}")
+            arrays = {k: z[k] for k in ("qids", "labels", "probs", "samples")}
+        shape = meta.get("shape", {})
+        got = {"S": arrays["samples"].shape[0], "Q": arrays["labels"].shape[0], "K": arrays["labels"].shape[1]}
+        if shape and shape != got:
+            raise PredictionsError(f"{path}: arrays {got} disagree with sidecar {shape} (a write was interrupted?)")
+        meta.setdefault("name", str(path))
+        return cls(**arrays, meta=meta)
+
+    def check_aligned(self, other: "Predictions") -> None:
+        """Raise unless ``other`` covers the same queries, candidates and labels (for paired comparisons)."""
+        a, b = self.meta.get("name", "left"), other.meta.get("name", "right")
+        if self.labels.shape != other.labels.shape:
+            raise PredictionsError(f"{a} has shape {self.labels.shape} but {b} has {other.labels.shape}")
+        if not np.array_equal(self.qids, other.qids):
+            raise PredictionsError(f"{a} and {b} cover different qids (or a different order)")
+        if not np.array_equal(self.labels, other.labels):
+            raise PredictionsError(f"{a} and {b} disagree on labels")

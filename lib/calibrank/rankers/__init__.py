@@ -1,0 +1,61 @@
+"""Rankers by name. Every ranker is trained by :mod:`calibrank.training` and returns :class:`~calibrank.predictions.Predictions`.
+
+======================  =========================================================
+name                    method
+======================  =========================================================
+``bert``                deterministic pointwise cross-encoder (Penha & Hauff 2021)
+``mc_dropout``          MC Dropout over the ``bert`` model, T passes (S-BERT^D)
+``ensemble``            M ``bert`` models differing only in seed (S-BERT^E)
+``temperature``         ``bert`` with post-hoc temperature scaling (Guo et al. 2017)
+======================  =========================================================
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..config import Config, RankerName
+from .base import CrossEncoder, Ranker
+from .deterministic import DeterministicRanker
+from .ensemble import EnsembleRanker
+from .mc_dropout import MCDropoutRanker
+from .temperature import TemperatureRanker
+
+__all__ = ["CrossEncoder", "Ranker", "RANKERS", "make_ranker", "ranker_from_config"]
+
+RANKERS: dict[RankerName, type[Ranker]] = {
+    RankerName.bert: DeterministicRanker,
+    RankerName.mc_dropout: MCDropoutRanker,
+    RankerName.ensemble: EnsembleRanker,
+    RankerName.temperature: TemperatureRanker,
+}
+
+
+def make_ranker(name: str | RankerName, **params: Any) -> Ranker:
+    """A ranker by name; ``params`` are its constructor's keyword arguments (unknown ones are errors)."""
+    try:
+        key = RankerName(name)
+    except ValueError:
+        raise ValueError(f"unknown ranker {name!r}; known rankers: {', '.join(r.value for r in RankerName)}") from None
+    cls = RANKERS[key]
+    try:
+        return cls(**params)
+    except TypeError as exc:
+        raise TypeError(f"ranker {key.value!r}: {exc}") from None
+
+
+def ranker_from_config(cfg: Config, name: str | RankerName, models_dir, device=None) -> Ranker:
+    """The ranker ``name`` with the profile's training settings and its own section's parameters."""
+    key = RankerName(name)
+    params: dict[str, Any] = {
+        "training": cfg.training,
+        "models_dir": models_dir,
+        "seed": cfg.seed,
+        "context_style": cfg.data.context_style,
+        "device": device,
+    }
+    if key is RankerName.mc_dropout:
+        params["passes"] = cfg.rankers.mc_dropout.passes
+    elif key is RankerName.ensemble:
+        params["members"] = cfg.rankers.ensemble.members
+    return make_ranker(key, **params)

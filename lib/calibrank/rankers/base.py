@@ -1,0 +1,206 @@
+"""What every ranker shares: the cross-encoder model, the model cache, and scoring into Predictions.
+
+:class:`CrossEncoder` is the pointwise BERT ranker of Penha & Hauff (2021, sec. 3.2): the
+encoder reads ``[CLS] context [SEP] candidate [SEP]``; a dropout and a linear layer on the
+pooled ``[CLS]`` feature (BERT's pooler: a dense layer with tanh over the last ``[CLS]``
+state) give one relevance logit. The paper's head gives two logits and a softmax; one logit
+and a sigmoid is the same model (see :mod:`calibrank.losses`).
+
+:class:`Ranker` is the interface: ``fit(train, valid)`` then ``predict(queries) ->
+Predictions``. Trained weights are cached in a folder named by what determines them
+(backbone, training settings, training data, head, seed), so rankers that share a trained
+model (``bert``, ``mc_dropout``, ``temperature``, ensemble member 0) train it once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+from torch import nn
+
+from ..backbone import Backbone, load_backbone
+from ..config import ContextStyle, TrainingConfig
+from ..data.schema import RankingQuery
+from ..data.splits import TURN_SEP, UTTERANCE_SEP
+from ..losses import binary_cross_entropy
+from ..metrics.ranking import recall_at_k
+from ..predictions import Predictions
+from ..runs import stable_hash
+from ..training import Pairs, TrainResult, encode_pairs, load_trained, score_pairs, train_model
+
+__all__ = ["CrossEncoder", "Ranker", "TrainedModel", "queries_version", "sigmoid"]
+
+
+def sigmoid(x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-np.asarray(x, dtype=np.float64)))
+
+
+def queries_version(queries: Sequence[RankingQuery]) -> str:
+    """A hash of a query set's content: part of every cache key that depends on the data."""
+    return stable_hash([[q.qid, list(q.context), list(q.candidates), list(q.labels)] for q in queries])
+
+
+class CrossEncoder(nn.Module):
+    """Encoder + dropout + linear head on the pooled [CLS] feature -> one relevance logit per pair."""
+
+    def __init__(self, backbone: Backbone, *, head_dropout: float = 0.1, seed: int = 0) -> None:
+        super().__init__()
+        self.encoder = backbone.encoder
+        self.dropout = nn.Dropout(head_dropout)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            self.head = nn.Linear(backbone.hidden_size, 1)
+
+    def features(self, input_ids, attention_mask, token_type_ids=None) -> torch.Tensor:
+        out = self.encoder(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
+        pooled = getattr(out, "pooler_output", None)
+        return pooled if pooled is not None else out.last_hidden_state[:, 0]
+
+    def forward(self, input_ids, attention_mask, token_type_ids=None) -> torch.Tensor:
+        return self.head(self.dropout(self.features(input_ids, attention_mask, token_type_ids))).squeeze(-1)
+
+
+@dataclasses.dataclass
+class TrainedModel:
+    model: CrossEncoder
+    backbone: Backbone
+    result: TrainResult
+    workdir: Path
+
+
+class Ranker(ABC):
+    """A ranker: trained by :meth:`fit` on training queries, then :meth:`predict` returns Predictions."""
+
+    name: ClassVar[str]
+
+    def __init__(
+        self,
+        *,
+        training: TrainingConfig,
+        models_dir: str | Path,
+        seed: int = 0,
+        context_style: ContextStyle | str = ContextStyle.plain,
+        device: str | torch.device | None = None,
+    ) -> None:
+        self.training = training
+        self.models_dir = Path(models_dir)
+        self.seed = int(seed)
+        self.context_style = ContextStyle(context_style)
+        self.device = torch.device(device) if device is not None else torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        self.fit_seconds = 0.0
+
+    # -------------------------------------------------------------- shared machinery
+    def _special_tokens(self) -> tuple[str, ...]:
+        return () if self.context_style is ContextStyle.plain else (UTTERANCE_SEP, TURN_SEP)
+
+    def _encode(self, tokenizer, queries: Sequence[RankingQuery], *, training: bool = False) -> Pairs:
+        t = self.training
+        return encode_pairs(
+            tokenizer,
+            queries,
+            max_length=t.max_length,
+            max_response_length=t.max_response_length,
+            context_style=self.context_style,
+            require_relevant=training,
+        )
+
+    def _build(self, seed: int) -> tuple[CrossEncoder, Backbone]:
+        backbone = load_backbone(
+            self.training.backbone, special_tokens=self._special_tokens(), seed=seed, hidden_dropout=self.training.hidden_dropout
+        )
+        return CrossEncoder(backbone, seed=seed), backbone
+
+    def _loss(self, model: nn.Module, batch: dict, labels: torch.Tensor) -> torch.Tensor:
+        return binary_cross_entropy(model(**batch), labels)
+
+    def _model_key(self, kind: str, seed: int, train: Sequence[RankingQuery], extra: dict | None = None) -> str:
+        settings = dataclasses.asdict(self.training)
+        settings = {k: (v.value if hasattr(v, "value") else v) for k, v in settings.items()}
+        parts = {"kind": kind, "seed": seed, "training": settings, "context": self.context_style.value,
+                 "data": queries_version(train), "extra": extra or {}}
+        return f"{kind}-seed{seed}-{stable_hash(parts, 12)}"
+
+    def _validator(self, tokenizer, valid: Sequence[RankingQuery]):
+        pairs = self._encode(tokenizer, valid)
+
+        def validate(model: nn.Module) -> float:
+            logits = score_pairs(model, pairs, batch_size=self.training.eval_batch_size, precision=self.training.precision)
+            scores = logits[0].reshape(len(pairs.qids), pairs.n_candidates)
+            labels = pairs.labels.reshape(len(pairs.qids), pairs.n_candidates)
+            return float(np.nanmean(recall_at_k(scores, labels, 1)))
+
+        return validate
+
+    def _train(self, kind: str, seed: int, train: Sequence[RankingQuery], valid: Sequence[RankingQuery], **hooks: Any) -> TrainedModel:
+        """Train (or load from the cache) one model of this ranker's kind with ``seed``."""
+        model, backbone = self._build(seed)
+        workdir = self.models_dir / self._model_key(kind, seed, train, hooks.pop("key_extra", None))
+        done = load_trained(model, workdir)
+        if done is None:
+            pairs = self._encode(backbone.tokenizer, train, training=True)
+            done = train_model(
+                model,
+                self._loss,
+                pairs,
+                self.training,
+                workdir,
+                seed=seed,
+                validate=self._validator(backbone.tokenizer, valid) if valid else None,
+                device=self.device,
+                **hooks,
+            )
+        model.to(self.device)
+        return TrainedModel(model=model, backbone=backbone, result=done, workdir=workdir)
+
+    def _logits(self, trained: TrainedModel, queries: Sequence[RankingQuery], **kw: Any) -> np.ndarray:
+        """Logits ``[S, Q, K]`` of a trained model on ``queries``."""
+        pairs = self._encode(trained.backbone.tokenizer, queries)
+        logits = score_pairs(trained.model, pairs, batch_size=self.training.eval_batch_size, precision=self.training.precision, **kw)
+        return logits.reshape(logits.shape[0], len(queries), pairs.n_candidates)
+
+    def _predictions(self, queries: Sequence[RankingQuery], probs: np.ndarray, samples: np.ndarray, *, seconds: float,
+                     n_parameters: int, extra: dict | None = None) -> Predictions:
+        meta = {
+            "ranker": self.name,
+            "seed": self.seed,
+            "training": {k: (v.value if hasattr(v, "value") else v) for k, v in dataclasses.asdict(self.training).items()},
+            "data_hash": queries_version(queries),
+            "train_seconds": round(self.fit_seconds, 3),
+            "inference_seconds": round(seconds, 3),
+            "inference_ms_per_query": round(1000 * seconds / max(1, len(queries)), 3),
+            "n_parameters": int(n_parameters),
+            **(extra or {}),
+        }
+        return Predictions(
+            qids=np.array([q.qid for q in queries]),
+            labels=np.array([q.labels for q in queries], dtype=np.int8),
+            probs=probs,
+            samples=samples,
+            meta=meta,
+        )
+
+    # -------------------------------------------------------------- the interface
+    @abstractmethod
+    def fit(self, train: Sequence[RankingQuery], valid: Sequence[RankingQuery] = ()) -> "Ranker":
+        """Train on ``train`` (validation on ``valid`` for early selection); cached by content."""
+
+    @abstractmethod
+    def predict(self, queries: Sequence[RankingQuery]) -> Predictions:
+        """Predictions for ``queries`` (every query must have the same number of candidates)."""
+
+    def training_results(self) -> list[TrainResult]:
+        """The training history of each model behind this ranker (one, or one per ensemble member)."""
+        return []
+
+    @staticmethod
+    def timed(fn, *args, **kw):
+        t0 = time.perf_counter()
+        out = fn(*args, **kw)
+        return out, time.perf_counter() - t0

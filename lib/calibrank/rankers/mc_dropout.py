@@ -1,0 +1,38 @@
+"""``mc_dropout``: S-BERT^D of Penha & Hauff (2021, sec. 3.2), MC Dropout (Gal & Ghahramani 2016).
+
+The fine-tuned ``bert`` model (the same trained weights, from the shared cache) with its
+dropout layers left on at test time: T stochastic forward passes give T joint samples of the
+probabilities of a query's candidates (the same dropout masks are not shared across pairs,
+as in the paper's implementation, which ran the passes over whole batches). ``probs`` is the
+mean of the T sampled probabilities; the variance across passes is the uncertainty.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..data.schema import RankingQuery
+from ..predictions import Predictions
+from .base import sigmoid
+from .deterministic import DeterministicRanker
+
+__all__ = ["MCDropoutRanker"]
+
+
+class MCDropoutRanker(DeterministicRanker):
+    name = "mc_dropout"
+
+    def __init__(self, *, passes: int = 10, **kw) -> None:
+        super().__init__(**kw)
+        if passes < 2:
+            raise ValueError(f"mc_dropout: passes must be at least 2, got {passes}")
+        self.passes = int(passes)
+
+    def predict(self, queries: Sequence[RankingQuery]) -> Predictions:
+        trained = self._require_fit()
+        logits, seconds = self.timed(self._logits, trained, queries, passes=self.passes, dropout=True, seed=self.seed)
+        samples = sigmoid(logits)
+        return self._predictions(
+            queries, samples.mean(axis=0), samples, seconds=seconds, n_parameters=self.n_parameters,
+            extra={"passes": self.passes},
+        )

@@ -1,0 +1,103 @@
+"""Rankers I: deterministic, MC dropout, ensemble, temperature scaling, and Predictions."""
+
+import numpy as np
+import pytest
+
+from calibrank.predictions import Predictions, PredictionsError
+from calibrank.rankers import make_ranker
+from calibrank.rankers.temperature import fit_temperature
+from rankfix import learnable_queries, tiny_training
+
+TRAIN, VALID, TEST = learnable_queries(64, 1, seed=0), learnable_queries(24, 3, seed=1), learnable_queries(20, 3, seed=2)
+
+
+@pytest.fixture(scope="module")
+def models_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("models")
+
+
+def _ranker(name, models_dir, **kw):
+    return make_ranker(name, training=tiny_training(epochs=1), models_dir=models_dir, seed=3, **kw)
+
+
+def test_deterministic_ranker_has_one_sample_and_zero_variance(models_dir):
+    pred = _ranker("bert", models_dir).fit(TRAIN, VALID).predict(TEST)
+    assert pred.samples.shape == (1, 20, 4) and np.allclose(pred.var, 0) and np.allclose(pred.cov, 0)
+    assert np.allclose(pred.probs, pred.samples[0])
+    assert pred.meta["n_parameters"] > 0 and pred.meta["inference_seconds"] > 0
+
+
+def test_mc_dropout_passes_differ_from_each_other_and_from_eval_mode(models_dir):
+    bert = _ranker("bert", models_dir).fit(TRAIN, VALID)
+    mc = _ranker("mc_dropout", models_dir, passes=4).fit(TRAIN, VALID)
+    assert mc.trained.workdir == bert.trained.workdir  # the same trained model, trained once
+    pred = mc.predict(TEST)
+    assert pred.samples.shape == (4, 20, 4)
+    assert not np.allclose(pred.samples[0], pred.samples[1])
+    assert not np.allclose(pred.samples[0], bert.predict(TEST).probs)
+    assert (pred.var > 0).mean() > 0.9
+    assert np.allclose(pred.probs, pred.samples.mean(axis=0))
+    np.testing.assert_array_equal(pred.samples, mc.predict(TEST).samples)  # seeded masks
+
+
+def test_ensemble_members_differ_by_seed_and_are_reproducible(models_dir, tmp_path):
+    ens = _ranker("ensemble", models_dir, members=2).fit(TRAIN, VALID)
+    pred = ens.predict(TEST)
+    assert pred.samples.shape == (2, 20, 4) and not np.allclose(pred.samples[0], pred.samples[1])
+    assert ens.trained[0].workdir == _ranker("bert", models_dir).fit(TRAIN, VALID).trained.workdir
+    again = _ranker("ensemble", tmp_path, members=2).fit(TRAIN, VALID).predict(TEST)  # retrained from scratch
+    np.testing.assert_allclose(again.samples, pred.samples, rtol=0, atol=1e-6)
+    three = _ranker("ensemble", models_dir, members=3).fit(TRAIN, VALID)  # adding a member keeps the others
+    assert [t.workdir for t in three.trained[:2]] == [t.workdir for t in ens.trained]
+
+
+def test_temperature_scaling_lowers_validation_nll_on_a_miscalibrated_fixture():
+    rng = np.random.default_rng(0)
+    true_logits = rng.normal(0, 1.5, size=4000)
+    labels = (rng.random(4000) < 1 / (1 + np.exp(-true_logits))).astype(float)
+    overconfident = 4.0 * true_logits
+
+    def nll(z):
+        return np.mean(np.logaddexp(0, z) - labels * z)
+
+    t = fit_temperature(overconfident, labels)
+    assert 3.0 < t < 5.0
+    assert nll(overconfident / t) < nll(overconfident)
+    with pytest.raises(ValueError, match="both 0 and 1"):
+        fit_temperature(overconfident, np.ones_like(labels))
+
+
+def test_temperature_ranker_keeps_the_ranking(models_dir):
+    bert = _ranker("bert", models_dir).fit(TRAIN, VALID).predict(TEST)
+    temp = _ranker("temperature", models_dir).fit(TRAIN, VALID)
+    pred = temp.predict(TEST)
+    assert pred.meta["temperature"] == temp.temperature > 0
+    np.testing.assert_array_equal(np.argsort(-pred.probs, axis=1), np.argsort(-bert.probs, axis=1))
+
+
+def test_make_ranker_rejects_unknown_names_and_params(models_dir):
+    with pytest.raises(ValueError, match="unknown ranker 'bret'; known rankers: bert"):
+        make_ranker("bret")
+    with pytest.raises(TypeError, match="ranker 'mc_dropout'.*passes_"):
+        make_ranker("mc_dropout", training=tiny_training(), models_dir=models_dir, passes_=3)
+    with pytest.raises(ValueError, match="passes must be at least 2"):
+        make_ranker("mc_dropout", training=tiny_training(), models_dir=models_dir, passes=1)
+
+
+def test_predictions_round_trip_and_reject_bad_arrays(tmp_path):
+    rng = np.random.default_rng(0)
+    samples = rng.random((3, 5, 4))
+    labels = np.zeros((5, 4), dtype=int)
+    labels[:, 0] = 1
+    pred = Predictions(qids=[f"q{i}" for i in range(5)], labels=labels, probs=samples.mean(0), samples=samples, meta={"ranker": "x"})
+    back = Predictions.load(pred.save(tmp_path / "p"))
+    np.testing.assert_array_equal(back.samples, pred.samples)
+    assert back.meta["ranker"] == "x" and back.meta["shape"] == {"S": 3, "Q": 5, "K": 4}
+    np.testing.assert_allclose(back.cov[0], np.cov(samples[:, 0, :].T, bias=True))
+    with pytest.raises(PredictionsError, match=r"probs must be probabilities in \[0, 1\]; 4 values are not \(first: nan\)"):
+        Predictions(qids=pred.qids, labels=labels, probs=np.where(np.eye(5, 4) > 0, np.nan, pred.probs), samples=samples)
+    with pytest.raises(PredictionsError, match="samples must be"):
+        Predictions(qids=pred.qids, labels=labels, probs=pred.probs, samples=samples[:, :4])
+    other = Predictions(qids=pred.qids[::-1], labels=labels, probs=pred.probs, samples=samples)
+    with pytest.raises(PredictionsError, match="different qids"):
+        pred.check_aligned(other)

@@ -1,0 +1,130 @@
+"""The training loop: learns, resumes to identical weights, stops on NaN; tokenisation and batching."""
+
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from calibrank.backbone import BackboneError, load_backbone
+from calibrank.data.schema import DataError, RankingQuery
+from calibrank.losses import binary_cross_entropy, focal
+from calibrank.metrics.ranking import recall_at_k
+from calibrank.rankers import make_ranker
+from calibrank.rankers.base import CrossEncoder
+from calibrank.training import TrainingDiverged, encode_pairs, length_batches, train_model
+from rankfix import learnable_queries, tiny_training
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return load_backbone("tiny-random").tokenizer
+
+
+def test_training_on_a_fixture_learns(tmp_path):
+    ranker = make_ranker("bert", training=tiny_training(), models_dir=tmp_path, seed=0)
+    ranker.fit(learnable_queries(160, 1, seed=0), learnable_queries(30, 3, seed=1))
+    losses = [h["loss"] for h in ranker.training_results()[0].history]
+    assert np.mean(losses[-5:]) < np.mean(losses[:5]) - 0.1  # loss falls
+    pred = ranker.predict(learnable_queries(60, 3, seed=2))
+    assert np.nanmean(recall_at_k(pred.probs, pred.labels, 1)) > 0.6  # chance is 0.25
+
+
+def _loss(model, batch, labels):
+    return binary_cross_entropy(model(**batch), labels)
+
+
+def _fresh_model(seed=0):
+    return CrossEncoder(load_backbone("tiny-random", seed=seed), seed=seed)
+
+
+def test_resume_after_interruption_gives_the_same_weights(tmp_path, tokenizer):
+    pairs = encode_pairs(tokenizer, learnable_queries(48, 1, seed=0), max_length=40, max_response_length=16)
+    settings = tiny_training(epochs=2, checkpoint_every=3)  # 6 steps per epoch, 12 in all
+
+    straight = _fresh_model()
+    train_model(straight, _loss, pairs, settings, tmp_path / "straight", seed=5)
+
+    class Interrupt(Exception):
+        pass
+
+    def stop_at_8(step):
+        if step == 8:
+            raise Interrupt
+
+    interrupted = _fresh_model()
+    with pytest.raises(Interrupt):
+        train_model(interrupted, _loss, pairs, settings, tmp_path / "resumed", seed=5, on_step=stop_at_8)
+    assert (tmp_path / "resumed" / "checkpoint.safetensors").exists()
+    resumed = _fresh_model()
+    result = train_model(resumed, _loss, pairs, settings, tmp_path / "resumed", seed=5)
+    assert result.resumed_from == 6 and result.steps == 12
+    a = load_file(str(tmp_path / "straight" / "model.safetensors"))
+    b = load_file(str(tmp_path / "resumed" / "model.safetensors"))
+    assert a.keys() == b.keys()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert not (tmp_path / "resumed" / "checkpoint.safetensors").exists()  # cleaned up when finished
+
+
+def test_nan_loss_stops_with_step_and_batch_and_keeps_the_last_good_checkpoint(tmp_path, tokenizer):
+    pairs = encode_pairs(tokenizer, learnable_queries(48, 1, seed=0), max_length=40, max_response_length=16)
+    calls = {"n": 0}
+
+    def poisoned(model, batch, labels):
+        calls["n"] += 1
+        loss = _loss(model, batch, labels)
+        return loss * float("nan") if calls["n"] == 5 else loss
+
+    with pytest.raises(TrainingDiverged, match=r"loss is nan at step 5 \(epoch 0\).*queries \['q0-") as info:
+        train_model(_fresh_model(), poisoned, pairs, tiny_training(checkpoint_every=2), tmp_path, seed=0)
+    assert "checkpoint.safetensors" in str(info.value)
+    assert (tmp_path / "checkpoint.safetensors").exists() and not (tmp_path / "model.safetensors").exists()
+
+
+def test_truncation_keeps_the_most_recent_context(tokenizer):
+    q = RankingQuery("q", ("oldest words here " * 10, "the newest turn"), ("a reply",), (1,))
+    pairs = encode_pairs(tokenizer, [q], max_length=16, max_response_length=8)
+    ids = pairs.input_ids[0]
+    assert len(ids) <= 16
+    text = tokenizer.decode(ids)
+    assert "the newest turn [SEP] a reply [SEP]" in text and text.startswith("[CLS]")
+    assert pairs.token_type_ids[0].count(1) == len(tokenizer("a reply", add_special_tokens=False)["input_ids"]) + 1
+
+
+def test_bad_inputs_of_the_loop(tokenizer, tmp_path):
+    long = RankingQuery("q-long", ("hi",), ("word " * 50,), (1,))
+    with pytest.raises(DataError, match=r"q-long.*leaves no room for context within max_length=16"):
+        encode_pairs(tokenizer, [long], max_length=16, max_response_length=None)
+    assert encode_pairs(tokenizer, [long], max_length=16, max_response_length=8).truncated_responses == 1
+    norel = RankingQuery("q-norel", ("hi",), ("a", "b"), (0, 0))
+    with pytest.raises(DataError, match="q-norel.*no relevant candidate"):
+        encode_pairs(tokenizer, [norel], max_length=16, max_response_length=8, require_relevant=True)
+    ragged = [RankingQuery("a", ("hi",), ("x", "y"), (1, 0)), RankingQuery("b", ("hi",), ("x",), (1,))]
+    with pytest.raises(DataError, match="'b' has 1 candidates"):
+        encode_pairs(tokenizer, ragged, max_length=16, max_response_length=8)
+
+
+def test_unknown_checkpoint_fails_fast_offline():
+    with pytest.raises(BackboneError, match="bert-base-cased-nonexistent.*No download is attempted"):
+        load_backbone("bert-base-cased-nonexistent")
+
+
+def test_length_batches_cover_every_pair_once_and_are_seeded():
+    lengths = np.random.default_rng(0).integers(5, 60, size=203)
+    b1 = length_batches(lengths, 16, seed=1, epoch=0)
+    assert sorted(np.concatenate(b1).tolist()) == list(range(203))
+    assert all(len(b) <= 16 for b in b1)
+    assert [x.tolist() for x in b1] == [x.tolist() for x in length_batches(lengths, 16, seed=1, epoch=0)]
+    assert [x.tolist() for x in b1] != [x.tolist() for x in length_batches(lengths, 16, seed=1, epoch=1)]
+    spread = np.mean([np.ptp(lengths[b]) for b in b1])
+    assert spread < np.ptp(lengths) / 2  # similar lengths share a batch
+    inference = length_batches(lengths, 16)
+    assert sorted(np.concatenate(inference).tolist()) == list(range(203))
+
+
+def test_focal_loss_reduces_to_cross_entropy_at_gamma_zero_and_downweights_easy_pairs():
+    logits = torch.tensor([3.0, -2.0, 0.1, 4.0])
+    labels = torch.tensor([1.0, 0.0, 1.0, 0.0])
+    assert torch.allclose(focal(logits, labels, gamma=0.0), binary_cross_entropy(logits, labels))
+    assert focal(logits, labels, gamma=2.0) < binary_cross_entropy(logits, labels)
+    with pytest.raises(ValueError, match="gamma must be >= 0"):
+        focal(logits, labels, gamma=-1)
