@@ -98,6 +98,7 @@ def atomic_path(dest: str | os.PathLike) -> Iterator[Path]:
     tmp_path = Path(tmp)
     try:
         yield tmp_path
+        os.chmod(tmp_path, 0o644)  # mkstemp creates 0600; results are meant to be shared
         os.replace(tmp_path, dest)
     except BaseException:
         tmp_path.unlink(missing_ok=True)
