@@ -155,6 +155,20 @@ def test_variants_of_true_response_never_negatives_even_when_everything_is_drawn
         assert sorted(ns) == ["haha yes", "lol", "ok"]
 
 
+@pytest.mark.parametrize("name", ["random", "bm25", "embedding"])
+def test_context_turns_are_never_negatives(name, minilm):
+    # In a pool of every turn, the context's own turns are the best lexical and semantic
+    # matches of the context: they must be excluded (a copied turn is no candidate response).
+    ctx = ("do you like pizza?", "yes, pepperoni is my favourite")
+    ex = Example("ctx", ctx, "Pepperoni pizza with extra cheese is the best pizza ever.")
+    pool = [*ctx, "YES,  pepperoni is my favourite", ex.response, *POOL]
+    (ns,) = neg.make_sampler(name, pool).negatives([ex], K, seed=0)
+    assert not {normalise_text(n) for n in ns} & {normalise_text(c) for c in ctx}
+    small = [*ctx, ex.response, "a", "b"]  # 2 possible negatives once context and truth are out
+    with pytest.raises(DataError, match="only 2 possible negatives once its true response and its context turns"):
+        neg.make_sampler("random", small).negatives([ex], 3, seed=0)
+
+
 def test_random_differs_across_seeds():
     s = neg.make_sampler("random", POOL)
     a, b = s.negatives(EXAMPLES, K, seed=1), s.negatives(EXAMPLES, K, seed=2)

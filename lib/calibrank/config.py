@@ -46,6 +46,8 @@ __all__ = [
     "Config",
     "load_config",
     "profile_path",
+    "section_table",
+    "train_runs",
 ]
 
 
@@ -502,3 +504,20 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def section_table(section: Any):
+    """A config section as a two-column table (dotted key, value), for notebooks."""
+    import pandas as pd
+
+    flat: dict[str, Any] = {}
+
+    def walk(prefix: str, value: Any) -> None:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                walk(f"{prefix}.{k}" if prefix else k, v)
+        else:
+            flat[prefix] = ", ".join(map(str, value)) if isinstance(value, list) else value
+
+    walk("", _plain(dataclasses.asdict(section)))
+    return pd.DataFrame({"key": list(flat), "value": [str(v) for v in flat.values()]})

@@ -254,7 +254,7 @@ def _load_checkpoint(path: Path, model: nn.Module, optimizer: torch.optim.Optimi
 
 @dataclass
 class TrainResult:
-    history: list[dict] = field(default_factory=list)  # per logged step: step, epoch, loss, lr
+    history: list[dict] = field(default_factory=list)  # per logged step: step, epoch, mean loss since the last, lr
     validation: list[dict] = field(default_factory=list)  # per evaluation: step, metric
     best_step: int = 0
     best_metric: float = float("nan")
@@ -314,10 +314,10 @@ def train_model(
     with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
         torch.manual_seed(seed)
         result = TrainResult()
-        step = 0
+        step, window = 0, [0.0, 0]  # loss sum and count since the last logged step
         if ckpt_path.exists():
             meta = _load_checkpoint(ckpt_path, model, optimizer)
-            step, result = meta["step"], TrainResult(**meta["result"])
+            step, result, window = meta["step"], TrainResult(**meta["result"]), meta["window"]
             result.resumed_from = step
             log.info("resumed from %s at step %d", ckpt_path, step)
         t0 = time.perf_counter() - result.seconds
@@ -350,9 +350,13 @@ def train_model(
                 optimizer.step()
                 step += 1
                 bar.update(1)
+                window[0] += float(loss.item())
+                window[1] += 1
                 if step % settings.log_every == 0 or step == total:
-                    result.history.append({"step": step, "epoch": epoch, "loss": float(loss.item()), "lr": optimizer.param_groups[0]["lr"]})
-                    log.info("step %d/%d loss %.4f", step, total, loss.item())
+                    mean_loss = window[0] / window[1]
+                    result.history.append({"step": step, "epoch": epoch, "loss": mean_loss, "lr": optimizer.param_groups[0]["lr"]})
+                    log.info("step %d/%d loss %.4f (mean of the last %d steps)", step, total, mean_loss, window[1])
+                    window = [0.0, 0]
                 end_of_epoch = (b == len(batches) - 1)
                 if validate is not None and ((settings.eval_every and step % settings.eval_every == 0) or end_of_epoch):
                     metric = float(validate(model))
@@ -364,7 +368,7 @@ def train_model(
                         save_weights(model, best_path, {"step": step, "metric": metric})
                 if step % settings.checkpoint_every == 0 and step < total:
                     result.seconds = time.perf_counter() - t0
-                    _save_checkpoint(ckpt_path, model, optimizer, {"step": step, "result": result.to_dict()})
+                    _save_checkpoint(ckpt_path, model, optimizer, {"step": step, "result": result.to_dict(), "window": window})
                 if on_step is not None:
                     on_step(step)
         bar.close()
