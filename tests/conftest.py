@@ -23,3 +23,14 @@ def tmp_root(tmp_path, monkeypatch) -> Path:
     shutil.copytree(REPO / "params", tmp_path / "params")
     monkeypatch.setenv("CALIBRANK_ROOT", str(tmp_path))
     return tmp_path
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _one_torch_thread():
+    """The tests train tiny models: one intra-op thread is several times faster than two on a shared 2-core machine."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import enum
+import math
 import os
 import types
 import typing
@@ -42,6 +43,14 @@ __all__ = [
     "TrainingConfig",
     "MCDropoutConfig",
     "EnsembleConfig",
+    "FocalConfig",
+    "SpectralNormPlacement",
+    "SNGPLoss",
+    "GPKernel",
+    "RandomFeatureGPConfig",
+    "SNGPConfig",
+    "GPFBertConfig",
+    "PGDRRConfig",
     "RankersConfig",
     "Config",
     "load_config",
@@ -223,6 +232,10 @@ class RankerName(str, enum.Enum):
     mc_dropout = "mc_dropout"
     ensemble = "ensemble"
     temperature = "temperature"
+    focal = "focal"
+    sngp = "sngp"
+    gpf_bert = "gpf_bert"
+    pg_drr = "pg_drr"
 
 
 @dataclass(frozen=True)
@@ -294,6 +307,135 @@ class EnsembleConfig:
             raise _err("members", f"expected at least 2 members, got {self.members}")
 
 
+class SpectralNormPlacement(str, enum.Enum):
+    """Where ``sngp`` / ``gpf_bert`` spectrally normalise the encoder: the pooler's dense layer, every linear layer, or nowhere."""
+
+    pooler = "pooler"
+    none = "none"
+    all = "all"
+
+
+class SNGPLoss(str, enum.Enum):
+    """Training loss of ``sngp`` on the GP posterior-mean logits."""
+
+    bce = "bce"
+    focal = "focal"
+
+
+class GPKernel(str, enum.Enum):
+    """Kernel of the ``pg_drr`` GP layer (RBF in the paper; Matérn and linear in its ablation)."""
+
+    rbf = "rbf"
+    matern = "matern"
+    linear = "linear"
+
+
+def _check_focal_gamma(key: str, gamma: float | str) -> None:
+    if isinstance(gamma, str):
+        if gamma != "adaptive":
+            raise _err(key, f"expected a number >= 0 or 'adaptive', got {gamma!r}")
+    elif not (math.isfinite(gamma) and gamma >= 0):
+        raise _err(key, f"expected a number >= 0 or 'adaptive', got {gamma}")
+
+
+def _check_positive_numbers(obj: Any, *names: str) -> None:
+    for name in names:
+        value = getattr(obj, name)
+        if not (math.isfinite(value) and value > 0):
+            raise _err(name, f"expected a positive number, got {value}")
+
+
+def _check_positive_ints(obj: Any, *names: str) -> None:
+    for name in names:
+        value = getattr(obj, name)
+        if value < 1:
+            raise _err(name, f"expected a positive integer, got {value}")
+
+
+def _check_dropout(value: float) -> None:
+    if not 0.0 <= value < 1.0:
+        raise _err("head_dropout", f"expected a probability in [0, 1), got {value}")
+
+
+@dataclass(frozen=True)
+class FocalConfig:
+    """``focal``: the ``bert`` cross-encoder trained with focal loss; ``gamma`` >= 0 or ``adaptive`` (Mukhoti et al.: 5 if p_t < 0.2 else 3)."""
+
+    gamma: float | str = 2.0
+
+    def check(self) -> None:
+        _check_focal_gamma("gamma", self.gamma)
+
+
+@dataclass(frozen=True)
+class RandomFeatureGPConfig:
+    """Shared by ``sngp`` and ``gpf_bert`` (:mod:`calibrank.rankers.sngp`). ``momentum: null`` is the exact
+    sum of eq. 4 over the last epoch; a number in (0, 1) is eq. 5's moving average."""
+
+    spectral_norm: SpectralNormPlacement = SpectralNormPlacement.pooler
+    sn_bound: float = 0.95
+    sn_power_iterations: int = 1
+    n_features: int = 1024
+    length_scale: float = 1.0
+    feature_scale: float = 1.0
+    ridge: float = 1.0
+    momentum: float | None = None
+    mean_field_factor: float = math.pi / 8
+    samples: int = 30
+    focal_gamma: float | str = 2.0
+    head_dropout: float = 0.1
+
+    def check(self) -> None:
+        _check_positive_numbers(self, "sn_bound", "length_scale", "feature_scale", "ridge")
+        _check_positive_ints(self, "sn_power_iterations", "n_features", "samples")
+        if self.momentum is not None and not 0.0 < self.momentum < 1.0:
+            raise _err("momentum", f"expected null (exact sum) or a number in (0, 1), got {self.momentum}")
+        if not (math.isfinite(self.mean_field_factor) and self.mean_field_factor >= 0):
+            raise _err("mean_field_factor", f"expected a number >= 0, got {self.mean_field_factor}")
+        _check_focal_gamma("focal_gamma", self.focal_gamma)
+        _check_dropout(self.head_dropout)
+
+
+@dataclass(frozen=True)
+class SNGPConfig(RandomFeatureGPConfig):
+    """``sngp``: the random-feature GP settings plus the loss (``focal`` uses ``focal_gamma``)."""
+
+    loss: SNGPLoss = SNGPLoss.bce
+
+
+@dataclass(frozen=True)
+class GPFBertConfig(RandomFeatureGPConfig):
+    """``gpf_bert``: SNGP always trained with focal loss (``focal_gamma``)."""
+
+
+@dataclass(frozen=True)
+class PGDRRConfig:
+    """``pg_drr`` (:mod:`calibrank.rankers.pg_gp`): kernel, Gibbs sampling, GP-layer learning rate, inducing set."""
+
+    kernel: GPKernel = GPKernel.rbf
+    length_scale: float = 1.0
+    output_scale: float = 8.0
+    nu: float = 2.5
+    gibbs_steps: int = 10
+    gibbs_chains: int = 30
+    gp_lr: float = 0.003
+    projection: bool = True
+    learn_mean: bool = True
+    inducing: int = 512
+    samples: int = 30
+    quadrature_points: int = 20
+    head_dropout: float = 0.1
+
+    def check(self) -> None:
+        _check_positive_numbers(self, "length_scale", "output_scale", "gp_lr")
+        if self.kernel is GPKernel.matern and self.nu not in (0.5, 1.5, 2.5):
+            raise _err("nu", f"expected 0.5, 1.5 or 2.5 (Matérn smoothness), got {self.nu}")
+        _check_positive_ints(self, "gibbs_steps", "gibbs_chains", "samples", "quadrature_points")
+        if self.inducing < 2:
+            raise _err("inducing", f"expected at least 2 inducing pairs, got {self.inducing}")
+        _check_dropout(self.head_dropout)
+
+
 @dataclass(frozen=True)
 class RankersConfig:
     """Which rankers the report trains, on which training corpora, and their own settings."""
@@ -302,6 +444,10 @@ class RankersConfig:
     train_corpora: tuple[Corpus, ...] = (Corpus.chitchat,)
     mc_dropout: MCDropoutConfig = field(default_factory=MCDropoutConfig)
     ensemble: EnsembleConfig = field(default_factory=EnsembleConfig)
+    focal: FocalConfig = field(default_factory=FocalConfig)
+    sngp: SNGPConfig = field(default_factory=SNGPConfig)
+    gpf_bert: GPFBertConfig = field(default_factory=GPFBertConfig)
+    pg_drr: PGDRRConfig = field(default_factory=PGDRRConfig)
 
     def check(self) -> None:
         if not self.names:
@@ -328,6 +474,9 @@ class Config:
             raise _err("profile", f"expected a name of letters, digits, '-' or '_', got {self.profile!r}")
         if self.seed < 0:
             raise _err("seed", f"expected a non-negative integer, got {self.seed}")
+        if RankerName.pg_drr in self.rankers.names and self.training.batch_size < 2:
+            raise _err("training.batch_size", f"pg_drr conditions its GP on each mini-batch: expected at least 2, "
+                                              f"got {self.training.batch_size}")
         for i, corpus in enumerate(self.rankers.train_corpora):
             if corpus not in self.data.corpora:
                 raise _err(f"rankers.train_corpora[{i}]", f"{corpus.value!r} is not among data.corpora")

@@ -140,4 +140,6 @@ def expected_samples(cfg: Config, ranker: str | RankerName) -> int:
         return cfg.rankers.mc_dropout.passes
     if key is RankerName.ensemble:
         return cfg.rankers.ensemble.members
+    if key in (RankerName.sngp, RankerName.gpf_bert, RankerName.pg_drr):
+        return getattr(cfg.rankers, key.value).samples
     return 1

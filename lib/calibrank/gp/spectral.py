@@ -125,7 +125,11 @@ class SpectralNormLinear(nn.Module):
         """The current estimate ``sigma_hat = u^T W v`` (differentiable in ``W``; no update)."""
         # clones: the buffers may be updated in place by a later forward pass before this
         # graph is backpropagated (gradient accumulation, two calls per step).
-        return torch.dot(self.u.clone(), self.linear.weight @ self.v.clone())
+        # autocast off: under bf16 autocast ``W @ v`` would come out in bf16 while ``u`` stays
+        # float32, and ``torch.dot`` refuses mixed dtypes (the layer's own matmul still autocasts).
+        w = self.linear.weight
+        with torch.autocast(device_type=w.device.type, enabled=False):
+            return torch.dot(self.u.clone().to(w.dtype), w @ self.v.clone().to(w.dtype))
 
     @property
     def weight(self) -> torch.Tensor:

@@ -7,18 +7,27 @@ name                    method
 ``mc_dropout``          MC Dropout over the ``bert`` model, T passes (S-BERT^D)
 ``ensemble``            M ``bert`` models differing only in seed (S-BERT^E)
 ``temperature``         ``bert`` with post-hoc temperature scaling (Guo et al. 2017)
+``focal``               ``bert`` trained with focal loss (GPF-BERT's ablation)
+``sngp``                spectral-norm pooler + random-feature GP head, Laplace posterior
+``gpf_bert``            ``sngp`` trained with focal loss (Ye et al., ICASSP 2023)
+``pg_drr``              GP output layer, Pólya-Gamma Gibbs, Fisher-identity loss (AAAI 2023)
 ======================  =========================================================
 """
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 from typing import Any
 
 from ..config import Config, RankerName
 from .base import CrossEncoder, Ranker
 from .deterministic import DeterministicRanker
 from .ensemble import EnsembleRanker
+from .focal import FocalRanker, GPFBertRanker
 from .mc_dropout import MCDropoutRanker
+from .pg_gp import PGDRRRanker
+from .sngp import SNGPRanker
 from .temperature import TemperatureRanker
 
 __all__ = ["CrossEncoder", "Ranker", "RANKERS", "make_ranker", "ranker_from_config"]
@@ -28,7 +37,16 @@ RANKERS: dict[RankerName, type[Ranker]] = {
     RankerName.mc_dropout: MCDropoutRanker,
     RankerName.ensemble: EnsembleRanker,
     RankerName.temperature: TemperatureRanker,
+    RankerName.focal: FocalRanker,
+    RankerName.sngp: SNGPRanker,
+    RankerName.gpf_bert: GPFBertRanker,
+    RankerName.pg_drr: PGDRRRanker,
 }
+
+
+def _section_params(section: Any) -> dict[str, Any]:
+    """A ranker's config section as constructor keyword arguments (enums as their values)."""
+    return {k: (v.value if isinstance(v, enum.Enum) else v) for k, v in dataclasses.asdict(section).items()}
 
 
 def make_ranker(name: str | RankerName, **params: Any) -> Ranker:
@@ -58,4 +76,8 @@ def ranker_from_config(cfg: Config, name: str | RankerName, models_dir, device=N
         params["passes"] = cfg.rankers.mc_dropout.passes
     elif key is RankerName.ensemble:
         params["members"] = cfg.rankers.ensemble.members
+    elif key is RankerName.focal:
+        params["focal_gamma"] = cfg.rankers.focal.gamma
+    elif key in (RankerName.sngp, RankerName.gpf_bert, RankerName.pg_drr):
+        params.update(_section_params(getattr(cfg.rankers, key.value)))
     return make_ranker(key, **params)

@@ -1,0 +1,480 @@
+"""``pg_drr``: PG-DRR (Ye et al., AAAI 2023): a GP output layer with Pólya-Gamma augmentation.
+
+The model
+---------
+The pointwise cross-encoder of :mod:`.base` whose dense output layer is replaced by a
+Gaussian-process layer on the pooled ``[CLS]`` feature (sec. 3.3): the logits ``g`` of a set
+of pairs are ``N(m, K)`` with ``K_ij = k(z_i, z_j)``, ``z = A h + c`` a learnable linear
+projection of the pooled feature ``h`` and ``m`` a learnable constant mean. Kernel
+(``kernel``): RBF (eq. 4; default) with ``length_scale`` 1 and ``output_scale`` 8 (the prior
+variance, see :mod:`calibrank.gp.polya_gamma`), or the ablation's Matérn (``nu``) and linear
+kernels (sec. 5.3). Length and output scale are fixed (sec. 4.4: "fix length scale").
+
+Why a projection and a mean (the paper's GP layer has learnable parts): sec. 4.4 gives the
+GP layer its own learning rate because it "is not fine-tuned", so it has trainable
+parameters; Table 2 counts 108.90M parameters against BERT's 108.31M, +0.59M, which is one
+768 x 768 linear layer (589,824 weights + 768 biases); and sec. 1 speaks of improving "the
+parameters of the mean and covariance functions". So the layer here is a ``d x d`` linear map
+(``projection=True``) and a constant mean (``learn_mean=True``, one parameter), both trained
+with ``gp_lr`` (default 3e-3); the encoder keeps ``training.lr``. Either can be switched off.
+
+Training (Algorithm 1)
+----------------------
+Each mini-batch is the GP's conditioning set: ``K`` is the batch's kernel matrix; ``gibbs_steps``
+(10) Gibbs steps of ``gibbs_chains`` (30) chains started from the prior give ``w``
+(:func:`calibrank.gp.gibbs_gp`), and the loss is the negative Fisher-identity objective
+(:func:`calibrank.gp.fisher_loss`, eq. 13) with ``w`` detached; its gradient reaches the encoder,
+the projection and the mean through ``K`` and ``m``. The Gibbs draws use a numpy generator seeded
+from the training loop's torch RNG, so training is reproducible and a resumed run draws what
+an uninterrupted one would.
+
+Batches of whole queries are *not* needed: the model is pointwise, the likelihood factorises
+over pairs, and the GP conditions on any set of labelled pairs; batches are the loop's usual
+length-sorted random batches of pairs. A batch needs at least 2 pairs (``training.batch_size``
+>= 2 is checked); a last batch of a single pair (when the number of training pairs is 1 more
+than a multiple of the batch size) contributes a zero loss (no conditioning set), which is
+logged as such in the history.
+
+Prediction (eq. 14, 15)
+-----------------------
+A seeded, label-stratified **inducing set** of ``inducing`` training pairs (capped at the
+number of training pairs; :func:`calibrank.gp.select_inducing`) is encoded with the final
+encoder (eval mode), Gibbs runs once on it (same steps and chains), and for test pairs ``x*``
+the per-chain Gaussian predictive of eq. 14 is combined over chains by moment matching
+(mean of means; mean covariance plus covariance of the means). ``probs`` = ``E[sigmoid(g*)]``
+under the moment-matched marginal by Gauss-Hermite quadrature (eq. 15); ``samples`` = sigmoid
+of ``samples`` (30) seeded **joint** draws from the moment-matched Gaussian over each query's
+``K`` candidates. The inducing pairs' indices, features, labels and the chains' ``w`` are
+stored beside the model (``pg_posterior-<hash>.safetensors`` in its cache folder), so a model
+loaded from the cache predicts identically without re-encoding anything. Validation during
+training (early selection) uses the same posterior computed with the current encoder.
+
+Moment matching lets the ``C`` chains share one ``M x M`` matrix
+``Q = mean_c (K + W_c^-1)^-1``, so the predictive costs ``O(M^2 N)`` for ``N`` test pairs
+instead of ``O(C M^2 N)``.
+
+Departures and choices
+----------------------
+* What the GP conditions on at test time is not stated in the paper (the public code was not
+  found): the inducing set above is our choice; ``inducing`` trades cost for fidelity.
+* How chains are combined is not stated: moment matching (above).
+* The projection and constant mean are inferred from the paper's parameter count and wording
+  (above); the kernel scales are fixed as in sec. 4.4.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from safetensors import safe_open
+from safetensors.torch import load_file, save_file
+from torch import nn
+
+from ..backbone import Backbone
+from ..data.schema import RankingQuery
+from ..gp import (PGPosterior, fisher_loss, gauss_hermite_sigmoid, gibbs_gp, linear_kernel, matern_kernel, rbf_kernel,
+                  select_inducing)
+from ..metrics.ranking import recall_at_k
+from ..predictions import Predictions
+from ..runs import atomic_path, stable_hash
+from ..training import TrainResult
+from .base import CrossEncoder, Ranker, TrainedModel, sigmoid
+from .sngp import draw_joint, encode_features
+
+__all__ = ["PGCrossEncoder", "PGDRRRanker", "InducingPosterior", "KERNELS", "pg_param_groups"]
+
+log = logging.getLogger(__name__)
+
+KERNELS = ("rbf", "matern", "linear")
+
+
+# ----------------------------------------------------------------------------- the model
+
+
+class PGHead(nn.Module):
+    """The GP layer's learnable parts: projection ``z = A h + c`` (or identity) and a constant prior mean."""
+
+    mean: torch.Tensor
+
+    def __init__(self, hidden_size: int, *, projection: bool = True, learn_mean: bool = True, seed: int = 0) -> None:
+        super().__init__()
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            self.projection: nn.Module = nn.Linear(hidden_size, hidden_size) if projection else nn.Identity()
+        if learn_mean:
+            self.mean = nn.Parameter(torch.zeros(()))
+        else:
+            self.register_buffer("mean", torch.zeros(()))
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        return self.projection(h)
+
+
+class PGCrossEncoder(CrossEncoder):
+    """Encoder + dropout + :class:`PGHead`; ``forward`` returns the GP input features ``z`` ``[B, d]``."""
+
+    def __init__(self, backbone: Backbone, *, projection: bool = True, learn_mean: bool = True,
+                 head_dropout: float = 0.1, seed: int = 0) -> None:
+        super().__init__(backbone, head_dropout=head_dropout, seed=seed)
+        self.head = PGHead(backbone.hidden_size, projection=projection, learn_mean=learn_mean, seed=seed)
+
+    def forward(self, input_ids, attention_mask, token_type_ids=None) -> torch.Tensor:
+        return self.head(self.dropout(self.features(input_ids, attention_mask, token_type_ids)))
+
+
+def pg_param_groups(model: PGCrossEncoder, gp_lr: float) -> list[dict]:
+    """Optimizer groups: the encoder at the loop's ``training.lr``; the GP layer (projection, mean) at ``gp_lr``."""
+    gp = [p for p in model.head.parameters() if p.requires_grad]
+    gp_ids = {id(p) for p in gp}
+    rest = [p for p in model.parameters() if p.requires_grad and id(p) not in gp_ids]
+    groups: list[dict] = [{"params": rest, "name": "encoder"}]
+    if gp:
+        groups.append({"params": gp, "lr": float(gp_lr), "name": "gp"})
+    return groups
+
+
+# ----------------------------------------------------------------------------- the posterior
+
+
+@dataclass
+class InducingPosterior:
+    """What prediction needs: the inducing pairs (index, features, labels), the chains' ``w`` and derived factors."""
+
+    index: np.ndarray  # [M] indices of the training pairs (query-major order of the training queries)
+    features: torch.Tensor  # [M, d] float32 GP input features z of the inducing pairs
+    labels: torch.Tensor  # [M] float64 0/1
+    w: torch.Tensor  # [C, M] float64 Pólya-Gamma draws of the last Gibbs step
+    jitter: float  # diagonal jitter Gibbs added to K
+    posterior: PGPosterior
+    q_bar: torch.Tensor  # [M, M] mean over chains of (K + W_c^-1)^-1
+
+    def tensors(self) -> dict[str, torch.Tensor]:
+        return {
+            "index": torch.as_tensor(self.index, dtype=torch.int64),
+            "features": self.features.detach().cpu().contiguous(),
+            "labels": self.labels.detach().cpu().contiguous(),
+            "w": self.w.detach().cpu().contiguous(),
+            "jitter": torch.tensor(float(self.jitter), dtype=torch.float64),
+        }
+
+
+# ----------------------------------------------------------------------------- the ranker
+
+
+class PGDRRRanker(Ranker):
+    """PG-DRR: GP output layer with Pólya-Gamma Gibbs sampling and Fisher-identity training (module docstring).
+
+    Args (besides :class:`Ranker`'s):
+        kernel: ``"rbf"`` (default), ``"matern"`` or ``"linear"``.
+        length_scale: kernel length scale (> 0), default 1.
+        output_scale: kernel output scale = prior variance (> 0), default 8.
+        nu: Matérn smoothness, one of 0.5, 1.5, 2.5 (only with ``kernel="matern"``).
+        gibbs_steps: Gibbs steps T (>= 1), default 10, in training and prediction.
+        gibbs_chains: parallel chains N (>= 1), default 30, in training and prediction.
+        gp_lr: learning rate of the GP layer (> 0), default 3e-3.
+        projection: learnable ``d x d`` projection of the pooled feature (default true).
+        learn_mean: learnable constant prior mean (default true; else 0).
+        inducing: inducing-set size M (>= 2) for prediction, default 512 (capped at the number of training pairs).
+        samples: joint posterior draws per query (>= 1), default 30.
+        quadrature_points: Gauss-Hermite nodes for ``probs`` (>= 1), default 20.
+        head_dropout: dropout on the pooled feature before the GP layer in training, default 0.1.
+    """
+
+    name = "pg_drr"
+    kind = "pg_drr"
+
+    def __init__(
+        self,
+        *,
+        kernel: str = "rbf",
+        length_scale: float = 1.0,
+        output_scale: float = 8.0,
+        nu: float = 2.5,
+        gibbs_steps: int = 10,
+        gibbs_chains: int = 30,
+        gp_lr: float = 3e-3,
+        projection: bool = True,
+        learn_mean: bool = True,
+        inducing: int = 512,
+        samples: int = 30,
+        quadrature_points: int = 20,
+        head_dropout: float = 0.1,
+        **kw: Any,
+    ) -> None:
+        super().__init__(**kw)
+        where = self.name
+
+        def number(name: str, value: Any, *, integer: bool = False, minimum: float | None = None) -> None:
+            ok = (isinstance(value, int) if integer else isinstance(value, (int, float))) and not isinstance(value, bool)
+            ok = ok and math.isfinite(value) and (value > 0 if minimum is None else value >= minimum)
+            if not ok:
+                what = "an integer" if integer else "a finite number"
+                rel = "> 0" if minimum is None else f">= {minimum:g}"
+                raise ValueError(f"{where}: {name} must be {what} {rel}, got {value!r}")
+
+        kernel = getattr(kernel, "value", kernel)  # a config enum member or its value
+        if kernel not in KERNELS:
+            raise ValueError(f"{where}: kernel must be one of {', '.join(map(repr, KERNELS))}, got {kernel!r}")
+        number("length_scale", length_scale)
+        number("output_scale", output_scale)
+        if kernel == "matern" and nu not in (0.5, 1.5, 2.5):
+            raise ValueError(f"{where}: nu must be one of 0.5, 1.5, 2.5 (Matérn smoothness), got {nu!r}")
+        number("gibbs_steps", gibbs_steps, integer=True, minimum=1)
+        number("gibbs_chains", gibbs_chains, integer=True, minimum=1)
+        number("gp_lr", gp_lr)
+        number("inducing", inducing, integer=True, minimum=2)
+        number("samples", samples, integer=True, minimum=1)
+        number("quadrature_points", quadrature_points, integer=True, minimum=1)
+        for flag_name, flag in (("projection", projection), ("learn_mean", learn_mean)):
+            if not isinstance(flag, bool):
+                raise ValueError(f"{where}: {flag_name} must be true or false, got {flag!r}")
+        if not (isinstance(head_dropout, (int, float)) and 0.0 <= head_dropout < 1.0):
+            raise ValueError(f"{where}: head_dropout must be a probability in [0, 1), got {head_dropout!r}")
+        if self.training.batch_size < 2:
+            raise ValueError(
+                f"{where}: training.batch_size must be at least 2: the mini-batch is the GP's conditioning set "
+                f"(a batch too small for the GP), got {self.training.batch_size}"
+            )
+        self.kernel = kernel
+        self.length_scale = float(length_scale)
+        self.output_scale = float(output_scale)
+        self.nu = float(nu)
+        self.gibbs_steps = int(gibbs_steps)
+        self.gibbs_chains = int(gibbs_chains)
+        self.gp_lr = float(gp_lr)
+        self.projection = projection
+        self.learn_mean = learn_mean
+        self.inducing = int(inducing)
+        self.samples = int(samples)
+        self.quadrature_points = int(quadrature_points)
+        self.head_dropout = float(head_dropout)
+        self.trained: TrainedModel | None = None
+        self.state: InducingPosterior | None = None
+        self._fit_queries: Sequence[RankingQuery] = ()
+
+    # -------------------------------------------------------------- parameters and kernel
+    def params(self) -> dict[str, Any]:
+        """What determines the trained model besides the training settings (the cache key's extra)."""
+        return {
+            "kernel": self.kernel,
+            "length_scale": self.length_scale,
+            "output_scale": self.output_scale,
+            "nu": self.nu if self.kernel == "matern" else None,
+            "gibbs_steps": self.gibbs_steps,
+            "gibbs_chains": self.gibbs_chains,
+            "gp_lr": self.gp_lr,
+            "projection": self.projection,
+            "learn_mean": self.learn_mean,
+            "head_dropout": self.head_dropout,
+        }
+
+    def prediction_params(self) -> dict[str, Any]:
+        """What determines the inducing posterior given the trained model."""
+        return {"inducing": self.inducing, "gibbs_steps": self.gibbs_steps, "gibbs_chains": self.gibbs_chains,
+                "seed": self.seed, "stratified": True}
+
+    def kernel_fn(self, x1: torch.Tensor, x2: torch.Tensor) -> torch.Tensor:
+        """The kernel (float64, autocast off) between feature matrices ``[n, d]`` and ``[m, d]``."""
+        if self.kernel == "rbf":
+            fn = partial(rbf_kernel, length_scale=self.length_scale, output_scale=self.output_scale)
+        elif self.kernel == "matern":
+            fn = partial(matern_kernel, nu=self.nu, length_scale=self.length_scale, output_scale=self.output_scale)
+        else:
+            fn = partial(linear_kernel, length_scale=self.length_scale, output_scale=self.output_scale)
+        with torch.autocast(device_type=x1.device.type, enabled=False):
+            a = x1.to(torch.float64)
+            b = a if x2 is x1 else x2.to(torch.float64)
+            return fn(a, b)
+
+    # -------------------------------------------------------------- model, loss, hooks
+    def _build(self, seed: int) -> tuple[CrossEncoder, Backbone]:
+        _, backbone = super()._build(seed)
+        model = PGCrossEncoder(backbone, projection=self.projection, learn_mean=self.learn_mean,
+                               head_dropout=self.head_dropout, seed=seed)
+        return model, backbone
+
+    def _loss(self, model: nn.Module, batch: dict, labels: torch.Tensor) -> torch.Tensor:
+        z = model(**batch)
+        n = int(labels.shape[0])
+        if n < 2:  # a 1-pair last batch: no conditioning set; zero loss, zero gradient
+            return z.float().sum() * 0.0
+        # the Gibbs draws: a numpy generator seeded from the loop's (seeded, checkpointed) torch RNG
+        rng = np.random.default_rng(int(torch.randint(0, 2**62, (1,)).item()))
+        K = self.kernel_fn(z, z)
+        mu = model.head.mean.to(torch.float64)
+        chains = gibbs_gp(K.detach(), labels, mu.detach(), self.gibbs_steps, self.gibbs_chains, rng=rng)
+        return fisher_loss(K, mu, labels, chains.w, jitter=chains.jitter).float()
+
+    def _param_groups(self, model: nn.Module) -> list[dict]:
+        return pg_param_groups(model, self.gp_lr)
+
+    # -------------------------------------------------------------- the inducing posterior
+    def _inducing_pairs(self, tokenizer, train: Sequence[RankingQuery]):
+        """Indices (query-major pair order) and the tokenised pairs of the seeded, stratified inducing set."""
+        labels = np.array([lab for q in train for lab in q.labels], dtype=np.int64)
+        k = len(train[0].candidates)
+        size = min(self.inducing, labels.shape[0])
+        if size < self.inducing:
+            log.info("%s: inducing set capped at the %d training pairs (asked for %d)", self.name, size, self.inducing)
+        index = select_inducing(labels, size, np.random.default_rng([self.seed, 0x1D]))
+        singles = []
+        for i in index:
+            q = train[int(i) // k]
+            c = int(i) % k
+            singles.append(RankingQuery(f"{q.qid}#{c}", q.context, (q.candidates[c],), (q.labels[c],)))
+        return index, self._encode(tokenizer, singles), torch.as_tensor(labels[index], dtype=torch.float64)
+
+    def _posterior(self, model: PGCrossEncoder, index: np.ndarray, features: torch.Tensor, labels: torch.Tensor,
+                   w: torch.Tensor, jitter: float) -> InducingPosterior:
+        device = features.device
+        K = self.kernel_fn(features, features)
+        post = PGPosterior.from_w(K, w.to(device), labels.to(device), model.head.mean.detach().to(torch.float64),
+                                  jitter=jitter)
+        b_inv = torch.cholesky_inverse(post.chol_b)  # [C, M, M]
+        s = post.sqrt_w
+        q_bar = (s.unsqueeze(-1) * b_inv * s.unsqueeze(-2)).mean(0)
+        return InducingPosterior(index=np.asarray(index), features=features, labels=labels.to(device), w=w.to(device),
+                                 jitter=float(jitter), posterior=post, q_bar=0.5 * (q_bar + q_bar.t()))
+
+    @torch.no_grad()
+    def _compute_posterior(self, model: PGCrossEncoder, index: np.ndarray, pairs, labels: torch.Tensor) -> InducingPosterior:
+        feats = encode_features(model, pairs, batch_size=self.training.eval_batch_size, precision=self.training.precision,
+                                fn=lambda m, b: m(**b))
+        K = self.kernel_fn(feats, feats)
+        rng = np.random.default_rng([self.seed, 0x61B])
+        chains = gibbs_gp(K, labels.to(feats.device), model.head.mean.detach().to(torch.float64), self.gibbs_steps,
+                          self.gibbs_chains, rng=rng)
+        return self._posterior(model, index, feats, labels, chains.w.to(torch.float64), chains.jitter)
+
+    def _posterior_path(self, workdir: Path) -> Path:
+        return workdir / f"pg_posterior-{stable_hash(self.prediction_params(), 10)}.safetensors"
+
+    def _load_or_compute_posterior(self, trained: TrainedModel, train: Sequence[RankingQuery]) -> InducingPosterior:
+        path = self._posterior_path(trained.workdir)
+        model: PGCrossEncoder = trained.model  # type: ignore[assignment]
+        device = next(model.parameters()).device
+        if not path.exists():
+            index, pairs, labels = self._inducing_pairs(trained.backbone.tokenizer, train)
+            state = self._compute_posterior(model, index, pairs, labels)
+            with atomic_path(path) as tmp:
+                save_file(state.tensors(), str(tmp),
+                          metadata={"calibrank": json.dumps({"params": self.prediction_params(),
+                                                             "model_step": trained.result.best_step})})
+        # always rebuilt from the stored tensors, so a fresh fit and a cached one predict identically
+        t = load_file(str(path))
+        with safe_open(str(path), framework="pt") as fh:
+            meta = json.loads(fh.metadata()["calibrank"])
+        if meta.get("params") != self.prediction_params():
+            raise ValueError(f"{path}: stored inducing posterior was made with {meta.get('params')}, "
+                             f"not {self.prediction_params()}")
+        return self._posterior(model, t["index"].numpy(), t["features"].to(device), t["labels"].to(device),
+                               t["w"].to(device), float(t["jitter"]))
+
+    def _validator(self, tokenizer, valid: Sequence[RankingQuery]):
+        """R@1 on ``valid`` from the posterior mean given an inducing posterior computed with the current encoder."""
+        pairs = self._encode(tokenizer, valid)
+        index, ind_pairs, ind_labels = self._inducing_pairs(tokenizer, self._fit_queries)
+
+        def validate(model: nn.Module) -> float:
+            state = self._compute_posterior(model, index, ind_pairs, ind_labels)
+            feats = encode_features(model, pairs, batch_size=self.training.eval_batch_size,
+                                    precision=self.training.precision, fn=lambda m, b: m(**b))
+            mean = self._mean(state, feats, model).cpu().numpy()
+            scores = mean.reshape(len(pairs.qids), pairs.n_candidates)
+            labels = pairs.labels.reshape(len(pairs.qids), pairs.n_candidates)
+            return float(np.nanmean(recall_at_k(scores, labels, 1)))
+
+        return validate
+
+    # -------------------------------------------------------------- predictive (eq. 14)
+    def _mean(self, state: InducingPosterior, feats: torch.Tensor, model: PGCrossEncoder, chunk: int = 8192) -> torch.Tensor:
+        mu = float(model.head.mean.detach())
+        out = []
+        for start in range(0, feats.shape[0], chunk):
+            kc = self.kernel_fn(state.features, feats[start:start + chunk])
+            out.append(mu + (state.posterior.alpha @ kc).mean(0))
+        return torch.cat(out)
+
+    @torch.no_grad()
+    def joint_logits(self, queries: Sequence[RankingQuery]) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(mean [Q, K], cov [Q, K, K])``: the moment-matched Gaussian predictive of each query's logits (float64)."""
+        trained, state = self._require_fit()
+        model: PGCrossEncoder = trained.model  # type: ignore[assignment]
+        pairs = self._encode(trained.backbone.tokenizer, queries)
+        feats = encode_features(model, pairs, batch_size=self.training.eval_batch_size, precision=self.training.precision,
+                                fn=lambda m, b: m(**b))
+        q, k = len(queries), pairs.n_candidates
+        mu = float(model.head.mean.detach())
+        alpha, q_bar = state.posterior.alpha, state.q_bar
+        m = state.features.shape[0]
+        means, covs = [], []
+        per_chunk = max(1, 4096 // k)
+        for start in range(0, q, per_chunk):
+            x = feats[start * k:(start + per_chunk) * k]
+            nq = x.shape[0] // k
+            kc = self.kernel_fn(state.features, x)  # [M, nq*k]
+            chain_means = mu + alpha @ kc  # [C, nq*k]
+            reduction = (kc.reshape(m, nq, k).permute(1, 2, 0) @ (q_bar @ kc).reshape(m, nq, k).permute(1, 0, 2))
+            k_test = torch.stack([self.kernel_fn(x[i * k:(i + 1) * k], x[i * k:(i + 1) * k]) for i in range(nq)])
+            cm = chain_means.reshape(-1, nq, k)
+            centred = cm - cm.mean(0, keepdim=True)
+            between = torch.einsum("cqi,cqj->qij", centred, centred) / cm.shape[0]
+            cov = k_test - reduction + between
+            means.append(cm.mean(0))
+            covs.append(0.5 * (cov + cov.transpose(1, 2)))
+        return torch.cat(means), torch.cat(covs)
+
+    def logit_moments(self, queries: Sequence[RankingQuery]) -> tuple[np.ndarray, np.ndarray]:
+        """Predictive mean and variance ``[Q, K]`` of each candidate's logit."""
+        mean, cov = self.joint_logits(queries)
+        return mean.cpu().numpy(), cov.diagonal(dim1=-2, dim2=-1).clamp_min(0.0).cpu().numpy()
+
+    # -------------------------------------------------------------- interface
+    def fit(self, train: Sequence[RankingQuery], valid: Sequence[RankingQuery] = ()) -> "PGDRRRanker":
+        if not train:
+            raise ValueError(f"{self.name}: no training queries")
+        self._fit_queries = train
+        try:
+            self.trained = self._train(self.kind, self.seed, train, valid, key_extra=self.params(),
+                                       param_groups=self._param_groups)
+        finally:
+            self._fit_queries = ()
+        self.state = self._load_or_compute_posterior(self.trained, train)
+        self.fit_seconds = self.trained.result.seconds
+        return self
+
+    def _require_fit(self) -> tuple[TrainedModel, InducingPosterior]:
+        if self.trained is None or self.state is None:
+            raise RuntimeError(f"ranker {self.name!r}: call fit() before predict()")
+        return self.trained, self.state
+
+    def _predict_arrays(self, queries: Sequence[RankingQuery]) -> tuple[np.ndarray, np.ndarray]:
+        mean, cov = self.joint_logits(queries)
+        var = cov.diagonal(dim1=-2, dim2=-1).clamp_min(0.0)
+        probs = gauss_hermite_sigmoid(mean, var, self.quadrature_points)
+        draws = draw_joint(mean, cov, self.samples, np.random.default_rng([self.seed, 0x5A3]))
+        return probs.cpu().numpy(), sigmoid(draws.cpu().numpy())
+
+    def predict(self, queries: Sequence[RankingQuery]) -> Predictions:
+        (probs, samples), seconds = self.timed(self._predict_arrays, queries)
+        _, state = self._require_fit()
+        return self._predictions(queries, probs, samples, seconds=seconds, n_parameters=self.n_parameters,
+                                 extra={"params": self.params(), "samples": self.samples,
+                                        "inducing": int(state.features.shape[0]), "gibbs_jitter": state.jitter})
+
+    @property
+    def n_parameters(self) -> int:
+        trained, _ = self._require_fit()
+        return sum(p.numel() for p in trained.model.parameters())
+
+    def training_results(self) -> list[TrainResult]:
+        return [self._require_fit()[0].result]
