@@ -295,7 +295,7 @@ def train_model(
     after every optimizer step (tests use it to interrupt a run). The torch RNG is seeded from
     ``seed`` inside a forked RNG context, so the caller's global state is left as it was.
     """
-    from tqdm.auto import tqdm
+    from tqdm import tqdm  # plain text bar: tqdm.auto needs ipywidgets inside notebooks
 
     workdir.mkdir(parents=True, exist_ok=True)
     device = device or torch.device("cpu")
