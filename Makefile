@@ -20,7 +20,8 @@ LIB := $(shell find lib -name '*.py' 2>/dev/null)
 PROFILE_QUERY = $(shell test -x $(BIN)/python && $(BIN)/python -m calibrank.config $(1) $(PROFILE) 2>/dev/null)
 TRAIN_RUNS := $(call PROFILE_QUERY,train-runs)
 TRAIN_CORPORA := $(call PROFILE_QUERY,train-corpora)
-STEPS := $(NOTEBOOKS) $(addprefix 03_train-,$(TRAIN_RUNS))
+ANALYSES := 04_calibration 05_risk_aware 06_nota 07_efficiency
+STEPS := $(NOTEBOOKS) $(addprefix 03_train-,$(TRAIN_RUNS)) $(ANALYSES)
 
 export PIP_CONSTRAINT := $(CURDIR)/constraints.txt
 export CALIBRANK_ROOT := $(CURDIR)
@@ -30,7 +31,6 @@ export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export HF_HUB_DISABLE_TELEMETRY := 1
 export TRANSFORMERS_VERBOSITY := error
 export TOKENIZERS_PARALLELISM := false
-export MPLBACKEND := Agg
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
 .PHONY: help setup data report index test unit bench clean distclean $(addprefix nb-,$(STEPS))
@@ -83,6 +83,8 @@ $(REPORT)/%.html: $(REPORT)/%.ipynb
 
 # Data flow between notebooks (each reads files the previous one wrote).
 $(REPORT)/02_negatives.ipynb: $(REPORT)/01_data.ipynb
+# The analyses read the Predictions of every 03_train run of the profile.
+$(addprefix $(REPORT)/,$(addsuffix .ipynb,$(ANALYSES))): $(foreach r,$(TRAIN_RUNS),$(REPORT)/03_train-$(r).ipynb)
 
 $(REPORT)/index.html: $(foreach nb,$(STEPS),$(REPORT)/$(nb).html)
 	$(BIN)/python -m calibrank.report $(PROFILE)
@@ -109,6 +111,9 @@ test: $(STAMP) ## unit tests and every notebook on the smoke profile under nbval
 	@for run in $$($(BIN)/python -m calibrank.config train-runs smoke); do \
 	  $(BIN)/papermill --prepare-only notebooks/03_train.ipynb $(NBVAL_DIR)/03_train-$$run.ipynb -p profile smoke \
 	    -p ranker $${run%%-*} -p train_corpus $${run#*-} --log-level WARNING >/dev/null; \
+	done
+	@for nb in $(ANALYSES); do \
+	  $(BIN)/papermill --prepare-only notebooks/$$nb.ipynb $(NBVAL_DIR)/$$nb.ipynb -p profile smoke --log-level WARNING >/dev/null; \
 	done
 	TQDM_DISABLE=1 $(BIN)/python -m pytest tests $(NBVAL_DIR) --nbval-lax --nbval-current-env -p no:cacheprovider
 

@@ -1,0 +1,164 @@
+"""Parameters and inference time per query of every ranker, measured in one run on the same queries.
+
+PG-DRR (Ye et al., AAAI 2023) Table 2 and GPF-BERT (Ye et al., ICASSP 2023) Table 3 compare
+the cost of the uncertainty methods with the deterministic BERT ranker. The timings that
+notebook 03 records in each Predictions file come from separate processes, on different
+query sets and possibly under different load, so they are not comparable with each other.
+:func:`measure_efficiency` instead loads every ranker of the profile from the model cache
+(:func:`calibrank.experiment.train_ranker` reuses trained models and does not retrain) and
+times each one's ``predict`` with :func:`time.perf_counter` on the *same* seeded subset of
+test queries of the in-domain corpus. All rankers are loaded first and warmed up (one untimed
+call on a few of the queries); then ``repeats`` rounds time each
+ranker in turn (round robin, so a change of machine load hits all alike). The table
+reports the median (and the fastest) time per query and the ratio of medians to ``bert``.
+
+What a "query" costs: scoring all ``1 + k`` candidates of it, tokenisation included (as in
+``predict``). MC Dropout pays T forward passes, an ensemble M models; a GP layer one pass
+plus its posterior computations. The papers' numbers (:data:`PAPER_EFFICIENCY`) are on
+MSDialog with bert-base (PG-DRR: milliseconds; GPF-BERT: minutes for the whole test set, given
+here as the ratio to BERT); ours are on the profile's backbone and machine, so compare ratios.
+"""
+
+from __future__ import annotations
+
+import platform
+import time
+from collections.abc import Iterable
+
+import numpy as np
+import pandas as pd
+
+from .config import Config, load_config
+from .experiment import train_ranker
+from .querysets import load_query_set
+
+__all__ = ["PAPER_EFFICIENCY", "efficiency_queries", "efficiency_table", "measure_efficiency"]
+
+PAPER_EFFICIENCY = pd.DataFrame(
+    [
+        # ranker, PG-DRR params (M), PG-DRR ms, GPF-BERT params (M), GPF-BERT minutes, GPF-BERT ratio
+        ("bert", 108.31, 11.48, 413.26, 6.80, 1.00),
+        ("mc_dropout", 108.31, 111.28, 413.26, 65.00, 9.56),
+        ("ensemble", 514.56, 57.39, 826.52, 71.80, 10.56),
+        ("sngp", 118.87, 12.82, np.nan, np.nan, np.nan),
+        ("pg_drr", 108.90, 17.09, np.nan, np.nan, np.nan),
+        ("gpf_bert", np.nan, np.nan, 453.55, 7.87, 1.16),
+    ],
+    columns=["ranker", "PG-DRR params (M)", "PG-DRR ms", "GPF-BERT params (M)", "GPF-BERT min", "GPF-BERT ratio"],
+)
+"""PG-DRR Table 2 (ms per test set pass as reported) and GPF-BERT Table 3 (minutes, ratio to BERT), MSDialog."""
+PAPER_EFFICIENCY["PG-DRR ratio"] = PAPER_EFFICIENCY["PG-DRR ms"] / float(
+    PAPER_EFFICIENCY.loc[PAPER_EFFICIENCY["ranker"] == "bert", "PG-DRR ms"].iloc[0]
+)
+
+
+def efficiency_queries(cfg: Config, n_queries: int = 50, *, corpus: str | None = None, sampler: str | None = None,
+                       seed: int | None = None):
+    """A seeded subset of ``n_queries`` test queries of the in-domain corpus (first training corpus).
+
+    ``sampler`` defaults to the training sampler when it is an evaluation sampler, else the
+    first evaluation sampler. Returns ``(queries, description dict)``.
+    """
+    if n_queries < 1:
+        raise ValueError(f"n_queries must be positive; got {n_queries}")
+    corpus = corpus or cfg.rankers.train_corpora[0].value
+    evals = [s.value for s in cfg.negatives.eval]
+    sampler = sampler or (cfg.negatives.train.value if cfg.negatives.train.value in evals else evals[0])
+    seed = cfg.seed if seed is None else seed
+    queries = load_query_set(cfg, corpus, "test", sampler)
+    rng = np.random.default_rng(seed)
+    take = np.sort(rng.choice(len(queries), size=min(n_queries, len(queries)), replace=False))
+    subset = [queries[i] for i in take]
+    info = {"corpus": corpus, "split": "test", "sampler": sampler, "queries": len(subset),
+            "candidates": len(subset[0].candidates) if subset else 0, "seed": seed}
+    return subset, info
+
+
+def measure_efficiency(
+    profile: str | Config,
+    *,
+    n_queries: int = 50,
+    repeats: int = 3,
+    warmup_queries: int = 4,
+    rankers: Iterable[str] | None = None,
+    train_corpus: str | None = None,
+    seed: int | None = None,
+) -> pd.DataFrame:
+    """Time every ranker's ``predict`` on the same seeded test queries; one row per ranker.
+
+    Columns: ``ranker``, ``parameters`` (from the Predictions' meta), ``ms/query`` (median of
+    ``repeats`` timed calls / queries), ``ms/query (fastest)``, ``samples`` (S), ``queries``,
+    ``candidates``, ``device``, ``corpus``, ``sampler``. Rankers are loaded from the model
+    cache (run notebook 03 first, or they are trained here).
+    """
+    cfg = profile if isinstance(profile, Config) else load_config(profile)
+    if repeats < 1:
+        raise ValueError(f"repeats must be positive; got {repeats}")
+    tc = train_corpus or cfg.rankers.train_corpora[0].value
+    queries, info = efficiency_queries(cfg, n_queries, corpus=tc, seed=seed)
+    warm = queries[: max(1, min(warmup_queries, len(queries)))]
+    names = list(rankers) if rankers is not None else [r.value for r in cfg.rankers.names]
+    models = {name: train_ranker(cfg, name, tc) for name in names}
+    last = {}
+    for name, model in models.items():  # warm-up: lazy initialisation, thread pools, allocator caches
+        last[name] = model.predict(warm)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for _ in range(repeats):  # round robin, so that a change of machine load hits every ranker alike
+        for name, model in models.items():
+            t0 = time.perf_counter()
+            last[name] = model.predict(queries)
+            times[name].append(time.perf_counter() - t0)
+    rows = []
+    for name in names:
+        per_query = np.array(times[name]) * 1000.0 / len(queries)
+        pred = last[name]
+        rows.append(
+            {
+                "ranker": name,
+                "parameters": int(pred.meta.get("n_parameters", 0)),
+                "ms/query": float(np.median(per_query)),
+                "ms/query (fastest)": float(per_query.min()),
+                "samples": pred.n_samples,
+                "queries": info["queries"],
+                "candidates": info["candidates"],
+                "device": str(getattr(models[name], "device", "cpu")),
+                "corpus": info["corpus"],
+                "sampler": info["sampler"],
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def efficiency_table(measured: pd.DataFrame, baseline: str = "bert") -> pd.DataFrame:
+    """Our parameters and times with the ratio to ``baseline``, beside the papers' numbers.
+
+    Columns: ``ranker``, ``params (M)``, ``ms/query``, ``ratio_to_bert`` (median time over
+    ``baseline``'s; NaN without it), ``params ratio``, then the PG-DRR and GPF-BERT columns of
+    :data:`PAPER_EFFICIENCY` (NaN where the paper did not run that ranker).
+    """
+    t = measured.copy()
+    base = t.loc[t["ranker"] == baseline]
+    base_ms = float(base["ms/query"].iloc[0]) if len(base) else float("nan")
+    base_params = float(base["parameters"].iloc[0]) if len(base) else float("nan")
+    out = pd.DataFrame(
+        {
+            "ranker": t["ranker"],
+            "params (M)": t["parameters"] / 1e6,
+            "params ratio": t["parameters"] / base_params,
+            "ms/query": t["ms/query"],
+            "ratio_to_bert": t["ms/query"] / base_ms,
+        }
+    )
+    paper = PAPER_EFFICIENCY[["ranker", "PG-DRR ms", "PG-DRR ratio", "GPF-BERT ratio"]]
+    return out.merge(paper, on="ranker", how="left")
+
+
+def machine() -> str:
+    """One line on where the timings ran."""
+    try:
+        import torch
+
+        dev = torch.cuda.get_device_name(0) if torch.cuda.is_available() else f"CPU, {torch.get_num_threads()} torch threads"
+    except Exception:  # pragma: no cover - torch is a dependency; this only guards odd installs
+        dev = "CPU"
+    return f"{platform.processor() or platform.machine()} ({dev})"

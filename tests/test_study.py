@@ -1,0 +1,303 @@
+"""Tests of calibrank.study (and efficiency.efficiency_table) on synthetic Predictions in a throw-away project root.
+
+The synthetic rankers have hand-computable numbers: ``bert`` gives the relevant candidate 0.9
+and every negative 0.35; ``temperature`` gives every candidate 0.5 (all tied); ``ensemble``
+gives 0.8 / 0.2 (two identical members); ``mc_dropout`` has random samples.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from calibrank import study as st
+from calibrank.config import load_config
+from calibrank.efficiency import PAPER_EFFICIENCY, efficiency_table
+from calibrank.experiment import eval_conditions, predictions_path
+from calibrank.predictions import Predictions
+from calibrank.querysets import MissingStepError
+
+Q, K = 12, 10
+RANKERS = ("bert", "mc_dropout", "ensemble", "temperature")
+
+
+def synthetic_config(rankers=RANKERS):
+    """The smoke profile (two corpora, three samplers, k = 9) with these rankers, whatever smoke.yaml lists."""
+    return load_config("smoke", {"rankers.names": list(rankers)})
+
+
+def _labels(q: int, k: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    labels = np.zeros((q, k), dtype=np.int8)
+    labels[np.arange(q), rng.integers(0, k, size=q)] = 1
+    return labels
+
+
+def _samples(ranker: str, labels: np.ndarray, seed: int, shift: float) -> np.ndarray:
+    y = labels.astype(float)
+    if ranker == "bert":
+        return (0.35 + 0.55 * y + shift * (1 - y))[None]
+    if ranker == "temperature":
+        return np.full((1, *labels.shape), 0.5)
+    if ranker == "ensemble":
+        p = 0.2 + 0.6 * y + 2 * shift * (1 - y)
+        return np.stack([p, p])
+    rng = np.random.default_rng(seed)
+    return np.clip(0.3 + 0.4 * y + rng.normal(scale=0.1, size=(3, *labels.shape)), 0.01, 0.99)
+
+
+def write_synthetic_study(root: Path, seeds=(0,), rankers=RANKERS, seed_shift: float = 0.01):
+    """Predictions for every ranker x condition of :func:`synthetic_config` under ``root`` (CALIBRANK_ROOT); its config."""
+    cfg = synthetic_config()
+    for ci, cond in enumerate(eval_conditions(cfg)):
+        labels = _labels(Q, K, 100 + ci)
+        qids = np.array([f"{cond.name}-q{i}" for i in range(Q)])
+        for ranker in rankers:
+            for si, seed in enumerate(seeds):
+                samples = _samples(ranker, labels, 1000 * ci + seed, seed_shift * si * (1 + ci % 3))
+                pred = Predictions(qids=qids, labels=labels, probs=samples.mean(axis=0), samples=samples,
+                                   meta={"ranker": ranker, "seed": seed, "condition": cond.name})
+                path = predictions_path(cfg, ranker, "chitchat", cond)
+                if si > 0:
+                    path = path.with_name(f"{cond.name}-seed{seed}.npz")
+                pred.save(path)
+    return cfg
+
+
+@pytest.fixture
+def study(tmp_root):
+    return st.load_study(write_synthetic_study(tmp_root))
+
+
+# ------------------------------------------------------------------------------ loading
+def test_missing_predictions_name_the_make_target(tmp_root):
+    with pytest.raises(MissingStepError, match=r"make nb-03_train-bert-chitchat PROFILE=smoke") as err:
+        st.load_study(synthetic_config())
+    assert ".npz does not exist" in str(err.value) and "other Predictions file(s) are missing" in str(err.value)
+
+
+def test_missing_one_ranker_names_that_ranker(tmp_root):
+    write_synthetic_study(tmp_root, rankers=("bert", "mc_dropout", "ensemble"))
+    with pytest.raises(MissingStepError, match=r"make nb-03_train-temperature-chitchat PROFILE=smoke"):
+        st.load_study(synthetic_config())
+
+
+def test_study_finds_every_cell_and_seed(tmp_root):
+    data = st.load_study(write_synthetic_study(tmp_root, seeds=(0, 1, 2)))
+    assert len(data.paths) == 4 * len(data.conditions) == 48
+    cond = data.test_conditions()[0]
+    assert data.seeds("bert", "chitchat", cond) == [0, 1, 2]
+    assert data.stochastic_rankers() == ["mc_dropout", "ensemble"]
+    assert data.shift(data.condition("chitchat", "bm25"), "chitchat") == "in distribution"
+    assert data.shift(data.condition("chatterbot", "random"), "chitchat") == "cross-domain + cross-NS"
+
+
+# ------------------------------------------------------------------------------ subsetting
+def _indexed_pred(seed: int = 3) -> Predictions:
+    """probs encode the candidate index, so a subset shows which candidates it kept."""
+    labels = _labels(8, K, seed)
+    probs = np.tile(np.arange(K) / 100 + 0.01, (8, 1))
+    return Predictions(qids=[f"q{i}" for i in range(8)], labels=labels, probs=probs, samples=probs[None])
+
+
+def test_subset_negatives_is_nested_and_keeps_the_relevant():
+    pred = _indexed_pred()
+    kept_before = None
+    for n in range(1, K):
+        sub = st.subset_negatives(pred, n, seed=7)
+        assert sub.labels.shape == (8, n + 1) and (sub.labels.sum(axis=1) == 1).all()
+        kept = [set(np.round(row * 100 - 1).astype(int)) for row in sub.probs]
+        rel = np.argmax(pred.labels, axis=1)
+        assert all(int(r) in k for r, k in zip(rel, kept))
+        if kept_before is not None:
+            assert all(a <= b for a, b in zip(kept_before, kept))  # nested in n
+        kept_before = kept
+    full = st.subset_negatives(pred, K - 1, seed=7)
+    np.testing.assert_array_equal(full.probs, pred.probs)  # K - 1 negatives: the whole query, same order
+    np.testing.assert_array_equal(full.labels, pred.labels)
+
+
+def test_balanced_set_is_seeded_and_paired_across_rankers():
+    pred = _indexed_pred()
+    a = st.subset_negatives(pred, 1, seed=11)
+    b = st.subset_negatives(pred, 1, seed=11)
+    np.testing.assert_array_equal(a.probs, b.probs)
+    other = Predictions(qids=pred.qids, labels=pred.labels, probs=pred.probs[:, ::-1].copy(), samples=pred.probs[None, :, ::-1].copy())
+    c = st.subset_negatives(other, 1, seed=11)
+    np.testing.assert_array_equal(c.labels, a.labels)  # same candidate positions for any ranker
+    draws = {tuple(st.subset_negatives(pred, 1, seed=s).probs.ravel()) for s in range(5)}
+    assert len(draws) > 1
+    with pytest.raises(ValueError, match="only 9 negatives"):
+        st.subset_negatives(pred, K, seed=0)
+
+
+# ------------------------------------------------------------------------------ tables
+def test_table1_matches_hand_computation(study):
+    t1 = st.table1(study)
+    assert len(t1) == 6 and list(t1.columns[:4]) == ["train_corpus", "corpus", "sampler", "shift"]
+    assert (t1["R10@1"] == 1.0).all()
+    # balanced: pairs (0.9, 1) and (0.35, 0): ECE = (0.1 + 0.35) / 2; all ten: (0.1 + 9 * 0.35) / 10
+    np.testing.assert_allclose(t1["ECE 1:1"], 0.225, atol=1e-12)
+    np.testing.assert_allclose(t1["ECE 1:9"], 0.325, atol=1e-12)
+    assert (t1["shift"] == "in distribution").sum() == 1 and (t1["seeds"] == 1).all()
+    wide = st.table1_wide(t1)
+    assert wide.shape == (1, 6 * 3) and not wide.isna().any().any()
+
+
+def test_ties_count_against_the_relevant(study):
+    m = st.metrics_table(study)
+    tied = m[m["ranker"] == "temperature"]
+    assert (tied["R@1"] == 0).all()  # every candidate at 0.5: the relevant one is ranked last
+    np.testing.assert_allclose(tied["ECE 1:1"], 0.0, atol=1e-12)  # 0.5 predicted, half relevant
+    np.testing.assert_allclose(tied["ECE"], 0.4, atol=1e-12)
+
+
+def test_table2_with_one_seed_says_no_test(study):
+    t2 = st.table2(study)
+    assert len(t2) == 3 * 6 and set(t2["ranker"]) == {"mc_dropout", "ensemble", "temperature"}
+    assert (t2["significance"] == "1 seed: no test").all() and t2["pvalue"].isna().all()
+    ens = t2[t2["ranker"] == "ensemble"]
+    # ensemble: (0.8, 1) and (0.2, 0): balanced ECE 0.2 against bert's 0.225
+    np.testing.assert_allclose(ens["rel_change"], (0.2 - 0.225) / 0.225, atol=1e-12)
+    assert not st.table2_wide(t2).isna().any().any()
+
+
+def test_table2_with_several_seeds_gives_a_paired_pvalue(tmp_root):
+    data = st.load_study(write_synthetic_study(tmp_root, seeds=(0, 1, 2), seed_shift=0.02))
+    m = st.metrics_table(data)
+    t2 = st.table2(data, m)
+    ens = t2[t2["ranker"] == "ensemble"]
+    assert (ens["seeds"] == 3).all() and ens["pvalue"].between(0, 1).all()
+    assert ens["significance"].str.startswith("p = ").all()
+    row = ens.iloc[0]
+    key = (m["corpus"] == row["corpus"]) & (m["sampler"] == row["sampler"])
+    a = m[key & (m["ranker"] == "ensemble")].sort_values("seed")["ECE 1:1"].to_numpy()
+    b = m[key & (m["ranker"] == "bert")].sort_values("seed")["ECE 1:1"].to_numpy()
+    assert len(a) == 3 and math.isclose(row["pvalue"], stats.ttest_rel(a, b).pvalue, rel_tol=1e-9)
+
+
+def test_significance_cell_texts():
+    assert st.significance_cell(float("nan"), 1) == "1 seed: no test"
+    assert st.significance_cell(0.01, 3) == "p = 0.01 †"
+    assert st.significance_cell(0.2, 3) == "p = 0.2"
+    assert st.significance_cell(float("nan"), 3, "zero variance").startswith("no test: zero variance")
+
+
+def test_figure2_subsets_grow_to_the_full_query(study):
+    f2 = st.ece_by_negatives(study)
+    assert len(f2) == 4 * 6 * (K - 1)
+    assert (f2["pairs"] == Q * (f2["n_nonrel"] + 1)).all()
+    bert = f2[f2["ranker"] == "bert"]
+    n = bert["n_nonrel"].to_numpy()
+    np.testing.assert_allclose(bert["ECE"], (0.1 + 0.35 * n) / (n + 1), atol=1e-12)  # hand: bucket-weighted gaps
+    m = st.metrics_table(study)
+    for ranker in ("mc_dropout", "ensemble"):
+        sub = f2[f2["ranker"] == ranker]
+        own = m[m["ranker"] == ranker]
+        np.testing.assert_allclose(sub.loc[sub["n_nonrel"] == K - 1, "ECE"], own["ECE"], atol=1e-12)
+        np.testing.assert_allclose(sub.loc[sub["n_nonrel"] == 1, "ECE"], own["ECE 1:1"], atol=1e-12)
+
+
+def test_reliability_table_counts(study):
+    rel = st.reliability_table(study)
+    assert len(rel) == 4 * 10
+    assert (rel.groupby("ranker")["count"].sum() == Q * K).all()
+    bert = rel[(rel["ranker"] == "bert") & (rel["count"] > 0)]
+    assert bert["count"].tolist() == [Q * (K - 1), Q] and bert["fraction_positive"].tolist() == [0.0, 1.0]
+
+
+def test_paper2023_tables_leave_sd_blank_with_one_seed(study):
+    m = st.metrics_table(study)
+    t = st.paper2023_tables(study, m)
+    assert len(t["in-domain"]) == 4 and len(t["shift"]) == 4
+    assert not t["in-domain"]["R10@1"].str.contains("±").any() and t["in-domain"]["R@1 sd"].isna().all()
+    assert (t["in-domain"]["test on"] == "chitchat").all() and (t["shift"]["test on"] == "chatterbot").all()
+
+
+def test_paper2023_tables_give_sd_with_seeds(tmp_root):
+    data = st.load_study(write_synthetic_study(tmp_root, seeds=(0, 1)))
+    t = st.paper2023_tables(data, st.metrics_table(data))
+    assert t["in-domain"]["ECE"].str.contains(" ± ").all() and (t["in-domain"]["seeds"] == 2).all()
+    assert st.format_mean_sd(0.6581, 0.0104) == "0.658 ± 0.010" and st.format_mean_sd(0.5, float("nan")) == "0.500"
+
+
+def test_risk_and_nota_tables_cover_the_stochastic_rankers(study):
+    sweep = st.risk_sweep(study, [0.0, 0.5, 1.0])
+    assert len(sweep) == 2 * 6 * 3 and set(sweep["ranker"]) == {"mc_dropout", "ensemble"}
+    t3 = st.table3(study, [0.0, 0.5, 1.0])
+    assert len(t3) == 2 * 6 and t3["pvalue"].dropna().between(0, 1).all()
+    assert t3.loc[t3["pvalue"].isna(), "significance"].str.startswith("no test").all()
+    nt = st.nota_table(study, n_estimators=5)
+    assert set(nt["input"]) == {"E[R]", "+var[mc_dropout]", "+var[ensemble]"}
+    assert set(nt["table"]) == {"Table 4 (cross-domain)", "Table 5 (cross-NS)"} and len(nt) == 4 * 3
+    assert nt["f1_mean"].between(0, 1).all() and st.nota_wide(nt).shape == (4, 3)
+
+
+# ------------------------------------------------------------------------------ files
+def test_export_tables_and_trec_runs(study, tmp_root):
+    t1 = st.table1(study)
+    paths = st.export_tables("smoke", {"table1_bert": t1, "wide": st.table1_wide(t1)}, notebook="04_calibration")
+    back = pd.read_csv(paths["table1_bert"])
+    assert back.shape == t1.shape and list(back.columns) == list(t1.columns)
+    assert pd.read_csv(paths["wide"]).shape[0] == 1
+    assert (tmp_root / "reports" / "smoke" / "tables" / "04_calibration.json").exists()
+    assert set(st.load_exported_tables("smoke")) == {"table1_bert", "wide"}
+
+    files = st.write_trec_runs(study)
+    assert (files["kind"] == "run").sum() == 4 * 6 and (files["kind"] == "qrels").sum() == 6
+    run = Path(files.loc[files["kind"] == "run", "path"].iloc[0])
+    rows = [line.split() for line in run.read_text().splitlines()]
+    assert len(rows) == Q * K and all(len(r) == 6 and r[1] == "Q0" for r in rows)
+    by_q = pd.DataFrame(rows, columns=["qid", "q0", "docid", "rank", "score", "run"]).astype({"rank": int, "score": float})
+    assert (by_q.groupby("qid")["rank"].apply(sorted).apply(lambda r: r == list(range(1, K + 1)))).all()
+    assert (by_q.groupby("qid")["score"].apply(lambda s: s.is_monotonic_decreasing)).all()
+    qrels = Path(files.loc[files["kind"] == "qrels", "path"].iloc[0]).read_text().splitlines()
+    assert len(qrels) == Q * K and sum(int(line.split()[3]) for line in qrels) == Q
+    tied = Path(files.loc[(files["run"] == "temperature-chitchat"), "path"].iloc[0]).read_text().splitlines()
+    relevant = {line.split()[2] for line in qrels if line.endswith(" 1")}
+    ranks = [int(line.split()[3]) for line in tied if line.split()[2] in relevant]
+    assert ranks == [K] * Q  # all tied: the relevant candidate is ranked last
+
+
+# ------------------------------------------------------------------------------ comparisons
+def test_paper_numbers_and_replication_summary(study):
+    m = st.metrics_table(study)
+    tables = {"table1_bert": st.table1(study, m), "table2_ece_change": st.table2(study, m),
+              "figure2_ece_by_negatives": st.ece_by_negatives(study),
+              "table3_risk_aware": st.table3(study, [0.0, 0.5]),
+              "paper2023_in_domain": st.paper2023_tables(study, m)["in-domain"],
+              "efficiency": efficiency_table(pd.DataFrame({"ranker": ["bert", "mc_dropout", "ensemble"],
+                                                           "parameters": [10, 10, 20], "ms/query": [1.0, 3.0, 2.0]}))}
+    comp = st.paper_comparison(tables)
+    t1 = comp["table1"].set_index("condition")
+    assert math.isclose(t1.loc["in distribution", "R10@1 (paper)"], (0.615 + 0.652 + 0.834) / 3)
+    assert math.isclose(t1.loc["in distribution", "ECE 1:1 (ours)"], 0.225)
+    t2 = comp["table2"].set_index("ranker")
+    assert -0.15 < t2.loc["ensemble", "mean ECE change (paper)"] < -0.13  # the paper's "14% better"
+    assert -0.11 < t2.loc["mc_dropout", "mean ECE change (paper)"] < -0.09  # and "10%"
+    assert math.isnan(t2.loc["temperature", "mean ECE change (paper)"])
+
+    summary = st.replication_summary(tables)
+    assert set(summary["verdict"]) <= {"replicates", "does not replicate", "not testable here"}
+    claims = dict(zip(summary["claim"], summary["verdict"]))
+    assert claims["bert's ECE grows with the number of non-relevant candidates"] == "replicates"  # (0.1 + .35n)/(n+1)
+    assert claims["ensemble has lower ECE than bert"] == "replicates"  # 0.2 < 0.225 everywhere
+    assert claims["stochastic rankers are better calibrated than bert"] in {"replicates", "does not replicate"}
+    eff = summary[summary["claim"].str.startswith("MC Dropout and ensembles")]
+    assert eff["verdict"].tolist() == ["replicates"] and "mc_dropout 3.0x" in eff["ours"].iloc[0]
+    empty = st.replication_summary({})
+    assert (empty["verdict"] == "not testable here").all() and len(empty) >= 4
+
+
+def test_efficiency_table_ratios():
+    measured = pd.DataFrame({"ranker": ["bert", "mc_dropout", "sngp"], "parameters": [100, 100, 110], "ms/query": [2.0, 10.0, 2.5]})
+    t = efficiency_table(measured)
+    assert t["ratio_to_bert"].tolist() == [1.0, 5.0, 1.25]
+    assert t.loc[t["ranker"] == "mc_dropout", "PG-DRR ms"].iloc[0] == 111.28
+    assert t.loc[t["ranker"] == "mc_dropout", "GPF-BERT ratio"].iloc[0] == 9.56
+    assert math.isclose(PAPER_EFFICIENCY.set_index("ranker").loc["pg_drr", "PG-DRR ratio"], 17.09 / 11.48)
