@@ -20,7 +20,7 @@ def learnable_queries(n: int, k: int, seed: int) -> list[RankingQuery]:
         labels = [1] + [0] * k
         perm = rng.permutation(k + 1)
         out.append(
-            RankingQuery(f"q{seed}-{i}", (f"hello there friend", f"do you like {w}?"),
+            RankingQuery(f"q{seed}-{i}", ("hello there friend", f"do you like {w}?"),
                          tuple(cands[j] for j in perm), tuple(labels[j] for j in perm))
         )
     return out

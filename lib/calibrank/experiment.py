@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .config import Config, Corpus, RankerName, SamplerName
+from .config import Config, Corpus, RankerName
 from .metrics.calibration import ece
 from .metrics.ranking import recall_at_k
 from .predictions import Predictions

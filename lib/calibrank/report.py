@@ -22,7 +22,6 @@ Run as ``python -m calibrank.report PROFILE`` (``make report`` does).
 
 from __future__ import annotations
 
-import base64
 import html
 import json
 import os

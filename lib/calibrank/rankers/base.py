@@ -79,6 +79,7 @@ class Ranker(ABC):
     """A ranker: trained by :meth:`fit` on training queries, then :meth:`predict` returns Predictions."""
 
     name: ClassVar[str]
+    trained: TrainedModel | None = None
 
     def __init__(
         self,
@@ -97,6 +98,11 @@ class Ranker(ABC):
         self.fit_seconds = 0.0
 
     # -------------------------------------------------------------- shared machinery
+    def _require_fit(self) -> TrainedModel:
+        if self.trained is None:
+            raise RuntimeError(f"ranker {self.name!r}: call fit() before predict()")
+        return self.trained
+
     def _special_tokens(self) -> tuple[str, ...]:
         return () if self.context_style is ContextStyle.plain else (UTTERANCE_SEP, TURN_SEP)
 

@@ -13,7 +13,7 @@ import numpy as np
 from ..data.schema import RankingQuery
 from ..predictions import Predictions
 from ..training import TrainResult
-from .base import Ranker, TrainedModel, sigmoid
+from .base import Ranker, sigmoid
 
 __all__ = ["DeterministicRanker"]
 
@@ -22,17 +22,10 @@ class DeterministicRanker(Ranker):
     name = "bert"
     kind = "bert"  # the trained-model cache key: rankers sharing it share the trained model
 
-    trained: TrainedModel | None = None
-
     def fit(self, train: Sequence[RankingQuery], valid: Sequence[RankingQuery] = ()) -> "DeterministicRanker":
         self.trained = self._train(self.kind, self.seed, train, valid)
         self.fit_seconds = self.trained.result.seconds
         return self
-
-    def _require_fit(self) -> TrainedModel:
-        if self.trained is None:
-            raise RuntimeError(f"ranker {self.name!r}: call fit() before predict()")
-        return self.trained
 
     def predict(self, queries: Sequence[RankingQuery]) -> Predictions:
         trained = self._require_fit()

@@ -373,11 +373,6 @@ class SNGPRanker(Ranker):
         self.fit_seconds = self.trained.result.seconds
         return self
 
-    def _require_fit(self) -> TrainedModel:
-        if self.trained is None:
-            raise RuntimeError(f"ranker {self.name!r}: call fit() before predict()")
-        return self.trained
-
     @property
     def model(self) -> SNGPCrossEncoder:
         return self._require_fit().model  # type: ignore[return-value]
