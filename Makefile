@@ -12,6 +12,9 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.calibrank-installed
 REPORT := reports/$(PROFILE)
 NBVAL_DIR := build/nbval
+# The notebooks under test run in a root of their own: a local `make test` never reuses the
+# models, negatives or reports of `make report PROFILE=smoke`, and never overwrites them.
+TEST_ROOT := build/test-root
 
 # Notebooks of the study, in order; each reads only what the ones before it wrote.
 # 03_train runs once per ranker and training corpus of the profile (03_train-<ranker>-<corpus>).
@@ -104,7 +107,7 @@ report: ## run the study for PROFILE (default laptop) into reports/PROFILE/index
 # --- checks -----------------------------------------------------------------------------
 
 test: $(STAMP) ## unit tests and every notebook on the smoke profile under nbval
-	@rm -rf $(NBVAL_DIR) && mkdir -p $(NBVAL_DIR)
+	@rm -rf $(NBVAL_DIR) $(TEST_ROOT) && mkdir -p $(NBVAL_DIR) $(TEST_ROOT) && cp -r params $(TEST_ROOT)/
 	@for nb in $(NOTEBOOKS); do \
 	  $(BIN)/papermill --prepare-only notebooks/$$nb.ipynb $(NBVAL_DIR)/$$nb.ipynb -p profile smoke --log-level WARNING >/dev/null; \
 	done
@@ -115,7 +118,7 @@ test: $(STAMP) ## unit tests and every notebook on the smoke profile under nbval
 	@for nb in $(ANALYSES); do \
 	  $(BIN)/papermill --prepare-only notebooks/$$nb.ipynb $(NBVAL_DIR)/$$nb.ipynb -p profile smoke --log-level WARNING >/dev/null; \
 	done
-	TQDM_DISABLE=1 $(BIN)/python -m pytest tests $(NBVAL_DIR) --nbval-lax --nbval-current-env -p no:cacheprovider
+	CALIBRANK_ROOT=$(CURDIR)/$(TEST_ROOT) TQDM_DISABLE=1 $(BIN)/python -m pytest tests $(NBVAL_DIR) --nbval-lax --nbval-current-env -p no:cacheprovider
 
 unit: $(STAMP) ## unit tests only
 	$(BIN)/python -m pytest tests -p no:cacheprovider

@@ -20,8 +20,8 @@ def test_default_profile_uses_offline_corpora_and_the_papers_candidate_counts():
     assert (cfg.negatives.train, cfg.negatives.train_k, cfg.negatives.eval_k) == (SamplerName.bm25, 1, 9)
 
 
-def _write(tmp_path, text):
-    path = tmp_path / "p.yaml"
+def _write(tmp_path, text, name="x"):
+    path = tmp_path / f"{name}.yaml"
     path.write_text(text)
     return path
 
@@ -42,6 +42,10 @@ def _write(tmp_path, text):
         ("profile: x\ndata: 3\n", ["data", "expected a mapping"]),
         ("seed: 3\n", ["profile", "missing required key"]),
         ("profile: x\nnegatives: {bm25: {b: 2}}\n", ["negatives.bm25.b", "[0, 1]"]),
+        ("profile: x\ntraining: {lr: .nan}\n", ["training.lr", "positive learning rate"]),
+        ("profile: x\nrankers: {names: [bert, bert]}\n", ["rankers.names", "listed twice"]),
+        ("profile: x\nnegatives: {eval: [bm25, bm25]}\n", ["negatives.eval", "listed twice"]),
+        ("profile: laptop\n", ["profile: 'laptop' must match the file name 'x'"]),
     ],
 )
 def test_bad_values_name_file_key_and_expectation(tmp_path, text, needles):
@@ -72,5 +76,5 @@ def test_overrides_are_validated_like_the_file(tmp_root):
 
 
 def test_defaults_fill_omitted_sections(tmp_path):
-    cfg = load_config(_write(tmp_path, "profile: minimal\n"))
+    cfg = load_config(_write(tmp_path, "profile: minimal\n", name="minimal"))
     assert cfg.seed == 0 and cfg.negatives.eval_k == 9 and cfg.data.split.train == 0.8

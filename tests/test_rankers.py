@@ -101,3 +101,15 @@ def test_predictions_round_trip_and_reject_bad_arrays(tmp_path):
     other = Predictions(qids=pred.qids[::-1], labels=labels, probs=pred.probs, samples=samples)
     with pytest.raises(PredictionsError, match="different qids"):
         pred.check_aligned(other)
+
+
+def test_predictions_whose_arrays_do_not_match_their_sidecar_are_rejected(tmp_path):
+    rng = np.random.default_rng(1)
+    labels = np.eye(3, 4, dtype=int)
+    a = Predictions(qids=["a", "b", "c"], labels=labels, probs=rng.random((3, 4)), samples=rng.random((1, 3, 4)))
+    b = Predictions(qids=["a", "b", "c"], labels=labels, probs=rng.random((3, 4)), samples=rng.random((1, 3, 4)))
+    a.save(tmp_path / "a")
+    b.save(tmp_path / "b")
+    (tmp_path / "b.npz").replace(tmp_path / "a.npz")  # new arrays beside the old sidecar
+    with pytest.raises(PredictionsError, match="not the ones its sidecar a.json describes"):
+        Predictions.load(tmp_path / "a")

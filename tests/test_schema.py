@@ -26,6 +26,8 @@ def test_malformed_records_are_rejected_with_their_id(make, needle):
     assert "'e1'" in str(info.value) or "'q'" in str(info.value) or "'d'" in str(info.value)
 
 
-def test_normalise_text_folds_case_and_whitespace():
+def test_normalise_text_folds_case_punctuation_and_whitespace():
     assert normalise_text("  Hello\n  World ") == normalise_text("hello world")
-    assert normalise_text("hello world") != normalise_text("hello, world")
+    assert normalise_text("Hello, world!") == normalise_text("hello world")
+    assert normalise_text("hello world") != normalise_text("hello word")
+    assert normalise_text(":)") == ":)" and normalise_text(":)") != normalise_text(":(")

@@ -128,3 +128,20 @@ def test_focal_loss_reduces_to_cross_entropy_at_gamma_zero_and_downweights_easy_
     assert focal(logits, labels, gamma=2.0) < binary_cross_entropy(logits, labels)
     with pytest.raises(ValueError, match="gamma must be >= 0"):
         focal(logits, labels, gamma=-1)
+
+
+def test_non_finite_gradient_with_a_finite_loss_stops_before_the_update(tmp_path, tokenizer):
+    pairs = encode_pairs(tokenizer, learnable_queries(48, 1, seed=0), max_length=40, max_response_length=16)
+    calls = {"n": 0}
+
+    def nan_gradient(model, batch, labels):
+        calls["n"] += 1
+        loss = _loss(model, batch, labels)
+        if calls["n"] == 3:  # sqrt'(0) = inf, times 0 = nan: the loss stays finite, the gradient does not
+            loss = loss + torch.sqrt(0 * model.head.weight.sum())
+        return loss
+
+    model = _fresh_model()
+    with pytest.raises(TrainingDiverged, match=r"gradient norm is nan at step 3 .* the weights were not updated"):
+        train_model(model, nan_gradient, pairs, tiny_training(), tmp_path, seed=0)
+    assert all(torch.isfinite(p).all() for p in model.parameters())

@@ -130,5 +130,9 @@ def load_backbone(
     if special_tokens:
         added = tokenizer.add_special_tokens({"additional_special_tokens": list(special_tokens)})
         if added:
-            encoder.resize_token_embeddings(len(tokenizer))
+            # New embedding rows are drawn at random: seeded, so that a model's weights depend
+            # on its seed only, not on how many models this process built before.
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(seed)
+                encoder.resize_token_embeddings(len(tokenizer))
     return Backbone(encoder=encoder, tokenizer=tokenizer, name=name, hidden_size=int(encoder.config.hidden_size))

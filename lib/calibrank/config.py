@@ -206,6 +206,8 @@ class NegativesConfig:
                 raise _err(name, f"expected a positive integer, got {getattr(self, name)}")
         if not self.eval:
             raise _err("eval", "expected at least one evaluation sampler")
+        if len(set(self.eval)) != len(self.eval):
+            raise _err("eval", "a sampler is listed twice")
 
     def params_for(self, sampler: SamplerName | str) -> dict[str, Any]:
         """Constructor parameters of one sampler, as :func:`calibrank.negatives.make_sampler` takes them."""
@@ -275,13 +277,13 @@ class TrainingConfig:
                 "max_response_length",
                 f"expected null or 1..max_length-4 (={self.max_length - 4}) so that context fits, got {self.max_response_length}",
             )
-        if self.lr <= 0:
+        if not self.lr > 0:  # also rejects NaN
             raise _err("lr", f"expected a positive learning rate, got {self.lr}")
         if self.weight_decay < 0:
             raise _err("weight_decay", f"expected >= 0, got {self.weight_decay}")
         if not 0.0 <= self.warmup_ratio < 1.0:
             raise _err("warmup_ratio", f"expected a fraction in [0, 1), got {self.warmup_ratio}")
-        if self.grad_clip <= 0:
+        if not self.grad_clip > 0:
             raise _err("grad_clip", f"expected a positive norm, got {self.grad_clip}")
         if self.hidden_dropout is not None and not 0.0 <= self.hidden_dropout < 1.0:
             raise _err("hidden_dropout", f"expected null or a probability in [0, 1), got {self.hidden_dropout}")
@@ -454,6 +456,9 @@ class RankersConfig:
             raise _err("names", "expected at least one ranker")
         if not self.train_corpora:
             raise _err("train_corpora", "expected at least one training corpus")
+        for name in ("names", "train_corpora"):
+            if len(set(getattr(self, name))) != len(getattr(self, name)):
+                raise _err(name, "an entry is listed twice")
 
 
 @dataclass(frozen=True)
@@ -621,6 +626,10 @@ def load_config(profile: str | os.PathLike, overrides: dict[str, Any] | None = N
         cfg = _build(Config, raw, "")
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from None
+    if cfg.profile != path.stem:
+        # runs/<profile>/ and reports/<profile>/ are named after it: a copied file that kept
+        # another profile's name would overwrite that profile's results.
+        raise ConfigError(f"{path}: profile: {cfg.profile!r} must match the file name {path.stem!r}")
     return dataclasses.replace(cfg, source=str(path))
 
 

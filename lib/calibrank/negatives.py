@@ -17,7 +17,7 @@ candidate response texts:
 
 Invariants, shared by every sampler (and checked by ``tests/test_negatives.py``):
 
-- The pool is deduplicated on :func:`~calibrank.data.schema.normalise_text` (case-folded,
+- The pool is deduplicated on :func:`~calibrank.data.schema.normalise_text` (case-folded, punctuation dropped,
   whitespace collapsed), keeping the first spelling; empty texts are dropped.
 - ``negatives(examples, k, seed)`` returns, per example, exactly ``k`` response *texts*, none of
   which is the true response or normalises to the same text, and no two of which are the same.
@@ -74,7 +74,7 @@ __all__ = [
 ]
 
 #: Bumped whenever a change in this module changes which negatives are drawn (part of cache keys).
-ALGORITHM_VERSION = 2
+ALGORITHM_VERSION = 3
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 _TOKEN_PATTERN = r"(?u)\b\w\w+\b"  # bm25s' (and scikit-learn's) default
 

@@ -21,6 +21,7 @@ both and their agreement, so a half-written pair is never read back.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +38,14 @@ _EPS = 1e-7
 
 class PredictionsError(ValueError):
     """Malformed or mismatched Predictions; the message names the file or the field."""
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def logit(p: np.ndarray) -> np.ndarray:
@@ -113,6 +122,7 @@ class Predictions:
                 np.savez(fh, qids=self.qids, labels=self.labels, probs=self.probs, samples=self.samples)
         meta = dict(self.meta)
         meta["shape"] = {"S": self.n_samples, "Q": int(self.labels.shape[0]), "K": int(self.labels.shape[1])}
+        meta["npz_sha256"] = _sha256(path)
         write_json(path.with_suffix(".json"), meta)
         return path
 
@@ -124,6 +134,8 @@ class Predictions:
             if not p.exists():
                 raise FileNotFoundError(f"{p}: no such Predictions file")
         meta = read_json(side)
+        if meta.get("npz_sha256") not in (None, _sha256(path)):
+            raise PredictionsError(f"{path}: the arrays are not the ones its sidecar {side.name} describes (a write was interrupted?)")
         with np.load(path, allow_pickle=False) as z:
             missing = {"qids", "labels", "probs", "samples"} - set(z.files)
             if missing:

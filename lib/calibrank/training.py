@@ -227,6 +227,8 @@ def _save_checkpoint(path: Path, model: nn.Module, optimizer: torch.optim.Optimi
         for key, val in st.items():
             tensors[f"optim/{idx}/{key}"] = (val if torch.is_tensor(val) else torch.tensor(val)).detach().contiguous().cpu()
     tensors["rng/torch"] = torch.random.get_rng_state()
+    if torch.cuda.is_available():
+        tensors["rng/cuda"] = torch.cuda.get_rng_state()
     meta = dict(state, param_groups=opt["param_groups"])
     with atomic_path(path) as tmp:
         save_file(tensors, str(tmp), metadata={"calibrank": json.dumps(meta)})
@@ -246,6 +248,8 @@ def _load_checkpoint(path: Path, model: nn.Module, optimizer: torch.optim.Optimi
             opt_state.setdefault(int(idx), {})[key] = v
     optimizer.load_state_dict({"state": opt_state, "param_groups": meta.pop("param_groups")})
     torch.random.set_rng_state(tensors["rng/torch"])
+    if "rng/cuda" in tensors and torch.cuda.is_available():
+        torch.cuda.set_rng_state(tensors["rng/cuda"])
     return meta
 
 
@@ -346,7 +350,13 @@ def train_model(
                     )
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), settings.grad_clip)
+                grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), settings.grad_clip)
+                if not torch.isfinite(grad_norm):
+                    good = ckpt_path if ckpt_path.exists() else "none yet"
+                    raise TrainingDiverged(
+                        f"gradient norm is {grad_norm.item()} at step {step + 1} (epoch {epoch}) with a finite loss "
+                        f"{loss.item():.4g}; the weights were not updated; last good checkpoint: {good}"
+                    )
                 optimizer.step()
                 step += 1
                 bar.update(1)
@@ -419,9 +429,14 @@ def score_pairs(
     bf16 = use_bf16(precision, device)
     model.eval()
     if dropout:
+        # Every stochastic layer as in training: nn.Dropout modules and the attention-probability
+        # dropout that BERT's self-attention applies when its own module is in training mode.
+        # Modules that would update state in training mode (spectral-norm power iteration)
+        # stay in eval mode.
+        model.train()
         for m in model.modules():
-            if isinstance(m, nn.Dropout):
-                m.train()
+            if getattr(m, "updates_in_training", False):
+                m.eval()
     out = np.empty((passes, len(pairs)), dtype=np.float64)
     with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
         torch.manual_seed(seed)

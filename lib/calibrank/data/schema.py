@@ -27,11 +27,19 @@ class DataError(ValueError):
 
 
 _WS = re.compile(r"\s+")
+_NON_WORD = re.compile(r"[^\w\s]+")
 
 
 def normalise_text(text: str) -> str:
-    """Canonical form used to decide that two responses are the same: case-folded, whitespace collapsed."""
-    return _WS.sub(" ", text).strip().casefold()
+    """Canonical form used to decide that two responses are the same.
+
+    Case-folded, punctuation dropped, whitespace collapsed ("Yes, I do!" and "yes i do" are
+    the same response). A text of punctuation alone (":)") keeps its punctuation, so it
+    stays a response of its own.
+    """
+    folded = _WS.sub(" ", text).strip().casefold()
+    words = _WS.sub(" ", _NON_WORD.sub(" ", folded)).strip()
+    return words or folded
 
 
 def _clean(text: object, what: str, where: str) -> str:

@@ -187,7 +187,8 @@ class RandomFeatureGP(nn.Module):
         pass ``Phi`` to :meth:`update_precision` without recomputing it. Never changes ``P``.
         """
         phi = self.features(h)
-        logits = self.output(phi).squeeze(-1)
+        with torch.autocast(device_type=phi.device.type, enabled=False):  # fp32 logits (bf16 would tie them)
+            logits = self.output(phi.float()).squeeze(-1)
         return (logits, phi) if return_features else logits
 
     # ---------------------------------------------------------------- precision (eqs. 4-5)

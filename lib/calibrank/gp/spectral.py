@@ -70,6 +70,9 @@ class SpectralNormLinear(nn.Module):
     u: torch.Tensor
     v: torch.Tensor
 
+    #: Its power iteration runs in training mode: MC-dropout sampling keeps it in eval mode.
+    updates_in_training = True
+
     def __init__(
         self,
         linear: nn.Linear,

@@ -33,9 +33,13 @@ from ..losses import binary_cross_entropy
 from ..metrics.ranking import recall_at_k
 from ..predictions import Predictions
 from ..runs import stable_hash
-from ..training import Pairs, TrainResult, encode_pairs, load_trained, score_pairs, train_model
+from ..training import Pairs, TrainResult, encode_pairs, load_trained, score_pairs, train_model, use_bf16
 
-__all__ = ["CrossEncoder", "Ranker", "TrainedModel", "queries_version", "sigmoid"]
+__all__ = ["CrossEncoder", "Ranker", "TrainedModel", "queries_version", "sigmoid", "MODEL_CACHE_VERSION"]
+
+#: Bumped whenever a change to the model or the loop changes the trained weights (part of cache keys).
+MODEL_CACHE_VERSION = 2
+_NOT_IN_KEY = ("log_every", "checkpoint_every", "eval_batch_size")
 
 
 def sigmoid(x: np.ndarray) -> np.ndarray:
@@ -64,7 +68,11 @@ class CrossEncoder(nn.Module):
         return pooled if pooled is not None else out.last_hidden_state[:, 0]
 
     def forward(self, input_ids, attention_mask, token_type_ids=None) -> torch.Tensor:
-        return self.head(self.dropout(self.features(input_ids, attention_mask, token_type_ids))).squeeze(-1)
+        pooled = self.features(input_ids, attention_mask, token_type_ids)
+        # The head runs in fp32 even under bf16 autocast: bf16 keeps 8 mantissa bits, which
+        # ties the logits of similar candidates (and ties count against the relevant one).
+        with torch.autocast(device_type=pooled.device.type, enabled=False):
+            return self.head(self.dropout(pooled.float())).squeeze(-1)
 
 
 @dataclasses.dataclass
@@ -126,11 +134,19 @@ class Ranker(ABC):
     def _loss(self, model: nn.Module, batch: dict, labels: torch.Tensor) -> torch.Tensor:
         return binary_cross_entropy(model(**batch), labels)
 
-    def _model_key(self, kind: str, seed: int, train: Sequence[RankingQuery], extra: dict | None = None) -> str:
+    def _model_key(self, kind: str, seed: int, train: Sequence[RankingQuery], valid: Sequence[RankingQuery] = (),
+                   extra: dict | None = None) -> str:
+        """The trained-model cache folder: everything that changes the selected weights, nothing that does not.
+
+        Training settings that only change logging, checkpointing or evaluation batch size are
+        left out; the validation set is in (early selection depends on it), and so are the
+        resolved precision and :data:`MODEL_CACHE_VERSION` (bumped when the loop changes).
+        """
         settings = dataclasses.asdict(self.training)
-        settings = {k: (v.value if hasattr(v, "value") else v) for k, v in settings.items()}
+        settings = {k: (v.value if hasattr(v, "value") else v) for k, v in settings.items() if k not in _NOT_IN_KEY}
         parts = {"kind": kind, "seed": seed, "training": settings, "context": self.context_style.value,
-                 "data": queries_version(train), "extra": extra or {}}
+                 "bf16": use_bf16(self.training.precision, self.device), "version": MODEL_CACHE_VERSION,
+                 "data": queries_version(train), "valid": queries_version(valid) if valid else None, "extra": extra or {}}
         return f"{kind}-seed{seed}-{stable_hash(parts, 12)}"
 
     def _validator(self, tokenizer, valid: Sequence[RankingQuery]):
@@ -147,7 +163,7 @@ class Ranker(ABC):
     def _train(self, kind: str, seed: int, train: Sequence[RankingQuery], valid: Sequence[RankingQuery], **hooks: Any) -> TrainedModel:
         """Train (or load from the cache) one model of this ranker's kind with ``seed``."""
         model, backbone = self._build(seed)
-        workdir = self.models_dir / self._model_key(kind, seed, train, hooks.pop("key_extra", None))
+        workdir = self.models_dir / self._model_key(kind, seed, train, valid, hooks.pop("key_extra", None))
         done = load_trained(model, workdir)
         if done is None:
             pairs = self._encode(backbone.tokenizer, train, training=True)

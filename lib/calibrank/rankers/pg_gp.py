@@ -275,6 +275,7 @@ class PGDRRRanker(Ranker):
             "projection": self.projection,
             "learn_mean": self.learn_mean,
             "head_dropout": self.head_dropout,
+            "inducing": self.inducing,  # early selection validates through the inducing posterior
         }
 
     def prediction_params(self) -> dict[str, Any]:
