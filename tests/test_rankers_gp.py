@@ -204,7 +204,7 @@ def test_focal_ranker_is_a_point_estimate(models_dir):
     assert ((pred.probs >= 0) & (pred.probs <= 1)).all() and pred.meta["focal_gamma"] == 2.0
     assert ranker.trained.workdir.name.startswith("focal-seed3-")
     other = _make(FocalRanker, models_dir, focal_gamma=3.0)
-    assert other._model_key("focal", 3, TRAIN, {"loss": "focal", "focal_gamma": 3.0}) != ranker.trained.workdir.name
+    assert other._model_key("focal", 3, TRAIN, extra={"loss": "focal", "focal_gamma": 3.0}) != ranker.trained.workdir.name
 
 
 # ----------------------------------------------------------------------------- PG-DRR

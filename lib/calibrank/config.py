@@ -386,9 +386,10 @@ class RandomFeatureGPConfig:
     samples: int = 30
     focal_gamma: float | str = 2.0
     head_dropout: float = 0.1
+    head_lr: float = 0.001
 
     def check(self) -> None:
-        _check_positive_numbers(self, "sn_bound", "length_scale", "feature_scale", "ridge")
+        _check_positive_numbers(self, "sn_bound", "length_scale", "feature_scale", "ridge", "head_lr")
         _check_positive_ints(self, "sn_power_iterations", "n_features", "samples")
         if self.momentum is not None and not 0.0 < self.momentum < 1.0:
             raise _err("momentum", f"expected null (exact sum) or a number in (0, 1), got {self.momentum}")

@@ -35,7 +35,7 @@ from ..predictions import Predictions
 from ..runs import stable_hash
 from ..training import Pairs, TrainResult, encode_pairs, load_trained, score_pairs, train_model, use_bf16
 
-__all__ = ["CrossEncoder", "Ranker", "TrainedModel", "queries_version", "sigmoid", "MODEL_CACHE_VERSION"]
+__all__ = ["CrossEncoder", "Ranker", "TrainedModel", "head_param_groups", "queries_version", "sigmoid", "MODEL_CACHE_VERSION"]
 
 #: Bumped whenever a change to the model or the loop changes the trained weights (part of cache keys).
 MODEL_CACHE_VERSION = 2
@@ -73,6 +73,21 @@ class CrossEncoder(nn.Module):
         # ties the logits of similar candidates (and ties count against the relevant one).
         with torch.autocast(device_type=pooled.device.type, enabled=False):
             return self.head(self.dropout(pooled.float())).squeeze(-1)
+
+
+def head_param_groups(model: nn.Module, head_lr: float, name: str = "head") -> list[dict]:
+    """Optimizer groups: the encoder at the loop's ``training.lr``, the output layer ``model.head`` at ``head_lr``.
+
+    For output layers that start from nothing (a GP layer) while the encoder is pretrained: at
+    the encoder's small learning rate they would barely move in a short fine-tuning run.
+    """
+    head = [p for p in model.head.parameters() if p.requires_grad]
+    head_ids = {id(p) for p in head}
+    rest = [p for p in model.parameters() if p.requires_grad and id(p) not in head_ids]
+    groups: list[dict] = [{"params": rest, "name": "encoder"}]
+    if head:
+        groups.append({"params": head, "lr": float(head_lr), "name": name})
+    return groups
 
 
 @dataclasses.dataclass

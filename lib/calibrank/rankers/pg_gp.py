@@ -87,7 +87,7 @@ from ..metrics.ranking import recall_at_k
 from ..predictions import Predictions
 from ..runs import atomic_path, stable_hash
 from ..training import TrainResult
-from .base import CrossEncoder, Ranker, TrainedModel, sigmoid
+from .base import CrossEncoder, Ranker, TrainedModel, head_param_groups, sigmoid
 from .sngp import draw_joint, encode_features
 
 __all__ = ["PGCrossEncoder", "PGDRRRanker", "InducingPosterior", "KERNELS", "pg_param_groups"]
@@ -133,13 +133,7 @@ class PGCrossEncoder(CrossEncoder):
 
 def pg_param_groups(model: PGCrossEncoder, gp_lr: float) -> list[dict]:
     """Optimizer groups: the encoder at the loop's ``training.lr``; the GP layer (projection, mean) at ``gp_lr``."""
-    gp = [p for p in model.head.parameters() if p.requires_grad]
-    gp_ids = {id(p) for p in gp}
-    rest = [p for p in model.parameters() if p.requires_grad and id(p) not in gp_ids]
-    groups: list[dict] = [{"params": rest, "name": "encoder"}]
-    if gp:
-        groups.append({"params": gp, "lr": float(gp_lr), "name": "gp"})
-    return groups
+    return head_param_groups(model, gp_lr, name="gp")
 
 
 # ----------------------------------------------------------------------------- the posterior
