@@ -39,3 +39,19 @@ def test_published_corpus_keeps_its_splits_and_caps_context(tmp_root):
 def test_missing_published_files_say_how_to_get_them(tmp_root):
     with pytest.raises(FileNotFoundError, match=r"make data DATASET=mantis"):
         load_corpus("mantis", DataConfig(), seed=0)
+
+
+def test_split_leaks_and_query_set_problems_catch_what_they_name(tmp_root):
+    from calibrank.config import load_config
+    from calibrank.data import Example, RankingQuery
+    from calibrank.querysets import query_set_problems, split_leaks
+
+    a, b = Example("e1", ("hi",), "yo", dialogue_id="d1"), Example("e2", ("hey",), "ok", dialogue_id="d2")
+    assert split_leaks({"c": {"train": [a], "test": [b]}}) == []
+    assert split_leaks({"c": {"train": [a], "test": [a, b]}}) == ["c: 1 dialogues in both train and test, e.g. 'd1'"]
+    cfg = load_config("smoke")  # train_k 1, eval_k 9
+    good = RankingQuery("q", ("hi",), ("x", "y"), (1, 0))
+    dup = RankingQuery("q2", ("hi",), ("x", "x"), (1, 0))
+    assert query_set_problems(cfg, {"c/train-bm25-k1": [good]}) == []
+    assert query_set_problems(cfg, {"c/test-bm25-k9": [good]}) == ["c/test-bm25-k9: query 'q' has 2 candidates, 1 relevant"]
+    assert query_set_problems(cfg, {"c/train-bm25-k1": [dup]}) == ["c/train-bm25-k1: query 'q2' has duplicate candidates"]

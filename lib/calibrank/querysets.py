@@ -39,6 +39,8 @@ __all__ = [
     "load_query_set",
     "load_manifest",
     "load_query_sets",
+    "split_leaks",
+    "query_set_problems",
 ]
 
 
@@ -173,3 +175,30 @@ def load_query_sets(cfg: Config, split: str | None = None, corpus: str | None = 
         if (split is None or spec.split == split) and (corpus is None or spec.corpus == str(getattr(corpus, "value", corpus))):
             out[spec.name] = load_query_set(cfg, spec.corpus, spec.split, spec.sampler, spec.k)
     return out
+
+
+def split_leaks(examples: dict[str, dict[str, list[Example]]]) -> list[str]:
+    """Dialogues that sit in two splits of one corpus (empty when the split is by dialogue, as it must be)."""
+    problems = []
+    for corpus, splits in examples.items():
+        ids = {s: {e.dialogue_id for e in exs} for s, exs in splits.items()}
+        names = list(ids)
+        for i, a in enumerate(names):
+            for b in names[i + 1:]:
+                shared = ids[a] & ids[b]
+                if shared:
+                    problems.append(f"{corpus}: {len(shared)} dialogues in both {a} and {b}, e.g. {sorted(shared)[0]!r}")
+    return problems
+
+
+def query_set_problems(cfg: Config, query_sets: dict[str, list[RankingQuery]]) -> list[str]:
+    """Query sets that break the contract: one relevant among k + 1 distinct candidates (empty when all is well)."""
+    problems = []
+    for name, queries in query_sets.items():
+        k = cfg.negatives.train_k if "/train-" in name else cfg.negatives.eval_k
+        for q in queries:
+            if len(q.candidates) != k + 1 or sum(q.labels) != 1:
+                problems.append(f"{name}: query {q.qid!r} has {len(q.candidates)} candidates, {sum(q.labels)} relevant")
+            elif len(set(q.candidates)) != len(q.candidates):
+                problems.append(f"{name}: query {q.qid!r} has duplicate candidates")
+    return problems
