@@ -38,7 +38,7 @@ from ..training import Pairs, TrainResult, encode_pairs, load_trained, score_pai
 __all__ = ["CrossEncoder", "Ranker", "TrainedModel", "head_param_groups", "queries_version", "sigmoid", "MODEL_CACHE_VERSION"]
 
 #: Bumped whenever a change to the model or the loop changes the trained weights (part of cache keys).
-MODEL_CACHE_VERSION = 2
+MODEL_CACHE_VERSION = 3
 _NOT_IN_KEY = ("log_every", "checkpoint_every", "eval_batch_size")
 
 
