@@ -17,7 +17,8 @@ NBVAL_DIR := build/nbval
 TEST_ROOT := build/test-root
 
 # Notebooks of the study, in order; each reads only what the ones before it wrote.
-# 03_train runs once per ranker and training corpus of the profile (03_train-<ranker>-<corpus>).
+# 03_train runs once per ranker, training corpus and training seed of the profile
+# (03_train-<ranker>-<corpus> for the main seed, 03_train-<ranker>-<corpus>-seed<N> for others).
 NOTEBOOKS := 01_data 02_negatives
 LIB := $(shell find lib -name '*.py' 2>/dev/null)
 PROFILE_QUERY = $(shell test -x $(BIN)/python && $(BIN)/python -m calibrank.config $(1) $(PROFILE) 2>/dev/null)
@@ -25,6 +26,15 @@ TRAIN_RUNS := $(call PROFILE_QUERY,train-runs)
 TRAIN_CORPORA := $(call PROFILE_QUERY,train-corpora)
 ANALYSES := 04_calibration 05_risk_aware 06_nota 07_efficiency
 STEPS := $(NOTEBOOKS) $(addprefix 03_train-,$(TRAIN_RUNS)) $(ANALYSES)
+
+# `make report` runs independent notebooks side by side: JOBS of them, each with
+# cores / JOBS threads (two 1-thread trainings do 1.4x the pairs/s of one 2-thread training
+# on 2 cores). Steps that run alone (01, 02, 07) use every core; 07 times the rankers, so
+# nothing else runs beside it. The paper profile runs one job at a time (one GPU).
+NPROC := $(shell nproc 2>/dev/null || echo 1)
+REPORT_JOBS ?= $(if $(filter paper,$(PROFILE)),1,$(shell n=$(NPROC); echo $$(( n < 4 ? n : 4 ))))
+JOBS ?= 1
+THREADS := $(shell n=$(NPROC); j=$(JOBS); t=$$(( n / j )); echo $$(( t < 1 ? 1 : t )))
 
 export PIP_CONSTRAINT := $(CURDIR)/constraints.txt
 export CALIBRANK_ROOT := $(CURDIR)
@@ -64,21 +74,25 @@ data: $(STAMP) ## download a research dataset: make data DATASET=msdialog
 # --- the report -------------------------------------------------------------------------
 
 # papermill writes a temporary notebook that is renamed only when every cell ran.
+SOLO := 01_data 02_negatives 07_efficiency
 $(REPORT)/%.ipynb: notebooks/%.ipynb params/$(PROFILE).yaml $(LIB) $(STAMP)
 	@mkdir -p $(REPORT)
 	@echo "== $* ($(PROFILE))"
-	TQDM_DISABLE=1 $(BIN)/papermill $< $(REPORT)/.tmp-$*.ipynb -p profile $(PROFILE) --cwd notebooks --log-output --no-progress-bar
+	OMP_NUM_THREADS=$(if $(filter $*,$(SOLO)),$(NPROC),$(THREADS)) TQDM_DISABLE=1 \
+	  $(BIN)/papermill $< $(REPORT)/.tmp-$*.ipynb -p profile $(PROFILE) --cwd notebooks --log-output --no-progress-bar
 	@mv $(REPORT)/.tmp-$*.ipynb $@
 
-# One notebook, many runs: the stem names the ranker and the training corpus.
+# One notebook, many runs: the stem names the ranker, the training corpus and the seed.
 $(REPORT)/03_train-%.ipynb: notebooks/03_train.ipynb $(REPORT)/02_negatives.ipynb params/$(PROFILE).yaml $(LIB) $(STAMP)
 	@echo "== 03_train $* ($(PROFILE))"
-	TQDM_DISABLE=1 $(BIN)/papermill $< $(REPORT)/.tmp-03_train-$*.ipynb -p profile $(PROFILE) \
-	  -p ranker $(word 1,$(subst -, ,$*)) -p train_corpus $(word 2,$(subst -, ,$*)) --cwd notebooks --log-output --no-progress-bar
+	OMP_NUM_THREADS=$(THREADS) TQDM_DISABLE=1 $(BIN)/papermill $< $(REPORT)/.tmp-03_train-$*.ipynb -p profile $(PROFILE) \
+	  $$($(BIN)/python -m calibrank.config run-params $(PROFILE) $*) --cwd notebooks --log-output --no-progress-bar
 	@mv $(REPORT)/.tmp-03_train-$*.ipynb $@
 
-# Rankers that reuse the trained `bert` model wait for it (so `make -j` never trains it twice).
-$(foreach c,$(TRAIN_CORPORA),$(eval $(foreach r,mc_dropout temperature ensemble,$(REPORT)/03_train-$(r)-$(c).ipynb): $(REPORT)/03_train-bert-$(c).ipynb))
+# Rankers that reuse the trained `bert` model of their seed wait for it (so `make -j` never
+# trains it twice).
+BERT_RUN = $(patsubst mc_dropout-%,bert-%,$(patsubst temperature-%,bert-%,$(patsubst ensemble-%,bert-%,$(1))))
+$(foreach run,$(filter mc_dropout-% temperature-% ensemble-%,$(TRAIN_RUNS)),$(eval $(REPORT)/03_train-$(run).ipynb: $(REPORT)/03_train-$(call BERT_RUN,$(run)).ipynb))
 
 $(REPORT)/%.html: $(REPORT)/%.ipynb
 	$(BIN)/jupyter nbconvert --log-level WARN --to html $< --output .tmp-$*
@@ -88,6 +102,8 @@ $(REPORT)/%.html: $(REPORT)/%.ipynb
 $(REPORT)/02_negatives.ipynb: $(REPORT)/01_data.ipynb
 # The analyses read the Predictions of every 03_train run of the profile.
 $(addprefix $(REPORT)/,$(addsuffix .ipynb,$(ANALYSES))): $(foreach r,$(TRAIN_RUNS),$(REPORT)/03_train-$(r).ipynb)
+# 07 times the rankers: it waits for every other notebook, so nothing runs beside it.
+$(REPORT)/07_efficiency.ipynb: | $(foreach nb,$(filter-out 07_efficiency,$(STEPS)),$(REPORT)/$(nb).ipynb)
 
 $(REPORT)/index.html: $(foreach nb,$(STEPS),$(REPORT)/$(nb).html)
 	$(BIN)/python -m calibrank.report $(PROFILE)
@@ -101,7 +117,7 @@ report: ## run the study for PROFILE (default laptop) into reports/PROFILE/index
 	@start=$$(date +%s); \
 	$(MAKE) --no-print-directory setup && \
 	$(BIN)/python -m calibrank.config check $(PROFILE) && \
-	$(MAKE) --no-print-directory index PROFILE=$(PROFILE) && \
+	$(MAKE) --no-print-directory -j$(REPORT_JOBS) index PROFILE=$(PROFILE) JOBS=$(REPORT_JOBS) && \
 	echo "report: $(REPORT)/index.html (wall time $$(( $$(date +%s) - start )) s)"
 
 # --- checks -----------------------------------------------------------------------------
@@ -113,7 +129,7 @@ test: $(STAMP) ## unit tests and every notebook on the smoke profile under nbval
 	done
 	@for run in $$($(BIN)/python -m calibrank.config train-runs smoke); do \
 	  $(BIN)/papermill --prepare-only notebooks/03_train.ipynb $(NBVAL_DIR)/03_train-$$run.ipynb -p profile smoke \
-	    -p ranker $${run%%-*} -p train_corpus $${run#*-} --log-level WARNING >/dev/null; \
+	    $$($(BIN)/python -m calibrank.config run-params smoke $$run) --log-level WARNING >/dev/null; \
 	done
 	@for nb in $(ANALYSES); do \
 	  $(BIN)/papermill --prepare-only notebooks/$$nb.ipynb $(NBVAL_DIR)/$$nb.ipynb -p profile smoke --log-level WARNING >/dev/null; \

@@ -78,3 +78,20 @@ def test_overrides_are_validated_like_the_file(tmp_root):
 def test_defaults_fill_omitted_sections(tmp_path):
     cfg = load_config(_write(tmp_path, "profile: minimal\n", name="minimal"))
     assert cfg.seed == 0 and cfg.negatives.eval_k == 9 and cfg.data.split.train == 0.8
+
+
+def test_training_seeds_name_the_runs_and_round_trip(tmp_root):
+    from calibrank.config import main, parse_run_name, run_name, train_runs, training_seeds
+
+    cfg = load_config("smoke", {"rankers.names": ["bert", "pg_drr"], "rankers.seeds": [5, 2]})
+    assert training_seeds(cfg) == (5, 2)
+    assert train_runs(cfg) == ["bert-chitchat", "pg_drr-chitchat", "bert-chitchat-seed2", "pg_drr-chitchat-seed2"]
+    assert all(run_name(*parse_run_name(r, cfg), cfg) == r for r in train_runs(cfg))
+    assert training_seeds(load_config("smoke", {"rankers.seeds": []})) == (load_config("smoke").seed,)
+    with pytest.raises(ConfigError, match="is not a run of the profile"):
+        parse_run_name("bert-chitchat-seed7", cfg)
+    with pytest.raises(ConfigError, match=r"rankers\.seeds.*twice"):
+        load_config("smoke", {"rankers.seeds": [1, 1]})
+    with pytest.raises(ConfigError, match=r"rankers\.seeds\[1\]"):
+        load_config("smoke", {"rankers.seeds": [1, -2]})
+    assert main(["run-params", "smoke", "nonsense"]) == 1

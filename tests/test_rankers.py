@@ -51,6 +51,45 @@ def test_ensemble_members_differ_by_seed_and_are_reproducible(models_dir, tmp_pa
     assert [t.workdir for t in three.trained[:2]] == [t.workdir for t in ens.trained]
 
 
+def test_ensemble_member_seeds_never_coincide_with_other_training_seeds(models_dir):
+    seeds = {s: _ranker("ensemble", models_dir, members=4).__class__(training=tiny_training(), models_dir=models_dir,
+                                                                      seed=s, members=4).member_seeds() for s in (3, 4, 5)}
+    assert all(m[0] == s for s, m in seeds.items())  # member 0 is that seed's bert model
+    spawned = [x for m in seeds.values() for x in m[1:]]
+    assert len(set(spawned)) == len(spawned) and not set(spawned) & set(seeds)
+    assert seeds[3] == make_ranker("ensemble", training=tiny_training(), models_dir=models_dir, seed=3, members=4).member_seeds()
+
+
+def test_shared_model_scores_each_query_set_once_and_timing_bypasses_the_cache(models_dir):
+    fresh = learnable_queries(10, 3, seed=7)  # queries no other test scored
+    bert = _ranker("bert", models_dir).fit(TRAIN, VALID)
+    first = bert.predict(fresh)
+    cached = sorted((bert.trained.workdir / "logits").glob("*.npz"))
+    assert cached  # written by the first scoring
+    ens = _ranker("ensemble", models_dir, members=2).fit(TRAIN, VALID)
+    calls = []
+    import calibrank.rankers.base as base
+
+    real = base.score_pairs
+
+    def counting(model, pairs, **kw):
+        calls.append(kw)
+        return real(model, pairs, **kw)
+
+    base.score_pairs = counting
+    try:
+        pred = ens.predict(fresh)  # member 0 is bert's model: its logits are read, member 1 is scored
+        assert len(calls) == 1
+        np.testing.assert_array_equal(pred.samples[0], first.probs)
+        assert _ranker("bert", models_dir).fit(TRAIN, VALID).predict(fresh).meta["inference_seconds"] == first.meta["inference_seconds"]
+        assert len(calls) == 1
+        bert.reuse_logits = False
+        np.testing.assert_array_equal(bert.predict(fresh).probs, first.probs)  # scored again, same numbers
+        assert len(calls) == 2
+    finally:
+        base.score_pairs = real
+
+
 def test_temperature_scaling_lowers_validation_nll_on_a_miscalibrated_fixture():
     rng = np.random.default_rng(0)
     true_logits = rng.normal(0, 1.5, size=4000)

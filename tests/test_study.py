@@ -18,7 +18,7 @@ from scipy import stats
 from calibrank import study as st
 from calibrank.config import load_config
 from calibrank.efficiency import PAPER_EFFICIENCY, efficiency_table
-from calibrank.experiment import eval_conditions, predictions_path
+from calibrank.experiment import eval_conditions, predictions_path, ranker_conditions
 from calibrank.predictions import Predictions
 from calibrank.querysets import MissingStepError
 
@@ -26,9 +26,9 @@ Q, K = 12, 10
 RANKERS = ("bert", "mc_dropout", "ensemble", "temperature")
 
 
-def synthetic_config(rankers=RANKERS):
-    """The smoke profile (two corpora, three samplers, k = 9) with these rankers, whatever smoke.yaml lists."""
-    return load_config("smoke", {"rankers.names": list(rankers)})
+def synthetic_config(rankers=RANKERS, seeds=(0,)):
+    """The smoke profile (two corpora, three samplers, k = 9) with these rankers and training seeds."""
+    return load_config("smoke", {"rankers.names": list(rankers), "rankers.seeds": list(seeds)})
 
 
 def _labels(q: int, k: int, seed: int) -> np.ndarray:
@@ -53,19 +53,18 @@ def _samples(ranker: str, labels: np.ndarray, seed: int, shift: float) -> np.nda
 
 def write_synthetic_study(root: Path, seeds=(0,), rankers=RANKERS, seed_shift: float = 0.01):
     """Predictions for every ranker x condition of :func:`synthetic_config` under ``root`` (CALIBRANK_ROOT); its config."""
-    cfg = synthetic_config()
+    cfg = synthetic_config(seeds=seeds)
     for ci, cond in enumerate(eval_conditions(cfg)):
         labels = _labels(Q, K, 100 + ci)
         qids = np.array([f"{cond.name}-q{i}" for i in range(Q)])
         for ranker in rankers:
+            if cond not in ranker_conditions(cfg, ranker):
+                continue  # validation Predictions exist for stochastic rankers only
             for si, seed in enumerate(seeds):
                 samples = _samples(ranker, labels, 1000 * ci + seed, seed_shift * si * (1 + ci % 3))
                 pred = Predictions(qids=qids, labels=labels, probs=samples.mean(axis=0), samples=samples,
                                    meta={"ranker": ranker, "seed": seed, "condition": cond.name})
-                path = predictions_path(cfg, ranker, "chitchat", cond)
-                if si > 0:
-                    path = path.with_name(f"{cond.name}-seed{seed}.npz")
-                pred.save(path)
+                pred.save(predictions_path(cfg, ranker, "chitchat", cond, seed))
     return cfg
 
 
@@ -87,11 +86,22 @@ def test_missing_one_ranker_names_that_ranker(tmp_root):
         st.load_study(synthetic_config())
 
 
+def test_a_seed_the_profile_lists_without_predictions_names_its_run(tmp_root):
+    write_synthetic_study(tmp_root, seeds=(0, 1))
+    with pytest.raises(MissingStepError, match=r"make nb-03_train-bert-chitchat-seed2 PROFILE=smoke"):
+        st.load_study(synthetic_config(seeds=(0, 1, 2)))
+
+
 def test_study_finds_every_cell_and_seed(tmp_root):
     data = st.load_study(write_synthetic_study(tmp_root, seeds=(0, 1, 2)))
-    assert len(data.paths) == 4 * len(data.conditions) == 48
+    # test conditions for all four rankers, validation ones for the two stochastic rankers
+    assert len(data.paths) == 4 * 6 + 2 * 6 == 36
+    assert all(len(p) == 3 for p in data.paths.values())
     cond = data.test_conditions()[0]
     assert data.seeds("bert", "chitchat", cond) == [0, 1, 2]
+    assert data.paths[("bert", "chitchat", cond.name)][1].name == f"{cond.name}-seed1.npz"
+    assert {c.name for _, _, c in data.cells("valid")} == {c.name for c in data.test_conditions("valid")}
+    assert {r for r, _, _ in data.cells("valid")} == {"mc_dropout", "ensemble"}
     assert data.stochastic_rankers() == ["mc_dropout", "ensemble"]
     assert data.shift(data.condition("chitchat", "bm25"), "chitchat") == "in distribution"
     assert data.shift(data.condition("chatterbot", "random"), "chitchat") == "cross-domain + cross-NS"

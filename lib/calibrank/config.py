@@ -57,6 +57,9 @@ __all__ = [
     "profile_path",
     "section_table",
     "train_runs",
+    "training_seeds",
+    "run_name",
+    "parse_run_name",
 ]
 
 
@@ -176,11 +179,22 @@ class BM25Config:
             raise _err("query_utterances", f"expected null or a positive integer, got {self.query_utterances}")
 
 
+class Precision(str, enum.Enum):
+    """Arithmetic of forward passes: ``auto`` is bf16 autocast where the CPU or GPU supports it, else fp32."""
+
+    auto = "auto"
+    bf16 = "bf16"
+    fp32 = "fp32"
+
+
 @dataclass(frozen=True)
 class EmbeddingConfig:
     model: str = "all-MiniLM-L6-v2"
     batch_size: int = 128
     query_utterances: int | None = None
+    #: auto: bf16 autocast where the hardware has bf16 arithmetic (the neighbours agree with
+    #: fp32 within a tested tolerance), else fp32.
+    precision: Precision = Precision.auto
 
     def check(self) -> None:
         if self.batch_size < 1:
@@ -217,14 +231,6 @@ class NegativesConfig:
         if sampler is SamplerName.embedding:
             return dataclasses.asdict(self.embedding)
         return {}
-
-
-class Precision(str, enum.Enum):
-    """Arithmetic of forward passes: ``auto`` is bf16 autocast where the CPU or GPU supports it, else fp32."""
-
-    auto = "auto"
-    bf16 = "bf16"
-    fp32 = "fp32"
 
 
 class RankerName(str, enum.Enum):
@@ -445,6 +451,9 @@ class RankersConfig:
 
     names: tuple[RankerName, ...] = (RankerName.bert, RankerName.mc_dropout, RankerName.ensemble, RankerName.temperature)
     train_corpora: tuple[Corpus, ...] = (Corpus.chitchat,)
+    #: Training seeds of every ranker (each a full rerun: model init, batch order, dropout masks).
+    #: The first is the main run, the one every single-run analysis uses; empty = the profile seed.
+    seeds: tuple[int, ...] = ()
     mc_dropout: MCDropoutConfig = field(default_factory=MCDropoutConfig)
     ensemble: EnsembleConfig = field(default_factory=EnsembleConfig)
     focal: FocalConfig = field(default_factory=FocalConfig)
@@ -457,9 +466,12 @@ class RankersConfig:
             raise _err("names", "expected at least one ranker")
         if not self.train_corpora:
             raise _err("train_corpora", "expected at least one training corpus")
-        for name in ("names", "train_corpora"):
+        for name in ("names", "train_corpora", "seeds"):
             if len(set(getattr(self, name))) != len(getattr(self, name)):
                 raise _err(name, "an entry is listed twice")
+        for i, seed in enumerate(self.seeds):
+            if seed < 0:
+                raise _err(f"seeds[{i}]", f"expected a non-negative integer, got {seed}")
 
 
 @dataclass(frozen=True)
@@ -634,21 +646,49 @@ def load_config(profile: str | os.PathLike, overrides: dict[str, Any] | None = N
     return dataclasses.replace(cfg, source=str(path))
 
 
+def training_seeds(cfg: Config) -> tuple[int, ...]:
+    """The training seeds of the profile: ``rankers.seeds``, or the profile seed alone; the first is the main run."""
+    return cfg.rankers.seeds or (cfg.seed,)
+
+
+def run_name(ranker: str | RankerName, corpus: str | Corpus, seed: int, cfg: Config) -> str:
+    """``<ranker>-<corpus>`` for the main seed, ``<ranker>-<corpus>-seed<N>`` for the others."""
+    base = f"{RankerName(ranker).value}-{Corpus(corpus).value}"
+    return base if seed == training_seeds(cfg)[0] else f"{base}-seed{seed}"
+
+
+def parse_run_name(name: str, cfg: Config) -> tuple[RankerName, Corpus, int]:
+    """The inverse of :func:`run_name`; a clear error for a run the profile does not list."""
+    if name not in train_runs(cfg):
+        raise ConfigError(f"{cfg.source or cfg.profile}: {name!r} is not a run of the profile (expected one of: "
+                          f"{', '.join(train_runs(cfg))})")
+    parts = name.split("-")
+    seed = int(parts[2][len("seed"):]) if len(parts) == 3 else training_seeds(cfg)[0]
+    return RankerName(parts[0]), Corpus(parts[1]), seed
+
+
 def train_runs(cfg: Config) -> list[str]:
-    """The ``<ranker>-<train corpus>`` runs of notebook 03 the profile asks for (ranker names use no '-')."""
-    return [f"{r.value}-{c.value}" for c in cfg.rankers.train_corpora for r in cfg.rankers.names]
+    """The runs of notebook 03 the profile asks for: ranker x training corpus x seed (names use no '-')."""
+    return [run_name(r, c, s, cfg) for s in training_seeds(cfg) for c in cfg.rankers.train_corpora for r in cfg.rankers.names]
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m calibrank.config check|train-runs|train-corpora PROFILE`` (used by the Makefile)."""
+    """``python -m calibrank.config check|train-runs|train-corpora PROFILE`` and
+    ``python -m calibrank.config run-params PROFILE RUN`` (papermill ``-p`` arguments of one 03 run),
+    used by the Makefile."""
     import sys
 
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 2 or args[0] not in ("check", "train-runs", "train-corpora"):
-        print("usage: python -m calibrank.config check|train-runs|train-corpora PROFILE", file=sys.stderr)
+    usage = "usage: python -m calibrank.config check|train-runs|train-corpora PROFILE | run-params PROFILE RUN"
+    if not args or args[0] not in ("check", "train-runs", "train-corpora", "run-params") or \
+            len(args) != (3 if args[0] == "run-params" else 2):
+        print(usage, file=sys.stderr)
         return 2
     try:
         cfg = load_config(args[1])
+        if args[0] == "run-params":
+            ranker, corpus, seed = parse_run_name(args[2], cfg)
+            print(f"-p ranker {ranker.value} -p train_corpus {corpus.value} -p seed {seed}")
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -656,7 +696,7 @@ def main(argv: list[str] | None = None) -> int:
         print(" ".join(train_runs(cfg)))
     elif args[0] == "train-corpora":
         print(" ".join(c.value for c in cfg.rankers.train_corpora))
-    else:
+    elif args[0] == "check":
         print(f"{cfg.source}: ok")
     return 0
 

@@ -99,6 +99,8 @@ def measure_efficiency(
     warm = queries[: max(1, min(warmup_queries, len(queries)))]
     names = list(rankers) if rankers is not None else [r.value for r in cfg.rankers.names]
     models = {name: train_ranker(cfg, name, tc) for name in names}
+    for model in models.values():
+        model.reuse_logits = False  # time the scoring itself, never a read of cached logits
     last = {}
     for name, model in models.items():  # warm-up: lazy initialisation, thread pools, allocator caches
         last[name] = model.predict(warm)

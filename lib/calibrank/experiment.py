@@ -4,8 +4,13 @@ Evaluation conditions are every corpus of the profile (the training corpus: in-d
 others: cross-domain shift) times every evaluation sampler (the training sampler: in
 distribution; the others: cross-negative-sampling shift), on the validation and the test
 split. Each condition's :class:`~calibrank.predictions.Predictions` go to
-``runs/<profile>/predictions/<ranker>/<train corpus>/<corpus>-<split>-<sampler>-k<k>.npz``,
+``runs/<profile>/predictions/<ranker>/<train corpus>/<corpus>-<split>-<sampler>-k<k>.npz``
+(the main training seed; further seeds of ``rankers.seeds`` add ``-seed<N>`` before ``.npz``),
 where every later analysis finds them through :func:`load_predictions`.
+
+Validation conditions are predicted only for rankers with a predictive distribution (S > 1):
+the risk-aware analysis chooses its b on them; nothing reads a deterministic ranker's
+validation Predictions (temperature scaling fits on the bert model's validation logits itself).
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .config import Config, Corpus, RankerName
+from .config import Config, Corpus, RankerName, run_name, training_seeds
 from .metrics.calibration import ece
 from .metrics.ranking import recall_at_k
 from .predictions import Predictions
@@ -27,9 +32,11 @@ from .runs import run_dir
 __all__ = [
     "Condition",
     "eval_conditions",
+    "ranker_conditions",
     "models_dir",
     "predictions_path",
     "train_ranker",
+    "training_queries",
     "predict_conditions",
     "load_predictions",
     "training_frames",
@@ -58,30 +65,57 @@ def eval_conditions(cfg: Config, splits: tuple[str, ...] = ("valid", "test")) ->
     ]
 
 
+def ranker_conditions(cfg: Config, ranker: str | RankerName) -> list[Condition]:
+    """The conditions a ranker is predicted on: every test condition, and the validation ones when S > 1."""
+    splits = ("valid", "test") if expected_samples(cfg, ranker) > 1 else ("test",)
+    return eval_conditions(cfg, splits)
+
+
 def models_dir(cfg: Config, train_corpus: str | Corpus) -> Path:
     return run_dir(cfg.profile, "models", Corpus(train_corpus).value)
 
 
-def predictions_path(cfg: Config, ranker: str | RankerName, train_corpus: str | Corpus, condition: Condition) -> Path:
+def _seed(cfg: Config, seed: int | None) -> int:
+    seeds = training_seeds(cfg)
+    if seed is None:
+        return seeds[0]
+    if seed not in seeds:
+        raise ValueError(f"seed {seed} is not among the training seeds of profile {cfg.profile!r} "
+                         f"(rankers.seeds: {list(seeds)})")
+    return int(seed)
+
+
+def predictions_path(cfg: Config, ranker: str | RankerName, train_corpus: str | Corpus, condition: Condition,
+                     seed: int | None = None) -> Path:
+    """``<condition>.npz`` for the main seed, ``<condition>-seed<N>.npz`` for the others."""
     folder = run_dir(cfg.profile, "predictions", RankerName(ranker).value, Corpus(train_corpus).value)
-    return folder / f"{condition.name}.npz"
+    seed = _seed(cfg, seed)
+    suffix = "" if seed == training_seeds(cfg)[0] else f"-seed{seed}"
+    return folder / f"{condition.name}{suffix}.npz"
 
 
-def train_ranker(cfg: Config, ranker: str | RankerName, train_corpus: str | Corpus, device=None) -> Ranker:
-    """Fit ``ranker`` on the training queries of ``train_corpus`` (validated on its training-sampler valid set)."""
+def training_queries(cfg: Config, train_corpus: str | Corpus):
+    """(train, valid) queries of a training corpus: the training sampler's, validation for early selection."""
     corpus = Corpus(train_corpus)
     if corpus not in cfg.rankers.train_corpora:
         raise ValueError(f"train_corpus {corpus.value!r} is not in rankers.train_corpora of profile {cfg.profile!r}")
-    train = load_query_set(cfg, corpus.value, "train", cfg.negatives.train)
-    valid = load_query_set(cfg, corpus.value, "valid", cfg.negatives.train)
-    return ranker_from_config(cfg, ranker, models_dir(cfg, corpus), device=device).fit(train, valid)
+    return (load_query_set(cfg, corpus.value, "train", cfg.negatives.train),
+            load_query_set(cfg, corpus.value, "valid", cfg.negatives.train))
+
+
+def train_ranker(cfg: Config, ranker: str | RankerName, train_corpus: str | Corpus, device=None,
+                 seed: int | None = None) -> Ranker:
+    """Fit ``ranker`` with a training ``seed`` of the profile (default: the main one) on ``train_corpus``."""
+    train, valid = training_queries(cfg, train_corpus)
+    return ranker_from_config(cfg, ranker, models_dir(cfg, train_corpus), device=device,
+                              seed=_seed(cfg, seed)).fit(train, valid)
 
 
 def predict_conditions(cfg: Config, ranker: Ranker, train_corpus: str | Corpus) -> pd.DataFrame:
     """Predictions of a fitted ranker on every condition, written to disk; a summary table."""
     corpus = Corpus(train_corpus)
     rows = []
-    for cond in eval_conditions(cfg):
+    for cond in ranker_conditions(cfg, ranker.name):
         queries = load_query_set(cfg, cond.corpus, cond.split, cond.sampler, cond.k)
         pred = ranker.predict(queries)
         pred.meta.update(
@@ -89,7 +123,7 @@ def predict_conditions(cfg: Config, ranker: Ranker, train_corpus: str | Corpus) 
              "in_domain": cond.corpus == corpus.value, "train_sampler": cfg.negatives.train.value,
              "name": f"{ranker.name}/{corpus.value}/{cond.name}"}
         )
-        pred.save(predictions_path(cfg, ranker.name, corpus, cond))
+        pred.save(predictions_path(cfg, ranker.name, corpus, cond, ranker.seed))
         rows.append(
             {
                 "corpus": cond.corpus,
@@ -116,11 +150,12 @@ def _shift(cond: Condition, train_corpus: str, train_sampler: str) -> str:
     return " + ".join(parts) or "in distribution"
 
 
-def load_predictions(cfg: Config, ranker: str | RankerName, train_corpus: str | Corpus, condition: Condition) -> Predictions:
-    path = predictions_path(cfg, ranker, train_corpus, condition)
+def load_predictions(cfg: Config, ranker: str | RankerName, train_corpus: str | Corpus, condition: Condition,
+                     seed: int | None = None) -> Predictions:
+    path = predictions_path(cfg, ranker, train_corpus, condition, seed)
     if not path.exists():
-        r, c = RankerName(ranker).value, Corpus(train_corpus).value
-        raise MissingStepError(f"{path} does not exist: run `make nb-03_train-{r}-{c} PROFILE={cfg.profile}` first")
+        run = run_name(ranker, train_corpus, _seed(cfg, seed), cfg)
+        raise MissingStepError(f"{path} does not exist: run `make nb-03_train-{run} PROFILE={cfg.profile}` first")
     return Predictions.load(path)
 
 

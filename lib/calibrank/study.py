@@ -35,10 +35,11 @@ What is computed, and from which paper:
   constants below) beside ours, and a "what replicates" list computed from the tables.
 
 Seeds. notebook 03 writes one Predictions file per ranker, training corpus and condition
-(``<condition>.npz``). Further seeds of the same run, when a profile has them, sit beside it
-as ``<condition>-seed<N>.npz``; :func:`load_study` reads every file of a cell and tells
-seeds apart by ``meta["seed"]``. Tables average over seeds; analyses that need one
-prediction per query (Figure 2, reliability, risk, NOTA, TREC runs) use the lowest seed.
+(``<condition>.npz``) for the main training seed (the first of ``rankers.seeds``). The other
+seeds of the profile sit beside it as ``<condition>-seed<N>.npz``; :func:`load_study` requires
+every seed the profile lists (files of seeds it does not list are ignored) and tells seeds
+apart by ``meta["seed"]``. Tables average over seeds; analyses that need one prediction per
+query (Figure 2, reliability, risk, NOTA, TREC runs) use the lowest seed.
 
 Ties. Ranking metrics count ties against the relevant candidate
 (:mod:`calibrank.metrics.ranking`): a ranker that gives equal scores gets no credit.
@@ -54,8 +55,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .config import Config, load_config
-from .experiment import Condition, eval_conditions, load_predictions, predictions_path
+from .config import Config, load_config, training_seeds
+from .experiment import Condition, eval_conditions, load_predictions, predictions_path, ranker_conditions
 from .metrics.calibration import brier, ece, nll, reliability_curve
 from .metrics.ranking import ranking_metrics, recall_at_k
 from .metrics.stats import paired_ttest, relative_change
@@ -183,7 +184,7 @@ class Study:
 
     def n_samples(self, ranker: str) -> int:
         """S of a ranker's Predictions (read from its first cell)."""
-        return self.get(ranker, self.train_corpora[0], self.conditions[0]).n_samples
+        return self.get(ranker, self.train_corpora[0], self.test_conditions()[0]).n_samples
 
     def stochastic_rankers(self) -> list[str]:
         """Rankers whose Predictions carry more than one sample (a predictive distribution)."""
@@ -199,11 +200,13 @@ class Study:
         return " + ".join(parts) or "in distribution"
 
     def cells(self, split: str = "test", rankers: Iterable[str] | None = None):
-        """``(ranker, train_corpus, condition)`` for every cell of ``split``."""
+        """``(ranker, train_corpus, condition)`` for every cell of ``split`` that has Predictions
+        (validation cells exist for stochastic rankers only)."""
         for ranker in rankers if rankers is not None else self.rankers:
             for tc in self.train_corpora:
                 for cond in self.test_conditions(split):
-                    yield ranker, tc, cond
+                    if (ranker, tc, cond.name) in self.paths:
+                        yield ranker, tc, cond
 
 
 def load_study(profile: str | Config) -> Study:
@@ -217,20 +220,20 @@ def load_study(profile: str | Config) -> Study:
     corpora = tuple(c.value for c in cfg.rankers.train_corpora)
     conditions = tuple(eval_conditions(cfg))
     paths: dict[tuple[str, str, str], list[Path]] = {}
-    missing: list[tuple[str, str, Condition]] = []
+    missing: list[tuple[str, str, Condition, int]] = []
     for r in rankers:
         for tc in corpora:
-            for cond in conditions:
-                main = predictions_path(cfg, r, tc, cond)
-                if not main.exists():
-                    missing.append((r, tc, cond))
-                    continue
-                extra = sorted(main.parent.glob(f"{cond.name}-seed*.npz"))
-                paths[(r, tc, cond.name)] = [main, *extra]
+            for cond in ranker_conditions(cfg, r):
+                for seed in training_seeds(cfg):
+                    path = predictions_path(cfg, r, tc, cond, seed)
+                    if path.exists():
+                        paths.setdefault((r, tc, cond.name), []).append(path)
+                    else:
+                        missing.append((r, tc, cond, seed))
     if missing:
-        r, tc, cond = missing[0]
+        r, tc, cond, seed = missing[0]
         try:
-            load_predictions(cfg, r, tc, cond)  # raises the message that names the make target
+            load_predictions(cfg, r, tc, cond, seed)  # raises the message that names the make target
         except MissingStepError as exc:
             more = f" ({len(missing) - 1} other Predictions file(s) are missing too)" if len(missing) > 1 else ""
             raise MissingStepError(f"{exc}{more}") from None

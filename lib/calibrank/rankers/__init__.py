@@ -20,7 +20,7 @@ import dataclasses
 import enum
 from typing import Any
 
-from ..config import Config, RankerName
+from ..config import Config, RankerName, training_seeds
 from .base import CrossEncoder, Ranker
 from .deterministic import DeterministicRanker
 from .ensemble import EnsembleRanker
@@ -62,13 +62,16 @@ def make_ranker(name: str | RankerName, **params: Any) -> Ranker:
         raise TypeError(f"ranker {key.value!r}: {exc}") from None
 
 
-def ranker_from_config(cfg: Config, name: str | RankerName, models_dir, device=None) -> Ranker:
-    """The ranker ``name`` with the profile's training settings and its own section's parameters."""
+def ranker_from_config(cfg: Config, name: str | RankerName, models_dir, device=None, seed: int | None = None) -> Ranker:
+    """The ranker ``name`` with the profile's training settings and its own section's parameters.
+
+    ``seed`` is the training seed (default: the profile's main training seed).
+    """
     key = RankerName(name)
     params: dict[str, Any] = {
         "training": cfg.training,
         "models_dir": models_dir,
-        "seed": cfg.seed,
+        "seed": training_seeds(cfg)[0] if seed is None else int(seed),
         "context_style": cfg.data.context_style,
         "device": device,
     }

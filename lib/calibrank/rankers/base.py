@@ -32,7 +32,7 @@ from ..data.splits import TURN_SEP, UTTERANCE_SEP
 from ..losses import binary_cross_entropy
 from ..metrics.ranking import recall_at_k
 from ..predictions import Predictions
-from ..runs import stable_hash
+from ..runs import atomic_path, stable_hash
 from ..training import Pairs, TrainResult, encode_pairs, load_trained, score_pairs, train_model, use_bf16
 
 __all__ = ["CrossEncoder", "Ranker", "TrainedModel", "head_param_groups", "queries_version", "sigmoid", "MODEL_CACHE_VERSION"]
@@ -196,11 +196,46 @@ class Ranker(ABC):
         model.to(self.device)
         return TrainedModel(model=model, backbone=backbone, result=done, workdir=workdir)
 
+    #: Reuse logits already computed by the same trained model on the same queries with the
+    #: same settings (``<model folder>/logits/``): bert, temperature and ensemble member 0 share
+    #: one model, so each condition is scored once; a rerun of a notebook scores nothing again.
+    #: Timing measurements switch it off (:mod:`calibrank.efficiency`).
+    reuse_logits: bool = True
+
+    def _timed_logits(self, trained: TrainedModel, queries: Sequence[RankingQuery], **kw: Any) -> tuple[np.ndarray, float]:
+        """Logits ``[S, Q, K]`` of a trained model on ``queries`` and the seconds the scoring took.
+
+        With :attr:`reuse_logits`, the logits come from the model folder's cache when the same
+        model scored the same queries with the same settings before; the seconds are then those
+        of that first scoring (what the ranker costs, not what reading a file costs).
+        """
+        pairs = self._encode(trained.backbone.tokenizer, queries)
+        settings = {"passes": 1, "dropout": False, "seed": 0, **kw}
+        path = None
+        if self.reuse_logits and "forward" not in kw:
+            key = stable_hash({"queries": queries_version(queries), "scoring": settings, "precision": self.training.precision.value
+                               if hasattr(self.training.precision, "value") else self.training.precision,
+                               "eval_batch_size": self.training.eval_batch_size, "device": self.device.type,
+                               "context": self.context_style.value}, 16)
+            path = trained.workdir / "logits" / f"{key}.npz"
+            if path.exists():
+                with np.load(path) as z:
+                    logits, seconds = z["logits"], float(z["seconds"])
+                if logits.shape[1:] == (len(pairs),):
+                    return logits.reshape(logits.shape[0], len(queries), pairs.n_candidates), seconds
+        t0 = time.perf_counter()
+        logits = score_pairs(trained.model, pairs, batch_size=self.training.eval_batch_size, precision=self.training.precision, **kw)
+        seconds = time.perf_counter() - t0
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with atomic_path(path) as tmp:
+                with open(tmp, "wb") as fh:
+                    np.savez(fh, logits=logits, seconds=np.float64(seconds))
+        return logits.reshape(logits.shape[0], len(queries), pairs.n_candidates), seconds
+
     def _logits(self, trained: TrainedModel, queries: Sequence[RankingQuery], **kw: Any) -> np.ndarray:
         """Logits ``[S, Q, K]`` of a trained model on ``queries``."""
-        pairs = self._encode(trained.backbone.tokenizer, queries)
-        logits = score_pairs(trained.model, pairs, batch_size=self.training.eval_batch_size, precision=self.training.precision, **kw)
-        return logits.reshape(logits.shape[0], len(queries), pairs.n_candidates)
+        return self._timed_logits(trained, queries, **kw)[0]
 
     def _predictions(self, queries: Sequence[RankingQuery], probs: np.ndarray, samples: np.ndarray, *, seconds: float,
                      n_parameters: int, extra: dict | None = None) -> Predictions:

@@ -29,7 +29,7 @@ class DeterministicRanker(Ranker):
 
     def predict(self, queries: Sequence[RankingQuery]) -> Predictions:
         trained = self._require_fit()
-        logits, seconds = self.timed(self._logits, trained, queries)
+        logits, seconds = self._timed_logits(trained, queries)
         probs = sigmoid(logits[0])
         return self._predictions(queries, probs, probs[None], seconds=seconds, n_parameters=self.n_parameters)
 

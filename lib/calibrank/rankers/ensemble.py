@@ -31,10 +31,22 @@ class EnsembleRanker(Ranker):
         self.trained: list[TrainedModel] = []
 
     def member_seeds(self) -> list[int]:
-        return [self.seed + i for i in range(self.members)]
+        """Member 0 trains with the ranker's seed (the ``bert`` model of that seed, shared);
+        member i > 0 with a seed spawned from (seed, i) by :class:`numpy.random.SeedSequence`,
+        so members of one run never coincide with the ``bert`` model or members of another
+        training seed (``seed + i`` would: member 1 of seed 13 would be seed 14's bert)."""
+        spawned = [int(np.random.SeedSequence([self.seed, i]).generate_state(1)[0] & 0x7FFFFFFF)
+                   for i in range(1, self.members)]
+        return [self.seed, *spawned]
+
+    def fit_member(self, index: int, train: Sequence[RankingQuery], valid: Sequence[RankingQuery] = ()):
+        """Train (or load from the cache) member ``index`` alone: one job of a grid of runs."""
+        if not 0 <= index < self.members:
+            raise ValueError(f"ensemble: member index must be in [0, {self.members}), got {index}")
+        return self._train("bert", self.member_seeds()[index], train, valid)
 
     def fit(self, train: Sequence[RankingQuery], valid: Sequence[RankingQuery] = ()) -> "EnsembleRanker":
-        self.trained = [self._train("bert", s, train, valid) for s in self.member_seeds()]
+        self.trained = [self.fit_member(i, train, valid) for i in range(self.members)]
         self.fit_seconds = sum(t.result.seconds for t in self.trained)
         return self
 
@@ -43,7 +55,7 @@ class EnsembleRanker(Ranker):
             raise RuntimeError("ranker 'ensemble': call fit() before predict()")
         samples, seconds = [], 0.0
         for t in self.trained:
-            logits, secs = self.timed(self._logits, t, queries)
+            logits, secs = self._timed_logits(t, queries)
             samples.append(sigmoid(logits[0]))
             seconds += secs
         samples = np.stack(samples)

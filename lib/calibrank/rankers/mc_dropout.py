@@ -30,7 +30,7 @@ class MCDropoutRanker(DeterministicRanker):
 
     def predict(self, queries: Sequence[RankingQuery]) -> Predictions:
         trained = self._require_fit()
-        logits, seconds = self.timed(self._logits, trained, queries, passes=self.passes, dropout=True, seed=self.seed)
+        logits, seconds = self._timed_logits(trained, queries, passes=self.passes, dropout=True, seed=self.seed)
         samples = sigmoid(logits)
         return self._predictions(
             queries, samples.mean(axis=0), samples, seconds=seconds, n_parameters=self.n_parameters,

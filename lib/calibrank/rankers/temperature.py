@@ -54,7 +54,7 @@ class TemperatureRanker(DeterministicRanker):
 
     def predict(self, queries: Sequence[RankingQuery]) -> Predictions:
         trained = self._require_fit()
-        logits, seconds = self.timed(self._logits, trained, queries)
+        logits, seconds = self._timed_logits(trained, queries)
         probs = sigmoid(logits[0] / self.temperature)
         return self._predictions(queries, probs, probs[None], seconds=seconds, n_parameters=self.n_parameters + 1,
                                  extra={"temperature": self.temperature})
