@@ -352,3 +352,28 @@ def test_corrupt_cache_file_is_rebuilt():
     path.write_bytes(b"not parquet")
     qs = neg.cached_queries(EXAMPLES, **CACHE_ARGS)
     assert len(qs) == len(EXAMPLES) and data_io.read_queries(path) == qs
+
+
+def test_bf16_embeddings_find_the_neighbours_of_fp32_ones(minilm):
+    """The speed-up of bf16 autocast keeps the embedding negatives: neighbours agree with fp32."""
+    import torch
+
+    from calibrank.data.chatterbot import read_chatterbot
+
+    probe = getattr(torch.cpu, "_is_avx512_bf16_supported", None)
+    if probe is None or not probe():
+        pytest.skip("no bf16 arithmetic on this CPU: precision auto is fp32 here")
+    turns = [u for d in read_chatterbot(strict=False) for u in d.utterances]
+    pool = sorted(set(turns))[:400]
+    queries = pool[::4]
+    exact = neg.encode(minilm, pool, precision="fp32")
+    fast = neg.encode(minilm, pool, precision="bf16")
+    assert not np.array_equal(exact, fast)  # bf16 really ran
+    np.testing.assert_allclose(np.linalg.norm(fast, axis=1), 1.0, atol=1e-5)
+    assert np.min(np.sum(exact * fast, axis=1)) > 0.98  # each text's two embeddings point the same way
+    q32, q16 = neg.encode(minilm, queries, precision="fp32"), neg.encode(minilm, queries, precision="bf16")
+    k = 10
+    top32 = np.argsort(-(q32 @ exact.T), axis=1)[:, 1:k + 1]  # column 0 is the query itself
+    top16 = np.argsort(-(q16 @ fast.T), axis=1)[:, 1:k + 1]
+    overlap = np.mean([len(set(a) & set(b)) / k for a, b in zip(top32, top16)])
+    assert overlap >= 0.85, overlap

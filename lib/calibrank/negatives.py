@@ -347,19 +347,37 @@ def load_embedding_model(model: str = DEFAULT_EMBEDDING_MODEL, device: str | Non
     return _MODELS[key]
 
 
-def encode(model, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
-    """L2-normalised float32 embeddings, one row per text."""
-    emb = model.encode(
-        list(texts), batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
-    )
-    return np.ascontiguousarray(emb, dtype=np.float32).reshape(len(texts), -1)
+def encode(model, texts: Sequence[str], batch_size: int = 64, precision: str = "fp32") -> np.ndarray:
+    """L2-normalised float32 embeddings, one row per text.
+
+    ``precision`` ``auto`` (or ``bf16``) runs the encoder under bf16 autocast where the hardware
+    has bf16 arithmetic (about 2.5x faster on a CPU with AVX512-BF16); pooling and the
+    normalisation are done in float32 either way. The nearest neighbours agree with fp32 ones
+    within the tolerance tested in ``tests/test_negatives.py``.
+    """
+    import contextlib
+
+    import torch
+
+    from .training import use_bf16
+
+    device = torch.device(model.device)
+    bf16 = use_bf16(precision, device)
+    ctx = torch.autocast(device_type=device.type, dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
+    with ctx:
+        emb = model.encode(list(texts), batch_size=batch_size, normalize_embeddings=False, convert_to_tensor=True,
+                           show_progress_bar=False)
+    emb = emb.float().cpu().numpy().reshape(len(texts), -1)
+    emb /= np.maximum(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12)
+    return np.ascontiguousarray(emb, dtype=np.float32)
 
 
-def embeddings_cache_path(texts: Sequence[str], model: str = DEFAULT_EMBEDDING_MODEL) -> Path:
-    """Where :func:`cached_embeddings` keeps the embeddings of ``texts`` under ``model``."""
+def embeddings_cache_path(texts: Sequence[str], model: str = DEFAULT_EMBEDDING_MODEL, precision: str = "fp32") -> Path:
+    """Where :func:`cached_embeddings` keeps the embeddings of ``texts`` under ``model`` and ``precision``."""
     path = resolve_model_path(model)
     key = runs.cache_key(
         model=model if model == DEFAULT_EMBEDDING_MODEL else path.name,
+        precision=_resolved_precision(precision),
         n=len(texts),
         ident=stable_model_hash(path),
         texts=runs.stable_hash(list(texts)),
@@ -367,9 +385,20 @@ def embeddings_cache_path(texts: Sequence[str], model: str = DEFAULT_EMBEDDING_M
     return runs.cache_dir("embeddings") / f"{key}.npy"
 
 
-def cached_embeddings(texts: Sequence[str], model: str = DEFAULT_EMBEDDING_MODEL, *, batch_size: int = 64, device: str | None = None) -> np.ndarray:
-    """Embeddings of ``texts``, cached as ``.npy`` in ``data/cache/embeddings`` (model identity + texts hash)."""
-    dest = embeddings_cache_path(texts, model)
+def _resolved_precision(precision: str, device: str | None = None) -> str:
+    """``bf16`` or ``fp32``: what ``precision`` (fp32 / bf16 / auto) means on this machine."""
+    import torch
+
+    from .training import use_bf16
+
+    dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    return "bf16" if use_bf16(precision, dev) else "fp32"
+
+
+def cached_embeddings(texts: Sequence[str], model: str = DEFAULT_EMBEDDING_MODEL, *, batch_size: int = 64,
+                      device: str | None = None, precision: str = "fp32") -> np.ndarray:
+    """Embeddings of ``texts``, cached as ``.npy`` in ``data/cache/embeddings`` (model identity, precision, texts hash)."""
+    dest = embeddings_cache_path(texts, model, _resolved_precision(precision, device))
     if dest.exists():
         try:
             emb = np.load(dest, allow_pickle=False)
@@ -377,7 +406,7 @@ def cached_embeddings(texts: Sequence[str], model: str = DEFAULT_EMBEDDING_MODEL
                 return emb
         except (OSError, ValueError):
             pass  # unreadable: recompute and overwrite
-    emb = encode(load_embedding_model(model, device), texts, batch_size=batch_size)
+    emb = encode(load_embedding_model(model, device), texts, batch_size=batch_size, precision=precision)
     with runs.atomic_path(dest) as tmp:
         with open(tmp, "wb") as fh:  # a file object: np.save would append ".npy" to a bare path
             np.save(fh, emb, allow_pickle=False)
@@ -406,6 +435,7 @@ class EmbeddingSampler(NegativeSampler):
         batch_size: int = 64,
         device: str | None = None,
         margin: int = 10,
+        precision: str = "fp32",
     ) -> None:
         import faiss
 
@@ -416,7 +446,9 @@ class EmbeddingSampler(NegativeSampler):
         if batch_size < 1 or margin < 1:
             raise ValueError(f"batch_size and margin must be >= 1, got {batch_size} and {margin}")
         self.batch_size, self.device, self.margin = int(batch_size), device, int(margin)
-        self.pool_embeddings = cached_embeddings(self.pool, self.model_name, batch_size=self.batch_size, device=device)
+        self.precision = _resolved_precision(getattr(precision, "value", precision), device)
+        self.pool_embeddings = cached_embeddings(self.pool, self.model_name, batch_size=self.batch_size, device=device,
+                                                 precision=self.precision)
         self.index = faiss.IndexFlatIP(self.pool_embeddings.shape[1])
         self.index.add(self.pool_embeddings)
 
@@ -426,12 +458,13 @@ class EmbeddingSampler(NegativeSampler):
             "model_hash": stable_model_hash(self.model_path),
             "query_utterances": self.query_utterances,
             "margin": self.margin,
+            "precision": self.precision,
         }
 
     def embed_contexts(self, examples: Sequence[Example]) -> np.ndarray:
         model = load_embedding_model(self.model_name, self.device)
         texts = [query_text(ex.context, self.query_utterances, newest_first=True) for ex in examples]
-        return encode(model, texts, batch_size=self.batch_size)
+        return encode(model, texts, batch_size=self.batch_size, precision=self.precision)
 
     def _negative_indices(self, examples, excluded, k, seed):
         queries = self.embed_contexts(examples)
