@@ -17,6 +17,29 @@ Files in a model's folder: ``checkpoint.safetensors`` (weights, optimizer moment
 the loop's counters in its metadata), ``best.safetensors`` (the best weights so far),
 ``model.safetensors`` and ``train.json`` (the finished model and its history). Every file is
 written to a temporary name and renamed.
+
+One model on several GPUs (data parallel). Launched by ``torchrun`` (``WORLD_SIZE`` > 1 in
+the environment), the loop joins the process group (NCCL on CUDA, gloo on CPU; one that is
+already initialised is used as it is), puts each process on the GPU ``LOCAL_RANK`` names and
+wraps the model in :class:`~torch.nn.parallel.DistributedDataParallel`. Every process draws
+the same seeded global batches of ``training.batch_size`` pairs and takes a contiguous share of
+each (sizes differ by at most one pair); each share's mean loss is weighted by
+``share size x world size / batch size`` before the backward pass, so the gradient that DDP
+averages is exactly that of the mean loss over the whole global batch, and the update is the
+single-process one (up to floating-point rounding). The learning-rate schedule, step count,
+checkpoints and early selection are counted in global batches, as in one process. Process 0
+alone validates (the metric is broadcast, so every process makes the same early-selection
+decision), writes checkpoints (with every process's RNG state), ``model.safetensors`` and
+``train.json``, and shows progress; at the end its selected weights are broadcast, so every
+process returns the same model. An interrupted run resumes from its checkpoint as in one
+process. Only losses that are a mean of per-pair terms give the single-process update: the GP
+rankers' losses are not (``sngp``/``gpf_bert`` accumulate a precision matrix over the epoch's
+batches, ``pg_drr`` conditions its GP on the whole batch), so :mod:`calibrank.grid` refuses to
+train them in several processes. To train one model of a profile on N GPUs of one node::
+
+    torchrun --standalone --nproc_per_node=N -m calibrank.grid train PROFILE RANKER CORPUS [--seed S] [--member M]
+
+(on CPU the same command trains with gloo, which is how the tests check it).
 """
 
 from __future__ import annotations
@@ -24,6 +47,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -48,6 +72,7 @@ __all__ = [
     "collate",
     "use_bf16",
     "train_model",
+    "setup_distributed",
     "score_pairs",
     "save_weights",
     "load_weights",
@@ -220,7 +245,9 @@ def load_weights(model: nn.Module, path: Path) -> None:
         raise ValueError(f"{path}: weights do not fit the model (missing {missing[:3]}, unexpected {unexpected[:3]})")
 
 
-def _save_checkpoint(path: Path, model: nn.Module, optimizer: torch.optim.Optimizer, state: dict) -> None:
+def _save_checkpoint(path: Path, model: nn.Module, optimizer: torch.optim.Optimizer, state: dict,
+                     rank_rng: list[tuple[torch.Tensor, torch.Tensor | None]] | None = None) -> None:
+    """``rank_rng``: (CPU, CUDA) RNG states of processes 1.. of a data-parallel run (process 0's are the plain keys)."""
     tensors = {f"model/{k}": v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
     opt = optimizer.state_dict()
     for idx, st in opt["state"].items():
@@ -229,12 +256,17 @@ def _save_checkpoint(path: Path, model: nn.Module, optimizer: torch.optim.Optimi
     tensors["rng/torch"] = torch.random.get_rng_state()
     if torch.cuda.is_available():
         tensors["rng/cuda"] = torch.cuda.get_rng_state()
+    for rank, (cpu_state, cuda_state) in enumerate(rank_rng or [], start=1):
+        tensors[f"rng/torch/rank{rank}"] = cpu_state
+        if cuda_state is not None:
+            tensors[f"rng/cuda/rank{rank}"] = cuda_state
     meta = dict(state, param_groups=opt["param_groups"])
     with atomic_path(path) as tmp:
         save_file(tensors, str(tmp), metadata={"calibrank": json.dumps(meta)})
 
 
-def _load_checkpoint(path: Path, model: nn.Module, optimizer: torch.optim.Optimizer) -> dict:
+def _load_checkpoint(path: Path, model: nn.Module, optimizer: torch.optim.Optimizer, rank: int = 0) -> dict:
+    """Restore weights, optimizer and RNG state; ``rank`` > 0 takes that process's RNG state (data parallel)."""
     from safetensors import safe_open
 
     with safe_open(str(path), framework="pt") as fh:
@@ -247,10 +279,80 @@ def _load_checkpoint(path: Path, model: nn.Module, optimizer: torch.optim.Optimi
             _, idx, key = k.split("/", 2)
             opt_state.setdefault(int(idx), {})[key] = v
     optimizer.load_state_dict({"state": opt_state, "param_groups": meta.pop("param_groups")})
-    torch.random.set_rng_state(tensors["rng/torch"])
-    if "rng/cuda" in tensors and torch.cuda.is_available():
-        torch.cuda.set_rng_state(tensors["rng/cuda"])
+    suffix = f"/rank{rank}" if rank else ""
+    if f"rng/torch{suffix}" in tensors:
+        torch.random.set_rng_state(tensors[f"rng/torch{suffix}"])
+    else:  # resumed with more processes than the checkpoint was written by
+        log.warning("%s holds no RNG state for process %d: it keeps its freshly seeded one", path, rank)
+    if f"rng/cuda{suffix}" in tensors and torch.cuda.is_available():
+        torch.cuda.set_rng_state(tensors[f"rng/cuda{suffix}"])
     return meta
+
+
+# ----------------------------------------------------------------------------- data parallel
+
+
+def setup_distributed(device: torch.device | None = None) -> tuple[int, int, torch.device]:
+    """``(rank, world size, device)`` of this process; joins the process group under ``torchrun``.
+
+    Outside a multi-process launch (no ``WORLD_SIZE`` > 1 and no initialised process group)
+    nothing happens: ``(0, 1, device or cpu)``. Under ``torchrun`` a CUDA (or unspecified)
+    device becomes ``cuda:LOCAL_RANK`` (made the current device, so a plain ``"cuda"`` means it
+    too) when CUDA is available, and the process group is initialised with NCCL there, with
+    gloo on CPU, unless it already is.
+    """
+    import torch.distributed as dist
+
+    initialised = dist.is_available() and dist.is_initialized()
+    try:
+        world = int(os.environ.get("WORLD_SIZE", "1"))
+    except ValueError:
+        raise ValueError(f"WORLD_SIZE={os.environ['WORLD_SIZE']!r}: expected an integer (set by torchrun)") from None
+    if not initialised and world <= 1:
+        return 0, 1, device or torch.device("cpu")
+    if not dist.is_available():
+        raise RuntimeError(f"WORLD_SIZE={world} asks for data-parallel training, but this torch build has no torch.distributed")
+    if torch.cuda.is_available() and (device is None or device.type == "cuda"):
+        try:
+            local = int(os.environ.get("LOCAL_RANK", "0"))
+        except ValueError:
+            raise ValueError(f"LOCAL_RANK={os.environ['LOCAL_RANK']!r}: expected an integer (set by torchrun)") from None
+        if local >= torch.cuda.device_count():
+            raise RuntimeError(f"LOCAL_RANK={local} but only {torch.cuda.device_count()} CUDA devices are visible: "
+                               f"start at most that many processes per node (torchrun --nproc_per_node)")
+        device = torch.device("cuda", local)
+        torch.cuda.set_device(device)
+    else:
+        device = device or torch.device("cpu")
+    if not initialised:
+        dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
+    return dist.get_rank(), dist.get_world_size(), device
+
+
+def _rank_seed(seed: int, rank: int) -> int:
+    """Process ``rank``'s torch seed in a data-parallel run (process 0 keeps ``seed``): distinct dropout masks per share."""
+    return seed if rank == 0 else int(np.random.SeedSequence([seed, rank]).generate_state(1, dtype=np.uint64)[0] % (2**63))
+
+
+class _LossOf(nn.Module):
+    """``model`` with its loss as the forward pass, so that DistributedDataParallel sees the loss function's own calls
+    (e.g. a GP head's ``train_logits``) as one forward and synchronises every parameter's gradient."""
+
+    def __init__(self, model: nn.Module, loss_fn: Callable) -> None:
+        super().__init__()
+        self.model = model
+        self.loss_fn = loss_fn
+
+    def forward(self, batch: dict[str, torch.Tensor], labels: torch.Tensor) -> torch.Tensor:
+        return self.loss_fn(self.model, batch, labels)
+
+
+def _broadcast_state(model: nn.Module, src: int = 0) -> None:
+    import torch.distributed as dist
+
+    with torch.no_grad():
+        for tensor in model.state_dict().values():
+            dist.broadcast(tensor, src)
 
 
 # ----------------------------------------------------------------------------- training
@@ -298,11 +400,15 @@ def train_model(
     parameters into groups with their own ``lr`` (e.g. a GP layer's). ``on_step(step)`` runs
     after every optimizer step (tests use it to interrupt a run). The torch RNG is seeded from
     ``seed`` inside a forked RNG context, so the caller's global state is left as it was.
+    Under ``torchrun`` the model trains data-parallel (module docstring); ``device`` then
+    defaults to the process's GPU.
     """
     from tqdm import tqdm  # plain text bar: tqdm.auto needs ipywidgets inside notebooks
 
-    workdir.mkdir(parents=True, exist_ok=True)
-    device = device or torch.device("cpu")
+    rank, world, device = setup_distributed(device)
+    main = rank == 0
+    if main:
+        workdir.mkdir(parents=True, exist_ok=True)
     bf16 = use_bf16(settings.precision, device)
     ckpt_path, best_path = workdir / "checkpoint.safetensors", workdir / "best.safetensors"
     steps_per_epoch = math.ceil(len(train) / settings.batch_size)
@@ -318,16 +424,28 @@ def train_model(
     optimizer = torch.optim.AdamW(groups, lr=settings.lr, weight_decay=settings.weight_decay, fused=True)
 
     with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
-        torch.manual_seed(seed)
+        torch.manual_seed(_rank_seed(seed, rank))
         result = TrainResult()
         step, window = 0, [0.0, 0]  # loss sum and count since the last logged step
+        if world > 1:
+            import torch.distributed as dist
+            from torch.nn.parallel import DistributedDataParallel
+
+            dist.barrier()  # every process sees the same checkpoint (or none) before any trains on
         if ckpt_path.exists():
-            meta = _load_checkpoint(ckpt_path, model, optimizer)
+            meta = _load_checkpoint(ckpt_path, model, optimizer, rank)
             step, result, window = meta["step"], TrainResult(**meta["result"]), meta["window"]
             result.resumed_from = step
-            log.info("resumed from %s at step %d", ckpt_path, step)
+            if main:
+                log.info("resumed from %s at step %d", ckpt_path, step)
+        # Data parallel: the loss function runs inside DDP's forward pass (gradients of every
+        # parameter are averaged across processes in the backward pass).
+        ddp = None
+        if world > 1:
+            ddp = DistributedDataParallel(_LossOf(model, loss_fn), device_ids=[device.index] if device.type == "cuda" else None)
         t0 = time.perf_counter() - result.seconds
-        bar = tqdm(total=total, initial=step, desc=f"train {workdir.name}", unit="step", leave=False)
+        bar = tqdm(total=total, initial=step, desc=f"train {workdir.name}", unit="step", leave=False,
+                   **({} if main else {"disable": True}))
         for epoch in range(step // steps_per_epoch, settings.epochs):
             batches = length_batches(train.lengths, settings.batch_size, seed=seed, epoch=epoch)
             if on_epoch_start is not None and step % steps_per_epoch == 0:
@@ -336,66 +454,135 @@ def train_model(
             for b, index in enumerate(batches):
                 if epoch * steps_per_epoch + b < step:
                     continue  # done before the interruption
-                batch = {k: v.to(device) for k, v in collate(train, index).items()}
-                labels = torch.as_tensor(train.labels[index], device=device)
                 factor = _lr_factor(step, total, warmup)
                 for g in optimizer.param_groups:
                     g["lr"] = g["base_lr"] * factor
-                with _autocast(device, bf16):
-                    loss = loss_fn(model, batch, labels)
-                if not torch.isfinite(loss):
-                    qids = sorted({train.qids[train.query_index[i]] for i in index})
-                    good = ckpt_path if ckpt_path.exists() else "none yet"
-                    raise TrainingDiverged(
-                        f"loss is {loss.item()} at step {step + 1} (epoch {epoch}); batch of {len(index)} pairs "
-                        f"from queries {qids[:8]}{' ...' if len(qids) > 8 else ''}; last good checkpoint: {good}"
-                    )
+                if ddp is None:
+                    batch = {k: v.to(device) for k, v in collate(train, index).items()}
+                    labels = torch.as_tensor(train.labels[index], device=device)
+                    with _autocast(device, bf16):
+                        loss = loss_fn(model, batch, labels)
+                    if not torch.isfinite(loss):
+                        qids = sorted({train.qids[train.query_index[i]] for i in index})
+                        good = ckpt_path if ckpt_path.exists() else "none yet"
+                        raise TrainingDiverged(
+                            f"loss is {loss.item()} at step {step + 1} (epoch {epoch}); batch of {len(index)} pairs "
+                            f"from queries {qids[:8]}{' ...' if len(qids) > 8 else ''}; last good checkpoint: {good}"
+                        )
+                    objective, step_loss = loss, float(loss.item())
+                else:
+                    objective, step_loss = _share_loss(ddp, train, index, rank, world, device, bf16)
+                    if not math.isfinite(step_loss):
+                        qids = sorted({train.qids[train.query_index[i]] for i in index})
+                        good = ckpt_path if ckpt_path.exists() else "none yet"
+                        raise TrainingDiverged(
+                            f"loss is {step_loss} at step {step + 1} (epoch {epoch}); global batch of {len(index)} pairs "
+                            f"over {world} processes from queries {qids[:8]}{' ...' if len(qids) > 8 else ''}; "
+                            f"last good checkpoint: {good}"
+                        )
                 optimizer.zero_grad(set_to_none=True)
-                loss.backward()
+                objective.backward()
                 grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), settings.grad_clip)
                 if not torch.isfinite(grad_norm):
                     good = ckpt_path if ckpt_path.exists() else "none yet"
                     raise TrainingDiverged(
                         f"gradient norm is {grad_norm.item()} at step {step + 1} (epoch {epoch}) with a finite loss "
-                        f"{loss.item():.4g}; the weights were not updated; last good checkpoint: {good}"
+                        f"{step_loss:.4g}; the weights were not updated; last good checkpoint: {good}"
                     )
                 optimizer.step()
                 step += 1
                 bar.update(1)
-                window[0] += float(loss.item())
+                window[0] += step_loss
                 window[1] += 1
                 if step % settings.log_every == 0 or step == total:
                     mean_loss = window[0] / window[1]
                     result.history.append({"step": step, "epoch": epoch, "loss": mean_loss, "lr": optimizer.param_groups[0]["lr"]})
-                    log.info("step %d/%d loss %.4f (mean of the last %d steps)", step, total, mean_loss, window[1])
+                    if main:
+                        log.info("step %d/%d loss %.4f (mean of the last %d steps)", step, total, mean_loss, window[1])
                     window = [0.0, 0]
                 end_of_epoch = (b == len(batches) - 1)
                 if validate is not None and ((settings.eval_every and step % settings.eval_every == 0) or end_of_epoch):
-                    metric = float(validate(model))
+                    if world > 1:  # process 0 validates; all follow its metric
+                        shared = torch.tensor([float(validate(model)) if main else 0.0], dtype=torch.float64, device=device)
+                        dist.broadcast(shared, 0)
+                        metric = float(shared.item())
+                    else:
+                        metric = float(validate(model))
                     model.train()
                     result.validation.append({"step": step, "metric": metric})
-                    log.info("step %d validation %.4f", step, metric)
+                    if main:
+                        log.info("step %d validation %.4f", step, metric)
                     if not result.best_metric >= metric:  # also true when best is NaN
                         result.best_metric, result.best_step = metric, step
-                        save_weights(model, best_path, {"step": step, "metric": metric})
+                        if main:
+                            save_weights(model, best_path, {"step": step, "metric": metric})
                 if step % settings.checkpoint_every == 0 and step < total:
                     result.seconds = time.perf_counter() - t0
-                    _save_checkpoint(ckpt_path, model, optimizer, {"step": step, "result": result.to_dict(), "window": window})
+                    state = {"step": step, "result": result.to_dict(), "window": window}
+                    if world > 1:
+                        states: list = [None] * world
+                        dist.all_gather_object(states, (torch.random.get_rng_state(),
+                                                        torch.cuda.get_rng_state() if torch.cuda.is_available() else None))
+                        if main:
+                            _save_checkpoint(ckpt_path, model, optimizer, state, rank_rng=states[1:])
+                    else:
+                        _save_checkpoint(ckpt_path, model, optimizer, state)
                 if on_step is not None:
                     on_step(step)
         bar.close()
     result.steps = step
     result.seconds = time.perf_counter() - t0
     result.pairs_per_second = len(train) * settings.epochs / max(result.seconds, 1e-9)
-    if validate is not None and best_path.exists():
+    if world > 1:
+        # Process 0 holds the selected weights (best.safetensors lives on its disk): every process takes them.
+        decision = [bool(validate is not None and best_path.exists())] if main else [False]
+        dist.broadcast_object_list(decision, 0)
+        if decision[0]:
+            if main:
+                load_weights(model, best_path)
+        else:
+            result.best_step = step
+        _broadcast_state(model, 0)
+    elif validate is not None and best_path.exists():
         load_weights(model, best_path)
     else:
         result.best_step = step
-    save_weights(model, workdir / "model.safetensors", {"step": result.best_step})
-    write_json(workdir / "train.json", result.to_dict())
-    ckpt_path.unlink(missing_ok=True)
-    best_path.unlink(missing_ok=True)
+    if main:
+        save_weights(model, workdir / "model.safetensors", {"step": result.best_step})
+        write_json(workdir / "train.json", result.to_dict())
+        ckpt_path.unlink(missing_ok=True)
+        best_path.unlink(missing_ok=True)
+    if world > 1:
+        dist.barrier()  # the finished model is on disk before any process returns
     return result
+
+
+def _share_loss(ddp: nn.Module, train: Pairs, index: np.ndarray, rank: int, world: int, device: torch.device,
+                bf16: bool) -> tuple[torch.Tensor, float]:
+    """This process's weighted loss on its contiguous share of a global batch, and the global batch's mean loss.
+
+    The share's mean loss is weighted by ``n_share x world / n_batch``: DDP averages the
+    gradients over processes, so the result is the gradient of the mean over the whole batch.
+    A process whose share is empty (a global batch smaller than the world) runs its forward
+    pass on the batch's first pair with weight 0, so that every process takes part in the
+    gradient exchange. The mean loss and a non-finite flag are summed over processes in one
+    exchange: every process sees the same (possibly non-finite) loss and stops together.
+    """
+    import torch.distributed as dist
+
+    share = np.array_split(index, world)[rank]
+    part = share if len(share) else index[:1]
+    batch = {k: v.to(device) for k, v in collate(train, part).items()}
+    labels = torch.as_tensor(train.labels[part], device=device)
+    with _autocast(device, bf16):
+        loss = ddp(batch, labels)
+    weight = len(share) / len(index)
+    stats = torch.stack([loss.detach().double() * weight, (~torch.isfinite(loss.detach())).double()])
+    dist.all_reduce(stats)
+    total_loss, bad = float(stats[0].item()), float(stats[1].item())
+    if bad > 0 and math.isfinite(total_loss):
+        total_loss = float("nan")
+    return loss * (weight * world), total_loss
 
 
 def load_trained(model: nn.Module, workdir: Path) -> TrainResult | None:

@@ -1,0 +1,246 @@
+"""The grid of trained models behind a profile's notebook runs, and the command that trains one of them.
+
+Notebook ``03_train`` runs once per ranker x training corpus x training seed; several of those
+runs load the same trained model from the model cache (``runs/<profile>/models/``): ``bert``,
+``mc_dropout``, ``temperature`` and ensemble member 0 share the ``bert`` model of their seed.
+On a cluster each model should train once, in a job of its own on a GPU, before the
+notebooks that read it. This module lists those models (:func:`grid_models`), says which
+models each notebook run loads (:func:`run_models`), and trains one of them::
+
+    python -m calibrank.grid train PROFILE RANKER CORPUS [--seed N] [--member M]
+    python -m calibrank.grid list PROFILE
+
+``train`` trains the model (or finds it in the cache) exactly as notebook 03 would, and
+writes a done marker, ``runs/<profile>/grid/<model>.json``, naming the model's folder: the
+file a workflow engine waits for (``workflow/Snakefile``). ``--seed`` is a training seed of
+the profile (default: the main one); ``--member`` is the ensemble member index, for
+``ensemble`` only. ``mc_dropout`` and ``temperature`` (and ensemble member 0) name the
+``bert`` model of their seed and write its marker.
+
+Under ``torchrun`` the model trains data-parallel on several GPUs
+(:mod:`calibrank.training`); only models whose loss is a mean over pairs may (``bert`` and
+what shares it, ensemble members, ``focal``): the GP rankers' training depends on whole
+batches, and they are refused with an error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from .config import Config, ConfigError, Corpus, RankerName, load_config, parse_run_name, train_runs, training_seeds
+from .runs import project_root, run_dir, write_json
+
+__all__ = [
+    "DATA_PARALLEL",
+    "GridModel",
+    "grid_models",
+    "run_models",
+    "model_for",
+    "marker_path",
+    "train",
+    "main",
+]
+
+#: Rankers whose ``fit`` only loads the ``bert`` model of the same seed (and adds to it at prediction time).
+_SHARES_BERT = (RankerName.mc_dropout, RankerName.temperature)
+
+#: Rankers whose model trains data-parallel to the single-process update (a loss that is a mean over pairs).
+DATA_PARALLEL = (RankerName.bert, RankerName.mc_dropout, RankerName.temperature, RankerName.ensemble, RankerName.focal)
+
+
+@dataclass(frozen=True)
+class GridModel:
+    """One trained model of the grid: the command that trains it, and the name of its done marker.
+
+    ``ranker`` and ``member`` are what ``python -m calibrank.grid train`` is called with
+    (``bert`` for every model that ``bert`` shares; ``ensemble`` only for members 1..M-1).
+    """
+
+    name: str
+    ranker: str
+    corpus: str
+    seed: int
+    member: int | None = None
+
+    def args(self, profile: str) -> list[str]:
+        """Arguments of ``python -m calibrank.grid`` that train this model."""
+        out = ["train", profile, self.ranker, self.corpus, "--seed", str(self.seed)]
+        return out + (["--member", str(self.member)] if self.member is not None else [])
+
+    @property
+    def data_parallel(self) -> bool:
+        return RankerName(self.ranker) in DATA_PARALLEL
+
+
+def model_for(cfg: Config, ranker: str | RankerName, corpus: str | Corpus, seed: int | None = None,
+              member: int | None = None) -> GridModel:
+    """The grid model that ``ranker`` trained on ``corpus`` with ``seed`` (ensemble: ``member``) loads.
+
+    Raises ``ValueError`` naming the parameter for a ranker, corpus, seed or member the
+    profile does not have.
+    """
+    try:
+        key = RankerName(ranker)
+    except ValueError:
+        raise ValueError(f"ranker: unknown ranker {ranker!r}; known rankers: {', '.join(r.value for r in RankerName)}") from None
+    try:
+        corp = Corpus(corpus)
+    except ValueError:
+        raise ValueError(f"corpus: unknown corpus {corpus!r}; known corpora: {', '.join(c.value for c in Corpus)}") from None
+    if corp not in cfg.rankers.train_corpora:
+        raise ValueError(f"corpus: {corp.value!r} is not among rankers.train_corpora of profile {cfg.profile!r} "
+                         f"({', '.join(c.value for c in cfg.rankers.train_corpora)})")
+    seeds = training_seeds(cfg)
+    seed = seeds[0] if seed is None else int(seed)
+    if seed not in seeds:
+        raise ValueError(f"seed: {seed} is not a training seed of profile {cfg.profile!r} (rankers.seeds: {list(seeds)})")
+    if key is RankerName.ensemble:
+        members = cfg.rankers.ensemble.members
+        if member is None:
+            raise ValueError(f"member: ensemble needs --member, the index of one of its {members} members (0..{members - 1})")
+        if not 0 <= member < members:
+            raise ValueError(f"member: expected an index in 0..{members - 1} (rankers.ensemble.members = {members}), got {member}")
+        if member > 0:
+            return GridModel(f"ensemble-{corp.value}-seed{seed}-member{member}", key.value, corp.value, seed, member)
+        key = RankerName.bert  # member 0 is the bert model of the seed
+    elif member is not None:
+        raise ValueError(f"member: only the ensemble has members, ranker {key.value!r} takes no --member")
+    if key in _SHARES_BERT:
+        key = RankerName.bert
+    return GridModel(f"{key.value}-{corp.value}-seed{seed}", key.value, corp.value, seed)
+
+
+def _run_models(cfg: Config, ranker: RankerName, corpus: Corpus, seed: int) -> list[GridModel]:
+    if ranker is RankerName.ensemble:
+        return [model_for(cfg, ranker, corpus, seed, m) for m in range(cfg.rankers.ensemble.members)]
+    return [model_for(cfg, ranker, corpus, seed)]
+
+
+def run_models(cfg: Config) -> dict[str, list[str]]:
+    """For every notebook-03 run of the profile (:func:`calibrank.config.train_runs`), the grid models it loads."""
+    out = {}
+    for run in train_runs(cfg):
+        ranker, corpus, seed = parse_run_name(run, cfg)
+        out[run] = [m.name for m in _run_models(cfg, ranker, corpus, seed)]
+    return out
+
+
+def grid_models(cfg: Config) -> list[GridModel]:
+    """Every model the profile's notebook runs load, each once, in run order."""
+    seen: dict[str, GridModel] = {}
+    for run in train_runs(cfg):
+        ranker, corpus, seed = parse_run_name(run, cfg)
+        for m in _run_models(cfg, ranker, corpus, seed):
+            seen.setdefault(m.name, m)
+    return list(seen.values())
+
+
+def marker_path(profile: str, name: str) -> Path:
+    """``runs/<profile>/grid/<model>.json``: written when the model is trained (relative to the project root)."""
+    return Path("runs") / profile / "grid" / f"{name}.json"
+
+
+def _launched_data_parallel() -> bool:
+    import torch.distributed as dist
+
+    try:
+        world = int(os.environ.get("WORLD_SIZE", "1"))
+    except ValueError:
+        raise ValueError(f"WORLD_SIZE={os.environ['WORLD_SIZE']!r}: expected an integer (set by torchrun)") from None
+    return world > 1 or (dist.is_available() and dist.is_initialized())
+
+
+def train(cfg: Config, model: GridModel) -> Path:
+    """Train ``model`` (or load it from the cache) and write its done marker; return the marker's path.
+
+    Under ``torchrun`` every process trains (data parallel) and process 0 writes the marker.
+    """
+    from . import experiment
+    from .rankers import ranker_from_config
+    from .training import setup_distributed
+
+    import torch.distributed as dist
+
+    multi = _launched_data_parallel()
+    if multi and not model.data_parallel:
+        raise ValueError(f"ranker: {model.ranker!r} cannot train data-parallel (its training depends on whole batches, "
+                         f"not on a mean over pairs); train it in one process, without torchrun")
+    started_group = multi and not dist.is_initialized()
+    rank, world, device = setup_distributed(None) if multi else (0, 1, None)
+    try:
+        t0 = time.perf_counter()
+        if model.member is not None:
+            ensemble = ranker_from_config(cfg, RankerName.ensemble, experiment.models_dir(cfg, model.corpus),
+                                          device=device, seed=model.seed)
+            trained = ensemble.fit_member(model.member, *experiment.training_queries(cfg, model.corpus))
+        else:
+            trained = experiment.train_ranker(cfg, model.ranker, model.corpus, device=device, seed=model.seed).trained
+        seconds = time.perf_counter() - t0
+        dest = project_root() / marker_path(cfg.profile, model.name)
+        if rank == 0:
+            folder = Path(trained.workdir).resolve()
+            try:
+                shown = str(folder.relative_to(project_root()))
+            except ValueError:
+                shown = str(folder)
+            run_dir(cfg.profile, "grid")
+            write_json(dest, {
+                **asdict(model),
+                "profile": cfg.profile,
+                "model_dir": shown,
+                "steps": trained.result.steps,
+                "best_step": trained.result.best_step,
+                "resumed_from": trained.result.resumed_from,
+                "train_seconds": round(trained.result.seconds, 3),
+                "job_seconds": round(seconds, 3),
+                "processes": world,
+                "device": str(next(trained.model.parameters()).device),
+            })
+        return dest
+    finally:
+        if started_group and dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m calibrank.grid", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_train = sub.add_parser("train", help="train one model of a profile's grid (or find it in the cache) and write its marker")
+    p_train.add_argument("profile", help="params/<profile>.yaml")
+    p_train.add_argument("ranker", help="a ranker of the profile (mc_dropout and temperature train the bert model)")
+    p_train.add_argument("corpus", help="a training corpus of the profile (rankers.train_corpora)")
+    p_train.add_argument("--seed", type=int, default=None, help="a training seed of the profile (default: the main one)")
+    p_train.add_argument("--member", type=int, default=None, help="ensemble only: the member index (0 is the bert model)")
+    p_list = sub.add_parser("list", help="print the grid's models, one line each: marker name and train arguments")
+    p_list.add_argument("profile", help="params/<profile>.yaml")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        cfg = load_config(args.profile)
+        if args.command == "list":
+            for m in grid_models(cfg):
+                print(m.name, " ".join(m.args(cfg.profile)))
+            return 0
+        model = model_for(cfg, args.ranker, args.corpus, args.seed, args.member)
+        if _launched_data_parallel() and not model.data_parallel:
+            raise ValueError(f"ranker: {model.ranker!r} cannot train data-parallel (its training depends on whole "
+                             f"batches, not on a mean over pairs); train it in one process, without torchrun")
+    except (ConfigError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    dest = train(cfg, model)  # errors of training itself keep their traceback
+    if int(os.environ.get("RANK", "0")) == 0:
+        print(f"{model.name}: {dest}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
