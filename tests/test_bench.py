@@ -1,4 +1,4 @@
-"""The benchmark functions on tiny inputs: result structure and parity of the implementations (no timing checks)."""
+"""The benchmark functions on tiny inputs: result structure, invariants and parity of the implementations (no timing checks)."""
 
 from __future__ import annotations
 
@@ -104,18 +104,164 @@ def test_write_results_merges_and_renders(tmp_path):
     md = (out / "bench.md").read_text()
     for line in ("## ranker_inference", "## negatives_bm25", "## negatives_embedding", "| bm25s.total_s | 0.25 |", "| per_query_ms | 1.5 |"):
         assert line in md
-    assert sorted(p.name for p in out.iterdir()) == ["bench.json", "bench.md"]
+    assert sorted(p.name for p in out.iterdir()) == ["bench.html", "bench.json", "bench.md"]
+    page = (out / "bench.html").read_text()
+    assert page.startswith("<!DOCTYPE html>") and "<h2>ranker_inference</h2>" in page and "<td>bm25s.total_s</td>" in page
 
 
 def test_main_end_to_end_tiny(tmp_path):
     out = tmp_path / "out"
-    assert bench.main(["--out", str(out), "--n-responses", "200", "--n-queries", "10", "--n-embed", "60", "--k", "5"]) == 0
+    rankers = ["--skip", "training", "--skip", "inference", "--skip", "memory"]
+    assert bench.main(["--out", str(out), "--n-responses", "200", "--n-queries", "10", "--n-embed", "60", "--k", "5", *rankers]) == 0
     res = json.loads((out / "bench.json").read_text())
-    assert set(res) == {"negatives_bm25", "negatives_embedding"}
+    assert set(res) == {"machine", "negatives_bm25", "negatives_embedding"}
+    assert res["machine"]["torch"] and res["machine"]["cpu_count"] == os.cpu_count()
+    assert (out / "bench.md").read_text().index("## Machine") < (out / "bench.md").read_text().index("## negatives_bm25")
     assert res["negatives_bm25"]["n_responses"] == 200 and res["negatives_bm25"]["machine"]["cpu_count"] == os.cpu_count()
     emb = res["negatives_embedding"]
     assert emb["n_embed"] == emb["n_responses"] == 60 and emb["encode_from_cache"] is False
     assert emb["parity"]["topk_identical_up_to_ties"] == 1.0
     # a rerun reads the cached encodings
-    bench.main(["--out", str(out), "--n-responses", "200", "--n-queries", "10", "--n-embed", "60", "--k", "5", "--skip", "bm25"])
+    bench.main(["--out", str(out), "--n-responses", "200", "--n-queries", "10", "--n-embed", "60", "--k", "5", "--skip", "bm25", *rankers])
     assert json.loads((out / "bench.json").read_text())["negatives_embedding"]["encode_from_cache"] is True
+
+
+# --------------------------------------------------------------------------- ranker sections
+
+from calibrank import bench_common, bench_inference, bench_memory, bench_training  # noqa: E402
+from calibrank.config import load_config  # noqa: E402
+from rankfix import learnable_queries, tiny_training  # noqa: E402
+
+SMOKE = os.path.join(os.path.dirname(__file__), "..", "params", "smoke.yaml")
+
+
+def test_ratio_and_target():
+    assert bench_common.ratio(3.0, 2.0) == 1.5
+    assert np.isnan(bench_common.ratio(1.0, 0.0))
+    assert bench_common.target("x", 1.6, ">=", 1.5)["met"] is True
+    assert bench_common.target("x", 1.2, "<=", 1.1) == {"figure": "x", "value": 1.2, "target": "<= 1.1", "met": False}
+    assert bench_common.target("x", float("nan"), ">=", 1.5)["met"] is None
+    with pytest.raises(ValueError, match="op"):
+        bench_common.target("x", 1.0, ">", 1.0)
+    with pytest.raises(ValueError, match="steps"):
+        bench_common.positive_int(0, "steps")
+
+
+def test_training_throughput_structure():
+    queries = learnable_queries(20, 1, 0)  # 40 pairs
+    settings = tiny_training(batch_size=4)
+    res = bench_training.bench_training(queries, settings, warmup=1, steps=2, variants=("calibrank", "st"))
+    assert res["timed_pairs"] == 8 and res["warmup_steps"] == 1 and res["st_method"] in ("fit", "old_fit")
+    for v in ("calibrank", "st"):
+        assert res[v]["pairs_per_s"] > 0 and res[v]["seconds"] > 0
+        assert res[v]["pairs_per_s"] == pytest.approx(res["timed_pairs"] / res[v]["seconds"])
+        assert res[v]["precision"]
+    assert res["calibrank"]["steps_run"] == 3 and res["calibrank"]["precision"] == "fp32"
+    assert res["ratio_ours_over"]["st"] == pytest.approx(res["calibrank"]["pairs_per_s"] / res["st"]["pairs_per_s"])
+    (t,) = res["targets"]
+    assert t["value"] == res["ratio_ours_over"]["st"] and t["target"] == ">= 1.5" and t["met"] == (t["value"] >= 1.5)
+    json.dumps(res)
+    with pytest.raises(ValueError, match="warmup"):
+        bench_training.bench_training(queries, settings, warmup=0, steps=2)
+    with pytest.raises(ValueError, match="queries: 40 training pairs"):
+        bench_training.bench_training(queries, settings, warmup=1, steps=10)
+    with pytest.raises(ValueError, match="variants"):
+        bench_training.bench_training(queries, settings, warmup=1, steps=2, variants=("st",))
+
+
+@pytest.fixture
+def smoke_queries(tmp_path):
+    """The smoke profile (tiny-random backbone) with tiny learnable query sets written under the test's root."""
+    from calibrank.data.io import write_queries
+    from calibrank.querysets import QuerySetSpec, query_set_path
+
+    cfg = load_config(SMOKE, {"rankers.pg_drr.inducing": 8, "rankers.ensemble.members": 2, "rankers.mc_dropout.passes": 2,
+                              "training.max_length": 32, "training.max_response_length": 12})
+    for split, k, n, seed in (("train", 1, 12, 1), ("valid", 9, 4, 2), ("test", 9, 6, 3)):
+        write_queries(query_set_path(cfg, QuerySetSpec("chitchat", split, cfg.negatives.train, k)), learnable_queries(n, k, seed))
+    return cfg
+
+
+def test_inference_per_query_structure(smoke_queries):
+    cfg = smoke_queries
+    res = bench_inference.bench_inference(cfg, n_queries=3, repeats=2, warmup_queries=1,
+                                          rankers=["mc_dropout", "ensemble", "pg_drr"], short_train_queries=4)
+    assert list(res["rankers"]) == ["bert", "mc_dropout", "ensemble", "pg_drr"]  # bert added as the baseline
+    assert res["models_from_short_training"] == sorted(res["rankers"]) and res["queries"] == 3 and res["candidates"] == 10
+    bert_ms = res["rankers"]["bert"]["ms_per_query"]
+    for name, v in res["rankers"].items():
+        assert v["ms_per_query"] > 0 and v["ms_per_query_fastest"] <= v["ms_per_query"]
+        assert v["ratio_to_bert"] == pytest.approx(v["ms_per_query"] / bert_ms)
+        assert v["models"].startswith("short training")
+    assert res["rankers"]["mc_dropout"]["samples"] == 2 and res["rankers"]["ensemble"]["samples"] == 2
+    bounds = {t["figure"].split()[1]: t for t in res["targets"]}
+    assert set(bounds) == {"mc_dropout", "ensemble", "pg_drr"}
+    assert bounds["mc_dropout"]["target"] == "<= 2" and bounds["ensemble"]["target"] == "<= 2" and bounds["pg_drr"]["target"] == "<= 1.1"
+    for name, t in bounds.items():
+        assert t["value"] == res["rankers"][name]["ratio_to_bert"] and t["met"] == (t["value"] <= res["rankers"][name]["target_max_ratio"])
+    json.dumps(res)
+    with pytest.raises(ValueError, match="n_queries"):
+        bench_inference.bench_inference(cfg, n_queries=0)
+    with pytest.raises(ValueError, match="nope"):
+        bench_inference.bench_inference(cfg, rankers=["nope"])
+
+
+def test_peak_memory_child_jobs_in_process(tmp_path):
+    from calibrank.data.io import write_queries
+
+    path = write_queries(tmp_path / "q.parquet", learnable_queries(4, 1, 0))
+    settings = bench_memory._plain_settings(tiny_training(batch_size=4))
+    res = bench_memory._child({"job": "train", "settings": settings, "queries": str(path), "steps": 2, "seed": 0})
+    assert res["steps_run"] == 2 and res["increment_mb"] >= 0 and res["peak_mb"] >= res["baseline_mb"] > 0
+    res = bench_memory._child({"job": "gibbs", "n": 12, "dim": 4, "chains": 3, "steps": 2, "seed": 0})
+    assert res["w_shape"] == [3, 12] and res["increment_mb"] == pytest.approx(max(0.0, res["peak_mb"] - res["baseline_mb"]))
+    with pytest.raises(ValueError, match="job"):
+        bench_memory._child({"job": "other"})
+
+
+def test_peak_memory_subprocess_and_structure(monkeypatch):
+    real = bench_memory.run_job({"job": "gibbs", "n": 64, "dim": 4, "chains": 4, "steps": 2, "seed": 0})
+    assert "error" not in real, real
+    assert real["baseline_mb"] > 0 and real["increment_mb"] >= 0
+    assert real["increment_mb"] == pytest.approx(real["peak_mb"] - real["baseline_mb"])
+
+    calls = []
+
+    def fake(spec, timeout_s):
+        calls.append(spec["job"])
+        return {"baseline_mb": 100.0, "peak_mb": 150.0, "increment_mb": 50.0, "seconds": 0.1}
+
+    monkeypatch.setattr(bench_memory, "run_job", fake)
+    monkeypatch.setattr(bench_memory, "available_mb", lambda: 1000.0)
+    res = bench_memory.bench_memory(learnable_queries(8, 1, 0), tiny_training(batch_size=4), train_steps=2,
+                                    gibbs_sizes=(16, 4096), gibbs_chains=30, gibbs_steps=2, laptop_inducing=16)
+    assert calls == ["train", "gibbs"]  # M=4096 x 30 chains does not fit in 1000 MB: skipped, not run
+    assert res["training"]["increment_mb"] == 50.0 and res["gibbs"]["M=16"]["laptop_size"] is True
+    assert "skipped" in res["gibbs"]["M=4096"] and "increment_mb" not in res["gibbs"]["M=4096"]
+    with pytest.raises(ValueError, match="train_steps x batch_size"):
+        bench_memory.bench_memory(learnable_queries(2, 1, 0), tiny_training(batch_size=4), train_steps=2)
+    with pytest.raises(ValueError, match="gibbs_sizes"):
+        bench_memory.bench_memory(learnable_queries(8, 1, 0), tiny_training(batch_size=4), train_steps=2, gibbs_sizes=(1,))
+
+
+def test_markdown_shows_ratios_beside_targets(tmp_path):
+    sections = {
+        "machine": {"cpu": "test cpu", "torch": "x", "torch_threads": 2},
+        "training_throughput": {"calibrank": {"pairs_per_s": 3.0, "seconds": 1.0, "precision": "bf16"},
+                                "st": {"pairs_per_s": 1.5, "seconds": 2.0, "precision": "fp32"},
+                                "ratio_ours_over": {"st": 2.0},
+                                "targets": [bench_common.target("calibrank / st", 2.0, ">=", 1.5)]},
+        "inference_per_query": {"rankers": {"bert": {"ms_per_query": 2.0, "ratio_to_bert": 1.0},
+                                            "sngp": {"ms_per_query": 3.0, "ratio_to_bert": 1.5, "target_max_ratio": 1.1}},
+                                "targets": [bench_common.target("sngp / bert", 1.5, "<=", 1.1)]},
+        "peak_memory": {"training": {"steps": 2, "baseline_mb": 10.0, "peak_mb": 30.0, "increment_mb": 20.0},
+                        "gibbs": {"M=256": {"chains": 30, "steps": 10, "skipped": "too big"}}},
+    }
+    bench.write_results(tmp_path, sections)
+    md = (tmp_path / "bench.md").read_text()
+    assert md.index("## Machine") < md.index("## Targets") < md.index("## training_throughput")
+    assert "| training_throughput | calibrank / st | 2 | >= 1.5 | yes |" in md
+    assert "| inference_per_query | sngp / bert | 1.5 | <= 1.1 | NO |" in md
+    assert "| sngp | 3 |" in md and "| 20 |" in md and "too big" in md
+    page = (tmp_path / "bench.html").read_text()
+    assert '<td class="met-yes">yes</td>' in page and '<td class="met-NO">NO</td>' in page

@@ -1,0 +1,176 @@
+"""``inference_per_query``: milliseconds per query of every ranker of a profile against ``bert``, side by side.
+
+What is measured: the time of each ranker's ``predict`` on the same seeded test queries of the
+in-domain corpus (each query: all ``1 + k`` candidates scored, tokenisation included), by
+:func:`calibrank.efficiency.measure_efficiency`: every ranker loaded first and warmed up, then
+``repeats`` rounds that time each ranker in turn (round robin, so a change of machine load hits
+all alike); the median per query counts and the ratio of medians to ``bert``
+(:func:`calibrank.efficiency.efficiency_table`) is set beside its target:
+
+- single-pass rankers (``temperature``, ``focal``, ``sngp``, ``gpf_bert``, ``pg_drr``: one encoder pass,
+  plus a posterior computation for the GP layers) at most 1.10x;
+- ``mc_dropout`` at most T x (its T stochastic passes), ``ensemble`` at most M x (its M members).
+
+Why models may be trained here: timing does not depend on how well a model is trained. Each
+ranker is taken from the profile's model cache when notebook 03 has trained it there (checked
+without training: the cache lookup runs with the training loop replaced by a sentinel). A
+ranker that is not in the cache is built by a short training through its normal ``fit`` (one
+epoch over a few training queries, in a temporary models folder) with the profile's settings,
+so its architecture and inference path are the profile's; the section says which rankers were
+built that way. The short training keeps enough training pairs for PG-DRR's inducing set, whose
+size sets PG-DRR's prediction cost.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import numpy as np
+
+from .bench_common import log, positive_int, ratio, target
+from .config import Config, RankerName
+
+__all__ = ["SECTION", "SINGLE_PASS", "SINGLE_PASS_TARGET", "bench_inference", "cached_ranker", "short_trained_ranker"]
+
+SECTION = "inference_per_query"
+SINGLE_PASS = ("temperature", "focal", "sngp", "gpf_bert", "pg_drr")
+SINGLE_PASS_TARGET = 1.10
+
+
+class _NotCached(Exception):
+    """Raised in place of training: the ranker is not in the model cache."""
+
+
+def cached_ranker(cfg: Config, name: str, train_corpus: str):
+    """The ranker fitted from the profile's model cache, or None when fitting it would train a model."""
+    from . import experiment
+    from .rankers import base
+
+    def _refuse(*_args, **_kw):
+        raise _NotCached
+
+    with mock.patch.object(base, "train_model", _refuse):
+        try:
+            return experiment.train_ranker(cfg, name, train_corpus)
+        except _NotCached:
+            return None
+
+
+def _short_queries(cfg: Config, n_train: int) -> int:
+    """Training queries of the short training: ``n_train``, raised to cover PG-DRR's inducing set."""
+    k = cfg.negatives.train_k + 1
+    need = math.ceil(cfg.rankers.pg_drr.inducing / k) if RankerName.pg_drr in cfg.rankers.names else 0
+    return max(n_train, need)
+
+
+def short_trained_ranker(cfg: Config, name: str, train_corpus: str, models_dir: str | Path, *, n_train: int = 32,
+                         n_valid: int = 8):
+    """``name`` with the profile's settings, fitted by one epoch over the first training queries (timing only).
+
+    ``n_train`` is raised to the queries PG-DRR's inducing set needs. Models are cached in
+    ``models_dir`` (rankers sharing a model, e.g. ``bert`` and ``mc_dropout``, train it once).
+    """
+    from .querysets import load_query_set
+    from .rankers import ranker_from_config
+
+    n_train = positive_int(n_train, "n_train")
+    n_valid = positive_int(n_valid, "n_valid", minimum=2)
+    train = load_query_set(cfg, train_corpus, "train", cfg.negatives.train)[: _short_queries(cfg, n_train)]
+    valid = load_query_set(cfg, train_corpus, "valid", cfg.negatives.train)[:n_valid]
+    short = dataclasses.replace(cfg, training=dataclasses.replace(cfg.training, epochs=1, eval_every=None))
+    return ranker_from_config(short, name, models_dir).fit(train, valid)
+
+
+def _target_for(cfg: Config, name: str) -> tuple[float, str] | None:
+    if name == RankerName.mc_dropout.value:
+        return float(cfg.rankers.mc_dropout.passes), f"T = {cfg.rankers.mc_dropout.passes} passes"
+    if name == RankerName.ensemble.value:
+        return float(cfg.rankers.ensemble.members), f"M = {cfg.rankers.ensemble.members} members"
+    if name in SINGLE_PASS:
+        return SINGLE_PASS_TARGET, "single pass"
+    return None
+
+
+def bench_inference(cfg: Config, *, n_queries: int = 50, repeats: int = 3, warmup_queries: int = 4,
+                    rankers: Sequence[str] | None = None, train_corpus: str | None = None, short_train_queries: int = 32,
+                    models_dir: str | Path | None = None, use_cache: bool = True) -> dict[str, Any]:
+    """Time every ranker's ``predict`` against ``bert`` on the same queries; ratios beside their targets.
+
+    ``use_cache=False`` always builds the rankers by the short training (in ``models_dir``, a
+    temporary folder by default).
+    """
+    from . import efficiency
+
+    n_queries = positive_int(n_queries, "n_queries")
+    repeats = positive_int(repeats, "repeats")
+    names = list(rankers) if rankers is not None else [r.value for r in cfg.rankers.names]
+    known = [r.value for r in RankerName]
+    unknown = [name for name in names if name not in known]
+    if unknown:  # before any model is built
+        raise ValueError(f"rankers: unknown ranker(s) {unknown}; known rankers: {', '.join(known)}")
+    if "bert" not in names:
+        names.insert(0, "bert")  # the baseline of every ratio
+    tc = train_corpus or cfg.rankers.train_corpora[0].value
+    fitted: dict[str, Any] = {}
+    source: dict[str, str] = {}
+    with tempfile.TemporaryDirectory(prefix="calibrank-bench-models-") as tmp:
+        short_dir = Path(models_dir) if models_dir is not None else Path(tmp)
+        for name in names:
+            ranker = cached_ranker(cfg, name, tc) if use_cache else None
+            if ranker is not None:
+                fitted[name], source[name] = ranker, "profile model cache"
+                continue
+            n_short = _short_queries(cfg, short_train_queries)
+            log(f"inference_per_query: {name} is not in the model cache; short training on {n_short} queries (timing only)")
+            fitted[name] = short_trained_ranker(cfg, name, tc, short_dir, n_train=short_train_queries)
+            source[name] = f"short training: 1 epoch on {n_short} {tc} training queries (timing only, not a trained model)"
+        log(f"inference_per_query: timing {len(names)} rankers x {repeats} rounds on {n_queries} queries")
+        with mock.patch.object(efficiency, "train_ranker", lambda _cfg, name, *_args, **_kw: fitted[name]):
+            measured = efficiency.measure_efficiency(cfg, n_queries=n_queries, repeats=repeats, warmup_queries=warmup_queries,
+                                                     rankers=names, train_corpus=tc)
+    table = efficiency.efficiency_table(measured)
+    base_ms = float(measured.loc[measured["ranker"] == "bert", "ms/query"].iloc[0])
+    out_rankers: dict[str, Any] = {}
+    targets = []
+    for _, row in measured.iterrows():
+        name = str(row["ranker"])
+        ms = float(row["ms/query"])
+        entry = {
+            "ms_per_query": ms,
+            "ms_per_query_fastest": float(row["ms/query (fastest)"]),
+            "ratio_to_bert": ratio(ms, base_ms),
+            "parameters": int(row["parameters"]),
+            "samples": int(row["samples"]),
+            "models": source[name],
+        }
+        paper = table.loc[table["ranker"] == name]
+        for col, key in (("PG-DRR ratio", "paper_ratio_pg_drr"), ("GPF-BERT ratio", "paper_ratio_gpf_bert")):
+            if len(paper) and not np.isnan(float(paper[col].iloc[0])):
+                entry[key] = float(paper[col].iloc[0])
+        spec = _target_for(cfg, name)
+        if spec is not None:
+            entry["target_max_ratio"] = spec[0]
+            targets.append(target(f"ms/query {name} / bert ({spec[1]})", entry["ratio_to_bert"], "<=", spec[0]))
+        out_rankers[name] = entry
+    first = measured.iloc[0]
+    return {
+        "profile": cfg.profile,
+        "backbone": cfg.training.backbone,
+        "corpus": str(first["corpus"]),
+        "sampler": str(first["sampler"]),
+        "queries": int(first["queries"]),
+        "candidates": int(first["candidates"]),
+        "repeats": repeats,
+        "eval_batch_size": cfg.training.eval_batch_size,
+        "device": str(first["device"]),
+        "models_from_short_training": sorted(n for n, s in source.items() if s != "profile model cache"),
+        "rankers": out_rankers,
+        "targets": targets,
+        "note": "median of round-robin repeats; ratio = median ms/query over bert's; tokenisation included",
+    }

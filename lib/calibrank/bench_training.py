@@ -1,0 +1,331 @@
+"""``training_throughput``: pairs/s of calibrank's training loop against sentence-transformers' ``CrossEncoder.fit``.
+
+What is measured: training pairs per second over a fixed number of optimizer steps (after a few
+untimed warm-up steps, which pay for lazy initialisation and the trainer's setup), for
+
+- ``calibrank``: :func:`calibrank.training.train_model` on a
+  :class:`calibrank.rankers.base.CrossEncoder` (fused AdamW, length-bucketed batches with dynamic
+  padding, bf16 autocast where :func:`calibrank.training.use_bf16` says the hardware has it).
+  Its tokenisation happens once before the loop (:func:`calibrank.training.encode_pairs`); the
+  share of it that belongs to the timed pairs is added to the timed seconds, because
+  sentence-transformers tokenises inside its loop;
+- ``st``: sentence-transformers' ``CrossEncoder.fit`` with its default precision (fp32), and
+  ``st_amp``: the same with ``use_amp=True``. Since sentence-transformers v4, ``fit`` is a
+  compatibility wrapper that builds a ``CrossEncoderTrainer`` (transformers' Trainer; it needs the
+  ``datasets`` and ``accelerate`` packages). Where those are missing, the pre-v4 loop ``old_fit``
+  (plain PyTorch, no extra packages) is measured instead, and the section says so.
+
+Why side by side: both start from the same backbone weights (the local MiniLM folder, or the
+same seeded tiny model saved to a folder), with the same classifier initialisation, get the same
+training pairs in the same count of steps, the same batch size, maximum length, learning rate,
+weight decay, warm-up share and gradient clipping, and run in the same process one after the
+other (rounds alternate the order), so machine and thread settings are shared. Loading the
+models is excluded. Remaining differences are the point of the comparison and are recorded:
+batching (ours: length-bucketed; sentence-transformers: random batches padded to the longest),
+truncation (ours: the most recent context is kept, responses cut at ``max_response_length``;
+sentence-transformers: ``longest_first`` to ``max_length``) and precision.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+import os
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from .bench_common import log, positive_int, ratio, target
+from .config import ContextStyle, TrainingConfig
+from .data.schema import RankingQuery
+from .data.splits import format_context
+
+__all__ = ["SECTION", "TARGET_SPEEDUP", "bench_training", "run_calibrank", "run_sentence_transformers", "st_fit_available"]
+
+SECTION = "training_throughput"
+TARGET_SPEEDUP = 1.5
+VARIANTS = ("calibrank", "st", "st_amp")
+
+
+def st_fit_available() -> tuple[bool, str]:
+    """Whether sentence-transformers' ``fit`` (the Trainer path) can run here, and why not when it cannot."""
+    import importlib.util
+
+    missing = [m for m in ("datasets", "accelerate") if importlib.util.find_spec(m) is None]
+    if missing:
+        return False, f"CrossEncoder.fit needs the packages {' and '.join(missing)} (not installed): measured old_fit instead"
+    return True, ""
+
+
+def _take_pairs(pairs, n: int):
+    """The first ``n`` tokenised pairs (query order) as a :class:`calibrank.training.Pairs`."""
+    from .training import Pairs
+
+    return Pairs(
+        input_ids=pairs.input_ids[:n],
+        token_type_ids=pairs.token_type_ids[:n],
+        labels=pairs.labels[:n],
+        query_index=pairs.query_index[:n],
+        qids=pairs.qids,
+        n_candidates=pairs.n_candidates,
+        truncated_responses=pairs.truncated_responses,
+    )
+
+
+def _examples(queries: Sequence[RankingQuery], n: int, context_style: ContextStyle | str) -> list[tuple[str, str, int]]:
+    """The first ``n`` (context text, candidate, label) triples, in the order :func:`encode_pairs` flattens them."""
+    out = []
+    for q in queries:
+        ctx = format_context(q.context, context_style)
+        out.extend((ctx, cand, int(lab)) for cand, lab in zip(q.candidates, q.labels))
+        if len(out) >= n:
+            break
+    return out[:n]
+
+
+def _seeded_head(hidden: int, seed: int) -> torch.nn.Linear:
+    """The classifier our CrossEncoder starts from (same seeding), to give sentence-transformers the same one."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return torch.nn.Linear(hidden, 1)
+
+
+def _window(ends: list[float], warmup: int, steps: int) -> float:
+    """Seconds of steps ``warmup + 1 .. warmup + steps``; ``ends[i]`` is when step ``i`` ended (``ends[0]``: start)."""
+    if len(ends) < warmup + steps + 1:
+        raise RuntimeError(f"the loop ran {len(ends) - 1} steps, expected {warmup + steps}")
+    return ends[warmup + steps] - ends[warmup]
+
+
+def run_calibrank(queries: Sequence[RankingQuery], settings: TrainingConfig, *, warmup: int, steps: int, seed: int = 0,
+                  context_style: ContextStyle | str = ContextStyle.plain, device: torch.device | None = None) -> dict[str, Any]:
+    """Train our CrossEncoder for ``warmup + steps`` steps with :func:`train_model`; time the last ``steps``."""
+    from .backbone import load_backbone
+    from .losses import binary_cross_entropy
+    from .rankers.base import CrossEncoder
+    from .training import encode_pairs, train_model, use_bf16
+
+    device = device or torch.device("cpu")
+    n = (warmup + steps) * settings.batch_size
+    backbone = load_backbone(settings.backbone, seed=seed, hidden_dropout=settings.hidden_dropout)
+    model = CrossEncoder(backbone, seed=seed)
+    t0 = time.perf_counter()
+    pairs = encode_pairs(backbone.tokenizer, queries, max_length=settings.max_length,
+                         max_response_length=settings.max_response_length, context_style=context_style, require_relevant=True)
+    pairs = _take_pairs(pairs, n)
+    tokenise_s = time.perf_counter() - t0
+    if len(pairs) < n:
+        raise ValueError(f"queries: {len(pairs)} training pairs, need (warmup + steps) x batch_size = {n}")
+    big = warmup + steps + 1
+    run = dataclasses.replace(settings, epochs=1, checkpoint_every=big, eval_every=None, log_every=big)
+    ends: list[float] = []
+
+    def loss_fn(m, batch, labels):
+        return binary_cross_entropy(m(**batch), labels)
+
+    with tempfile.TemporaryDirectory(prefix="calibrank-bench-") as tmp:
+        ends.append(time.perf_counter())
+        result = train_model(model, loss_fn, pairs, run, Path(tmp), seed=seed,
+                             on_step=lambda _step: ends.append(time.perf_counter()), device=device)
+    loop_s = _window(ends, warmup, steps)
+    tok_share = tokenise_s * steps / (warmup + steps)
+    seconds = loop_s + tok_share
+    bf16 = use_bf16(settings.precision, device)
+    return {
+        "pairs_per_s": steps * settings.batch_size / seconds,
+        "seconds": seconds,
+        "loop_seconds": loop_s,
+        "tokenise_seconds": tok_share,
+        "precision": "bf16 autocast (fp32 head)" if bf16 else "fp32",
+        "method": "calibrank.training.train_model (fused AdamW, length-bucketed dynamic padding)",
+        "steps_run": result.steps,
+        "mean_pair_tokens": float(np.mean(pairs.lengths)),
+    }
+
+
+class _StampedLoader(torch.utils.data.DataLoader):
+    """A DataLoader that notes the time each batch is handed out (the end of the previous step)."""
+
+    def __init__(self, *args, stamps: list[float], **kw) -> None:
+        super().__init__(*args, **kw)
+        self._stamps = stamps
+
+    def __iter__(self) -> Iterator:
+        for batch in super().__iter__():
+            self._stamps.append(time.perf_counter())
+            yield batch
+
+
+@contextlib.contextmanager
+def _timed_trainer(ends: list[float], info: dict[str, Any]):
+    """While active, ``CrossEncoder.fit`` builds a trainer that notes when each step ends (a TrainerCallback)."""
+    from transformers import TrainerCallback
+
+    import sentence_transformers.cross_encoder.trainer as st_trainer
+
+    class _StepClock(TrainerCallback):
+        def on_train_begin(self, args, state, control, **kw):
+            ends.append(time.perf_counter())
+
+        def on_step_end(self, args, state, control, **kw):
+            ends.append(time.perf_counter())
+
+    original = st_trainer.CrossEncoderTrainer
+
+    class _Clocked(original):  # type: ignore[misc, valid-type]
+        def __init__(self, *args, callbacks=None, **kw):
+            super().__init__(*args, callbacks=[*(callbacks or []), _StepClock()], **kw)
+            info["fp16"], info["bf16"] = bool(self.args.fp16), bool(self.args.bf16)
+
+    st_trainer.CrossEncoderTrainer = _Clocked
+    try:
+        yield
+    finally:
+        st_trainer.CrossEncoderTrainer = original
+
+
+def _st_checkpoint(settings: TrainingConfig, seed: int, workdir: Path) -> str:
+    """A folder sentence-transformers can load with the backbone's weights (MiniLM's own; tiny-random saved)."""
+    from .backbone import TINY, load_backbone, resolve_checkpoint
+
+    if settings.backbone != TINY:  # MiniLM's local folder, another local folder, or a name in the local HF cache
+        return str(resolve_checkpoint(settings.backbone))
+    backbone = load_backbone(settings.backbone, seed=seed, hidden_dropout=settings.hidden_dropout)
+    folder = workdir / "st-backbone"
+    backbone.encoder.save_pretrained(folder)
+    backbone.tokenizer.save_pretrained(folder)
+    return str(folder)
+
+
+def run_sentence_transformers(examples: Sequence[tuple[str, str, int]], settings: TrainingConfig, *, warmup: int, steps: int,
+                              seed: int = 0, amp: bool = False, method: str = "fit",
+                              device: torch.device | None = None) -> dict[str, Any]:
+    """Train sentence-transformers' CrossEncoder with ``fit`` (or ``old_fit``) for ``warmup + steps`` steps; time the last ``steps``."""
+    if method not in ("fit", "old_fit"):
+        raise ValueError(f"method must be 'fit' or 'old_fit', got {method!r}")
+    from sentence_transformers import CrossEncoder as STCrossEncoder
+    from sentence_transformers import InputExample
+
+    device = device or torch.device("cpu")
+    n = (warmup + steps) * settings.batch_size
+    if len(examples) < n:
+        raise ValueError(f"examples: {len(examples)} training pairs, need (warmup + steps) x batch_size = {n}")
+    data = [InputExample(texts=[c, r], label=float(y)) for c, r, y in examples[:n]]
+    info: dict[str, Any] = {}
+    ends: list[float] = []
+    cwd = os.getcwd()
+    with tempfile.TemporaryDirectory(prefix="calibrank-bench-st-") as tmp:
+        config_kwargs = {} if settings.hidden_dropout is None else {"hidden_dropout_prob": settings.hidden_dropout}
+        model = STCrossEncoder(_st_checkpoint(settings, seed, Path(tmp)), num_labels=1, max_length=settings.max_length,
+                               device=str(device), config_kwargs=config_kwargs)
+        with contextlib.suppress(AttributeError, RuntimeError):  # same classifier start as ours where the layout allows
+            classifier = model[0].model.classifier
+            classifier.load_state_dict(_seeded_head(classifier.in_features, seed).state_dict())
+        kwargs = dict(epochs=1, warmup_steps=int(settings.warmup_ratio * (warmup + steps)),
+                      optimizer_params={"lr": settings.lr}, weight_decay=settings.weight_decay,
+                      max_grad_norm=settings.grad_clip, use_amp=amp, show_progress_bar=False)
+        os.chdir(tmp)  # the Trainer may create ./checkpoints
+        try:
+            torch.manual_seed(seed)
+            if method == "fit":
+                loader = torch.utils.data.DataLoader(data, batch_size=settings.batch_size, shuffle=True)
+                with _timed_trainer(ends, info):
+                    model.fit(loader, **kwargs)
+            else:
+                loader = _StampedLoader(data, batch_size=settings.batch_size, shuffle=True, stamps=ends)
+                model.old_fit(loader, **kwargs)
+                ends.append(time.perf_counter())
+        finally:
+            os.chdir(cwd)
+    if method == "fit":
+        seconds = _window(ends, warmup, steps)
+        precision = "fp16 autocast (use_amp=True: TrainingArguments(fp16=True))" if info.get("fp16") else "fp32"
+    else:  # ends[i]: batch i handed out = step i (1-based) ended; the last entry: the loop returned
+        seconds = _window(ends, warmup, steps)
+        dtype = str(torch.get_autocast_dtype(device.type)).replace("torch.", "")
+        precision = f"{dtype} autocast + GradScaler (use_amp=True)" if amp else "fp32"
+    return {
+        "pairs_per_s": steps * settings.batch_size / seconds,
+        "seconds": seconds,
+        "precision": precision,
+        "method": f"sentence_transformers.CrossEncoder.{method}" + (" (CrossEncoderTrainer)" if method == "fit" else ""),
+        "use_amp": amp,
+    }
+
+
+def bench_training(queries: Sequence[RankingQuery], settings: TrainingConfig, *, warmup: int = 5, steps: int = 60,
+                   rounds: int = 1, seed: int = 0, context_style: ContextStyle | str = ContextStyle.plain,
+                   variants: Sequence[str] = VARIANTS, device: torch.device | None = None) -> dict[str, Any]:
+    """Pairs/s of our loop and of sentence-transformers' ``fit`` on the same pairs; ratios ours/ST beside the target.
+
+    ``rounds`` repeats every variant (alternating the order); each variant's figure is its median
+    pairs/s. Model loading is outside every timing.
+    """
+    warmup = positive_int(warmup, "warmup", minimum=1)
+    steps = positive_int(steps, "steps")
+    rounds = positive_int(rounds, "rounds")
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown or "calibrank" not in variants:
+        raise ValueError(f"variants must include 'calibrank' and be among {list(VARIANTS)}, got {list(variants)}")
+    device = device or torch.device("cpu")
+    n = (warmup + steps) * settings.batch_size
+    k = len(queries[0].candidates) if queries else 0
+    if len(queries) * k < n:
+        raise ValueError(f"queries: {len(queries) * k} training pairs, need (warmup + steps) x batch_size = {n}")
+    queries = list(queries[: math.ceil(n / k)])
+    examples = _examples(queries, n, context_style)
+    fit_ok, why = st_fit_available()
+    method = "fit" if fit_ok else "old_fit"
+    runs: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
+    for r in range(rounds):
+        order = list(variants) if r % 2 == 0 else list(reversed(variants))
+        for v in order:
+            log(f"training_throughput round {r + 1}/{rounds}: {v} ({warmup} warm-up + {steps} timed steps)")
+            if v == "calibrank":
+                res = run_calibrank(queries, settings, warmup=warmup, steps=steps, seed=seed, context_style=context_style,
+                                    device=device)
+            else:
+                res = run_sentence_transformers(examples, settings, warmup=warmup, steps=steps, seed=seed,
+                                                amp=v == "st_amp", method=method, device=device)
+            runs[v].append(res)
+            log(f"  {v}: {res['pairs_per_s']:.2f} pairs/s ({res['precision']})")
+    out: dict[str, Any] = {
+        "backbone": settings.backbone,
+        "batch_size": settings.batch_size,
+        "max_length": settings.max_length,
+        "max_response_length": settings.max_response_length,
+        "warmup_steps": warmup,
+        "timed_steps": steps,
+        "timed_pairs": steps * settings.batch_size,
+        "rounds": rounds,
+        "device": str(device),
+        "torch_threads": torch.get_num_threads(),
+        "st_method": method,
+    }
+    if why:
+        out["st_method_note"] = why
+    targets = []
+    for v in variants:
+        rs = runs[v]
+        pps = [x["pairs_per_s"] for x in rs]
+        out[v] = {**{key: val for key, val in rs[-1].items() if key not in ("pairs_per_s", "seconds")},
+                  "pairs_per_s": float(np.median(pps)), "seconds": float(np.median([x["seconds"] for x in rs])),
+                  "pairs_per_s_rounds": pps}
+    ours = out["calibrank"]["pairs_per_s"]
+    ratios = {}
+    for v in variants:
+        if v == "calibrank":
+            continue
+        ratios[v] = ratio(ours, out[v]["pairs_per_s"])
+        targets.append(target(f"training pairs/s calibrank / {v} ({out[v]['precision']})", ratios[v], ">=", TARGET_SPEEDUP))
+    out["ratio_ours_over"] = ratios
+    out["targets"] = targets
+    out["note"] = ("same backbone weights, classifier start, pairs, steps, batch size, max length, lr, weight decay, warm-up "
+                   "share and clipping; ours batches by length, ST pads random batches; model loading excluded")
+    return out
