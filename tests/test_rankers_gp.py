@@ -81,9 +81,29 @@ def test_sngp_predicts_mean_field_probs_and_joint_samples(sngp):
     np.testing.assert_array_equal(sngp.predict(TEST).samples, pred.samples)
 
 
-def test_sngp_training_loss_is_bce_on_the_gp_mean(sngp):
-    # the GP output weights start at zero, so the first step's loss is log 2 exactly
-    assert sngp.trained.result.history[0]["loss"] == pytest.approx(math.log(2), abs=1e-6)
+def test_sngp_training_loss_is_bce_on_the_gp_mean(models_dir):
+    # with zero-initialised GP output weights the first step's loss is log 2 exactly
+    zero = _make(SNGPRanker, models_dir, output_init="zero", **SNGP_KW).fit(TRAIN, VALID)
+    assert zero.trained.result.history[0]["loss"] == pytest.approx(math.log(2), abs=1e-6)
+
+
+def test_sngp_output_weights_start_from_a_seeded_random_draw(sngp, models_dir):
+    """Default ``output_init="dense"``: beta ~ U(+-1/sqrt(L)) as a dense layer; ``"prior"``: N(0, I / ridge)."""
+    from calibrank.gp import RandomFeatureGP
+
+    draws = [RandomFeatureGP(16, 4000, ridge=4.0, seed=s).output.weight.detach() for s in (0, 0, 1)]
+    assert torch.equal(draws[0], draws[1]) and not torch.equal(draws[0], draws[2])
+    bound = 1 / math.sqrt(4000)
+    assert float(draws[0].abs().max()) <= bound and float(draws[0].std()) == pytest.approx(bound / math.sqrt(3), rel=0.05)
+    prior = RandomFeatureGP(16, 4000, ridge=4.0, seed=0, output_init="prior").output.weight.detach()
+    assert float(prior.mean()) == pytest.approx(0.0, abs=0.05) and float(prior.std()) == pytest.approx(0.5, rel=0.05)
+    assert float(RandomFeatureGP(16, 32, output_init="zero").output.weight.detach().abs().sum()) == 0.0
+    with pytest.raises(ValueError, match="output_init"):
+        RandomFeatureGP(16, 32, output_init="normal")
+    # the cache key tells the initialisations apart
+    zero = _make(SNGPRanker, models_dir, output_init="zero", **SNGP_KW)
+    assert sngp.params()["output_init"] == "dense" and zero.params()["output_init"] == "zero"
+    assert zero._model_key("sngp", 3, TRAIN, VALID, zero.params()) != sngp.trained.workdir.name
 
 
 def test_sngp_precision_reset_each_epoch_and_untouched_by_evaluation(sngp):
@@ -185,13 +205,14 @@ def test_adaptive_focal_follows_the_mukhoti_schedule():
 
 
 def test_gpf_bert_is_sngp_trained_with_focal_loss(models_dir):
-    gpf = _make(GPFBertRanker, models_dir, focal_gamma="adaptive", **SNGP_KW).fit(TRAIN, VALID)
+    gpf = _make(GPFBertRanker, models_dir, focal_gamma="adaptive", output_init="zero", **SNGP_KW).fit(TRAIN, VALID)
     # zero-initialised GP output: p_t = 1/2 at the first step, so gamma = 3 and the loss is 1/8 log 2
     assert gpf.trained.result.history[0]["loss"] == pytest.approx(0.125 * math.log(2), abs=1e-6)
     pred = gpf.predict(TEST)
     assert pred.meta["ranker"] == "gpf_bert" and pred.samples.shape == (7, 20, 4) and (pred.var > 0).all()
     # the same model as sngp with loss=focal and the same gamma (trained once)
-    same = _make(SNGPRanker, models_dir, loss="focal", focal_gamma="adaptive", **SNGP_KW).fit(TRAIN, VALID)
+    same = _make(SNGPRanker, models_dir, loss="focal", focal_gamma="adaptive", output_init="zero",
+                 **SNGP_KW).fit(TRAIN, VALID)
     assert same.trained.workdir == gpf.trained.workdir
     fixed = _make(GPFBertRanker, models_dir, **SNGP_KW)
     assert fixed.focal_gamma == 2.0 and fixed.loss == "focal"
@@ -224,7 +245,7 @@ def test_pg_drr_predictive_is_eq14_moment_matched(pg):
     trained, state = pg._require_fit()
     pairs = pg._encode(trained.backbone.tokenizer, TEST[:1])
     x = encode_features(trained.model, pairs, batch_size=64, precision="fp32", fn=lambda m, b: m(**b))
-    mu = trained.model.head.mean.detach().double()
+    mu = trained.model.head.prior_mean(x).detach()
     m_ref, c_ref = state.posterior.predictive_joint(pg.kernel_fn(state.features, x), pg.kernel_fn(x, x), mu)
     mean, cov = pg.joint_logits(TEST[:1])
     np.testing.assert_allclose(mean[0].numpy(), m_ref.numpy(), rtol=1e-9, atol=1e-9)
@@ -254,11 +275,44 @@ def test_pg_drr_trains_encoder_and_gp_layer_at_two_learning_rates(tmp_path, monk
     ranker = _make(PGDRRRanker, tmp_path, training=_training(epochs=1, lr=1e-4), gp_lr=7e-3, **PG_KW).fit(TRAIN)
     assert [(name, lr) for name, lr, _ in seen[0]] == [("encoder", 1e-4), ("gp", 7e-3)]
     model = ranker.trained.model
+    head = model.head
     groups = pg_param_groups(model, 7e-3)
     ids = [id(p) for g in groups for p in g["params"]]
     assert len(ids) == len(set(ids)) == sum(1 for _ in model.parameters())
-    assert {id(p) for p in groups[1]["params"]} == {id(p) for p in model.head.parameters()}
-    assert len(groups[1]["params"]) == 3  # projection weight and bias, constant mean
+    # the mean function (constant and weights) at gp_lr; the projection trains with the encoder
+    assert {id(p) for p in groups[1]["params"]} == {id(head.mean), id(head.mean_weight)}
+    assert {id(p) for p in head.projection.parameters()} <= {id(p) for p in groups[0]["params"]}
+    three = pg_param_groups(model, 7e-3, projection_lr=2e-4)
+    assert [(g["name"], g.get("lr")) for g in three] == [("encoder", None), ("projection", 2e-4), ("gp", 7e-3)]
+    assert {id(p) for p in three[1]["params"]} == {id(p) for p in head.projection.parameters()}
+
+
+def test_pg_drr_linear_mean_function_is_trained_and_used_in_prediction(pg):
+    """m(z) = m0 + v^T z: the Fisher loss sends a gradient to v, and the predictive mean carries m(x*)."""
+    from calibrank.rankers.pg_gp import PGHead
+
+    head = pg.trained.model.head
+    assert head.mean_function == "linear" and head.mean_weight is not None
+    from calibrank.rankers.pg_gp import PGHead as _Head
+
+    assert not torch.equal(head.mean_weight.detach(), _Head(head.mean_weight.shape[0], seed=3).mean_weight.detach())
+    z = torch.randn(5, head.mean_weight.shape[0], dtype=torch.float64)
+    expected = float(head.mean.detach()) + z @ head.mean_weight.detach().double()
+    torch.testing.assert_close(head.prior_mean(z).detach(), expected)
+    model = pg.trained.model
+    pairs = pg._encode(pg.trained.backbone.tokenizer, TEST[:2])
+    model.train()
+    try:
+        model.zero_grad()
+        pg._loss(model, collate(pairs, np.arange(8)), torch.as_tensor(pairs.labels)).backward()
+    finally:
+        model.eval()
+    assert head.mean_weight.grad is not None and float(head.mean_weight.grad.abs().sum()) > 0
+    # the constant mean is the old model: a zero-dimensional mean and no weight vector
+    const = PGHead(4, mean_function="constant")
+    assert const.mean_weight is None and torch.equal(const.prior_mean(torch.ones(3, 4)), torch.zeros(3, dtype=torch.float64))
+    with pytest.raises(ValueError, match="mean_function"):
+        PGHead(4, mean_function="quadratic")
 
 
 def test_pg_drr_single_pair_batch_gives_zero_loss(pg):
@@ -292,12 +346,15 @@ def test_pg_drr_single_pair_batch_gives_zero_loss(pg):
         (SNGPRanker, dict(loss="mse"), ValueError, "sngp: loss must be 'bce' or 'focal'"),
         (SNGPRanker, dict(loss="focal", focal_gamma=-1.0), ValueError, "sngp: focal_gamma must be a number >= 0"),
         (SNGPRanker, dict(head_dropout=1.0), ValueError, "sngp: head_dropout"),
+        (SNGPRanker, dict(output_init="normal"), ValueError, "sngp: output_init must be one of 'dense', 'prior', 'zero'"),
         (GPFBertRanker, dict(focal_gamma=-0.5), ValueError,
          "gpf_bert: focal_gamma must be a number >= 0 or 'adaptive', got -0.5"),
         (GPFBertRanker, dict(focal_gamma="adaptiv"), ValueError, "gpf_bert: focal_gamma"),
         (GPFBertRanker, dict(length_scale=0.0), ValueError, "gpf_bert: length_scale"),
         (GPFBertRanker, dict(loss="bce"), TypeError, "gpf_bert always trains with focal loss"),
         (FocalRanker, dict(focal_gamma=-1), ValueError, "focal: focal_gamma must be a number >= 0"),
+        (PGDRRRanker, dict(mean_function="quadratic"), ValueError, "pg_drr: mean_function must be one of"),
+        (PGDRRRanker, dict(projection_lr=0.0), ValueError, "pg_drr: projection_lr must be a finite number > 0"),
         (PGDRRRanker, dict(length_scale=-1.0), ValueError, "pg_drr: length_scale must be a finite number > 0"),
         (PGDRRRanker, dict(output_scale=0.0), ValueError, "pg_drr: output_scale"),
         (PGDRRRanker, dict(kernel="poly"), ValueError, "pg_drr: kernel must be one of 'rbf', 'matern', 'linear'"),
@@ -322,3 +379,11 @@ def test_predict_before_fit_is_an_error(tmp_path):
     for cls in (SNGPRanker, PGDRRRanker):
         with pytest.raises(RuntimeError, match="call fit"):
             cls(training=tiny_training(), models_dir=tmp_path).predict(TEST)
+
+
+def test_sngp_head_lr_defaults_to_the_training_rate(tmp_path):
+    """``head_lr=None`` (default): the GP output layer trains at the encoder's ``training.lr``."""
+    ranker = SNGPRanker(training=tiny_training(lr=2e-4), models_dir=tmp_path)
+    assert ranker.head_lr == 2e-4 and ranker.params()["head_lr"] == 2e-4
+    assert SNGPRanker(training=tiny_training(lr=2e-4), models_dir=tmp_path, head_lr=1e-3).head_lr == 1e-3
+    assert GPFBertRanker(training=tiny_training(lr=3e-5), models_dir=tmp_path).head_lr == 3e-5
