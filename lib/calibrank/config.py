@@ -338,6 +338,21 @@ class GPKernel(str, enum.Enum):
     linear = "linear"
 
 
+class GPMeanFunction(str, enum.Enum):
+    """Prior mean of the ``pg_drr`` GP layer: ``m0`` (constant) or ``m0 + v^T z`` (linear)."""
+
+    constant = "constant"
+    linear = "linear"
+
+
+class RFOutputInit(str, enum.Enum):
+    """Start of the output weights of the random-feature GP layer (``sngp``, ``gpf_bert``)."""
+
+    dense = "dense"
+    prior = "prior"
+    zero = "zero"
+
+
 def _check_focal_gamma(key: str, gamma: float | str) -> None:
     if isinstance(gamma, str):
         if gamma != "adaptive":
@@ -392,10 +407,16 @@ class RandomFeatureGPConfig:
     samples: int = 30
     focal_gamma: float | str = 2.0
     head_dropout: float = 0.1
-    head_lr: float = 0.001
+    #: null: the GP output layer trains at training.lr, one rate as in the papers.
+    head_lr: float | None = None
+    #: start of the output weights beta: dense (a dense layer's uniform start), prior (N(0, I)) or
+    #: zero (no gradient reaches the encoder until beta moves: training stalls at log 2).
+    output_init: RFOutputInit = RFOutputInit.dense
 
     def check(self) -> None:
-        _check_positive_numbers(self, "sn_bound", "length_scale", "feature_scale", "ridge", "head_lr")
+        _check_positive_numbers(self, "sn_bound", "length_scale", "feature_scale", "ridge")
+        if self.head_lr is not None:
+            _check_positive_numbers(self, "head_lr")
         _check_positive_ints(self, "sn_power_iterations", "n_features", "samples")
         if self.momentum is not None and not 0.0 < self.momentum < 1.0:
             raise _err("momentum", f"expected null (exact sum) or a number in (0, 1), got {self.momentum}")
@@ -430,6 +451,11 @@ class PGDRRConfig:
     gp_lr: float = 0.003
     projection: bool = True
     learn_mean: bool = True
+    #: linear: prior mean m0 + v^T z (a route from the labels to the encoder besides the batch
+    #: kernel); constant: m0 only.
+    mean_function: GPMeanFunction = GPMeanFunction.linear
+    #: null: the projection trains with the encoder at training.lr.
+    projection_lr: float | None = None
     inducing: int = 512
     samples: int = 30
     quadrature_points: int = 20
@@ -437,6 +463,8 @@ class PGDRRConfig:
 
     def check(self) -> None:
         _check_positive_numbers(self, "length_scale", "output_scale", "gp_lr")
+        if self.projection_lr is not None:
+            _check_positive_numbers(self, "projection_lr")
         if self.kernel is GPKernel.matern and self.nu not in (0.5, 1.5, 2.5):
             raise _err("nu", f"expected 0.5, 1.5 or 2.5 (Matérn smoothness), got {self.nu}")
         _check_positive_ints(self, "gibbs_steps", "gibbs_chains", "samples", "quadrature_points")
