@@ -94,6 +94,18 @@ $(REPORT)/03_train-%.ipynb: notebooks/03_train.ipynb $(REPORT)/02_negatives.ipyn
 BERT_RUN = $(patsubst mc_dropout-%,bert-%,$(patsubst temperature-%,bert-%,$(patsubst ensemble-%,bert-%,$(1))))
 $(foreach run,$(filter mc_dropout-% temperature-% ensemble-%,$(TRAIN_RUNS)),$(eval $(REPORT)/03_train-$(run).ipynb: $(REPORT)/03_train-$(call BERT_RUN,$(run)).ipynb))
 
+# Ensemble members after member 0 train as targets of their own (python -m calibrank.grid
+# train; its marker runs/<profile>/grid/<model>.json is the target), so that they run side by
+# side with the other notebooks instead of one after the other inside the ensemble's run.
+comma := ,
+GRID := runs/$(PROFILE)/grid
+ENSEMBLE_MEMBERS := $(if $(filter ensemble-%,$(TRAIN_RUNS)),$(shell test -x $(BIN)/python && $(BIN)/python -m calibrank.grid members $(PROFILE) 2>/dev/null))
+$(foreach tok,$(ENSEMBLE_MEMBERS),$(eval $(REPORT)/03_train-$(firstword $(subst =, ,$(tok))).ipynb: $(patsubst %,$(GRID)/%.json,$(subst $(comma), ,$(lastword $(subst =, ,$(tok)))))))
+MEMBER_ARGS = $(word 1,$(subst -, ,$(1))) --seed $(patsubst seed%,%,$(word 2,$(subst -, ,$(1)))) --member $(patsubst member%,%,$(word 3,$(subst -, ,$(1))))
+$(GRID)/ensemble-%.json: $(REPORT)/02_negatives.ipynb params/$(PROFILE).yaml $(LIB) $(STAMP)
+	@echo "== ensemble member $* ($(PROFILE))"
+	OMP_NUM_THREADS=$(THREADS) TQDM_DISABLE=1 $(BIN)/python -m calibrank.grid train $(PROFILE) ensemble $(call MEMBER_ARGS,$*)
+
 $(REPORT)/%.html: $(REPORT)/%.ipynb
 	$(BIN)/jupyter nbconvert --log-level WARN --to html $< --output .tmp-$*
 	@mv $(REPORT)/.tmp-$*.html $@

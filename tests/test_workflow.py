@@ -126,6 +126,16 @@ def test_grid_command_line_errors(grid_root, capsys):
     assert "bert-chitchat-seed0 train smoke bert chitchat --seed 0" in capsys.readouterr().out
 
 
+def test_members_lists_each_ensemble_run_with_its_own_members(grid_root, capsys):
+    assert grid.main(["members", "paper_seeds"]) == 0
+    lines = dict(line.split("=") for line in capsys.readouterr().out.split())
+    cfg = load_config("paper_seeds")
+    runs = grid.run_models(cfg)
+    assert set(lines) == {r for r in runs if r.startswith("ensemble-")}
+    for run, members in lines.items():
+        assert members.split(",") == runs[run][1:]  # member 0 is the bert model, a dependency of its own
+
+
 def test_smoke_grid_runs_with_the_local_executor(tmp_root):
     """Every notebook of the smoke profile, each model trained once in its own job, two jobs at a time."""
     cfg = load_config("smoke")

@@ -9,6 +9,11 @@ models each notebook run loads (:func:`run_models`), and trains one of them::
 
     python -m calibrank.grid train PROFILE RANKER CORPUS [--seed N] [--member M]
     python -m calibrank.grid list PROFILE
+    python -m calibrank.grid members PROFILE
+
+``members`` prints, for every ``ensemble`` run of notebook 03, the models of its members other
+than member 0 (``RUN=MODEL,MODEL``): the Makefile trains them as targets of their own, side by
+side with the other runs.
 
 ``train`` trains the model (or finds it in the cache) exactly as notebook 03 would, and
 writes a done marker, ``runs/<profile>/grid/<model>.json``, naming the model's folder: the
@@ -218,6 +223,8 @@ def _parser() -> argparse.ArgumentParser:
     p_train.add_argument("--member", type=int, default=None, help="ensemble only: the member index (0 is the bert model)")
     p_list = sub.add_parser("list", help="print the grid's models, one line each: marker name and train arguments")
     p_list.add_argument("profile", help="params/<profile>.yaml")
+    p_members = sub.add_parser("members", help="print RUN=MODEL,... for every ensemble run: its members after member 0")
+    p_members.add_argument("profile", help="params/<profile>.yaml")
     return parser
 
 
@@ -228,6 +235,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "list":
             for m in grid_models(cfg):
                 print(m.name, " ".join(m.args(cfg.profile)))
+            return 0
+        if args.command == "members":
+            for run, models in run_models(cfg).items():
+                members = [m for m in models if "-member" in m]
+                if run.startswith(f"{RankerName.ensemble.value}-") and members:
+                    print(f"{run}={','.join(members)}")
             return 0
         model = model_for(cfg, args.ranker, args.corpus, args.seed, args.member)
         if _launched_data_parallel() and not model.data_parallel:
