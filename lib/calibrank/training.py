@@ -329,6 +329,17 @@ def setup_distributed(device: torch.device | None = None) -> tuple[int, int, tor
     return dist.get_rank(), dist.get_world_size(), device
 
 
+def _diverged(loss: float, step: int, epoch: int, train: "Pairs", index: np.ndarray, ckpt_path: Path,
+              batch: str) -> "TrainingDiverged":
+    """The error of a non-finite loss: the step, the batch's query ids and the last good checkpoint."""
+    qids = sorted({train.qids[train.query_index[i]] for i in index})
+    good = ckpt_path if ckpt_path.exists() else "none yet"
+    return TrainingDiverged(
+        f"loss is {loss} at step {step + 1} (epoch {epoch}); {batch} of {len(index)} pairs "
+        f"from queries {qids[:8]}{' ...' if len(qids) > 8 else ''}; last good checkpoint: {good}"
+    )
+
+
 def _rank_seed(seed: int, rank: int) -> int:
     """Process ``rank``'s torch seed in a data-parallel run (process 0 keeps ``seed``): distinct dropout masks per share."""
     return seed if rank == 0 else int(np.random.SeedSequence([seed, rank]).generate_state(1, dtype=np.uint64)[0] % (2**63))
@@ -463,23 +474,12 @@ def train_model(
                     with _autocast(device, bf16):
                         loss = loss_fn(model, batch, labels)
                     if not torch.isfinite(loss):
-                        qids = sorted({train.qids[train.query_index[i]] for i in index})
-                        good = ckpt_path if ckpt_path.exists() else "none yet"
-                        raise TrainingDiverged(
-                            f"loss is {loss.item()} at step {step + 1} (epoch {epoch}); batch of {len(index)} pairs "
-                            f"from queries {qids[:8]}{' ...' if len(qids) > 8 else ''}; last good checkpoint: {good}"
-                        )
+                        raise _diverged(loss.item(), step, epoch, train, index, ckpt_path, "batch")
                     objective, step_loss = loss, float(loss.item())
                 else:
                     objective, step_loss = _share_loss(ddp, train, index, rank, world, device, bf16)
                     if not math.isfinite(step_loss):
-                        qids = sorted({train.qids[train.query_index[i]] for i in index})
-                        good = ckpt_path if ckpt_path.exists() else "none yet"
-                        raise TrainingDiverged(
-                            f"loss is {step_loss} at step {step + 1} (epoch {epoch}); global batch of {len(index)} pairs "
-                            f"over {world} processes from queries {qids[:8]}{' ...' if len(qids) > 8 else ''}; "
-                            f"last good checkpoint: {good}"
-                        )
+                        raise _diverged(step_loss, step, epoch, train, index, ckpt_path, f"global batch over {world} processes")
                 optimizer.zero_grad(set_to_none=True)
                 objective.backward()
                 grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), settings.grad_clip)
