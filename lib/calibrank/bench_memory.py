@@ -54,15 +54,20 @@ def _maxrss_mb() -> float:
     return kb / (1024.0 * 1024.0) if sys.platform == "darwin" else kb / 1024.0
 
 
-def _hwm_mb() -> float | None:
-    """VmHWM of /proc/self/status in MB: the peak RSS of this process's own address space (None without /proc)."""
+def _proc_kb_field(path: str, key: str) -> float | None:
+    """The ``key:`` line of a /proc file (a value in kB) in MB; None where there is no /proc."""
     try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
+        for line in Path(path).read_text().splitlines():
+            if line.startswith(f"{key}:"):
                 return int(line.split()[1]) / 1024.0
     except OSError:
         return None
     return None
+
+
+def _hwm_mb() -> float | None:
+    """VmHWM of /proc/self/status in MB: the peak RSS of this process's own address space (None without /proc)."""
+    return _proc_kb_field("/proc/self/status", "VmHWM")
 
 
 def peak_rss_mb() -> tuple[float, str]:
@@ -78,13 +83,7 @@ def peak_rss_mb() -> tuple[float, str]:
 
 def available_mb() -> float | None:
     """MemAvailable of /proc/meminfo in MB (None where there is no /proc)."""
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) / 1024.0
-    except OSError:
-        return None
-    return None
+    return _proc_kb_field("/proc/meminfo", "MemAvailable")
 
 
 def gibbs_estimate_mb(n: int, chains: int) -> float:
