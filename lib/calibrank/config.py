@@ -407,7 +407,8 @@ class RandomFeatureGPConfig:
     samples: int = 30
     focal_gamma: float | str = 2.0
     head_dropout: float = 0.1
-    #: null: the GP output layer trains at training.lr, one rate as in the papers.
+    #: null: the GP output layer trains at training.lr, one rate as in GPF-BERT; a number gives
+    #: it a rate of its own, as PG-DRR does for its GP layer (3e-3, sec. 4.4).
     head_lr: float | None = None
     #: start of the output weights beta: dense (a dense layer's uniform start), prior (N(0, I)) or
     #: zero (no gradient reaches the encoder until beta moves: training stalls at log 2).

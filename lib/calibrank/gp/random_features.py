@@ -49,7 +49,9 @@ Departures from the paper and why
   variances than the exact sum; this is a property of eq. 5 and kept.
 * ``length_scale`` divides ``W h`` (equivalently ``W ~ N(0, 1 / l^2)``); the paper fixes
   ``W ~ N(0, 1)``, i.e. ``l = 1``. BERT-scale practice draws the features "with a small
-  scale", which here is a large ``length_scale``. ``feature_scale`` multiplies ``Phi`` (the
+  scale", which here is a large ``length_scale``. ``l`` only means something against the
+  spread of ``h``: the laptop profile uses 4 for MiniLM's pooled features (pairwise distances
+  0.4-1.2; see :class:`calibrank.rankers.SNGPRanker` for what 1, 2 and 4 gave). ``feature_scale`` multiplies ``Phi`` (the
   prior output scale is its square); 1 gives eq. 2 exactly.
 * The output layer ``beta`` starts from a seeded random draw; the paper states only the
   prior ``beta ~ N(0, I)``. Default ``output_init="dense"``: PyTorch's initialisation of the
