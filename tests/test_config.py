@@ -95,3 +95,14 @@ def test_training_seeds_name_the_runs_and_round_trip(tmp_root):
     with pytest.raises(ConfigError, match=r"rankers\.seeds\[1\]"):
         load_config("smoke", {"rankers.seeds": [1, -2]})
     assert main(["run-params", "smoke", "nonsense"]) == 1
+
+
+def test_config_enums_match_the_rankers_choices():
+    """The config's enums list exactly the choices the GP modules accept (one list must not drift from the other)."""
+    from calibrank.config import GPKernel, GPMeanFunction, RFOutputInit
+    from calibrank.gp.random_features import OUTPUT_INITS
+    from calibrank.rankers.pg_gp import KERNELS, MEAN_FUNCTIONS
+
+    assert {m.value for m in RFOutputInit} == set(OUTPUT_INITS)
+    assert {m.value for m in GPMeanFunction} == set(MEAN_FUNCTIONS)
+    assert {m.value for m in GPKernel} == set(KERNELS)
