@@ -259,7 +259,7 @@ def test_k_below_one_and_bad_names():
     s = neg.make_sampler("random", POOL)
     with pytest.raises(ValueError, match="k must be"):
         s.negatives(EXAMPLES, 0, seed=0)
-    with pytest.raises(ValueError, match="random, bm25, embedding"):
+    with pytest.raises(ValueError, match="random, bm25, mixed, embedding"):
         neg.make_sampler("hard", POOL)
     with pytest.raises(TypeError, match="stopword"):
         neg.make_sampler("bm25", POOL, stopword="en")
@@ -377,3 +377,69 @@ def test_bf16_embeddings_find_the_neighbours_of_fp32_ones(minilm):
     top16 = np.argsort(-(q16 @ fast.T), axis=1)[:, 1:k + 1]
     overlap = np.mean([len(set(a) & set(b)) / k for a, b in zip(top32, top16)])
     assert overlap >= 0.85, overlap
+
+
+# --------------------------------------------------------------------------- echoes, own dialogue, mixed
+
+
+ECHO_EX = Example(eid="bread-3", context=("hi there", "What is your favorite type of bread?"),
+                  response="Probably a fresh sourdough loaf", dialogue_id="d-bread", domain="bread")
+ECHO_POOL = ["What is your favorite kind of bread?",  # a near-copy of the last context turn (Jaccard 5/7)
+             "what is your favorite bread",  # another near-copy (Jaccard 5/6)
+             "I bake bread at home every weekend",  # about bread, but no echo
+             "Rye bread is my favorite, what about you?",
+             "My favorite type of music is jazz",
+             "Probably a fresh sourdough loaf",
+             ] + DISTRACTORS
+
+
+@pytest.mark.parametrize("name", ["random", "bm25", "mixed", "embedding"])
+def test_near_copies_of_a_context_turn_are_never_negatives(name, minilm):
+    smp = neg.make_sampler(name, ECHO_POOL, max_context_jaccard=0.5)
+    ctx = [neg.word_set(t) for t in ECHO_EX.context]
+    for seed in range(5):
+        (ns,) = smp.negatives([ECHO_EX], 4, seed=seed)
+        assert all(max(neg.jaccard(neg.word_set(n), c) for c in ctx) < 0.5 for n in ns), ns
+    assert smp.stats.get("n_echo_fallback", 0) == 0
+
+
+def test_bm25_takes_near_copies_when_the_echo_rule_is_off():
+    """Without the rule the near-copies are BM25's best matches: the rule, not chance, removes them."""
+    (ns,) = neg.make_sampler("bm25", ECHO_POOL, max_context_jaccard=None).negatives([ECHO_EX], 2, seed=0)
+    assert set(ns) == {"What is your favorite kind of bread?", "what is your favorite bread"}
+    (ns,) = neg.make_sampler("bm25", ECHO_POOL, max_context_jaccard=0.5).negatives([ECHO_EX], 2, seed=0)
+    assert not set(ns) & {"What is your favorite kind of bread?", "what is your favorite bread"}
+
+
+def test_turns_of_the_examples_own_dialogue_are_never_negatives():
+    pool = ["I bake bread at home every weekend", "Rye bread is my favorite, what about you?", *DISTRACTORS]
+    dialogues = ["d-bread", "d-other"] + ["d-x"] * len(DISTRACTORS)
+    smp = neg.make_sampler("bm25", pool, pool_dialogues=dialogues)
+    (ns,) = smp.negatives([ECHO_EX], 3, seed=0)
+    assert "I bake bread at home every weekend" not in ns and "Rye bread is my favorite, what about you?" in ns
+    off = neg.make_sampler("bm25", pool, pool_dialogues=dialogues, exclude_own_dialogue=False)
+    assert "I bake bread at home every weekend" in off.negatives([ECHO_EX], 3, seed=0)[0]
+    with pytest.raises(ValueError, match="one dialogue id per pool entry"):
+        neg.make_sampler("bm25", pool, pool_dialogues=dialogues[:-1])
+
+
+def test_a_pool_of_echoes_alone_still_yields_k_negatives_and_counts_the_fallback():
+    pool = ["What is your favorite kind of bread?", "what is your favorite bread", "Probably a fresh sourdough loaf"]
+    smp = neg.make_sampler("random", pool, max_context_jaccard=0.5)
+    (ns,) = smp.negatives([ECHO_EX], 2, seed=0)
+    assert len(ns) == 2 and smp.stats["n_echo_fallback"] == 2
+
+
+def test_mixed_sampler_draws_bm25_negatives_at_its_share():
+    exs = EXAMPLES
+    all_bm25 = neg.make_sampler("bm25", POOL).negatives(exs, 1, seed=3)
+    for share, lo, hi in ((0.0, 0, 0), (1.0, len(exs), len(exs)), (0.5, 0.25 * len(exs), 0.75 * len(exs))):
+        smp = neg.make_sampler("mixed", POOL, bm25_share=share)
+        negs = smp.negatives(exs, 1, seed=3)
+        _check_invariants(exs, negs, 1)
+        assert lo <= smp.stats["n_bm25"] <= hi
+        same = sum(a == b for a, b in zip(negs, all_bm25))
+        assert same >= smp.stats["n_bm25"]  # a context given a BM25 negative gets BM25's top hit
+    assert neg.make_sampler("mixed", POOL, bm25_share=1.0).negatives(exs, 1, seed=3) == all_bm25
+    with pytest.raises(ValueError, match="bm25_share"):
+        neg.make_sampler("mixed", POOL, bm25_share=1.5)

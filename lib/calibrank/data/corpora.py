@@ -8,6 +8,7 @@ splits are kept (see :mod:`calibrank.data.published`).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -55,6 +56,8 @@ class CorpusSplits:
     examples: dict[str, list[Example]]
     pools: dict[str, list[str]]
     n_dialogues: dict[str, int]
+    #: the dialogue id of each pool response (aligned with ``pools``)
+    pool_dialogues: dict[str, list[str]] = dataclasses.field(default_factory=dict)
 
 
 def _seed_for(seed: int, corpus: Corpus, purpose: str) -> int:
@@ -85,8 +88,10 @@ def load_corpus(name: str | Corpus, data: DataConfig, seed: int) -> CorpusSplits
             }
         n_dialogues = {s: len({e.dialogue_id for e in exs}) for s, exs in full.items()}
     pools = {s: [e.response for e in exs] for s, exs in full.items()}
+    pool_dialogues = {s: [e.dialogue_id for e in exs] for s, exs in full.items()}
     examples = {s: subsample(full[s], caps[s], _seed_for(seed, corpus, f"cap-{s}")) for s in SPLITS}
     for s in SPLITS:
         if not examples[s]:
             raise DataError(f"corpus {corpus.value!r}: split {s!r} has no examples; raise data.max_dialogues")
-    return CorpusSplits(corpus=corpus.value, examples=examples, pools=pools, n_dialogues=n_dialogues)
+    return CorpusSplits(corpus=corpus.value, examples=examples, pools=pools, n_dialogues=n_dialogues,
+                        pool_dialogues=pool_dialogues)

@@ -64,22 +64,40 @@ def _jaccard(a: set[str], b: set[str]) -> float:
     return len(a & b) / len(a | b) if (a or b) else 0.0
 
 
-def overlap_table(query_sets: Mapping[str, Sequence[RankingQuery]]) -> pd.DataFrame:
-    """Per query set: queries, candidates per query, and the mean context overlap of relevant vs negatives."""
+def overlap_table(query_sets: Mapping[str, Sequence[RankingQuery]], echo: float = 0.5) -> pd.DataFrame:
+    """Per query set: how much the true responses and the negatives overlap their context.
+
+    ``overlap``: Jaccard of the candidate's word set with the whole context's; ``closest turn``:
+    the largest Jaccard with any one context turn; ``echo share``: the share of candidates
+    whose closest-turn Jaccard is >= ``echo`` (near-copies of a context turn). When negatives
+    overlap their context far more than true responses do, "least overlap wins" separates
+    them without any notion of relevance: a shortcut a ranker can learn.
+    """
     rows = []
     for name, queries in query_sets.items():
-        rel, neg = [], []
+        parts: dict[int, dict[str, list[float]]] = {1: {"all": [], "turn": []}, 0: {"all": [], "turn": []}}
         for q in queries:
             ctx = set(_words(" ".join(q.context)))
+            turns = [set(_words(u)) for u in q.context]
             for cand, lab in zip(q.candidates, q.labels):
-                (rel if lab else neg).append(_jaccard(ctx, set(_words(cand))))
+                w = set(_words(cand))
+                parts[lab]["all"].append(_jaccard(ctx, w))
+                parts[lab]["turn"].append(max(_jaccard(t, w) for t in turns))
+
+        def mean(xs: list[float]) -> float:
+            return round(float(np.mean(xs)), 4) if xs else float("nan")
+
         rows.append(
             {
                 "query set": name,
                 "queries": len(queries),
                 "candidates/query": len(queries[0].candidates) if queries else 0,
-                "overlap relevant": round(float(np.mean(rel)), 4) if rel else float("nan"),
-                "overlap negatives": round(float(np.mean(neg)), 4) if neg else float("nan"),
+                "overlap relevant": mean(parts[1]["all"]),
+                "overlap negatives": mean(parts[0]["all"]),
+                "closest turn relevant": mean(parts[1]["turn"]),
+                "closest turn negatives": mean(parts[0]["turn"]),
+                "echo share relevant": mean([float(x >= echo) for x in parts[1]["turn"]]),
+                "echo share negatives": mean([float(x >= echo) for x in parts[0]["turn"]]),
             }
         )
     return pd.DataFrame(rows)
