@@ -1,0 +1,99 @@
+"""The no-learning baselines: BM25 against an independent implementation, ties, Platt scaling, Predictions."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from calibrank import baselines as bl  # noqa: E402
+from calibrank.data.schema import RankingQuery  # noqa: E402
+from calibrank.metrics.ranking import recall_at_k  # noqa: E402
+
+POOL = ["i love pizza with cheese", "my cat sleeps all day", "pizza or pasta tonight",
+        "the weather is cold and grey", "cheese makes everything better", "we went hiking in the mountains"]
+
+
+def test_bm25_matches_bm25s_lucene_scores():
+    import bm25s
+
+    query = "do you like pizza and cheese"  # no repeated term: bm25s and ours then agree term for term
+    retriever = bm25s.BM25(k1=1.5, b=0.75, method="lucene")
+    retriever.index(bm25s.tokenize(POOL, lower=True, token_pattern=r"(?u)\b\w\w+\b", stopwords=None, show_progress=False),
+                    show_progress=False)
+    docs, scores = retriever.retrieve(bm25s.tokenize([query], lower=True, token_pattern=r"(?u)\b\w\w+\b", stopwords=None,
+                                                     show_progress=False), k=len(POOL), show_progress=False)
+    theirs = dict(zip(docs[0].tolist(), scores[0].tolist()))
+    stats = bl.BM25Stats(POOL)
+    ours = [stats.score(query, d) for d in POOL]
+    assert ours == pytest.approx([theirs[i] for i in range(len(POOL))], rel=1e-5, abs=1e-6)
+    assert ours[0] > ours[4] > 0 and ours[1] == 0.0
+
+
+def _query(qid, context, candidates, relevant=0):
+    return RankingQuery(qid=qid, context=tuple(context), candidates=tuple(candidates),
+                        labels=tuple(int(i == relevant) for i in range(len(candidates))))
+
+
+QUERIES = [
+    _query("a", ["do you like pizza?"], ["yes, with extra cheese", "pizza is my favourite pizza", "my cat sleeps"]),
+    _query("b", ["how is the weather?"], ["grey and cold all week", "the weather is the weather", "hiking"]),
+]
+
+
+def test_most_and_least_overlap_are_mirror_rules():
+    stats = bl.BM25Stats(POOL + [c for q in QUERIES for c in q.candidates])
+    most = bl.baseline_scores("bm25", QUERIES, seed=0, stats=stats)
+    least = bl.baseline_scores("least_overlap", QUERIES, seed=0, stats=stats)
+    assert (most.argmax(1) == [1, 1]).all()  # the candidates that repeat the context's words
+    assert (least.argmax(1) != most.argmax(1)).all()
+    labels = np.array([q.labels for q in QUERIES])
+    assert recall_at_k(most, labels, 1).mean() == 0.0
+    with pytest.raises(ValueError, match="BM25 statistics"):
+        bl.baseline_scores("bm25", QUERIES, seed=0)
+
+
+def test_exact_ties_are_broken_at_random_with_the_seed():
+    q = [_query(str(i), ["zzz"], ["a b c", "d e f", "g h i", "j k l"]) for i in range(400)]
+    stats = bl.BM25Stats(POOL)
+    s = bl.baseline_scores("least_overlap", q, seed=1, stats=stats)
+    assert (np.diff(np.sort(s, axis=1), axis=1) > 0).all()  # no ties left
+    np.testing.assert_array_equal(s, bl.baseline_scores("least_overlap", q, seed=1, stats=stats))
+    assert not np.array_equal(s, bl.baseline_scores("least_overlap", q, seed=2, stats=stats))
+    r1 = recall_at_k(s, np.array([x.labels for x in q]), 1).mean()
+    assert abs(r1 - 0.25) < 0.07  # all tied: the relevant one is first a quarter of the time
+
+
+def test_random_baseline_is_at_chance():
+    q = [_query(str(i), ["hello"], [f"c{j} text" for j in range(10)], relevant=i % 10) for i in range(2000)]
+    r1 = recall_at_k(bl.baseline_scores("random", q, seed=0), np.array([x.labels for x in q]), 1).mean()
+    assert abs(r1 - 0.1) < 0.02
+
+
+def test_platt_recovers_a_known_logistic_map():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=20000)
+    y = rng.random(20000) < 1 / (1 + np.exp(-(2.0 * x - 1.0)))
+    a, b = bl.platt_fit(x, y)
+    assert a == pytest.approx(2.0, abs=0.1) and b == pytest.approx(-1.0, abs=0.1)
+    a0, b0 = bl.platt_fit(np.zeros(100), np.arange(100) < 10)  # no spread: the base rate
+    assert a0 == 0.0 and bl.platt_apply(np.zeros(1), (a0, b0))[0] == pytest.approx(0.1)
+    with pytest.raises(ValueError, match="both 0 and 1"):
+        bl.platt_fit(x[:5], np.zeros(5))
+
+
+def test_predictions_keep_the_rules_order_and_are_probabilities():
+    scores = np.array([[3.0, 1.0, 2.0], [0.1, 0.3, 0.2]])
+    pred = bl.baseline_predictions("bm25", QUERIES, scores, (1e-9, 0.0))  # a map that squashes every score to 0.5
+    np.testing.assert_array_equal(np.argsort(pred.probs, axis=1), np.argsort(scores, axis=1))
+    assert pred.n_samples == 1 and pred.meta["baseline"] == "bm25"
+
+
+def test_biencoder_prefers_the_paraphrase():
+    q = [_query("p", ["what's your favourite food?"], ["I really love eating sushi", "my car broke down",
+                                                           "the train was late again"])]
+    s = bl.baseline_scores("biencoder", q, seed=0)
+    assert s.argmax() == 0
