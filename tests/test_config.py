@@ -17,7 +17,27 @@ def test_every_shipped_profile_loads(profile):
 def test_default_profile_uses_offline_corpora_and_the_papers_candidate_counts():
     cfg = load_config(REPO / "params" / "laptop.yaml")
     assert cfg.data.corpora == (Corpus.chitchat, Corpus.chatterbot)
-    assert (cfg.negatives.train, cfg.negatives.train_k, cfg.negatives.eval_k) == (SamplerName.bm25, 1, 9)
+    # Balanced 1:1 training pairs and 1 + 9 candidates as in the first paper; the training sampler
+    # is a test condition too (the in-distribution one), beside random, BM25 and embedding negatives.
+    assert (cfg.negatives.train, cfg.negatives.train_k, cfg.negatives.eval_k) == (SamplerName.mixed, 1, 9)
+    assert cfg.negatives.train in cfg.negatives.eval and {SamplerName.random, SamplerName.bm25, SamplerName.embedding} <= set(cfg.negatives.eval)
+    assert cfg.negatives.max_context_jaccard == 0.5 and cfg.negatives.exclude_own_dialogue
+
+
+@pytest.mark.parametrize("text, needles", [
+    ("profile: x\ntraining: {pooling: segments}\nrankers: {names: [bert, sngp], sngp: {spectral_norm: pooler}}\n",
+     ["rankers.sngp.spectral_norm", "pooler", "segments"]),
+    ("profile: x\nnegatives: {max_context_jaccard: 1.5}\n", ["negatives.max_context_jaccard", "(0, 1]"]),
+    ("profile: x\nnegatives: {mixed: {bm25_share: -0.1}}\n", ["negatives.mixed.bm25_share", "[0, 1]"]),
+    ("profile: x\ntraining: {pooling: cls}\n", ["training.pooling", "'cls'"]),
+])
+def test_protocol_settings_are_checked(tmp_path, text, needles):
+    path = tmp_path / "x.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    for needle in needles:
+        assert needle in str(err.value)
 
 
 def _write(tmp_path, text, name="x"):

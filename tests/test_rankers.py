@@ -152,3 +152,58 @@ def test_predictions_whose_arrays_do_not_match_their_sidecar_are_rejected(tmp_pa
     (tmp_path / "b.npz").replace(tmp_path / "a.npz")  # new arrays beside the old sidecar
     with pytest.raises(PredictionsError, match="not the ones its sidecar a.json describes"):
         Predictions.load(tmp_path / "a")
+
+
+def _pair_batch():
+    import torch
+
+    ids = torch.tensor([[101, 2000, 2001, 2002, 102, 3000, 3001, 102, 0], [101, 2003, 102, 3002, 3003, 3004, 3005, 102, 0]])
+    tt = torch.tensor([[0, 0, 0, 0, 0, 1, 1, 1, 0], [0, 0, 0, 1, 1, 1, 1, 1, 0]])
+    return ids, (ids > 0).long(), tt
+
+
+def test_pooled_features_match_their_definitions():
+    import torch
+
+    from calibrank.backbone import load_backbone
+    from calibrank.rankers.base import SEGMENT_COSINE_BIAS, SEGMENT_COSINE_WEIGHT, CrossEncoder
+
+    ids, am, tt = _pair_batch()
+    model = CrossEncoder(load_backbone("tiny-random"), pooling="mean").eval()
+    with torch.no_grad():
+        h = model.encoder(input_ids=ids, attention_mask=am, token_type_ids=tt).last_hidden_state
+        mean = model.features(ids, am, tt)
+    for i in range(2):
+        n = int(am[i].sum())  # padding is left out of the mean
+        torch.testing.assert_close(mean[i], h[i, :n].mean(0))
+    seg = CrossEncoder(load_backbone("tiny-random"), pooling="segments").eval()
+    with torch.no_grad():
+        h = seg.encoder(input_ids=ids, attention_mask=am, token_type_ids=tt).last_hidden_state
+        logits = seg(ids, am, tt)
+    for i in range(2):
+        ctx = (tt[i] == 0) & (am[i] == 1)
+        resp = (tt[i] == 1) & (am[i] == 1)
+        cos = torch.nn.functional.cosine_similarity(h[i, ctx].mean(0), h[i, resp].mean(0), dim=0)
+        # the head starts as a scaled cosine of the two segments' mean states
+        torch.testing.assert_close(logits[i], SEGMENT_COSINE_WEIGHT * cos + SEGMENT_COSINE_BIAS, rtol=1e-4, atol=1e-4)
+
+
+def test_gp_heads_start_where_the_dense_head_starts_on_segment_features():
+    import torch
+
+    from calibrank.backbone import load_backbone
+    from calibrank.rankers.base import CrossEncoder
+    from calibrank.rankers.pg_gp import PGCrossEncoder
+    from calibrank.rankers.sngp import SNGPCrossEncoder
+
+    ids, am, tt = _pair_batch()
+    with torch.no_grad():
+        dense = CrossEncoder(load_backbone("tiny-random"), pooling="segments").eval()(ids, am, tt)
+        sngp = SNGPCrossEncoder(load_backbone("tiny-random"), spectral_norm="none", pooling="segments").eval()
+        gp_only = sngp.head.output(sngp.head.features(sngp.features(ids, am, tt))).squeeze(-1)
+        # the GP's posterior mean = linear prior mean (the dense start) + Phi^T beta (small at start)
+        torch.testing.assert_close(sngp(ids, am, tt) - gp_only, dense, rtol=1e-4, atol=1e-4)
+        pg = PGCrossEncoder(load_backbone("tiny-random"), pooling="segments").eval()
+        torch.testing.assert_close(pg.head.prior_mean(pg(ids, am, tt)).float(), dense, rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match="does not use"):
+        SNGPCrossEncoder(load_backbone("tiny-random"), spectral_norm="pooler", pooling="segments")

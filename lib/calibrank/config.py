@@ -37,9 +37,11 @@ __all__ = [
     "DataConfig",
     "BM25Config",
     "EmbeddingConfig",
+    "MixedConfig",
     "NegativesConfig",
     "Precision",
     "RankerName",
+    "Pooling",
     "TrainingConfig",
     "MCDropoutConfig",
     "EnsembleConfig",
@@ -102,6 +104,7 @@ class SamplerName(str, enum.Enum):
 
     random = "random"
     bm25 = "bm25"
+    mixed = "mixed"
     embedding = "embedding"
 
 
@@ -204,14 +207,33 @@ class EmbeddingConfig:
 
 
 @dataclass(frozen=True)
+class MixedConfig:
+    """The ``mixed`` sampler: each negative is a BM25 one with probability ``bm25_share``, else random."""
+
+    bm25_share: float = 0.5
+
+    def check(self) -> None:
+        if not 0.0 <= self.bm25_share <= 1.0:
+            raise _err("bm25_share", f"expected a probability in [0, 1], got {self.bm25_share}")
+
+
+@dataclass(frozen=True)
 class NegativesConfig:
-    """Training queries get ``train_k`` negatives from ``train``; every eval sampler gets ``eval_k``."""
+    """Training queries get ``train_k`` negatives from ``train``; every eval sampler gets ``eval_k``.
+
+    ``max_context_jaccard`` and ``exclude_own_dialogue`` apply to every sampler: no negative is
+    a near-copy of a context turn (word-set Jaccard >= the threshold; null: only exact copies
+    are excluded) or a turn of the example's own dialogue (:mod:`calibrank.negatives`).
+    """
 
     train: SamplerName = SamplerName.bm25
     train_k: int = 1
     eval: tuple[SamplerName, ...] = (SamplerName.random, SamplerName.bm25, SamplerName.embedding)
     eval_k: int = 9
+    max_context_jaccard: float | None = 0.5
+    exclude_own_dialogue: bool = True
     bm25: BM25Config = field(default_factory=BM25Config)
+    mixed: MixedConfig = field(default_factory=MixedConfig)
     embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
 
     def check(self) -> None:
@@ -222,15 +244,21 @@ class NegativesConfig:
             raise _err("eval", "expected at least one evaluation sampler")
         if len(set(self.eval)) != len(self.eval):
             raise _err("eval", "a sampler is listed twice")
+        j = self.max_context_jaccard
+        if j is not None and not 0.0 < j <= 1.0:
+            raise _err("max_context_jaccard", f"expected null or a similarity in (0, 1], got {j}")
 
     def params_for(self, sampler: SamplerName | str) -> dict[str, Any]:
         """Constructor parameters of one sampler, as :func:`calibrank.negatives.make_sampler` takes them."""
         sampler = SamplerName(sampler)
+        common = {"max_context_jaccard": self.max_context_jaccard, "exclude_own_dialogue": self.exclude_own_dialogue}
         if sampler is SamplerName.bm25:
-            return dataclasses.asdict(self.bm25)
+            return {**dataclasses.asdict(self.bm25), **common}
+        if sampler is SamplerName.mixed:
+            return {**dataclasses.asdict(self.bm25), **dataclasses.asdict(self.mixed), **common}
         if sampler is SamplerName.embedding:
-            return dataclasses.asdict(self.embedding)
-        return {}
+            return {**dataclasses.asdict(self.embedding), **common}
+        return common
 
 
 class RankerName(str, enum.Enum):
@@ -244,6 +272,23 @@ class RankerName(str, enum.Enum):
     sngp = "sngp"
     gpf_bert = "gpf_bert"
     pg_drr = "pg_drr"
+
+
+class Pooling(str, enum.Enum):
+    """The feature the ranker's head reads (:class:`calibrank.rankers.base.CrossEncoder`).
+
+    ``pooler``: BERT's pooler (dense + tanh over the last ``[CLS]`` state), the first paper's
+    head. ``mean``: the attention-masked mean of the last hidden states, the feature a
+    sentence-transformers checkpoint such as all-MiniLM-L6-v2 was fine-tuned to produce (its
+    pooler predates that fine-tuning). ``segments``: ``sqrt(d) * u * v`` with ``u`` / ``v`` the
+    unit-length means of the last hidden states over the context / response tokens of the
+    joint encoding; the head starts as a scaled cosine of the two (the sentence-embedding
+    objective MiniLM was trained with) and the encoder still attends across the pair.
+    """
+
+    pooler = "pooler"
+    mean = "mean"
+    segments = "segments"
 
 
 @dataclass(frozen=True)
@@ -267,6 +312,7 @@ class TrainingConfig:
     warmup_ratio: float = 0.1
     grad_clip: float = 1.0
     hidden_dropout: float | None = None
+    pooling: Pooling = Pooling.pooler
     precision: Precision = Precision.auto
     eval_every: int | None = None
     checkpoint_every: int = 100
@@ -524,6 +570,13 @@ class Config:
         if RankerName.pg_drr in self.rankers.names and self.training.batch_size < 2:
             raise _err("training.batch_size", f"pg_drr conditions its GP on each mini-batch: expected at least 2, "
                                               f"got {self.training.batch_size}")
+        for name in (RankerName.sngp, RankerName.gpf_bert):
+            section = getattr(self.rankers, name.value)
+            if (name in self.rankers.names and self.training.pooling is not Pooling.pooler
+                    and section.spectral_norm is SpectralNormPlacement.pooler):
+                raise _err(f"rankers.{name.value}.spectral_norm",
+                           f"'pooler' normalises BERT's pooler, which training.pooling "
+                           f"{self.training.pooling.value!r} does not use: choose none or all (or pooling: pooler)")
         for i, corpus in enumerate(self.rankers.train_corpora):
             if corpus not in self.data.corpora:
                 raise _err(f"rankers.train_corpora[{i}]", f"{corpus.value!r} is not among data.corpora")

@@ -101,6 +101,8 @@ class RandomFeatureGP(nn.Module):
         mean_field_factor: ``lambda`` of the mean-field logit (>= 0), pi/8 in the paper.
         seed: seed of the generator that draws ``W``, ``b`` and the initial ``beta``.
         bias: whether the output layer has a (point-estimated) bias.
+        linear_mean: add a learnable linear prior mean ``m(h) = w^T h + b`` (zero at start) to
+            the posterior-mean logits; the predictive variance is unchanged.
         output_init: ``"dense"`` (``beta ~ U(-1/sqrt(L), 1/sqrt(L))``, default), ``"prior"``
             (``N(0, I / ridge)``) or ``"zero"``.
 
@@ -126,6 +128,7 @@ class RandomFeatureGP(nn.Module):
         *,
         bias: bool = False,
         output_init: str = "dense",
+        linear_mean: bool = False,
     ) -> None:
         super().__init__()
         if int(in_features) != in_features or in_features < 1:
@@ -169,6 +172,14 @@ class RandomFeatureGP(nn.Module):
                 self.output.weight.zero_()
             if self.output.bias is not None:
                 self.output.bias.zero_()
+        # Optional linear prior mean m(h) = w^T h + b of the GP (the mean function of PG-DRR's
+        # sec. 3.2 in the random-feature GP): the posterior mean becomes m(h) + Phi^T beta and the
+        # variance is unchanged. Off by default (SNGP's zero-mean GP).
+        self.prior_mean: nn.Linear | None = nn.Linear(self.in_features, 1) if linear_mean else None
+        if self.prior_mean is not None:
+            with torch.no_grad():
+                self.prior_mean.weight.zero_()
+                self.prior_mean.bias.zero_()
         self.register_buffer(
             "precision", self.ridge * torch.eye(self.n_features, dtype=torch.float64)
         )
@@ -216,6 +227,8 @@ class RandomFeatureGP(nn.Module):
         phi = self.features(h)
         with torch.autocast(device_type=phi.device.type, enabled=False):  # fp32 logits (bf16 would tie them)
             logits = self.output(phi.float()).squeeze(-1)
+            if self.prior_mean is not None:
+                logits = logits + self.prior_mean(h.float()).squeeze(-1)
         return (logits, phi) if return_features else logits
 
     # ---------------------------------------------------------------- precision (eqs. 4-5)

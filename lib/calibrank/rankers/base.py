@@ -15,6 +15,7 @@ model (``bert``, ``mc_dropout``, ``temperature``, ensemble member 0) train it on
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -26,7 +27,7 @@ import torch
 from torch import nn
 
 from ..backbone import Backbone, load_backbone
-from ..config import ContextStyle, TrainingConfig
+from ..config import ContextStyle, Pooling, TrainingConfig
 from ..data.schema import RankingQuery
 from ..data.splits import TURN_SEP, UTTERANCE_SEP
 from ..losses import binary_cross_entropy
@@ -35,11 +36,16 @@ from ..predictions import Predictions
 from ..runs import atomic_path, stable_hash
 from ..training import Pairs, TrainResult, encode_pairs, load_trained, score_pairs, train_model, use_bf16
 
-__all__ = ["CrossEncoder", "Ranker", "TrainedModel", "head_param_groups", "queries_version", "sigmoid", "MODEL_CACHE_VERSION"]
+__all__ = ["CrossEncoder", "Ranker", "TrainedModel", "head_param_groups", "init_cosine_head", "queries_version", "sigmoid", "MODEL_CACHE_VERSION"]
 
 #: Bumped whenever a change to the model or the loop changes the trained weights (part of cache keys).
 MODEL_CACHE_VERSION = 3
 _NOT_IN_KEY = ("log_every", "checkpoint_every", "eval_batch_size")
+#: ``segments`` pooling: the head starts as ``SEGMENT_COSINE_WEIGHT * cos(u, v) + SEGMENT_COSINE_BIAS``.
+#: Measured on MiniLM's joint encodings of laptop training pairs: cos 0.77 +- 0.10 (true
+#: responses 0.78, negatives 0.76), so the start is a logit of about 0 with a spread of about 1.
+SEGMENT_COSINE_WEIGHT = 10.0
+SEGMENT_COSINE_BIAS = -7.7
 
 
 def sigmoid(x: np.ndarray) -> np.ndarray:
@@ -54,16 +60,33 @@ def queries_version(queries: Sequence[RankingQuery]) -> str:
 class CrossEncoder(nn.Module):
     """Encoder + dropout + linear head on the pooled [CLS] feature -> one relevance logit per pair."""
 
-    def __init__(self, backbone: Backbone, *, head_dropout: float = 0.1, seed: int = 0) -> None:
+    def __init__(self, backbone: Backbone, *, head_dropout: float = 0.1, seed: int = 0,
+                 pooling: Pooling | str = Pooling.pooler) -> None:
         super().__init__()
         self.encoder = backbone.encoder
+        self.pooling = Pooling(pooling)
         self.dropout = nn.Dropout(head_dropout)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             self.head = nn.Linear(backbone.hidden_size, 1)
+        if self.pooling is Pooling.segments:
+            init_cosine_head(self.head, backbone.hidden_size)
 
     def features(self, input_ids, attention_mask, token_type_ids=None) -> torch.Tensor:
         out = self.encoder(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
+        h = out.last_hidden_state
+        if self.pooling is Pooling.mean:
+            mask = attention_mask.unsqueeze(-1).to(h.dtype)
+            return (h * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+        if self.pooling is Pooling.segments:
+            am = attention_mask.to(torch.float32)
+            tt = token_type_ids.to(torch.float32)
+            h = h.float()
+            u = (h * ((1 - tt) * am).unsqueeze(-1)).sum(1) / ((1 - tt) * am).sum(1, keepdim=True).clamp(min=1.0)
+            v = (h * (tt * am).unsqueeze(-1)).sum(1) / (tt * am).sum(1, keepdim=True).clamp(min=1.0)
+            u = torch.nn.functional.normalize(u, dim=-1)
+            v = torch.nn.functional.normalize(v, dim=-1)
+            return u * v * math.sqrt(u.shape[-1])
         pooled = getattr(out, "pooler_output", None)
         return pooled if pooled is not None else out.last_hidden_state[:, 0]
 
@@ -73,6 +96,18 @@ class CrossEncoder(nn.Module):
         # ties the logits of similar candidates (and ties count against the relevant one).
         with torch.autocast(device_type=pooled.device.type, enabled=False):
             return self.head(self.dropout(pooled.float())).squeeze(-1)
+
+
+def init_cosine_head(linear: nn.Linear, hidden_size: int) -> None:
+    """Set a linear layer on ``segments`` features to ``SEGMENT_COSINE_WEIGHT * cos(u, v) + SEGMENT_COSINE_BIAS``.
+
+    The features are ``sqrt(d) * u * v`` (unit segment means), so a weight of ``w / sqrt(d)``
+    on every coordinate sums them to ``w * cos(u, v)``.
+    """
+    with torch.no_grad():
+        linear.weight.fill_(SEGMENT_COSINE_WEIGHT / math.sqrt(hidden_size))
+        if linear.bias is not None:
+            linear.bias.fill_(SEGMENT_COSINE_BIAS)
 
 
 def head_param_groups(model: nn.Module, head_lr: float, name: str = "head") -> list[dict]:
@@ -144,7 +179,7 @@ class Ranker(ABC):
         backbone = load_backbone(
             self.training.backbone, special_tokens=self._special_tokens(), seed=seed, hidden_dropout=self.training.hidden_dropout
         )
-        return CrossEncoder(backbone, seed=seed), backbone
+        return CrossEncoder(backbone, seed=seed, pooling=self.training.pooling), backbone
 
     def _loss(self, model: nn.Module, batch: dict, labels: torch.Tensor) -> torch.Tensor:
         return binary_cross_entropy(model(**batch), labels)

@@ -119,7 +119,8 @@ from ..metrics.ranking import recall_at_k
 from ..predictions import Predictions
 from ..runs import atomic_path, stable_hash
 from ..training import TrainResult
-from .base import CrossEncoder, Ranker, TrainedModel, head_param_groups, sigmoid
+from ..config import Pooling
+from .base import SEGMENT_COSINE_BIAS, SEGMENT_COSINE_WEIGHT, CrossEncoder, Ranker, TrainedModel, head_param_groups, sigmoid
 from .sngp import draw_joint, encode_features
 
 __all__ = ["PGCrossEncoder", "PGDRRRanker", "InducingPosterior", "KERNELS", "pg_param_groups"]
@@ -179,10 +180,22 @@ class PGCrossEncoder(CrossEncoder):
     """Encoder + dropout + :class:`PGHead`; ``forward`` returns the GP input features ``z`` ``[B, d]``."""
 
     def __init__(self, backbone: Backbone, *, projection: bool = True, learn_mean: bool = True,
-                 mean_function: str = "linear", head_dropout: float = 0.1, seed: int = 0) -> None:
-        super().__init__(backbone, head_dropout=head_dropout, seed=seed)
+                 mean_function: str = "linear", head_dropout: float = 0.1, seed: int = 0,
+                 pooling: Pooling | str = Pooling.pooler) -> None:
+        super().__init__(backbone, head_dropout=head_dropout, seed=seed, pooling=pooling)
         self.head = PGHead(backbone.hidden_size, projection=projection, learn_mean=learn_mean,
                            mean_function=mean_function, seed=seed)
+        if self.pooling is Pooling.segments and mean_function == "linear":
+            # The prior mean starts where the dense head on these features starts (a scaled
+            # cosine of the two segments, :func:`calibrank.rankers.base.init_cosine_head`),
+            # through an identity projection.
+            d = backbone.hidden_size
+            with torch.no_grad():
+                if isinstance(self.head.projection, nn.Linear):
+                    self.head.projection.weight.copy_(torch.eye(d))
+                    self.head.projection.bias.zero_()
+                self.head.mean_weight.fill_(SEGMENT_COSINE_WEIGHT / math.sqrt(d))
+                self.head.mean.fill_(SEGMENT_COSINE_BIAS)
 
     def forward(self, input_ids, attention_mask, token_type_ids=None) -> torch.Tensor:
         return self.head(self.dropout(self.features(input_ids, attention_mask, token_type_ids)))
@@ -384,7 +397,8 @@ class PGDRRRanker(Ranker):
     def _build(self, seed: int) -> tuple[CrossEncoder, Backbone]:
         _, backbone = super()._build(seed)
         model = PGCrossEncoder(backbone, projection=self.projection, learn_mean=self.learn_mean,
-                               mean_function=self.mean_function, head_dropout=self.head_dropout, seed=seed)
+                               mean_function=self.mean_function, head_dropout=self.head_dropout, seed=seed,
+                               pooling=self.training.pooling)
         return model, backbone
 
     def _loss(self, model: nn.Module, batch: dict, labels: torch.Tensor) -> torch.Tensor:

@@ -83,7 +83,8 @@ from ..gp.random_features import OUTPUT_INITS
 from ..losses import binary_cross_entropy
 from ..predictions import Predictions
 from ..training import Pairs, TrainResult, collate, length_batches, use_bf16
-from .base import CrossEncoder, Ranker, TrainedModel, head_param_groups, sigmoid
+from ..config import Pooling
+from .base import CrossEncoder, Ranker, TrainedModel, head_param_groups, init_cosine_head, sigmoid
 
 __all__ = [
     "SNGPCrossEncoder",
@@ -235,12 +236,19 @@ class SNGPCrossEncoder(CrossEncoder):
         gp: dict[str, Any] | None = None,
         head_dropout: float = 0.1,
         seed: int = 0,
+        pooling: Pooling | str = Pooling.pooler,
     ) -> None:
-        super().__init__(backbone, head_dropout=head_dropout, seed=seed)
+        super().__init__(backbone, head_dropout=head_dropout, seed=seed, pooling=pooling)
+        if spectral_norm == "pooler" and self.pooling is not Pooling.pooler:
+            raise ValueError(f"spectral_norm='pooler' normalises the pooler, which {self.pooling.value!r} pooling "
+                             f"does not use; choose 'none' or 'all', or pooling 'pooler'")
         self.spectral_layers = apply_spectral_norm_to(
             self.encoder, spectral_norm, bound=sn_bound, n_power_iterations=sn_power_iterations, seed=seed
         )
-        self.head = RandomFeatureGP(backbone.hidden_size, seed=seed, **(gp or {}))
+        segments = self.pooling is Pooling.segments
+        self.head = RandomFeatureGP(backbone.hidden_size, seed=seed, linear_mean=segments, **(gp or {}))
+        if segments:  # the GP's prior mean starts where the dense head on these features starts
+            init_cosine_head(self.head.prior_mean, backbone.hidden_size)
 
     def forward(self, input_ids, attention_mask, token_type_ids=None) -> torch.Tensor:
         return self.head(self.dropout(self.features(input_ids, attention_mask, token_type_ids)))
@@ -394,6 +402,7 @@ class SNGPRanker(Ranker):
                 gp=self.gp_params,
                 head_dropout=self.head_dropout,
                 seed=seed,
+                pooling=self.training.pooling,
             )
         except ValueError as exc:
             raise ValueError(f"{self.name}: {exc}") from exc
