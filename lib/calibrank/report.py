@@ -46,6 +46,7 @@ _PACKAGES = ("torch", "transformers", "sentence-transformers", "bm25s", "faiss-c
 
 SECTION_TITLES = (
     "Setup",
+    "Do the rankers rank?",
     "What replicates and what does not",
     "The papers' numbers beside ours",
     "The notebooks, table by table and figure by figure",
@@ -387,6 +388,42 @@ def _replication_html(tables: Mapping[str, pd.DataFrame]) -> str:
     return f"<p>{_esc(tally)}.</p><ul class='verdicts'>{''.join(items)}</ul>"
 
 
+def _protocol_html(cfg: Config) -> str:
+    neg = cfg.negatives
+    train = neg.train.value
+    if neg.train.value == "mixed":
+        train = (f"mixed: each context's negative is a BM25 one with probability {neg.mixed.bm25_share:g}, "
+                 f"else a random one")
+    echo = ("near-copies of a context turn (word-set Jaccard &ge; "
+            f"{neg.max_context_jaccard:g})" if neg.max_context_jaccard is not None else "exact copies of a context turn")
+    own = " and turns of the example's own dialogue" if neg.exclude_own_dialogue else ""
+    return (f"<p>Training: {neg.train_k} negative(s) per context from the <b>{_esc(train)}</b> sampler; evaluation: "
+            f"{neg.eval_k} negatives per query from each of {_esc(', '.join(s.value for s in neg.eval))}. No sampler "
+            f"returns {echo}{own}. Features: <code>{_esc(cfg.training.pooling.value)}</code> pooling.</p>")
+
+
+def _ranking_html(cfg: Config, tables: Mapping[str, pd.DataFrame]) -> str:
+    from .baselines import SHORTCUT_MARGIN, ranking_check, ranking_warnings
+
+    metrics, rules = tables.get("metrics_all"), tables.get("baselines_all")
+    intro = (f"<p>Before any claim about calibration: does each trained ranker rank by relevance? It shows, per ranker, "
+             f"its R@1 in distribution beside the best of four rules that learn nothing (random; most and least word "
+             f"overlap with the context; the zero-shot MiniLM bi-encoder), and its lowest R@1 over every test condition "
+             f"beside chance (1/{cfg.negatives.eval_k + 1}). A ranker within {SHORTCUT_MARGIN} of a rule, or at chance "
+             f"under shift, would make every verdict below a statement about a shortcut.</p>" + _protocol_html(cfg))
+    if metrics is None or rules is None or metrics.empty or rules.empty:
+        return intro + "<p class='muted'>No metrics yet (notebook 04 writes them).</p>"
+    check = ranking_check(metrics, rules, cfg.negatives.eval_k)
+    warnings = ranking_warnings(check)
+    if warnings:
+        notes = "".join(f"<li>{_esc(w)}</li>" for w in warnings)
+        verdict = f"<div class='caution'><b>Warning: {len(warnings)} ranker check(s) failed.</b><ul>{notes}</ul></div>"
+    else:
+        verdict = (f"<p><b>Every trained ranker clears the best rule in distribution by at least {SHORTCUT_MARGIN} "
+                   f"and stays above chance on every test condition.</b></p>")
+    return intro + verdict + _frame_html(check)
+
+
 # ----------------------------------------------------------------------------- the page
 def _load_tables(profile: str) -> dict[str, pd.DataFrame]:
     from .study import load_exported_tables
@@ -483,23 +520,26 @@ the first notebook and is not counted here (<code>make report</code> prints its 
 <p class="small muted">Software: {versions}.</p>
 
 <h2 id="{ids[1]}">{_esc(SECTION_TITLES[1])}</h2>
+{_ranking_html(cfg, tables)}
+
+<h2 id="{ids[2]}">{_esc(SECTION_TITLES[2])}</h2>
 <p>Each claim of the papers, checked against this run's tables (computed from the numbers, not written by hand): a claim
 replicates when its direction holds on more than half of our conditions, or on average for claims about averages.</p>
 {_replication_html(tables)}
 
-<h2 id="{ids[2]}">{_esc(SECTION_TITLES[2])}</h2>
+<h2 id="{ids[3]}">{_esc(SECTION_TITLES[3])}</h2>
 <p>Where a setting of ours matches one of the papers (same ranker, same kind of shift), the papers' numbers sit beside ours.
 Theirs: MSDialog, MANtIS and UDC_DSTC8 at bert-base scale (5 seeds in the 2023 papers); ours: this profile's data and
 backbone.</p>
 {_comparison_html(tables)}
 
-<h2 id="{ids[3]}">{_esc(SECTION_TITLES[3])}</h2>
+<h2 id="{ids[4]}">{_esc(SECTION_TITLES[4])}</h2>
 <p>Each notebook below in the order it ran, with each of its tables and figures and the sentence that says what it
 shows. Every table is also a CSV file: {all_csv}.</p>
 <ol class="small">{''.join(toc)}</ol>
 {''.join(nb_parts)}
 
-<h2 id="{ids[4]}">{_esc(SECTION_TITLES[4])}</h2>
+<h2 id="{ids[5]}">{_esc(SECTION_TITLES[5])}</h2>
 <ul>
 <li><b>Ties count against the relevant candidate.</b> A relevant response tied with non-relevant ones is ranked below
 all of them in R10@1, MAP and MRR (the first paper's code let ties favour it, which inflates the scores of a ranker

@@ -88,7 +88,9 @@ __all__ = [
     "significance_cell",
     "subset_negatives",
     "table1",
+    "table1_reference",
     "table1_wide",
+    "baseline_metrics_table",
     "table2",
     "table2_wide",
     "table3",
@@ -366,12 +368,49 @@ def table1(study: Study, metrics: pd.DataFrame | None = None, ranker: str = BASE
     return out
 
 
-def table1_wide(t1: pd.DataFrame) -> pd.DataFrame:
-    """Table 1 in the paper's layout: rows = training corpus, columns = (test corpus · sampler, metric)."""
+def baseline_metrics_table(study: Study, split: str = "test") -> pd.DataFrame:
+    """:func:`metrics_table`'s columns for the no-learning rules of :mod:`calibrank.baselines` (``ranker`` = ``baseline:<name>``).
+
+    Their Platt maps are fitted per training corpus, so they have one row per training corpus
+    like a trained ranker; ``seed`` is the profile seed (the rules' tie-breaks).
+    """
+    from .baselines import BaselineName, load_baseline
+
+    rows = []
+    for name in BaselineName:
+        for tc in study.train_corpora:
+            for cond in study.test_conditions(split):
+                pred = load_baseline(study.cfg, name, tc, cond)
+                rows.append({"ranker": f"baseline:{name.value}", "train_corpus": tc, "corpus": cond.corpus,
+                             "sampler": cond.sampler, "shift": study.shift(cond, tc), "seed": study.cfg.seed, "S": 1,
+                             "queries": int(pred.labels.shape[0]), **_cell_metrics(pred, study.cfg.seed)})
+    return pd.DataFrame(rows)
+
+
+def table1_reference(study: Study, baseline_metrics: pd.DataFrame) -> pd.DataFrame:
+    """Table 1's columns for each no-learning rule: the reference rows a reader compares ``bert`` with."""
+    return pd.concat([table1(study, baseline_metrics, ranker=r).assign(ranker=r)
+                      for r in dict.fromkeys(baseline_metrics["ranker"])], ignore_index=True)
+
+
+def table1_wide(t1: pd.DataFrame, reference: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Table 1 in the paper's layout: rows = training corpus, columns = (test corpus · sampler, metric).
+
+    With ``reference`` (:func:`table1_reference`), the rules that learn nothing follow as rows
+    of their own ("least overlap (Platt on chitchat)").
+    """
+    from .baselines import DISPLAY_NAMES as RULES
+
     t = t1.copy()
+    t["row"] = "bert trained on " + t["train_corpus"]
+    if reference is not None and not reference.empty:
+        ref = reference.copy()
+        ref["row"] = ref["ranker"].str.removeprefix("baseline:").map(RULES) + " (Platt on " + ref["train_corpus"] + ")"
+        t = pd.concat([t, ref.drop(columns=["ranker"])], ignore_index=True)
     t["test on"] = t["corpus"] + " · " + t["sampler"]
-    metrics = [c for c in t1.columns if c not in _KEYS + ["queries", "seeds"]]
-    wide = t.pivot(index="train_corpus", columns="test on", values=metrics)
+    metrics = [c for c in t1.columns if c not in _KEYS + ["queries", "seeds", "row", "ranker"]]
+    wide = t.pivot(index="row", columns="test on", values=metrics)
+    wide = wide.reindex(list(dict.fromkeys(t["row"])))
     wide = wide.swaplevel(0, 1, axis=1)
     order = list(dict.fromkeys(t["test on"]))
     wide = wide.reindex(columns=pd.MultiIndex.from_product([order, metrics]))
