@@ -97,3 +97,49 @@ def test_biencoder_prefers_the_paraphrase():
                                                            "the train was late again"])]
     s = bl.baseline_scores("biencoder", q, seed=0)
     assert s.argmax() == 0
+
+
+def test_ranking_check_flags_a_shortcut_and_a_ranker_below_chance():
+    import pandas as pd
+
+    def rows(ranker, r1):
+        return [{"ranker": ranker, "train_corpus": "a", "corpus": c, "sampler": s, "shift": sh, "R@1": v}
+                for (c, s, sh), v in zip([("a", "mixed", "in distribution"), ("a", "random", "cross-NS"),
+                                          ("b", "mixed", "cross-domain")], r1)]
+
+    metrics = pd.DataFrame(rows("good", [0.6, 0.4, 0.3]) + rows("shortcut", [0.42, 0.05, 0.2]))
+    rules = pd.DataFrame(rows("baseline:least_overlap", [0.4, 0.05, 0.1]) + rows("baseline:random", [0.1, 0.1, 0.1]))
+    check = bl.ranking_check(metrics, rules, k=9).set_index("ranker")
+    assert check.loc["good", "best rule"] == "least overlap" and check.loc["good", "margin"] == pytest.approx(0.2)
+    assert not check.loc["good", "at or below chance"] and check.loc["shortcut", "at or below chance"]
+    assert check.loc["shortcut", "lowest on"] == "a · random"
+    warnings = bl.ranking_warnings(check.reset_index())
+    assert len(warnings) == 2 and all(w.startswith("shortcut") for w in warnings)
+
+
+def test_table1_shows_the_rules_as_reference_rows(tmp_root):
+    import pandas as pd
+
+    from calibrank import study as st
+    from calibrank.config import load_config
+    from calibrank.experiment import eval_conditions
+
+    cfg = load_config("smoke", {"rankers.names": ["bert"], "rankers.seeds": [0]})
+    rng = np.random.default_rng(0)
+    for c in eval_conditions(cfg, ("test",)):
+        labels = np.zeros((8, c.k + 1), dtype=np.int8)
+        labels[:, 0] = 1
+        qs = [RankingQuery(f"q{i}", ("hi",), tuple(f"c{j}" for j in range(c.k + 1)), tuple(labels[i])) for i in range(8)]
+        for name in bl.BaselineName:
+            p = bl.baseline_predictions(name, qs, rng.random(labels.shape), (1.0, -1.0))
+            p.save(bl.baselines_path(cfg, name, "chitchat", c))
+    study = st.Study(cfg=cfg, rankers=("bert",), train_corpora=("chitchat",), conditions=tuple(eval_conditions(cfg)), paths={})
+    rules = st.baseline_metrics_table(study)
+    assert len(rules) == 4 * len(study.test_conditions()) and set(rules["ranker"]) == {f"baseline:{n.value}" for n in bl.BaselineName}
+    bert = rules[rules["ranker"] == "baseline:random"].assign(ranker="bert")
+    t1 = st.table1(study, bert)
+    wide = st.table1_wide(t1, st.table1_reference(study, rules))
+    assert list(wide.index) == ["bert trained on chitchat", "random (Platt on chitchat)", "BM25 (most overlap) (Platt on chitchat)",
+                                "least overlap (Platt on chitchat)", "bi-encoder (zero-shot) (Platt on chitchat)"]
+    assert wide.loc["bert trained on chitchat"].equals(wide.loc["random (Platt on chitchat)"])
+    assert isinstance(wide, pd.DataFrame)

@@ -27,8 +27,10 @@ RANKERS = ("bert", "mc_dropout", "ensemble", "temperature")
 
 
 def synthetic_config(rankers=RANKERS, seeds=(0,)):
-    """The smoke profile (two corpora, three samplers, k = 9) with these rankers and training seeds."""
-    return load_config("smoke", {"rankers.names": list(rankers), "rankers.seeds": list(seeds)})
+    """The smoke profile with the first paper's protocol (BM25 training negatives; two corpora, three
+    test samplers, k = 9) and these rankers and training seeds."""
+    return load_config("smoke", {"rankers.names": list(rankers), "rankers.seeds": list(seeds),
+                                 "negatives.train": "bm25", "negatives.eval": ["random", "bm25", "embedding"]})
 
 
 def _labels(q: int, k: int, seed: int) -> np.ndarray:
