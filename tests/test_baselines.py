@@ -143,3 +143,14 @@ def test_table1_shows_the_rules_as_reference_rows(tmp_root):
                                 "least overlap (Platt on chitchat)", "bi-encoder (zero-shot) (Platt on chitchat)"]
     assert wide.loc["bert trained on chitchat"].equals(wide.loc["random (Platt on chitchat)"])
     assert isinstance(wide, pd.DataFrame)
+
+
+def test_platt_never_reverses_a_rule():
+    """A rule that is anti-correlated with relevance on the fitting data keeps its own order (flat probabilities)."""
+    x = np.linspace(0, 1, 200)
+    y = x < 0.3  # relevance falls as the score rises
+    ab = bl.platt_fit(x, y)
+    assert ab[0] == 0.0 and bl.platt_apply(np.zeros(1), ab)[0] == pytest.approx(0.3, abs=0.01)
+    scores = np.array([[0.9, 0.1, 0.5]])
+    pred = bl.baseline_predictions("bm25", QUERIES[:1], scores, ab)
+    assert pred.probs.argmax() == 0  # still "most overlap first"

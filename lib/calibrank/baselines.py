@@ -149,7 +149,10 @@ def platt_fit(scores: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
     """``(a, b)`` of P(relevant) = sigmoid(a * score + b), by maximum likelihood (Platt 1999).
 
     An unregularised one-feature logistic regression (scikit-learn, lbfgs). Scores without
-    spread (``random``) get ``a = 0`` and ``b`` = the logit of the base rate.
+    spread (``random``), and scores that fall as relevance rises on the fitting data (a fitted
+    ``a < 0``, e.g. "most overlap" where negatives overlap more), get ``a = 0`` and ``b`` = the
+    logit of the base rate: calibration must not turn a rule into its opposite, so such a
+    rule's probabilities are the base rate and only its own scores order the candidates.
     """
     from sklearn.linear_model import LogisticRegression
 
@@ -163,6 +166,9 @@ def platt_fit(scores: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
         return 0.0, float(np.log(rate / (1.0 - rate)))
     lr = LogisticRegression(C=np.inf, solver="lbfgs").fit((x - mu) / sd, y)
     a = float(lr.coef_[0, 0]) / sd
+    if a <= 0:  # the rule ranks against relevance here: the map may not reverse it, only flatten it
+        rate = float(y.mean())
+        return 0.0, float(np.log(rate / (1.0 - rate)))
     return a, float(lr.intercept_[0]) - a * mu
 
 
