@@ -62,7 +62,7 @@ def _write(tmp_path, text, name="x"):
         ("profile: x\ndata: 3\n", ["data", "expected a mapping"]),
         ("seed: 3\n", ["profile", "missing required key"]),
         ("profile: x\nnegatives: {bm25: {b: 2}}\n", ["negatives.bm25.b", "[0, 1]"]),
-        ("profile: x\ntraining: {lr: .nan}\n", ["training.lr", "positive learning rate"]),
+        ("profile: x\ntraining: {lr: .nan}\n", ["training.lr", "expected a finite number"]),
         ("profile: x\nrankers: {names: [bert, bert]}\n", ["rankers.names", "listed twice"]),
         ("profile: x\nnegatives: {eval: [bm25, bm25]}\n", ["negatives.eval", "listed twice"]),
         ("profile: laptop\n", ["profile: 'laptop' must match the file name 'x'"]),
@@ -126,3 +126,32 @@ def test_config_enums_match_the_rankers_choices():
     assert {m.value for m in RFOutputInit} == set(OUTPUT_INITS)
     assert {m.value for m in GPMeanFunction} == set(MEAN_FUNCTIONS)
     assert {m.value for m in GPKernel} == set(KERNELS)
+
+
+def test_a_key_given_twice_is_refused_with_both_lines(tmp_path):
+    path = tmp_path / "x.yaml"
+    path.write_text("profile: x\ntraining:\n  lr: 0.001\n  epochs: 2\ntraining:\n  epochs: 3\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert f"{path}:line 5: duplicate key 'training' (first given at line 2)" in str(err.value)
+    path.write_text("profile: x\ntraining:\n  lr: 0.001\n  lr: 0.002\n")
+    with pytest.raises(ConfigError, match="line 4: duplicate key 'lr'"):
+        load_config(path)
+
+
+@pytest.mark.parametrize("value, ok", [("1e-3", 1e-3), ("2.5E-5", 2.5e-5), (".nan", None), (".inf", None), ("-.inf", None)])
+def test_numbers_read_as_written_and_must_be_finite(tmp_path, value, ok):
+    path = tmp_path / "x.yaml"
+    path.write_text(f"profile: x\ntraining: {{lr: {value}}}\n")
+    if ok is None:
+        with pytest.raises(ConfigError, match="training.lr: expected a finite number"):
+            load_config(path)
+    else:
+        assert load_config(path).training.lr == ok
+
+
+def test_seeds_fit_the_rngs(tmp_path):
+    path = tmp_path / "x.yaml"
+    path.write_text(f"profile: x\nrankers: {{seeds: [1, {2**64}]}}\n")
+    with pytest.raises(ConfigError, match=r"rankers.seeds\[1\]: expected an integer in 0..2\*\*32-1"):
+        load_config(path)

@@ -16,6 +16,7 @@ import difflib
 import enum
 import math
 import os
+import re
 import types
 import typing
 from dataclasses import dataclass, field
@@ -545,8 +546,8 @@ class RankersConfig:
             if len(set(getattr(self, name))) != len(getattr(self, name)):
                 raise _err(name, "an entry is listed twice")
         for i, seed in enumerate(self.seeds):
-            if seed < 0:
-                raise _err(f"seeds[{i}]", f"expected a non-negative integer, got {seed}")
+            if not 0 <= seed < 2**32:
+                raise _err(f"seeds[{i}]", f"expected an integer in 0..2**32-1, got {seed}")
 
 
 @dataclass(frozen=True)
@@ -565,8 +566,8 @@ class Config:
     def check(self) -> None:
         if not self.profile or not self.profile.replace("-", "").replace("_", "").isalnum():
             raise _err("profile", f"expected a name of letters, digits, '-' or '_', got {self.profile!r}")
-        if self.seed < 0:
-            raise _err("seed", f"expected a non-negative integer, got {self.seed}")
+        if not 0 <= self.seed < 2**32:
+            raise _err("seed", f"expected an integer in 0..2**32-1, got {self.seed}")
         if RankerName.pg_drr in self.rankers.names and self.training.batch_size < 2:
             raise _err("training.batch_size", f"pg_drr conditions its GP on each mini-batch: expected at least 2, "
                                               f"got {self.training.batch_size}")
@@ -648,6 +649,8 @@ def _coerce(tp: Any, value: Any, key: str) -> Any:
             return value
     elif tp is float:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if not math.isfinite(float(value)):
+                raise _err(key, f"expected a finite number, got {value!r}")
             return float(value)
     elif tp is str:
         if isinstance(value, str):
@@ -700,6 +703,33 @@ def profile_path(profile: str | os.PathLike) -> Path:
     return project_root() / "params" / f"{text}.yaml"
 
 
+class _ProfileLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, strict where a silent reading would change an experiment.
+
+    A key given twice in one mapping (at any depth) is an error naming both lines: YAML would
+    keep the last, so a second ``training:`` block would silently drop the first one's keys.
+    ``1e-3`` reads as a number (YAML 1.1 wants ``1.0e-3`` and would read a string).
+    """
+
+
+def _mapping_without_duplicates(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    loader.flatten_mapping(node)
+    seen: dict[Any, int] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        line = key_node.start_mark.line + 1
+        if key in seen:
+            raise ConfigError(f"line {line}: duplicate key {key!r} (first given at line {seen[key]}); "
+                              f"give each key once (YAML would silently keep the last)")
+        seen[key] = line
+    return loader.construct_mapping(node, deep=deep)
+
+
+_ProfileLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping_without_duplicates)
+_ProfileLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9][0-9_]*[eE][-+]?[0-9]+$"), list("-+0123456789"))
+
+
 def load_config(profile: str | os.PathLike, overrides: dict[str, Any] | None = None) -> Config:
     """Read and validate a profile; ``overrides`` maps dotted keys (``"data.max_dialogues"``) to values."""
     path = profile_path(profile)
@@ -707,9 +737,11 @@ def load_config(profile: str | os.PathLike, overrides: dict[str, Any] | None = N
         known = sorted(p.stem for p in (project_root() / "params").glob("*.yaml"))
         raise ConfigError(f"{path}: no such params file; known profiles: {', '.join(known) or 'none'}")
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_ProfileLoader)  # noqa: S506 - a SafeLoader
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML ({exc})") from exc
+    except ConfigError as exc:
+        raise ConfigError(f"{path}:{exc}") from None
     raw = raw if raw is not None else {}
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: expected a mapping of keys at the top level")
