@@ -207,3 +207,19 @@ def test_gp_heads_start_where_the_dense_head_starts_on_segment_features():
         torch.testing.assert_close(pg.head.prior_mean(pg(ids, am, tt)).float(), dense, rtol=1e-4, atol=1e-4)
     with pytest.raises(ValueError, match="does not use"):
         SNGPCrossEncoder(load_backbone("tiny-random"), spectral_norm="pooler", pooling="segments")
+
+
+@pytest.mark.parametrize("pooling", ["mean", "segments"])
+def test_every_trainable_parameter_gets_a_gradient(pooling):
+    """What data-parallel training needs: no trainable parameter left out of the graph (the pooler is frozen)."""
+    from calibrank.backbone import load_backbone
+    from calibrank.rankers.base import CrossEncoder
+
+    ids, am, tt = _pair_batch()
+    model = CrossEncoder(load_backbone("tiny-random"), pooling=pooling).train()
+    model(ids, am, tt).sum().backward()
+    assert not any(p.requires_grad for p in model.encoder.pooler.parameters())
+    missing = [n for n, p in model.named_parameters() if p.requires_grad and p.grad is None]
+    assert not missing, missing
+    with pytest.raises(ValueError, match="token_type_ids"):
+        CrossEncoder(load_backbone("tiny-random"), pooling="segments")(ids, am, None)

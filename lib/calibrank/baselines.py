@@ -212,7 +212,7 @@ def compute_baselines(cfg) -> "pd.DataFrame":
     """
     import pandas as pd
 
-    from .experiment import eval_conditions
+    from .experiment import Condition, eval_conditions
     from .metrics.calibration import ece
     from .metrics.ranking import recall_at_k
     from .querysets import load_pool, load_query_set
@@ -231,7 +231,15 @@ def compute_baselines(cfg) -> "pd.DataFrame":
                 precision=getattr(emb.precision, "value", emb.precision), batch_size=emb.batch_size)
     rows = []
     for tc in cfg.rankers.train_corpora:
-        fit_on = next(c for c in conds if (c.corpus, c.split, c.sampler) == (tc.value, "valid", train_sampler))
+        # the training condition's validation split (built for early selection, an eval condition or not)
+        fit_on = Condition(tc.value, "valid", train_sampler, cfg.negatives.eval_k)
+        if fit_on.name not in queries:
+            queries[fit_on.name] = load_query_set(cfg, fit_on.corpus, "valid", train_sampler, fit_on.k)
+            for i, name in enumerate(BaselineName):
+                scores[(name.value, fit_on.name)] = baseline_scores(
+                    name, queries[fit_on.name], seed=cfg.seed + len(conds) + i,
+                    stats=BM25Stats(load_pool(cfg, tc.value, "valid"), k1=cfg.negatives.bm25.k1, b=cfg.negatives.bm25.b),
+                    model=emb.model, precision=getattr(emb.precision, "value", emb.precision), batch_size=emb.batch_size)
         labels = np.array([q.labels for q in queries[fit_on.name]])
         for name in BaselineName:
             ab = platt_fit(scores[(name.value, fit_on.name)], labels)

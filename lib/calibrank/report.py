@@ -415,6 +415,11 @@ def _ranking_html(cfg: Config, tables: Mapping[str, pd.DataFrame]) -> str:
         return intro + "<p class='muted'>No metrics yet (notebook 04 writes them).</p>"
     check = ranking_check(metrics, rules, cfg.negatives.eval_k)
     warnings = ranking_warnings(check)
+    n_trained = metrics[["ranker", "train_corpus"]].drop_duplicates().shape[0]
+    if len(check) < n_trained:
+        return intro + (f"<div class='caution'><b>Not checkable:</b> {n_trained - len(check)} ranker x training corpus "
+                        f"run(s) have no in-distribution test condition (the training sampler is not among "
+                        f"negatives.eval), so they cannot be set beside the rules.</div>") + _frame_html(check)
     if warnings:
         notes = "".join(f"<li>{_esc(w)}</li>" for w in warnings)
         verdict = f"<div class='caution'><b>Warning: {len(warnings)} ranker check(s) failed.</b><ul>{notes}</ul></div>"

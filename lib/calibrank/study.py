@@ -1011,7 +1011,7 @@ def paper_comparison(tables: Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFra
     if ind is not None and not ind.empty:
         p = PAPERS_2023[PAPERS_2023["setting"] == "in-domain"]
         rows = []
-        for ranker, grp in ind.groupby("ranker", sort=False):
+        for ranker, grp in ind[~ind["ranker"].str.startswith("baseline:")].groupby("ranker", sort=False):
             mine = p[p["ranker"] == ranker]
             gpf = mine[mine["paper"].str.startswith("GPF")]
             mine = gpf if len(gpf) else mine  # GPF-BERT Table 1 (with ECE) where it ran the ranker, else PG-DRR's

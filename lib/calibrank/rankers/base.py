@@ -65,6 +65,10 @@ class CrossEncoder(nn.Module):
         super().__init__()
         self.encoder = backbone.encoder
         self.pooling = Pooling(pooling)
+        pooler = getattr(self.encoder, "pooler", None)
+        if self.pooling is not Pooling.pooler and pooler is not None:
+            # Not in the path: frozen, so that no optimizer (or DDP's gradient reduction) waits for its gradient.
+            pooler.requires_grad_(False)
         self.dropout = nn.Dropout(head_dropout)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
@@ -76,9 +80,13 @@ class CrossEncoder(nn.Module):
         out = self.encoder(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
         h = out.last_hidden_state
         if self.pooling is Pooling.mean:
+            h = h.float()
             mask = attention_mask.unsqueeze(-1).to(h.dtype)
             return (h * mask).sum(1) / mask.sum(1).clamp(min=1.0)
         if self.pooling is Pooling.segments:
+            if token_type_ids is None:
+                raise ValueError("segments pooling needs token_type_ids (0 = context, 1 = response), as "
+                                 "calibrank.training.collate makes them")
             am = attention_mask.to(torch.float32)
             tt = token_type_ids.to(torch.float32)
             h = h.float()

@@ -195,7 +195,8 @@ class PGCrossEncoder(CrossEncoder):
                     self.head.projection.weight.copy_(torch.eye(d))
                     self.head.projection.bias.zero_()
                 self.head.mean_weight.fill_(SEGMENT_COSINE_WEIGHT / math.sqrt(d))
-                self.head.mean.fill_(SEGMENT_COSINE_BIAS)
+                if learn_mean:  # a fixed mean stays 0, as PGHead documents
+                    self.head.mean.fill_(SEGMENT_COSINE_BIAS)
 
     def forward(self, input_ids, attention_mask, token_type_ids=None) -> torch.Tensor:
         return self.head(self.dropout(self.features(input_ids, attention_mask, token_type_ids)))
