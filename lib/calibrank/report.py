@@ -390,14 +390,14 @@ def _replication_html(tables: Mapping[str, pd.DataFrame]) -> str:
 
 def _protocol_html(cfg: Config) -> str:
     neg = cfg.negatives
-    train = neg.train.value
+    train = f"<b>{_esc(neg.train.value)}</b> sampler"
     if neg.train.value == "mixed":
-        train = (f"mixed: each context's negative is a BM25 one with probability {neg.mixed.bm25_share:g}, "
-                 f"else a random one")
+        train += (f" (each negative a BM25 one with probability {neg.mixed.bm25_share:g}, "
+                  f"else a random one)")
     echo = ("near-copies of a context turn (word-set Jaccard &ge; "
             f"{neg.max_context_jaccard:g})" if neg.max_context_jaccard is not None else "exact copies of a context turn")
     own = " and turns of the example's own dialogue" if neg.exclude_own_dialogue else ""
-    return (f"<p>Training: {neg.train_k} negative(s) per context from the <b>{_esc(train)}</b> sampler; evaluation: "
+    return (f"<p>Training: {neg.train_k} negative(s) per context from the {train}; evaluation: "
             f"{neg.eval_k} negatives per query from each of {_esc(', '.join(s.value for s in neg.eval))}. No sampler "
             f"returns {echo}{own}. Features: <code>{_esc(cfg.training.pooling.value)}</code> pooling.</p>")
 
