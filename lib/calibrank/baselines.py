@@ -36,13 +36,13 @@ every analysis treats a baseline like a deterministic ranker.
 from __future__ import annotations
 
 import enum
-import re
 from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
 
 from .data.schema import RankingQuery
+from .negatives import words as _words
 from .predictions import Predictions
 
 __all__ = [
@@ -56,7 +56,6 @@ __all__ = [
     "baseline_predictions",
 ]
 
-_TOKEN = re.compile(r"(?u)\b\w\w+\b")
 _TIE_SCALE = 1e-9  # far below any score difference a rule makes; only orders exact ties
 
 
@@ -75,10 +74,6 @@ DISPLAY_NAMES = {
 }
 
 
-def _tokens(text: str) -> list[str]:
-    return _TOKEN.findall(text.lower())
-
-
 class BM25Stats:
     """Document frequencies and mean length of a response pool, and BM25 of a text against a query.
 
@@ -86,12 +81,12 @@ class BM25Stats:
     """
 
     def __init__(self, pool: Sequence[str], k1: float = 1.5, b: float = 0.75) -> None:
-        docs = [set(_tokens(t)) for t in pool]
+        docs = [set(_words(t)) for t in pool]
         if not docs:
             raise ValueError("BM25Stats: the response pool is empty")
         self.n = len(docs)
         self.df = Counter(t for d in docs for t in d)
-        self.avgdl = float(np.mean([len(_tokens(t)) for t in pool])) or 1.0
+        self.avgdl = float(np.mean([len(_words(t)) for t in pool])) or 1.0
         self.k1, self.b = float(k1), float(b)
 
     def idf(self, term: str) -> float:
@@ -99,10 +94,10 @@ class BM25Stats:
         return float(np.log1p((self.n - df + 0.5) / (df + 0.5)))
 
     def score(self, query: str, doc: str) -> float:
-        tf = Counter(_tokens(doc))
+        tf = Counter(_words(doc))
         dl = sum(tf.values())
         norm = self.k1 * (1.0 - self.b + self.b * dl / self.avgdl)
-        return float(sum(self.idf(t) * tf[t] / (tf[t] + norm) for t in set(_tokens(query)) if t in tf))
+        return float(sum(self.idf(t) * tf[t] / (tf[t] + norm) for t in set(_words(query)) if t in tf))
 
 
 def bm25_overlap(queries: Sequence[RankingQuery], stats: BM25Stats) -> np.ndarray:

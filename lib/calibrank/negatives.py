@@ -80,6 +80,7 @@ __all__ = [
     "RandomSampler",
     "BM25Sampler",
     "MixedSampler",
+    "words",
     "word_set",
     "jaccard",
     "EmbeddingSampler",
@@ -101,9 +102,14 @@ _TOKEN_PATTERN = r"(?u)\b\w\w+\b"  # bm25s' (and scikit-learn's) default
 _WORDS = re.compile(_TOKEN_PATTERN)
 
 
+def words(text: str) -> list[str]:
+    """Lower-cased ``\\w\\w+`` tokens of a text, in order: the BM25 sampler's tokenisation."""
+    return _WORDS.findall(text.lower())
+
+
 def word_set(text: str) -> frozenset[str]:
-    """Lower-cased ``\\w\\w+`` tokens of a text: what echo and overlap measures compare."""
-    return frozenset(_WORDS.findall(text.lower()))
+    """The set of :func:`words` of a text: what echo and overlap measures compare."""
+    return frozenset(words(text))
 
 
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
@@ -260,7 +266,8 @@ class NegativeSampler(abc.ABC):
             order = np.concatenate([order, rng.permutation(np.setdiff1d(np.arange(len(self.pool)), order))])
             size = len(self.pool)
         if len(picked) < n:
-            rest = [int(i) for i in order if int(i) not in exclude and int(i) not in set(picked)]
+            taken = exclude | set(picked)
+            rest = [int(i) for i in order if int(i) not in taken]
             self.stats["n_echo_fallback"] = self.stats.get("n_echo_fallback", 0) + n - len(picked)
             picked += rest[: n - len(picked)]
         assert len(picked) >= n, "caller must check k against the pool size"
