@@ -1,0 +1,432 @@
+"""Uncertainty of set-level metrics by resampling test queries (and training seeds) with scipy.
+
+Every metric of the study (R@k, MAP, MRR, ECE, equal-mass ECE, Brier, NLL) is a function of
+*sums over queries* of a few per-query numbers (its "features"):
+
+- a mean of per-query values (R@k, MAP, MRR): features ``[v_q, 1]`` (``[0, 0]`` where ``v_q`` is
+  undefined, i.e. the query has no relevant candidate), metric ``= sum v / sum 1``;
+- Brier and NLL: features ``[sum_j loss_qj, K_q]``, metric ``= sum loss / sum K``;
+- ECE, eq. 1 of Penha & Hauff (2021), ``sum_i |B_i|/n |avg(B_i) - rel(B_i)/|B_i||``
+  ``= sum_i |sum_{j in B_i} (p_j - y_j)| / n``: features per bucket ``[sum_{j in B_i, q} (p_j - y_j),
+  |B_i ∩ q|]``. Equal-mass ECE keeps the bucket edges of the full test set in every resample
+  (recomputing them per resample would make the metric non-additive; the interval of the
+  equal-mass ECE therefore treats its edges as fixed, a small departure from a full bootstrap).
+
+So a resample of queries is a vector of counts ``c_q`` (how often query ``q`` is drawn) and the
+metric is ``g(sum_q c_q f_q)``: one matrix product per resample batch, which is what makes
+thousands of resamples per cell cheap. Values on the full set equal the metric functions of
+:mod:`calibrank.metrics` exactly (tested).
+
+Resampling, with scipy doing every draw:
+
+- **Interval** (:func:`interval`, :func:`compare`): percentile bootstrap,
+  ``scipy.stats.bootstrap(method="percentile")``. The resampling unit is the query with all its
+  candidates. With several training seeds the seeds are a second, independent sample
+  (``paired=False``): each resample draws queries and seeds with replacement, and the statistic
+  is the mean over the drawn seeds of the metric on the drawn queries. This two-stage bootstrap
+  covers both sources of variation a reader cares about: another test set, and another
+  training run. With one seed the interval covers test-query sampling only, and the result
+  says so in ``note``.
+- **Test** (:func:`compare`): a paired permutation test over queries,
+  ``scipy.stats.permutation_test(permutation_type="samples")``: under the null the two rankers
+  are exchangeable on every query, so each query's two sets of predictions are swapped at
+  random (one swap per query, applied to every seed and every condition that holds the query).
+  One-sided in the direction a paper claims. With several seeds the statistic is the mean
+  effect over seeds, so the test is conditional on the trained seeds: it asks whether these
+  runs differ on these queries; the interval is what carries the seed-to-seed variation.
+- **Several conditions at once** (a claim made across test conditions): the effect is the mean
+  over conditions of the per-condition effect. Conditions in the same ``group`` (the same test
+  corpus: its samplers share the test contexts) are resampled and permuted *jointly* by query
+  id, conditions of different groups independently, so shared queries are never counted as
+  independent evidence.
+
+Degenerate cases are reported, never hidden: a metric that is the same in every resample gives
+the interval ``[value, value]`` and a note; a resample where the metric is undefined (no query
+with a relevant candidate) gives NaN and the note counts them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from scipy import stats as _sps
+
+from ..predictions import Predictions, PredictionsError
+from .calibration import EPS, _bin_edges
+from .ranking import average_precision, recall_at_k, reciprocal_rank
+
+__all__ = [
+    "METRICS",
+    "Comparison",
+    "Estimate",
+    "QueryFeatures",
+    "compare",
+    "features",
+    "interval",
+    "ONE_SEED_NOTE",
+]
+
+METRICS = ("R@1", "MAP", "MRR", "ECE", "ECE equal-mass", "Brier", "NLL")
+"""Metrics :func:`features` knows; ``R@k`` for any k >= 1 works too."""
+
+ONE_SEED_NOTE = "1 training seed: intervals cover test-query sampling only"
+
+_ALTERNATIVES = ("two-sided", "less", "greater")
+_BATCH = 250
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class QueryFeatures:
+    """Per-query features of one metric for one ranker on one query set, one row per training seed.
+
+    ``values [S, Q, D]``; ``reduce`` maps summed features ``[..., D]`` to the metric ``[...]``;
+    ``qids [Q]``; ``source`` names the Predictions (for errors).
+    """
+
+    metric: str
+    values: np.ndarray
+    reduce: Callable[[np.ndarray], np.ndarray]
+    qids: np.ndarray
+    source: str = ""
+
+    @property
+    def n_seeds(self) -> int:
+        return int(self.values.shape[0])
+
+    @property
+    def value(self) -> float:
+        """The metric on the full query set, averaged over seeds."""
+        return float(np.mean(self.reduce(self.values.sum(axis=1))))
+
+
+@dataclasses.dataclass(frozen=True)
+class Estimate:
+    """A metric with its ``level`` interval ``[low, high]`` (:func:`interval`)."""
+
+    value: float
+    low: float
+    high: float
+    level: float
+    n_queries: int
+    n_seeds: int
+    note: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Comparison:
+    """Effect of ranker A over ranker B: ``a - b`` (or ``(a - b) / b`` when ``relative``), its interval and one-sided p.
+
+    ``pvalue`` tests the null "A and B are exchangeable on every query" against ``alternative``
+    (``"less"``: A's metric is lower). ``a`` and ``b`` are the two metrics (means over
+    conditions and seeds).
+    """
+
+    value: float
+    low: float
+    high: float
+    pvalue: float
+    alternative: str
+    relative: bool
+    a: float
+    b: float
+    level: float
+    n_queries: int
+    n_seeds: int
+    n_conditions: int
+    note: str = ""
+
+
+# ------------------------------------------------------------------------------ features
+def _mean_reduce(s: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(s[..., 1] > 0, s[..., 0] / np.where(s[..., 1] > 0, s[..., 1], 1.0), np.nan)
+
+
+def _ece_reduce(n_bins: int) -> Callable[[np.ndarray], np.ndarray]:
+    def reduce(s: np.ndarray) -> np.ndarray:
+        total = s[..., n_bins:].sum(axis=-1)
+        gap = np.abs(s[..., :n_bins]).sum(axis=-1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(total > 0, gap / np.where(total > 0, total, 1.0), np.nan)
+
+    return reduce
+
+
+def _mean_features(v: np.ndarray) -> np.ndarray:
+    defined = ~np.isnan(v)
+    return np.stack([np.where(defined, v, 0.0), defined.astype(np.float64)], axis=-1)
+
+
+def _one_run(metric: str, probs: np.ndarray, labels: np.ndarray, n_bins: int, edges: np.ndarray | None) -> np.ndarray:
+    q, k = labels.shape
+    y = labels.astype(np.float64)
+    if metric == "MAP":
+        return _mean_features(average_precision(probs, labels))
+    if metric == "MRR":
+        return _mean_features(reciprocal_rank(probs, labels))
+    if metric.startswith("R@"):
+        return _mean_features(recall_at_k(probs, labels, int(metric[2:])))
+    if metric == "Brier":
+        return np.stack([((probs - y) ** 2).sum(axis=1), np.full(q, float(k))], axis=-1)
+    if metric == "NLL":
+        p = np.clip(probs, EPS, 1.0 - EPS)
+        loss = -(y * np.log(p) + (1.0 - y) * np.log1p(-p))
+        return np.stack([loss.sum(axis=1), np.full(q, float(k))], axis=-1)
+    # ECE: right-closed buckets exactly as metrics.calibration
+    ids = np.searchsorted(edges[1:-1], probs, side="left")  # [Q, K]
+    out = np.zeros((q, 2 * n_bins))
+    rows = np.repeat(np.arange(q), k)
+    np.add.at(out, (rows, ids.ravel()), (probs - y).ravel())
+    np.add.at(out, (rows, n_bins + ids.ravel()), 1.0)
+    return out
+
+
+def features(runs: Predictions | Sequence[Predictions], metric: str, *, scores: Sequence[np.ndarray] | None = None,
+             n_bins: int = 10) -> QueryFeatures:
+    """Per-query features of ``metric`` for the Predictions of one cell, one per training seed.
+
+    ``runs`` must cover the same queries, candidates and labels (an error names both files
+    otherwise). Ranking metrics use ``probs`` unless ``scores`` (one ``[Q, K]`` array per run,
+    e.g. risk-aware scores) is given. ``metric``: one of :data:`METRICS` or ``R@k``.
+    """
+    runs = [runs] if isinstance(runs, Predictions) else list(runs)
+    if not runs:
+        raise ValueError("features needs at least one Predictions")
+    if metric not in METRICS and not (metric.startswith("R@") and metric[2:].isdigit() and int(metric[2:]) >= 1):
+        raise ValueError(f"metric must be one of {METRICS} or R@k; got {metric!r}")
+    for other in runs[1:]:
+        runs[0].check_aligned(other)
+    if scores is not None and len(scores) != len(runs):
+        raise ValueError(f"scores must hold one array per run ({len(runs)}); got {len(scores)}")
+    calibration = metric in ("ECE", "ECE equal-mass", "Brier", "NLL")
+    if scores is not None and calibration:
+        raise ValueError(f"{metric} is measured on probabilities; scores= applies to ranking metrics only")
+    strategy = "quantile" if metric == "ECE equal-mass" else "uniform"
+    values = []
+    for i, r in enumerate(runs):
+        probs = r.probs if scores is None else np.asarray(scores[i], dtype=np.float64)
+        if probs.shape != r.labels.shape:
+            raise ValueError(f"scores[{i}] has shape {probs.shape}; {r.meta.get('name', 'run')} has {r.labels.shape}")
+        edges = _bin_edges(r.probs.ravel(), n_bins, strategy)  # each run's own edges, as metrics.calibration.ece
+        values.append(_one_run(metric, probs, r.labels, n_bins, edges))
+    reduce = _ece_reduce(n_bins) if metric.startswith("ECE") else _mean_reduce
+    return QueryFeatures(metric, np.stack(values), reduce, runs[0].qids, str(runs[0].meta.get("name", "")))
+
+
+# ------------------------------------------------------------------------------ resampling
+def _check_level(level: float) -> None:
+    if isinstance(level, bool) or not isinstance(level, (int, float, np.floating)) or not 0.0 < level < 1.0:
+        raise ValueError(f"level must be a number strictly between 0 and 1; got {level!r}")
+
+
+def _check_resamples(n: int) -> None:
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n_resamples must be a positive integer; got {n!r}")
+
+
+def _counts(idx: np.ndarray, n: int) -> np.ndarray:
+    """Rows of resampled indices ``[R, m]`` -> how often each of ``n`` items was drawn ``[R, n]``."""
+    r = idx.shape[0]
+    flat = (idx.astype(np.int64) + n * np.arange(r)[:, None]).ravel()
+    return np.bincount(flat, minlength=r * n).reshape(r, n).astype(np.float64)
+
+
+@dataclasses.dataclass
+class _Layout:
+    """Units (group, qid) shared by the cells, and where each cell's queries sit among them."""
+
+    n_units: int
+    rows: list[np.ndarray]
+
+
+def _layout(cells: Sequence[QueryFeatures], groups: Sequence[str] | None) -> _Layout:
+    groups = list(groups) if groups is not None else [f"cell{i}" for i in range(len(cells))]
+    if len(groups) != len(cells):
+        raise ValueError(f"groups must name one group per condition ({len(cells)}); got {len(groups)}")
+    index: dict[tuple[str, str], int] = {}
+    rows = []
+    for g, f in zip(groups, cells):
+        rows.append(np.array([index.setdefault((g, str(q)), len(index)) for q in f.qids], dtype=np.int64))
+    return _Layout(len(index), rows)
+
+
+def _seed_count(cells: Sequence[QueryFeatures]) -> int:
+    s = {f.n_seeds for f in cells}
+    if len(s) != 1:
+        raise ValueError(f"every condition and ranker must have the same number of training seeds; got {sorted(s)}")
+    return s.pop()
+
+
+def _per_cell_values(f: QueryFeatures, counts: np.ndarray) -> np.ndarray:
+    """Metric per resample and seed ``[R, S]`` from unit counts of this cell's queries ``[R, n_c]``."""
+    return np.stack([f.reduce(counts @ f.values[s]) for s in range(f.n_seeds)], axis=1)
+
+
+def _seed_mean(v: np.ndarray, seed_counts: np.ndarray | None) -> np.ndarray:
+    if seed_counts is None:
+        return v.mean(axis=1)
+    return (v * seed_counts).sum(axis=1) / seed_counts.sum(axis=1)
+
+
+def _effect(a: np.ndarray, b: np.ndarray, relative: bool) -> np.ndarray:
+    if not relative:
+        return a - b
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(b != 0, (a - b) / np.where(b != 0, b, 1.0), np.nan)
+
+
+def _bootstrap(statistic, n_units: int, n_seeds: int, level: float, n_resamples: int, seed: int):
+    """Percentile bootstrap over units (and seeds when there are several); returns (low, high, distribution)."""
+    data = (np.arange(n_units),) if n_seeds < 2 else (np.arange(n_units), np.arange(n_seeds))
+    with warnings.catch_warnings():  # a degenerate or partly undefined distribution is reported in the note
+        warnings.simplefilter("ignore", _sps.DegenerateDataWarning)
+        res = _sps.bootstrap(data, statistic, paired=False, vectorized=True, n_resamples=n_resamples, batch=_BATCH,
+                             confidence_level=level, method="percentile", random_state=np.random.default_rng(seed))
+    return float(res.confidence_interval.low), float(res.confidence_interval.high), np.asarray(res.bootstrap_distribution)
+
+
+def _interval_note(dist: np.ndarray, n_seeds: int) -> list[str]:
+    notes = [] if n_seeds > 1 else [ONE_SEED_NOTE]
+    n_nan = int(np.isnan(dist).sum())
+    if n_nan:
+        notes.append(f"metric undefined in {n_nan} of {dist.size} resamples (no relevant candidate drawn)")
+    finite = dist[np.isfinite(dist)]
+    if finite.size and np.ptp(finite) == 0:
+        notes.append("the metric is the same in every resample: degenerate interval")
+    return notes
+
+
+def _finish_interval(lo: float, hi: float, dist: np.ndarray, level: float) -> tuple[float, float]:
+    """scipy's percentile interval, except that a constant distribution gives ``[v, v]`` and resamples
+    where the metric is undefined are left out (the note counts them)."""
+    finite = dist[np.isfinite(dist)]
+    if finite.size == 0:
+        return float("nan"), float("nan")
+    if np.ptp(finite) == 0:
+        return float(finite[0]), float(finite[0])
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        tail = 50.0 * (1.0 - level)
+        lo, hi = (float(x) for x in np.percentile(finite, [tail, 100.0 - tail]))
+    return lo, hi
+
+
+def interval(cell: QueryFeatures, *, level: float = 0.95, n_resamples: int = 2000, seed: int = 0) -> Estimate:
+    """The metric of one ranker on one condition with its bootstrap interval (queries, and seeds when several)."""
+    _check_level(level)
+    _check_resamples(n_resamples)
+    n_q, n_s = int(cell.values.shape[1]), cell.n_seeds
+
+    def statistic(*samples, axis=-1):
+        q = samples[0].reshape(-1, samples[0].shape[-1])
+        v = _per_cell_values(cell, _counts(q, n_q))
+        sc = None if len(samples) < 2 else _counts(samples[1].reshape(-1, samples[1].shape[-1]), n_s)
+        return _seed_mean(v, sc).reshape(samples[0].shape[:-1])
+
+    value = cell.value
+    with np.errstate(all="ignore"):
+        lo, hi, dist = _bootstrap(statistic, n_q, n_s, level, n_resamples, seed)
+    notes = _interval_note(dist, n_s)
+    lo, hi = _finish_interval(lo, hi, dist, level)
+    return Estimate(value, lo, hi, level, n_q, n_s, "; ".join(notes))
+
+
+def _check_pair(a: QueryFeatures, b: QueryFeatures) -> None:
+    if a.metric != b.metric:
+        raise ValueError(f"cannot compare {a.metric} of {a.source} with {b.metric} of {b.source}")
+    if a.values.shape[1] != b.values.shape[1] or not np.array_equal(a.qids, b.qids):
+        raise PredictionsError(
+            f"{a.source or 'ranker A'} and {b.source or 'ranker B'} are on different queries "
+            f"({a.values.shape[1]} vs {b.values.shape[1]} queries, or a different order): a paired comparison needs the same test set"
+        )
+
+
+def compare(
+    a: QueryFeatures | Sequence[QueryFeatures],
+    b: QueryFeatures | Sequence[QueryFeatures],
+    *,
+    alternative: str = "two-sided",
+    relative: bool = False,
+    groups: Sequence[str] | None = None,
+    level: float = 0.95,
+    n_resamples: int = 2000,
+    seed: int = 0,
+) -> Comparison:
+    """Effect of A over B on the same queries, averaged over conditions: interval and one-sided p.
+
+    ``a[i]`` and ``b[i]`` are the two rankers on condition ``i`` (same qids; an error names both
+    sources otherwise). ``groups[i]`` names the resampling group of condition ``i``: conditions
+    of one group share their queries (by qid) and are resampled and permuted jointly (default:
+    every condition its own group). ``alternative="less"`` when the claim is that A's metric is
+    lower (e.g. ECE), ``"greater"`` when higher (e.g. R@1). ``relative`` gives ``(a - b) / b``.
+    """
+    _check_level(level)
+    _check_resamples(n_resamples)
+    if alternative not in _ALTERNATIVES:
+        raise ValueError(f"alternative must be one of {_ALTERNATIVES}; got {alternative!r}")
+    a_cells = [a] if isinstance(a, QueryFeatures) else list(a)
+    b_cells = [b] if isinstance(b, QueryFeatures) else list(b)
+    if not a_cells or len(a_cells) != len(b_cells):
+        raise ValueError(f"a and b must list the same number (>= 1) of conditions; got {len(a_cells)} and {len(b_cells)}")
+    for fa, fb in zip(a_cells, b_cells):
+        _check_pair(fa, fb)
+    n_s = _seed_count(a_cells + b_cells)
+    layout = _layout(a_cells, groups)
+    n_u = layout.n_units
+
+    def effect_from(sums_a: list[np.ndarray], sums_b: list[np.ndarray], seed_counts: np.ndarray | None) -> np.ndarray:
+        per_cell = []
+        for fa, fb, sa, sb in zip(a_cells, b_cells, sums_a, sums_b):
+            va = np.stack([fa.reduce(sa[s]) for s in range(n_s)], axis=1)
+            vb = np.stack([fb.reduce(sb[s]) for s in range(n_s)], axis=1)
+            per_cell.append(_effect(_seed_mean(va, seed_counts), _seed_mean(vb, seed_counts), relative))
+        return np.mean(per_cell, axis=0)
+
+    def boot_stat(*samples, axis=-1):
+        q = samples[0].reshape(-1, samples[0].shape[-1])
+        counts = _counts(q, n_u)
+        sc = None if len(samples) < 2 else _counts(samples[1].reshape(-1, samples[1].shape[-1]), n_s)
+        sums_a = [[counts[:, rows] @ fa.values[s] for s in range(n_s)] for fa, rows in zip(a_cells, layout.rows)]
+        sums_b = [[counts[:, rows] @ fb.values[s] for s in range(n_s)] for fb, rows in zip(b_cells, layout.rows)]
+        return effect_from(sums_a, sums_b, sc).reshape(samples[0].shape[:-1])
+
+    def perm_stat(x, y, axis=-1):
+        shape = x.shape[:-1]
+        swapped = (x.reshape(-1, n_u) >= n_u).astype(np.float64)  # unit u holds B's predictions on the A side
+        sums_a, sums_b = [], []
+        for fa, fb, rows in zip(a_cells, b_cells, layout.rows):
+            sw = swapped[:, rows]
+            sa, sb = [], []
+            for s in range(n_s):
+                delta = sw @ (fb.values[s] - fa.values[s])
+                sa.append(fa.values[s].sum(axis=0) + delta)
+                sb.append(fb.values[s].sum(axis=0) - delta)
+            sums_a.append(sa)
+            sums_b.append(sb)
+        return effect_from(sums_a, sums_b, None).reshape(shape)
+
+    full_a = [[fa.values[s].sum(axis=0)[None] for s in range(n_s)] for fa in a_cells]
+    full_b = [[fb.values[s].sum(axis=0)[None] for s in range(n_s)] for fb in b_cells]
+    value = float(effect_from(full_a, full_b, None)[0])
+    a_val = float(np.mean([f.value for f in a_cells]))
+    b_val = float(np.mean([f.value for f in b_cells]))
+    notes: list[str] = []
+    with np.errstate(all="ignore"):
+        lo, hi, dist = _bootstrap(boot_stat, n_u, n_s, level, n_resamples, seed)
+        notes += _interval_note(dist, n_s)
+        lo, hi = _finish_interval(lo, hi, dist, level)
+        if not np.isfinite(value):
+            pvalue = float("nan")
+            notes.append("effect undefined on the full set (base metric 0 or no relevant candidate)")
+        else:
+            res = _sps.permutation_test((np.arange(n_u), np.arange(n_u) + n_u), perm_stat, permutation_type="samples",
+                                        vectorized=True, n_resamples=n_resamples, batch=_BATCH, alternative=alternative,
+                                        random_state=np.random.default_rng(seed + 1))
+            pvalue = float(res.pvalue)
+            null = np.asarray(res.null_distribution)
+            if null.size and np.ptp(null[np.isfinite(null)]) == 0:
+                notes.append("the rankers' predictions are identical on every query: no evidence either way")
+    return Comparison(value, lo, hi, pvalue, alternative, relative, a_val, b_val, level, n_u, n_s, len(a_cells),
+                      "; ".join(dict.fromkeys(notes)))

@@ -1,0 +1,133 @@
+"""Query-level bootstrap intervals and paired permutation tests (calibrank.metrics.resample)."""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from calibrank.metrics import resample as R
+from calibrank.metrics.calibration import brier, ece, nll
+from calibrank.metrics.ranking import ranking_metrics
+from calibrank.predictions import Predictions, PredictionsError
+
+
+def _pred(signal: float, seed: int, *, q: int = 120, k: int = 10, name: str = "p", qids=None, no_rel: int = 0):
+    rng = np.random.default_rng(seed)
+    labels = np.zeros((q, k), dtype=int)
+    labels[no_rel:, 0] = 1
+    probs = 1.0 / (1.0 + np.exp(-(rng.normal(size=(q, k)) + signal * labels - 1.0)))
+    qids = np.arange(q).astype(str) if qids is None else qids
+    return Predictions(qids, labels, probs, probs[None], meta={"name": name, "seed": seed})
+
+
+@pytest.mark.parametrize("no_rel", [0, 7])
+def test_features_reproduce_the_metric_functions(no_rel):
+    p = _pred(1.5, 3, no_rel=no_rel)
+    rank = ranking_metrics(p.probs, p.labels, ks=(1, 5))
+    expected = {"R@1": rank["R@1"], "R@5": rank["R@5"], "MAP": rank["MAP"], "MRR": rank["MRR"],
+                "ECE": ece(p.probs, p.labels), "ECE equal-mass": ece(p.probs, p.labels, strategy="quantile"),
+                "Brier": brier(p.probs, p.labels), "NLL": nll(p.probs, p.labels)}
+    for metric, value in expected.items():
+        assert R.features(p, metric).value == pytest.approx(value, rel=1e-12, abs=1e-12), metric
+
+
+def test_interval_contains_the_value_and_narrows_with_more_queries():
+    small = R.interval(R.features(_pred(1.0, 1, q=60), "R@1"), seed=0)
+    large = R.interval(R.features(_pred(1.0, 1, q=960), "R@1"), seed=0)
+    for est in (small, large):
+        assert est.low <= est.value <= est.high
+        assert est.note == R.ONE_SEED_NOTE
+    assert (large.high - large.low) < 0.5 * (small.high - small.low)  # ~ 1/sqrt(16) = 0.25
+
+
+def test_interval_is_seeded():
+    f = R.features(_pred(1.0, 1), "ECE")
+    assert R.interval(f, seed=5) == R.interval(f, seed=5)
+    assert R.interval(f, seed=5) != R.interval(f, seed=6)
+
+
+def test_interval_of_a_constant_metric_is_degenerate_not_nan():
+    p = _pred(50.0, 1)  # the relevant candidate always first: R@1 = 1 on every resample
+    est = R.interval(R.features(p, "R@1"))
+    assert (est.value, est.low, est.high) == (1.0, 1.0, 1.0)
+    assert "degenerate" in est.note
+
+
+def test_undefined_resamples_are_counted():
+    p = _pred(1.0, 1, q=6, no_rel=5)  # one query in six has a relevant candidate
+    est = R.interval(R.features(p, "R@1"), n_resamples=500)
+    assert "undefined in" in est.note
+    assert np.isfinite(est.low) and np.isfinite(est.high)
+
+
+def test_identical_rankers_difference_zero_p_one():
+    f = R.features(_pred(1.0, 1), "ECE")
+    c = R.compare(f, f, alternative="less")
+    assert (c.value, c.low, c.high, c.pvalue) == (0.0, 0.0, 0.0, 1.0)
+    assert "identical" in c.note
+
+
+def test_exchangeable_rankers_give_uniform_pvalues():
+    pvals = []
+    for i in range(120):
+        a = R.features(_pred(1.0, 1000 + i, q=40), "R@1")
+        b = R.features(_pred(1.0, 5000 + i, q=40), "R@1")
+        pvals.append(R.compare(a, b, alternative="greater", n_resamples=400, seed=i).pvalue)
+    pvals = np.array(pvals)
+    assert stats.kstest(pvals, "uniform").pvalue > 0.001
+    assert 0.0 < (pvals < 0.1).mean() < 0.25
+
+
+def test_better_on_every_query_gives_p_near_zero():
+    worse = _pred(0.0, 2)
+    better = Predictions(worse.qids, worse.labels, np.where(worse.labels == 1, 0.999, worse.probs * 0.5),
+                         np.where(worse.labels == 1, 0.999, worse.probs * 0.5)[None], meta={"name": "better"})
+    c = R.compare(R.features(better, "R@1"), R.features(worse, "R@1"), alternative="greater", n_resamples=999)
+    assert c.pvalue <= 2 / 1000
+    assert c.low > 0
+    # the same comparison in the other direction is not significant
+    assert R.compare(R.features(better, "R@1"), R.features(worse, "R@1"), alternative="less", n_resamples=999).pvalue > 0.99
+
+
+def test_relative_change_matches_the_ratio():
+    a, b = R.features(_pred(2.0, 1), "ECE"), R.features(_pred(0.5, 1), "ECE")
+    c = R.compare(a, b, relative=True, alternative="less")
+    assert c.value == pytest.approx((a.value - b.value) / b.value)
+    assert c.low <= c.value <= c.high
+
+
+def test_different_queries_are_refused_naming_both():
+    a = _pred(1.0, 1, name="runs/x/bert.npz")
+    b = _pred(1.0, 2, name="runs/x/sngp.npz", qids=np.arange(1, 121).astype(str))
+    with pytest.raises(PredictionsError, match="bert.npz.*sngp.npz.*different queries"):
+        R.compare(R.features(a, "ECE"), R.features(b, "ECE"))
+
+
+def test_seeds_widen_the_interval_and_must_match():
+    one = [_pred(1.0, 1)]
+    spread = [_pred(s, 10 + i) for i, s in enumerate((0.2, 1.0, 1.8))]  # seeds that disagree a lot
+    e1 = R.interval(R.features(one, "R@1"))
+    e3 = R.interval(R.features(spread, "R@1"))
+    assert e3.n_seeds == 3 and e3.note == ""
+    assert (e3.high - e3.low) > (e1.high - e1.low)
+    with pytest.raises(ValueError, match="same number of training seeds"):
+        R.compare(R.features(one, "R@1"), R.features(spread, "R@1"))
+
+
+def test_conditions_of_one_group_share_their_queries():
+    a = [R.features(_pred(1.0, i), "R@1") for i in (1, 2)]
+    b = [R.features(_pred(0.5, i + 10), "R@1") for i in (1, 2)]
+    joint = R.compare(a, b, groups=["chitchat", "chitchat"], alternative="greater")
+    apart = R.compare(a, b, groups=["chitchat", "chatterbot"], alternative="greater")
+    assert joint.n_queries == 120 and apart.n_queries == 240
+    assert joint.value == pytest.approx(apart.value)
+    assert joint.n_conditions == 2
+
+
+def test_bad_arguments_name_the_parameter():
+    f = R.features(_pred(1.0, 1), "R@1")
+    with pytest.raises(ValueError, match="metric must be"):
+        R.features(_pred(1.0, 1), "AUC")
+    with pytest.raises(ValueError, match="alternative"):
+        R.compare(f, f, alternative="up")
+    with pytest.raises(ValueError, match="level"):
+        R.interval(f, level=95)
