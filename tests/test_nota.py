@@ -225,15 +225,19 @@ def test_compare_inputs_against_hand_computation():
     assert df.loc[0, "f1_sd"] == pytest.approx(np.std([0.60, 0.62, 0.58, 0.61, 0.59], ddof=1))
     assert df.loc[1, "rel_change"] == pytest.approx((0.696 - 0.60) / 0.60)
     assert df.loc[0, "rel_change"] == 0.0 and math.isnan(df.loc[0, "pvalue"])
-    # paired t by hand
+    # paired t by hand, one-sided in the paper's direction (the input raises F1), and the other tail
     raw = []
     for r, row in ((a, 1), (b, 2)):
         d = r.fold_scores - base.fold_scores
         t = d.mean() / (d.std(ddof=1) / math.sqrt(5))
-        p = 2 * sps.t.sf(abs(t), df=4)
+        p = sps.t.sf(t, df=4)
         assert df.loc[row, "statistic"] == pytest.approx(t)
         assert df.loc[row, "pvalue"] == pytest.approx(p)
+        assert df.loc[row, "pvalue_worse"] == pytest.approx(sps.t.cdf(t, df=4))
         raw.append(p)
+    # the mean over folds with its Student-t interval
+    half = sps.t.ppf(0.975, df=4) * np.std(a.fold_scores, ddof=1) / math.sqrt(5)
+    assert (df.loc[1, "f1_lo"], df.loc[1, "f1_hi"]) == pytest.approx((0.696 - half, 0.696 + half))
     # Holm with m = 2: smaller p times 2, larger p times 1 (kept monotone), capped at 1
     lo, hi = sorted(raw)
     adj = {lo: min(1, 2 * lo), hi: min(1, max(2 * lo, hi))}

@@ -64,10 +64,12 @@ def write_executed_notebooks(root) -> None:
 @pytest.fixture
 def built(tmp_root):
     data = st.load_study(write_synthetic_study(tmp_root))
-    m = st.metrics_table(data)
-    st.export_tables("smoke", {"table1_bert": st.table1(data, m), "table2_ece_change": st.table2(data, m),
+    from calibrank.analysis import verdicts
+
+    st.export_tables("smoke", {"table1_bert": st.table1(data), "table2_ece_change": st.table2(data),
                                "figure2_ece_by_negatives": st.ece_by_negatives(data),
-                               "paper2023_in_domain": st.paper2023_tables(data, m)["in-domain"]}, notebook="04_calibration")
+                               "paper2023_in_domain": st.paper2023_tables(data, st.interval_table(data))["in-domain"],
+                               "claims_04_calibration": verdicts.calibration_claims(data)}, notebook="04_calibration")
     st.export_tables("smoke", {"efficiency": efficiency_table(pd.DataFrame(
         {"ranker": ["bert", "mc_dropout"], "parameters": [10, 10], "ms/query": [1.0, 4.0]}))}, notebook="07_efficiency")
     write_executed_notebooks(tmp_root)
@@ -97,8 +99,10 @@ def test_report_states_the_caveats_and_verdicts(built):
     assert "MSDialog" in built and "MANtIS" in built and "UDC_DSTC8" in built
     assert "Ties count against the relevant candidate" in built
     assert "tiny, randomly initialised models" in built  # the smoke profile's backbone is tiny-random
-    assert "badge yes" in built and "not testable here" in built  # NOTA and risk tables were not exported
-    assert "ensemble has lower ECE than bert" in built
+    assert "badge yes" in built and "replicates" in built
+    assert "ensemble has lower balanced ECE than bert" in built and "mc_dropout has lower balanced ECE than bert" in built
+    assert "These verdicts come from one training seed" in built  # the smoke profile lists one seed
+    assert "1 BM25 negative per positive" in built  # the protocol each side used
 
 
 def test_report_without_notebooks_says_what_to_run(tmp_root):

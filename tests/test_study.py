@@ -169,35 +169,48 @@ def test_ties_count_against_the_relevant(study):
     np.testing.assert_allclose(tied["ECE"], 0.4, atol=1e-12)
 
 
-def test_table2_with_one_seed_says_no_test(study):
+def test_table2_gives_intervals_and_one_sided_tests(study):
     t2 = st.table2(study)
     assert len(t2) == 3 * 6 and set(t2["ranker"]) == {"mc_dropout", "ensemble", "temperature"}
-    assert (t2["significance"] == "1 seed: no test").all() and t2["pvalue"].isna().all()
+    assert t2["pvalue"].between(0, 1).all() and t2["pvalue_worse"].between(0, 1).all()
+    assert ((t2["lo"] <= t2["rel_change"] + 1e-12) & (t2["rel_change"] <= t2["hi"] + 1e-12)).all()
     ens = t2[t2["ranker"] == "ensemble"]
     # ensemble: (0.8, 1) and (0.2, 0): balanced ECE 0.2 against bert's 0.225
     np.testing.assert_allclose(ens["rel_change"], (0.2 - 0.225) / 0.225, atol=1e-12)
     assert not st.table2_wide(t2).isna().any().any()
+    # temperature (0.5 everywhere): balanced ECE 0 against 0.225, lower on every query -> significant improvement
+    temp = t2[t2["ranker"] == "temperature"]
+    assert (temp["mark"] == "†").all() and temp["significance"].str.endswith("†").all()
+    assert st.table2_wide(t2).loc[("chitchat", "temperature")].str.contains(r"-100.0% \[-100.0%, -100.0%\] †").all()
 
 
-def test_table2_with_several_seeds_gives_a_paired_pvalue(tmp_root):
+def test_a_significant_rise_is_marked_worse_not_dagger(study):
+    t2 = st.table2(study, ece_column="ECE")  # all ten candidates: temperature's 0.5 everywhere is far worse (0.4 vs 0.325)
+    temp = t2[t2["ranker"] == "temperature"]
+    assert (temp["rel_change"] > 0).all() and (temp["mark"] == "worse").all()
+    assert temp["significance"].str.startswith("p(worse) = ").all()
+
+
+def test_table2_with_several_seeds_covers_them(tmp_root):
     data = st.load_study(write_synthetic_study(tmp_root, seeds=(0, 1, 2), seed_shift=0.02))
     m = st.metrics_table(data)
-    t2 = st.table2(data, m)
+    t2 = st.table2(data)
     ens = t2[t2["ranker"] == "ensemble"]
     assert (ens["seeds"] == 3).all() and ens["pvalue"].between(0, 1).all()
-    assert ens["significance"].str.startswith("p = ").all()
     row = ens.iloc[0]
     key = (m["corpus"] == row["corpus"]) & (m["sampler"] == row["sampler"])
-    a = m[key & (m["ranker"] == "ensemble")].sort_values("seed")["ECE 1:1"].to_numpy()
-    b = m[key & (m["ranker"] == "bert")].sort_values("seed")["ECE 1:1"].to_numpy()
-    assert len(a) == 3 and math.isclose(row["pvalue"], stats.ttest_rel(a, b).pvalue, rel_tol=1e-9)
+    a = m[key & (m["ranker"] == "ensemble")]["ECE 1:1"].mean()
+    b = m[key & (m["ranker"] == "bert")]["ECE 1:1"].mean()
+    assert math.isclose(row["rel_change"], (a - b) / b, rel_tol=1e-9)
+    iv = st.interval_table(data, rankers=["ensemble"])
+    assert (iv["seeds"] == 3).all() and iv["intervals"].str.startswith("3 training seeds").all()
 
 
-def test_significance_cell_texts():
-    assert st.significance_cell(float("nan"), 1) == "1 seed: no test"
-    assert st.significance_cell(0.01, 3) == "p = 0.01 †"
-    assert st.significance_cell(0.2, 3) == "p = 0.2"
-    assert st.significance_cell(float("nan"), 3, "zero variance").startswith("no test: zero variance")
+def test_significance_texts():
+    assert st.significance_text(0.01, 1.0, "†") == "p = 0.01 †"
+    assert st.significance_text(0.9, 0.01, "worse") == "p(worse) = 0.01 worse"
+    assert st.significance_text(0.2, 0.8, "") == "p = 0.2"
+    assert st.significance_text(float("nan"), float("nan"), "", "zero variance") == "no test: zero variance"
 
 
 def test_figure2_subsets_grow_to_the_full_query(study):
@@ -223,19 +236,14 @@ def test_reliability_table_counts(study):
     assert bert["count"].tolist() == [Q * (K - 1), Q] and bert["fraction_positive"].tolist() == [0.0, 1.0]
 
 
-def test_paper2023_tables_leave_sd_blank_with_one_seed(study):
-    m = st.metrics_table(study)
-    t = st.paper2023_tables(study, m)
+def test_paper2023_tables_show_intervals_and_protocol(study):
+    t = st.paper2023_tables(study, st.interval_table(study))
     assert len(t["in-domain"]) == 4 and len(t["shift"]) == 4
-    assert not t["in-domain"]["R10@1"].str.contains("±").any() and t["in-domain"]["R@1 sd"].isna().all()
+    assert t["in-domain"]["R10@1"].str.fullmatch(r"\d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]").all()
     assert (t["in-domain"]["test on"] == "chitchat").all() and (t["shift"]["test on"] == "chatterbot").all()
-
-
-def test_paper2023_tables_give_sd_with_seeds(tmp_root):
-    data = st.load_study(write_synthetic_study(tmp_root, seeds=(0, 1)))
-    t = st.paper2023_tables(data, st.metrics_table(data))
-    assert t["in-domain"]["ECE"].str.contains(" ± ").all() and (t["in-domain"]["seeds"] == 2).all()
-    assert st.format_mean_sd(0.6581, 0.0104) == "0.658 ± 0.010" and st.format_mean_sd(0.5, float("nan")) == "0.500"
+    assert t["in-domain"]["protocol"].str.contains("1 positive \\+ 1 bm25 negative").all()
+    assert list(st.display_columns(t["in-domain"]).columns) == ["train on", "test on", "ranker", "R10@1", "MAP", "ECE",
+                                                                "seeds", "protocol"]
 
 
 def test_risk_and_nota_tables_cover_the_stochastic_rankers(study):
@@ -243,11 +251,17 @@ def test_risk_and_nota_tables_cover_the_stochastic_rankers(study):
     assert len(sweep) == 2 * 6 * 3 and set(sweep["ranker"]) == {"mc_dropout", "ensemble"}
     t3 = st.table3(study, [0.0, 0.5, 1.0])
     assert len(t3) == 2 * 6 and t3["pvalue"].dropna().between(0, 1).all()
-    assert t3.loc[t3["pvalue"].isna(), "significance"].str.startswith("no test").all()
+    assert (t3["b_from"] == "chitchat · bm25 (valid)").all()  # b from the training condition by default
+    target = st.table3(study, [0.0, 0.5, 1.0], b_from="target")
+    assert (target["b_from"] == target["corpus"] + " · " + target["sampler"] + " (valid)").all()
+    with pytest.raises(ValueError, match="b_from"):
+        st.table3(study, b_from="test")
     nt = st.nota_table(study, n_estimators=5)
     assert set(nt["input"]) == {"E[R]", "+var[mc_dropout]", "+var[ensemble]"}
     assert set(nt["table"]) == {"Table 4 (cross-domain)", "Table 5 (cross-NS)"} and len(nt) == 4 * 3
     assert nt["f1_mean"].between(0, 1).all() and st.nota_wide(nt).shape == (4, 3)
+    assert ((nt["f1_lo"] <= nt["f1_mean"]) & (nt["f1_mean"] <= nt["f1_hi"])).all()
+    assert set(nt["mark"]) <= {"†", "worse", ""}
 
 
 # ------------------------------------------------------------------------------ files
@@ -277,12 +291,11 @@ def test_export_tables_and_trec_runs(study, tmp_root):
 
 
 # ------------------------------------------------------------------------------ comparisons
-def test_paper_numbers_and_replication_summary(study):
-    m = st.metrics_table(study)
-    tables = {"table1_bert": st.table1(study, m), "table2_ece_change": st.table2(study, m),
+def test_paper_numbers_beside_ours(study):
+    tables = {"table1_bert": st.table1(study), "table2_ece_change": st.table2(study),
               "figure2_ece_by_negatives": st.ece_by_negatives(study),
               "table3_risk_aware": st.table3(study, [0.0, 0.5]),
-              "paper2023_in_domain": st.paper2023_tables(study, m)["in-domain"],
+              "paper2023_in_domain": st.paper2023_tables(study, st.interval_table(study))["in-domain"],
               "efficiency": efficiency_table(pd.DataFrame({"ranker": ["bert", "mc_dropout", "ensemble"],
                                                            "parameters": [10, 10, 20], "ms/query": [1.0, 3.0, 2.0]}))}
     comp = st.paper_comparison(tables)
@@ -294,16 +307,6 @@ def test_paper_numbers_and_replication_summary(study):
     assert -0.11 < t2.loc["mc_dropout", "mean ECE change (paper)"] < -0.09  # and "10%"
     assert math.isnan(t2.loc["temperature", "mean ECE change (paper)"])
 
-    summary = st.replication_summary(tables)
-    assert set(summary["verdict"]) <= {"replicates", "does not replicate", "not testable here"}
-    claims = dict(zip(summary["claim"], summary["verdict"]))
-    assert claims["bert's ECE grows with the number of non-relevant candidates"] == "replicates"  # (0.1 + .35n)/(n+1)
-    assert claims["ensemble has lower ECE than bert"] == "replicates"  # 0.2 < 0.225 everywhere
-    assert claims["stochastic rankers are better calibrated than bert"] in {"replicates", "does not replicate"}
-    eff = summary[summary["claim"].str.startswith("MC Dropout and ensembles")]
-    assert eff["verdict"].tolist() == ["replicates"] and "mc_dropout 3.0x" in eff["ours"].iloc[0]
-    empty = st.replication_summary({})
-    assert (empty["verdict"] == "not testable here").all() and len(empty) >= 4
 
 
 def test_efficiency_table_ratios():
@@ -313,3 +316,28 @@ def test_efficiency_table_ratios():
     assert t.loc[t["ranker"] == "mc_dropout", "PG-DRR ms"].iloc[0] == 111.28
     assert t.loc[t["ranker"] == "mc_dropout", "GPF-BERT ratio"].iloc[0] == 9.56
     assert math.isclose(PAPER_EFFICIENCY.set_index("ranker").loc["pg_drr", "PG-DRR ratio"], 17.09 / 11.48)
+
+
+# ------------------------------------------------------------------------------ verdicts
+def test_claims_on_the_synthetic_study(study):
+    from calibrank.analysis import verdicts
+
+    claims = verdicts.summary({"c4": verdicts.calibration_claims(study), "c5": verdicts.risk_claims(study)})
+    by = {(c, m): v for c, m, v in zip(claims["claim"], claims["method"], claims["verdict"])}
+    # bert's ECE: (0.1 + 0.35 n) / (n + 1) grows from 0.225 to 0.325 on every query
+    assert by[("bert's ECE grows as non-relevant candidates are added (1 + 9 against 1 + 1)", "bert")] == "replicates"
+    # one row per method the first paper made its claims for, never pooled
+    table2_rows = claims[claims["paper"].str.endswith("Table 2")]
+    assert sorted(table2_rows["method"]) == ["ensemble", "mc_dropout"]
+    assert sorted(claims.loc[claims["paper"].str.endswith("Table 3"), "method"]) == ["ensemble", "mc_dropout"]
+    assert set(claims["verdict"]) <= set(verdicts.VERDICTS) and (claims["conditions"] >= 1).all()
+    assert claims["protocol"].str.contains("1 BM25 negative per positive").all()
+
+
+def test_the_analysis_layer_does_not_import_torch():
+    import subprocess
+    import sys
+
+    code = ("import sys, calibrank.study, calibrank.report, calibrank.analysis.verdicts, calibrank.analysis.uncertainty; "
+            "sys.exit('torch' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

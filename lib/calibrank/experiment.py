@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -26,8 +27,10 @@ from .metrics.calibration import ece
 from .metrics.ranking import recall_at_k
 from .predictions import Predictions
 from .querysets import MissingStepError, load_query_set
-from .rankers import Ranker, ranker_from_config
 from .runs import run_dir
+
+if TYPE_CHECKING:  # the rankers (and torch) load only when a model is trained or run
+    from .rankers import Ranker
 
 __all__ = [
     "Condition",
@@ -107,6 +110,8 @@ def train_ranker(cfg: Config, ranker: str | RankerName, train_corpus: str | Corp
                  seed: int | None = None) -> Ranker:
     """Fit ``ranker`` with a training ``seed`` of the profile (default: the main one) on ``train_corpus``."""
     train, valid = training_queries(cfg, train_corpus)
+    from .rankers import ranker_from_config
+
     return ranker_from_config(cfg, ranker, models_dir(cfg, train_corpus), device=device,
                               seed=_seed(cfg, seed)).fit(train, valid)
 

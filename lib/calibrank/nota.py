@@ -42,7 +42,8 @@ from sklearn.ensemble import RandomForestClassifier
 from sklearn.metrics import f1_score
 from sklearn.model_selection import StratifiedKFold
 
-from .metrics.stats import holm, paired_ttest, relative_change
+from .metrics.stats import holm, mean_ci, paired_ttest, relative_change
+from .analysis.subsets import keep_candidates
 from .predictions import Predictions, PredictionsError
 
 __all__ = [
@@ -111,7 +112,7 @@ class NotaSet:
         if not np.array_equal(other.qids, self.pred.qids):
             raise PredictionsError(f"{where} covers different qids (or a different order) than this NOTA set")
         keep = _keep_mask(self.n_queries, k, self.removed)
-        sub = _subset(other, keep, {"nota": self.pred.meta.get("nota", {})})
+        sub = keep_candidates(other, keep, {"nota": self.pred.meta.get("nota", {})})
         if not np.array_equal(sub.labels, self.pred.labels):
             raise PredictionsError(f"{where} disagrees with this NOTA set on the labels")
         return dataclasses.replace(self, pred=sub)
@@ -121,20 +122,6 @@ def _keep_mask(q: int, k: int, removed: np.ndarray) -> np.ndarray:
     keep = np.ones((q, k), dtype=bool)
     keep[np.arange(q), removed] = False
     return keep
-
-
-def _subset(pred: Predictions, keep: np.ndarray, extra_meta: dict[str, Any]) -> Predictions:
-    q, k = keep.shape
-    s = pred.n_samples
-    meta = dict(pred.meta)
-    meta.update(extra_meta)
-    return Predictions(
-        qids=pred.qids,
-        labels=pred.labels[keep].reshape(q, k - 1),
-        probs=pred.probs[keep].reshape(q, k - 1),
-        samples=pred.samples[:, keep].reshape(s, q, k - 1),
-        meta=meta,
-    )
 
 
 def make_nota_set(pred: Predictions, *, seed: int, fraction: float = 0.5) -> NotaSet:
@@ -182,7 +169,7 @@ def make_nota_set(pred: Predictions, *, seed: int, fraction: float = 0.5) -> Not
     negative = np.argmax(keys, axis=1)
     removed = np.where(y == 1, relevant, negative).astype(np.int64)
     info = {"nota": {"seed": seed, "fraction": fraction, "n_nota": n_nota, "source_K": k}}
-    sub = _subset(pred, _keep_mask(q, k, removed), info)
+    sub = keep_candidates(pred, _keep_mask(q, k, removed), info)
     return NotaSet(pred=sub, y=y, removed=removed, seed=seed, fraction=fraction)
 
 
@@ -313,15 +300,19 @@ def cross_validate_nota(
 
 
 def compare_inputs(results: dict[str, NotaResult], base: str = "E[R]", *, alpha: float = 0.05) -> pd.DataFrame:
-    """One row per input space (``base`` first): macro-F1 mean and sd over folds, change over ``base``.
+    """One row per input space (``base`` first): macro-F1 mean, sd and 95% interval over folds, change over ``base``.
 
-    Columns: ``input``, ``f1_mean``, ``f1_sd``, ``folds``, ``rel_change`` (``(mean - base mean)
-    / base mean``), ``statistic`` and ``pvalue`` of the paired t-test over folds against the
-    base (two-sided), ``pvalue_holm`` (Holm across the compared, non-base spaces),
-    ``significant`` (``pvalue_holm < alpha``) and ``note``. The base row and untestable
-    comparisons (fewer than 2 folds, differences with zero variance) have NaN p-values and
-    a note. The results must come from the same folds (same count, and the same seed, number
-    of examples and labels wherever those are recorded), else ValueError.
+    Columns: ``input``, ``f1_mean``, ``f1_sd``, ``f1_lo``, ``f1_hi`` (Student-t interval of the
+    mean over folds), ``folds``, ``rel_change`` (``(mean - base mean) / base mean``),
+    ``statistic`` and ``pvalue`` of the paired t-test over folds against the base, one-sided
+    in the paper's direction (the input space *raises* F1), ``pvalue_worse`` (the other tail),
+    ``pvalue_holm`` / ``pvalue_worse_holm`` (Holm across the compared, non-base spaces),
+    ``significant`` (``pvalue_holm < alpha``: a significant gain) and ``note``. The base row
+    and untestable comparisons (fewer than 2 folds, differences with zero variance) have NaN
+    p-values and a note. The results must come from the same folds (same count, and the same
+    seed, number of examples and labels wherever those are recorded), else ValueError.
+    Folds share training data, so the t-test over folds is optimistic (Dietterich 1998); the
+    first paper used it, and so do we, saying so.
     """
     if not isinstance(results, dict) or not results:
         raise ValueError("results must be a non-empty dict {input space: NotaResult}")
@@ -344,26 +335,33 @@ def compare_inputs(results: dict[str, NotaResult], base: str = "E[R]", *, alpha:
     rows = []
     for name in names:
         r = results[name]
+        _, lo, hi = mean_ci(r.fold_scores)
         row = {
             "input": name,
             "f1_mean": r.mean,
             "f1_sd": r.sd,
+            "f1_lo": lo,
+            "f1_hi": hi,
             "folds": r.folds,
             "rel_change": relative_change(r.mean, ref.mean),
             "statistic": float("nan"),
             "pvalue": float("nan"),
+            "pvalue_worse": float("nan"),
             "note": "base",
         }
         if name != base:
-            test = paired_ttest(r.fold_scores, ref.fold_scores)
-            row.update(statistic=test.statistic, pvalue=test.pvalue, note=test.note)
+            test = paired_ttest(r.fold_scores, ref.fold_scores, alternative="greater")
+            worse = paired_ttest(r.fold_scores, ref.fold_scores, alternative="less")
+            row.update(statistic=test.statistic, pvalue=test.pvalue, pvalue_worse=worse.pvalue, note=test.note)
         rows.append(row)
     df = pd.DataFrame(rows)
-    adjusted = np.full(len(df), np.nan)
-    if len(df) > 1:
-        adjusted[1:] = holm(df["pvalue"].to_numpy()[1:])
-    df["pvalue_holm"] = adjusted
-    df["significant"] = np.nan_to_num(adjusted, nan=1.0) < alpha
+    for col in ("pvalue", "pvalue_worse"):
+        adjusted = np.full(len(df), np.nan)
+        if len(df) > 1:
+            adjusted[1:] = holm(df[col].to_numpy()[1:])
+        df[f"{col}_holm"] = adjusted
+    df["significant"] = np.nan_to_num(df["pvalue_holm"].to_numpy(), nan=1.0) < alpha
     return df[
-        ["input", "f1_mean", "f1_sd", "folds", "rel_change", "statistic", "pvalue", "pvalue_holm", "significant", "note"]
+        ["input", "f1_mean", "f1_sd", "f1_lo", "f1_hi", "folds", "rel_change", "statistic", "pvalue", "pvalue_worse",
+         "pvalue_holm", "pvalue_worse_holm", "significant", "note"]
     ]

@@ -118,7 +118,8 @@ def plot_reliability_grid(table: pd.DataFrame, *, ncols: int = 4, axes=None):
 def plot_ece_by_negatives(table: pd.DataFrame, *, ncols: int = 3, axes=None):
     """Figure 2 of Penha & Hauff: ECE against non-relevant candidates per query, one line per ranker.
 
-    One panel per training corpus x test condition, from :func:`calibrank.study.ece_by_negatives`.
+    One panel per training corpus x test condition, from :func:`calibrank.study.ece_by_negatives`;
+    with ``ECE lo`` / ``ECE hi`` columns each line gets its 95% interval as a band.
     """
     if table.empty:
         return _panels(axes, 0, 1, (4.0, 2.0))
@@ -127,7 +128,9 @@ def plot_ece_by_negatives(table: pd.DataFrame, *, ncols: int = 3, axes=None):
     panels = _panels(axes, len(groups), ncols, (3.6, 2.9))
     for ax, ((tc, corpus, sampler), grp) in zip(panels, groups):
         for ranker, sub in grp.groupby("ranker", sort=False):
-            ax.plot(sub["n_nonrel"], sub["ECE"], marker="o", ms=3, label=ranker)
+            (line,) = ax.plot(sub["n_nonrel"], sub["ECE"], marker="o", ms=3, label=ranker)
+            if {"ECE lo", "ECE hi"} <= set(sub.columns):
+                ax.fill_between(sub["n_nonrel"], sub["ECE lo"], sub["ECE hi"], color=line.get_color(), alpha=0.12, lw=0)
         ax.set_title(f"{tc} → {corpus} · {sampler}", fontsize=10)
         ax.set_xlabel("non-relevant candidates per query")
         ax.set_xticks(sorted(grp["n_nonrel"].unique()))
@@ -160,7 +163,8 @@ def plot_b_sweep(table: pd.DataFrame, *, y: str = "rel_change_bert", ncols: int 
 
 
 def plot_nota_bars(table: pd.DataFrame, *, axes=None):
-    """Tables 4-5 as bars: NOTA macro-F1 (mean, sd error bars over folds) per input space and condition.
+    """Tables 4-5 as bars: NOTA macro-F1 per input space and condition, with its 95% interval over folds
+    (``f1_lo`` / ``f1_hi``; the sd over folds for tables without them).
 
     From :func:`calibrank.study.nota_table`; one panel per table (cross-domain, cross-NS).
     """
@@ -177,8 +181,11 @@ def plot_nota_bars(table: pd.DataFrame, *, axes=None):
         label = sub["train_corpus"] + " → " + sub["corpus"] + " · " + sub["sampler"]
         for i, inp in enumerate(inputs):
             rows = sub[sub["input"] == inp].assign(cond=label).set_index("cond").reindex(conds)
-            ax.bar(x + (i - (len(inputs) - 1) / 2) * width, rows["f1_mean"], width, yerr=rows["f1_sd"].fillna(0),
-                   capsize=2, label=inp)
+            if {"f1_lo", "f1_hi"} <= set(rows.columns):
+                err = np.vstack([(rows["f1_mean"] - rows["f1_lo"]).fillna(0), (rows["f1_hi"] - rows["f1_mean"]).fillna(0)])
+            else:
+                err = rows["f1_sd"].fillna(0)
+            ax.bar(x + (i - (len(inputs) - 1) / 2) * width, rows["f1_mean"], width, yerr=err, capsize=2, label=inp)
         ax.set_xticks(x, conds, rotation=15, ha="right", fontsize=8)
         ax.set_ylim(0, 1)
         ax.set_title(name, fontsize=10)

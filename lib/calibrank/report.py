@@ -6,8 +6,9 @@ Built from what the run left on disk, never by running a model:
   training settings, rankers, seeds (the profile's and those found in the Predictions
   sidecars), the machine, software versions, and the wall time of each step from papermill's
   metadata in the executed notebooks;
-- **what replicates and what does not**: :func:`calibrank.study.replication_summary` on the
-  CSV tables the notebooks exported (so every sentence there is computed from the numbers);
+- **what replicates and what does not**: :func:`calibrank.analysis.verdicts.summary` on the
+  claims notebooks 04-06 tested and exported (one row per claim and method, each with the
+  paper's effect, ours with its interval, and one of four verdicts);
 - **the papers' numbers beside ours** where the setting matches
   (:func:`calibrank.study.paper_comparison`), with the plain caveat that the papers used
   MSDialog / MANtIS / UDC_DSTC8 at bert-base scale and we use the profile's data;
@@ -371,21 +372,48 @@ def _comparison_html(tables: Mapping[str, pd.DataFrame]) -> str:
     return "".join(parts)
 
 
-def _replication_html(tables: Mapping[str, pd.DataFrame]) -> str:
-    from .study import replication_summary
+_VERDICT_CLASS = {"replicates": "yes", "contradicted": "no", "same direction, not significant": "na",
+                  "opposite direction, not significant": "na"}
 
-    summary = replication_summary(tables)
-    cls = {"replicates": "yes", "does not replicate": "no"}
+
+def _effect_text(value: float, lo: float, hi: float, unit: str) -> str:
+    if not np.isfinite(value):
+        return "n/a"
+    if unit == "relative change":
+        return f"{value:+.1%}" + (f" [{lo:+.1%}, {hi:+.1%}]" if np.isfinite(lo) and np.isfinite(hi) else "")
+    return f"{value:+.3f}" + (f" [{lo:+.3f}, {hi:+.3f}]" if np.isfinite(lo) and np.isfinite(hi) else "")
+
+
+def _claims(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    from .analysis.verdicts import summary
+
+    return summary({k: v for k, v in sorted(tables.items()) if k.startswith("claims_")})
+
+
+def _replication_html(tables: Mapping[str, pd.DataFrame]) -> str:
+    from .analysis.verdicts import VERDICTS
+
+    claims = _claims(tables)
+    if claims.empty:
+        return "<p class='muted'>No claims tested yet: notebooks 04–06 test them.</p>"
     items = []
-    for row in summary.itertuples(index=False):
+    for r in claims.to_dict("records"):
+        ours = _effect_text(r["ours"], r["lo"], r["hi"], r["unit"])
+        paper_eff = float(r["paper effect"])
+        theirs = _effect_text(paper_eff, float("nan"), float("nan"), r["unit"]) if np.isfinite(paper_eff) else "no number"
         items.append(
-            f"<li><span class='badge {cls.get(row.verdict, 'na')}'>{_esc(row.verdict)}</span><b>{_esc(row.claim)}</b><br>"
-            f"<span class='small'><span class='muted'>paper:</span> {_esc(row.paper)} · "
-            f"<span class='muted'>ours:</span> {_esc(row.ours)}</span></li>"
+            f"<li><span class='badge {_VERDICT_CLASS.get(r['verdict'], 'na')}'>{_esc(r['verdict'])}</span>"
+            f"<b>{_esc(r['claim'])}</b> <span class='muted'>({_esc(r['method'])})</span><br>"
+            f"<span class='small'><span class='muted'>paper ({_esc(r['paper'])}):</span> {_esc(theirs)} · "
+            f"<span class='muted'>ours over {int(r['conditions'])} condition(s):</span> {_esc(ours)}</span></li>"
         )
-    counts = summary["verdict"].value_counts()
-    tally = ", ".join(f"{int(n)} {v}" for v, n in counts.items())
-    return f"<p>{_esc(tally)}.</p><ul class='verdicts'>{''.join(items)}</ul>"
+    counts = claims["verdict"].value_counts()
+    tally = ", ".join(f"{int(counts[v])} {v}" for v in VERDICTS if v in counts)
+    cols = ["paper", "claim", "method", "paper effect", "ours", "lo", "hi", "p (Holm)", "p opposite (Holm)", "verdict",
+            "test", "protocol"]
+    return (f"<p>{_esc(tally)}.</p><ul class='verdicts'>{''.join(items)}</ul>"
+            f"<details><summary>The tests behind each verdict, and the protocol each side used</summary>"
+            f"{_frame_html(claims[cols])}</details>")
 
 
 def _protocol_html(cfg: Config) -> str:
@@ -452,6 +480,14 @@ def build_index(profile: str) -> Path:
         raise FileNotFoundError(f"{rdir}: no executed notebooks; run `make report PROFILE={cfg.profile}`")
     steps = [_step_info(p) for p in notebooks]
     tables = _load_tables(cfg.profile)
+    n_seeds = len(_seeds_found(cfg.profile)) or len(cfg.rankers.seeds)
+    seeds_words = " and training seeds" if n_seeds > 1 else ""
+    seeds_banner = (f"<div class='caution'><b>These verdicts come from one training seed.</b> Every interval covers the "
+                    f"sampling of test queries only, not the variation between training runs; a claim that holds here may "
+                    f"not hold for another seed. List more seeds under <code>rankers.seeds</code> in "
+                    f"<code>params/{_esc(cfg.profile)}.yaml</code> (e.g. <code>[13, 14, 15]</code>) for intervals and "
+                    f"verdicts that cover training runs too.</div>" if n_seeds < 2 else
+                    f"<p class='small'>{n_seeds} training seeds: every interval and verdict covers test queries and seeds.</p>")
     total = sum(s["seconds"] or 0.0 for s in steps)
     elapsed = _elapsed(steps)
 
@@ -511,6 +547,7 @@ MANtIS and UDC_DSTC8 with bert-base; ours are on {_esc(', '.join(c.value for c i
 {_esc(cfg.training.backbone)}</b>, so compare directions and ratios, not values. Every number of ours on this page was computed
 by this run.</p>
 {_caution(cfg)}
+{seeds_banner}
 <nav><ol>{nav}</ol></nav>
 
 <h2 id="{ids[0]}">{_esc(SECTION_TITLES[0])}</h2>
@@ -528,8 +565,12 @@ the first notebook and is not counted here (<code>make report</code> prints its 
 {_ranking_html(cfg, tables)}
 
 <h2 id="{ids[2]}">{_esc(SECTION_TITLES[2])}</h2>
-<p>Each claim of the papers, checked against this run's tables (computed from the numbers, not written by hand): a claim
-replicates when its direction holds on more than half of our conditions, or on average for claims about averages.</p>
+<p>Each claim of the papers, for each method the paper made it for, tested on this run's Predictions: our effect is the
+mean over the conditions the claim covers, with its 95% bootstrap interval over test queries{seeds_words}; the
+p-values are one-sided in the paper's direction and in the opposite one (paired permutation tests over test queries),
+Holm-corrected across the claims below. <i>replicates</i> = the paper's direction, significant; <i>contradicted</i> =
+the opposite direction, significant; the two other verdicts say the direction and that it is not significant.</p>
+{seeds_banner}
 {_replication_html(tables)}
 
 <h2 id="{ids[3]}">{_esc(SECTION_TITLES[3])}</h2>
@@ -552,9 +593,10 @@ with near-constant outputs). The TREC run files under <code>trec/</code> follow 
 <li>ECE is eq. 1 of Penha &amp; Hauff with 10 equal-width buckets over (query, candidate) pairs, weighted by bucket
 size and not divided by the number of buckets (the first paper's code used 50 buckets and divided). "ECE 1:1" is on a
 balanced set built from the 1 + 9 candidates by keeping the relevant one and one seeded-random negative per query.</li>
-<li>Significance: Table 2 compares ECE over seeds (a paired t-test needs two seeds or more; with one seed the cell says so
-and gives no p-value); Table 3 tests per-query R10@1 over test queries; Tables 4–5 test macro-F1 over the 5 folds,
-Holm-corrected within a condition. † marks p &lt; 0.05.</li>
+<li>Uncertainty: every table cell carries a 95% percentile-bootstrap interval over test queries (and over training
+seeds when there are several). Tables 2 and 3 test each cell with a one-sided paired permutation test over test
+queries in the paper's direction, Tables 4–5 with a one-sided paired t-test over the 5 folds; Holm across the cells of
+each table. † marks a significant improvement, "worse" a significant change the other way.</li>
 <li>Risk-aware ranking uses the moments of the logits over the samples and the covariance with all other candidates of
 the query, as the paper's code; NOTA features come from the remaining candidates only (no leak of the removed one).</li>
 <li>Inference times were measured in one run on the same queries (notebook 07), not taken from the training runs.</li>

@@ -6,40 +6,50 @@ notebook 03 (:func:`load_study`); no model is run here.
 
 What is computed, and from which paper:
 
+Uncertainty. Every number a table shows carries a 95% interval (:mod:`calibrank.analysis.uncertainty`,
+resampling through :mod:`calibrank.metrics.resample`): a percentile bootstrap over test queries,
+and over training seeds too when the profile has several (with one seed every table says "1
+training seed: intervals cover test-query sampling only"). Comparisons of two rankers are
+paired permutation tests over test queries, one-sided in the direction the paper claims, Holm-
+corrected across the cells of one table; ``†`` marks a significant improvement, ``worse`` a
+significant change the other way.
+
 - :func:`metrics_table`: per ranker x training corpus x condition x seed, R@1, MAP, MRR, ECE
-  on all ``1 + k`` candidates and on the balanced 1:1 set, Brier, NLL, mean variance.
+  on all ``1 + k`` candidates and on the balanced 1:1 set, Brier, NLL, mean variance (point
+  values per run); :func:`interval_table` the same metrics per cell, seeds together, with
+  intervals; :func:`baseline_interval_table` for the rules that learn nothing.
 - :func:`table1` (Penha & Hauff 2021, Table 1): R10@1 and ECE of ``bert`` on every test
   condition (cross-domain x cross-negative-sampling). The paper computes this ECE on a
   balanced set (1 relevant : 1 non-relevant); we derive it from the k = 9 Predictions by
   keeping the relevant candidate and one negative drawn per query with a seed
   (:func:`subset_negatives`), and also give the ECE on all candidates.
 - :func:`table2` (Table 2): relative change of the balanced ECE of every other ranker over
-  ``bert``, per condition. Significance is a paired t-test over *seeds* (ECE is one number
-  per run), which needs at least two seeds of both rankers; with one seed the cell says
-  ``"1 seed: no test"`` and the p-value is NaN. The paper's Student's t-tests are not
-  described further; a test over queries of a set-level metric like ECE is not defined.
+  ``bert``, per condition, with its interval and the one-sided test that ECE is lower. The
+  paper's Student's t-tests are not described further; ECE is a sum over queries, so a test
+  over queries is defined here (:mod:`calibrank.metrics.resample`).
 - :func:`ece_by_negatives` (Figure 2): ECE as the number of non-relevant candidates per
   query grows from 1 to k, each query keeping its relevant candidate and the first n of
   its negatives in one seeded random order, so the subsets are nested: n = 1 is the
-  balanced set of Table 1 and n = k is the full query.
+  balanced set of Table 1 and n = k is the full query; with a band per curve.
 - :func:`reliability_table`: reliability-diagram buckets per ranker (10 equal-width buckets).
-- :func:`risk_sweep` and :func:`table3` (Figure 3, Table 3) through :mod:`calibrank.risk`.
+- :func:`risk_sweep` and :func:`table3` (Figure 3, Table 3) through :mod:`calibrank.risk`;
+  Table 3 chooses b on the validation split of the training condition by default.
 - :func:`nota_table` (Tables 4-5) through :mod:`calibrank.nota`.
-- :func:`seed_summary` / :func:`paper2023_tables`: the 2023 papers' layout (PG-DRR Tables 1
-  and 3, GPF-BERT Tables 1-2): R10@1, MAP and ECE on all candidates, mean +/- sd over seeds
-  (sd left blank with one seed), in-domain and under domain shift. Those papers evaluated
-  with 1 + 9 *random* negatives, so the random sampler is used when the profile has it.
+- :func:`paper2023_tables`: the 2023 papers' layout (PG-DRR Tables 1 and 3, GPF-BERT Tables
+  1-2): R10@1, MAP and ECE on all candidates with intervals, in-domain and under domain shift,
+  and the protocol each side used. Those papers evaluated with 1 + 9 *random* negatives, so
+  the random sampler is used when the profile has it.
 - :func:`write_trec_runs` and :func:`export_tables`: TREC run files and CSV copies of every
   table under ``reports/<profile>/``, written atomically.
-- :func:`paper_comparison` and :func:`replication_summary`: the papers' own numbers (the
-  constants below) beside ours, and a "what replicates" list computed from the tables.
+- :func:`paper_comparison`: the papers' own numbers (the constants below) beside ours;
+  the replication verdicts are :mod:`calibrank.analysis.verdicts`.
 
 Seeds. notebook 03 writes one Predictions file per ranker, training corpus and condition
 (``<condition>.npz``) for the main training seed (the first of ``rankers.seeds``). The other
 seeds of the profile sit beside it as ``<condition>-seed<N>.npz``; :func:`load_study` requires
 every seed the profile lists (files of seeds it does not list are ignored) and tells seeds
-apart by ``meta["seed"]``. Tables average over seeds; analyses that need one prediction per
-query (Figure 2, reliability, NOTA, TREC runs, the wide Table 3) use the main seed.
+apart by ``meta["seed"]``. Tables use every seed; analyses that need one prediction per
+query (Figure 2, reliability, NOTA, TREC runs) use the main seed.
 
 Ties. Ranking metrics count ties against the relevant candidate
 (:mod:`calibrank.metrics.ranking`): a ranker that gives equal scores gets no credit.
@@ -59,9 +69,11 @@ from .config import Config, load_config, training_seeds
 from .experiment import Condition, eval_conditions, load_predictions, predictions_path, ranker_conditions
 from .metrics.calibration import brier, ece, nll, reliability_curve
 from .metrics.ranking import ranking_metrics, recall_at_k
-from .metrics.stats import paired_ttest, relative_change
+from .metrics.stats import holm, relative_change
+from .analysis import uncertainty as unc
 from .predictions import Predictions, PredictionsError
 from .querysets import MissingStepError
+from .analysis.subsets import subset_negatives
 from .runs import atomic_path, report_dir, write_json
 
 __all__ = [
@@ -71,7 +83,6 @@ __all__ = [
     "Study",
     "ece_by_negatives",
     "export_tables",
-    "format_mean_sd",
     "load_exported_tables",
     "load_study",
     "metrics_table",
@@ -81,15 +92,17 @@ __all__ = [
     "paper2023_tables",
     "paper_comparison",
     "reliability_table",
-    "replication_summary",
     "risk_sweep",
-    "seed_summary",
     "display_columns",
-    "significance_cell",
+    "significance_text",
+    "interval_table",
+    "baseline_interval_table",
     "subset_negatives",
     "table1",
     "table1_reference",
     "table1_wide",
+    "protocol_note",
+    "risk_aware_scores",
     "baseline_metrics_table",
     "table2",
     "table2_wide",
@@ -115,7 +128,6 @@ DISPLAY_NAMES = {
     "pg_drr": "PG-DRR",
 }
 
-ONE_SEED = "1 seed: no test"
 
 
 # ------------------------------------------------------------------------------------ loading
@@ -259,49 +271,6 @@ def overview(study: Study) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-# ------------------------------------------------------------------------------ subsetting
-def subset_negatives(pred: Predictions, n_negatives: int, *, seed: int) -> Predictions:
-    """Keep every relevant candidate and ``n_negatives`` negatives per query, drawn with ``seed``.
-
-    The negatives of each query are put in one random order (``numpy.random.default_rng(seed)``)
-    and the first ``n_negatives`` kept, so for a fixed seed the subsets are nested in n, and
-    Predictions of different rankers on the same queries get the same candidates. Candidates
-    keep their original relative order. Every query needs the same number of relevant
-    candidates and at least ``n_negatives`` negatives.
-    """
-    if isinstance(n_negatives, bool) or not isinstance(n_negatives, (int, np.integer)) or n_negatives < 1:
-        raise ValueError(f"n_negatives must be a positive integer; got {n_negatives!r}")
-    labels = pred.labels.astype(bool)
-    q, k = labels.shape
-    n_rel = labels.sum(axis=1)
-    where = pred.meta.get("name", "pred")
-    if q == 0:
-        raise PredictionsError(f"{where}: no queries")
-    if not (n_rel == n_rel[0]).all():
-        raise PredictionsError(f"{where}: queries have different numbers of relevant candidates")
-    n_neg = k - int(n_rel[0])
-    if n_negatives > n_neg:
-        raise ValueError(f"{where}: n_negatives={n_negatives} but queries have only {n_neg} negatives")
-    rng = np.random.default_rng(seed)
-    keys = rng.random((q, k))
-    keys[labels] = np.inf  # relevant candidates sort last among keys, i.e. never take a negative's place
-    order = np.argsort(keys, axis=1, kind="stable")
-    rank = np.empty_like(order)
-    np.put_along_axis(rank, order, np.arange(k)[None, :].repeat(q, axis=0), axis=1)
-    keep = labels | (rank < n_negatives)
-    kk = int(n_rel[0]) + n_negatives
-    s = pred.n_samples
-    meta = dict(pred.meta)
-    meta["subset"] = {"n_negatives": int(n_negatives), "seed": int(seed), "source_K": k}
-    return Predictions(
-        qids=pred.qids,
-        labels=pred.labels[keep].reshape(q, kk),
-        probs=pred.probs[keep].reshape(q, kk),
-        samples=pred.samples[:, keep].reshape(s, q, kk),
-        meta=meta,
-    )
-
-
 # ------------------------------------------------------------------------------ metrics
 def _cell_metrics(pred: Predictions, seed: int) -> dict[str, float]:
     rank = ranking_metrics(pred.probs, pred.labels, ks=(1,))
@@ -349,23 +318,60 @@ def metrics_table(study: Study, split: str = "test", rankers: Iterable[str] | No
 _KEYS = ["train_corpus", "corpus", "sampler", "shift"]
 
 
-def table1(study: Study, metrics: pd.DataFrame | None = None, ranker: str = BASELINE) -> pd.DataFrame:
-    """Penha & Hauff Table 1: ``bert``'s R10@1, balanced ECE and full ECE per test condition.
+def _interval_row(runs: list[Predictions], seed: int, n_resamples: int) -> dict[str, float]:
+    return {"seeds": len(runs), "S": runs[0].n_samples, "queries": int(runs[0].labels.shape[0]),
+            **unc.cell_estimates(runs, seed=seed, n_resamples=n_resamples),
+            "intervals": unc.seeds_note(len(runs))}
 
-    One row per training corpus x test corpus x sampler (mean over seeds), with the shift
-    kind and the number of seeds.
+
+def interval_table(study: Study, split: str = "test", rankers: Iterable[str] | None = None, *,
+                   n_resamples: int = unc.N_RESAMPLES) -> pd.DataFrame:
+    """One row per ranker x training corpus x condition, every seed together: each metric of
+    :data:`calibrank.analysis.uncertainty.CELL_METRICS` with ``<metric> lo`` / ``<metric> hi``,
+    its 95% bootstrap interval over test queries (and training seeds when there are several;
+    the ``intervals`` column says which). Values are means over seeds."""
+    rows = []
+    for ranker, tc, cond in study.cells(split, rankers):
+        rows.append({"ranker": ranker, "train_corpus": tc, "corpus": cond.corpus, "sampler": cond.sampler,
+                     "shift": study.shift(cond, tc),
+                     **_interval_row(study.runs(ranker, tc, cond), study.cfg.seed, n_resamples)})
+    return pd.DataFrame(rows)
+
+
+def baseline_interval_table(study: Study, split: str = "test", *, n_resamples: int = unc.N_RESAMPLES) -> pd.DataFrame:
+    """:func:`interval_table` for the no-learning rules (``ranker`` = ``baseline:<name>``, one row per training corpus)."""
+    from .baselines import BaselineName, load_baseline
+
+    rows = []
+    for name in BaselineName:
+        for tc in study.train_corpora:
+            for cond in study.test_conditions(split):
+                pred = load_baseline(study.cfg, name, tc, cond)
+                rows.append({"ranker": f"baseline:{name.value}", "train_corpus": tc, "corpus": cond.corpus,
+                             "sampler": cond.sampler, "shift": study.shift(cond, tc),
+                             **_interval_row([pred], study.cfg.seed, n_resamples)})
+    return pd.DataFrame(rows)
+
+
+def table1(study: Study, intervals: pd.DataFrame | None = None, ranker: str = BASELINE) -> pd.DataFrame:
+    """Penha & Hauff Table 1: ``bert``'s R10@1, balanced ECE and full ECE per test condition, with intervals.
+
+    One row per training corpus x test corpus x sampler (means over seeds) from
+    :func:`interval_table`: each metric with ``<metric> lo`` / ``<metric> hi`` (95% bootstrap
+    interval over test queries, and seeds when several), the shift kind, queries and seeds.
     """
-    m = metrics if metrics is not None else metrics_table(study, rankers=[ranker])
-    m = m[m["ranker"] == ranker]
-    if m.empty:
+    iv = intervals if intervals is not None else interval_table(study, rankers=[ranker])
+    iv = iv[iv["ranker"] == ranker]
+    if iv.empty:
         raise ValueError(f"no metrics for ranker {ranker!r}")
-    out = (
-        m.groupby(_KEYS, sort=False)
-        .agg(**{study.recall_label: ("R@1", "mean"), "ECE 1:1": ("ECE 1:1", "mean"),
-                f"ECE 1:{study.k}": ("ECE", "mean"), "queries": ("queries", "first"), "seeds": ("seed", "nunique")})
-        .reset_index()
-    )
-    return out
+    rl, full = study.recall_label, f"ECE 1:{study.k}"
+    out = iv[_KEYS].copy()
+    for src, dst in (("R@1", rl), ("ECE 1:1", "ECE 1:1"), ("ECE", full)):
+        for suffix in ("", " lo", " hi"):
+            out[dst + suffix] = iv[src + suffix].to_numpy()
+    out["queries"] = iv["queries"].to_numpy()
+    out["seeds"] = iv["seeds"].to_numpy()
+    return out.reset_index(drop=True)
 
 
 def baseline_metrics_table(study: Study, split: str = "test") -> pd.DataFrame:
@@ -387,14 +393,20 @@ def baseline_metrics_table(study: Study, split: str = "test") -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def table1_reference(study: Study, baseline_metrics: pd.DataFrame) -> pd.DataFrame:
+def table1_reference(study: Study, baseline_intervals: pd.DataFrame) -> pd.DataFrame:
     """Table 1's columns for each no-learning rule: the reference rows a reader compares ``bert`` with."""
-    return pd.concat([table1(study, baseline_metrics, ranker=r).assign(ranker=r)
-                      for r in dict.fromkeys(baseline_metrics["ranker"])], ignore_index=True)
+    return pd.concat([table1(study, baseline_intervals, ranker=r).assign(ranker=r)
+                      for r in dict.fromkeys(baseline_intervals["ranker"])], ignore_index=True)
+
+
+def _value_metrics(df: pd.DataFrame) -> list[str]:
+    """The metric columns of a table with ``<metric> lo`` / ``<metric> hi`` companions."""
+    return [c for c in df.columns if f"{c} lo" in df.columns and f"{c} hi" in df.columns]
 
 
 def table1_wide(t1: pd.DataFrame, reference: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Table 1 in the paper's layout: rows = training corpus, columns = (test corpus · sampler, metric).
+    """Table 1 in the paper's layout: rows = training corpus, columns = (test corpus · sampler, metric),
+    each cell ``value [lo, hi]``.
 
     With ``reference`` (:func:`table1_reference`), the rules that learn nothing follow as rows
     of their own ("least overlap (Platt on chitchat)").
@@ -408,7 +420,9 @@ def table1_wide(t1: pd.DataFrame, reference: pd.DataFrame | None = None) -> pd.D
         ref["row"] = ref["ranker"].str.removeprefix("baseline:").map(RULES) + " (Platt on " + ref["train_corpus"] + ")"
         t = pd.concat([t, ref.drop(columns=["ranker"])], ignore_index=True)
     t["test on"] = t["corpus"] + " · " + t["sampler"]
-    metrics = [c for c in t1.columns if c not in _KEYS + ["queries", "seeds", "row", "ranker"]]
+    metrics = _value_metrics(t1)
+    for m in metrics:
+        t[m] = [unc.format_interval(v, lo, hi) for v, lo, hi in zip(t[m], t[f"{m} lo"], t[f"{m} hi"])]
     wide = t.pivot(index="row", columns="test on", values=metrics)
     wide = wide.reindex(list(dict.fromkeys(t["row"])))
     wide = wide.swaplevel(0, 1, axis=1)
@@ -419,68 +433,56 @@ def table1_wide(t1: pd.DataFrame, reference: pd.DataFrame | None = None) -> pd.D
     return wide
 
 
-def significance_cell(pvalue: float, n_seeds: int, note: str = "", alpha: float = 0.05) -> str:
-    """Text of a significance cell: ``"1 seed: no test"``, ``"p = 0.012 †"`` or ``"no test: <why>"``."""
-    if n_seeds < 2:
-        return ONE_SEED if n_seeds == 1 else "no seeds: no test"
-    if not np.isfinite(pvalue):
+def significance_text(pvalue_holm: float, pvalue_worse_holm: float, mark: str, note: str = "") -> str:
+    """``"p = 0.003 †"``, ``"p(worse) = 0.01 worse"``, ``"p = 0.41"`` or ``"no test: <why>"`` (Holm-adjusted p)."""
+    if not np.isfinite(pvalue_holm):
         return f"no test: {note}" if note else "no test"
-    return f"p = {pvalue:.3g}" + (" †" if pvalue < alpha else "")
+    if mark == unc.WORSE:
+        return f"p(worse) = {pvalue_worse_holm:.3g} {unc.WORSE}"
+    return f"p = {pvalue_holm:.3g}" + (f" {mark}" if mark else "")
 
 
-def table2(
-    study: Study, metrics: pd.DataFrame | None = None, *, ece_column: str = "ECE 1:1", alpha: float = 0.05
-) -> pd.DataFrame:
+def _marked(rows: list[dict]) -> pd.DataFrame:
+    df = unc.mark_table(pd.DataFrame(rows)) if rows else pd.DataFrame(rows)
+    if len(df):
+        df["significance"] = [significance_text(p, pw, m, n) for p, pw, m, n in
+                              zip(df["pvalue_holm"], df["pvalue_worse_holm"], df["mark"], df["note"])]
+    return df
+
+
+def table2(study: Study, *, ece_column: str = "ECE 1:1", n_resamples: int = unc.N_RESAMPLES) -> pd.DataFrame:
     """Penha & Hauff Table 2: relative change of ECE of every other ranker over ``bert`` per condition.
 
-    ``rel_change = (ECE_ranker - ECE_bert) / ECE_bert`` of the means over seeds (negative = better
-    calibrated). ``pvalue``: paired t-test over the seeds both rankers have (two-sided), NaN
-    with fewer than 2 seeds; ``significance`` says so in words (``"1 seed: no test"``); a dagger
-    marks ``p < alpha``. The paper's Table 2 uses the balanced ECE of Table 1 (default).
+    ``rel_change = (ECE_ranker - ECE_bert) / ECE_bert`` (means over seeds; negative = better
+    calibrated) with its 95% bootstrap interval ``lo``/``hi`` over test queries (and seeds),
+    ``pvalue``: one-sided paired permutation test over test queries that the ranker's ECE is
+    *lower* (the paper's claim), ``pvalue_worse`` the other tail, both Holm-corrected across the
+    cells of this table (``*_holm``); ``mark``: ``†`` significant improvement, ``worse``
+    significant rise. The paper's Table 2 uses the balanced ECE of Table 1 (default; ``ece_column
+    = "ECE"`` for all candidates). The paper's Student's t-tests are not described further; a
+    test over queries is possible here because ECE is a sum over queries (see
+    :mod:`calibrank.metrics.resample`).
     """
-    m = metrics if metrics is not None else metrics_table(study)
-    base = m[m["ranker"] == BASELINE]
-    if base.empty:
+    if BASELINE not in study.rankers:
         raise ValueError(f"Table 2 needs the {BASELINE!r} ranker in the profile")
-    base_cells = {key: grp.set_index("seed")[ece_column] for key, grp in base.groupby(_KEYS, sort=False)}
+    metric = "ECE 1:1" if ece_column == "ECE 1:1" else "ECE"
     rows = []
     for ranker in [r for r in study.rankers if r != BASELINE]:
-        sub = m[m["ranker"] == ranker]
-        for key, grp in sub.groupby(_KEYS, sort=False):
-            if key not in base_cells:
-                continue
-            ref_by_seed = base_cells[key]
-            own_by_seed = grp.set_index("seed")[ece_column]
-            common = sorted(set(ref_by_seed.index) & set(own_by_seed.index))
-            if len(common) >= 2:
-                res = paired_ttest(own_by_seed.loc[common].to_numpy(), ref_by_seed.loc[common].to_numpy())
-                pvalue, note = res.pvalue, res.note
-            else:
-                pvalue, note = float("nan"), ""
-            e_base, e_own = float(ref_by_seed.mean()), float(own_by_seed.mean())
-            rows.append(
-                {
-                    **dict(zip(_KEYS, key)),
-                    "ranker": ranker,
-                    f"{ece_column} bert": e_base,
-                    f"{ece_column} ranker": e_own,
-                    "rel_change": relative_change(e_own, e_base),
-                    "seeds": len(common),
-                    "pvalue": pvalue,
-                    "significance": significance_cell(pvalue, len(common), note, alpha),
-                }
-            )
-    return pd.DataFrame(rows)
+        for _, tc, cond in study.cells("test", [ranker]):
+            own, base = study.runs(ranker, tc, cond), study.runs(BASELINE, tc, cond)
+            c = unc.cell_comparison(own, base, metric, seed=study.cfg.seed, alternative="less", n_resamples=n_resamples)
+            rows.append({"train_corpus": tc, "corpus": cond.corpus, "sampler": cond.sampler, "shift": study.shift(cond, tc),
+                         "ranker": ranker, f"{ece_column} bert": c["b"], f"{ece_column} ranker": c["a"],
+                         "rel_change": c["rel_change"], "lo": c["lo"], "hi": c["hi"], "seeds": len(own),
+                         "pvalue": c["pvalue"], "pvalue_worse": c["pvalue_worse"], "note": c["note"]})
+    return _marked(rows)
 
 
 def table2_wide(t2: pd.DataFrame) -> pd.DataFrame:
-    """Table 2 in the paper's layout: relative ECE change as text (``-12.3% †``) per condition and ranker."""
+    """Table 2 in the paper's layout: relative ECE change ``-12.3% [-20.1%, -4.0%] †`` per condition and ranker."""
     t = t2.copy()
     t["test on"] = t["corpus"] + " · " + t["sampler"]
-    t["cell"] = [
-        f"{rc:+.1%}" + (" †" if s.endswith("†") else "") if np.isfinite(rc) else "n/a"
-        for rc, s in zip(t["rel_change"], t["significance"])
-    ]
+    t["cell"] = [unc.format_change(rc, lo, hi, m) for rc, lo, hi, m in zip(t["rel_change"], t["lo"], t["hi"], t["mark"])]
     wide = t.pivot(index=["train_corpus", "ranker"], columns="test on", values="cell")
     rows = pd.MultiIndex.from_frame(t[["train_corpus", "ranker"]].drop_duplicates())
     return wide.reindex(index=rows, columns=list(dict.fromkeys(t["test on"])))
@@ -488,14 +490,18 @@ def table2_wide(t2: pd.DataFrame) -> pd.DataFrame:
 
 # ------------------------------------------------------------------------------ Figure 2
 def ece_by_negatives(
-    study: Study, split: str = "test", rankers: Iterable[str] | None = None, *, seed: int | None = None
+    study: Study, split: str = "test", rankers: Iterable[str] | None = None, *, seed: int | None = None,
+    n_resamples: int = 1000,
 ) -> pd.DataFrame:
     """Figure 2: ECE per number of non-relevant candidates per query, n = 1..k.
 
-    One row per ranker x training corpus x condition x n, with ``ECE`` and ``pairs`` (the
-    number of (query, candidate) pairs). Candidates are nested subsets (:func:`subset_negatives`
-    with ``seed``, default the profile seed); n = k is the full query.
+    One row per ranker x training corpus x condition x n, with ``ECE``, its 95% bootstrap
+    interval over test queries ``ECE lo`` / ``ECE hi`` (the band of the figure), and ``pairs``
+    (the number of (query, candidate) pairs). Candidates are nested subsets
+    (:func:`subset_negatives` with ``seed``, default the profile seed); n = k is the full query.
     """
+    from .metrics.resample import features, interval
+
     seed = study.cfg.seed if seed is None else seed
     rows = []
     for ranker, tc, cond in study.cells(split, rankers):
@@ -503,10 +509,11 @@ def ece_by_negatives(
         k = pred.labels.shape[1] - 1
         for n in range(1, k + 1):
             sub = subset_negatives(pred, n, seed=seed)
+            est = interval(features(sub, "ECE"), level=unc.LEVEL, n_resamples=n_resamples, seed=seed)
             rows.append(
                 {"ranker": ranker, "train_corpus": tc, "corpus": cond.corpus, "sampler": cond.sampler,
                  "shift": study.shift(cond, tc), "n_nonrel": n, "ECE": ece(sub.probs, sub.labels),
-                 "pairs": int(sub.labels.size)}
+                 "ECE lo": est.low, "ECE hi": est.high, "pairs": int(sub.labels.size)}
             )
     return pd.DataFrame(rows)
 
@@ -552,30 +559,9 @@ def reliability_table(
 
 
 # ------------------------------------------------------------------------------ 2023 layout
-def format_mean_sd(mean: float, sd: float, digits: int = 3) -> str:
-    """``"0.658 ± 0.010"``; just the mean when ``sd`` is NaN (one seed); ``""`` when the mean is NaN."""
-    if not np.isfinite(mean):
-        return ""
-    if not np.isfinite(sd):
-        return f"{mean:.{digits}f}"
-    return f"{mean:.{digits}f} ± {sd:.{digits}f}"
-
-
-def seed_summary(metrics: pd.DataFrame, columns: Sequence[str] = ("R@1", "MAP", "ECE")) -> pd.DataFrame:
-    """Mean and sample sd (ddof=1; NaN with one seed) over seeds of ``columns`` per ranker x cell."""
-    keys = ["ranker", *_KEYS]
-    g = metrics.groupby(keys, sort=False)
-    out = g.size().rename("seeds").reset_index()[keys]
-    out["seeds"] = g["seed"].nunique().to_numpy()
-    for c in columns:
-        out[f"{c} mean"] = g[c].mean().to_numpy()
-        out[f"{c} sd"] = g[c].std(ddof=1).to_numpy()
-    return out
-
-
 def display_columns(df: pd.DataFrame) -> pd.DataFrame:
     """``df`` without the numeric ``<metric> mean`` / ``<metric> sd`` columns that back its formatted ones."""
-    return df.drop(columns=[c for c in df.columns if c.endswith((" mean", " sd"))])
+    return df.drop(columns=[c for c in df.columns if c.endswith((" mean", " sd", " lo", " hi"))])
 
 
 def paper2023_sampler(study: Study) -> str:
@@ -584,23 +570,45 @@ def paper2023_sampler(study: Study) -> str:
     return "random" if "random" in samplers else study.train_sampler
 
 
-def paper2023_tables(study: Study, metrics: pd.DataFrame, sampler: str | None = None) -> dict[str, pd.DataFrame]:
+PROTOCOL_2023 = (
+    "PG-DRR / GPF-BERT trained on 1 positive + 9 random negatives per context with bert-base on MSDialog, "
+    "MANtIS and UDC v1 (GPF-BERT's 'Ubuntu' is UDC v1, not UDC_DSTC8); their ± is an sd over 5 seeds (PG-DRR) "
+    "or a standard error (GPF-BERT)"
+)
+
+
+def protocol_note(study: Study) -> str:
+    """How this profile's rankers were trained, in the words a comparison with a paper needs."""
+    cfg = study.cfg
+    train = cfg.negatives.train.value
+    k = cfg.negatives.train_k
+    return (f"ours: trained on 1 positive + {k} {train} negative(s) per context, {cfg.training.backbone}, "
+            f"{len(training_seeds(cfg))} training seed(s); [lo, hi] = 95% bootstrap interval over test queries"
+            + (" and seeds" if len(training_seeds(cfg)) > 1 else ""))
+
+
+def paper2023_tables(study: Study, intervals: pd.DataFrame, sampler: str | None = None) -> dict[str, pd.DataFrame]:
     """PG-DRR / GPF-BERT layout: ``{"in-domain": ..., "shift": ...}``, one row per cell and ranker.
 
     Columns: ``train on``, ``test on``, ``ranker``, ``R10@1``, ``MAP``, ``ECE`` as text
-    (``mean ± sd``, the mean alone with one seed), ``seeds``, and the numeric means and sds.
-    ECE on all candidates (the 2023 papers' ECE); ``sampler`` defaults to
-    :func:`paper2023_sampler`.
+    (``value [lo, hi]``, 95% bootstrap interval over test queries, and seeds when several),
+    ``seeds``, ``protocol``, and the numbers behind the text (``R@1 mean``, ``R@1 lo``, ``R@1
+    hi``, ...). ECE on all candidates (the 2023 papers' ECE); ``sampler`` defaults to
+    :func:`paper2023_sampler`. ``intervals``: :func:`interval_table` (with the rules' rows of
+    :func:`baseline_interval_table` if wanted).
     """
     sampler = sampler or paper2023_sampler(study)
-    summ = seed_summary(metrics[metrics["sampler"] == sampler])
+    summ = intervals[intervals["sampler"] == sampler].copy()
     rl = study.recall_label
     summ["train on"] = summ["train_corpus"]
     summ["test on"] = summ["corpus"]
+    numbers = []
     for c, label in (("R@1", rl), ("MAP", "MAP"), ("ECE", "ECE")):
-        summ[label] = [format_mean_sd(m, s) for m, s in zip(summ[f"{c} mean"], summ[f"{c} sd"])]
-    cols = ["train on", "test on", "ranker", rl, "MAP", "ECE", "seeds",
-            "R@1 mean", "R@1 sd", "MAP mean", "MAP sd", "ECE mean", "ECE sd"]
+        summ[label] = [unc.format_interval(v, lo, hi) for v, lo, hi in zip(summ[c], summ[f"{c} lo"], summ[f"{c} hi"])]
+        summ[f"{c} mean"] = summ[c]
+        numbers += [f"{c} mean", f"{c} lo", f"{c} hi"]
+    summ["protocol"] = protocol_note(study)
+    cols = ["train on", "test on", "ranker", rl, "MAP", "ECE", "seeds", "protocol", *numbers]
     in_dom = summ["train_corpus"] == summ["corpus"]
     return {"in-domain": summ.loc[in_dom, cols].reset_index(drop=True),
             "shift": summ.loc[~in_dom, cols].reset_index(drop=True)}
@@ -644,40 +652,80 @@ def risk_sweep(study: Study, bs: Iterable[float] | None = None, *, split: str = 
                  "rel_change_bert"])
 
 
-def table3(study: Study, bs: Iterable[float] | None = None, *, space: str = "logit", alpha: float = 0.05) -> pd.DataFrame:
-    """Penha & Hauff Table 3: b chosen on validation, risk-aware R@1 vs the mean ranker on test.
+B_FROM = ("training", "target")
+"""Where Table 3 chooses b: the validation split of the *training* condition (default: no
+labelled data of the shifted target is needed, so the choice is deployable), or of the test
+condition itself (``"target"``: labelled target data, the upper bound a reader may want)."""
 
-    One row per stochastic ranker (S > 1) x training corpus x condition x seed, with the
-    fields of :func:`calibrank.risk.risk_aware_table` (paired t-test over test queries) and a
-    ``significance`` text: ``p = ...`` (dagger when ``p < alpha``) or ``no test: <why>``.
+
+def _b_condition(study: Study, train_corpus: str, cond: Condition, b_from: str) -> Condition:
+    if b_from not in B_FROM:
+        raise ValueError(f"b_from must be one of {B_FROM}; got {b_from!r}")
+    if b_from == "training":
+        return study.condition(train_corpus, study.train_sampler, "valid")
+    return study.condition(cond.corpus, cond.sampler, "valid")
+
+
+def risk_aware_scores(study: Study, ranker: str, train_corpus: str, cond: Condition, bs: Iterable[float] | None = None,
+                      *, space: str = "logit", b_from: str = "training"):
+    """``(runs, risk-aware scores, mean-ranker scores, b per seed)`` of one stochastic ranker on one test condition.
+
+    Each seed's b maximises R@1 on the validation split chosen by ``b_from`` (:data:`B_FROM`).
     """
     risk = _risk()
     grid = risk.DEFAULT_BS if bs is None else bs
+    valid_cond = _b_condition(study, train_corpus, cond, b_from)
+    runs = study.runs(ranker, train_corpus, cond)
+    seeds = study.seeds(ranker, train_corpus, cond)
+    b_by_seed = [risk.choose_b(study.get(ranker, train_corpus, valid_cond, s), grid, "R@1", space=space) for s in seeds]
+    risk_s = [risk.risk_scores(p, b, space=space) for p, b in zip(runs, b_by_seed)]
+    mean_s = [risk.risk_scores(p, 0.0, space=space) for p in runs]
+    return runs, risk_s, mean_s, b_by_seed
+
+
+def table3(study: Study, bs: Iterable[float] | None = None, *, space: str = "logit", b_from: str = "training",
+           n_resamples: int = unc.N_RESAMPLES) -> pd.DataFrame:
+    """Penha & Hauff Table 3: b chosen on validation, risk-aware R@1 vs the mean ranker on test.
+
+    One row per stochastic ranker (S > 1) x training corpus x test condition, every seed
+    together: each seed's b maximises R@1 on the validation split of the training condition
+    (``b_from="training"``, default) or of the test condition (``"target"``); ``b`` is the main
+    seed's, ``b (seeds)`` lists them all. ``mean_ranker`` / ``risk_aware``: test R@1 (means over
+    seeds) at b = 0 and at the chosen b; ``prob_mean_ranker`` ranks by the mean probability
+    E[R] (the paper's S-BERT). ``rel_change`` with its 95% bootstrap interval ``lo``/``hi``;
+    ``pvalue``: one-sided paired permutation test over test queries that the risk-aware ranker
+    is better (the paper's claim), ``pvalue_worse`` the other tail; Holm across the cells
+    (``*_holm``) and ``mark`` as in :func:`table2`.
+    """
     rows = []
     for ranker, tc, cond in study.cells("test", study.stochastic_rankers()):
-        valid_cond = study.condition(cond.corpus, cond.sampler, "valid")
-        runs = study.runs(ranker, tc, cond)
-        main = [p for p in runs if int(p.meta.get("seed", study.cfg.seed)) == study.main_seed]
-        for test_pred in main + [p for p in runs if all(p is not m for m in main)]:  # the main seed first
-            seed = int(test_pred.meta.get("seed", study.cfg.seed))
-            valid_pred = study.get(ranker, tc, valid_cond, seed)
-            res = risk.risk_aware_table(valid_pred, test_pred, grid, "R@1", space=space, alpha=alpha)
-            p = res["pvalue"]
-            sig = f"p = {p:.3g}" + (" †" if p < alpha else "") if np.isfinite(p) else f"no test: {res['note']}"
-            rows.append({"ranker": ranker, "train_corpus": tc, "corpus": cond.corpus, "sampler": cond.sampler,
-                         "shift": study.shift(cond, tc), "seed": seed, **res, "significance": sig})
-    return pd.DataFrame(rows)
+        runs, risk_scores, mean_scores, b_by_seed = risk_aware_scores(study, ranker, tc, cond, bs, space=space, b_from=b_from)
+        seeds = study.seeds(ranker, tc, cond)
+        valid_cond = _b_condition(study, tc, cond, b_from)
+        c = unc.cell_comparison(runs, runs, "R@1", seed=study.cfg.seed, alternative="greater",
+                                scores=(risk_scores, mean_scores), n_resamples=n_resamples)
+        notes = [c["note"]] if c["note"] else []
+        if all(b == 0 for b in b_by_seed):
+            notes.append("b = 0 chosen on validation: the risk-aware ranker is the mean ranker")
+        prob = float(np.mean([np.nanmean(recall_at_k(p.mean, p.labels, 1)) for p in runs]))
+        main_b = b_by_seed[seeds.index(study.main_seed)] if study.main_seed in seeds else b_by_seed[0]
+        rows.append({"ranker": ranker, "train_corpus": tc, "corpus": cond.corpus, "sampler": cond.sampler,
+                     "shift": study.shift(cond, tc), "b_from": f"{valid_cond.corpus} · {valid_cond.sampler} (valid)",
+                     "b": main_b, "b (seeds)": ", ".join(f"{b:g}" for b in b_by_seed), "seeds": len(runs),
+                     "mean_ranker": c["b"], "risk_aware": c["a"], "prob_mean_ranker": prob,
+                     "rel_change": c["rel_change"], "lo": c["lo"], "hi": c["hi"], "pvalue": c["pvalue"],
+                     "pvalue_worse": c["pvalue_worse"], "S": runs[0].n_samples, "space": space, "note": "; ".join(notes)})
+    return _marked(rows)
 
 
 def table3_wide(t3: pd.DataFrame) -> pd.DataFrame:
-    """Table 3 in the paper's layout: relative R@1 change (``+4.7% †``) per condition and ranker (main seed:
-    the first row's seed, as :func:`table3` lists the main seed first)."""
+    """Table 3 in the paper's layout: relative R@1 change ``+4.7% [+1.0%, +8.2%] † (b=0.3)`` per condition and ranker."""
     if t3.empty:
         return pd.DataFrame()
-    t = t3[t3["seed"] == t3["seed"].iloc[0]].copy()
+    t = t3.copy()
     t["test on"] = t["corpus"] + " · " + t["sampler"]
-    t["cell"] = [f"{rc:+.1%}" + (" †" if sig.endswith("†") else "") + f" (b={b:g})"
-                 for rc, sig, b in zip(t["rel_change"], t["significance"], t["b"])]
+    t["cell"] = [unc.format_change(rc, lo, hi, m) + f" (b={b})"
+                 for rc, lo, hi, m, b in zip(t["rel_change"], t["lo"], t["hi"], t["mark"], t["b (seeds)"])]
     wide = t.pivot(index=["train_corpus", "ranker"], columns="test on", values="cell")
     rows = pd.MultiIndex.from_frame(t[["train_corpus", "ranker"]].drop_duplicates())
     return wide.reindex(index=rows, columns=list(dict.fromkeys(t["test on"])))
@@ -709,8 +757,10 @@ def nota_table(
     :func:`nota_means_ranker`; ``+var[<ranker>]``, those means plus the variances of each
     stochastic ranker (S > 1) on the same NOTA set (MC Dropout's own variances are the
     paper's +var[R^D], the ensemble's its +var[R^E]; GP rankers' are new). Random forest,
-    stratified ``folds``-fold cross-validation, paired t-tests over folds against ``E[R]``,
-    Holm-corrected per condition (:func:`calibrank.nota.compare_inputs`).
+    stratified ``folds``-fold cross-validation, one-sided paired t-tests over folds against
+    ``E[R]`` (:func:`calibrank.nota.compare_inputs`), Holm-corrected across the cells of each
+    table; ``F1 [95% CI]`` is the mean over folds with its Student-t interval and the mark
+    (``†`` significant gain, ``worse`` significant loss).
     """
     from . import nota
 
@@ -741,20 +791,29 @@ def nota_table(
             cmp.insert(0, "corpus", cond.corpus)
             cmp.insert(0, "train_corpus", tc)
             cmp.insert(0, "table", table)
-            cmp["F1 (sd)"] = [f"{m:.3f} ({s:.2f})" + (" †" if sig and rc > 0 else "")
-                              for m, s, sig, rc in zip(cmp["f1_mean"], cmp["f1_sd"], cmp["significant"], cmp["rel_change"])]
             rows.append(cmp)
     if not rows:
         return pd.DataFrame()
     out = pd.concat(rows, ignore_index=True)
-    return out.sort_values("table", kind="stable", ignore_index=True)
+    out = out.sort_values("table", kind="stable", ignore_index=True)
+    # Holm across the compared cells of each table (Table 4, Table 5), not per condition
+    for _, idx in out[out["input"] != "E[R]"].groupby("table", sort=False).groups.items():
+        for col in ("pvalue", "pvalue_worse"):
+            out.loc[idx, f"{col}_holm"] = holm(out.loc[idx, col].to_numpy(dtype=float))
+    better = out["pvalue_holm"].fillna(1.0) < alpha
+    worse = out["pvalue_worse_holm"].fillna(1.0) < alpha
+    out["significant"] = better
+    out["mark"] = np.where(better, unc.IMPROVED, np.where(worse, unc.WORSE, ""))
+    out["F1 [95% CI]"] = [unc.format_interval(m, lo, hi) + (f" {mk}" if mk else "")
+                          for m, lo, hi, mk in zip(out["f1_mean"], out["f1_lo"], out["f1_hi"], out["mark"])]
+    return out
 
 
 def nota_wide(nt: pd.DataFrame) -> pd.DataFrame:
-    """Tables 4-5 in the paper's layout: ``F1 (sd)`` per condition (rows) and input space (columns)."""
+    """Tables 4-5 in the paper's layout: ``F1 [lo, hi] mark`` per condition (rows) and input space (columns)."""
     t = nt.copy()
     t["test on"] = t["corpus"] + " · " + t["sampler"]
-    wide = t.pivot(index=["table", "train_corpus", "test on"], columns="input", values="F1 (sd)")
+    wide = t.pivot(index=["table", "train_corpus", "test on"], columns="input", values="F1 [95% CI]")
     return wide.reindex(columns=list(dict.fromkeys(t["input"])))
 
 
@@ -1021,134 +1080,3 @@ def paper_comparison(tables: Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFra
                          "ECE (ours)": _mean(grp["ECE mean"]), "ECE (paper)": _mean(mine["ECE"])})
         out["in_domain_2023"] = pd.DataFrame(rows)
     return out
-
-
-def _verdict(ok: bool | None) -> str:
-    return "not testable here" if ok is None else ("replicates" if ok else "does not replicate")
-
-
-def _frac(mask: pd.Series) -> str:
-    return f"{int(mask.sum())} of {len(mask)}"
-
-
-def replication_summary(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
-    """What replicates: one row per claim of the papers, with ``paper``, ``ours`` and ``verdict``.
-
-    Every ``ours`` text and verdict is computed from the exported tables (a claim whose table
-    is missing or empty is "not testable here"). A claim replicates when the direction holds
-    on more than half of the conditions; claims about an average (risk-aware ranking, NOTA)
-    need a positive mean change and more cells up than down.
-    """
-    rows: list[dict[str, str]] = []
-
-    def add(claim: str, paper: str, ours: str, ok: bool | None) -> None:
-        rows.append({"claim": claim, "paper": paper, "ours": ours, "verdict": _verdict(ok)})
-
-    t1 = tables.get("table1_bert")
-    if t1 is not None and not t1.empty:
-        rl = next(c for c in t1.columns if re.fullmatch(r"R\d+@1", c))
-        for tc, grp in t1.groupby("train_corpus", sort=False):
-            ind = grp[grp["shift"] == "in distribution"]
-            shifted = grp[grp["shift"] != "in distribution"]
-            if ind.empty or shifted.empty:
-                continue
-            best = shifted[rl] < float(ind[rl].iloc[0])
-            add(f"bert trained on {tc}: R@1 is highest in distribution",
-                "Table 1: on average 0.70 R10@1 in distribution, lower under shift",
-                f"R@1 lower under shift on {_frac(best)} shifted conditions "
-                f"({float(ind[rl].iloc[0]):.3f} in distribution vs {float(shifted[rl].mean()):.3f} shifted)",
-                bool(best.mean() > 0.5))
-            ratio = {}
-            for kind in ("cross-domain", "cross-NS"):
-                sub = shifted[shifted["shift"] == kind]
-                if len(sub):
-                    ratio[kind] = float(sub["ECE 1:1"].mean()) / max(float(ind["ECE 1:1"].iloc[0]), 1e-12)
-            if ratio:
-                add(f"bert trained on {tc}: ECE grows under shift",
-                    "Table 1: ECE 4.6x higher cross-domain, 7.9x higher cross-NS than in distribution",
-                    ", ".join(f"{k} {v:.1f}x" for k, v in ratio.items()) + " the in-distribution balanced ECE",
-                    bool(np.mean([v > 1 for v in ratio.values()]) > 0.5))
-    else:
-        add("bert is best and best calibrated in distribution", "Table 1", "no Table 1", None)
-
-    fig2 = tables.get("figure2_ece_by_negatives")
-    if fig2 is not None and not fig2.empty:
-        b = fig2[fig2["ranker"] == BASELINE]
-        keys = ["train_corpus", "corpus", "sampler"]
-        first = b[b["n_nonrel"] == b["n_nonrel"].min()].set_index(keys)["ECE"]
-        last = b[b["n_nonrel"] == b["n_nonrel"].max()].set_index(keys)["ECE"]
-        grows = (last > first.reindex(last.index))
-        add("bert's ECE grows with the number of non-relevant candidates",
-            "Figure 2: near-diagonal at 1 non-relevant, moving away as non-relevant candidates are added",
-            f"ECE at {int(b['n_nonrel'].max())} > ECE at 1 non-relevant on {_frac(grows)} conditions",
-            bool(grows.mean() > 0.5) if len(grows) else None)
-
-    t2 = tables.get("table2_ece_change")
-    if t2 is not None and not t2.empty:
-        stoch = t2[t2["ranker"].isin(["mc_dropout", "ensemble", *GP_RANKERS])]
-        if not stoch.empty:
-            lower = stoch["rel_change"] < 0
-            tested = stoch["pvalue"].notna()
-            sig = int(((stoch["pvalue"] < 0.05) & lower).sum())
-            add("stochastic rankers are better calibrated than bert",
-                "Table 2: ensemble 14% and MC Dropout 10% lower ECE on average (15 conditions)",
-                f"lower ECE than bert on {_frac(lower)} ranker x condition cells "
-                f"(mean change {stoch['rel_change'].mean():+.1%}; "
-                + (f"{sig} of {int(tested.sum())} tested cells significant)" if tested.any() else "1 seed: no significance test)"),
-                bool(lower.mean() > 0.5))
-        for ranker, grp in t2.groupby("ranker", sort=False):
-            paper = {"ensemble": "Table 2: -14% on average", "mc_dropout": "Table 2: -10% on average"}.get(ranker)
-            if paper is None and ranker in GP_RANKERS:
-                paper = "PG-DRR / GPF-BERT: GP rankers have the lowest ECE"
-            if paper is None:
-                continue
-            lower = grp["rel_change"] < 0
-            add(f"{ranker} has lower ECE than bert", paper,
-                f"{_frac(lower)} conditions, mean change {grp['rel_change'].mean():+.1%}", bool(lower.mean() > 0.5))
-    else:
-        add("stochastic rankers are better calibrated than bert", "Table 2", "no Table 2", None)
-
-    t3 = tables.get("table3_risk_aware")
-    if t3 is not None and not t3.empty:
-        up, down = t3["rel_change"] > 0, t3["rel_change"] < 0
-        sig = int(((t3["pvalue"] < 0.05) & up).sum())
-        add("risk-aware ranking (b chosen on validation) improves R@1 over the mean ranker",
-            "Table 3: +2.0% (ensemble) and +1.7% (MC Dropout) on average, gains mostly cross-NS",
-            f"higher R@1 on {_frac(up)} cells and lower on {int(down.sum())} ({sig} significant gains; "
-            f"b = 0 chosen on {int((t3['b'] == 0).sum())}); mean change {t3['rel_change'].mean():+.1%}",
-            bool(t3["rel_change"].mean() > 0 and up.sum() > down.sum()))
-    else:
-        add("risk-aware ranking improves R@1", "Table 3", "no stochastic ranker: no Table 3", None)
-
-    nt = tables.get("nota_tables_4_5")
-    if nt is not None and not nt.empty and (nt["input"] != "E[R]").any():
-        var = nt[nt["input"] != "E[R]"]
-        up, down = var["rel_change"] > 0, var["rel_change"] < 0
-        sig = int((var["significant"].astype(str).str.lower() == "true").sum())
-        add("uncertainty (+var) improves NOTA prediction over the mean scores alone",
-            "Tables 4-5: +24% cross-domain, +46% cross-NS macro-F1 on average with +var[R^D]",
-            f"higher F1 on {_frac(up)} input x condition cells and lower on {int(down.sum())}, {sig} significant "
-            f"after Holm; mean change {var['rel_change'].mean():+.1%}",
-            bool(var["rel_change"].mean() > 0 and up.sum() > down.sum()))
-    else:
-        add("uncertainty improves NOTA prediction", "Tables 4-5", "no NOTA table", None)
-
-    eff = tables.get("efficiency")
-    if eff is not None and not eff.empty and "ratio_to_bert" in eff:
-        e = eff.set_index("ranker")["ratio_to_bert"]
-        parts, oks = [], []
-        for ranker, claim in (("mc_dropout", lambda v: v > 1.5), ("ensemble", lambda v: v > 1.5)):
-            if ranker in e:
-                parts.append(f"{ranker} {e[ranker]:.1f}x")
-                oks.append(claim(float(e[ranker])))
-        for ranker in GP_RANKERS:
-            if ranker in e:
-                parts.append(f"{ranker} {e[ranker]:.1f}x")
-                oks.append(float(e[ranker]) < min(float(e.get("mc_dropout", np.inf)), float(e.get("ensemble", np.inf))))
-        if parts:
-            add("MC Dropout and ensembles cost several times bert's inference; GP layers little",
-                "PG-DRR Table 2: 9.7x / 5.0x / 1.1-1.5x; GPF-BERT Table 3: 9.56x / 10.56x / 1.16x",
-                "time per query vs bert: " + ", ".join(parts), bool(np.mean(oks) > 0.5))
-    else:
-        add("stochastic rankers are slower than bert", "PG-DRR Table 2, GPF-BERT Table 3", "no efficiency table", None)
-    return pd.DataFrame(rows, columns=["claim", "paper", "ours", "verdict"])

@@ -120,14 +120,16 @@ class Comparison:
     """Effect of ranker A over ranker B: ``a - b`` (or ``(a - b) / b`` when ``relative``), its interval and one-sided p.
 
     ``pvalue`` tests the null "A and B are exchangeable on every query" against ``alternative``
-    (``"less"``: A's metric is lower). ``a`` and ``b`` are the two metrics (means over
-    conditions and seeds).
+    (``"less"``: A's metric is lower); ``pvalue_opposite`` is the same test in the other
+    direction (so a significant change the wrong way is seen as such; NaN for a two-sided
+    test). ``a`` and ``b`` are the two metrics (means over conditions and seeds).
     """
 
     value: float
     low: float
     high: float
     pvalue: float
+    pvalue_opposite: float
     alternative: str
     relative: bool
     a: float
@@ -343,6 +345,9 @@ def _check_pair(a: QueryFeatures, b: QueryFeatures) -> None:
         )
 
 
+_OPPOSITE = {"less": "greater", "greater": "less"}
+
+
 def compare(
     a: QueryFeatures | Sequence[QueryFeatures],
     b: QueryFeatures | Sequence[QueryFeatures],
@@ -350,17 +355,25 @@ def compare(
     alternative: str = "two-sided",
     relative: bool = False,
     groups: Sequence[str] | None = None,
+    b_groups: Sequence[str] | None = None,
+    paired: bool = True,
     level: float = 0.95,
     n_resamples: int = 2000,
     seed: int = 0,
 ) -> Comparison:
-    """Effect of A over B on the same queries, averaged over conditions: interval and one-sided p.
+    """Effect of A over B, averaged over conditions: interval and one-sided p-values.
 
-    ``a[i]`` and ``b[i]`` are the two rankers on condition ``i`` (same qids; an error names both
-    sources otherwise). ``groups[i]`` names the resampling group of condition ``i``: conditions
-    of one group share their queries (by qid) and are resampled and permuted jointly (default:
-    every condition its own group). ``alternative="less"`` when the claim is that A's metric is
-    lower (e.g. ECE), ``"greater"`` when higher (e.g. R@1). ``relative`` gives ``(a - b) / b``.
+    ``a[i]`` and ``b[i]`` are what is compared on condition ``i``. ``groups[i]`` names the
+    resampling group of ``a[i]`` (``b_groups[i]`` of ``b[i]``, default the same): Predictions
+    of one group share their queries by qid and are resampled jointly (default: every
+    condition its own group). ``alternative="less"`` when the claim is that A's metric is lower
+    (e.g. ECE), ``"greater"`` when higher (e.g. R@1). ``relative`` gives ``(a - b) / b``.
+
+    ``paired=True`` (two rankers on the same queries; an error names both sources otherwise):
+    the p-values come from the paired permutation test. ``paired=False`` (e.g. one ranker on
+    two test sets, in distribution against shifted): there is nothing to permute, so the
+    p-values are those of the percentile bootstrap, ``(1 + #{effect* on the null side of 0}) /
+    (1 + R)``, the test that the reported interval inverts.
     """
     _check_level(level)
     _check_resamples(n_resamples)
@@ -370,13 +383,19 @@ def compare(
     b_cells = [b] if isinstance(b, QueryFeatures) else list(b)
     if not a_cells or len(a_cells) != len(b_cells):
         raise ValueError(f"a and b must list the same number (>= 1) of conditions; got {len(a_cells)} and {len(b_cells)}")
-    for fa, fb in zip(a_cells, b_cells):
-        _check_pair(fa, fb)
+    groups = list(groups) if groups is not None else [f"cell{i}" for i in range(len(a_cells))]
+    b_groups = list(b_groups) if b_groups is not None else groups
+    if paired:
+        if b_groups != groups:
+            raise ValueError("a paired comparison resamples A and B together: b_groups must equal groups")
+        for fa, fb in zip(a_cells, b_cells):
+            _check_pair(fa, fb)
     n_s = _seed_count(a_cells + b_cells)
-    layout = _layout(a_cells, groups)
+    layout = _layout(a_cells + b_cells, groups + b_groups)
     n_u = layout.n_units
+    rows_a, rows_b = layout.rows[: len(a_cells)], layout.rows[len(a_cells):]
 
-    def effect_from(sums_a: list[np.ndarray], sums_b: list[np.ndarray], seed_counts: np.ndarray | None) -> np.ndarray:
+    def effect_from(sums_a: list[list[np.ndarray]], sums_b: list[list[np.ndarray]], seed_counts: np.ndarray | None) -> np.ndarray:
         per_cell = []
         for fa, fb, sa, sb in zip(a_cells, b_cells, sums_a, sums_b):
             va = np.stack([fa.reduce(sa[s]) for s in range(n_s)], axis=1)
@@ -388,15 +407,15 @@ def compare(
         q = samples[0].reshape(-1, samples[0].shape[-1])
         counts = _counts(q, n_u)
         sc = None if len(samples) < 2 else _counts(samples[1].reshape(-1, samples[1].shape[-1]), n_s)
-        sums_a = [[counts[:, rows] @ fa.values[s] for s in range(n_s)] for fa, rows in zip(a_cells, layout.rows)]
-        sums_b = [[counts[:, rows] @ fb.values[s] for s in range(n_s)] for fb, rows in zip(b_cells, layout.rows)]
+        sums_a = [[counts[:, rows] @ fa.values[s] for s in range(n_s)] for fa, rows in zip(a_cells, rows_a)]
+        sums_b = [[counts[:, rows] @ fb.values[s] for s in range(n_s)] for fb, rows in zip(b_cells, rows_b)]
         return effect_from(sums_a, sums_b, sc).reshape(samples[0].shape[:-1])
 
     def perm_stat(x, y, axis=-1):
         shape = x.shape[:-1]
         swapped = (x.reshape(-1, n_u) >= n_u).astype(np.float64)  # unit u holds B's predictions on the A side
         sums_a, sums_b = [], []
-        for fa, fb, rows in zip(a_cells, b_cells, layout.rows):
+        for fa, fb, rows in zip(a_cells, b_cells, rows_a):
             sw = swapped[:, rows]
             sa, sb = [], []
             for s in range(n_s):
@@ -407,12 +426,26 @@ def compare(
             sums_b.append(sb)
         return effect_from(sums_a, sums_b, None).reshape(shape)
 
+    def permutation_p(alt: str) -> tuple[float, np.ndarray]:
+        res = _sps.permutation_test((np.arange(n_u), np.arange(n_u) + n_u), perm_stat, permutation_type="samples",
+                                    vectorized=True, n_resamples=n_resamples, batch=_BATCH, alternative=alt,
+                                    random_state=np.random.default_rng(seed + 1))
+        return float(res.pvalue), np.asarray(res.null_distribution)
+
+    def bootstrap_p(alt: str, dist: np.ndarray) -> float:
+        finite = dist[np.isfinite(dist)]
+        if alt == "two-sided" or finite.size == 0:
+            return float("nan")
+        null_side = (finite >= 0) if alt == "less" else (finite <= 0)
+        return float((1 + null_side.sum()) / (1 + finite.size))
+
     full_a = [[fa.values[s].sum(axis=0)[None] for s in range(n_s)] for fa in a_cells]
     full_b = [[fb.values[s].sum(axis=0)[None] for s in range(n_s)] for fb in b_cells]
     value = float(effect_from(full_a, full_b, None)[0])
     a_val = float(np.mean([f.value for f in a_cells]))
     b_val = float(np.mean([f.value for f in b_cells]))
     notes: list[str] = []
+    p_opp = float("nan")
     with np.errstate(all="ignore"):
         lo, hi, dist = _bootstrap(boot_stat, n_u, n_s, level, n_resamples, seed)
         notes += _interval_note(dist, n_s)
@@ -420,13 +453,16 @@ def compare(
         if not np.isfinite(value):
             pvalue = float("nan")
             notes.append("effect undefined on the full set (base metric 0 or no relevant candidate)")
-        else:
-            res = _sps.permutation_test((np.arange(n_u), np.arange(n_u) + n_u), perm_stat, permutation_type="samples",
-                                        vectorized=True, n_resamples=n_resamples, batch=_BATCH, alternative=alternative,
-                                        random_state=np.random.default_rng(seed + 1))
-            pvalue = float(res.pvalue)
-            null = np.asarray(res.null_distribution)
+        elif paired:
+            pvalue, null = permutation_p(alternative)
+            if alternative in _OPPOSITE:
+                p_opp = permutation_p(_OPPOSITE[alternative])[0]
             if null.size and np.ptp(null[np.isfinite(null)]) == 0:
                 notes.append("the rankers' predictions are identical on every query: no evidence either way")
-    return Comparison(value, lo, hi, pvalue, alternative, relative, a_val, b_val, level, n_u, n_s, len(a_cells),
+        else:
+            pvalue = bootstrap_p(alternative, dist)
+            if alternative in _OPPOSITE:
+                p_opp = bootstrap_p(_OPPOSITE[alternative], dist)
+            notes.append("unpaired: p-values from the bootstrap")
+    return Comparison(value, lo, hi, pvalue, p_opp, alternative, relative, a_val, b_val, level, n_u, n_s, len(a_cells),
                       "; ".join(dict.fromkeys(notes)))

@@ -1,0 +1,279 @@
+"""What replicates: one row per claim of the papers and per method it was made for, each with a verdict from a test.
+
+A claim is a direction ("MC Dropout has lower ECE than BERT"). Each row holds the paper's
+effect size, ours over the conditions the claim covers (mean over conditions of the
+per-condition effect) with its 95% interval, the one-sided p-value in the paper's direction
+and the one in the opposite direction (:func:`calibrank.metrics.resample.compare`: paired
+permutation test over test queries where both sides are on the same queries, bootstrap
+otherwise; conditions that share test queries are resampled together). Holm runs across the
+rows of the summary, once per direction, and each row gets one of four verdicts
+(:data:`VERDICTS`):
+
+- *replicates*: our effect has the paper's direction and is significant;
+- *same direction, not significant*;
+- *opposite direction, not significant*;
+- *contradicted*: the opposite direction, significant.
+
+Cells are conditions, never seeds: with several training seeds the seeds enter every
+condition's effect and interval (:mod:`calibrank.metrics.resample`), they are not counted as
+further evidence.
+
+Claims are made for the methods the papers made them for: Penha & Hauff (2021) for
+``mc_dropout`` and ``ensemble`` (Tables 2-5) and for ``bert`` (Table 1, Figure 2); PG-DRR and
+GPF-BERT (2023) for their GP rankers against ``bert``. The GP rankers are never pooled into
+the first paper's claims. Each notebook of 04-06 computes the claims about its tables from
+Predictions (:func:`calibration_claims`, :func:`risk_claims`, :func:`nota_claims`) and exports
+them; the report joins them (:func:`summary`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats as _sps
+
+from ..metrics.resample import QueryFeatures, compare, features
+from ..metrics.stats import holm, mean_ci
+from . import uncertainty as unc
+from .subsets import subset_negatives
+
+__all__ = [
+    "CLAIM_COLUMNS",
+    "VERDICTS",
+    "calibration_claims",
+    "claim_row",
+    "nota_claims",
+    "risk_claims",
+    "summary",
+    "verdict",
+]
+
+VERDICTS = ("replicates", "same direction, not significant", "opposite direction, not significant", "contradicted")
+
+CLAIM_COLUMNS = ["paper", "claim", "method", "direction", "paper effect", "ours", "lo", "hi", "unit", "p", "p opposite",
+                 "conditions", "seeds", "test", "protocol", "note"]
+
+PH = "Penha & Hauff 2021"
+PH_PROTOCOL = "paper: bert-base trained on 1 BM25 negative per positive, ECE on the balanced 1:1 set"
+
+
+def verdict(effect: float, direction: str, p_holm: float, p_opposite_holm: float, alpha: float = unc.ALPHA) -> str:
+    """One of :data:`VERDICTS` for an effect whose claimed ``direction`` is ``"less"`` or ``"greater"``.
+
+    Significance is the Holm-adjusted one-sided p-value of the side the effect falls on; an
+    undefined effect or p-value counts as not significant, on the side of its sign.
+    """
+    if direction not in ("less", "greater"):
+        raise ValueError(f"direction must be 'less' or 'greater'; got {direction!r}")
+    same = bool(np.isfinite(effect) and (effect < 0 if direction == "less" else effect > 0))
+    if same:
+        return VERDICTS[0] if np.isfinite(p_holm) and p_holm < alpha else VERDICTS[1]
+    if np.isfinite(p_opposite_holm) and p_opposite_holm < alpha and np.isfinite(effect) and effect != 0:
+        return VERDICTS[3]
+    return VERDICTS[2]
+
+
+def claim_row(paper: str, claim: str, method: str, direction: str, paper_effect: float,
+              a: Sequence[QueryFeatures], b: Sequence[QueryFeatures], *, groups: Sequence[str],
+              b_groups: Sequence[str] | None = None, paired: bool = True, relative: bool = True, seed: int = 0,
+              protocol: str = "", n_resamples: int = unc.N_RESAMPLES) -> dict:
+    """One claim tested on Predictions: ``a[i]`` against ``b[i]`` on condition ``i`` (see :func:`calibrank.metrics.resample.compare`)."""
+    c = compare(list(a), list(b), alternative=direction, relative=relative, groups=groups, b_groups=b_groups,
+                paired=paired, level=unc.LEVEL, n_resamples=n_resamples, seed=seed)
+    test = ("paired permutation test over test queries" if paired else "bootstrap over test queries (different test sets)")
+    return {"paper": paper, "claim": claim, "method": method, "direction": direction, "paper effect": paper_effect,
+            "ours": c.value, "lo": c.low, "hi": c.high, "unit": "relative change" if relative else "difference",
+            "p": c.pvalue, "p opposite": c.pvalue_opposite, "conditions": c.n_conditions, "seeds": c.n_seeds,
+            "test": test + (", seeds in the interval" if c.n_seeds > 1 else ""), "protocol": protocol,
+            "note": c.note}
+
+
+def _frame(rows: list[dict]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=CLAIM_COLUMNS)
+
+
+def _ph_mean(column: str, kinds: Sequence[str] | None = None) -> float:
+    from ..study import PENHA_HAUFF as ph
+
+    rows = ph if kinds is None else ph[ph["shift"].isin(kinds)]
+    return float(rows[column].mean()) if column in rows else float("nan")
+
+
+def _ph_shift_effect(metric: str) -> float:
+    """Mean over the paper's training corpora of (mean over shifted columns - in distribution) / in distribution."""
+    from ..study import PENHA_HAUFF as ph
+
+    out = []
+    for _, grp in ph.groupby("train_corpus"):
+        ind = float(grp.loc[grp["shift"] == "in distribution", metric].iloc[0])
+        out.append((float(grp.loc[grp["shift"] != "in distribution", metric].mean()) - ind) / ind)
+    return float(np.mean(out))
+
+
+def _protocol(study) -> str:
+    from ..study import protocol_note
+
+    return f"{PH_PROTOCOL}; {protocol_note(study)}"
+
+
+def _balanced(study, runs):
+    return [subset_negatives(p, 1, seed=study.cfg.seed) for p in runs]
+
+
+def calibration_claims(study, *, n_resamples: int = unc.N_RESAMPLES) -> pd.DataFrame:
+    """Claims of Table 1, Figure 2 and Table 2 (Penha & Hauff) and of the 2023 papers' ECE and R@1 tables."""
+    from ..study import BASELINE, PAPERS_2023, PROTOCOL_2023, paper2023_sampler, protocol_note
+
+    seed = study.cfg.seed
+    rows: list[dict] = []
+    proto = _protocol(study)
+    tests = study.test_conditions()
+    if BASELINE in study.rankers:
+        for tc in study.train_corpora:
+            ind = [c for c in tests if study.shift(c, tc) == "in distribution"]
+            shifted = [c for c in tests if study.shift(c, tc) != "in distribution"]
+            if not ind or not shifted:
+                continue
+            base = study.runs(BASELINE, tc, ind[0])
+            for metric, direction, claim, col in (
+                ("R@1", "less", "R@1 is lower under shift than in distribution", "R10@1"),
+                ("ECE 1:1", "greater", "balanced ECE is higher under shift than in distribution", "ECE 1:1"),
+            ):
+                def feats(runs, metric=metric):
+                    return features(_balanced(study, runs), "ECE") if metric == "ECE 1:1" else features(runs, metric)
+
+                a = [feats(study.runs(BASELINE, tc, c)) for c in shifted]
+                b = [feats(base)] * len(shifted)
+                rows.append(claim_row(f"{PH}, Table 1", f"bert trained on {tc}: {claim}", BASELINE, direction,
+                                      _ph_shift_effect(col), a, b, groups=[c.corpus for c in shifted],
+                                      b_groups=[ind[0].corpus] * len(shifted), paired=False, seed=seed, protocol=proto,
+                                      n_resamples=n_resamples))
+        cells = list(study.cells("test", [BASELINE]))
+        if cells:
+            a = [features(study.runs(BASELINE, tc, c), "ECE") for _, tc, c in cells]
+            b = [features(_balanced(study, study.runs(BASELINE, tc, c)), "ECE") for _, tc, c in cells]
+            rows.append(claim_row(f"{PH}, Figure 2", "bert's ECE grows as non-relevant candidates are added "
+                                  f"(1 + {study.k} against 1 + 1)", BASELINE, "greater", float("nan"), a, b,
+                                  groups=[c.corpus for _, _, c in cells], seed=seed, protocol=proto,
+                                  n_resamples=n_resamples))
+        for method in ("mc_dropout", "ensemble"):
+            if method not in study.rankers:
+                continue
+            cells = list(study.cells("test", [method]))
+            a = [features(_balanced(study, study.runs(method, tc, c)), "ECE") for _, tc, c in cells]
+            b = [features(_balanced(study, study.runs(BASELINE, tc, c)), "ECE") for _, tc, c in cells]
+            rows.append(claim_row(f"{PH}, Table 2", f"{method} has lower balanced ECE than bert", method, "less",
+                                  _ph_mean(f"ECE change {method}"), a, b, groups=[c.corpus for _, _, c in cells],
+                                  seed=seed, protocol=proto, n_resamples=n_resamples))
+        sampler = paper2023_sampler(study)
+        proto23 = f"{PROTOCOL_2023}; {protocol_note(study)}; tested with 1 + {study.k} {sampler} negatives"
+        p23 = PAPERS_2023
+        for method in ("pg_drr", "gpf_bert", "sngp"):
+            if method not in study.rankers:
+                continue
+            for setting, in_domain in (("in-domain", True), ("shift", False)):
+                cells = [(tc, c) for _, tc, c in study.cells("test", [method])
+                         if c.sampler == sampler and (c.corpus == tc) == in_domain]
+                if not cells:
+                    continue
+                theirs = p23[(p23["setting"] == setting)]
+                for metric, direction, col in (("ECE", "less", "ECE"), ("R@1", "greater", "R10@1")):
+                    if metric == "R@1" and not in_domain:
+                        continue  # the 2023 papers give R@1 under shift for no ranker
+                    paper_eff, paper_name = _paper2023_effect(theirs, method, col)
+                    if not paper_name:
+                        continue
+                    a = [features(study.runs(method, tc, c), metric) for tc, c in cells]
+                    b = [features(study.runs(BASELINE, tc, c), metric) for tc, c in cells]
+                    what = "lower ECE" if metric == "ECE" else f"higher {study.recall_label}"
+                    rows.append(claim_row(paper_name, f"{method} has {what} than bert ({setting})", method, direction,
+                                          paper_eff, a, b, groups=[c.corpus for _, c in cells], seed=seed,
+                                          protocol=proto23, n_resamples=n_resamples))
+    return _frame(rows)
+
+
+def _paper2023_effect(theirs: pd.DataFrame, method: str, col: str) -> tuple[float, str]:
+    """Mean relative change of ``method`` over bert in the 2023 papers' table rows, and which tables."""
+    effects, papers = [], []
+    for (paper, tc, corpus), grp in theirs.groupby(["paper", "train_corpus", "corpus"], sort=False):
+        by = grp.set_index("ranker")[col]
+        if method in by and "bert" in by and np.isfinite(by[method]) and np.isfinite(by["bert"]) and by["bert"] != 0:
+            effects.append((by[method] - by["bert"]) / by["bert"])
+            papers.append(paper)
+    if not effects:
+        return float("nan"), ""
+    return float(np.mean(effects)), " / ".join(dict.fromkeys(papers))
+
+
+def risk_claims(study, *, b_from: str = "training", n_resamples: int = unc.N_RESAMPLES) -> pd.DataFrame:
+    """Table 3 (Penha & Hauff): risk-aware R@1 above the mean ranker's, for ``mc_dropout`` and ``ensemble``."""
+    from ..study import risk_aware_scores
+
+    rows = []
+    for method in ("mc_dropout", "ensemble"):
+        if method not in study.stochastic_rankers():
+            continue
+        cells = list(study.cells("test", [method]))
+        a, b = [], []
+        for _, tc, cond in cells:
+            runs, risk_s, mean_s, _ = risk_aware_scores(study, method, tc, cond, b_from=b_from)
+            a.append(features(runs, "R@1", scores=risk_s))
+            b.append(features(runs, "R@1", scores=mean_s))
+        rows.append(claim_row(f"{PH}, Table 3", f"risk-aware ranking (b from the {b_from} condition's validation) "
+                              "raises R@1 over the mean ranker", method, "greater", _ph_mean(f"RA change {method}"),
+                              a, b, groups=[c.corpus for _, _, c in cells], seed=study.cfg.seed,
+                              protocol=_protocol(study), n_resamples=n_resamples))
+    return _frame(rows)
+
+
+def nota_claims(nota: pd.DataFrame, protocol: str = "") -> pd.DataFrame:
+    """Tables 4-5 (Penha & Hauff): adding a method's variances raises NOTA macro-F1 over E[R] alone.
+
+    One row per method the paper made the claim for (``+var[mc_dropout]`` = +var[R^D],
+    ``+var[ensemble]`` = +var[R^E]). The cells are conditions, the effect the mean relative F1
+    change over them; the random forest's folds give no test-query resampling, so the interval
+    is a Student-t interval over conditions and the p-values a one-sample t-test of the
+    conditions' changes (``scipy.stats.ttest_1samp``), undefined with fewer than 2 conditions.
+    """
+    from ..study import PENHA_HAUFF as ph
+
+    rows = []
+    if nota is None or nota.empty:
+        return _frame(rows)
+    for method in ("mc_dropout", "ensemble"):
+        inp = f"+var[{method}]"
+        grp = nota[nota["input"] == inp]
+        if grp.empty:
+            continue
+        changes = grp["rel_change"].to_numpy(dtype=float)
+        mean, lo, hi = mean_ci(changes)
+        if len(changes) >= 2 and np.ptp(changes) > 0:
+            p = float(_sps.ttest_1samp(changes, 0.0, alternative="greater").pvalue)
+            p_opp = float(_sps.ttest_1samp(changes, 0.0, alternative="less").pvalue)
+            note = ""
+        else:
+            p = p_opp = float("nan")
+            note = f"no test: {len(changes)} condition(s)" + (" with equal changes" if len(changes) >= 2 else "")
+        col = f"NOTA {inp}"
+        paper_eff = float(((ph[col] - ph["NOTA E[R]"]) / ph["NOTA E[R]"]).mean()) if col in ph else float("nan")
+        rows.append({"paper": f"{PH}, Tables 4-5", "claim": f"adding {method}'s variances raises NOTA macro-F1 over E[R]",
+                     "method": method, "direction": "greater", "paper effect": paper_eff, "ours": mean, "lo": lo,
+                     "hi": hi, "unit": "relative change", "p": p, "p opposite": p_opp, "conditions": len(changes),
+                     "seeds": 1, "test": "one-sample t-test over conditions (each a 5-fold cross-validated forest)",
+                     "protocol": protocol, "note": note})
+    return _frame(rows)
+
+
+def summary(claims: Mapping[str, pd.DataFrame] | pd.DataFrame, alpha: float = unc.ALPHA) -> pd.DataFrame:
+    """All claim rows with ``p (Holm)``, ``p opposite (Holm)`` (Holm across the rows) and ``verdict``."""
+    frames = [claims] if isinstance(claims, pd.DataFrame) else [f for f in claims.values() if f is not None and len(f)]
+    if not frames:
+        return pd.DataFrame(columns=[*CLAIM_COLUMNS, "p (Holm)", "p opposite (Holm)", "verdict"])
+    out = pd.concat(frames, ignore_index=True)
+    out["p (Holm)"] = holm(out["p"].to_numpy(dtype=float))
+    out["p opposite (Holm)"] = holm(out["p opposite"].to_numpy(dtype=float))
+    out["verdict"] = [verdict(e, d, p, q, alpha) for e, d, p, q in
+                      zip(out["ours"], out["direction"], out["p (Holm)"], out["p opposite (Holm)"])]
+    return out
