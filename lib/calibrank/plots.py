@@ -190,7 +190,7 @@ def plot_nota_bars(table: pd.DataFrame, *, axes=None):
         ax.set_ylim(0, 1)
         ax.set_title(name, fontsize=10)
     panels[0].set_ylabel("NOTA macro-F1")
-    panels[0].legend(frameon=False, fontsize=8)
+    panels[-1].legend(frameon=False, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # beside the bars, not on them
     return panels
 
 

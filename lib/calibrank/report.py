@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import html
 import json
-import os
-import platform
 import re
 import sys
 from collections.abc import Mapping
@@ -245,17 +243,9 @@ def _versions() -> dict[str, str]:
 
 
 def _hardware() -> str:
-    line = f"{platform.platform()}, {os.cpu_count()} CPU cores"
-    try:
-        import torch
+    from .efficiency import machine  # the one machine description (it imports torch: only when the page is built)
 
-        if torch.cuda.is_available():
-            line += f", GPU: {torch.cuda.get_device_name(0)}"
-        else:
-            line += ", no GPU"
-    except Exception:  # pragma: no cover - torch is a dependency; guard odd installs only
-        pass
-    return line
+    return machine()
 
 
 def _seeds_found(profile: str) -> list[int]:
@@ -384,6 +374,14 @@ def _effect_text(value: float, lo: float, hi: float, unit: str) -> str:
     return f"{value:+.3f}" + (f" [{lo:+.3f}, {hi:+.3f}]" if np.isfinite(lo) and np.isfinite(hi) else "")
 
 
+def _claim_note(note: Any) -> str:
+    """A claim's note without what the page says once for all (one seed)."""
+    from .analysis.uncertainty import ONE_SEED_NOTE
+
+    parts = [p for p in str(note if isinstance(note, str) else "").split("; ") if p and p != ONE_SEED_NOTE]
+    return "; ".join(parts)
+
+
 def _claims(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     from .analysis.verdicts import summary
 
@@ -405,7 +403,9 @@ def _replication_html(tables: Mapping[str, pd.DataFrame]) -> str:
             f"<li><span class='badge {_VERDICT_CLASS.get(r['verdict'], 'na')}'>{_esc(r['verdict'])}</span>"
             f"<b>{_esc(r['claim'])}</b> <span class='muted'>({_esc(r['method'])})</span><br>"
             f"<span class='small'><span class='muted'>paper ({_esc(r['paper'])}):</span> {_esc(theirs)} · "
-            f"<span class='muted'>ours over {int(r['conditions'])} condition(s):</span> {_esc(ours)}</span></li>"
+            f"<span class='muted'>ours over {int(r['conditions'])} condition(s):</span> {_esc(ours)}"
+            + (f" <span class='muted'>({_esc(_claim_note(r['note']))})</span>" if _claim_note(r["note"]) else "")
+            + "</span></li>"
         )
     counts = claims["verdict"].value_counts()
     tally = ", ".join(f"{int(counts[v])} {v}" for v in VERDICTS if v in counts)
