@@ -6,6 +6,24 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 PROFILE ?= laptop
+
+# PROFILE and DATASET reach shell commands: each must be one of its known names, checked on its
+# raw text (a value such as `smoke $$(touch x)` is refused before anything expands or runs it).
+# A profile is a params/<name>.yaml whose name is letters, digits, _ and -.
+NAME_CHARS := a b c d e f g h i j k l m n o p q r s t u v w x y z A B C D E F G H I J K L M N O P Q R S T U V W X Y Z 0 1 2 3 4 5 6 7 8 9 _ -
+strip_chars = $(if $(2),$(call strip_chars,$(subst $(firstword $(2)),,$(1)),$(wordlist 2,$(words $(2)),$(2))),$(1))
+is_name = $(and $(filter 1,$(words $(1))),$(if $(call strip_chars,$(1),$(NAME_CHARS)),,yes))
+PROFILES := $(foreach p,$(patsubst params/%.yaml,%,$(wildcard params/*.yaml)),$(if $(call is_name,$(p)),$(p)))
+DATASETS := msdialog mantis udc_dstc8
+ifeq ($(and $(call is_name,$(value PROFILE)),$(filter $(value PROFILE),$(PROFILES))),)
+$(error PROFILE: expected one of $(PROFILES) (params/<name>.yaml), got '$(value PROFILE)')
+endif
+ifneq ($(value DATASET),)
+ifeq ($(and $(call is_name,$(value DATASET)),$(filter $(value DATASET),$(DATASETS))),)
+$(error DATASET: expected one of $(DATASETS), got '$(value DATASET)')
+endif
+endif
+
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -21,6 +39,16 @@ TEST_ROOT := build/test-root
 # (03_train-<ranker>-<corpus> for the main seed, 03_train-<ranker>-<corpus>-seed<N> for others).
 NOTEBOOKS := 01_data 02_negatives
 LIB := $(shell find lib -name '*.py' 2>/dev/null)
+# Goals that read no profile; any other goal checks the profile first, so that its error is
+# the first and only thing printed (not a notebook's traceback, nor a missing nb-03 target).
+NO_PROFILE_GOALS := help setup data test unit bench clean distclean report
+NEEDS_PROFILE := $(if $(MAKECMDGOALS),$(filter-out $(NO_PROFILE_GOALS),$(MAKECMDGOALS)))
+ifneq ($(NEEDS_PROFILE),)
+PROFILE_ERROR := $(shell test -x $(BIN)/python && $(BIN)/python -m calibrank.config check $(PROFILE) 2>&1 >/dev/null)
+ifneq ($(PROFILE_ERROR),)
+$(error $(PROFILE_ERROR))
+endif
+endif
 PROFILE_QUERY = $(shell test -x $(BIN)/python && $(BIN)/python -m calibrank.config $(1) $(PROFILE) 2>/dev/null)
 TRAIN_RUNS := $(call PROFILE_QUERY,train-runs)
 TRAIN_CORPORA := $(call PROFILE_QUERY,train-corpora)
@@ -46,7 +74,7 @@ export TRANSFORMERS_VERBOSITY := error
 export TOKENIZERS_PARALLELISM := false
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: help setup data report index test unit bench clean distclean $(addprefix nb-,$(STEPS))
+.PHONY: help setup data report index test unit bench clean distclean check-profile $(addprefix nb-,$(STEPS))
 
 help: ## list the targets
 	@echo "calibrank — calibration and uncertainty of neural rankers"
@@ -73,21 +101,51 @@ data: $(STAMP) ## download a research dataset: make data DATASET=msdialog
 
 # --- the report -------------------------------------------------------------------------
 
-# papermill writes a temporary notebook that is renamed only when every cell ran.
+# The profile is checked before any notebook starts (its error alone, not a notebook traceback).
+check-profile: $(STAMP)
+	@$(BIN)/python -m calibrank.config check $(PROFILE) >/dev/null
+
+# papermill writes a temporary notebook that is renamed only when every cell ran. Its name
+# holds the writing shell's pid and host (as calibrank.runs names temporary files), so two
+# makes never write one file, and the sweep before each notebook removes only the leftovers
+# of runs that died (never a live one's).
+RUN_START := $(shell date +%s)
+OWNER = pid$$$$@$$(uname -n | tr -cd 'A-Za-z0-9-')
+SWEEP = $(BIN)/python -m calibrank.runs sweep --started $(RUN_START) $(REPORT)
 SOLO := 01_data 02_negatives 07_efficiency
-$(REPORT)/%.ipynb: notebooks/%.ipynb params/$(PROFILE).yaml $(LIB) $(STAMP)
+$(REPORT)/%.ipynb: notebooks/%.ipynb params/$(PROFILE).yaml $(LIB) $(STAMP) | check-profile
 	@mkdir -p $(REPORT)
 	@echo "== $* ($(PROFILE))"
+	@$(SWEEP)
+	tmp=$(REPORT)/.tmp-$*.$(OWNER).ipynb; \
 	OMP_NUM_THREADS=$(if $(filter $*,$(SOLO)),$(NPROC),$(THREADS)) TQDM_DISABLE=1 \
-	  $(BIN)/papermill $< $(REPORT)/.tmp-$*.ipynb -p profile $(PROFILE) --cwd notebooks --log-output --no-progress-bar
-	@mv $(REPORT)/.tmp-$*.ipynb $@
+	  $(BIN)/papermill $< "$$tmp" -p profile $(PROFILE) --cwd notebooks --log-output --no-progress-bar; \
+	mv "$$tmp" $@
 
 # One notebook, many runs: the stem names the ranker, the training corpus and the seed.
-$(REPORT)/03_train-%.ipynb: notebooks/03_train.ipynb $(REPORT)/02_negatives.ipynb params/$(PROFILE).yaml $(LIB) $(STAMP)
+$(REPORT)/03_train-%.ipynb: notebooks/03_train.ipynb $(REPORT)/02_negatives.ipynb params/$(PROFILE).yaml $(LIB) $(STAMP) | check-profile
 	@echo "== 03_train $* ($(PROFILE))"
-	OMP_NUM_THREADS=$(THREADS) TQDM_DISABLE=1 $(BIN)/papermill $< $(REPORT)/.tmp-03_train-$*.ipynb -p profile $(PROFILE) \
-	  $$($(BIN)/python -m calibrank.config run-params $(PROFILE) $*) --cwd notebooks --log-output --no-progress-bar
-	@mv $(REPORT)/.tmp-03_train-$*.ipynb $@
+	@$(SWEEP)
+	tmp=$(REPORT)/.tmp-03_train-$*.$(OWNER).ipynb; \
+	OMP_NUM_THREADS=$(THREADS) TQDM_DISABLE=1 $(BIN)/papermill $< "$$tmp" -p profile $(PROFILE) \
+	  $$($(BIN)/python -m calibrank.config run-params $(PROFILE) $*) --cwd notebooks --log-output --no-progress-bar; \
+	mv "$$tmp" $@
+
+# Each 03 run's Predictions files (python -m calibrank.runs predictions) are prerequisites of
+# its notebook with an empty rule: one that is deleted counts as changed, so the run (and
+# every analysis after it) is made again. The list is cached in a generated makefile, made
+# again when the profile or the library changes.
+PREDICTIONS_MK := build/make/predictions-$(PROFILE).mk
+ifneq ($(NEEDS_PROFILE),)
+-include $(PREDICTIONS_MK)
+endif
+$(PREDICTIONS_MK): params/$(PROFILE).yaml $(LIB) $(STAMP)
+	@mkdir -p $(@D)
+	@$(BIN)/python -m calibrank.runs predictions $(PROFILE) \
+	  | awk '{ printf "PREDICTIONS_%s :=", $$1; for (i = 2; i <= NF; i++) printf " %s", $$i; print "" }' > $@.tmp-$$$$ \
+	  && mv $@.tmp-$$$$ $@
+$(foreach run,$(TRAIN_RUNS),$(eval $(REPORT)/03_train-$(run).ipynb: $(PREDICTIONS_$(run))))
+$(sort $(foreach run,$(TRAIN_RUNS),$(PREDICTIONS_$(run)))):
 
 # Rankers that reuse the trained `bert` model of their seed wait for it (so `make -j` never
 # trains it twice).
@@ -102,13 +160,14 @@ GRID := runs/$(PROFILE)/grid
 ENSEMBLE_MEMBERS := $(if $(filter ensemble-%,$(TRAIN_RUNS)),$(shell test -x $(BIN)/python && $(BIN)/python -m calibrank.grid members $(PROFILE) 2>/dev/null))
 $(foreach tok,$(ENSEMBLE_MEMBERS),$(eval $(REPORT)/03_train-$(firstword $(subst =, ,$(tok))).ipynb: $(patsubst %,$(GRID)/%.json,$(subst $(comma), ,$(lastword $(subst =, ,$(tok)))))))
 MEMBER_ARGS = $(word 1,$(subst -, ,$(1))) --seed $(patsubst seed%,%,$(word 2,$(subst -, ,$(1)))) --member $(patsubst member%,%,$(word 3,$(subst -, ,$(1))))
-$(GRID)/ensemble-%.json: $(REPORT)/02_negatives.ipynb params/$(PROFILE).yaml $(LIB) $(STAMP)
+$(GRID)/ensemble-%.json: $(REPORT)/02_negatives.ipynb params/$(PROFILE).yaml $(LIB) $(STAMP) | check-profile
 	@echo "== ensemble member $* ($(PROFILE))"
 	OMP_NUM_THREADS=$(THREADS) TQDM_DISABLE=1 $(BIN)/python -m calibrank.grid train $(PROFILE) ensemble $(call MEMBER_ARGS,$*)
 
 $(REPORT)/%.html: $(REPORT)/%.ipynb
-	$(BIN)/jupyter nbconvert --log-level WARN --to html $< --output .tmp-$*
-	@mv $(REPORT)/.tmp-$*.html $@
+	tmp=.tmp-$*.$(OWNER); \
+	$(BIN)/jupyter nbconvert --log-level WARN --to html $< --output "$$tmp"; \
+	mv "$(REPORT)/$$tmp.html" $@
 
 # Data flow between notebooks (each reads files the previous one wrote).
 $(REPORT)/02_negatives.ipynb: $(REPORT)/01_data.ipynb

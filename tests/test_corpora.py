@@ -55,3 +55,33 @@ def test_split_leaks_and_query_set_problems_catch_what_they_name(tmp_root):
     assert query_set_problems(cfg, {"c/train-bm25-k1": [good]}) == []
     assert query_set_problems(cfg, {"c/test-bm25-k9": [good]}) == ["c/test-bm25-k9: query 'q' has 2 candidates, 1 relevant"]
     assert query_set_problems(cfg, {"c/train-bm25-k1": [dup]}) == ["c/train-bm25-k1: query 'q2' has duplicate candidates"]
+
+
+def test_an_empty_published_split_names_its_files_not_max_dialogues(tmp_root):
+    raw = tmp_root / "data" / "raw" / "msdialog"
+    shutil.copytree(FIXTURES / "msdialog", raw)
+    (raw / "test.tsv").write_text("0\tonly\ta negative\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"split 'test' has no examples: its published files \(.*test.tsv\)") as info:
+        load_corpus("msdialog", DataConfig(), seed=0)
+    assert "max_dialogues" not in str(info.value)
+
+
+def test_published_corpus_errors_never_suggest_max_dialogues(tmp_root):
+    raw = tmp_root / "data" / "raw" / "mantis"
+    shutil.copytree(FIXTURES / "mantis", raw)
+    (raw / "valid.tsv").write_bytes(b"1\tcaf\xe9\tyes\n")
+    with pytest.raises(DataError, match=r"valid.tsv:1: not UTF-8 text") as info:
+        load_corpus("mantis", DataConfig(), seed=0)
+    assert "max_dialogues" not in str(info.value)
+
+
+def test_offline_corpus_files_that_are_not_utf8_name_file_line_and_column(tmp_path):
+    from calibrank.data.chatterbot import read_chatterbot
+    from calibrank.data.chitchat import read_chitchat
+
+    (tmp_path / "c.json").write_bytes(b'{\n  "a": {"prompt": "caf\xe9"}\n}\n')
+    with pytest.raises(DataError, match=r"c.json: not UTF-8 text at line 2, column 23 \(byte 24, 0xe9\)"):
+        read_chitchat(tmp_path / "c.json")
+    (tmp_path / "food.yml").write_bytes(b"categories:\n- food\nconversations:\n- - caf\xe9\n")
+    with pytest.raises(DataError, match=r"food.yml: not UTF-8 text at line 4, column 8"):
+        read_chatterbot(tmp_path)

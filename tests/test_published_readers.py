@@ -268,3 +268,46 @@ def test_missing_files_hint(tmp_path, name, home):
     assert str(victim) in msg
     assert f"make data DATASET={name}" in msg and "internet access" in msg and "by hand" in msg
     assert home in msg
+
+
+# ---------------------------------------------------------------- bytes that are not UTF-8, example ids
+
+
+def test_tsv_bytes_that_are_not_utf8_name_file_line_and_column(tmp_path):
+    path = tmp_path / "latin1.tsv"
+    path.write_bytes("1\thello\tthere\n0\thello\tno\n1\tcaf\u00e9\tyes\n".encode("latin-1"))
+    with pytest.raises(DataError, match=rf"{path}:3: not UTF-8 text at column 6 \(byte 0xe9\)"):
+        read_tsv(path, "s", "train")
+
+
+def test_dstc8_bytes_that_are_not_utf8_name_file_and_line(tmp_path, monkeypatch):
+    import calibrank.data.dstc8 as dstc8
+
+    monkeypatch.setattr(dstc8, "_CHUNK", 7)  # the bad byte sits in a later chunk
+    good = json.dumps(_example(1))
+    path = tmp_path / "d.json"
+    path.write_bytes(b"[\n" + good.encode() + b",\n" + good.replace("hello", "caf\u00e9").encode("latin-1") + b"\n]\n")
+    with pytest.raises(DataError, match=rf"{path}: not UTF-8 text at line 3, column \d+ \(byte \d+, 0xe9\)"):
+        read_dstc8(path)
+
+
+@pytest.mark.parametrize(
+    ("ids", "message"),
+    [
+        ([1, None], r":3: example 1: no 'example-id'"),
+        ([1, 2, 1], r":4: example 2: duplicate 'example-id' 1, first seen at line 2, example 0"),
+        ([7, "7"], r":3: example 1: 'example-id' '7' is str but the first example's, 7 \(line 2, example 0\), is int"),
+        (["a", 1.5], r":3: example 1: 'example-id' is 1.5 \(float\); expected a string or an integer"),
+    ],
+)
+def test_dstc8_example_ids_are_checked_with_file_and_position(tmp_path, ids, message):
+    examples = []
+    for eid in ids:
+        ex = _example(eid, **{"options-for-correct-answers": []})  # dropped examples are checked too
+        if eid is None:
+            del ex["example-id"]
+        examples.append(ex)
+    path = tmp_path / "d.json"
+    path.write_text("[\n" + ",\n".join(json.dumps(e) for e in examples) + "\n]\n", encoding="utf-8")
+    with pytest.raises(DataError, match=rf"{path}{message}"):
+        read_dstc8(path)

@@ -161,3 +161,98 @@ def test_smoke_grid_runs_with_the_local_executor(tmp_root):
     assert len(folders) == len(models)
     cache = tmp_root / "runs" / "smoke" / "models"
     assert {str(p.relative_to(tmp_root)) for p in cache.glob("*/*") if p.is_dir()} == folders
+
+
+# ---------------------------------------------------------------- the Makefile (dry runs)
+
+
+@pytest.fixture
+def make_root(tmp_path) -> Path:
+    """A project root for `make -n`: the Makefile, params and notebooks, the installed .venv, nothing made yet."""
+    root = tmp_path / "project"
+    root.mkdir()
+    for name in ("Makefile", "pyproject.toml", "constraints.txt"):
+        (root / name).write_bytes((REPO / name).read_bytes())
+        os.utime(root / name, (946684800, 946684800))  # older than the .venv's install stamp
+    for folder in ("params", "notebooks"):
+        (root / folder).mkdir()
+        for f in (REPO / folder).iterdir():
+            (root / folder / f.name).write_bytes(f.read_bytes())
+            os.utime(root / folder / f.name, (946684800, 946684800))
+    (root / ".venv").symlink_to(REPO / ".venv")
+    return root
+
+
+def _make(root: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE") and k not in ("PROFILE", "DATASET")}
+    return subprocess.run(["make", "--no-print-directory", *args], cwd=root, env=dict(env, CALIBRANK_ROOT=str(root)),
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("value", ["smoke $(touch x)", "smoke;touch x", "$(shell touch x)", "smoke $$(touch x)", "../smoke", "nosuch"])
+def test_make_refuses_a_profile_or_dataset_that_is_not_a_known_name(make_root, value):
+    proc = _make(make_root, "-n", "nb-01_data", f"PROFILE={value}")
+    assert proc.returncode != 0 and "PROFILE: expected one of laptop paper smoke" in proc.stderr
+    proc = _make(make_root, "-n", "data", f"DATASET={value}")
+    assert proc.returncode != 0 and "DATASET: expected one of msdialog mantis udc_dstc8" in proc.stderr
+    assert not (make_root / "x").exists()
+
+
+def test_make_prints_a_profile_error_first_and_alone(make_root):
+    raw = yaml.safe_load((make_root / "params" / "smoke.yaml").read_text())
+    raw["profile"] = "broken"
+    raw["training"]["epochz"] = 2
+    (make_root / "params" / "broken.yaml").write_text(yaml.safe_dump(raw))
+    proc = _make(make_root, "-n", "nb-03_train-bert-chitchat", "PROFILE=broken")
+    assert proc.returncode != 0
+    assert "epochz" in proc.stderr and proc.stdout == "" and len(proc.stderr.strip().splitlines()) == 1
+
+
+def _papermill_outputs(dry_run: str) -> list[str]:
+    """The notebooks a dry run would execute, by step name."""
+    return re.findall(r"/\.tmp-([\w-]+)\.pid\$\$@\$\(uname -n[^)]*\)\.ipynb", dry_run)
+
+
+def test_make_reruns_the_03_step_whose_predictions_file_was_deleted(make_root):
+    cfg = load_config("smoke")
+    runs_ = train_runs(cfg)
+    steps = ["01_data", "02_negatives", *[f"03_train-{r}" for r in runs_], "04_calibration", "05_risk_aware", "06_nota",
+             "07_efficiency"]
+    listing = subprocess.run([sys.executable, "-m", "calibrank.runs", "predictions", "smoke"], capture_output=True, text=True,
+                             env=dict(os.environ, CALIBRANK_ROOT=str(make_root)), check=True).stdout
+    predictions = {line.split()[0]: line.split()[1:] for line in listing.splitlines()}
+    assert set(predictions) == set(runs_) and all(predictions.values())
+    members = subprocess.run([sys.executable, "-m", "calibrank.grid", "members", "smoke"], capture_output=True, text=True,
+                             env=dict(os.environ, CALIBRANK_ROOT=str(make_root)), check=True).stdout.split()
+    # Everything made, in the order make would have made it, after the .venv was installed.
+    t = int((REPO / ".venv" / ".calibrank-installed").stat().st_mtime) + 1
+    made = [f"reports/smoke/{s}.ipynb" for s in steps[:2]]
+    made += [f"runs/smoke/grid/{m}.json" for tok in members for m in tok.split("=")[1].split(",")]
+    made += [p for files in predictions.values() for p in files]
+    made += [f"reports/smoke/{s}.ipynb" for s in steps[2:]] + [f"reports/smoke/{s}.html" for s in steps]
+    made += ["reports/smoke/index.html"]
+    for i, rel in enumerate(made):
+        path = make_root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("{}")
+        os.utime(path, (t + i, t + i))
+
+    proc = _make(make_root, "-n", "index", "PROFILE=smoke")
+    assert proc.returncode == 0, proc.stderr
+    assert _papermill_outputs(proc.stdout) == []  # all up to date
+
+    run = "sngp-chitchat"
+    (make_root / predictions[run][0]).unlink()
+    proc = _make(make_root, "-n", "index", "PROFILE=smoke")
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(_papermill_outputs(proc.stdout)) == sorted([f"03_train-{run}", "04_calibration", "05_risk_aware", "06_nota",
+                                                              "07_efficiency"])
+    assert "calibrank.report smoke" in proc.stdout
+
+
+def test_two_makes_of_one_notebook_write_different_temporary_files(make_root):
+    proc = _make(make_root, "-n", "nb-02_negatives", "PROFILE=smoke")
+    assert proc.returncode == 0, proc.stderr
+    # the shell's pid ($$) and host name the temporary notebook; the sweep before it spares live ones
+    assert "reports/smoke/.tmp-02_negatives.pid$$@$(uname -n" in proc.stdout
+    assert re.search(r"calibrank.runs sweep --started \d+ reports/smoke", proc.stdout)

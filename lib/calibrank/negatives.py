@@ -539,18 +539,29 @@ def cached_embeddings(texts: Sequence[str], model: str = DEFAULT_EMBEDDING_MODEL
                       device: str | None = None, precision: str = "fp32") -> np.ndarray:
     """Embeddings of ``texts``, cached as ``.npy`` in ``data/cache/embeddings`` (model identity, precision, texts hash)."""
     dest = embeddings_cache_path(texts, model, _resolved_precision(precision, device))
-    if dest.exists():
-        try:
-            emb = np.load(dest, allow_pickle=False)
-            if emb.dtype == np.float32 and emb.ndim == 2 and emb.shape[0] == len(texts):
-                return emb
-        except (OSError, ValueError):
-            pass  # unreadable: recompute and overwrite
-    emb = encode(load_embedding_model(model, device), texts, batch_size=batch_size, precision=precision)
-    with runs.atomic_path(dest) as tmp:
-        with open(tmp, "wb") as fh:  # a file object: np.save would append ".npy" to a bare path
-            np.save(fh, emb, allow_pickle=False)
+    emb = _read_embeddings(dest, len(texts))
+    if emb is not None:
+        return emb
+    runs.sweep_temp(dest.parent)
+    with runs.exclusive(dest, what=f"embedding cache entry {dest.name}"):
+        emb = _read_embeddings(dest, len(texts))  # written by the process we waited for
+        if emb is None:
+            emb = encode(load_embedding_model(model, device), texts, batch_size=batch_size, precision=precision)
+            with runs.atomic_path(dest) as tmp:
+                with open(tmp, "wb") as fh:  # a file object: np.save would append ".npy" to a bare path
+                    np.save(fh, emb, allow_pickle=False)
     return emb
+
+
+def _read_embeddings(dest: Path, n: int) -> np.ndarray | None:
+    """The cached embeddings at ``dest``, or None when there are none or they are unreadable (then recomputed)."""
+    if not dest.exists():
+        return None
+    try:
+        emb = np.load(dest, allow_pickle=False)
+    except (OSError, ValueError):
+        return None
+    return emb if emb.dtype == np.float32 and emb.ndim == 2 and emb.shape[0] == n else None
 
 
 def stable_model_hash(path: Path) -> str:
@@ -733,7 +744,9 @@ def cached_queries(
     ``pool`` defaults to the examples' own true responses (each example's negatives are then
     other examples' responses, and ``pool_dialogues`` to their dialogue ids); ``pool_dialogues``
     names the dialogue of each pool response, so that no negative comes from the example's own. The cache file is written atomically: an interrupted write leaves
-    no file at the cache path, and the next call recomputes.
+    no file at the cache path, and the next call recomputes. Processes that need the same
+    entry at once build it once: the builder holds the entry's lock (:func:`calibrank.runs.exclusive`),
+    the others wait and read its file. Temporary files of builders that died are swept first.
     """
     examples = list(examples)
     _sampler_class(sampler)  # fail early on an unknown name, before hashing the data
@@ -741,18 +754,26 @@ def cached_queries(
         pool_dialogues = [e.dialogue_id for e in examples]
     dest = queries_cache_path(examples, corpus=corpus, split=split, sampler=sampler, k=k, seed=seed, pool=pool,
                               pool_dialogues=pool_dialogues, params=params)
-    queries: list[RankingQuery] | None = None
-    if dest.exists():
-        try:
-            queries = read_queries(dest)
-        except DataError:
-            queries = None  # a corrupt cache file is rebuilt
-        if queries is not None and [q.qid for q in queries] != [e.eid for e in examples]:
-            queries = None
+    queries = _read_cached_queries(dest, examples)
     if queries is None:
-        the_pool = pool if pool is not None else [e.response for e in examples]
-        smp = make_sampler(sampler, the_pool, pool_dialogues=pool_dialogues, **dict(params or {}))
-        queries = build_queries(examples, smp, k, seed)
-        write_queries(dest, queries)
+        runs.sweep_temp(dest.parent)  # leftovers of writers that died
+        with runs.exclusive(dest, what=f"negatives cache entry {dest.name}"):
+            queries = _read_cached_queries(dest, examples)  # written by the process we waited for
+            if queries is None:
+                the_pool = pool if pool is not None else [e.response for e in examples]
+                smp = make_sampler(sampler, the_pool, pool_dialogues=pool_dialogues, **dict(params or {}))
+                queries = build_queries(examples, smp, k, seed)
+                write_queries(dest, queries)
     meta = {"corpus": corpus, "split": split, "sampler": SamplerName(sampler).value, "k": int(k), "seed": int(seed), "cache": dest.name}
     return [dataclasses.replace(q, meta=dict(meta)) for q in queries]
+
+
+def _read_cached_queries(dest: Path, examples: Sequence[Example]) -> list[RankingQuery] | None:
+    """The cache entry at ``dest`` when it is readable and covers ``examples`` in order; None otherwise (then rebuilt)."""
+    if not dest.exists():
+        return None
+    try:
+        queries = read_queries(dest)
+    except (DataError, FileNotFoundError):
+        return None  # a corrupt cache file is rebuilt
+    return queries if [q.qid for q in queries] == [e.eid for e in examples] else None

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -133,14 +134,25 @@ class Predictions:
         for p in (path, side):
             if not p.exists():
                 raise FileNotFoundError(f"{p}: no such Predictions file")
-        meta = read_json(side)
+        try:
+            meta = read_json(side)
+        except ValueError as exc:  # names the file and the line
+            raise PredictionsError(f"{exc}; rerun the notebook that wrote it") from None
+        if not isinstance(meta, dict):
+            raise PredictionsError(f"{side}: expected a JSON object (the sidecar of {path.name}), got {type(meta).__name__}")
         if meta.get("npz_sha256") not in (None, _sha256(path)):
             raise PredictionsError(f"{path}: the arrays are not the ones its sidecar {side.name} describes (a write was interrupted?)")
-        with np.load(path, allow_pickle=False) as z:
-            missing = {"qids", "labels", "probs", "samples"} - set(z.files)
-            if missing:
-                raise PredictionsError(f"{path}: missing arrays {sorted(missing)}")
-            arrays = {k: z[k] for k in ("qids", "labels", "probs", "samples")}
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                missing = {"qids", "labels", "probs", "samples"} - set(z.files)
+                if missing:
+                    raise PredictionsError(f"{path}: missing arrays {sorted(missing)}")
+                arrays = {k: z[k] for k in ("qids", "labels", "probs", "samples")}
+        except PredictionsError:
+            raise
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+            raise PredictionsError(f"{path}: not a readable .npz file ({type(exc).__name__}: {exc}); "
+                                   f"rerun the notebook that wrote it") from None
         shape = meta.get("shape", {})
         got = {"S": arrays["samples"].shape[0], "Q": arrays["labels"].shape[0], "K": arrays["labels"].shape[1]}
         if shape and shape != got:

@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 
 from .config import Config, SamplerName
 from .data.io import read_examples, read_queries, write_examples, write_queries
-from .data.schema import Example, RankingQuery
+from .data.schema import DataError, Example, RankingQuery
 from .data.splits import SPLITS
 from .runs import atomic_path, read_json, run_dir, stable_hash, write_json
 
@@ -97,7 +97,12 @@ def load_pool(cfg: Config, corpus: str, split: str) -> list[str]:
 def load_pool_table(cfg: Config, corpus: str, split: str) -> dict[str, list[str]]:
     """A split's response pool: ``response`` texts and the ``dialogue_id`` each comes from."""
     path = _data_dir(cfg, str(getattr(corpus, "value", corpus))) / f"{split}.pool.parquet"
-    table = pq.read_table(_need(path, f"make nb-01_data PROFILE={cfg.profile}"))
+    try:
+        table = pq.read_table(_need(path, f"make nb-01_data PROFILE={cfg.profile}"))
+    except (pa.ArrowInvalid, OSError) as exc:
+        if isinstance(exc, MissingStepError):
+            raise
+        raise DataError(f"{path}: not a readable Parquet file ({exc}); rerun `make nb-01_data PROFILE={cfg.profile}`") from exc
     if "dialogue_id" not in table.column_names:
         raise MissingStepError(f"{path} has no dialogue_id column (written by an older version): "
                                f"rerun `make nb-01_data PROFILE={cfg.profile}`")

@@ -10,15 +10,41 @@ Layout below the project root (``CALIBRANK_ROOT`` overrides it):
 Every write goes to a temporary file in the destination folder and is renamed over the
 destination only once complete, so a reader never sees a half-written file: an interrupted
 write leaves the old file (or none) and a stray ``.tmp-*`` file that nothing reads.
+
+Temporary names carry their writer: ``.tmp-<name>.pid<PID>@<host>.<random>``. An error
+deletes the file at once; a writer that is killed cannot, and :func:`sweep_temp` removes its
+file later: only when the writer process is dead (checked on this host; a file of another
+host is left alone), or, for a temporary name without a writer (older versions), when it was
+last written before the sweeping run started. A live process's temporary file is never
+removed. The Makefile's papermill notebooks follow the same naming.
+
+Concurrent writers of one cached result (a trained model, a negatives cache entry) take
+:func:`exclusive`, a ``flock`` on a lock file beside the result, ``.<name>.lock``, holding the
+owner's pid and host. The second process waits for the first and then finds its result; the
+kernel drops the lock of a process that dies, so a stale lock file is simply taken over.
+A lock file is removed by its owner on release (and by :func:`sweep_temp` when left by a
+process that died), and a waiter that finds it gone or replaced tries again, so two
+processes never both hold one result.
+
+``python -m calibrank.runs sweep [--started EPOCH] DIR...`` sweeps folders (the Makefile runs
+it before each notebook); ``python -m calibrank.runs predictions PROFILE`` prints, one line
+per notebook-03 run, the run's name and the Predictions files it writes (for the Makefile's
+dependency graph).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
 import hashlib
 import json
+import logging
 import os
+import re
+import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -34,7 +60,21 @@ __all__ = [
     "atomic_path",
     "write_json",
     "read_json",
+    "decode_error_position",
+    "utf8_error_at",
+    "owner_tag",
+    "temp_owner",
+    "sweep_temp",
+    "lock_path",
+    "exclusive",
+    "LockHeld",
 ]
+
+log = logging.getLogger(__name__)
+
+#: When this process started using the package: temporary files without a writer that were
+#: last written before it are leftovers of an earlier run.
+RUN_STARTED = time.time()
 
 
 def project_root() -> Path:
@@ -90,10 +130,13 @@ def cache_key(**parts: Any) -> str:
 
 @contextlib.contextmanager
 def atomic_path(dest: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary path beside ``dest``; on success rename it to ``dest``, on error delete it."""
+    """Yield a temporary path beside ``dest``; on success rename it to ``dest``, on error delete it.
+
+    The temporary name is unique per call and names this process (:func:`owner_tag`).
+    """
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".tmp-{dest.name}.", dir=dest.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".tmp-{dest.name}.{owner_tag()}.", dir=dest.parent)
     os.close(fd)
     tmp_path = Path(tmp)
     try:
@@ -111,5 +154,278 @@ def write_json(dest: str | os.PathLike, obj: Any) -> Path:
     return Path(dest)
 
 
+def decode_error_position(data: bytes, exc: UnicodeDecodeError) -> str:
+    """``line L, column C (byte B)`` of the first byte that is not UTF-8, for error messages."""
+    start = exc.start
+    line = data.count(b"\n", 0, start) + 1
+    column = start - (data.rfind(b"\n", 0, start) + 1) + 1
+    return f"line {line}, column {column} (byte {start}, 0x{data[start]:02x})"
+
+
+def utf8_error_at(path: str | os.PathLike) -> str:
+    """Where the first byte that is not UTF-8 lies in ``path`` (``line L, column C (byte B, 0xXX)``), read line by line.
+
+    For readers that decode a file in chunks and only learn that some chunk failed.
+    """
+    offset = 0
+    with open(path, "rb") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                if exc.end >= len(line) and exc.reason == "unexpected end of data" and not line.endswith(b"\n"):
+                    return f"line {lineno}, column {exc.start + 1} (byte {offset + exc.start}): the file ends inside a character"
+                return f"line {lineno}, column {exc.start + 1} (byte {offset + exc.start}, 0x{line[exc.start]:02x})"
+            offset += len(line)
+    return "an unknown position"
+
+
 def read_json(path: str | os.PathLike) -> Any:
-    return json.loads(Path(path).read_text(encoding="utf-8"))
+    """The JSON value in ``path``; a file that is not UTF-8 JSON raises :class:`json.JSONDecodeError` naming it and the line."""
+    path = Path(path)
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise json.JSONDecodeError(f"{path}: not UTF-8 text at {decode_error_position(data, exc)}",
+                                   data.decode("utf-8", errors="replace"), len(data[:exc.start].decode("utf-8", errors="replace"))) from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise json.JSONDecodeError(f"{path}: not valid JSON ({exc.msg})", exc.doc, exc.pos) from None
+
+
+# ----------------------------------------------------------------------------- temporary files
+
+
+def _host() -> str:
+    return re.sub(r"[^A-Za-z0-9-]", "", os.uname().nodename) or "localhost"
+
+
+def owner_tag(pid: int | None = None) -> str:
+    """``pid<PID>@<host>``: the writer of a temporary file, as its name spells it."""
+    return f"pid{os.getpid() if pid is None else pid}@{_host()}"
+
+
+_OWNER = re.compile(r"\.pid(\d+)@([A-Za-z0-9-]+)\.")
+
+
+def temp_owner(name: str) -> tuple[int, str] | None:
+    """(pid, host) of the process that writes the temporary file ``name``; None when the name does not say."""
+    found = _OWNER.findall(name)
+    return (int(found[-1][0]), found[-1][1]) if found else None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+def sweep_temp(folder: str | os.PathLike, started: float | None = None) -> list[Path]:
+    """Remove the leftovers of dead writers in ``folder``; return what was removed.
+
+    A ``.tmp-*`` file goes when its writer (named in it, :func:`owner_tag`) is a dead process
+    of this host, or, when the name names no writer, when it was last written before
+    ``started`` (default: when this process started, :data:`RUN_STARTED`). Files of live
+    processes and of other hosts stay. A lock file (``.*.lock``) goes when no process holds it.
+    """
+    folder = Path(folder)
+    started = RUN_STARTED if started is None else started
+    host = _host()
+    removed: list[Path] = []
+    try:
+        entries = list(folder.iterdir())
+    except FileNotFoundError:
+        return removed
+    for path in entries:
+        name = path.name
+        if name.startswith(".tmp-") and path.is_file():
+            owner = temp_owner(name)
+            if owner is not None:
+                stale = owner[1] == host and not _alive(owner[0])
+            else:
+                try:
+                    stale = path.stat().st_mtime < started
+                except FileNotFoundError:
+                    continue
+            if stale:
+                path.unlink(missing_ok=True)
+                removed.append(path)
+        elif name.startswith(".") and name.endswith(".lock") and path.is_file():
+            if _remove_free_lock(path):
+                removed.append(path)
+    return removed
+
+
+# ----------------------------------------------------------------------------- locks
+
+
+class LockHeld(RuntimeError):
+    """Another process holds the lock of a result; the message names the lock file and the holder."""
+
+
+def lock_path(dest: str | os.PathLike) -> Path:
+    """The lock file of a result (a file or a folder): ``.<name>.lock`` beside it."""
+    dest = Path(dest)
+    return dest.with_name(f".{dest.name}.lock")
+
+
+def _holder(path: Path) -> str:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace").split()
+    except OSError:
+        text = []
+    if len(text) >= 3 and text[0].isdigit():
+        return f"process {text[0]} on {text[1]} (since {text[2]})"
+    return "another process"
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return False
+    own = os.fstat(fd)
+    return (st.st_dev, st.st_ino) == (own.st_dev, own.st_ino)
+
+
+def _remove_free_lock(path: Path) -> bool:
+    """Remove a lock file that no process holds (left by one that died); False when it is held or gone."""
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return False
+    try:
+        if _same_file(fd, path):
+            path.unlink(missing_ok=True)
+            return True
+        return False
+    finally:
+        os.close(fd)
+
+
+_HELD: set[Path] = set()
+
+
+@contextlib.contextmanager
+def exclusive(dest: str | os.PathLike, *, what: str | None = None, wait: bool | float = True) -> Iterator[Path]:
+    """Hold the exclusive lock of the result ``dest`` (a file or folder) for the ``with`` block; yield the lock file.
+
+    ``wait``: True waits as long as the holder works (saying once, as a logged warning, whom
+    it waits for); a number of seconds waits at most that long; False does not wait. When
+    the wait ends without the lock, :class:`LockHeld` names the lock file and its holder.
+    The caller re-checks for the result after acquiring: the holder may have made it.
+    A lock already held by this process raises ``RuntimeError`` (flock would wait for itself).
+    """
+    path = lock_path(dest).resolve()
+    what = what or str(dest)
+    if path in _HELD:
+        raise RuntimeError(f"{what}: this process already holds {path}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    deadline = None if wait is True else time.monotonic() + (0.0 if wait is False else float(wait))
+    announced = False
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    raise
+                holder = _holder(path)
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise LockHeld(f"{what}: {path} is held by {holder}; wait for it to finish, or stop it "
+                                   f"(a lock of a process that died is released by the kernel)") from None
+                if not announced:
+                    log.warning("%s: waiting for %s, which holds %s", what, holder, path)
+                    announced = True
+                if deadline is None:
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                else:
+                    os.close(fd)
+                    fd = -1
+                    time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
+                    continue
+            if not _same_file(fd, path):  # removed or replaced by its previous holder: try again
+                os.close(fd)
+                fd = -1
+                continue
+        except BaseException:
+            if fd >= 0:
+                os.close(fd)
+            raise
+        break
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()} {_host()} {time.strftime('%Y-%m-%dT%H:%M:%S')}\n".encode())
+        _HELD.add(path)
+        yield path
+    finally:
+        _HELD.discard(path)
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()  # while still held: a waiter on this file sees it gone and tries again
+        os.close(fd)
+
+
+# ----------------------------------------------------------------------------- command line
+
+
+def _print_predictions(profile: str) -> None:
+    from .config import load_config, parse_run_name, train_runs
+    from .experiment import predictions_path, ranker_conditions
+
+    cfg = load_config(profile)
+    root = project_root()
+    for run in train_runs(cfg):
+        ranker, corpus, seed = parse_run_name(run, cfg)
+        paths = [predictions_path(cfg, ranker, corpus, cond, seed) for cond in ranker_conditions(cfg, ranker)]
+        shown = []
+        for p in paths:
+            for f in (p, p.with_suffix(".json")):
+                try:
+                    shown.append(str(f.relative_to(root)))
+                except ValueError:
+                    shown.append(str(f))
+        print(run, *shown)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``sweep [--started EPOCH] DIR...`` and ``predictions PROFILE`` (module docstring)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m calibrank.runs", description="Temporary files and run outputs.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_sweep = sub.add_parser("sweep", help="remove temporary files of dead writers and free lock files in DIR...")
+    p_sweep.add_argument("dirs", nargs="+", metavar="DIR")
+    p_sweep.add_argument("--started", type=float, default=None,
+                         help="seconds since the epoch when this run started (default: now)")
+    p_pred = sub.add_parser("predictions", help="print each notebook-03 run and the Predictions files it writes")
+    p_pred.add_argument("profile", help="params/<profile>.yaml")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    if args.command == "sweep":
+        for folder in args.dirs:
+            for path in sweep_temp(folder, args.started):
+                print(f"removed {path}", file=sys.stderr)
+        return 0
+    from .config import ConfigError
+
+    try:
+        _print_predictions(args.profile)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

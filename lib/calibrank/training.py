@@ -16,7 +16,29 @@ query ids, leaving the last good checkpoint in place.
 Files in a model's folder: ``checkpoint.safetensors`` (weights, optimizer moments, RNG state;
 the loop's counters in its metadata), ``best.safetensors`` (the best weights so far),
 ``model.safetensors`` and ``train.json`` (the finished model and its history). Every file is
-written to a temporary name and renamed.
+written to a temporary name unique to the writing process and renamed.
+
+One trainer per model. Training holds the model folder's lock (:func:`calibrank.runs.exclusive`,
+``.<folder>.lock`` beside it) from the first look at its checkpoint to the removal of
+``best.safetensors`` at the end. A second process asked for the same model (two ``python -m
+calibrank.grid train`` of one model, two notebooks sharing the ``bert`` model) waits, saying
+which process it waits for, and then loads the finished model instead of training it again:
+both end with the same weights. A trainer that dies releases the lock with its process; the
+next one resumes from its checkpoint and sweeps its temporary files. In a data-parallel run
+process 0 takes the lock; the others wait for it in the process group (at most the group's
+timeout).
+
+Reproducibility and threads. Bit-identical weights need the same hardware, torch build,
+precision and number of intra-op threads (``torch.get_num_threads()``, set by
+``OMP_NUM_THREADS``): the order in which a multi-threaded kernel sums its partial results
+changes the last bits of a float, and training amplifies them. The thread count is not part
+of the model cache key, on purpose: a model cached by a run with 1 thread is reused by a run
+with 4 (the Makefile gives each notebook ``cores / jobs`` threads, so the same model may be
+asked for with different counts), and the two would otherwise train the same model twice.
+The cache therefore promises the model of the first run that trained it; a model trained
+again with another thread count may differ in the last bits, and its R@1 and ECE by the
+noise that such rounding causes. A rerun with the same thread count (and resume after an
+interruption, as the tests check with one thread) gives identical weights.
 
 One model on several GPUs (data parallel). Launched by ``torchrun`` (``WORLD_SIZE`` > 1 in
 the environment), the loop joins the process group (NCCL on CUDA, gloo on CPU; one that is
@@ -44,6 +66,7 @@ train them in several processes. To train one model of a profile on N GPUs of on
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -61,7 +84,7 @@ from torch import nn
 from .config import ContextStyle, Precision, TrainingConfig
 from .data.schema import DataError, RankingQuery
 from .data.splits import format_context
-from .runs import atomic_path, read_json, write_json
+from .runs import atomic_path, exclusive, read_json, sweep_temp, write_json
 
 __all__ = [
     "Pairs",
@@ -239,7 +262,10 @@ def save_weights(model: nn.Module, path: Path, metadata: dict | None = None) -> 
 
 
 def load_weights(model: nn.Module, path: Path) -> None:
-    state = load_file(str(path))
+    try:
+        state = load_file(str(path))
+    except Exception as exc:  # safetensors raises its own error type for a truncated or foreign file
+        raise ValueError(f"{path}: not a readable safetensors file ({exc})") from exc
     missing, unexpected = model.load_state_dict(state, strict=False)
     if missing or unexpected:
         raise ValueError(f"{path}: weights do not fit the model (missing {missing[:3]}, unexpected {unexpected[:3]})")
@@ -413,13 +439,59 @@ def train_model(
     ``seed`` inside a forked RNG context, so the caller's global state is left as it was.
     Under ``torchrun`` the model trains data-parallel (module docstring); ``device`` then
     defaults to the process's GPU.
-    """
-    from tqdm import tqdm  # plain text bar: tqdm.auto needs ipywidgets inside notebooks
 
+    Holds the lock of ``workdir`` while it trains (process 0 of a data-parallel run). When the
+    lock was held by another trainer of the same model, that trainer's finished model is
+    loaded into ``model`` and its result returned, without training.
+    """
     rank, world, device = setup_distributed(device)
     main = rank == 0
-    if main:
-        workdir.mkdir(parents=True, exist_ok=True)
+    with contextlib.ExitStack() as held:
+        finished = None
+        if main:
+            workdir.mkdir(parents=True, exist_ok=True)
+            held.enter_context(exclusive(workdir, what=f"training {workdir}"))
+            sweep_temp(workdir)  # leftovers of a trainer of this model that died
+            finished = load_trained(model, workdir)  # made by the trainer we waited for
+        if world > 1:
+            import torch.distributed as dist
+
+            shared = [finished.to_dict() if finished is not None else None]
+            dist.broadcast_object_list(shared, 0)
+            if shared[0] is not None:
+                model.to(device)
+                _broadcast_state(model, 0)
+                finished = TrainResult(**shared[0])
+        if finished is not None:
+            if main:
+                log.info("%s: trained by another process meanwhile; loaded its model", workdir)
+            model.to(device)
+            return finished
+        return _train_model(model, loss_fn, train, settings, workdir, seed=seed, validate=validate,
+                            param_groups=param_groups, on_step=on_step, on_epoch_start=on_epoch_start,
+                            rank=rank, world=world, device=device)
+
+
+def _train_model(
+    model: nn.Module,
+    loss_fn: Callable[[nn.Module, dict[str, torch.Tensor], torch.Tensor], torch.Tensor],
+    train: Pairs,
+    settings: TrainingConfig,
+    workdir: Path,
+    *,
+    seed: int,
+    validate: Callable[[nn.Module], float] | None,
+    param_groups: Callable[[nn.Module], list[dict]] | None,
+    on_step: Callable[[int], None] | None,
+    on_epoch_start: Callable[[nn.Module, int], None] | None,
+    rank: int,
+    world: int,
+    device: torch.device,
+) -> TrainResult:
+    """The loop of :func:`train_model`, run while this process holds the model's lock."""
+    from tqdm import tqdm  # plain text bar: tqdm.auto needs ipywidgets inside notebooks
+
+    main = rank == 0
     bf16 = use_bf16(settings.precision, device)
     ckpt_path, best_path = workdir / "checkpoint.safetensors", workdir / "best.safetensors"
     steps_per_epoch = math.ceil(len(train) / settings.batch_size)
@@ -586,11 +658,19 @@ def _share_loss(ddp: nn.Module, train: Pairs, index: np.ndarray, rank: int, worl
 
 
 def load_trained(model: nn.Module, workdir: Path) -> TrainResult | None:
-    """Load a finished model from ``workdir`` if there is one; None otherwise."""
+    """Load a finished model from ``workdir`` if there is one; None otherwise.
+
+    Both files are renamed into place only once complete, ``train.json`` last, so a model
+    that a concurrent trainer is still writing is not seen as finished.
+    """
     if not (workdir / "model.safetensors").exists() or not (workdir / "train.json").exists():
         return None
     load_weights(model, workdir / "model.safetensors")
-    return TrainResult(**read_json(workdir / "train.json"))
+    history = read_json(workdir / "train.json")
+    try:
+        return TrainResult(**history)
+    except TypeError as exc:
+        raise ValueError(f"{workdir / 'train.json'}: not a training history ({exc}); remove the folder to retrain") from None
 
 
 # ----------------------------------------------------------------------------- scoring

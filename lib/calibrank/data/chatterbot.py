@@ -17,6 +17,7 @@ from pathlib import Path
 
 import yaml
 
+from .io import read_utf8
 from .schema import DataError, Dialogue
 
 __all__ = ["read_chatterbot", "default_dir"]
@@ -43,7 +44,7 @@ def read_chatterbot(
     dialogues = []
     for path in files:
         try:
-            doc = yaml.load(path.read_text(encoding="utf-8"), Loader=yaml.BaseLoader)  # all scalars as str
+            doc = yaml.load(read_utf8(path), Loader=yaml.BaseLoader)  # all scalars as str
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             line = f":{mark.line + 1}" if mark is not None else ""

@@ -15,6 +15,7 @@ import json
 import os
 from pathlib import Path
 
+from .io import read_utf8
 from .schema import DataError, Dialogue
 
 __all__ = ["read_chitchat", "default_path"]
@@ -34,7 +35,7 @@ def read_chitchat(path: str | os.PathLike | None = None) -> list[Dialogue]:
     if not path.exists():
         raise FileNotFoundError(f"{path}: chitchat corpus file not found (reinstall chitchat-dataset==0.9.0)")
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = json.loads(read_utf8(path))
     except json.JSONDecodeError as exc:
         raise DataError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from exc
     if not isinstance(raw, dict):

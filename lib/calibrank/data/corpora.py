@@ -92,6 +92,20 @@ def load_corpus(name: str | Corpus, data: DataConfig, seed: int) -> CorpusSplits
     examples = {s: subsample(full[s], caps[s], _seed_for(seed, corpus, f"cap-{s}")) for s in SPLITS}
     for s in SPLITS:
         if not examples[s]:
-            raise DataError(f"corpus {corpus.value!r}: split {s!r} has no examples; raise data.max_dialogues")
+            raise DataError(_empty_split(corpus, s, caps[s]))
     return CorpusSplits(corpus=corpus.value, examples=examples, pools=pools, n_dialogues=n_dialogues,
                         pool_dialogues=pool_dialogues)
+
+
+def _empty_split(corpus: Corpus, split: str, cap: int | None) -> str:
+    """Why a split came out empty, and the profile key (or file) that changes it."""
+    where = f"corpus {corpus.value!r}: split {split!r} has no examples"
+    if cap == 0:
+        return f"{where}; data.max_examples.{split} is 0"
+    if corpus in OFFLINE:
+        return f"{where}; raise data.max_dialogues or data.split.{split}"
+    from .published import expected_files
+
+    files = ", ".join(str(p) for p in expected_files(corpus.value).values())
+    return (f"{where}: its published files ({files}) hold no example with a true response for it; "
+            f"check the files (`make data DATASET={corpus.value}` fetches them again)")

@@ -16,9 +16,13 @@ This is applied to context utterances and to the true response. An utterance lef
 is dropped from the context; an example left without context or response is dropped and counted.
 
 The file is parsed one example at a time (the train file is large). Errors raise
-:class:`DataError` naming the file and, for a bad example, its 0-based index and ``example-id``:
-malformed JSON (with the line number), a top level that is not a list, an example that is not an
-object or lacks ``messages-so-far`` / ``options-for-correct-answers``.
+:class:`DataError` naming the file and, for a bad example, its line, 0-based index and
+``example-id``: bytes that are not UTF-8 (with line and column), malformed JSON (with the line
+number), a top level that is not a list, an example that is not an object or lacks
+``messages-so-far`` / ``options-for-correct-answers``. Example ids are checked on every
+example, dropped ones included, since they make the examples' ids: each must be present, a
+string or an integer, of one type throughout the file (``7`` and ``"7"`` would give one id),
+and unique.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
+from ..runs import utf8_error_at
 from .schema import DataError, Example
 
 __all__ = ["read_dstc8", "strip_speakers"]
@@ -66,12 +71,17 @@ def read_dstc8(
     counts = {"examples": 0, "kept": 0, "no_correct_answer": 0, "empty_after_stripping": 0}
     prefix = f"{source}-{split}-" if split else f"{source}-"
     out: list[Example] = []
-    with path.open("r", encoding="utf-8") as handle:
-        for index, raw in enumerate(_iter_json_list(handle, path)):
-            counts["examples"] += 1
-            ex = _convert(raw, index, path, prefix, counts)
-            if ex is not None:
-                out.append(ex)
+    seen: dict[Any, str] = {}  # example-id -> where it was first seen
+    try:
+        with path.open("r", encoding="utf-8") as handle:
+            for index, (line, raw) in enumerate(_iter_json_list(handle, path)):
+                counts["examples"] += 1
+                _check_id(raw, path, line, index, seen)
+                ex = _convert(raw, index, line, path, prefix, counts)
+                if ex is not None:
+                    out.append(ex)
+    except UnicodeDecodeError:
+        raise DataError(f"{path}: not UTF-8 text at {utf8_error_at(path)}; expected a UTF-8 encoded JSON file") from None
     counts["kept"] = len(out)
     if counts["no_correct_answer"] or counts["empty_after_stripping"]:
         _log.info(
@@ -83,9 +93,30 @@ def read_dstc8(
     return out
 
 
-def _convert(raw: Any, index: int, path: Path, prefix: str, counts: dict[str, int]) -> Example | None:
+def _check_id(raw: Any, path: Path, line: int, index: int, seen: dict[Any, str]) -> None:
+    """Raise unless the example's ``example-id`` is present, a string or an integer like the others, and new."""
+    where = f"{path}:{line}: example {index}"
+    if not isinstance(raw, dict):
+        raise DataError(f"{where}: expected a JSON object, got {type(raw).__name__}")
+    if "example-id" not in raw:
+        raise DataError(f"{where}: no 'example-id'; expected every example to carry its id")
+    eid = raw["example-id"]
+    if isinstance(eid, bool) or not isinstance(eid, (str, int)):
+        raise DataError(f"{where}: 'example-id' is {eid!r} ({type(eid).__name__}); expected a string or an integer")
+    if seen:
+        first_id, first_where = next(iter(seen.items()))
+        if type(first_id) is not type(eid):
+            raise DataError(f"{where}: 'example-id' {eid!r} is {type(eid).__name__} but the first example's, "
+                            f"{first_id!r} ({first_where}), is {type(first_id).__name__}; expected one type throughout "
+                            f"(7 and \"7\" would make the same id)")
+    if eid in seen:
+        raise DataError(f"{where}: duplicate 'example-id' {eid!r}, first seen at {seen[eid]}")
+    seen[eid] = f"line {line}, example {index}"
+
+
+def _convert(raw: Any, index: int, line: int, path: Path, prefix: str, counts: dict[str, int]) -> Example | None:
     eid_raw = raw.get("example-id", "?") if isinstance(raw, dict) else "?"
-    where = f"{path}: example {index} (example-id {eid_raw!r})"
+    where = f"{path}:{line}: example {index} (example-id {eid_raw!r})"
     if not isinstance(raw, dict):
         raise DataError(f"{where}: expected a JSON object, got {type(raw).__name__}")
     messages = raw.get("messages-so-far")
@@ -122,6 +153,7 @@ class _Buffer:
     def __init__(self, handle: TextIO, path: Path) -> None:
         self.handle, self.path = handle, path
         self.text, self.line, self.eof = "", 1, False
+        self._mark = (0, 1)  # (position in text, its line): line_at counts on from the last position asked
 
     def more(self, keep_from: int) -> bool:
         """Drop ``text[:keep_from]`` and append a chunk; False at end of file (positions shift by -keep_from)."""
@@ -129,7 +161,17 @@ class _Buffer:
         self.line += self.text.count("\n", 0, keep_from)
         self.text = self.text[keep_from:] + chunk
         self.eof = not chunk
+        self._mark = (0, self.line)
         return bool(chunk)
+
+    def line_at(self, pos: int) -> int:
+        """The line of ``text[pos]``; cheap for increasing positions (as the parser asks)."""
+        mark, line = self._mark
+        if pos < mark:
+            mark, line = 0, self.line
+        line += self.text.count("\n", mark, pos)
+        self._mark = (pos, line)
+        return line
 
     def skip_ws(self, pos: int) -> int:
         """Position of the next non-whitespace character (``len(text)`` at end of file)."""
@@ -146,8 +188,8 @@ class _Buffer:
         return DataError(f"{self.path}:{self.line + self.text.count(chr(10), 0, pos)}: not valid JSON ({msg})")
 
 
-def _iter_json_list(handle: TextIO, path: Path) -> Iterator[Any]:
-    """Yield the elements of a top-level JSON list one by one, reading ``handle`` in chunks."""
+def _iter_json_list(handle: TextIO, path: Path) -> Iterator[tuple[int, Any]]:
+    """Yield ``(line, element)`` for the elements of a top-level JSON list, one by one, reading ``handle`` in chunks."""
     decoder = json.JSONDecoder()
     buf = _Buffer(handle, path)
     pos = buf.skip_ws(0)
@@ -164,6 +206,7 @@ def _iter_json_list(handle: TextIO, path: Path) -> Iterator[Any]:
     while True:
         while True:
             try:
+                start = pos
                 item, pos = decoder.raw_decode(buf.text, pos)
                 break
             except json.JSONDecodeError as exc:
@@ -171,7 +214,7 @@ def _iter_json_list(handle: TextIO, path: Path) -> Iterator[Any]:
                     raise buf.error(exc.pos, exc.msg) from exc
                 buf.more(pos)  # the element may run past the chunk read so far
                 pos = 0
-        yield item
+        yield buf.line_at(start), item
         pos = buf.skip_ws(pos)
         if pos >= len(buf.text):
             raise buf.error(pos, "unexpected end of file; expected ',' or ']'")

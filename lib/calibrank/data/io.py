@@ -1,4 +1,8 @@
-"""Reading and writing examples and ranking queries as Parquet (open format, atomic writes)."""
+"""Reading and writing examples and ranking queries as Parquet (open format, atomic writes), and reading text files.
+
+Every read error is a :class:`DataError` naming the file (and, for text, the line and column
+of the first byte that is not UTF-8).
+"""
 
 from __future__ import annotations
 
@@ -9,10 +13,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..runs import atomic_path
+from ..runs import atomic_path, decode_error_position
 from .schema import DataError, Example, RankingQuery
 
-__all__ = ["write_queries", "read_queries", "write_examples", "read_examples"]
+__all__ = ["write_queries", "read_queries", "write_examples", "read_examples", "read_utf8"]
 
 _QUERY_SCHEMA = pa.schema(
     [
@@ -94,3 +98,13 @@ def read_examples(path: str | os.PathLike) -> list[Example]:
         Example(eid=i, context=tuple(c), response=r, dialogue_id=d, domain=dom)
         for i, c, r, d, dom in zip(cols["eid"], cols["context"], cols["response"], cols["dialogue_id"], cols["domain"])
     ]
+
+
+def read_utf8(path: str | os.PathLike) -> str:
+    """The text of a UTF-8 file; bytes that are not UTF-8 raise :class:`DataError` naming the file, line and column."""
+    path = Path(path)
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path}: not UTF-8 text at {decode_error_position(data, exc)}") from None

@@ -12,8 +12,9 @@ turn: the context of turn k+1 is the context of turn k followed by its true resp
 What we keep: only label-1 rows, as :class:`Example` (the study samples its own negatives), but
 every row is validated. Blank lines are skipped (e.g. a trailing blank line), a trailing ``\\r``
 is removed, and blank context utterances are dropped. Errors raise :class:`DataError` naming the
-file and the 1-based line number: fewer than 3 columns, a label other than ``0``/``1``, and,
-on a label-1 row, an all-blank context or a blank candidate.
+file and the 1-based line number: bytes that are not UTF-8 (with the column), fewer than 3
+columns, a label other than ``0``/``1``, and, on a label-1 row, an all-blank context or a
+blank candidate.
 
 ``eid`` is ``f"{source}-{split}-L{line}"``. ``dialogue_id`` is the eid of the first row of a
 chain of consecutive label-1 rows in which each row's context starts with the previous row's
@@ -50,8 +51,13 @@ def read_tsv(
     counts = {"rows": 0, "positives": 0, "negatives": 0, "blank_lines": 0}
     examples: list[Example] = []
     prev: Example | None = None
-    with path.open("r", encoding="utf-8", newline="\n") as handle:
-        for lineno, raw in enumerate(handle, start=1):
+    with path.open("rb") as handle:
+        for lineno, raw_bytes in enumerate(handle, start=1):
+            try:
+                raw = raw_bytes.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise DataError(f"{path}:{lineno}: not UTF-8 text at column {exc.start + 1} "
+                                f"(byte 0x{raw_bytes[exc.start]:02x}); expected a UTF-8 encoded TSV file") from None
             line = raw.rstrip("\n").rstrip("\r")
             if not line.strip():
                 counts["blank_lines"] += 1
