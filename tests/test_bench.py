@@ -10,7 +10,8 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from calibrank import bench  # noqa: E402
+from calibrank.bench import render, retrieval  # noqa: E402
+from calibrank.bench.__main__ import main  # noqa: E402
 
 K = 5
 
@@ -23,7 +24,7 @@ def _isolated_root(tmp_path, monkeypatch):
 
 @pytest.fixture(scope="module")
 def workload():
-    responses, contexts, info = bench.chitchat_workload(300, 40, seed=1)
+    responses, contexts, info = retrieval.chitchat_workload(300, 40, seed=1)
     return responses, [" ".join(c[-2:]) for c in contexts], info
 
 
@@ -36,7 +37,7 @@ def test_chitchat_workload(workload):
 
 def test_bench_bm25_structure_and_parity(workload):
     responses, queries, _ = workload
-    res = bench.bench_bm25(responses, queries, K)
+    res = retrieval.bench_bm25(responses, queries, K)
     assert res["n_responses"] == 300 and res["n_queries"] == 40 and res["k"] == K
     for impl, keys in {"bm25s": ("index_s", "retrieve_s", "total_s", "per_query_ms"), "rank_bm25": ("index_s", "search_s", "total_s", "per_query_ms")}.items():
         for key in keys:
@@ -55,17 +56,17 @@ def test_bench_bm25_structure_and_parity(workload):
 def test_bm25_implementations_give_the_same_scores(workload):
     """BM25Okapi's scores are bm25s' robertson scores times (k1 + 1), rank by rank."""
     responses, queries, _ = workload
-    docs, qs = bench.tokenize(responses), bench.tokenize(queries)
-    _, b_scores, *_ = bench.bm25s_topk(docs, qs, K, k1=1.2, b=0.7)
-    _, r_scores, *_ = bench.rank_bm25_topk(docs, qs, K, k1=1.2, b=0.7)
+    docs, qs = retrieval.tokenize(responses), retrieval.tokenize(queries)
+    _, b_scores, *_ = retrieval.bm25s_topk(docs, qs, K, k1=1.2, b=0.7)
+    _, r_scores, *_ = retrieval.rank_bm25_topk(docs, qs, K, k1=1.2, b=0.7)
     np.testing.assert_allclose(b_scores * (1.2 + 1), r_scores, rtol=1e-5, atol=1e-6)
 
 
 def test_bm25_idf_variants_differ_for_very_common_terms():
     """A term in more than half of the documents: bm25s clips its idf to 0, BM25Okapi floors it to a positive value."""
     docs = [["hello", "world"], ["hello", "there"], ["hello", "cat"], ["dog", "bone"]]
-    b_ids, b_scores, *_ = bench.bm25s_topk(docs, [["hello"]], 4)
-    r_ids, r_scores, _, _, okapi = bench.rank_bm25_topk(docs, [["hello"]], 4)
+    b_ids, b_scores, *_ = retrieval.bm25s_topk(docs, [["hello"]], 4)
+    r_ids, r_scores, _, _, okapi = retrieval.rank_bm25_topk(docs, [["hello"]], 4)
     assert np.all(b_scores == 0)
     assert r_scores[0, 0] > 0 and okapi.idf["hello"] == pytest.approx(okapi.epsilon * okapi.average_idf)
 
@@ -76,14 +77,14 @@ def test_faiss_and_numpy_agree_exactly():
     emb /= np.linalg.norm(emb, axis=1, keepdims=True)
     q = rng.standard_normal((30, 32)).astype(np.float32)
     q /= np.linalg.norm(q, axis=1, keepdims=True)
-    f_ids, f_scores, *_ = bench.faiss_topk(emb, q, 10)
-    n_ids, n_scores, _ = bench.numpy_topk(emb, q, 10, chunk=7)  # chunking must not matter
+    f_ids, f_scores, *_ = retrieval.faiss_topk(emb, q, 10)
+    n_ids, n_scores, _ = retrieval.numpy_topk(emb, q, 10, chunk=7)  # chunking must not matter
     np.testing.assert_array_equal(f_ids, n_ids)
     np.testing.assert_allclose(f_scores, n_scores, atol=1e-5)
     brute = np.argsort(-(q @ emb.T), axis=1)[:, :10]
     np.testing.assert_array_equal(n_ids, brute)
 
-    res = bench.bench_embedding(emb, q, 10, repeats=2)
+    res = retrieval.bench_embedding(emb, q, 10, repeats=2)
     assert res["n_responses"] == 400 and res["n_queries"] == 30 and res["dim"] == 32 and res["k"] == 10
     assert res["parity"]["topk_ids_identical"] == 1.0 and res["parity"]["max_abs_score_diff"] < 1e-5
     for key in ("index_s", "search_s", "per_query_ms"):
@@ -96,7 +97,7 @@ def test_write_results_merges_and_renders(tmp_path):
     out = tmp_path / "bench"
     out.mkdir()
     (out / "bench.json").write_text(json.dumps({"ranker_inference": {"batch": 32, "per_query_ms": 1.5}, "negatives_bm25": {"old": 1}}))
-    merged = bench.write_results(out, {"negatives_bm25": {"n_queries": 3, "bm25s": {"total_s": 0.25}}, "negatives_embedding": {"k": 10}})
+    merged = render.write_results(out, {"negatives_bm25": {"n_queries": 3, "bm25s": {"total_s": 0.25}}, "negatives_embedding": {"k": 10}})
     on_disk = json.loads((out / "bench.json").read_text())
     assert on_disk == merged
     assert on_disk["ranker_inference"] == {"batch": 32, "per_query_ms": 1.5}
@@ -112,7 +113,7 @@ def test_write_results_merges_and_renders(tmp_path):
 def test_main_end_to_end_tiny(tmp_path):
     out = tmp_path / "out"
     rankers = ["--skip", "training", "--skip", "inference", "--skip", "memory"]
-    assert bench.main(["--out", str(out), "--n-responses", "200", "--n-queries", "10", "--n-embed", "60", "--k", "5", *rankers]) == 0
+    assert main(["--out", str(out), "--n-responses", "200", "--n-queries", "10", "--n-embed", "60", "--k", "5", *rankers]) == 0
     res = json.loads((out / "bench.json").read_text())
     assert set(res) == {"machine", "negatives_bm25", "negatives_embedding"}
     assert res["machine"]["torch"] and res["machine"]["cpu_count"] == os.cpu_count()
@@ -122,13 +123,16 @@ def test_main_end_to_end_tiny(tmp_path):
     assert emb["n_embed"] == emb["n_responses"] == 60 and emb["encode_from_cache"] is False
     assert emb["parity"]["topk_identical_up_to_ties"] == 1.0
     # a rerun reads the cached encodings
-    bench.main(["--out", str(out), "--n-responses", "200", "--n-queries", "10", "--n-embed", "60", "--k", "5", "--skip", "bm25", *rankers])
+    main(["--out", str(out), "--n-responses", "200", "--n-queries", "10", "--n-embed", "60", "--k", "5", "--skip", "bm25", *rankers])
     assert json.loads((out / "bench.json").read_text())["negatives_embedding"]["encode_from_cache"] is True
 
 
 # --------------------------------------------------------------------------- ranker sections
 
-from calibrank import bench_common, bench_inference, bench_memory, bench_training  # noqa: E402
+from calibrank.bench import common as bench_common  # noqa: E402
+from calibrank.bench import inference as bench_inference  # noqa: E402
+from calibrank.bench import memory as bench_memory  # noqa: E402
+from calibrank.bench import training as bench_training  # noqa: E402
 from calibrank.config import load_config  # noqa: E402
 from rankfix import learnable_queries, tiny_training  # noqa: E402
 
@@ -257,7 +261,7 @@ def test_markdown_shows_ratios_beside_targets(tmp_path):
         "peak_memory": {"training": {"steps": 2, "baseline_mb": 10.0, "peak_mb": 30.0, "increment_mb": 20.0},
                         "gibbs": {"M=256": {"chains": 30, "steps": 10, "skipped": "too big"}}},
     }
-    bench.write_results(tmp_path, sections)
+    render.write_results(tmp_path, sections)
     md = (tmp_path / "bench.md").read_text()
     assert md.index("## Machine") < md.index("## Targets") < md.index("## training_throughput")
     assert "| training_throughput | calibrank / st | 2 | >= 1.5 | yes |" in md
@@ -265,3 +269,13 @@ def test_markdown_shows_ratios_beside_targets(tmp_path):
     assert "| sngp | 3 |" in md and "| 20 |" in md and "too big" in md
     page = (tmp_path / "bench.html").read_text()
     assert '<td class="met-yes">yes</td>' in page and '<td class="met-NO">NO</td>' in page
+
+
+def test_make_bench_entry_point():
+    """``make bench`` runs ``python -m calibrank.bench``: the subpackage's command line."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "calibrank.bench", "--help"], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("usage: python -m calibrank.bench") and "--out" in proc.stdout

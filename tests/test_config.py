@@ -117,15 +117,39 @@ def test_training_seeds_name_the_runs_and_round_trip(tmp_root):
     assert main(["run-params", "smoke", "nonsense"]) == 1
 
 
-def test_config_enums_match_the_rankers_choices():
-    """The config's enums list exactly the choices the GP modules accept (one list must not drift from the other)."""
-    from calibrank.config import GPKernel, GPMeanFunction, RFOutputInit
-    from calibrank.gp.random_features import OUTPUT_INITS
-    from calibrank.rankers.pg_gp import KERNELS, MEAN_FUNCTIONS
+def test_config_and_choices_load_without_torch():
+    """The command-line checks of the Makefile read profiles without importing torch."""
+    import subprocess
+    import sys
 
-    assert {m.value for m in RFOutputInit} == set(OUTPUT_INITS)
-    assert {m.value for m in GPMeanFunction} == set(MEAN_FUNCTIONS)
-    assert {m.value for m in GPKernel} == set(KERNELS)
+    code = "import sys, calibrank.config, calibrank.choices; sys.exit('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+def test_config_enums_are_the_choices():
+    """One list per option: the config's enums are those of calibrank.choices."""
+    from calibrank import choices, config
+
+    for name in ("Corpus", "SamplerName", "RankerName", "Pooling", "GPKernel", "GPMeanFunction", "RFOutputInit",
+                 "SpectralNormPlacement", "SNGPLoss", "FocalGamma"):
+        assert getattr(config, name) is getattr(choices, name)
+
+
+@pytest.mark.parametrize("text, needles", [
+    ("profile: x\nrankers: {focal: {gamma: -1}}\n", ["rankers.focal.gamma", "gamma must be >= 0"]),
+    ("profile: x\nrankers: {focal: {gamma: adaptiv}}\n", ["rankers.focal.gamma", "'adaptive'"]),
+    ("profile: x\nrankers: {sngp: {n_features: 0}}\n", ["rankers.sngp.n_features", "positive integer"]),
+    ("profile: x\nrankers: {sngp: {momentum: 1.0}}\n", ["rankers.sngp.momentum", "(0, 1)"]),
+    ("profile: x\nrankers: {gpf_bert: {output_init: normal}}\n", ["rankers.gpf_bert.output_init", "'dense'"]),
+    ("profile: x\nrankers: {pg_drr: {kernel: matern, nu: 1.0}}\n", ["rankers.pg_drr.nu", "0.5, 1.5, 2.5"]),
+    ("profile: x\nrankers: {names: [pg_drr]}\ntraining: {batch_size: 1}\n", ["training.batch_size", "at least 2"]),
+    ("profile: x\nrankers: {mc_dropout: {passes: 1}}\n", ["rankers.mc_dropout.passes", "at least 2"]),
+])
+def test_ranker_sections_are_checked(tmp_path, text, needles):
+    with pytest.raises(ConfigError) as err:
+        load_config(_write(tmp_path, text))
+    for needle in needles:
+        assert needle in str(err.value)
 
 
 def test_a_key_given_twice_is_refused_with_both_lines(tmp_path):

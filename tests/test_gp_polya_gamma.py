@@ -11,6 +11,7 @@ from scipy import integrate
 
 from calibrank.gp import (
     PGPosterior,
+    draw_joint,
     fisher_loss,
     gauss_hermite_sigmoid,
     gibbs_gp,
@@ -22,7 +23,6 @@ from calibrank.gp import (
     matern_kernel,
     pg_mean,
     rbf_kernel,
-    sample_joint,
     sample_pg,
     select_inducing,
 )
@@ -386,11 +386,11 @@ def test_gauss_hermite_zero_variance_is_sigmoid() -> None:
 
 
 # ---------------------------------------------------------------- joint samples, inducing set
-def test_sample_joint_matches_moments() -> None:
+def test_draw_joint_matches_moments() -> None:
     mean = torch.tensor([0.5, -1.0, 2.0], dtype=D64)
     a = _x(3, 3, seed=9)
     cov = a @ a.t() + 0.1 * torch.eye(3, dtype=D64)
-    draws = sample_joint(mean, cov, 50_000, rng=np.random.default_rng(0))
+    draws = draw_joint(mean, cov, 50_000, rng=np.random.default_rng(0))
     assert draws.shape == (50_000, 3)
     torch.testing.assert_close(draws.mean(0), mean, atol=0.05, rtol=0)
     torch.testing.assert_close(torch.cov(draws.t()), cov, rtol=0.05, atol=0.05)

@@ -191,7 +191,7 @@ def test_seeded_features_are_reproducible() -> None:
 @pytest.mark.parametrize(
     "kwargs,match",
     [
-        ({"n_features": 0}, "zero random features"),
+        ({"n_features": 0}, "n_features: expected a positive integer"),
         ({"length_scale": 0.0}, "length_scale"),
         ({"length_scale": -1.0}, "length_scale"),
         ({"ridge": 0.0}, "ridge"),

@@ -119,7 +119,7 @@ def test_make_ranker_rejects_unknown_names_and_params(models_dir):
         make_ranker("bret")
     with pytest.raises(TypeError, match="ranker 'mc_dropout'.*passes_"):
         make_ranker("mc_dropout", training=tiny_training(), models_dir=models_dir, passes_=3)
-    with pytest.raises(ValueError, match="passes must be at least 2"):
+    with pytest.raises(ValueError, match="mc_dropout: passes: expected at least 2"):
         make_ranker("mc_dropout", training=tiny_training(), models_dir=models_dir, passes=1)
 
 

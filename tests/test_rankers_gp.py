@@ -7,13 +7,15 @@ import pytest
 import torch
 from torch import nn
 
+from calibrank.config import GPFBertConfig, PGDRRConfig, SNGPConfig
 from calibrank.data.schema import RankingQuery
-from calibrank.gp import SpectralNormLinear
+from calibrank.gp import SpectralNormLinear, draw_joint
 from calibrank.gp.polya_gamma import gauss_hermite_sigmoid
 from calibrank.losses import binary_cross_entropy, focal
-from calibrank.rankers.focal import FocalRanker, GPFBertRanker, adaptive_focal, check_gamma, focal_loss
+from calibrank.rankers.base import encode_features
+from calibrank.rankers.focal import FocalRanker, GPFBertRanker
 from calibrank.rankers.pg_gp import PGDRRRanker, pg_param_groups
-from calibrank.rankers.sngp import SNGPRanker, draw_joint, encode_features
+from calibrank.rankers.sngp import SNGPRanker
 from calibrank.training import collate
 from rankfix import learnable_queries, tiny_training
 
@@ -197,11 +199,11 @@ def test_adaptive_focal_follows_the_mukhoti_schedule():
     pt = torch.where(y == 1, torch.sigmoid(z), 1 - torch.sigmoid(z))
     gamma = torch.where(pt < 0.2, 5.0, 3.0)
     expected = (-(1 - pt) ** gamma * torch.log(pt)).mean()
-    assert float(adaptive_focal(logits, labels)) == pytest.approx(float(expected), rel=1e-5)
-    assert float(focal_loss(logits, labels, "adaptive")) == pytest.approx(float(expected), rel=1e-5)
-    assert float(focal_loss(logits, labels, 0.0)) == pytest.approx(float(binary_cross_entropy(logits, labels)), rel=1e-6)
-    assert float(focal_loss(logits, labels, 2)) == pytest.approx(float(focal(logits, labels, 2.0)), rel=1e-6)
-    assert check_gamma(3) == 3.0 and check_gamma("adaptive") == "adaptive"
+    assert float(focal(logits, labels, "adaptive")) == pytest.approx(float(expected), rel=1e-5)
+    assert float(focal(logits, labels, 0.0)) == pytest.approx(float(binary_cross_entropy(logits, labels)), rel=1e-6)
+    assert float(focal(logits, labels, 2)) == float(focal(logits, labels, 2.0))
+    with pytest.raises(ValueError, match="gamma: expected a number >= 0 or one of 'adaptive'"):
+        focal(logits, labels, "adaptiv")
 
 
 def test_gpf_bert_is_sngp_trained_with_focal_loss(models_dir):
@@ -334,39 +336,41 @@ def test_pg_drr_single_pair_batch_gives_zero_loss(pg):
 @pytest.mark.parametrize(
     "cls, kw, error, match",
     [
-        (SNGPRanker, dict(length_scale=-1.0), ValueError, "sngp: length_scale must be a finite number > 0, got -1.0"),
-        (SNGPRanker, dict(n_features=0), ValueError, "sngp: n_features must be an integer >= 1"),
-        (SNGPRanker, dict(spectral_norm="some"), ValueError, "sngp: spectral_norm must be one of 'pooler', 'none', 'all'"),
+        (SNGPRanker, dict(length_scale=-1.0), ValueError, r"sngp: length_scale: expected a positive number, got -1.0"),
+        (SNGPRanker, dict(n_features=0), ValueError, "sngp: n_features: expected a positive integer, got 0"),
+        (SNGPRanker, dict(n_features=1.5), ValueError, "sngp: n_features: expected an integer"),
+        (SNGPRanker, dict(spectral_norm="some"), ValueError, "sngp: spectral_norm: expected one of 'pooler', 'none', 'all'"),
         (SNGPRanker, dict(sn_bound=0.0), ValueError, "sngp: sn_bound"),
         (SNGPRanker, dict(sn_power_iterations=0), ValueError, "sngp: sn_power_iterations"),
         (SNGPRanker, dict(ridge=0.0), ValueError, "sngp: ridge"),
         (SNGPRanker, dict(momentum=1.0), ValueError, "sngp: momentum"),
         (SNGPRanker, dict(mean_field_factor=-0.1), ValueError, "sngp: mean_field_factor"),
         (SNGPRanker, dict(samples=0), ValueError, "sngp: samples"),
-        (SNGPRanker, dict(loss="mse"), ValueError, "sngp: loss must be 'bce' or 'focal'"),
-        (SNGPRanker, dict(loss="focal", focal_gamma=-1.0), ValueError, "sngp: focal_gamma must be a number >= 0"),
+        (SNGPRanker, dict(loss="mse"), ValueError, "sngp: loss: expected one of 'bce', 'focal'"),
+        (SNGPRanker, dict(loss="focal", focal_gamma=-1.0), ValueError, "sngp: focal_gamma: a focal-loss gamma must be >= 0"),
         (SNGPRanker, dict(head_dropout=1.0), ValueError, "sngp: head_dropout"),
-        (SNGPRanker, dict(output_init="normal"), ValueError, "sngp: output_init must be one of 'dense', 'prior', 'zero'"),
+        (SNGPRanker, dict(output_init="normal"), ValueError, "sngp: output_init: expected one of 'dense', 'prior', 'zero'"),
         (GPFBertRanker, dict(focal_gamma=-0.5), ValueError,
-         "gpf_bert: focal_gamma must be a number >= 0 or 'adaptive', got -0.5"),
-        (GPFBertRanker, dict(focal_gamma="adaptiv"), ValueError, "gpf_bert: focal_gamma"),
+         r"gpf_bert: focal_gamma: a focal-loss gamma must be >= 0 \(or one of 'adaptive'\), got -0.5"),
+        (GPFBertRanker, dict(focal_gamma="adaptiv"), ValueError, "gpf_bert: focal_gamma: .*did you mean 'adaptive'"),
         (GPFBertRanker, dict(length_scale=0.0), ValueError, "gpf_bert: length_scale"),
         (GPFBertRanker, dict(loss="bce"), TypeError, "gpf_bert always trains with focal loss"),
-        (FocalRanker, dict(focal_gamma=-1), ValueError, "focal: focal_gamma must be a number >= 0"),
-        (PGDRRRanker, dict(mean_function="quadratic"), ValueError, "pg_drr: mean_function must be one of"),
-        (PGDRRRanker, dict(projection_lr=0.0), ValueError, "pg_drr: projection_lr must be a finite number > 0"),
-        (PGDRRRanker, dict(length_scale=-1.0), ValueError, "pg_drr: length_scale must be a finite number > 0"),
+        (FocalRanker, dict(focal_gamma=-1), ValueError, "focal: focal_gamma: a focal-loss gamma must be >= 0"),
+        (PGDRRRanker, dict(mean_function="quadratic"), ValueError, "pg_drr: mean_function: expected one of"),
+        (PGDRRRanker, dict(projection_lr=0.0), ValueError, "pg_drr: projection_lr: expected a positive number"),
+        (PGDRRRanker, dict(length_scale=-1.0), ValueError, "pg_drr: length_scale: expected a positive number"),
         (PGDRRRanker, dict(output_scale=0.0), ValueError, "pg_drr: output_scale"),
-        (PGDRRRanker, dict(kernel="poly"), ValueError, "pg_drr: kernel must be one of 'rbf', 'matern', 'linear'"),
-        (PGDRRRanker, dict(kernel="matern", nu=1.0), ValueError, "pg_drr: nu must be one of 0.5, 1.5, 2.5"),
-        (PGDRRRanker, dict(gibbs_steps=0), ValueError, "pg_drr: gibbs_steps must be an integer >= 1"),
+        (PGDRRRanker, dict(kernel="poly"), ValueError, "pg_drr: kernel: expected one of 'rbf', 'matern', 'linear'"),
+        (PGDRRRanker, dict(kernel="matern", nu=1.0), ValueError, r"pg_drr: nu: expected one of 0.5, 1.5, 2.5"),
+        (PGDRRRanker, dict(gibbs_steps=0), ValueError, "pg_drr: gibbs_steps: expected a positive integer"),
         (PGDRRRanker, dict(gibbs_chains=0), ValueError, "pg_drr: gibbs_chains"),
         (PGDRRRanker, dict(gp_lr=0.0), ValueError, "pg_drr: gp_lr"),
-        (PGDRRRanker, dict(inducing=1), ValueError, "pg_drr: inducing must be an integer >= 2"),
+        (PGDRRRanker, dict(inducing=1), ValueError, "pg_drr: inducing: expected at least 2 inducing pairs"),
         (PGDRRRanker, dict(samples=0), ValueError, "pg_drr: samples"),
-        (PGDRRRanker, dict(projection="yes"), ValueError, "pg_drr: projection must be true or false"),
+        (PGDRRRanker, dict(projection="yes"), ValueError, "pg_drr: projection: expected true or false"),
         (PGDRRRanker, dict(training=tiny_training(batch_size=1)), ValueError,
-         "pg_drr: training.batch_size must be at least 2.*too small for the GP"),
+         r"pg_drr: training.batch_size: .*too small for the GP\): expected at least 2"),
+        (PGDRRRanker, dict(n_features=8), TypeError, "n_features"),
     ],
 )
 def test_bad_parameters_name_the_parameter(tmp_path, cls, kw, error, match):
@@ -379,6 +383,18 @@ def test_predict_before_fit_is_an_error(tmp_path):
     for cls in (SNGPRanker, PGDRRRanker):
         with pytest.raises(RuntimeError, match="call fit"):
             cls(training=tiny_training(), models_dir=tmp_path).predict(TEST)
+
+
+def test_defaults_are_the_config_sections(tmp_path):
+    """A ranker built in code has its params section's defaults (one source for both)."""
+    sngp = SNGPRanker(training=tiny_training(), models_dir=tmp_path)
+    assert sngp.settings == SNGPConfig()
+    assert GPFBertRanker(training=tiny_training(), models_dir=tmp_path).settings == GPFBertConfig()
+    assert PGDRRRanker(training=tiny_training(), models_dir=tmp_path).settings == PGDRRConfig()
+    assert FocalRanker(training=tiny_training(), models_dir=tmp_path).focal_gamma == SNGPConfig().focal_gamma
+    model, _ = sngp._build(0)
+    assert model.head.n_features == SNGPConfig.n_features and model.head.mean_field_factor == SNGPConfig.mean_field_factor
+    assert model.dropout.p == SNGPConfig.head_dropout
 
 
 def test_sngp_head_lr_defaults_to_the_training_rate(tmp_path):

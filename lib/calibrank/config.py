@@ -5,6 +5,11 @@ is strict, because a mistyped key silently falling back to a default is how expe
 wrong: an unknown key, a value of the wrong type, or a value out of range is a
 :class:`ConfigError` naming the file, the dotted key and what was expected.
 
+The sections are also the one source of every default and range: the choices are the enums of
+:mod:`calibrank.choices`, a ranker built by keyword arguments builds its section with
+:func:`build_section` (the same defaults, coercion and checks as a params file), and the layers
+the sections configure check their arguments with the ``check_*`` functions here.
+
 Notebooks take only the profile name (a papermill parameter) and call :func:`load_config`,
 so papermill's own handling of unknown parameters (a warning) never decides anything.
 """
@@ -15,16 +20,35 @@ import dataclasses
 import difflib
 import enum
 import math
+import numbers
 import os
 import re
 import types
 import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from .choices import (
+    MATERN_NU,
+    ContextStyle,
+    Corpus,
+    FocalGamma,
+    GPKernel,
+    GPMeanFunction,
+    Pooling,
+    Positions,
+    Precision,
+    RankerName,
+    RFOutputInit,
+    SamplerName,
+    SNGPLoss,
+    SpectralNormPlacement,
+)
+from .choices import names as choice_names
 from .runs import project_root
 
 __all__ = [
@@ -44,18 +68,34 @@ __all__ = [
     "RankerName",
     "Pooling",
     "TrainingConfig",
+    "HEAD_DROPOUT",
     "MCDropoutConfig",
     "EnsembleConfig",
     "FocalConfig",
+    "FocalGamma",
     "SpectralNormPlacement",
     "SNGPLoss",
     "GPKernel",
+    "GPMeanFunction",
+    "RFOutputInit",
     "RandomFeatureGPConfig",
     "SNGPConfig",
     "GPFBertConfig",
     "PGDRRConfig",
     "RankersConfig",
     "Config",
+    "build_section",
+    "check_choice",
+    "check_count",
+    "check_dropout",
+    "check_focal_gamma",
+    "check_gp_batch_size",
+    "check_matern_nu",
+    "check_momentum",
+    "check_non_negative",
+    "check_positive",
+    "check_random_features",
+    "check_spectral_norm_placement",
     "load_config",
     "profile_path",
     "section_table",
@@ -67,50 +107,18 @@ __all__ = [
 
 
 class ConfigError(ValueError):
-    """A params file or override is invalid; the message names file, key and expectation."""
-
-
-class Corpus(str, enum.Enum):
-    """Corpora the data layer can read (see :mod:`calibrank.data.corpora`)."""
-
-    chitchat = "chitchat"
-    chatterbot = "chatterbot"
-    msdialog = "msdialog"
-    mantis = "mantis"
-    udc_dstc8 = "udc_dstc8"
-
-
-class ContextStyle(str, enum.Enum):
-    """How context utterances are joined into one string (:func:`calibrank.data.format_context`).
-
-    ``plain``: joined with a space. ``separators``: the first paper's ``[UTTERANCE_SEP]`` after
-    every utterance and ``[TURN_SEP]`` after every second one. ``utterance_sep``: only
-    ``[UTTERANCE_SEP]`` (what the first paper used for UDC).
-    """
-
-    plain = "plain"
-    separators = "separators"
-    utterance_sep = "utterance_sep"
-
-
-class Positions(str, enum.Enum):
-    """Which responses of a dialogue become examples: every turn after the first, or the last only."""
-
-    all = "all"
-    last = "last"
-
-
-class SamplerName(str, enum.Enum):
-    """Negative samplers (:mod:`calibrank.negatives`)."""
-
-    random = "random"
-    bm25 = "bm25"
-    mixed = "mixed"
-    embedding = "embedding"
+    """A setting is invalid (in a params file, an override, or the keyword arguments of what it configures);
+    the message names the file where there is one, the key and what was expected."""
 
 
 def _err(key: str, msg: str) -> ConfigError:
     return ConfigError(f"{key}: {msg}")
+
+
+def _hint(value: Any, choice: type[enum.Enum]) -> str:
+    """`` (did you mean 'x'?)`` for the member of ``choice`` closest to ``value``, or nothing."""
+    close = difflib.get_close_matches(str(value), [m.value for m in choice], n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 @dataclass(frozen=True)
@@ -181,14 +189,6 @@ class BM25Config:
             raise _err("b", f"expected b in [0, 1], got {self.b}")
         if self.query_utterances is not None and self.query_utterances < 1:
             raise _err("query_utterances", f"expected null or a positive integer, got {self.query_utterances}")
-
-
-class Precision(str, enum.Enum):
-    """Arithmetic of forward passes: ``auto`` is bf16 autocast where the CPU or GPU supports it, else fp32."""
-
-    auto = "auto"
-    bf16 = "bf16"
-    fp32 = "fp32"
 
 
 @dataclass(frozen=True)
@@ -262,36 +262,6 @@ class NegativesConfig:
         return common
 
 
-class RankerName(str, enum.Enum):
-    """Rankers selectable by name (:func:`calibrank.rankers.make_ranker`)."""
-
-    bert = "bert"
-    mc_dropout = "mc_dropout"
-    ensemble = "ensemble"
-    temperature = "temperature"
-    focal = "focal"
-    sngp = "sngp"
-    gpf_bert = "gpf_bert"
-    pg_drr = "pg_drr"
-
-
-class Pooling(str, enum.Enum):
-    """The feature the ranker's head reads (:class:`calibrank.rankers.base.CrossEncoder`).
-
-    ``pooler``: BERT's pooler (dense + tanh over the last ``[CLS]`` state), the first paper's
-    head. ``mean``: the attention-masked mean of the last hidden states, the feature a
-    sentence-transformers checkpoint such as all-MiniLM-L6-v2 was fine-tuned to produce (its
-    pooler predates that fine-tuning). ``segments``: ``sqrt(d) * u * v`` with ``u`` / ``v`` the
-    unit-length means of the last hidden states over the context / response tokens of the
-    joint encoding; the head starts as a scaled cosine of the two (the sentence-embedding
-    objective MiniLM was trained with) and the encoder still attends across the pair.
-    """
-
-    pooler = "pooler"
-    mean = "mean"
-    segments = "segments"
-
-
 @dataclass(frozen=True)
 class TrainingConfig:
     """The one training loop's settings (:mod:`calibrank.training`), shared by every ranker.
@@ -344,97 +314,146 @@ class TrainingConfig:
             raise _err("eval_every", f"expected null or a positive integer, got {self.eval_every}")
 
 
+# ----------------------------------------------------------------------------- rankers
+#
+# The ranker sections below are the one source of the rankers' defaults and ranges: a ranker
+# built by keyword arguments builds its section from them (:func:`build_section`), and the
+# layers the sections configure check their arguments with the same functions.
+
+#: Dropout on the pooled feature before every ranker's output layer (the first paper's BERT head).
+HEAD_DROPOUT = 0.1
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def check_positive(key: str, value: Any) -> float:
+    """``value`` as a float if it is a finite number > 0, else a :class:`ConfigError` naming ``key``."""
+    if not (_is_number(value) and value > 0):
+        raise _err(key, f"expected a positive number, got {value}")
+    return float(value)
+
+
+def check_non_negative(key: str, value: Any) -> float:
+    """``value`` as a float if it is a finite number >= 0, else a :class:`ConfigError` naming ``key``."""
+    if not (_is_number(value) and value >= 0):
+        raise _err(key, f"expected a number >= 0, got {value}")
+    return float(value)
+
+
+def check_count(key: str, value: Any, minimum: int = 1, what: str = "") -> int:
+    """``value`` as an int if it is an integer >= ``minimum``; ``what`` names the unit counted in the message."""
+    if not (_is_int(value) and value >= minimum):
+        expected = "a positive integer" if minimum == 1 and not what else f"at least {minimum}{' ' + what if what else ''}"
+        raise _err(key, f"expected {expected}, got {value}")
+    return int(value)
+
+
+def check_dropout(key: str, value: Any) -> float:
+    """A dropout probability in [0, 1)."""
+    if not (_is_number(value) and 0.0 <= value < 1.0):
+        raise _err(key, f"expected a probability in [0, 1), got {value}")
+    return float(value)
+
+
+def check_momentum(key: str, value: Any) -> float | None:
+    """``None`` (an exact sum) or a moving-average momentum in the open interval (0, 1) (GPF-BERT eq. 5)."""
+    if value is None:
+        return None
+    if not (_is_number(value) and 0.0 < value < 1.0):
+        raise _err(key, f"expected null (exact sum) or a number in (0, 1), got {value}")
+    return float(value)
+
+
+def check_choice(key: str, value: Any, choice: type[enum.Enum]) -> Any:
+    """The member of the :mod:`calibrank.choices` enum ``choice`` that ``value`` names (a member or its value)."""
+    try:
+        return choice(value)
+    except ValueError:
+        raise _err(key, f"expected one of {choice_names(choice)}, got {value!r}{_hint(value, choice)}") from None
+
+
+def check_focal_gamma(key: str, gamma: Any) -> float | str:
+    """A focal-loss gamma (GPF-BERT eq. 6): a number >= 0 as a float, or a :class:`FocalGamma` name as a string."""
+    if isinstance(gamma, str):
+        try:
+            return FocalGamma(gamma).value
+        except ValueError:
+            raise _err(key, f"expected a number >= 0 or one of {choice_names(FocalGamma)}, got {gamma!r}"
+                            f"{_hint(gamma, FocalGamma)}") from None
+    if not (_is_number(gamma) and gamma >= 0):
+        raise _err(key, f"a focal-loss gamma must be >= 0 (or one of {choice_names(FocalGamma)}), got {gamma!r}")
+    return float(gamma)
+
+
+def check_matern_nu(key: str, nu: Any) -> float:
+    """A Matérn smoothness with a closed form (:data:`calibrank.choices.MATERN_NU`)."""
+    if nu not in MATERN_NU:
+        raise _err(key, f"expected one of {', '.join(f'{v:g}' for v in MATERN_NU)} (Matérn smoothness), got {nu}")
+    return float(nu)
+
+
+def check_random_features(*, n_features: Any, length_scale: Any, feature_scale: Any, ridge: Any, momentum: Any,
+                          mean_field_factor: Any, output_init: Any) -> RFOutputInit:
+    """The ranges of the random-feature GP layer (GPF-BERT eqs. 2-5), for :class:`RandomFeatureGPConfig` and
+    :class:`calibrank.gp.RandomFeatureGP` alike; returns ``output_init`` as its :class:`RFOutputInit` member."""
+    check_count("n_features", n_features)
+    check_positive("length_scale", length_scale)
+    check_positive("feature_scale", feature_scale)
+    check_positive("ridge", ridge)
+    check_momentum("momentum", momentum)
+    check_non_negative("mean_field_factor", mean_field_factor)
+    return check_choice("output_init", output_init, RFOutputInit)
+
+
+def check_spectral_norm_placement(spectral_norm: Any, pooling: Any) -> None:
+    """``spectral_norm: pooler`` needs ``pooling: pooler``: it normalises BERT's pooler, which the other poolings skip."""
+    if SpectralNormPlacement(spectral_norm) is SpectralNormPlacement.pooler and Pooling(pooling) is not Pooling.pooler:
+        raise _err("spectral_norm", f"'pooler' normalises BERT's pooler, which training.pooling {Pooling(pooling).value!r} "
+                                    f"does not use: choose none or all (or pooling: pooler)")
+
+
+def check_gp_batch_size(batch_size: Any) -> None:
+    """``pg_drr`` conditions its GP on each mini-batch of pairs (PG-DRR Algorithm 1, line 3): at least 2 pairs."""
+    if not (_is_int(batch_size) and batch_size >= 2):
+        raise _err("training.batch_size", f"pg_drr conditions its GP on each mini-batch (a batch too small for the GP): "
+                                          f"expected at least 2, got {batch_size}")
+
+
 @dataclass(frozen=True)
 class MCDropoutConfig:
+    """``mc_dropout``: T stochastic forward passes (S-BERT^D)."""
+
     passes: int = 10
 
     def check(self) -> None:
-        if self.passes < 2:
-            raise _err("passes", f"expected at least 2 stochastic passes, got {self.passes}")
+        check_count("passes", self.passes, 2, "stochastic passes")
 
 
 @dataclass(frozen=True)
 class EnsembleConfig:
+    """``ensemble``: M members differing only in their seed (S-BERT^E)."""
+
     members: int = 5
 
     def check(self) -> None:
-        if self.members < 2:
-            raise _err("members", f"expected at least 2 members, got {self.members}")
-
-
-class SpectralNormPlacement(str, enum.Enum):
-    """Where ``sngp`` / ``gpf_bert`` spectrally normalise the encoder: the pooler's dense layer, every linear layer, or nowhere."""
-
-    pooler = "pooler"
-    none = "none"
-    all = "all"
-
-
-class SNGPLoss(str, enum.Enum):
-    """Training loss of ``sngp`` on the GP posterior-mean logits."""
-
-    bce = "bce"
-    focal = "focal"
-
-
-class GPKernel(str, enum.Enum):
-    """Kernel of the ``pg_drr`` GP layer (RBF in the paper; Matérn and linear in its ablation)."""
-
-    rbf = "rbf"
-    matern = "matern"
-    linear = "linear"
-
-
-class GPMeanFunction(str, enum.Enum):
-    """Prior mean of the ``pg_drr`` GP layer: ``m0`` (constant) or ``m0 + v^T z`` (linear)."""
-
-    constant = "constant"
-    linear = "linear"
-
-
-class RFOutputInit(str, enum.Enum):
-    """Start of the output weights of the random-feature GP layer (``sngp``, ``gpf_bert``)."""
-
-    dense = "dense"
-    prior = "prior"
-    zero = "zero"
-
-
-def _check_focal_gamma(key: str, gamma: float | str) -> None:
-    if isinstance(gamma, str):
-        if gamma != "adaptive":
-            raise _err(key, f"expected a number >= 0 or 'adaptive', got {gamma!r}")
-    elif not (math.isfinite(gamma) and gamma >= 0):
-        raise _err(key, f"expected a number >= 0 or 'adaptive', got {gamma}")
-
-
-def _check_positive_numbers(obj: Any, *names: str) -> None:
-    for name in names:
-        value = getattr(obj, name)
-        if not (math.isfinite(value) and value > 0):
-            raise _err(name, f"expected a positive number, got {value}")
-
-
-def _check_positive_ints(obj: Any, *names: str) -> None:
-    for name in names:
-        value = getattr(obj, name)
-        if value < 1:
-            raise _err(name, f"expected a positive integer, got {value}")
-
-
-def _check_dropout(value: float) -> None:
-    if not 0.0 <= value < 1.0:
-        raise _err("head_dropout", f"expected a probability in [0, 1), got {value}")
+        check_count("members", self.members, 2, "members")
 
 
 @dataclass(frozen=True)
 class FocalConfig:
-    """``focal``: the ``bert`` cross-encoder trained with focal loss; ``gamma`` >= 0 or ``adaptive`` (Mukhoti et al.: 5 if p_t < 0.2 else 3)."""
+    """``focal``: the ``bert`` cross-encoder trained with focal loss; ``gamma`` a number >= 0 or ``adaptive``
+    (:func:`calibrank.losses.focal`)."""
 
-    gamma: float | str = 2.0
+    gamma: float | FocalGamma = 2.0
 
     def check(self) -> None:
-        _check_focal_gamma("gamma", self.gamma)
+        check_focal_gamma("gamma", self.gamma)
 
 
 @dataclass(frozen=True)
@@ -452,8 +471,8 @@ class RandomFeatureGPConfig:
     momentum: float | None = None
     mean_field_factor: float = math.pi / 8
     samples: int = 30
-    focal_gamma: float | str = 2.0
-    head_dropout: float = 0.1
+    focal_gamma: float | FocalGamma = FocalConfig.gamma
+    head_dropout: float = HEAD_DROPOUT
     #: null: the GP output layer trains at training.lr, one rate as in GPF-BERT; a number gives
     #: it a rate of its own, as PG-DRR does for its GP layer (3e-3, sec. 4.4).
     head_lr: float | None = None
@@ -462,16 +481,16 @@ class RandomFeatureGPConfig:
     output_init: RFOutputInit = RFOutputInit.dense
 
     def check(self) -> None:
-        _check_positive_numbers(self, "sn_bound", "length_scale", "feature_scale", "ridge")
+        check_positive("sn_bound", self.sn_bound)
+        check_count("sn_power_iterations", self.sn_power_iterations)
+        check_random_features(n_features=self.n_features, length_scale=self.length_scale,
+                              feature_scale=self.feature_scale, ridge=self.ridge, momentum=self.momentum,
+                              mean_field_factor=self.mean_field_factor, output_init=self.output_init)
+        check_count("samples", self.samples)
+        check_focal_gamma("focal_gamma", self.focal_gamma)
+        check_dropout("head_dropout", self.head_dropout)
         if self.head_lr is not None:
-            _check_positive_numbers(self, "head_lr")
-        _check_positive_ints(self, "sn_power_iterations", "n_features", "samples")
-        if self.momentum is not None and not 0.0 < self.momentum < 1.0:
-            raise _err("momentum", f"expected null (exact sum) or a number in (0, 1), got {self.momentum}")
-        if not (math.isfinite(self.mean_field_factor) and self.mean_field_factor >= 0):
-            raise _err("mean_field_factor", f"expected a number >= 0, got {self.mean_field_factor}")
-        _check_focal_gamma("focal_gamma", self.focal_gamma)
-        _check_dropout(self.head_dropout)
+            check_positive("head_lr", self.head_lr)
 
 
 @dataclass(frozen=True)
@@ -507,18 +526,22 @@ class PGDRRConfig:
     inducing: int = 512
     samples: int = 30
     quadrature_points: int = 20
-    head_dropout: float = 0.1
+    head_dropout: float = HEAD_DROPOUT
 
     def check(self) -> None:
-        _check_positive_numbers(self, "length_scale", "output_scale", "gp_lr")
+        check_positive("length_scale", self.length_scale)
+        check_positive("output_scale", self.output_scale)
+        if self.kernel is GPKernel.matern:
+            check_matern_nu("nu", self.nu)
+        check_count("gibbs_steps", self.gibbs_steps)
+        check_count("gibbs_chains", self.gibbs_chains)
+        check_positive("gp_lr", self.gp_lr)
         if self.projection_lr is not None:
-            _check_positive_numbers(self, "projection_lr")
-        if self.kernel is GPKernel.matern and self.nu not in (0.5, 1.5, 2.5):
-            raise _err("nu", f"expected 0.5, 1.5 or 2.5 (Matérn smoothness), got {self.nu}")
-        _check_positive_ints(self, "gibbs_steps", "gibbs_chains", "samples", "quadrature_points")
-        if self.inducing < 2:
-            raise _err("inducing", f"expected at least 2 inducing pairs, got {self.inducing}")
-        _check_dropout(self.head_dropout)
+            check_positive("projection_lr", self.projection_lr)
+        check_count("inducing", self.inducing, 2, "inducing pairs")
+        check_count("samples", self.samples)
+        check_count("quadrature_points", self.quadrature_points)
+        check_dropout("head_dropout", self.head_dropout)
 
 
 @dataclass(frozen=True)
@@ -568,16 +591,14 @@ class Config:
             raise _err("profile", f"expected a name of letters, digits, '-' or '_', got {self.profile!r}")
         if not 0 <= self.seed < 2**32:
             raise _err("seed", f"expected an integer in 0..2**32-1, got {self.seed}")
-        if RankerName.pg_drr in self.rankers.names and self.training.batch_size < 2:
-            raise _err("training.batch_size", f"pg_drr conditions its GP on each mini-batch: expected at least 2, "
-                                              f"got {self.training.batch_size}")
+        if RankerName.pg_drr in self.rankers.names:
+            check_gp_batch_size(self.training.batch_size)
         for name in (RankerName.sngp, RankerName.gpf_bert):
-            section = getattr(self.rankers, name.value)
-            if (name in self.rankers.names and self.training.pooling is not Pooling.pooler
-                    and section.spectral_norm is SpectralNormPlacement.pooler):
-                raise _err(f"rankers.{name.value}.spectral_norm",
-                           f"'pooler' normalises BERT's pooler, which training.pooling "
-                           f"{self.training.pooling.value!r} does not use: choose none or all (or pooling: pooler)")
+            if name in self.rankers.names:
+                try:
+                    check_spectral_norm_placement(getattr(self.rankers, name.value).spectral_norm, self.training.pooling)
+                except ConfigError as exc:
+                    raise ConfigError(f"rankers.{name.value}.{exc}") from None
         for i, corpus in enumerate(self.rankers.train_corpora):
             if corpus not in self.data.corpora:
                 raise _err(f"rankers.train_corpora[{i}]", f"{corpus.value!r} is not among data.corpora")
@@ -626,7 +647,8 @@ def _coerce(tp: Any, value: Any, key: str) -> Any:
                 return _coerce(a, value, key)
             except ConfigError:
                 continue
-        raise _err(key, f"expected {_describe(tp)}, got {value!r}")
+        hints = [_hint(value, a) for a in args if isinstance(value, str) and isinstance(a, type) and issubclass(a, enum.Enum)]
+        raise _err(key, f"expected {_describe(tp)}, got {value!r}{next((h for h in hints if h), '')}")
     if origin is tuple:
         (inner, _ellipsis) = typing.get_args(tp)
         if not isinstance(value, (list, tuple)):
@@ -638,9 +660,7 @@ def _coerce(tp: Any, value: Any, key: str) -> Any:
         try:
             return tp(value)
         except ValueError:
-            close = difflib.get_close_matches(str(value), [m.value for m in tp], n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise _err(key, f"expected {_describe(tp)}, got {value!r}{hint}") from None
+            raise _err(key, f"expected {_describe(tp)}, got {value!r}{_hint(value, tp)}") from None
     if tp is bool:
         if isinstance(value, bool):
             return value
@@ -683,6 +703,20 @@ def _build(cls: type, raw: Any, prefix: str) -> Any:
         except ConfigError as exc:
             raise ConfigError(f"{prefix}.{exc}" if prefix else str(exc)) from None
     return obj
+
+
+def build_section(cls: type, values: Mapping[str, Any], *, where: str = "") -> Any:
+    """The config section ``cls`` from keyword ``values``, as a params file would give them.
+
+    The section's defaults fill what ``values`` leaves out, and the values are coerced and
+    checked as in :func:`load_config` (so a ranker's keyword arguments and its params section
+    have one set of defaults and one set of checks). A :class:`ConfigError` starts with ``where``
+    (e.g. the ranker's name) and names the key.
+    """
+    try:
+        return _build(cls, dict(values), "")
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}" if where else str(exc)) from None
 
 
 def _set_dotted(raw: dict, dotted: str, value: Any) -> None:

@@ -17,13 +17,23 @@ What a "query" costs: scoring all ``1 + k`` candidates of it, tokenisation inclu
 plus its posterior computations. The papers' numbers (:data:`PAPER_EFFICIENCY`) are on
 MSDialog with bert-base (PG-DRR: milliseconds; GPF-BERT: minutes for the whole test set, given
 here as the ratio to BERT); ours are on the profile's backbone and machine, so compare ratios.
+
+Where timings ran: :func:`machine_info` (CPU, cores, torch threads, bf16 support, GPU, library
+versions) is the one description of the machine; the benchmarks (:mod:`calibrank.bench`) store it
+beside their figures, and :func:`machine` puts it in one line for this module's notebook and the
+report.
 """
 
 from __future__ import annotations
 
+import datetime as _dt
+import os
 import platform
 import time
 from collections.abc import Iterable
+from importlib import metadata
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -32,7 +42,7 @@ from .config import Config, load_config
 from .experiment import train_ranker
 from .querysets import load_query_set
 
-__all__ = ["PAPER_EFFICIENCY", "efficiency_queries", "efficiency_table", "measure_efficiency"]
+__all__ = ["PAPER_EFFICIENCY", "efficiency_queries", "efficiency_table", "machine", "machine_info", "measure_efficiency"]
 
 PAPER_EFFICIENCY = pd.DataFrame(
     [
@@ -155,12 +165,56 @@ def efficiency_table(measured: pd.DataFrame, baseline: str = "bert") -> pd.DataF
     return out.merge(paper, on="ranker", how="left")
 
 
-def machine() -> str:
-    """One line on where the timings ran."""
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def machine_info() -> dict[str, Any]:
+    """Where figures were taken: CPU, cores, platform, Python, torch version and threads, bf16 support, GPU,
+    library versions and the time (UTC)."""
+    info: dict[str, Any] = {
+        "cpu": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "python": platform.python_version(),
+        "timestamp": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }
     try:
         import torch
 
-        dev = torch.cuda.get_device_name(0) if torch.cuda.is_available() else f"CPU, {torch.get_num_threads()} torch threads"
-    except Exception:  # pragma: no cover - torch is a dependency; this only guards odd installs
-        dev = "CPU"
-    return f"{platform.processor() or platform.machine()} ({dev})"
+        info["torch"] = torch.__version__
+        info["torch_threads"] = torch.get_num_threads()
+        probe = getattr(torch.cpu, "_is_avx512_bf16_supported", None)
+        info["cpu_bf16"] = bool(probe()) if probe is not None else False
+        info["cuda"] = torch.cuda.is_available()
+        if info["cuda"]:
+            info["gpu"] = torch.cuda.get_device_name(0)
+    except ImportError:  # pragma: no cover - torch is a dependency; this only guards odd installs
+        info["torch_threads"] = None
+    for dist in ("transformers", "sentence-transformers"):
+        info[dist] = _version(dist)
+    return info
+
+
+def machine(info: dict[str, Any] | None = None) -> str:
+    """One line on where the timings ran, from :func:`machine_info` (or the ``info`` it returned)."""
+    info = machine_info() if info is None else info
+    parts = [str(info.get("cpu")), f"{info.get('cpu_count')} CPU cores"]
+    if info.get("torch_threads") is not None:
+        parts.append(f"torch {info.get('torch')} with {info['torch_threads']} threads")
+    parts.append(f"GPU: {info['gpu']}" if info.get("gpu") else "no GPU")
+    return f"{', '.join(parts)}; {info.get('platform')}"

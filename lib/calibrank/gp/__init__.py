@@ -5,12 +5,16 @@
   (SNGP; GPF-BERT eqs. 2-5, mean-field logits).
 * :mod:`.polya_gamma`: Pólya-Gamma augmented GP layer (PG-DRR, eqs. 4-15, Algorithm 1):
   Gibbs sampler, Fisher-identity loss, Gaussian predictive and Gauss-Hermite quadrature.
+* :mod:`.gaussian`: what both GP layers need from a Gaussian: Cholesky factors with escalating
+  jitter and joint draws (of a query's candidates, for every query).
 
 The layers are standalone; wiring them into rankers and the training loop happens elsewhere.
+Their defaults and ranges are those of the rankers' config sections (:mod:`calibrank.config`).
 """
 
 from __future__ import annotations
 
+from .gaussian import KERNEL_JITTERS, SAMPLE_JITTERS, draw_joint, jittered_cholesky
 from .polya_gamma import (
     GibbsResult,
     PGPosterior,
@@ -19,13 +23,11 @@ from .polya_gamma import (
     gibbs_gp,
     gp_predictive,
     gp_predictive_joint,
-    jittered_cholesky,
     linear_kernel,
     log_likelihood_given_w,
     matern_kernel,
     pg_mean,
     rbf_kernel,
-    sample_joint,
     sample_pg,
     select_inducing,
 )
@@ -36,6 +38,10 @@ __all__ = [
     "SpectralNormLinear",
     "apply_spectral_norm",
     "RandomFeatureGP",
+    "KERNEL_JITTERS",
+    "SAMPLE_JITTERS",
+    "draw_joint",
+    "jittered_cholesky",
     "GibbsResult",
     "PGPosterior",
     "fisher_loss",
@@ -43,13 +49,11 @@ __all__ = [
     "gibbs_gp",
     "gp_predictive",
     "gp_predictive_joint",
-    "jittered_cholesky",
     "linear_kernel",
     "log_likelihood_given_w",
     "matern_kernel",
     "pg_mean",
     "rbf_kernel",
-    "sample_joint",
     "sample_pg",
     "select_inducing",
 ]

@@ -52,8 +52,8 @@ Cholesky factor, batched over chains:
 * conditional draw (Matheron's rule): with ``f ~ N(a, K)`` and ``xi ~ N(0, I)``,
   ``g = f - K W^1/2 B^-1 (W^1/2 f + xi)`` has exactly the law ``N(Sigma (K^-1 mu + kappa), Sigma)``;
   only ``f`` needs a square root of ``K``: its Cholesky factor with jitter escalation
-  (0, then 1e-6 ... 1e-2 times the mean diagonal; :func:`jittered_cholesky`), and the jitter
-  used is then added to ``K`` throughout (recorded in ``GibbsResult.jitter``);
+  (0, then 1e-6 ... 1e-2 times the mean diagonal; :func:`calibrank.gp.jittered_cholesky`), and
+  the jitter used is then added to ``K`` throughout (recorded in ``GibbsResult.jitter``);
 * predictive: ``(K + W^-1)^-1 (W^-1 kappa - mu) = kappa - W^1/2 B^-1 W^1/2 a`` and
   ``K*^T (K + W^-1)^-1 K* = ||R^-1 W^1/2 K*||^2`` with ``B = R R^T``.
 
@@ -99,13 +99,15 @@ from typing import Literal
 import numpy as np
 import torch
 
+from ..config import PGDRRConfig, check_matern_nu
+from .gaussian import jittered_cholesky
+
 __all__ = [
     "sample_pg",
     "pg_mean",
     "rbf_kernel",
     "matern_kernel",
     "linear_kernel",
-    "jittered_cholesky",
     "GibbsResult",
     "gibbs_gp",
     "log_likelihood_given_w",
@@ -114,12 +116,12 @@ __all__ = [
     "gp_predictive",
     "gp_predictive_joint",
     "gauss_hermite_sigmoid",
-    "sample_joint",
     "select_inducing",
 ]
 
-_JITTERS = (0.0, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2)
 Scale = float | torch.Tensor
+#: PG-DRR's settings (sec. 4.4) are the defaults of the functions below, from the one place they are written.
+_PG = PGDRRConfig
 
 
 # ====================================================================== Pólya-Gamma draws
@@ -190,7 +192,7 @@ def _scaled_sqdist(x1: torch.Tensor, x2: torch.Tensor, length_scale: Scale) -> t
 
 
 def rbf_kernel(
-    x1: torch.Tensor, x2: torch.Tensor, length_scale: Scale = 1.0, output_scale: Scale = 8.0
+    x1: torch.Tensor, x2: torch.Tensor, length_scale: Scale = _PG.length_scale, output_scale: Scale = _PG.output_scale
 ) -> torch.Tensor:
     """RBF kernel of eq. 4: ``output_scale * exp(-||x1 - x2||^2 / (2 l^2))``, shape ``[n, m]``.
 
@@ -207,18 +209,17 @@ def rbf_kernel(
 def matern_kernel(
     x1: torch.Tensor,
     x2: torch.Tensor,
-    nu: float = 2.5,
-    length_scale: Scale = 1.0,
-    output_scale: Scale = 8.0,
+    nu: float = _PG.nu,
+    length_scale: Scale = _PG.length_scale,
+    output_scale: Scale = _PG.output_scale,
 ) -> torch.Tensor:
-    """Matérn kernel (PG-DRR sec. 5.3 ablation), ``nu`` in {0.5, 1.5, 2.5}; diagonal ``output_scale``.
+    """Matérn kernel (PG-DRR sec. 5.3 ablation), ``nu`` in :data:`calibrank.choices.MATERN_NU`; diagonal ``output_scale``.
 
     With ``r = ||x1 - x2|| / l``: ``nu=0.5``: ``exp(-r)``; ``1.5``: ``(1 + sqrt3 r) exp(-sqrt3 r)``;
     ``2.5``: ``(1 + sqrt5 r + 5 r^2 / 3) exp(-sqrt5 r)``, times ``output_scale``. The square root
     is taken so that the gradient at ``r = 0`` is finite (zero).
     """
-    if nu not in (0.5, 1.5, 2.5):
-        raise ValueError(f"nu must be one of 0.5, 1.5, 2.5, got {nu}")
+    check_matern_nu("nu", nu)
     _check_scale(length_scale, "length_scale")
     _check_scale(output_scale, "output_scale")
     _check_features(x1, x2)
@@ -237,13 +238,13 @@ def matern_kernel(
 
 
 def linear_kernel(
-    x1: torch.Tensor, x2: torch.Tensor, length_scale: Scale = 1.0, output_scale: Scale = 8.0
+    x1: torch.Tensor, x2: torch.Tensor, length_scale: Scale = _PG.length_scale, output_scale: Scale = _PG.output_scale
 ) -> torch.Tensor:
     """Linear kernel (sec. 5.3 ablation): ``output_scale * (x1 / l) (x2 / l)^T``.
 
     Its diagonal is ``output_scale * ||x / l||^2`` (not constant); with raw 768-d BERT
     features choose ``length_scale`` of the order of the feature norm. Rank <= d, so ``K`` is
-    singular once n > d (the Gibbs sampler copes; see :func:`jittered_cholesky`).
+    singular once n > d (the Gibbs sampler copes; see :func:`calibrank.gp.jittered_cholesky`).
     """
     _check_scale(length_scale, "length_scale")
     _check_scale(output_scale, "output_scale")
@@ -251,43 +252,6 @@ def linear_kernel(
     a = x1 / length_scale
     b = a if x1 is x2 else x2 / length_scale
     return output_scale * (a @ b.t())
-
-
-def jittered_cholesky(
-    a: torch.Tensor, *, name: str = "kernel matrix K", jitters: tuple[float, ...] = _JITTERS
-) -> tuple[torch.Tensor, float]:
-    """Lower Cholesky factor of ``a + j * mean(diag a) * I`` for the first ``j`` in ``jitters`` that works.
-
-    Returns ``(L, absolute_jitter)``. Raises ``ValueError`` naming ``name`` when ``a`` is not
-    square and symmetric, is non-finite, or is not positive definite even with the largest
-    jitter (typically a kernel with a negative eigenvalue); the message gives the smallest
-    eigenvalue.
-    """
-    if a.dim() != 2 or a.shape[0] != a.shape[1]:
-        raise ValueError(f"{name} must be a square matrix, got shape {tuple(a.shape)}")
-    # rounding in a lower-precision matmul leaves A slightly asymmetric: tolerate that
-    rel_tol = 1e-10 if a.dtype == torch.float64 else 1e3 * torch.finfo(a.dtype).eps
-    a = a.to(torch.float64)
-    if not bool(torch.isfinite(a).all()):
-        raise ValueError(f"{name} contains NaN or inf (non-finite features into the GP layer?)")
-    scale = float(a.diagonal().mean())
-    asym = float((a - a.t()).abs().max()) if a.numel() else 0.0
-    if asym > rel_tol * float(a.abs().max()):
-        raise ValueError(f"{name} is not symmetric (max |A - A^T| = {asym:.3g})")
-    if not scale > 0:
-        raise ValueError(f"{name} is not positive definite: mean diagonal {scale:.3g} <= 0")
-    a = 0.5 * (a + a.t())
-    eye = torch.eye(a.shape[0], dtype=a.dtype, device=a.device)
-    for j in jitters:
-        chol, info = torch.linalg.cholesky_ex(a + (j * scale) * eye if j else a)
-        if int(info) == 0:
-            return chol, j * scale
-    lam = float(torch.linalg.eigvalsh(a)[0])
-    raise ValueError(
-        f"{name} is not positive semi-definite: smallest eigenvalue {lam:.4g} "
-        f"({lam / scale:.3g} of the mean diagonal); Cholesky failed even with jitter "
-        f"{max(jitters):g} x mean diagonal"
-    )
 
 
 # ====================================================================== Gibbs sampling
@@ -353,8 +317,8 @@ def gibbs_gp(
     K: torch.Tensor,
     y: torch.Tensor | np.ndarray,
     mu: torch.Tensor | float,
-    n_steps: int = 10,
-    n_chains: int = 30,
+    n_steps: int = _PG.gibbs_steps,
+    n_chains: int = _PG.gibbs_chains,
     *,
     rng: np.random.Generator,
     init: torch.Tensor | None = None,
@@ -662,13 +626,13 @@ def gp_predictive_joint(
     return post.predictive_joint(K_cross, K_test, mu_test)
 
 
-# ====================================================================== quadrature, sampling
+# ====================================================================== quadrature, inducing set
 @lru_cache(maxsize=16)
 def _hermgauss(n_points: int) -> tuple[np.ndarray, np.ndarray]:
     return np.polynomial.hermite.hermgauss(n_points)
 
 
-def gauss_hermite_sigmoid(mean, var, n_points: int = 20):
+def gauss_hermite_sigmoid(mean, var, n_points: int = _PG.quadrature_points):
     """``E[sigmoid(f)]``, ``f ~ N(mean, var)``, by ``n_points``-node Gauss-Hermite quadrature (eq. 15).
 
     ``E = pi^{-1/2} sum_k w_k sigmoid(mean + sqrt(2 var) x_k)`` with ``(x_k, w_k)`` from
@@ -695,30 +659,6 @@ def gauss_hermite_sigmoid(mean, var, n_points: int = 20):
     if as_numpy:
         return p.numpy()
     return p.to(ref.dtype if ref is not None and ref.is_floating_point() else torch.float64)
-
-
-def sample_joint(
-    mean: torch.Tensor, cov: torch.Tensor, n_samples: int, *, rng: np.random.Generator
-) -> torch.Tensor:
-    """Joint draws ``[n_samples, N]`` from ``N(mean, cov)`` (e.g. :func:`gp_predictive_joint`).
-
-    Uses :func:`jittered_cholesky` (named "predictive covariance") and the numpy ``rng``.
-    """
-    if int(n_samples) != n_samples or n_samples < 1:
-        raise ValueError(f"n_samples must be an integer >= 1, got {n_samples}")
-    if not isinstance(rng, np.random.Generator):
-        raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
-    n = mean.shape[-1]
-    if mean.dim() != 1 or cov.shape != (n, n):
-        raise ValueError(f"mean must be [N] and cov [N, N], got {tuple(mean.shape)} and {tuple(cov.shape)}")
-    if n == 1:
-        chol = torch.sqrt(cov.detach().to(torch.float64).clamp_min(0.0))
-    else:
-        chol, _ = jittered_cholesky(cov.detach(), name="predictive covariance",
-                                    jitters=(0.0, 1e-9, 1e-7, 1e-5, 1e-3))
-    z = torch.from_numpy(rng.standard_normal((int(n_samples), n))).to(chol.device)
-    draws = mean.detach().to(torch.float64) + z @ chol.t()
-    return draws.to(mean.dtype)
 
 
 def select_inducing(

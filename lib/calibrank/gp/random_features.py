@@ -67,9 +67,12 @@ Departures from the paper and why
   Training then sits at the loss ``log 2`` for hundreds of steps (laptop profile: the first
   ~250 of 500 steps). An optional output bias (``bias=True``) is a point estimate without
   posterior variance (eq. 3 has none; off by default).
-* ``sample_logits`` adds a small diagonal jitter (escalating from 1e-9 to 1e-3 of the mean
-  variance) because ``Phi Sigma Phi^T`` has rank <= L and can be numerically singular for
-  near-duplicate candidates.
+* ``sample_logits`` adds a small diagonal jitter where needed (:func:`calibrank.gp.draw_joint`,
+  escalating from 1e-9 to 1e-3 of the mean variance) because ``Phi Sigma Phi^T`` has rank <= L
+  and can be numerically singular for near-duplicate candidates.
+
+Defaults and ranges are those of :class:`calibrank.config.RandomFeatureGPConfig` (one source for
+the layer, the ``sngp`` / ``gpf_bert`` rankers and their params sections).
 """
 
 from __future__ import annotations
@@ -79,11 +82,13 @@ import math
 import torch
 from torch import nn
 
-__all__ = ["RandomFeatureGP", "OUTPUT_INITS"]
+from ..choices import RFOutputInit
+from ..config import RandomFeatureGPConfig, check_count, check_random_features
+from .gaussian import draw_joint
 
-OUTPUT_INITS = ("dense", "prior", "zero")
+__all__ = ["RandomFeatureGP"]
 
-_SAMPLE_JITTERS = (0.0, 1e-9, 1e-7, 1e-5, 1e-3)
+_D = RandomFeatureGPConfig  # the defaults
 
 
 class RandomFeatureGP(nn.Module):
@@ -103,11 +108,13 @@ class RandomFeatureGP(nn.Module):
         bias: whether the output layer has a (point-estimated) bias.
         linear_mean: add a learnable linear prior mean ``m(h) = w^T h + b`` (zero at start) to
             the posterior-mean logits; the predictive variance is unchanged.
-        output_init: ``"dense"`` (``beta ~ U(-1/sqrt(L), 1/sqrt(L))``, default), ``"prior"``
-            (``N(0, I / ridge)``) or ``"zero"``.
+        output_init: ``"dense"`` (``beta ~ U(-1/sqrt(L), 1/sqrt(L))``), ``"prior"``
+            (``N(0, I / ridge)``) or ``"zero"`` (:class:`calibrank.choices.RFOutputInit`).
+
+    Defaults: those of :class:`calibrank.config.RandomFeatureGPConfig`.
 
     Raises:
-        ValueError: for any argument outside the ranges above.
+        ConfigError (a ValueError): for any argument outside the ranges above, naming it.
     """
 
     projection: torch.Tensor
@@ -118,35 +125,23 @@ class RandomFeatureGP(nn.Module):
     def __init__(
         self,
         in_features: int,
-        n_features: int = 1024,
-        length_scale: float = 1.0,
-        feature_scale: float = 1.0,
-        ridge: float = 1.0,
-        momentum: float | None = None,
-        mean_field_factor: float = math.pi / 8,
+        n_features: int = _D.n_features,
+        length_scale: float = _D.length_scale,
+        feature_scale: float = _D.feature_scale,
+        ridge: float = _D.ridge,
+        momentum: float | None = _D.momentum,
+        mean_field_factor: float = _D.mean_field_factor,
         seed: int = 0,
         *,
         bias: bool = False,
-        output_init: str = "dense",
+        output_init: RFOutputInit | str = _D.output_init,
         linear_mean: bool = False,
     ) -> None:
         super().__init__()
-        if int(in_features) != in_features or in_features < 1:
-            raise ValueError(f"in_features must be an integer >= 1, got {in_features}")
-        if int(n_features) != n_features or n_features < 1:
-            raise ValueError(f"n_features must be an integer >= 1, got {n_features} (zero random features)")
-        if not (math.isfinite(length_scale) and length_scale > 0):
-            raise ValueError(f"length_scale must be finite and > 0, got {length_scale}")
-        if not (math.isfinite(feature_scale) and feature_scale > 0):
-            raise ValueError(f"feature_scale must be finite and > 0, got {feature_scale}")
-        if not (math.isfinite(ridge) and ridge > 0):
-            raise ValueError(f"ridge must be finite and > 0, got {ridge}")
-        if momentum is not None and not (0.0 < momentum < 1.0):
-            raise ValueError(f"momentum must be None or in the open interval (0, 1), got {momentum}")
-        if not (math.isfinite(mean_field_factor) and mean_field_factor >= 0):
-            raise ValueError(f"mean_field_factor must be finite and >= 0, got {mean_field_factor}")
-        if output_init not in OUTPUT_INITS:
-            raise ValueError(f"output_init must be one of {', '.join(map(repr, OUTPUT_INITS))}, got {output_init!r}")
+        check_count("in_features", in_features)
+        output_init = check_random_features(n_features=n_features, length_scale=length_scale,
+                                            feature_scale=feature_scale, ridge=ridge, momentum=momentum,
+                                            mean_field_factor=mean_field_factor, output_init=output_init).value
         self.in_features = int(in_features)
         self.n_features = int(n_features)
         self.length_scale = float(length_scale)
@@ -322,25 +317,9 @@ class RandomFeatureGP(nn.Module):
     def sample_logits(
         self, h: torch.Tensor, n_samples: int, *, generator: torch.Generator
     ) -> torch.Tensor:
-        """Joint draws ``[n_samples, N]`` from ``N(mean, Phi Sigma Phi^T)`` (jitter added if needed).
+        """Joint draws ``[n_samples, N]`` from ``N(mean, Phi Sigma Phi^T)`` (:func:`calibrank.gp.draw_joint`).
 
-        ``generator`` is required (no global RNG state); draws are made on its device.
+        ``generator`` is required (no global RNG state); the standard normals are drawn on its device.
         """
-        if int(n_samples) != n_samples or n_samples < 1:
-            raise ValueError(f"n_samples must be an integer >= 1, got {n_samples}")
         mean, cov = self.predictive_joint(h)
-        cov64 = cov.to(torch.float64)
-        n = cov64.shape[0]
-        scale = float(cov64.diagonal().mean().clamp_min(1e-30))
-        eye = torch.eye(n, dtype=torch.float64, device=cov64.device)
-        chol = None
-        for jitter in _SAMPLE_JITTERS:
-            chol, info = torch.linalg.cholesky_ex(cov64 + (jitter * scale) * eye)
-            if int(info) == 0:
-                break
-        else:  # pragma: no cover - PSD by construction
-            raise ValueError("predictive covariance is not positive semi-definite even with jitter")
-        z = torch.randn(int(n_samples), n, generator=generator, dtype=torch.float64,
-                        device=generator.device).to(cov64.device)
-        draws = mean.detach().to(torch.float64).unsqueeze(0) + z @ chol.t()
-        return draws.to(mean.dtype)
+        return draw_joint(mean, cov, n_samples, generator)

@@ -41,6 +41,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from ..config import RandomFeatureGPConfig, check_count, check_positive
+
 __all__ = ["SpectralNormLinear", "apply_spectral_norm"]
 
 _EPS = 1e-12
@@ -62,6 +64,9 @@ class SpectralNormLinear(nn.Module):
         seed: seed of the ``torch.Generator`` that draws the initial ``u`` and ``v``.
         n_init_iterations: power-iteration steps run once at construction (>= 0).
 
+    ``bound`` and ``n_power_iterations`` default to ``sn_bound`` and ``sn_power_iterations`` of
+    :class:`calibrank.config.RandomFeatureGPConfig`.
+
     Raises:
         ValueError: ``bound <= 0``, ``n_power_iterations < 1`` or ``n_init_iterations < 0``,
             or ``linear`` is not an ``nn.Linear``.
@@ -76,8 +81,8 @@ class SpectralNormLinear(nn.Module):
     def __init__(
         self,
         linear: nn.Linear,
-        bound: float = 0.95,
-        n_power_iterations: int = 1,
+        bound: float = RandomFeatureGPConfig.sn_bound,
+        n_power_iterations: int = RandomFeatureGPConfig.sn_power_iterations,
         *,
         seed: int = 0,
         n_init_iterations: int = 15,
@@ -85,10 +90,8 @@ class SpectralNormLinear(nn.Module):
         super().__init__()
         if not isinstance(linear, nn.Linear):
             raise ValueError(f"linear must be a torch.nn.Linear, got {type(linear).__name__}")
-        if not (bound > 0):
-            raise ValueError(f"bound must be > 0 (the spectral-norm upper bound c), got {bound}")
-        if int(n_power_iterations) != n_power_iterations or n_power_iterations < 1:
-            raise ValueError(f"n_power_iterations must be an integer >= 1, got {n_power_iterations}")
+        check_positive("bound", bound)  # the rules of the sngp sections' sn_bound and sn_power_iterations
+        check_count("n_power_iterations", n_power_iterations)
         if int(n_init_iterations) != n_init_iterations or n_init_iterations < 0:
             raise ValueError(f"n_init_iterations must be an integer >= 0, got {n_init_iterations}")
         self.linear = linear
@@ -167,8 +170,8 @@ class SpectralNormLinear(nn.Module):
 
 def apply_spectral_norm(
     module: nn.Linear,
-    bound: float = 0.95,
-    n_power_iterations: int = 1,
+    bound: float = RandomFeatureGPConfig.sn_bound,
+    n_power_iterations: int = RandomFeatureGPConfig.sn_power_iterations,
     *,
     seed: int = 0,
 ) -> SpectralNormLinear:

@@ -12,6 +12,11 @@ name                    method
 ``gpf_bert``            ``sngp`` trained with focal loss (Ye et al., ICASSP 2023)
 ``pg_drr``              GP output layer, Pólya-Gamma Gibbs, Fisher-identity loss (AAAI 2023)
 ======================  =========================================================
+
+A ranker's own keyword arguments are the fields of its section of the profile
+(:mod:`calibrank.config`: ``passes``, ``members``, ``focal_gamma`` for the ``focal`` section's
+``gamma``, and every field of the ``sngp``, ``gpf_bert`` and ``pg_drr`` sections), with the
+section's defaults and checks.
 """
 
 from __future__ import annotations

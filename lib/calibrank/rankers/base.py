@@ -10,6 +10,10 @@ and a sigmoid is the same model (see :mod:`calibrank.losses`).
 Predictions``. Trained weights are cached in a folder named by what determines them
 (backbone, training settings, training data, head, seed), so rankers that share a trained
 model (``bert``, ``mc_dropout``, ``temperature``, ensemble member 0) train it once.
+
+A ranker's own settings are its section of the profile (:mod:`calibrank.config`): the keyword
+arguments of its constructor take the section's defaults and are checked by the section's rules
+(:func:`ranker_settings`), whether they come from a params file or from code.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import dataclasses
 import math
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -27,16 +31,18 @@ import torch
 from torch import nn
 
 from ..backbone import Backbone, load_backbone
-from ..config import ContextStyle, Pooling, TrainingConfig
+from ..config import HEAD_DROPOUT, ConfigError, ContextStyle, Pooling, TrainingConfig, build_section
 from ..data.schema import RankingQuery
 from ..data.splits import TURN_SEP, UTTERANCE_SEP
 from ..losses import binary_cross_entropy
 from ..metrics.ranking import recall_at_k
 from ..predictions import Predictions
 from ..runs import atomic_path, stable_hash
-from ..training import Pairs, TrainResult, encode_pairs, load_trained, score_pairs, train_model, use_bf16
+from ..training import (Pairs, TrainResult, collate, encode_pairs, length_batches, load_trained, score_pairs, train_model,
+                        use_bf16)
 
-__all__ = ["CrossEncoder", "Ranker", "TrainedModel", "head_param_groups", "init_cosine_head", "queries_version", "sigmoid", "MODEL_CACHE_VERSION"]
+__all__ = ["CrossEncoder", "Ranker", "TrainedModel", "encode_features", "head_param_groups", "init_cosine_head",
+           "queries_version", "checked", "ranker_settings", "sigmoid", "MODEL_CACHE_VERSION"]
 
 #: Bumped whenever a change to the model or the loop changes the trained weights (part of cache keys).
 MODEL_CACHE_VERSION = 3
@@ -57,10 +63,32 @@ def queries_version(queries: Sequence[RankingQuery]) -> str:
     return stable_hash([[q.qid, list(q.context), list(q.candidates), list(q.labels)] for q in queries])
 
 
+def ranker_settings(section: type, where: str, kw: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """Split a ranker's keyword arguments into its config section and the rest (:class:`Ranker`'s own).
+
+    The arguments that are fields of ``section`` build it with :func:`calibrank.config.build_section`:
+    the section's defaults fill the others and its checks run (a :class:`~calibrank.config.ConfigError`,
+    a ``ValueError``, naming ``where`` and the argument). An argument that is no field is left to
+    :class:`Ranker`, which refuses it (a ``TypeError``).
+    """
+    fields = {f.name for f in dataclasses.fields(section)}
+    values = {k: v for k, v in kw.items() if k in fields}
+    rest = {k: v for k, v in kw.items() if k not in fields}
+    return build_section(section, values, where=where), rest
+
+
+def checked(where: str, check: Callable[..., Any], *args: Any) -> Any:
+    """``check(*args)`` (a :mod:`calibrank.config` rule) with ``where`` (the ranker's name) before its message."""
+    try:
+        return check(*args)
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
 class CrossEncoder(nn.Module):
     """Encoder + dropout + linear head on the pooled [CLS] feature -> one relevance logit per pair."""
 
-    def __init__(self, backbone: Backbone, *, head_dropout: float = 0.1, seed: int = 0,
+    def __init__(self, backbone: Backbone, *, head_dropout: float = HEAD_DROPOUT, seed: int = 0,
                  pooling: Pooling | str = Pooling.pooler) -> None:
         super().__init__()
         self.encoder = backbone.encoder
@@ -116,6 +144,38 @@ def init_cosine_head(linear: nn.Linear, hidden_size: int) -> None:
         linear.weight.fill_(SEGMENT_COSINE_WEIGHT / math.sqrt(hidden_size))
         if linear.bias is not None:
             linear.bias.fill_(SEGMENT_COSINE_BIAS)
+
+
+@torch.no_grad()
+def encode_features(
+    model: nn.Module,
+    pairs: Pairs,
+    *,
+    batch_size: int,
+    precision,
+    fn: Callable[[nn.Module, dict[str, torch.Tensor]], torch.Tensor] | None = None,
+) -> torch.Tensor:
+    """Feature vectors ``[N, d]`` (float32, on the model's device) of every pair, in eval mode.
+
+    ``fn(model, batch)`` gives the vectors of a batch (default: ``model.features(**batch)``,
+    the pooled [CLS] feature). The vector counterpart of :func:`calibrank.training.score_pairs`
+    (which returns one number per pair): same length-sorted batches, same autocast rule. The GP
+    rankers read their output layer's inputs with it.
+    """
+    device = next(model.parameters()).device
+    bf16 = use_bf16(precision, device)
+    model.eval()
+    out: torch.Tensor | None = None
+    for index in length_batches(pairs.lengths, batch_size):
+        batch = {k: v.to(device) for k, v in collate(pairs, index).items()}
+        with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=bf16):
+            h = fn(model, batch) if fn is not None else model.features(**batch)
+        h = h.float()
+        if out is None:
+            out = torch.empty((len(pairs), h.shape[1]), dtype=torch.float32, device=device)
+        out[torch.as_tensor(index, device=device)] = h
+    assert out is not None  # pairs are never empty (encode_pairs refuses)
+    return out
 
 
 def head_param_groups(model: nn.Module, head_lr: float, name: str = "head") -> list[dict]:

@@ -1,9 +1,9 @@
 """``ensemble``: S-BERT^E of Penha & Hauff (2021, sec. 3.2), Deep Ensembles (Lakshminarayanan et al. 2017).
 
 M cross-encoders that differ only in their seed (head initialisation, data order, dropout
-masks), each trained by the same loop. Member i uses seed ``seed + i``, so member 0 is the
-``bert`` ranker's model, and every member is cached on its own: adding a member trains only
-the new one. Each member gives one sample; ``probs`` is the members' mean probability.
+masks), each trained by the same loop. Member 0 uses the ranker's seed, so it is the ``bert``
+ranker's model; member i > 0 a seed spawned from (seed, i) (:meth:`EnsembleRanker.member_seeds`).
+Every member is cached on its own: adding a member trains only the new one. Each member gives one sample; ``probs`` is the members' mean probability.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..config import EnsembleConfig, build_section
 from ..data.schema import RankingQuery
 from ..predictions import Predictions
 from ..training import TrainResult
@@ -21,13 +22,13 @@ __all__ = ["EnsembleRanker"]
 
 
 class EnsembleRanker(Ranker):
+    """``members``: M, the default and check of :class:`calibrank.config.EnsembleConfig`."""
+
     name = "ensemble"
 
-    def __init__(self, *, members: int = 5, **kw) -> None:
+    def __init__(self, *, members: int = EnsembleConfig.members, **kw) -> None:
         super().__init__(**kw)
-        if members < 2:
-            raise ValueError(f"ensemble: members must be at least 2, got {members}")
-        self.members = int(members)
+        self.members = build_section(EnsembleConfig, {"members": members}, where=self.name).members
         self.trained: list[TrainedModel] = []
 
     def member_seeds(self) -> list[int]:

@@ -10,11 +10,11 @@
 The loss (GPF-BERT eq. 6): ``-(1 - p_t)^gamma log p_t`` with ``p_t`` the probability of the
 true label (:func:`calibrank.losses.focal`; gamma = 0 is the cross-entropy). ``focal_gamma``
 is a number >= 0 or ``"adaptive"``: the sample-dependent gamma of Mukhoti et al. (2020,
-"FLSD-53"): gamma = 5 where ``p_t < 0.2`` and 3 otherwise, chosen per pair from the current
-(detached) ``p_t``. It lives here (:func:`adaptive_focal`), not in :mod:`calibrank.losses`.
+"FLSD-53"), chosen per pair from the current (detached) ``p_t`` (:mod:`calibrank.losses`).
 
-Default gamma: GPF-BERT states only ``gamma >= 1`` (sec. 2.2) and no value. The default here
-is 2, the value recommended by the focal-loss paper it cites for the loss (Lin et al. 2017);
+Default gamma (``gamma`` of :class:`calibrank.config.FocalConfig`, ``focal_gamma`` of the
+``gpf_bert`` section): GPF-BERT states only ``gamma >= 1`` (sec. 2.2) and no value. It is
+2, the value recommended by the focal-loss paper it cites for the loss (Lin et al. 2017);
 Mukhoti et al.'s choices (3, or ``"adaptive"``) are one parameter away. The laptop profile
 uses 1, the smallest value the paper allows: with MiniLM and 500 steps, gamma 2 made
 ``gpf_bert``'s ranking depend on the seed far more than ``bert``'s (in-domain test R10@1
@@ -26,68 +26,38 @@ within 0.38-0.63 at gamma 2.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
+from ..config import FocalConfig, GPFBertConfig, check_focal_gamma
 from ..data.schema import RankingQuery
 from ..losses import focal
+from .base import checked
 from .deterministic import DeterministicRanker
 from .sngp import SNGPRanker
 
-__all__ = ["ADAPTIVE", "adaptive_focal", "check_gamma", "focal_loss", "FocalRanker", "GPFBertRanker"]
-
-ADAPTIVE = "adaptive"
-DEFAULT_GAMMA = 2.0
-
-
-def check_gamma(gamma: Any, where: str = "focal_gamma") -> float | str:
-    """``gamma`` as a float >= 0, or ``"adaptive"``; a ``ValueError`` naming ``where`` otherwise."""
-    if isinstance(gamma, str):
-        if gamma == ADAPTIVE:
-            return ADAPTIVE
-        raise ValueError(f"{where} must be a number >= 0 or {ADAPTIVE!r}, got {gamma!r}")
-    if isinstance(gamma, bool) or not isinstance(gamma, (int, float)) or not math.isfinite(gamma) or gamma < 0:
-        raise ValueError(f"{where} must be a number >= 0 or {ADAPTIVE!r}, got {gamma!r}")
-    return float(gamma)
-
-
-def adaptive_focal(logits: torch.Tensor, labels: torch.Tensor, *, threshold: float = 0.2,
-                   low: float = 5.0, high: float = 3.0) -> torch.Tensor:
-    """Focal loss with the sample-dependent gamma of Mukhoti et al. (2020).
-
-    gamma = ``low`` (5) where ``p_t < threshold`` (0.2), else ``high`` (3), from the detached ``p_t``.
-    """
-    logits, labels = logits.float(), labels.float()
-    log_pt = labels * F.logsigmoid(logits) + (1 - labels) * F.logsigmoid(-logits)
-    pt = log_pt.exp()
-    gamma = torch.where(pt.detach() < threshold, torch.full_like(pt, low), torch.full_like(pt, high))
-    return (-((1 - pt) ** gamma) * log_pt).mean()
-
-
-def focal_loss(logits: torch.Tensor, labels: torch.Tensor, gamma: float | str) -> torch.Tensor:
-    """Mean focal loss with a fixed ``gamma`` or ``"adaptive"``."""
-    if gamma == ADAPTIVE:
-        return adaptive_focal(logits, labels)
-    return focal(logits, labels, float(gamma))
+__all__ = ["FocalRanker", "GPFBertRanker"]
 
 
 class FocalRanker(DeterministicRanker):
-    """The ``bert`` cross-encoder trained with focal loss (``focal_gamma``: number >= 0 or ``"adaptive"``)."""
+    """The ``bert`` cross-encoder trained with focal loss (``focal_gamma``: number >= 0 or ``"adaptive"``).
+
+    ``focal_gamma`` is the ``gamma`` of the ``focal`` config section (:class:`calibrank.config.FocalConfig`):
+    its default and its check.
+    """
 
     name = "focal"
     kind = "focal"
 
-    def __init__(self, *, focal_gamma: float | str = DEFAULT_GAMMA, **kw: Any) -> None:
+    def __init__(self, *, focal_gamma: float | str = FocalConfig.gamma, **kw: Any) -> None:
         super().__init__(**kw)
-        self.focal_gamma = check_gamma(focal_gamma, f"{self.name}: focal_gamma")
+        self.focal_gamma = checked(self.name, check_focal_gamma, "focal_gamma", focal_gamma)
 
     def _loss(self, model: nn.Module, batch: dict, labels: torch.Tensor) -> torch.Tensor:
-        return focal_loss(model(**batch), labels, self.focal_gamma)
+        return focal(model(**batch), labels, self.focal_gamma)
 
     def fit(self, train: Sequence[RankingQuery], valid: Sequence[RankingQuery] = ()) -> "FocalRanker":
         self.trained = self._train(self.kind, self.seed, train, valid,
@@ -102,11 +72,13 @@ class FocalRanker(DeterministicRanker):
 
 
 class GPFBertRanker(SNGPRanker):
-    """GPF-BERT: :class:`SNGPRanker` with ``loss="focal"`` (its other parameters unchanged)."""
+    """GPF-BERT: :class:`SNGPRanker` always trained with focal loss; its keyword arguments are the fields of
+    :class:`calibrank.config.GPFBertConfig` (SNGP's without ``loss``)."""
 
     name = "gpf_bert"
+    section = GPFBertConfig
 
-    def __init__(self, *, focal_gamma: float | str = DEFAULT_GAMMA, **kw: Any) -> None:
+    def __init__(self, **kw: Any) -> None:
         if "loss" in kw:
             raise TypeError("gpf_bert always trains with focal loss; use the 'sngp' ranker with loss='bce' or 'focal'")
-        super().__init__(loss="focal", focal_gamma=focal_gamma, **kw)
+        super().__init__(**kw)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..config import MCDropoutConfig, build_section
 from ..data.schema import RankingQuery
 from ..predictions import Predictions
 from .base import sigmoid
@@ -28,13 +29,13 @@ __all__ = ["MCDropoutRanker"]
 
 
 class MCDropoutRanker(DeterministicRanker):
+    """``passes``: T, the default and check of :class:`calibrank.config.MCDropoutConfig`."""
+
     name = "mc_dropout"
 
-    def __init__(self, *, passes: int = 10, **kw) -> None:
+    def __init__(self, *, passes: int = MCDropoutConfig.passes, **kw) -> None:
         super().__init__(**kw)
-        if passes < 2:
-            raise ValueError(f"mc_dropout: passes must be at least 2, got {passes}")
-        self.passes = int(passes)
+        self.passes = build_section(MCDropoutConfig, {"passes": passes}, where=self.name).passes
 
     def predict(self, queries: Sequence[RankingQuery]) -> Predictions:
         trained = self._require_fit()

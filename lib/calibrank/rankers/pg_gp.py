@@ -103,7 +103,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -112,23 +112,23 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from ..backbone import Backbone
+from ..choices import GPKernel, GPMeanFunction, Pooling
+from ..config import PGDRRConfig, check_choice, check_gp_batch_size
 from ..data.schema import RankingQuery
-from ..gp import (PGPosterior, fisher_loss, gauss_hermite_sigmoid, gibbs_gp, linear_kernel, matern_kernel, rbf_kernel,
-                  select_inducing)
+from ..gp import (PGPosterior, draw_joint, fisher_loss, gauss_hermite_sigmoid, gibbs_gp, linear_kernel, matern_kernel,
+                  rbf_kernel, select_inducing)
 from ..metrics.ranking import recall_at_k
 from ..predictions import Predictions
 from ..runs import atomic_path, stable_hash
 from ..training import TrainResult
-from ..config import Pooling
-from .base import SEGMENT_COSINE_BIAS, SEGMENT_COSINE_WEIGHT, CrossEncoder, Ranker, TrainedModel, head_param_groups, sigmoid
-from .sngp import draw_joint, encode_features
+from .base import (SEGMENT_COSINE_BIAS, SEGMENT_COSINE_WEIGHT, CrossEncoder, Ranker, TrainedModel, checked,
+                   encode_features, ranker_settings, sigmoid)
 
-__all__ = ["PGCrossEncoder", "PGDRRRanker", "InducingPosterior", "KERNELS", "pg_param_groups"]
+__all__ = ["PGCrossEncoder", "PGDRRRanker", "PGHead", "InducingPosterior", "pg_param_groups"]
 
 log = logging.getLogger(__name__)
 
-KERNELS = ("rbf", "matern", "linear")
-MEAN_FUNCTIONS = ("linear", "constant")
+_D = PGDRRConfig  # the defaults
 
 
 # ----------------------------------------------------------------------------- the model
@@ -145,11 +145,10 @@ class PGHead(nn.Module):
 
     mean: torch.Tensor
 
-    def __init__(self, hidden_size: int, *, projection: bool = True, learn_mean: bool = True,
-                 mean_function: str = "linear", seed: int = 0) -> None:
+    def __init__(self, hidden_size: int, *, projection: bool = _D.projection, learn_mean: bool = _D.learn_mean,
+                 mean_function: GPMeanFunction | str = _D.mean_function, seed: int = 0) -> None:
         super().__init__()
-        if mean_function not in MEAN_FUNCTIONS:
-            raise ValueError(f"mean_function must be one of {', '.join(map(repr, MEAN_FUNCTIONS))}, got {mean_function!r}")
+        mean_function = check_choice("mean_function", mean_function, GPMeanFunction).value
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             self.projection: nn.Module = nn.Linear(hidden_size, hidden_size) if projection else nn.Identity()
@@ -179,13 +178,13 @@ class PGHead(nn.Module):
 class PGCrossEncoder(CrossEncoder):
     """Encoder + dropout + :class:`PGHead`; ``forward`` returns the GP input features ``z`` ``[B, d]``."""
 
-    def __init__(self, backbone: Backbone, *, projection: bool = True, learn_mean: bool = True,
-                 mean_function: str = "linear", head_dropout: float = 0.1, seed: int = 0,
-                 pooling: Pooling | str = Pooling.pooler) -> None:
+    def __init__(self, backbone: Backbone, *, projection: bool = _D.projection, learn_mean: bool = _D.learn_mean,
+                 mean_function: GPMeanFunction | str = _D.mean_function, head_dropout: float = _D.head_dropout,
+                 seed: int = 0, pooling: Pooling | str = Pooling.pooler) -> None:
         super().__init__(backbone, head_dropout=head_dropout, seed=seed, pooling=pooling)
         self.head = PGHead(backbone.hidden_size, projection=projection, learn_mean=learn_mean,
                            mean_function=mean_function, seed=seed)
-        if self.pooling is Pooling.segments and mean_function == "linear":
+        if self.pooling is Pooling.segments and self.head.mean_function == GPMeanFunction.linear:
             # The prior mean starts where the dense head on these features starts (a scaled
             # cosine of the two segments, :func:`calibrank.rankers.base.init_cosine_head`),
             # through an identity projection.
@@ -256,103 +255,53 @@ class InducingPosterior:
 class PGDRRRanker(Ranker):
     """PG-DRR: GP output layer with Pólya-Gamma Gibbs sampling and Fisher-identity training (module docstring).
 
-    Args (besides :class:`Ranker`'s):
-        kernel: ``"rbf"`` (default), ``"matern"`` or ``"linear"``.
-        length_scale: kernel length scale (> 0), default 1.
-        output_scale: kernel output scale = prior variance (> 0), default 8.
+    Keyword arguments (besides :class:`Ranker`'s): the fields of :class:`calibrank.config.PGDRRConfig`,
+    with its defaults and checks (:func:`calibrank.rankers.base.ranker_settings`):
+
+        kernel: ``"rbf"``, ``"matern"`` or ``"linear"``.
+        length_scale: kernel length scale (> 0).
+        output_scale: kernel output scale = prior variance (> 0).
         nu: Matérn smoothness, one of 0.5, 1.5, 2.5 (only with ``kernel="matern"``).
-        gibbs_steps: Gibbs steps T (>= 1), default 10, in training and prediction.
-        gibbs_chains: parallel chains N (>= 1), default 30, in training and prediction.
-        gp_lr: learning rate of the GP layer's mean function (> 0), default 3e-3.
-        projection: learnable ``d x d`` projection of the pooled feature (default true).
-        learn_mean: learnable constant ``m0`` of the prior mean (default true; else 0).
-        mean_function: ``"linear"`` (default: ``m0 + v^T z``) or ``"constant"`` (``m0``).
-        projection_lr: learning rate of the projection (default ``None``: the encoder's
-            ``training.lr``).
-        inducing: inducing-set size M (>= 2) for prediction, default 512 (capped at the number of training pairs).
-        samples: joint posterior draws per query (>= 1), default 30.
-        quadrature_points: Gauss-Hermite nodes for ``probs`` (>= 1), default 20.
-        head_dropout: dropout on the pooled feature before the GP layer in training, default 0.1.
+        gibbs_steps: Gibbs steps T (>= 1), in training and prediction.
+        gibbs_chains: parallel chains N (>= 1), in training and prediction.
+        gp_lr: learning rate of the GP layer's mean function (> 0).
+        projection: learnable ``d x d`` projection of the pooled feature.
+        learn_mean: learnable constant ``m0`` of the prior mean (else 0).
+        mean_function: ``"linear"`` (``m0 + v^T z``) or ``"constant"`` (``m0``).
+        projection_lr: learning rate of the projection (``None``: the encoder's ``training.lr``).
+        inducing: inducing-set size M (>= 2) for prediction (capped at the number of training pairs).
+        samples: joint posterior draws per query (>= 1).
+        quadrature_points: Gauss-Hermite nodes for ``probs`` (>= 1).
+        head_dropout: dropout on the pooled feature before the GP layer in training.
+
+    The training batch is the GP's conditioning set: ``training.batch_size`` must be at least 2.
     """
 
     name = "pg_drr"
     kind = "pg_drr"
+    #: The config section whose fields are the keyword arguments.
+    section: ClassVar[type[PGDRRConfig]] = PGDRRConfig
 
-    def __init__(
-        self,
-        *,
-        kernel: str = "rbf",
-        length_scale: float = 1.0,
-        output_scale: float = 8.0,
-        nu: float = 2.5,
-        gibbs_steps: int = 10,
-        gibbs_chains: int = 30,
-        gp_lr: float = 3e-3,
-        projection: bool = True,
-        learn_mean: bool = True,
-        mean_function: str = "linear",
-        projection_lr: float | None = None,
-        inducing: int = 512,
-        samples: int = 30,
-        quadrature_points: int = 20,
-        head_dropout: float = 0.1,
-        **kw: Any,
-    ) -> None:
+    def __init__(self, **kw: Any) -> None:
+        settings, kw = ranker_settings(self.section, self.name, kw)
         super().__init__(**kw)
-        where = self.name
-
-        def number(name: str, value: Any, *, integer: bool = False, minimum: float | None = None) -> None:
-            ok = (isinstance(value, int) if integer else isinstance(value, (int, float))) and not isinstance(value, bool)
-            ok = ok and math.isfinite(value) and (value > 0 if minimum is None else value >= minimum)
-            if not ok:
-                what = "an integer" if integer else "a finite number"
-                rel = "> 0" if minimum is None else f">= {minimum:g}"
-                raise ValueError(f"{where}: {name} must be {what} {rel}, got {value!r}")
-
-        kernel = getattr(kernel, "value", kernel)  # a config enum member or its value
-        if kernel not in KERNELS:
-            raise ValueError(f"{where}: kernel must be one of {', '.join(map(repr, KERNELS))}, got {kernel!r}")
-        number("length_scale", length_scale)
-        number("output_scale", output_scale)
-        if kernel == "matern" and nu not in (0.5, 1.5, 2.5):
-            raise ValueError(f"{where}: nu must be one of 0.5, 1.5, 2.5 (Matérn smoothness), got {nu!r}")
-        number("gibbs_steps", gibbs_steps, integer=True, minimum=1)
-        number("gibbs_chains", gibbs_chains, integer=True, minimum=1)
-        number("gp_lr", gp_lr)
-        if projection_lr is not None:
-            number("projection_lr", projection_lr)
-        number("inducing", inducing, integer=True, minimum=2)
-        number("samples", samples, integer=True, minimum=1)
-        number("quadrature_points", quadrature_points, integer=True, minimum=1)
-        for flag_name, flag in (("projection", projection), ("learn_mean", learn_mean)):
-            if not isinstance(flag, bool):
-                raise ValueError(f"{where}: {flag_name} must be true or false, got {flag!r}")
-        mean_function = getattr(mean_function, "value", mean_function)
-        if mean_function not in MEAN_FUNCTIONS:
-            raise ValueError(f"{where}: mean_function must be one of {', '.join(map(repr, MEAN_FUNCTIONS))}, "
-                             f"got {mean_function!r}")
-        if not (isinstance(head_dropout, (int, float)) and 0.0 <= head_dropout < 1.0):
-            raise ValueError(f"{where}: head_dropout must be a probability in [0, 1), got {head_dropout!r}")
-        if self.training.batch_size < 2:
-            raise ValueError(
-                f"{where}: training.batch_size must be at least 2: the mini-batch is the GP's conditioning set "
-                f"(a batch too small for the GP), got {self.training.batch_size}"
-            )
-        self.kernel = kernel
-        self.length_scale = float(length_scale)
-        self.output_scale = float(output_scale)
-        self.nu = float(nu)
-        self.gibbs_steps = int(gibbs_steps)
-        self.gibbs_chains = int(gibbs_chains)
-        self.gp_lr = float(gp_lr)
-        self.projection = projection
-        self.learn_mean = learn_mean
-        self.mean_function = mean_function
-        self.projection_lr = None if projection_lr is None else float(projection_lr)
-        self.inducing = int(inducing)
-        self.samples = int(samples)
-        self.quadrature_points = int(quadrature_points)
-        self.head_dropout = float(head_dropout)
+        checked(self.name, check_gp_batch_size, self.training.batch_size)
+        self.settings = settings
+        self.kernel = settings.kernel.value
+        self.length_scale = settings.length_scale
+        self.output_scale = settings.output_scale
+        self.nu = settings.nu
+        self.gibbs_steps = settings.gibbs_steps
+        self.gibbs_chains = settings.gibbs_chains
+        self.gp_lr = settings.gp_lr
+        self.projection = settings.projection
+        self.learn_mean = settings.learn_mean
+        self.mean_function = settings.mean_function.value
+        self.projection_lr = settings.projection_lr
+        self.inducing = settings.inducing
+        self.samples = settings.samples
+        self.quadrature_points = settings.quadrature_points
+        self.head_dropout = settings.head_dropout
         self.trained: TrainedModel | None = None
         self.state: InducingPosterior | None = None
         self._fit_queries: Sequence[RankingQuery] = ()
@@ -364,7 +313,7 @@ class PGDRRRanker(Ranker):
             "kernel": self.kernel,
             "length_scale": self.length_scale,
             "output_scale": self.output_scale,
-            "nu": self.nu if self.kernel == "matern" else None,
+            "nu": self.nu if self.kernel == GPKernel.matern else None,
             "gibbs_steps": self.gibbs_steps,
             "gibbs_chains": self.gibbs_chains,
             "gp_lr": self.gp_lr,
@@ -383,9 +332,9 @@ class PGDRRRanker(Ranker):
 
     def kernel_fn(self, x1: torch.Tensor, x2: torch.Tensor) -> torch.Tensor:
         """The kernel (float64, autocast off) between feature matrices ``[n, d]`` and ``[m, d]``."""
-        if self.kernel == "rbf":
+        if self.kernel == GPKernel.rbf:
             fn = partial(rbf_kernel, length_scale=self.length_scale, output_scale=self.output_scale)
-        elif self.kernel == "matern":
+        elif self.kernel == GPKernel.matern:
             fn = partial(matern_kernel, nu=self.nu, length_scale=self.length_scale, output_scale=self.output_scale)
         else:
             fn = partial(linear_kernel, length_scale=self.length_scale, output_scale=self.output_scale)

@@ -21,7 +21,7 @@ The one training loop of :mod:`calibrank.training`, with
 
 * the loss on the GP **posterior-mean** logits ``Phi^T beta``: binary cross-entropy
   (``loss="bce"``, SNGP) or focal loss (``loss="focal"``, GPF-BERT; ``focal_gamma`` a number
-  >= 0 or ``"adaptive"``, see :mod:`.focal`);
+  >= 0 or ``"adaptive"``, :func:`calibrank.losses.focal`);
 * the **Laplace precision** ``P = ridge I + sum p(1-p) Phi Phi^T`` reset to ``ridge I`` at the
   start of every epoch (the loop's ``on_epoch_start`` hook) and updated in every training
   step from the step's features and logits (inside the loss, the only place the model is in
@@ -40,10 +40,10 @@ For each query, the joint Gaussian of its ``K`` candidates' logits,
 
 * ``probs`` = sigmoid of the **mean-field logits** ``m / sqrt(1 + lambda var)`` (Lu et al.
   2020), what GPF-BERT reports;
-* ``samples`` = sigmoid of ``samples`` (S, default 30) **joint draws** from that Gaussian per
-  query, seeded by the ranker's seed (numpy ``Generator``), so that covariances between a
-  query's candidates are real. The samples' mean is not ``probs`` (the mean-field logit is an
-  approximation of ``E[sigmoid(g)]``); both are recorded.
+* ``samples`` = sigmoid of ``samples`` (S) **joint draws** from that Gaussian per query
+  (:func:`calibrank.gp.draw_joint`), seeded by the ranker's seed (numpy ``Generator``), so that
+  covariances between a query's candidates are real. The samples' mean is not ``probs`` (the
+  mean-field logit is an approximation of ``E[sigmoid(g)]``); both are recorded.
 
 Departures and choices (see also :mod:`calibrank.gp.random_features`)
 ----------------------------------------------------------------------
@@ -68,120 +68,48 @@ Departures and choices (see also :mod:`calibrank.gp.random_features`)
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
 from torch import nn
 
 from ..backbone import Backbone
+from ..choices import FocalGamma, Pooling, SNGPLoss, SpectralNormPlacement
+from ..config import RandomFeatureGPConfig, SNGPConfig, check_choice, check_spectral_norm_placement
 from ..data.schema import RankingQuery
-from ..gp import RandomFeatureGP, SpectralNormLinear
-from ..gp.random_features import OUTPUT_INITS
-from ..losses import binary_cross_entropy
+from ..gp import RandomFeatureGP, SpectralNormLinear, draw_joint
+from ..losses import binary_cross_entropy, focal
 from ..predictions import Predictions
-from ..training import Pairs, TrainResult, collate, length_batches, use_bf16
-from ..config import Pooling
-from .base import CrossEncoder, Ranker, TrainedModel, head_param_groups, init_cosine_head, sigmoid
+from ..training import TrainResult
+from .base import (CrossEncoder, Ranker, TrainedModel, encode_features, head_param_groups, init_cosine_head,
+                   ranker_settings, sigmoid)
 
 __all__ = [
     "SNGPCrossEncoder",
     "SNGPRanker",
-    "SPECTRAL_NORM_CHOICES",
-    "encode_features",
-    "draw_joint",
     "apply_spectral_norm_to",
 ]
 
-SPECTRAL_NORM_CHOICES = ("pooler", "none", "all")
-_JITTERS = (0.0, 1e-9, 1e-7, 1e-5, 1e-3)
+_D = RandomFeatureGPConfig  # the defaults
 
 
-# ----------------------------------------------------------------------------- shared helpers
-
-
-@torch.no_grad()
-def encode_features(
-    model: nn.Module,
-    pairs: Pairs,
-    *,
-    batch_size: int,
-    precision,
-    fn: Callable[[nn.Module, dict[str, torch.Tensor]], torch.Tensor] | None = None,
-) -> torch.Tensor:
-    """Feature vectors ``[N, d]`` (float32, on the model's device) of every pair, in eval mode.
-
-    ``fn(model, batch)`` gives the vectors of a batch (default: ``model.features(**batch)``,
-    the pooled [CLS] feature). The vector counterpart of :func:`calibrank.training.score_pairs`
-    (which returns one number per pair): same length-sorted batches, same autocast rule.
-    """
-    device = next(model.parameters()).device
-    bf16 = use_bf16(precision, device)
-    model.eval()
-    out: torch.Tensor | None = None
-    for index in length_batches(pairs.lengths, batch_size):
-        batch = {k: v.to(device) for k, v in collate(pairs, index).items()}
-        with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=bf16):
-            h = fn(model, batch) if fn is not None else model.features(**batch)
-        h = h.float()
-        if out is None:
-            out = torch.empty((len(pairs), h.shape[1]), dtype=torch.float32, device=device)
-        out[torch.as_tensor(index, device=device)] = h
-    assert out is not None  # pairs are never empty (encode_pairs refuses)
-    return out
-
-
-def draw_joint(mean: torch.Tensor, cov: torch.Tensor, n_samples: int, rng: np.random.Generator) -> torch.Tensor:
-    """``n_samples`` joint draws ``[S, Q, K]`` from ``N(mean[q], cov[q])`` for every query ``q``.
-
-    ``mean`` ``[Q, K]``, ``cov`` ``[Q, K, K]`` (float64 inside). Batched Cholesky factors; a
-    query whose covariance is numerically singular (near-duplicate candidates) gets a
-    diagonal jitter, escalating from 1e-9 to 1e-3 of its mean variance. The standard normals
-    come from the numpy ``rng`` (reproducible whatever the device).
-    """
-    if int(n_samples) != n_samples or n_samples < 1:
-        raise ValueError(f"n_samples must be an integer >= 1, got {n_samples}")
-    mean64 = mean.detach().to(torch.float64)
-    cov64 = cov.detach().to(torch.float64)
-    cov64 = 0.5 * (cov64 + cov64.transpose(-1, -2))
-    q, k = mean64.shape
-    if cov64.shape != (q, k, k):
-        raise ValueError(f"cov must have shape [{q}, {k}, {k}], got {tuple(cov64.shape)}")
-    scale = cov64.diagonal(dim1=-2, dim2=-1).mean(-1).clamp_min(1e-30)  # [Q]
-    eye = torch.eye(k, dtype=torch.float64, device=cov64.device)
-    chol = torch.zeros_like(cov64)
-    todo = torch.ones(q, dtype=torch.bool, device=cov64.device)
-    for jitter in _JITTERS:
-        idx = todo.nonzero().squeeze(-1)
-        if idx.numel() == 0:
-            break
-        factor, info = torch.linalg.cholesky_ex(cov64[idx] + (jitter * scale[idx])[:, None, None] * eye)
-        ok = info == 0
-        chol[idx[ok]] = factor[ok]
-        todo[idx[ok]] = False
-    if bool(todo.any()):
-        raise ValueError(
-            f"predictive covariance of {int(todo.sum())} queries is not positive semi-definite even with jitter"
-        )
-    z = torch.from_numpy(rng.standard_normal((int(n_samples), q, k))).to(cov64.device)
-    return mean64.unsqueeze(0) + torch.einsum("qij,sqj->sqi", chol, z)
+# ----------------------------------------------------------------------------- spectral normalisation
 
 
 def apply_spectral_norm_to(
-    encoder: nn.Module, where: str, *, bound: float, n_power_iterations: int, seed: int
+    encoder: nn.Module, where: SpectralNormPlacement | str, *, bound: float, n_power_iterations: int, seed: int
 ) -> list[str]:
     """Wrap linear layers of ``encoder`` in :class:`SpectralNormLinear`; returns their names.
 
-    ``where``: ``"pooler"`` (the pooler's dense layer), ``"all"`` (every ``nn.Linear`` in the
-    encoder, pooler included) or ``"none"``.
+    ``where`` (:class:`calibrank.choices.SpectralNormPlacement`): ``"pooler"`` (the pooler's dense
+    layer), ``"all"`` (every ``nn.Linear`` in the encoder, pooler included) or ``"none"``.
     """
-    if where not in SPECTRAL_NORM_CHOICES:
-        raise ValueError(f"spectral_norm must be one of {', '.join(SPECTRAL_NORM_CHOICES)}, got {where!r}")
-    if where == "none":
+    where = check_choice("spectral_norm", where, SpectralNormPlacement)
+    if where is SpectralNormPlacement.none:
         return []
-    if where == "pooler":
+    if where is SpectralNormPlacement.pooler:
         pooler = getattr(encoder, "pooler", None)
         dense = getattr(pooler, "dense", None)
         if not isinstance(dense, nn.Linear):
@@ -206,16 +134,6 @@ def apply_spectral_norm_to(
     return wrapped
 
 
-def _check_positive(where: str, name: str, value: Any, *, integer: bool = False, allow_zero: bool = False) -> None:
-    ok_type = (isinstance(value, int) and not isinstance(value, bool)) if integer else (
-        isinstance(value, (int, float)) and not isinstance(value, bool))
-    ok = ok_type and math.isfinite(value) and (value >= 0 if allow_zero else value > 0)
-    if not ok:
-        kind = "an integer" if integer else "a finite number"
-        rel = ">= 0" if allow_zero else "> 0"
-        raise ValueError(f"{where}: {name} must be {kind} {rel}, got {value!r}")
-
-
 # ----------------------------------------------------------------------------- the model
 
 
@@ -230,18 +148,17 @@ class SNGPCrossEncoder(CrossEncoder):
         self,
         backbone: Backbone,
         *,
-        spectral_norm: str = "pooler",
-        sn_bound: float = 0.95,
-        sn_power_iterations: int = 1,
+        spectral_norm: SpectralNormPlacement | str = _D.spectral_norm,
+        sn_bound: float = _D.sn_bound,
+        sn_power_iterations: int = _D.sn_power_iterations,
         gp: dict[str, Any] | None = None,
-        head_dropout: float = 0.1,
+        head_dropout: float = _D.head_dropout,
         seed: int = 0,
         pooling: Pooling | str = Pooling.pooler,
     ) -> None:
         super().__init__(backbone, head_dropout=head_dropout, seed=seed, pooling=pooling)
-        if spectral_norm == "pooler" and self.pooling is not Pooling.pooler:
-            raise ValueError(f"spectral_norm='pooler' normalises the pooler, which {self.pooling.value!r} pooling "
-                             f"does not use; choose 'none' or 'all', or pooling 'pooler'")
+        spectral_norm = check_choice("spectral_norm", spectral_norm, SpectralNormPlacement)
+        check_spectral_norm_placement(spectral_norm, self.pooling)
         self.spectral_layers = apply_spectral_norm_to(
             self.encoder, spectral_norm, bound=sn_bound, n_power_iterations=sn_power_iterations, seed=seed
         )
@@ -264,12 +181,14 @@ class SNGPCrossEncoder(CrossEncoder):
 class SNGPRanker(Ranker):
     """SNGP: spectral normalisation + random-feature GP head with a Laplace posterior (module docstring).
 
-    Args (besides :class:`Ranker`'s):
-        spectral_norm: ``"pooler"`` (default), ``"all"`` or ``"none"``.
-        sn_bound: spectral-norm bound ``c`` (> 0), default 0.95.
+    Keyword arguments (besides :class:`Ranker`'s): the fields of :class:`calibrank.config.SNGPConfig`,
+    with its defaults and checks (:func:`calibrank.rankers.base.ranker_settings`):
+
+        spectral_norm: ``"pooler"``, ``"all"`` or ``"none"``.
+        sn_bound: spectral-norm bound ``c`` (> 0).
         sn_power_iterations: power-iteration steps per training forward (>= 1).
-        n_features: random features ``L`` (>= 1), default 1024.
-        length_scale: RBF length scale of the random features (> 0), default 1 (eq. 2). Set it
+        n_features: random features ``L`` (>= 1).
+        length_scale: RBF length scale of the random features (> 0; eq. 2). Set it
             against the spread of the pooled features: over distances well below ``l`` the
             features are close to linear in ``h``, and the encoder's gradient through them,
             ``J(h)^T beta``, keeps its direction from one input to the next, as through a dense
@@ -279,18 +198,18 @@ class SNGPRanker(Ranker):
             test R10@1) ``l = 1`` gave 0.30 / 0.44 (test 0.405, ``head_lr`` 1e-3), ``l = 2``
             0.35 / 0.50 (0.475) and ``l = 4`` 0.50 / 0.55 (0.55; seeds 14 and 15: 0.58 and
             0.445, bert 0.58 and 0.56).
-        feature_scale: multiplier of the features (> 0), default 1.
-        ridge: prior precision of the output weights (> 0), default 1 (eq. 4).
+        feature_scale: multiplier of the features (> 0).
+        ridge: prior precision of the output weights (> 0; eq. 4).
         momentum: ``None`` (exact sum over the last epoch) or in (0, 1) (eq. 5).
-        mean_field_factor: lambda of the mean-field logit (>= 0), default pi/8.
-        samples: joint posterior draws per query (>= 1), default 30.
+        mean_field_factor: lambda of the mean-field logit (>= 0; pi/8 in the paper).
+        samples: joint posterior draws per query (>= 1).
         loss: ``"bce"`` or ``"focal"``.
         focal_gamma: focal-loss gamma (>= 0) or ``"adaptive"`` (used with ``loss="focal"``).
-        head_dropout: dropout on the pooled feature before the GP layer, default 0.1.
-        output_init: initial GP output weights beta: ``"dense"`` (default: a seeded draw of
+        head_dropout: dropout on the pooled feature before the GP layer.
+        output_init: initial GP output weights beta: ``"dense"`` (a seeded draw of
             ``U(-1/sqrt(L), 1/sqrt(L))``), ``"prior"`` (``N(0, I / ridge)``) or ``"zero"``
             (see :mod:`calibrank.gp.random_features` for why zero stalls fine-tuning).
-        head_lr: learning rate of the GP output layer beta (default ``None``: the encoder's
+        head_lr: learning rate of the GP output layer beta (``None``: the encoder's
             ``training.lr``, one rate for the whole model as in GPF-BERT). The random features
             are bounded (``||Phi|| <= sqrt(2) s``), so the encoder cannot widen the logits'
             range as it does through a dense head (there the pooled features, of norm ~1.2 at
@@ -305,76 +224,33 @@ class SNGPRanker(Ranker):
 
     name = "sngp"
     kind = "sngp"  # cache kind: sngp and gpf_bert with identical settings share the trained model
+    #: The config section whose fields are the keyword arguments.
+    section: ClassVar[type[RandomFeatureGPConfig]] = SNGPConfig
 
-    def __init__(
-        self,
-        *,
-        spectral_norm: str = "pooler",
-        sn_bound: float = 0.95,
-        sn_power_iterations: int = 1,
-        n_features: int = 1024,
-        length_scale: float = 1.0,
-        feature_scale: float = 1.0,
-        ridge: float = 1.0,
-        momentum: float | None = None,
-        mean_field_factor: float = math.pi / 8,
-        samples: int = 30,
-        loss: str = "bce",
-        focal_gamma: float | str = 2.0,
-        head_dropout: float = 0.1,
-        head_lr: float | None = None,
-        output_init: str = "dense",
-        **kw: Any,
-    ) -> None:
+    def __init__(self, **kw: Any) -> None:
+        settings, kw = ranker_settings(self.section, self.name, kw)
         super().__init__(**kw)
-        from .focal import check_gamma  # local import: focal.py imports this module
-
-        where = self.name
-        spectral_norm = getattr(spectral_norm, "value", spectral_norm)  # a config enum member or its value
-        loss = getattr(loss, "value", loss)
-        if spectral_norm not in SPECTRAL_NORM_CHOICES:
-            raise ValueError(f"{where}: spectral_norm must be one of {', '.join(map(repr, SPECTRAL_NORM_CHOICES))}, "
-                             f"got {spectral_norm!r}")
-        _check_positive(where, "sn_bound", sn_bound)
-        _check_positive(where, "sn_power_iterations", sn_power_iterations, integer=True)
-        if not (isinstance(n_features, int) and not isinstance(n_features, bool) and n_features >= 1):
-            raise ValueError(f"{where}: n_features must be an integer >= 1 (number of random features), got {n_features!r}")
-        _check_positive(where, "length_scale", length_scale)
-        _check_positive(where, "feature_scale", feature_scale)
-        _check_positive(where, "ridge", ridge)
-        if momentum is not None and not (isinstance(momentum, (int, float)) and 0.0 < momentum < 1.0):
-            raise ValueError(f"{where}: momentum must be null (exact sum) or in the open interval (0, 1), got {momentum!r}")
-        _check_positive(where, "mean_field_factor", mean_field_factor, allow_zero=True)
-        _check_positive(where, "samples", samples, integer=True)
-        if head_lr is None:
-            head_lr = self.training.lr  # one rate for the whole model, as in the papers
-        _check_positive(where, "head_lr", head_lr)
-        output_init = getattr(output_init, "value", output_init)
-        if output_init not in OUTPUT_INITS:
-            raise ValueError(f"{where}: output_init must be one of {', '.join(map(repr, OUTPUT_INITS))}, "
-                             f"got {output_init!r}")
-        if loss not in ("bce", "focal"):
-            raise ValueError(f"{where}: loss must be 'bce' or 'focal', got {loss!r}")
-        focal_gamma = check_gamma(focal_gamma, f"{where}: focal_gamma")
-        if not (isinstance(head_dropout, (int, float)) and 0.0 <= head_dropout < 1.0):
-            raise ValueError(f"{where}: head_dropout must be a probability in [0, 1), got {head_dropout!r}")
-        self.spectral_norm = spectral_norm
-        self.sn_bound = float(sn_bound)
-        self.sn_power_iterations = int(sn_power_iterations)
+        self.settings = settings
+        self.spectral_norm = settings.spectral_norm.value
+        self.sn_bound = settings.sn_bound
+        self.sn_power_iterations = settings.sn_power_iterations
         self.gp_params = {
-            "n_features": int(n_features),
-            "length_scale": float(length_scale),
-            "feature_scale": float(feature_scale),
-            "ridge": float(ridge),
-            "momentum": None if momentum is None else float(momentum),
-            "mean_field_factor": float(mean_field_factor),
-            "output_init": output_init,
+            "n_features": settings.n_features,
+            "length_scale": settings.length_scale,
+            "feature_scale": settings.feature_scale,
+            "ridge": settings.ridge,
+            "momentum": settings.momentum,
+            "mean_field_factor": settings.mean_field_factor,
+            "output_init": settings.output_init.value,
         }
-        self.samples = int(samples)
-        self.loss = loss
-        self.focal_gamma = focal_gamma
-        self.head_dropout = float(head_dropout)
-        self.head_lr = float(head_lr)
+        self.samples = settings.samples
+        # gpf_bert's section has no loss: it always trains with focal loss
+        self.loss = getattr(settings, "loss", SNGPLoss.focal).value
+        gamma = settings.focal_gamma
+        self.focal_gamma = gamma.value if isinstance(gamma, FocalGamma) else gamma
+        self.head_dropout = settings.head_dropout
+        # None: one rate for the whole model, as in the papers
+        self.head_lr = float(self.training.lr if settings.head_lr is None else settings.head_lr)
         self.trained: TrainedModel | None = None
 
     # -------------------------------------------------------------- model, loss, hooks
@@ -386,7 +262,7 @@ class SNGPRanker(Ranker):
             "sn_power_iterations": self.sn_power_iterations,
             **self.gp_params,
             "loss": self.loss,
-            "focal_gamma": self.focal_gamma if self.loss == "focal" else None,
+            "focal_gamma": self.focal_gamma if self.loss == SNGPLoss.focal else None,
             "head_dropout": self.head_dropout,
             "head_lr": self.head_lr,
         }
@@ -412,10 +288,8 @@ class SNGPRanker(Ranker):
         logits, phi = model.train_logits(batch)
         if model.training:  # always so inside the training loop; never in evaluation
             model.head.update_precision(phi, logits)
-        if self.loss == "focal":
-            from .focal import focal_loss
-
-            return focal_loss(logits, labels, self.focal_gamma)
+        if self.loss == SNGPLoss.focal:
+            return focal(logits, labels, self.focal_gamma)
         return binary_cross_entropy(logits, labels)
 
     @staticmethod

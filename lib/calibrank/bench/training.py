@@ -41,10 +41,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from .bench_common import log, positive_int, ratio, target
-from .config import ContextStyle, TrainingConfig
-from .data.schema import RankingQuery
-from .data.splits import format_context
+from ..config import ContextStyle, TrainingConfig
+from ..data.schema import RankingQuery
+from ..data.splits import format_context
+from .common import log, positive_int, ratio, target
 
 __all__ = ["SECTION", "TARGET_SPEEDUP", "bench_training", "run_calibrank", "run_sentence_transformers", "st_fit_available"]
 
@@ -65,7 +65,7 @@ def st_fit_available() -> tuple[bool, str]:
 
 def _take_pairs(pairs, n: int):
     """The first ``n`` tokenised pairs (query order) as a :class:`calibrank.training.Pairs`."""
-    from .training import Pairs
+    from ..training import Pairs
 
     return Pairs(
         input_ids=pairs.input_ids[:n],
@@ -106,10 +106,10 @@ def _window(ends: list[float], warmup: int, steps: int) -> float:
 def run_calibrank(queries: Sequence[RankingQuery], settings: TrainingConfig, *, warmup: int, steps: int, seed: int = 0,
                   context_style: ContextStyle | str = ContextStyle.plain, device: torch.device | None = None) -> dict[str, Any]:
     """Train our CrossEncoder for ``warmup + steps`` steps with :func:`train_model`; time the last ``steps``."""
-    from .backbone import load_backbone
-    from .losses import binary_cross_entropy
-    from .rankers.base import CrossEncoder
-    from .training import encode_pairs, train_model, use_bf16
+    from ..backbone import load_backbone
+    from ..losses import binary_cross_entropy
+    from ..rankers.base import CrossEncoder
+    from ..training import encode_pairs, train_model, use_bf16
 
     device = device or torch.device("cpu")
     n = (warmup + steps) * settings.batch_size
@@ -192,7 +192,7 @@ def _timed_trainer(ends: list[float], info: dict[str, Any]):
 
 def _st_checkpoint(settings: TrainingConfig, seed: int, workdir: Path) -> str:
     """A folder sentence-transformers can load with the backbone's weights (MiniLM's own; tiny-random saved)."""
-    from .backbone import TINY, load_backbone, resolve_checkpoint
+    from ..backbone import TINY, load_backbone, resolve_checkpoint
 
     if settings.backbone != TINY:  # MiniLM's local folder, another local folder, or a name in the local HF cache
         return str(resolve_checkpoint(settings.backbone))

@@ -4,6 +4,9 @@ Layout: the machine the figures were taken on; one table of every ratio beside i
 whether it is met; then a section per benchmark — a table of its own for the sections with a
 known shape (training throughput, inference per query, peak memory) and, for every section,
 the full key/value listing of what bench.json holds.
+
+:func:`write_results` merges sections into ``bench.json`` and rewrites both renderings; every
+file is written atomically.
 """
 
 from __future__ import annotations
@@ -11,9 +14,13 @@ from __future__ import annotations
 import html
 import json
 import math
+import os
+from pathlib import Path
 from typing import Any
 
-__all__ = ["layout", "to_markdown", "to_html", "fmt"]
+from .. import runs
+
+__all__ = ["layout", "to_markdown", "to_html", "fmt", "render_markdown", "render_html", "write_results"]
 
 Block = tuple  # ("h1"|"h2"|"h3"|"p", text) | ("table", header, rows) | ("details", summary, [blocks])
 
@@ -193,3 +200,34 @@ def to_html(blocks: list[Block]) -> str:
     body = "\n".join(_html_blocks(blocks))
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>Benchmarks</title>'
             f"<style>{_CSS}</style></head><body>\n{body}\n</body></html>\n")
+
+
+def render_markdown(results: dict[str, Any]) -> str:
+    """bench.md: machine, every ratio beside its target, then each section (:func:`layout`)."""
+    return to_markdown(layout(results))
+
+
+def render_html(results: dict[str, Any]) -> str:
+    """bench.html: the same tables as bench.md in one standalone page."""
+    return to_html(layout(results))
+
+
+def write_results(out_dir: str | os.PathLike, sections: dict[str, Any]) -> dict[str, Any]:
+    """Merge ``sections`` into ``out_dir/bench.json`` (other top-level keys kept); rewrite bench.md and bench.html. All atomic."""
+    out = Path(out_dir)
+    path = out / "bench.json"
+    merged: dict[str, Any] = {}
+    if path.exists():
+        try:
+            merged = runs.read_json(path)
+        except json.JSONDecodeError as exc:
+            raise SystemExit(f"{path}: not valid JSON ({exc}); fix or remove it, it may hold other benchmarks") from exc
+        if not isinstance(merged, dict):
+            raise SystemExit(f"{path}: expected a JSON object of sections, got {type(merged).__name__}")
+    merged.update(sections)
+    runs.write_json(path, merged)
+    with runs.atomic_path(out / "bench.md") as tmp:
+        tmp.write_text(render_markdown(merged), encoding="utf-8")
+    with runs.atomic_path(out / "bench.html") as tmp:
+        tmp.write_text(render_html(merged), encoding="utf-8")
+    return merged

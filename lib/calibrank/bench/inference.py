@@ -33,13 +33,14 @@ from unittest import mock
 
 import numpy as np
 
-from .bench_common import log, positive_int, ratio, target
-from .config import Config, RankerName
+from ..config import Config, RankerName
+from .common import log, positive_int, ratio, target
 
 __all__ = ["SECTION", "SINGLE_PASS", "SINGLE_PASS_TARGET", "bench_inference", "cached_ranker", "short_trained_ranker"]
 
 SECTION = "inference_per_query"
-SINGLE_PASS = ("temperature", "focal", "sngp", "gpf_bert", "pg_drr")
+SINGLE_PASS = tuple(r.value for r in (RankerName.temperature, RankerName.focal, RankerName.sngp, RankerName.gpf_bert,
+                                     RankerName.pg_drr))
 SINGLE_PASS_TARGET = 1.10
 
 
@@ -49,8 +50,8 @@ class _NotCached(Exception):
 
 def cached_ranker(cfg: Config, name: str, train_corpus: str):
     """The ranker fitted from the profile's model cache, or None when fitting it would train a model."""
-    from . import experiment
-    from .rankers import base
+    from .. import experiment
+    from ..rankers import base
 
     def _refuse(*_args, **_kw):
         raise _NotCached
@@ -76,8 +77,8 @@ def short_trained_ranker(cfg: Config, name: str, train_corpus: str, models_dir: 
     ``n_train`` is raised to the queries PG-DRR's inducing set needs. Models are cached in
     ``models_dir`` (rankers sharing a model, e.g. ``bert`` and ``mc_dropout``, train it once).
     """
-    from .querysets import load_query_set
-    from .rankers import ranker_from_config
+    from ..querysets import load_query_set
+    from ..rankers import ranker_from_config
 
     n_train = positive_int(n_train, "n_train")
     n_valid = positive_int(n_valid, "n_valid", minimum=2)
@@ -105,7 +106,7 @@ def bench_inference(cfg: Config, *, n_queries: int = 50, repeats: int = 3, warmu
     ``use_cache=False`` always builds the rankers by the short training (in ``models_dir``, a
     temporary folder by default).
     """
-    from . import efficiency
+    from .. import efficiency
 
     n_queries = positive_int(n_queries, "n_queries")
     repeats = positive_int(repeats, "repeats")

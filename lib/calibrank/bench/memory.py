@@ -1,6 +1,6 @@
 """``peak_memory``: peak resident memory of a training run and of PG-DRR's Pólya-Gamma Gibbs sampler.
 
-What is measured: each job runs in a fresh Python subprocess (``python -m calibrank.bench_memory
+What is measured: each job runs in a fresh Python subprocess (``python -m calibrank.bench.memory
 --child SPEC``) that first imports what every job needs (torch, transformers' BERT, calibrank's
 training loop, rankers and GP code) and reads its own peak resident set size
 as the *baseline*; then it runs the job and reads the peak again. The peak is the process's
@@ -39,7 +39,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .bench_common import log, positive_int
+from ..config import PGDRRConfig
+from .common import log, positive_int
 
 __all__ = ["SECTION", "bench_memory", "run_job", "gibbs_estimate_mb", "available_mb"]
 
@@ -99,9 +100,9 @@ def _child(spec: dict[str, Any]) -> dict[str, Any]:
     import torch
     from transformers import BertModel  # noqa: F401  (part of the common baseline)
 
-    from .gp import polya_gamma
-    from .rankers import base  # noqa: F401
-    from . import training  # noqa: F401
+    from ..gp import polya_gamma
+    from ..rankers import base  # noqa: F401
+    from .. import training  # noqa: F401
 
     baseline, source = peak_rss_mb()
     device = torch.device(spec.get("device") or "cpu")
@@ -111,11 +112,11 @@ def _child(spec: dict[str, Any]) -> dict[str, Any]:
     info: dict[str, Any] = {}
     job = spec["job"]
     if job == "train":
-        from .backbone import load_backbone
-        from .config import Precision, TrainingConfig
-        from .data.io import read_queries
-        from .losses import binary_cross_entropy
-        from .bench_training import _take_pairs
+        from ..backbone import load_backbone
+        from ..config import Precision, TrainingConfig
+        from ..data.io import read_queries
+        from ..losses import binary_cross_entropy
+        from .training import _take_pairs
 
         raw = dict(spec["settings"])
         raw["precision"] = Precision(raw["precision"])
@@ -138,7 +139,8 @@ def _child(spec: dict[str, Any]) -> dict[str, Any]:
         n, dim = int(spec["n"]), int(spec["dim"])
         rng = np.random.default_rng(int(spec["seed"]))
         feats = torch.from_numpy(rng.standard_normal((n, dim)) * float(spec.get("feature_scale", 0.05))).float().to(device)
-        K = polya_gamma.rbf_kernel(feats, feats, float(spec.get("length_scale", 1.0)), float(spec.get("output_scale", 8.0)))
+        K = polya_gamma.rbf_kernel(feats, feats, float(spec.get("length_scale", PGDRRConfig.length_scale)),
+                                   float(spec.get("output_scale", PGDRRConfig.output_scale)))
         y = torch.from_numpy(rng.permutation(np.arange(n) % 2)).to(device)
         res = polya_gamma.gibbs_gp(K, y, 0.0, int(spec["steps"]), int(spec["chains"]), rng=rng)
         info.update(jitter=float(res.jitter), w_shape=list(res.w.shape))
@@ -157,7 +159,7 @@ def _child(spec: dict[str, Any]) -> dict[str, Any]:
 
 def run_job(spec: dict[str, Any], *, timeout_s: float = 900.0) -> dict[str, Any]:
     """Run one job in a fresh subprocess; its measurements, or ``{"error": ...}`` when it failed or timed out."""
-    cmd = [sys.executable, "-m", "calibrank.bench_memory", "--child", json.dumps(spec)]
+    cmd = [sys.executable, "-m", "calibrank.bench.memory", "--child", json.dumps(spec)]
     env = dict(os.environ, TQDM_DISABLE="1", TOKENIZERS_PARALLELISM="false")
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env)
@@ -175,10 +177,11 @@ def _plain_settings(settings) -> dict[str, Any]:
 
 
 def bench_memory(queries, settings, *, train_steps: int = 10, gibbs_sizes: Sequence[int] = (256, 1024, 2048),
-                 gibbs_chains: int = 30, gibbs_steps: int = 10, feature_dim: int = 384, laptop_inducing: int = 256,
+                 gibbs_chains: int = PGDRRConfig.gibbs_chains, gibbs_steps: int = PGDRRConfig.gibbs_steps,
+                 feature_dim: int = 384, laptop_inducing: int = 256,
                  seed: int = 0, context_style: str = "plain", device: str = "cpu", timeout_s: float = 900.0) -> dict[str, Any]:
     """Peak RSS (and its increment over the imports-only baseline) of a training run and of the Gibbs sampler at each size."""
-    from .data.io import write_queries
+    from ..data.io import write_queries
 
     train_steps = positive_int(train_steps, "train_steps")
     gibbs_chains = positive_int(gibbs_chains, "gibbs_chains")
@@ -219,7 +222,7 @@ def bench_memory(queries, settings, *, train_steps: int = 10, gibbs_sizes: Seque
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m calibrank.bench_memory", description="one peak-memory job (child side)")
+    parser = argparse.ArgumentParser(prog="python -m calibrank.bench.memory", description="one peak-memory job (child side)")
     parser.add_argument("--child", required=True, help="the job as JSON")
     args = parser.parse_args(argv)
     result = _child(json.loads(args.child))

@@ -1,0 +1,17 @@
+"""Speed and memory benchmarks (``make bench``, ``python -m calibrank.bench``), each figure measured side by side.
+
+- :mod:`.__main__`: the command line; runs the sections below and writes ``bench.json``,
+  ``bench.md`` and ``bench.html``.
+- :mod:`.retrieval`: ``negatives_bm25`` and ``negatives_embedding``, the retrieval behind the
+  negative samplers (bm25s against rank_bm25, faiss against numpy) on chit-chat data.
+- :mod:`.training`: ``training_throughput``, our training loop against sentence-transformers'
+  ``CrossEncoder.fit``.
+- :mod:`.inference`: ``inference_per_query``, every ranker against ``bert`` on the same queries.
+- :mod:`.memory`: ``peak_memory`` of a training run and of PG-DRR's Gibbs sampler, each in a fresh
+  subprocess (``python -m calibrank.bench.memory --child``).
+- :mod:`.common`: logging, ratios and the target check shown beside each ratio.
+- :mod:`.render`: ``bench.json`` merged and rendered as markdown and HTML.
+
+The machine a run took place on is described by :func:`calibrank.efficiency.machine_info`.
+Nothing is imported here, so that a memory job's imports-only baseline holds only what it needs.
+"""

@@ -1,0 +1,174 @@
+"""Every named choice a profile offers, one list per option.
+
+Each option is a ``str`` enum: a member compares equal to its name (``Pooling.mean == "mean"``),
+so a module can take either. The config (:mod:`calibrank.config`) reads params files into these
+members and the modules that act on an option check their arguments against the same enum, so a
+choice is added or renamed in one place. The module imports nothing but the standard library:
+the config and the command-line tools load it without torch.
+"""
+
+from __future__ import annotations
+
+import enum
+
+__all__ = [
+    "Corpus",
+    "ContextStyle",
+    "Positions",
+    "SamplerName",
+    "Precision",
+    "RankerName",
+    "Pooling",
+    "SpectralNormPlacement",
+    "SNGPLoss",
+    "FocalGamma",
+    "RFOutputInit",
+    "GPKernel",
+    "GPMeanFunction",
+    "MATERN_NU",
+    "names",
+]
+
+
+def names(choice: type[enum.Enum]) -> str:
+    """The values of an enum quoted and comma-separated, for error messages: ``'rbf', 'matern', 'linear'``."""
+    return ", ".join(repr(m.value) for m in choice)
+
+
+# ----------------------------------------------------------------------------- data
+
+
+class Corpus(str, enum.Enum):
+    """Corpora the data layer can read (see :mod:`calibrank.data.corpora`)."""
+
+    chitchat = "chitchat"
+    chatterbot = "chatterbot"
+    msdialog = "msdialog"
+    mantis = "mantis"
+    udc_dstc8 = "udc_dstc8"
+
+
+class ContextStyle(str, enum.Enum):
+    """How context utterances are joined into one string (:func:`calibrank.data.format_context`).
+
+    ``plain``: joined with a space. ``separators``: the first paper's ``[UTTERANCE_SEP]`` after
+    every utterance and ``[TURN_SEP]`` after every second one. ``utterance_sep``: only
+    ``[UTTERANCE_SEP]`` (what the first paper used for UDC).
+    """
+
+    plain = "plain"
+    separators = "separators"
+    utterance_sep = "utterance_sep"
+
+
+class Positions(str, enum.Enum):
+    """Which responses of a dialogue become examples: every turn after the first, or the last only."""
+
+    all = "all"
+    last = "last"
+
+
+class SamplerName(str, enum.Enum):
+    """Negative samplers (:mod:`calibrank.negatives`)."""
+
+    random = "random"
+    bm25 = "bm25"
+    mixed = "mixed"
+    embedding = "embedding"
+
+
+# ----------------------------------------------------------------------------- training
+
+
+class Precision(str, enum.Enum):
+    """Arithmetic of forward passes: ``auto`` is bf16 autocast where the CPU or GPU supports it, else fp32."""
+
+    auto = "auto"
+    bf16 = "bf16"
+    fp32 = "fp32"
+
+
+class RankerName(str, enum.Enum):
+    """Rankers selectable by name (:func:`calibrank.rankers.make_ranker`)."""
+
+    bert = "bert"
+    mc_dropout = "mc_dropout"
+    ensemble = "ensemble"
+    temperature = "temperature"
+    focal = "focal"
+    sngp = "sngp"
+    gpf_bert = "gpf_bert"
+    pg_drr = "pg_drr"
+
+
+class Pooling(str, enum.Enum):
+    """The feature the ranker's head reads (:class:`calibrank.rankers.base.CrossEncoder`).
+
+    ``pooler``: BERT's pooler (dense + tanh over the last ``[CLS]`` state), the first paper's
+    head. ``mean``: the attention-masked mean of the last hidden states, the feature a
+    sentence-transformers checkpoint such as all-MiniLM-L6-v2 was fine-tuned to produce (its
+    pooler predates that fine-tuning). ``segments``: ``sqrt(d) * u * v`` with ``u`` / ``v`` the
+    unit-length means of the last hidden states over the context / response tokens of the
+    joint encoding; the head starts as a scaled cosine of the two (the sentence-embedding
+    objective MiniLM was trained with) and the encoder still attends across the pair.
+    """
+
+    pooler = "pooler"
+    mean = "mean"
+    segments = "segments"
+
+
+# ----------------------------------------------------------------------------- rankers
+
+
+class SpectralNormPlacement(str, enum.Enum):
+    """Where ``sngp`` / ``gpf_bert`` spectrally normalise the encoder (GPF-BERT eq. 1): the pooler's
+    dense layer, every linear layer, or nowhere (:func:`calibrank.rankers.sngp.apply_spectral_norm_to`)."""
+
+    pooler = "pooler"
+    none = "none"
+    all = "all"
+
+
+class SNGPLoss(str, enum.Enum):
+    """Training loss of ``sngp`` on the GP posterior-mean logits (:mod:`calibrank.losses`)."""
+
+    bce = "bce"
+    focal = "focal"
+
+
+class FocalGamma(str, enum.Enum):
+    """Named focal-loss gammas; any other gamma is a number >= 0 (:func:`calibrank.losses.focal`).
+
+    ``adaptive``: the sample-dependent gamma of Mukhoti et al. (2020, "FLSD-53").
+    """
+
+    adaptive = "adaptive"
+
+
+class RFOutputInit(str, enum.Enum):
+    """Start of the output weights of the random-feature GP layer (``sngp``, ``gpf_bert``;
+    :class:`calibrank.gp.RandomFeatureGP`)."""
+
+    dense = "dense"
+    prior = "prior"
+    zero = "zero"
+
+
+class GPKernel(str, enum.Enum):
+    """Kernel of the ``pg_drr`` GP layer (RBF in the paper, eq. 4; Matérn and linear in its ablation, sec. 5.3)."""
+
+    rbf = "rbf"
+    matern = "matern"
+    linear = "linear"
+
+
+class GPMeanFunction(str, enum.Enum):
+    """Prior mean of the ``pg_drr`` GP layer: ``m0`` (constant) or ``m0 + v^T z`` (linear)."""
+
+    constant = "constant"
+    linear = "linear"
+
+
+#: Smoothness values ``nu`` of the Matérn kernel with a closed form (:func:`calibrank.gp.matern_kernel`).
+MATERN_NU = (0.5, 1.5, 2.5)
