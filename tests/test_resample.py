@@ -131,3 +131,19 @@ def test_bad_arguments_name_the_parameter():
         R.compare(f, f, alternative="up")
     with pytest.raises(ValueError, match="level"):
         R.interval(f, level=95)
+
+
+def test_opposite_tail_flags_a_significant_change_the_wrong_way():
+    good, bad = _pred(3.0, 1), _pred(0.0, 2)
+    c = R.compare(R.features(bad, "R@1"), R.features(good, "R@1"), alternative="greater")
+    assert c.pvalue > 0.99 and c.pvalue_opposite < 0.01
+
+
+def test_unpaired_comparison_of_two_test_sets():
+    a = R.features(_pred(3.0, 1, q=100), "R@1")
+    b = R.features(_pred(0.0, 2, q=80, qids=np.arange(500, 580).astype(str)), "R@1")
+    with pytest.raises(PredictionsError):
+        R.compare(a, b)
+    c = R.compare(a, b, paired=False, groups=["x"], b_groups=["y"], alternative="greater")
+    assert c.n_queries == 180 and c.pvalue < 0.01 and c.pvalue_opposite > 0.99
+    assert "bootstrap" in c.note
