@@ -51,6 +51,8 @@ endif
 endif
 PROFILE_QUERY = $(shell test -x $(BIN)/python && $(BIN)/python -m calibrank.config $(1) $(PROFILE) 2>/dev/null)
 TRAIN_RUNS := $(call PROFILE_QUERY,train-runs)
+# The params files the profile reads (itself and the profiles it extends).
+PARAMS := $(or $(call PROFILE_QUERY,sources),params/$(PROFILE).yaml)
 TRAIN_CORPORA := $(call PROFILE_QUERY,train-corpora)
 ANALYSES := 04_calibration 05_risk_aware 06_nota 07_efficiency
 STEPS := $(NOTEBOOKS) $(addprefix 03_train-,$(TRAIN_RUNS)) $(ANALYSES)
@@ -113,7 +115,7 @@ RUN_START := $(shell date +%s)
 OWNER = pid$$$$@$$(uname -n | tr -cd 'A-Za-z0-9-')
 SWEEP = $(BIN)/python -m calibrank.runs sweep --started $(RUN_START) $(REPORT)
 SOLO := 01_data 02_negatives 07_efficiency
-$(REPORT)/%.ipynb: notebooks/%.ipynb params/$(PROFILE).yaml $(LIB) $(STAMP) | check-profile
+$(REPORT)/%.ipynb: notebooks/%.ipynb $(PARAMS) $(LIB) $(STAMP) | check-profile
 	@mkdir -p $(REPORT)
 	@echo "== $* ($(PROFILE))"
 	@$(SWEEP)
@@ -123,7 +125,7 @@ $(REPORT)/%.ipynb: notebooks/%.ipynb params/$(PROFILE).yaml $(LIB) $(STAMP) | ch
 	mv "$$tmp" $@
 
 # One notebook, many runs: the stem names the ranker, the training corpus and the seed.
-$(REPORT)/03_train-%.ipynb: notebooks/03_train.ipynb $(REPORT)/02_negatives.ipynb params/$(PROFILE).yaml $(LIB) $(STAMP) | check-profile
+$(REPORT)/03_train-%.ipynb: notebooks/03_train.ipynb $(REPORT)/02_negatives.ipynb $(PARAMS) $(LIB) $(STAMP) | check-profile
 	@echo "== 03_train $* ($(PROFILE))"
 	@$(SWEEP)
 	tmp=$(REPORT)/.tmp-03_train-$*.$(OWNER).ipynb; \
@@ -139,7 +141,7 @@ PREDICTIONS_MK := build/make/predictions-$(PROFILE).mk
 ifneq ($(NEEDS_PROFILE),)
 -include $(PREDICTIONS_MK)
 endif
-$(PREDICTIONS_MK): params/$(PROFILE).yaml $(LIB) $(STAMP)
+$(PREDICTIONS_MK): $(PARAMS) $(LIB) $(STAMP)
 	@mkdir -p $(@D)
 	@$(BIN)/python -m calibrank.runs predictions $(PROFILE) \
 	  | awk '{ printf "PREDICTIONS_%s :=", $$1; for (i = 2; i <= NF; i++) printf " %s", $$i; print "" }' > $@.tmp-$$$$ \
@@ -160,7 +162,7 @@ GRID := runs/$(PROFILE)/grid
 ENSEMBLE_MEMBERS := $(if $(filter ensemble-%,$(TRAIN_RUNS)),$(shell test -x $(BIN)/python && $(BIN)/python -m calibrank.grid members $(PROFILE) 2>/dev/null))
 $(foreach tok,$(ENSEMBLE_MEMBERS),$(eval $(REPORT)/03_train-$(firstword $(subst =, ,$(tok))).ipynb: $(patsubst %,$(GRID)/%.json,$(subst $(comma), ,$(lastword $(subst =, ,$(tok)))))))
 MEMBER_ARGS = $(word 1,$(subst -, ,$(1))) --seed $(patsubst seed%,%,$(word 2,$(subst -, ,$(1)))) --member $(patsubst member%,%,$(word 3,$(subst -, ,$(1))))
-$(GRID)/ensemble-%.json: $(REPORT)/02_negatives.ipynb params/$(PROFILE).yaml $(LIB) $(STAMP) | check-profile
+$(GRID)/ensemble-%.json: $(REPORT)/02_negatives.ipynb $(PARAMS) $(LIB) $(STAMP) | check-profile
 	@echo "== ensemble member $* ($(PROFILE))"
 	OMP_NUM_THREADS=$(THREADS) TQDM_DISABLE=1 $(BIN)/python -m calibrank.grid train $(PROFILE) ensemble $(call MEMBER_ARGS,$*)
 

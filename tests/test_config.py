@@ -84,7 +84,7 @@ def test_invalid_yaml_is_a_config_error(tmp_path):
 
 
 def test_unknown_profile_lists_the_known_ones(tmp_root):
-    with pytest.raises(ConfigError, match="known profiles: laptop, paper, smoke"):
+    with pytest.raises(ConfigError, match="known profiles: laptop, laptop-3seeds, paper, paper2023, smoke"):
         load_config("nosuch")
 
 
@@ -179,3 +179,42 @@ def test_seeds_fit_the_rngs(tmp_path):
     path.write_text(f"profile: x\nrankers: {{seeds: [1, {2**64}]}}\n")
     with pytest.raises(ConfigError, match=r"rankers.seeds\[1\]: expected an integer in 0..2\*\*32-1"):
         load_config(path)
+
+
+# ------------------------------------------------------------------------------ extends
+def test_a_profile_extends_another_and_says_only_what_differs(tmp_root):
+    base = load_config("laptop")
+    three = load_config("laptop-3seeds")
+    assert three.profile == "laptop-3seeds" and three.rankers.seeds == (13, 14, 15)
+    assert three.training == base.training and three.negatives == base.negatives and three.data == base.data
+    assert three.rankers.names == base.rankers.names  # a mapping merges key by key
+    p23 = load_config("paper2023")
+    assert (p23.negatives.train.value, p23.negatives.train_k) == ("random", 9)
+    assert p23.training == load_config("paper").training
+
+
+def test_extends_errors_name_the_file(tmp_root):
+    params = tmp_root / "params"
+    (params / "a.yaml").write_text("extends: b\nprofile: a\n", encoding="utf-8")
+    (params / "b.yaml").write_text("extends: a\nprofile: b\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"a\.yaml: extends: .*circle \(a -> b -> a\)"):
+        load_config("a")
+    (params / "c.yaml").write_text("extends: [laptop]\nprofile: c\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"c\.yaml: extends: expected the name of another profile"):
+        load_config("c")
+    (params / "d.yaml").write_text("extends: nosuch\nprofile: d\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"nosuch\.yaml: no such params file"):
+        load_config("d")
+    (params / "e.yaml").write_text("extends: laptop\n", encoding="utf-8")  # the name is not inherited
+    with pytest.raises(ConfigError, match=r"e\.yaml: profile: missing required key"):
+        load_config("e")
+    (params / "f.yaml").write_text("extends: laptop\nprofile: f\nrankers: {sedes: [1]}\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"f\.yaml: .*sedes"):
+        load_config("f")
+
+
+def test_sources_lists_the_chain(tmp_root, capsys):
+    from calibrank.config import main
+
+    assert main(["sources", "laptop-3seeds"]) == 0
+    assert capsys.readouterr().out.split() == ["params/laptop-3seeds.yaml", "params/laptop.yaml"]

@@ -764,9 +764,14 @@ _ProfileLoader.add_implicit_resolver(
     "tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9][0-9_]*[eE][-+]?[0-9]+$"), list("-+0123456789"))
 
 
-def load_config(profile: str | os.PathLike, overrides: dict[str, Any] | None = None) -> Config:
-    """Read and validate a profile; ``overrides`` maps dotted keys (``"data.max_dialogues"``) to values."""
-    path = profile_path(profile)
+EXTENDS = "extends"
+"""A profile may start from another one: ``extends: laptop`` takes every key of
+``params/laptop.yaml`` and the file's own keys replace them (mappings merge key by key,
+anything else is replaced whole), so a variant says only what differs."""
+
+
+def _read_profile(path: Path) -> dict[str, Any]:
+    """One params file as a mapping, strictly parsed; errors name the file (and line)."""
     if not path.exists():
         known = sorted(p.stem for p in (project_root() / "params").glob("*.yaml"))
         raise ConfigError(f"{path}: no such params file; known profiles: {', '.join(known) or 'none'}")
@@ -776,9 +781,53 @@ def load_config(profile: str | os.PathLike, overrides: dict[str, Any] | None = N
         raise ConfigError(f"{path}: not valid YAML ({exc})") from exc
     except ConfigError as exc:
         raise ConfigError(f"{path}:{exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     raw = raw if raw is not None else {}
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: expected a mapping of keys at the top level")
+    return raw
+
+
+def _merge(base: dict[str, Any], own: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in own.items():
+        out[key] = _merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+def profile_sources(profile: str | os.PathLike) -> list[Path]:
+    """The params files a profile reads, itself first, then what it extends (in order)."""
+    chain: list[Path] = []
+    path = profile_path(profile)
+    while True:
+        if path in chain:
+            raise ConfigError(f"{chain[0]}: {EXTENDS}: the profiles extend each other in a circle "
+                              f"({' -> '.join(p.stem for p in [*chain, path])})")
+        chain.append(path)
+        parent = _read_profile(path).get(EXTENDS)
+        if parent is None:
+            return chain
+        if not isinstance(parent, str) or not re.fullmatch(r"[A-Za-z0-9_-]+", parent):
+            raise ConfigError(f"{path}: {EXTENDS}: expected the name of another profile (e.g. laptop); got {parent!r}")
+        path = profile_path(parent)
+
+
+def load_config(profile: str | os.PathLike, overrides: dict[str, Any] | None = None) -> Config:
+    """Read and validate a profile; ``overrides`` maps dotted keys (``"data.max_dialogues"``) to values.
+
+    A profile with ``extends: <other>`` starts from the other profile's keys (:data:`EXTENDS`).
+    """
+    sources = profile_sources(profile)
+    path = sources[0]
+    raw: dict[str, Any] = {}
+    for src in reversed(sources):
+        own = _read_profile(src)
+        own.pop(EXTENDS, None)
+        raw = _merge(raw, own)
+    raw["profile"] = _read_profile(path).get("profile")
+    if raw["profile"] is None:
+        raw.pop("profile")
     for dotted, value in (overrides or {}).items():
         _set_dotted(raw, dotted, value)
     if "profile" not in raw:
@@ -821,14 +870,14 @@ def train_runs(cfg: Config) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m calibrank.config check|train-runs|train-corpora PROFILE`` and
+    """``python -m calibrank.config check|train-runs|train-corpora|sources PROFILE`` and
     ``python -m calibrank.config run-params PROFILE RUN`` (papermill ``-p`` arguments of one 03 run),
     used by the Makefile."""
     import sys
 
     args = sys.argv[1:] if argv is None else argv
-    usage = "usage: python -m calibrank.config check|train-runs|train-corpora PROFILE | run-params PROFILE RUN"
-    if not args or args[0] not in ("check", "train-runs", "train-corpora", "run-params") or \
+    usage = "usage: python -m calibrank.config check|train-runs|train-corpora|sources PROFILE | run-params PROFILE RUN"
+    if not args or args[0] not in ("check", "train-runs", "train-corpora", "sources", "run-params") or \
             len(args) != (3 if args[0] == "run-params" else 2):
         print(usage, file=sys.stderr)
         return 2
@@ -844,6 +893,8 @@ def main(argv: list[str] | None = None) -> int:
         print(" ".join(train_runs(cfg)))
     elif args[0] == "train-corpora":
         print(" ".join(c.value for c in cfg.rankers.train_corpora))
+    elif args[0] == "sources":
+        print(" ".join(os.path.relpath(p, project_root()) for p in profile_sources(args[1])))
     elif args[0] == "check":
         print(f"{cfg.source}: ok")
     return 0
