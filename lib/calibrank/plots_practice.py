@@ -1,0 +1,191 @@
+"""Figures of notebook 08 (:mod:`calibrank.practice`), drawn from its tables (no computation of results here)."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from .plots import _panels
+
+__all__ = ["plot_conformal_coverage", "plot_listwise_reliability", "plot_performance_prediction", "plot_prior_ece",
+           "plot_recalibration", "plot_risk_coverage", "plot_shift_detection"]
+
+IN = "in distribution"
+
+
+def _empty(axes):
+    return _panels(axes, 0, 1, (4.0, 2.0))
+
+
+def plot_prior_ece(table: pd.DataFrame, *, shift: str = IN, ncols: int = 4, axes=None):
+    """ECE against non-relevant candidates per query, before (dashed) and after (solid) the prior correction.
+
+    One panel per ranker on the conditions of ``shift`` (default in distribution), from
+    :func:`calibrank.practice.prior.prior_ece_by_negatives`; bands are the 95% intervals.
+    """
+    sub = table[table["shift"] == shift]
+    if sub.empty:
+        return _empty(axes)
+    rankers = list(dict.fromkeys(sub["ranker"]))
+    panels = _panels(axes, len(rankers), ncols, (3.0, 2.7))
+    for ax, ranker in zip(panels, rankers):
+        for (corpus, sampler), g in sub[sub["ranker"] == ranker].groupby(["corpus", "sampler"], sort=False):
+            for col, style, label in (("ECE raw", "--", "as trained"), ("ECE corrected", "-", "prior-corrected")):
+                (line,) = ax.plot(g["n_nonrel"], g[col], style, marker="o", ms=3, label=label)
+                ax.fill_between(g["n_nonrel"], g[f"{col} lo"], g[f"{col} hi"], color=line.get_color(), alpha=0.15, lw=0)
+        ax.set_title(ranker, fontsize=10)
+        ax.set_xlabel("non-relevant candidates per query")
+    panels[0].set_ylabel(f"ECE ({shift})")
+    panels[0].legend(frameon=False, fontsize=8)
+    return panels
+
+
+def plot_recalibration(table: pd.DataFrame, *, ncols: int = 4, axes=None):
+    """ECE after each recalibrator (markers, 95% interval bars) per ranker, one panel per test condition; log scale.
+
+    From :func:`calibrank.practice.recalibrate.recalibration_table`.
+    """
+    if table.empty:
+        return _empty(axes)
+    groups = list(table.groupby(["corpus", "sampler"], sort=False))
+    panels = _panels(axes, len(groups), ncols, (3.6, 3.0))
+    methods = list(dict.fromkeys(table["method"]))
+    for ax, ((corpus, sampler), g) in zip(panels, groups):
+        rankers = list(dict.fromkeys(g["ranker"]))
+        x = np.arange(len(rankers))
+        for i, m in enumerate(methods):
+            r = g[g["method"] == m].set_index("ranker").reindex(rankers)
+            off = (i - (len(methods) - 1) / 2) * 0.8 / len(methods)
+            err = np.vstack([(r["ECE"] - r["ECE lo"]).clip(lower=0), (r["ECE hi"] - r["ECE"]).clip(lower=0)])
+            ax.errorbar(x + off, r["ECE"], yerr=err, fmt="o", ms=3, capsize=1.5, lw=0.8, label=m)
+        ax.set_yscale("log")
+        ax.set_xticks(x, rankers, rotation=45, ha="right", fontsize=7)
+        ax.set_title(f"{corpus} · {sampler} ({g['shift'].iloc[0]})", fontsize=9)
+    panels[0].set_ylabel("ECE (log scale)")
+    panels[-1].legend(frameon=False, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return panels
+
+
+def plot_risk_coverage(curves: pd.DataFrame, *, ncols: int = 4, axes=None):
+    """Risk-coverage curves (selective risk against coverage), one panel per ranker, one line per confidence.
+
+    From :func:`calibrank.practice.selective.selective_curves`; the dotted line is the risk at full coverage.
+    """
+    if curves.empty:
+        return _empty(axes)
+    rankers = list(dict.fromkeys(curves["ranker"]))
+    panels = _panels(axes, len(rankers), ncols, (3.0, 2.7))
+    for ax, ranker in zip(panels, rankers):
+        sub = curves[curves["ranker"] == ranker]
+        for conf, g in sub.groupby("confidence", sort=False):
+            ax.plot(g["coverage"], g["selective risk"], lw=1.2, label=conf)
+        ax.axhline(sub["selective risk"][sub["coverage"] == 1.0].iloc[0], ls=":", color="grey", lw=1)
+        ax.set_ylim(0, 1)
+        ax.set_title(ranker, fontsize=10)
+        ax.set_xlabel("coverage (share of queries answered)")
+    panels[0].set_ylabel("risk (wrong top response)")
+    fullest = max(panels, key=lambda ax: len(ax.get_legend_handles_labels()[0]))  # a panel with every confidence
+    fullest.legend(frameon=False, fontsize=8)
+    return panels
+
+
+def plot_conformal_coverage(table: pd.DataFrame, *, axes=None):
+    """Empirical coverage of the conformal sets per test condition, one marker per ranker with its
+    Clopper-Pearson interval; one panel per score x alpha; the dashed line is the target 1 - alpha.
+
+    From :func:`calibrank.practice.conformal.conformal_table`.
+    """
+    if table.empty:
+        return _empty(axes)
+    groups = list(table.groupby(["score", "alpha"], sort=False))
+    panels = _panels(axes, len(groups), 2, (5.6, 3.0), sharey=False)
+    for ax, ((score, alpha), g) in zip(panels, groups):
+        conds = list(dict.fromkeys(g["corpus"] + " · " + g["sampler"]))
+        x = np.arange(len(conds))
+        rankers = list(dict.fromkeys(g["ranker"]))
+        for i, ranker in enumerate(rankers):
+            r = g[g["ranker"] == ranker].assign(cond=lambda d: d["corpus"] + " · " + d["sampler"]).set_index("cond")
+            r = r.reindex(conds)
+            off = (i - (len(rankers) - 1) / 2) * 0.7 / len(rankers)
+            err = np.vstack([r["coverage"] - r["coverage lo"], r["coverage hi"] - r["coverage"]])
+            ax.errorbar(x + off, r["coverage"], yerr=err, fmt="o", ms=3, capsize=1.5, lw=0.8, label=ranker)
+        ax.axhline(1 - alpha, ls="--", color="black", lw=1)
+        ax.set_xticks(x, conds, rotation=20, ha="right", fontsize=7)
+        ax.set_title(f"{score}, alpha = {alpha:g} (target {1 - alpha:.2f})", fontsize=10)
+        ax.set_ylabel("coverage of the true response")
+    panels[-1].legend(frameon=False, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return panels
+
+
+def _heatmap(ax, wide: pd.DataFrame, *, vmin: float, vmax: float, cmap: str, title: str):
+    im = ax.imshow(wide.to_numpy(dtype=float), vmin=vmin, vmax=vmax, cmap=cmap, aspect="auto")
+    ax.set_xticks(range(wide.shape[1]), wide.columns, rotation=30, ha="right", fontsize=8)
+    ax.set_yticks(range(wide.shape[0]), wide.index, fontsize=8)
+    for (i, j), v in np.ndenumerate(wide.to_numpy(dtype=float)):
+        ax.text(j, i, "" if np.isnan(v) else f"{v:.2f}", ha="center", va="center", fontsize=7)
+    ax.set_title(title, fontsize=10)
+    return im
+
+
+def plot_shift_detection(table: pd.DataFrame, *, axes=None):
+    """AUROC of each uncertainty signal for telling shifted from in-distribution queries, mean over the
+    conditions of each shift kind: one heatmap per kind (rows rankers, columns signals; 0.5 = chance).
+
+    From :func:`calibrank.practice.signals.shift_detection`.
+    """
+    if table.empty:
+        return _empty(axes)
+    kinds = list(dict.fromkeys(table["shift"]))
+    panels = _panels(axes, len(kinds), 3, (3.8, 3.4), sharey=False)
+    rankers = list(dict.fromkeys(table["ranker"]))
+    for ax, kind in zip(panels, kinds):
+        wide = table[table["shift"] == kind].pivot_table(index="ranker", columns="signal", values="AUROC", aggfunc="mean")
+        im = _heatmap(ax, wide.reindex(rankers), vmin=0.0, vmax=1.0, cmap="RdBu_r", title=f"{kind}: AUROC")
+    plt.colorbar(im, ax=panels, shrink=0.8)
+    return panels
+
+
+def plot_performance_prediction(table: pd.DataFrame, *, target: str = "RR", axes=None):
+    """Kendall's tau between each signal and the query's ``target`` (RR or R@1), mean over conditions,
+    in distribution and under shift: heatmaps (rows rankers, columns signals; negative = useful).
+
+    From :func:`calibrank.practice.signals.performance_prediction`.
+    """
+    if table.empty:
+        return _empty(axes)
+    t = table.assign(setting=np.where(table["shift"] == IN, IN, "under shift"))
+    settings = list(dict.fromkeys(t["setting"]))
+    panels = _panels(axes, len(settings), 2, (4.0, 3.4), sharey=False)
+    rankers = list(dict.fromkeys(table["ranker"]))
+    for ax, s in zip(panels, settings):
+        wide = t[t["setting"] == s].pivot_table(index="ranker", columns="signal", values=f"tau {target}", aggfunc="mean")
+        im = _heatmap(ax, wide.reindex(rankers), vmin=-0.5, vmax=0.5, cmap="RdBu", title=f"{s}: tau with {target}")
+    plt.colorbar(im, ax=panels, shrink=0.8)
+    return panels
+
+
+def plot_listwise_reliability(table: pd.DataFrame, *, ncols: int = 4, axes=None):
+    """Reliability of the pointwise probabilities and of the top label of the candidate softmax, one panel
+    per ranker (fraction relevant / correct against mean predicted, non-empty buckets; diagonal = calibrated).
+
+    From :func:`calibrank.practice.listwise.listwise_reliability`.
+    """
+    if table.empty:
+        return _empty(axes)
+    rankers = list(dict.fromkeys(table["ranker"]))
+    panels = _panels(axes, len(rankers), ncols, (3.0, 3.0))
+    for ax, ranker in zip(panels, rankers):
+        sub = table[table["ranker"] == ranker]
+        for view, g in sub.groupby("view", sort=False):
+            g = g[g["count"] > 0]
+            ax.plot(g["mean_predicted"], g["fraction_positive"], marker="o", ms=3,
+                    label=f"{view} (ECE {g['ECE'].iloc[0]:.3f})")
+        ax.plot([0, 1], [0, 1], "--", color="grey", lw=1)
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1)
+        ax.set_title(ranker, fontsize=10)
+        ax.set_xlabel("mean predicted")
+        ax.legend(frameon=False, fontsize=7)
+    panels[0].set_ylabel("fraction relevant / correct")
+    return panels

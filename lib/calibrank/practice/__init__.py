@@ -1,0 +1,19 @@
+"""Beyond the papers: what a practitioner needs from a ranker's probabilities (notebook 08).
+
+Computed from the Predictions of notebook 03 only (no model is run). One concern per module:
+
+- :mod:`.prior`: the training/test prior shift and its Bayes correction (Saerens et al. 2002);
+- :mod:`.fitdata`: where post-hoc methods are fitted (validation, else a seeded half of test);
+- :mod:`.recalibrate`: Platt, isotonic, beta, temperature and prior recalibration, fitted once
+  and applied in distribution and under shift;
+- :mod:`.selective`: answer or abstain: risk-coverage curves, AURC, E-AURC, AUGRC;
+- :mod:`.conformal`: split-conformal shortlists of candidates (LAC, APS) and their coverage
+  under shift;
+- :mod:`.listwise`: the candidate distribution ``softmax(logit(p))``, query-level
+  uncertainty signals, listwise (top-label) calibration;
+- :mod:`.signals`: uncertainty for flagging shifted queries (AUROC) and for query
+  performance prediction (Kendall's tau);
+- :mod:`.findings`: one sentence per finding, computed from the tables.
+
+Nothing here imports torch.
+"""

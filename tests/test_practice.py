@@ -1,0 +1,315 @@
+"""Tests of calibrank.practice (notebook 08) against independent computations, on tiny synthetic data."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from scipy import optimize, stats
+
+from calibrank import study as st
+from calibrank.practice import conformal, findings, fitdata, listwise, prior, recalibrate, selective, signals
+from calibrank.predictions import Predictions
+from test_study import Q, write_synthetic_study
+
+
+def _sigmoid(z):
+    return 1.0 / (1.0 + np.exp(-z))
+
+
+# ------------------------------------------------------------------------------ 1 prior shift
+def test_prior_correction_is_bayes_rule_on_known_class_densities():
+    """Scores with Gaussian class densities: the posterior at prior 0.1, computed from the densities,
+    equals the prior-corrected posterior at prior 0.5."""
+    x = np.linspace(-4, 4, 41)
+    f1, f0 = stats.norm.pdf(x, 1.0, 1.0), stats.norm.pdf(x, -1.0, 1.0)
+
+    def post(pi):
+        return pi * f1 / (pi * f1 + (1 - pi) * f0)
+
+    assert np.allclose(prior.prior_correct(post(0.5), 0.5, 0.1), post(0.1))
+    assert np.allclose(prior.prior_correct(post(0.3), 0.3, 0.8), post(0.8))
+    assert prior.prior_odds_ratio(0.5, 0.1) == pytest.approx(1 / 9)
+
+
+def test_prior_correction_keeps_certain_predictions_and_rejects_bad_input():
+    assert np.array_equal(prior.prior_correct(np.array([0.0, 1.0]), 0.5, 0.1), [0.0, 1.0])  # fixed points, no clipping
+    assert np.array_equal(prior.prior_correct(np.array([0.2, 0.7]), 0.5, 0.5), [0.2, 0.7])  # same prior: unchanged
+    for bad in (0.0, 1.0, -0.1, True):
+        with pytest.raises(ValueError, match="pi_test"):
+            prior.prior_correct(np.array([0.5]), 0.5, bad)
+    with pytest.raises(ValueError, match="probabilities in"):
+        prior.prior_correct(np.array([1.2]), 0.5, 0.1)
+    with pytest.raises(ValueError, match="train_k"):
+        prior.train_prior(0)
+
+
+def test_prior_correction_calibrates_a_balanced_model_on_one_in_ten():
+    """A model calibrated on 1:1 pairs is calibrated on 1:9 lists after the correction (and not before)."""
+    rng = np.random.default_rng(0)
+    n = 4000
+    y = np.zeros((n, 10), dtype=int)
+    y[:, 0] = 1
+    x = np.where(y == 1, rng.normal(1, 1, y.shape), rng.normal(-1, 1, y.shape))
+    p_balanced = _sigmoid(2 * x)  # log-likelihood ratio of N(1,1) vs N(-1,1) is 2x: calibrated at prior 0.5
+    from calibrank.metrics.calibration import ece
+
+    assert ece(p_balanced, y) > 0.15
+    assert ece(prior.prior_correct(p_balanced, 0.5, 0.1), y) < 0.02
+
+
+# ------------------------------------------------------------------------------ 2 recalibrators
+def _pairs(seed=0, n=3000):
+    rng = np.random.default_rng(seed)
+    s = rng.uniform(0.02, 0.98, n)
+    true = _sigmoid(0.6 * np.log(s) + 1.4 * np.log1p(-s) * -1 - 1.0)  # a beta-calibration map with a, b > 0
+    return s, (rng.uniform(size=n) < true).astype(int)
+
+
+def _nll(q, y):
+    q = np.clip(q, 1e-12, 1 - 1e-12)
+    return -np.mean(y * np.log(q) + (1 - y) * np.log1p(-q))
+
+
+def test_platt_and_temperature_match_a_direct_likelihood_fit():
+    s, y = _pairs()
+    z = np.log(s) - np.log1p(-s)
+    ab = optimize.minimize(lambda v: _nll(_sigmoid(v[0] * z + v[1]), y), [1.0, 0.0], method="Nelder-Mead",
+                           options={"xatol": 1e-8, "fatol": 1e-12, "maxiter": 4000}).x
+    platt = recalibrate.fit_recalibrator("platt", s, y)
+    assert platt.params["A"] == pytest.approx(ab[0], abs=1e-3) and platt.params["B"] == pytest.approx(ab[1], abs=1e-3)
+    grid = np.exp(np.linspace(-2, 2, 4001))
+    t_grid = grid[np.argmin([_nll(_sigmoid(z / t), y) for t in grid])]
+    temp = recalibrate.fit_recalibrator("temperature", s, y)
+    assert temp.params["T"] == pytest.approx(t_grid, rel=2e-3)
+    assert np.allclose(temp(s), _sigmoid(z / temp.params["T"]))
+
+
+def test_beta_calibration_matches_a_direct_likelihood_fit_and_stays_monotone():
+    s, y = _pairs(1)
+    f = np.stack([np.log(s), -np.log1p(-s)], axis=1)
+    abc = optimize.minimize(lambda v: _nll(_sigmoid(f @ v[:2] + v[2]), y), [1.0, 1.0, 0.0], method="Nelder-Mead",
+                            options={"xatol": 1e-8, "fatol": 1e-12, "maxiter": 8000}).x
+    beta = recalibrate.fit_recalibrator("beta", s, y)
+    assert abc[0] > 0 and abc[1] > 0
+    assert [beta.params[k] for k in "abc"] == pytest.approx(list(abc), abs=5e-3)
+    # a decreasing relation in ln p: the coefficient would be negative, so it is dropped (a = 0), map monotone
+    rng = np.random.default_rng(2)
+    s2 = rng.uniform(0.01, 0.99, 2000)
+    y2 = (rng.uniform(size=s2.size) < np.where(s2 < 0.2, 0.5, s2)).astype(int)
+    b2 = recalibrate.fit_recalibrator("beta", s2, y2)
+    assert b2.params["a"] >= 0 and b2.params["b"] >= 0
+    grid = np.linspace(0, 1, 101)
+    assert (np.diff(b2(grid)) >= -1e-12).all() and np.isfinite(b2(grid)).all()  # 0 and 1 clipped, not infinite
+
+
+def test_isotonic_and_prior_recalibrators():
+    s, y = _pairs(3, 500)
+    iso = recalibrate.fit_recalibrator("isotonic", s, y)
+    fitted = iso(np.sort(s))
+    assert (np.diff(fitted) >= 0).all() and fitted.mean() == pytest.approx(y.mean())  # PAV keeps the mean
+    pr = recalibrate.fit_recalibrator("prior", s, y, pi_train=0.5, k=10)
+    assert np.allclose(pr(s), prior.prior_correct(s, 0.5, 0.1))
+    assert np.array_equal(recalibrate.fit_recalibrator("none", s, y)(s), s)
+    with pytest.raises(ValueError, match="one class"):
+        recalibrate.fit_recalibrator("platt", s, np.zeros_like(y))
+    with pytest.raises(ValueError, match="method must be one of"):
+        recalibrate.fit_recalibrator("histogram", s, y)
+
+
+# ------------------------------------------------------------------------------ 3 answer or abstain
+def _direct_scores(conf, loss, coverage=0.8):
+    """AURC, E-AURC, AUGRC, risk@coverage by explicit loops (no ties in ``conf``)."""
+    n = len(conf)
+    order = sorted(range(n), key=lambda i: -conf[i])
+    aurc = sum(sum(loss[order[j]] for j in range(i)) / i for i in range(1, n + 1)) / n
+    augrc = sum(sum(loss[order[j]] for j in range(i)) / n for i in range(1, n + 1)) / n
+    best = sorted(loss)
+    opt = sum(sum(best[:i]) / i for i in range(1, n + 1)) / n
+    i = math.ceil(coverage * n)
+    return aurc, aurc - opt, augrc, sum(loss[order[j]] for j in range(i)) / i
+
+
+def test_selective_scores_match_direct_loops():
+    rng = np.random.default_rng(4)
+    for n in (1, 7, 40):
+        conf = rng.permutation(n) + rng.uniform(0, 0.5, n)
+        loss = (rng.uniform(size=n) < 0.4).astype(float)
+        s = selective.selective_scores(conf, loss)
+        assert (s.aurc, s.eaurc, s.augrc, s.risk_at_coverage) == pytest.approx(_direct_scores(conf, loss))
+        assert s.risk == pytest.approx(loss.mean()) and s.eaurc >= -1e-12 and s.augrc <= s.aurc + 1e-12
+
+
+def test_selective_scores_average_over_the_order_of_tied_confidences():
+    conf = np.array([0.9, 0.5, 0.5, 0.5, 0.2, 0.2])
+    loss = np.array([0.0, 1.0, 0.0, 0.0, 1.0, 0.0])
+    got = selective.selective_scores(conf, loss)
+    groups = [[0], [1, 2, 3], [4, 5]]
+    runs = []
+    for perm in itertools.product(*(itertools.permutations(g) for g in groups)):
+        order = [i for g in perm for i in g]
+        c = np.empty(6)
+        c[order] = -np.arange(6)  # strict confidences in this tie-breaking order
+        runs.append(_direct_scores(c, loss))
+    assert (got.aurc, got.eaurc, got.augrc, got.risk_at_coverage) == pytest.approx(tuple(np.mean(runs, axis=0)))
+    with pytest.raises(ValueError, match="coverage"):
+        selective.selective_scores(conf, loss, coverage=0.0)
+    with pytest.raises(ValueError, match="finite"):
+        selective.selective_scores(np.array([np.nan, 1.0]), np.array([0.0, 1.0]))
+
+
+# ------------------------------------------------------------------------------ 4 conformal
+def _brute_sets(pi_cal, y_cal, pi_test, alpha, score):
+    """Conformal p-value of every test candidate, by loops: in the set iff (1 + #{s_i >= s}) / (n + 1) > alpha."""
+    def s_of(p, j):
+        if score == "LAC":
+            return 1 - p[j]
+        return sum(v for v in p if v > p[j]) + p[j]
+
+    cal = [s_of(p, int(np.argmax(y))) for p, y in zip(pi_cal, y_cal)]
+    n = len(cal)
+    return np.array([[(1 + sum(c >= s_of(p, j) - 1e-12 for c in cal)) / (n + 1) > alpha for j in range(len(p))]
+                     for p in pi_test])
+
+
+def _k_class(n, k, rng, temp=1.0):
+    logits = rng.normal(size=(n, k)) * 2
+    pi = np.exp(logits / temp)
+    pi /= pi.sum(axis=1, keepdims=True)
+    y = np.zeros((n, k), dtype=int)
+    y[np.arange(n), [rng.choice(k, p=row) for row in np.exp(logits) / np.exp(logits).sum(1, keepdims=True)]] = 1
+    return pi, y
+
+
+@pytest.mark.parametrize("score", conformal.SCORES)
+@pytest.mark.parametrize("alpha", conformal.ALPHAS)
+def test_conformal_sets_match_brute_force(score, alpha):
+    rng = np.random.default_rng(5)
+    pi_cal, y_cal = _k_class(30, 6, rng, temp=1.7)
+    pi_test, _ = _k_class(15, 6, rng, temp=1.7)
+    qhat = conformal.conformal_quantile(conformal.true_scores(pi_cal, y_cal, score), alpha)
+    sets = conformal.prediction_sets(pi_test, qhat, score)
+    assert np.array_equal(sets, _brute_sets(pi_cal, y_cal, pi_test, alpha, score))
+
+
+@pytest.mark.parametrize("score", conformal.SCORES)
+def test_conformal_coverage_on_exchangeable_data_is_within_sampling_error(score):
+    """Split conformal: E[coverage] in [1 - alpha, 1 - alpha + 1/(n+1)]; 200 repetitions of 100 + 100 queries."""
+    rng = np.random.default_rng(6)
+    alpha, n, reps = 0.2, 100, 200
+    cover = []
+    for _ in range(reps):
+        pi, y = _k_class(2 * n, 10, rng, temp=1.5)  # miscalibrated class probabilities: the guarantee still holds
+        qhat = conformal.conformal_quantile(conformal.true_scores(pi[:n], y[:n], score), alpha)
+        cover.append(conformal.prediction_sets(pi[n:], qhat, score)[y[n:].astype(bool)].mean())
+    se = np.std(cover) / np.sqrt(reps)
+    assert 1 - alpha - 3 * se <= np.mean(cover) <= 1 - alpha + 1 / (n + 1) + 3 * se
+
+
+def test_conformal_refuses_what_cannot_hold():
+    for bad in (0, 1, -0.1, 1.5, True):
+        with pytest.raises(ValueError, match="alpha"):
+            conformal.conformal_quantile(np.arange(100.0), bad)
+    with pytest.raises(ValueError, match="too few"):
+        conformal.conformal_quantile(np.arange(8.0), 0.1)  # ceil(9 * 0.9) = 9 > 8
+    assert conformal.conformal_quantile(np.arange(9.0), 0.1) == 8.0  # n = 9 = 1/alpha - 1: the largest score
+    with pytest.raises(ValueError, match="exactly one relevant"):
+        conformal.true_scores(np.full((2, 3), 1 / 3), np.zeros((2, 3)), "LAC")
+
+
+# ------------------------------------------------------------------------------ 5-7 candidate distribution, signals
+def test_candidate_distribution_is_the_exactly_one_relevant_posterior():
+    rng = np.random.default_rng(7)
+    p = rng.uniform(0.01, 0.99, size=(5, 4))
+    brute = np.array([[p[q, j] * np.prod(np.delete(1 - p[q], j)) for j in range(4)] for q in range(5)])
+    brute /= brute.sum(axis=1, keepdims=True)
+    assert np.allclose(listwise.candidate_distribution(p), brute)
+    assert np.allclose(listwise.candidate_distribution(prior.prior_correct(p, 0.5, 0.1)), brute)  # prior cancels
+
+
+def _pred(probs, labels, samples=None, name="p"):
+    probs = np.asarray(probs, dtype=float)
+    samples = probs[None] if samples is None else samples
+    return Predictions(np.arange(len(probs)).astype(str), labels, probs, samples, meta={"name": name})
+
+
+def test_query_signals_against_direct_computations():
+    rng = np.random.default_rng(8)
+    samples = rng.uniform(0.05, 0.95, size=(4, 6, 5))
+    labels = np.zeros((6, 5), dtype=int)
+    labels[np.arange(6), rng.integers(0, 5, 6)] = 1
+    pred = _pred(samples.mean(0), labels, samples)
+    sig = listwise.query_signals(pred)
+    pi = listwise.candidate_distribution(pred.probs)
+    top = pred.probs.argmax(axis=1)
+    assert np.allclose(sig["entropy"], stats.entropy(pi, axis=1))
+    assert np.allclose(sig["top var"], samples.var(axis=0)[np.arange(6), top])
+    assert np.allclose(sig["mean var"], samples.var(axis=0).mean(axis=1))
+    assert np.allclose(sig["R@1"], labels[np.arange(6), top])
+    assert listwise.query_signals(_pred(pred.probs, labels))[["mean var", "top var"]].isna().all().all()
+
+
+# ------------------------------------------------------------------------------ study-level tables
+@pytest.fixture
+def study(tmp_root):
+    return st.load_study(write_synthetic_study(tmp_root))
+
+
+def test_fit_data_uses_validation_else_a_seeded_half_of_test(study):
+    tc = study.train_corpora[0]
+    assert fitdata.fit_data(study, "mc_dropout", tc).fitted_on == fitdata.VALIDATION
+    half = fitdata.fit_data(study, "bert", tc)
+    assert half.fitted_on == fitdata.TEST_HALF and len(half.exclude) == Q // 2
+    assert fitdata.fit_data(study, "bert", tc).exclude == half.exclude  # seeded
+    home = study.condition(tc, study.train_sampler, "test")
+    assert half.exclude <= set(study.get("bert", tc, home).qids)
+
+
+def test_practice_tables_on_a_synthetic_study(study):
+    recal = recalibrate.recalibration_table(study, n_resamples=200)
+    home = (recal["shift"] == "in distribution")
+    bert = recal[(recal["ranker"] == "bert") & home]
+    assert (bert["queries"] == Q - Q // 2).all() and (bert["fitted_on"] == fitdata.TEST_HALF).all()
+    assert (recal.loc[recal["ranker"] == "mc_dropout", "queries"] == Q).all()
+    by_n = prior.prior_ece_by_negatives(study, ["bert"], n_resamples=200)
+    assert by_n["n_nonrel"].max() == study.k and by_n[["ECE raw", "ECE corrected"]].notna().all().all()
+    summary = prior.prior_summary(study, ["bert", "ensemble"], n_resamples=200)
+    sel = selective.selective_table(study)
+    assert set(sel.loc[sel["confidence"] == "-top var", "ranker"]) == set(study.stochastic_rankers())
+    conf = conformal.conformal_table(study)
+    small = conf[conf["fitted_on"] == fitdata.TEST_HALF]  # 6 calibration queries: too few for alpha = 0.1
+    assert small.loc[small["alpha"] == 0.1, "note"].str.contains("too few").all()
+    assert small.loc[small["alpha"] == 0.2, "coverage"].notna().all()  # 6 >= 1/0.2 - 1
+    shift = signals.shift_detection(study)
+    qpp = signals.performance_prediction(study)
+    lw = listwise.listwise_calibration(study, n_resamples=200)
+    found = findings.findings_table({"prior_summary": summary, "prior_by_negatives": by_n, "recalibration": recal,
+                                     "selective": sel, "conformal": conf, "shift_detection": shift,
+                                     "performance_prediction": qpp, "listwise": lw})
+    assert found["section"].nunique() == 7 and found["finding"].str.len().gt(20).all()
+    with pytest.raises(KeyError, match="missing"):
+        findings.findings_table({"prior_summary": summary})
+
+
+def test_shift_auroc_is_the_mann_whitney_statistic(study):
+    shift = signals.shift_detection(study, ["mc_dropout"])
+    tc = study.train_corpora[0]
+    row = shift[(shift["signal"] == "entropy")].iloc[0]
+    home = st.default_condition(study, tc)
+    other = study.condition(row["corpus"], row["sampler"])
+    a = listwise.query_signals(study.get("mc_dropout", tc, other))["entropy"]
+    b = listwise.query_signals(study.get("mc_dropout", tc, home))["entropy"]
+    u = stats.mannwhitneyu(a, b).statistic
+    assert row["AUROC"] == pytest.approx(u / (len(a) * len(b)))
+
+
+def test_the_practice_layer_does_not_import_torch():
+    import subprocess
+    import sys
+
+    code = ("import sys, calibrank.practice.prior, calibrank.practice.recalibrate, calibrank.practice.selective, "
+            "calibrank.practice.conformal, calibrank.practice.signals, calibrank.practice.findings, "
+            "calibrank.plots_practice; sys.exit('torch' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
