@@ -54,7 +54,7 @@ TRAIN_RUNS := $(call PROFILE_QUERY,train-runs)
 # The params files the profile reads (itself and the profiles it extends).
 PARAMS := $(or $(call PROFILE_QUERY,sources),params/$(PROFILE).yaml)
 TRAIN_CORPORA := $(call PROFILE_QUERY,train-corpora)
-ANALYSES := 04_calibration 05_risk_aware 06_nota 07_efficiency
+ANALYSES := 04_calibration 05_risk_aware 06_nota 08_beyond 07_efficiency
 STEPS := $(NOTEBOOKS) $(addprefix 03_train-,$(TRAIN_RUNS)) $(ANALYSES)
 
 # `make report` runs independent notebooks side by side: JOBS of them, each with

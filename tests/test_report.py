@@ -72,6 +72,9 @@ def built(tmp_root):
                                "claims_04_calibration": verdicts.calibration_claims(data)}, notebook="04_calibration")
     st.export_tables("smoke", {"efficiency": efficiency_table(pd.DataFrame(
         {"ranker": ["bert", "mc_dropout"], "parameters": [10, 10], "ms/query": [1.0, 4.0]}))}, notebook="07_efficiency")
+    st.export_tables("smoke", {"findings_08": pd.DataFrame(
+        {"section": ["1 prior shift"], "finding": ["Prior correction removes 95% of bert's ECE at 1:9"]})},
+        notebook="08_beyond")
     write_executed_notebooks(tmp_root)
     path = report.build_index("smoke")
     return path.read_text(encoding="utf-8")
@@ -101,7 +104,8 @@ def test_report_states_the_caveats_and_verdicts(built):
     assert "tiny, randomly initialised models" in built  # the smoke profile's backbone is tiny-random
     assert "badge yes" in built and "replicates" in built
     assert "ensemble has lower balanced ECE than bert" in built and "mc_dropout has lower balanced ECE than bert" in built
-    assert "These verdicts come from one training seed" in built  # the smoke profile lists one seed
+    assert "These verdicts come from one training seed" in built
+    assert "<h4>Prior shift</h4>" in built and "Prior correction removes 95% of bert&#x27;s ECE at 1:9" in built  # the smoke profile lists one seed
     assert "1 BM25 negative per positive" in built  # the protocol each side used
 
 

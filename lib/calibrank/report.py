@@ -48,6 +48,7 @@ SECTION_TITLES = (
     "Do the rankers rank?",
     "What replicates and what does not",
     "The papers' numbers beside ours",
+    "Beyond the papers",
     "The notebooks, table by table and figure by figure",
     "Notes on the method",
 )
@@ -416,6 +417,18 @@ def _replication_html(tables: Mapping[str, pd.DataFrame]) -> str:
             f"{_frame_html(claims[cols])}</details>")
 
 
+def _findings_html(tables: Mapping[str, pd.DataFrame]) -> str:
+    findings = tables.get("findings_08")
+    if findings is None or findings.empty:
+        return "<p class='muted'>No findings yet: notebook 08 writes them.</p>"
+    parts = []
+    for section, grp in findings.groupby("section", sort=False):
+        title = re.sub(r"^\d+\s+", "", str(section))
+        items = "".join(f"<li>{_esc(f)}</li>" for f in grp["finding"])
+        parts.append(f"<h4>{_esc(title[:1].upper() + title[1:])}</h4><ul class='small'>{items}</ul>")
+    return "".join(parts)
+
+
 def _protocol_html(cfg: Config) -> str:
     neg = cfg.negatives
     train = f"<b>{_esc(neg.train.value)}</b> sampler"
@@ -580,12 +593,18 @@ backbone.</p>
 {_comparison_html(tables)}
 
 <h2 id="{ids[4]}">{_esc(SECTION_TITLES[4])}</h2>
+<p>What a practitioner does with a ranker's probabilities (notebook 08, from the same Predictions, no new training):
+correct the 1:1 training prior, recalibrate, answer or abstain, return a shortlist with a coverage guarantee, flag
+shift, predict a query's difficulty. Each sentence is computed from this run's numbers.</p>
+{_findings_html(tables)}
+
+<h2 id="{ids[5]}">{_esc(SECTION_TITLES[5])}</h2>
 <p>Each notebook below in the order it ran, with each of its tables and figures and the sentence that says what it
 shows. Every table is also a CSV file: {all_csv}.</p>
 <ol class="small">{''.join(toc)}</ol>
 {''.join(nb_parts)}
 
-<h2 id="{ids[5]}">{_esc(SECTION_TITLES[5])}</h2>
+<h2 id="{ids[6]}">{_esc(SECTION_TITLES[6])}</h2>
 <ul>
 <li><b>Ties count against the relevant candidate.</b> A relevant response tied with non-relevant ones is ranked below
 all of them in R10@1, MAP and MRR (the first paper's code let ties favour it, which inflates the scores of a ranker
