@@ -229,3 +229,24 @@ def test_gradients_reach_features_and_beta() -> None:
     gp.mean_field_logits(h).sum().backward()
     assert h.grad is not None and torch.isfinite(h.grad).all() and h.grad.abs().sum() > 0
     assert gp.output.weight.grad is not None and gp.output.weight.grad.abs().sum() > 0
+
+
+def _variance_after(n_batches: int, momentum: float | None) -> float:
+    """Mean predictive variance at test points after ``n_batches`` batches of 24 training points."""
+    gp = RandomFeatureGP(4, n_features=64, ridge=1.0, momentum=momentum, seed=7, output_init="zero")
+    gp.train()
+    for i in range(n_batches):
+        logits, phi = gp(_inputs(24, 4, seed=100 + i), return_features=True)
+        gp.update_precision(phi, logits)
+    gp.eval()
+    phi_test = gp.features(_inputs(50, 4, seed=999)).double()
+    return float(torch.einsum("nl,lk,nk->n", phi_test, gp.covariance(), phi_test).mean())
+
+
+def test_exact_precision_shrinks_the_variance_as_data_grows_and_eq5_does_not() -> None:
+    exact = [_variance_after(n, None) for n in (10, 40, 160)]
+    assert exact[0] > 2 * exact[1] > 4 * exact[2]  # ~1/n: the Laplace posterior of eq. 4
+    moving = [_variance_after(n, 0.999) for n in (10, 40, 160)]
+    # eq. 5 with m = 0.999 averages per-batch terms: its precision stays below one batch's worth of
+    # data, so the variance barely moves with 16x the data, and stays far above the exact one
+    assert moving[2] > 0.8 * moving[0] and moving[2] > 10 * exact[2]

@@ -165,3 +165,27 @@ def test_fused_adamw_gives_the_weights_of_the_reference_update(tmp_path, tokeniz
     assert moved > 1e-3  # the weights did move, so agreement below is not trivial
     for k in a:
         torch.testing.assert_close(a[k], b[k], rtol=1e-4, atol=1e-5)
+
+
+def test_constant_schedule_and_last_weights_as_the_first_papers_code(tmp_path, tokenizer):
+    from calibrank.training import _lr_factor
+
+    # linear: warm-up to the full lr, then down to 0; constant: the full lr after the warm-up
+    assert [_lr_factor(s, 10, 2) for s in (0, 1, 2, 9)] == [0.5, 1.0, 1.0, 0.125]  # (10 - 9) / (10 - 2)
+    assert [_lr_factor(s, 10, 2, "constant") for s in (0, 1, 2, 9)] == [0.5, 1.0, 1.0, 1.0]
+    pairs = encode_pairs(tokenizer, learnable_queries(48, 1, seed=0), max_length=40, max_response_length=16)
+    worse_later = iter([0.9, 0.1, 0.1, 0.1, 0.1, 0.1])  # the best validation is the first: early selection keeps it
+
+    def validate(model):
+        return next(worse_later)
+
+    settings = tiny_training(epochs=1, eval_every=1, schedule="constant")
+    best = train_model(_fresh_model(), _loss, pairs, settings, tmp_path / "best", seed=5, validate=validate)
+    assert best.best_step == 1 and [h["lr"] for h in best.history][-1] == pytest.approx(tiny_training().lr)
+    worse_later = iter([0.9, 0.1, 0.1, 0.1, 0.1, 0.1])
+    last = train_model(_fresh_model(), _loss, pairs, tiny_training(epochs=1, eval_every=1, selection="last"),
+                       tmp_path / "last", seed=5, validate=validate)
+    assert last.best_step == last.steps == 6 and len(last.validation) == 6  # validated, but the last weights kept
+    a = load_file(str(tmp_path / "best" / "model.safetensors"))
+    b = load_file(str(tmp_path / "last" / "model.safetensors"))
+    assert not all(torch.equal(a[k], b[k]) for k in a)

@@ -19,6 +19,8 @@ __all__ = [
     "Precision",
     "RankerName",
     "Pooling",
+    "Schedule",
+    "Selection",
     "SpectralNormPlacement",
     "SNGPLoss",
     "FocalGamma",
@@ -99,6 +101,22 @@ class RankerName(str, enum.Enum):
     sngp = "sngp"
     gpf_bert = "gpf_bert"
     pg_drr = "pg_drr"
+
+
+class Schedule(str, enum.Enum):
+    """Learning rate over training: ``linear`` warm-up then linear decay to 0 (sentence-transformers'
+    default), or ``constant`` after the warm-up (the first paper's public code: Adam at a fixed lr)."""
+
+    linear = "linear"
+    constant = "constant"
+
+
+class Selection(str, enum.Enum):
+    """Which weights a training run keeps: ``best`` on the validation metric (early selection), or
+    ``last`` (the first paper's public code keeps the weights of its last step)."""
+
+    best = "best"
+    last = "last"
 
 
 class Pooling(str, enum.Enum):

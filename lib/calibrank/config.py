@@ -45,6 +45,8 @@ from .choices import (
     RankerName,
     RFOutputInit,
     SamplerName,
+    Schedule,
+    Selection,
     SNGPLoss,
     SpectralNormPlacement,
 )
@@ -67,6 +69,8 @@ __all__ = [
     "Precision",
     "RankerName",
     "Pooling",
+    "Schedule",
+    "Selection",
     "TrainingConfig",
     "HEAD_DROPOUT",
     "MCDropoutConfig",
@@ -281,6 +285,8 @@ class TrainingConfig:
     lr: float = 5e-5
     weight_decay: float = 0.01
     warmup_ratio: float = 0.1
+    schedule: Schedule = Schedule.linear
+    selection: Selection = Selection.best
     grad_clip: float = 1.0
     hidden_dropout: float | None = None
     pooling: Pooling = Pooling.pooler

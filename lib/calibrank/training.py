@@ -5,10 +5,12 @@ encoded as ``[CLS] context [SEP] candidate [SEP]`` and a head on the pooled ``[C
 gives one relevance logit. What varies between rankers is the head and the loss, which plug in
 (:class:`calibrank.rankers.base.CrossEncoder`, :mod:`calibrank.losses`).
 
-The loop: AdamW (fused kernel), linear warm-up then linear decay, gradient clipping, bf16 autocast where the
+The loop: AdamW (fused kernel), linear warm-up then linear decay (``schedule: linear``) or a constant lr
+(``constant``, the first paper's code), gradient clipping, bf16 autocast where the
 hardware supports it, dynamic padding over length-sorted batches, a progress bar and a logged
 loss every ``log_every`` steps, a validation metric every ``eval_every`` steps and at the end
-of each epoch with the best weights kept (early selection), and a checkpoint every
+of each epoch with the best weights kept (early selection; ``selection: last`` keeps the last step's
+weights, as the first paper's code), and a checkpoint every
 ``checkpoint_every`` steps from which an interrupted run resumes to the same weights as an
 uninterrupted one. A non-finite loss stops training with the step number and the batch's
 query ids, leaving the last good checkpoint in place.
@@ -81,7 +83,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from .config import ContextStyle, Precision, TrainingConfig
+from .config import ContextStyle, Precision, Schedule, Selection, TrainingConfig
 from .data.schema import DataError, RankingQuery
 from .data.splits import format_context
 from .runs import atomic_path, exclusive, read_json, sweep_temp, write_json
@@ -410,9 +412,12 @@ class TrainResult:
         return dict(self.__dict__)
 
 
-def _lr_factor(step: int, total: int, warmup: int) -> float:
+def _lr_factor(step: int, total: int, warmup: int, schedule: Schedule = Schedule.linear) -> float:
+    """Linear warm-up over ``warmup`` steps, then linear decay to 0 (``linear``) or the full lr (``constant``)."""
     if warmup and step < warmup:
         return (step + 1) / warmup
+    if Schedule(schedule) is Schedule.constant:
+        return 1.0
     return max(0.0, (total - step) / max(1, total - warmup))
 
 
@@ -497,6 +502,7 @@ def _train_model(
     steps_per_epoch = math.ceil(len(train) / settings.batch_size)
     total = steps_per_epoch * settings.epochs
     warmup = int(settings.warmup_ratio * total)
+    keep_best = Selection(settings.selection) is Selection.best  # "last": validation is only logged
     model.to(device)
     groups = param_groups(model) if param_groups else [{"params": [p for p in model.parameters() if p.requires_grad]}]
     for g in groups:
@@ -537,7 +543,7 @@ def _train_model(
             for b, index in enumerate(batches):
                 if epoch * steps_per_epoch + b < step:
                     continue  # done before the interruption
-                factor = _lr_factor(step, total, warmup)
+                factor = _lr_factor(step, total, warmup, settings.schedule)
                 for g in optimizer.param_groups:
                     g["lr"] = g["base_lr"] * factor
                 if ddp is None:
@@ -584,7 +590,7 @@ def _train_model(
                     result.validation.append({"step": step, "metric": metric})
                     if main:
                         log.info("step %d validation %.4f", step, metric)
-                    if not result.best_metric >= metric:  # also true when best is NaN
+                    if keep_best and not result.best_metric >= metric:  # also true when best is NaN
                         result.best_metric, result.best_step = metric, step
                         if main:
                             save_weights(model, best_path, {"step": step, "metric": metric})

@@ -47,6 +47,7 @@ __all__ = ["CrossEncoder", "Ranker", "TrainedModel", "encode_features", "head_pa
 #: Bumped whenever a change to the model or the loop changes the trained weights (part of cache keys).
 MODEL_CACHE_VERSION = 3
 _NOT_IN_KEY = ("log_every", "checkpoint_every", "eval_batch_size")
+_IN_KEY_UNLESS_DEFAULT = {"schedule": "linear", "selection": "best"}
 #: ``segments`` pooling: the head starts as ``SEGMENT_COSINE_WEIGHT * cos(u, v) + SEGMENT_COSINE_BIAS``.
 #: Measured on MiniLM's joint encodings of laptop training pairs: cos 0.77 +- 0.10 (true
 #: responses 0.78, negatives 0.76), so the start is a logit of about 0 with a spread of about 1.
@@ -262,6 +263,9 @@ class Ranker(ABC):
         """
         settings = dataclasses.asdict(self.training)
         settings = {k: (v.value if hasattr(v, "value") else v) for k, v in settings.items() if k not in _NOT_IN_KEY}
+        for key, default in _IN_KEY_UNLESS_DEFAULT.items():  # settings added later: old keys stay valid
+            if settings.get(key) == default:
+                settings.pop(key)
         parts = {"kind": kind, "seed": seed, "training": settings, "context": self.context_style.value,
                  "bf16": use_bf16(self.training.precision, self.device), "version": MODEL_CACHE_VERSION,
                  "data": queries_version(train), "valid": queries_version(valid) if valid else None, "extra": extra or {}}
