@@ -341,3 +341,23 @@ def test_the_analysis_layer_does_not_import_torch():
     code = ("import sys, calibrank.study, calibrank.report, calibrank.analysis.verdicts, calibrank.analysis.uncertainty; "
             "sys.exit('torch' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+def test_efficiency_ratios_over_repeats_and_their_claims():
+    from calibrank.analysis import verdicts
+
+    measured = pd.DataFrame({"ranker": ["bert", "mc_dropout", "sngp"], "parameters": [100, 100, 110],
+                             "ms/query": [2.0, 10.0, 2.5],
+                             "ms/query per repeat": ["2 2.1 1.9", "10 10.4 9.6", "2.5 2.6 2.4"]})
+    t = efficiency_table(measured).set_index("ranker")
+    ratios = np.array([10 / 2, 10.4 / 2.1, 9.6 / 1.9])
+    half = stats.t.ppf(0.975, 2) * ratios.std(ddof=1) / math.sqrt(3)
+    assert (t.loc["mc_dropout", "ratio lo"], t.loc["mc_dropout", "ratio hi"]) == pytest.approx(
+        (ratios.mean() - half, ratios.mean() + half))
+    assert t.loc["mc_dropout", "repeats"] == 3
+    claims = verdicts.summary(verdicts.efficiency_claims(t.reset_index())).set_index("method")
+    assert claims.loc["mc_dropout", "verdict"] == "replicates"  # ~5x bert on every repeat
+    assert claims.loc["sngp", "verdict"] == "replicates"  # 1.25x against MC Dropout's 5x
+    assert claims.loc["mc_dropout", "ours"] == pytest.approx(ratios.mean() - 1)
+    one = efficiency_table(measured.assign(**{"ms/query per repeat": ["2", "10", "2.5"]}))
+    assert one["ratio lo"].isna().all() and verdicts.efficiency_claims(one)["note"].str.startswith("no test").all()

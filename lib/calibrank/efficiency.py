@@ -97,8 +97,10 @@ def measure_efficiency(
     """Time every ranker's ``predict`` on the same seeded test queries; one row per ranker.
 
     Columns: ``ranker``, ``parameters`` (from the Predictions' meta), ``ms/query`` (median of
-    ``repeats`` timed calls / queries), ``ms/query (fastest)``, ``samples`` (S), ``queries``,
-    ``candidates``, ``device``, ``corpus``, ``sampler``. Rankers are loaded from the model
+    ``repeats`` timed calls / queries), ``ms/query (fastest)``, ``ms/query per repeat`` (every
+    repeat's time, space-separated, in round-robin order so that repeat r of every ranker ran
+    under the same machine load), ``samples`` (S), ``queries``, ``candidates``, ``device``,
+    ``corpus``, ``sampler``. Rankers are loaded from the model
     cache (run notebook 03 first, or they are trained here).
     """
     cfg = profile if isinstance(profile, Config) else load_config(profile)
@@ -130,6 +132,7 @@ def measure_efficiency(
                 "parameters": int(pred.meta.get("n_parameters", 0)),
                 "ms/query": float(np.median(per_query)),
                 "ms/query (fastest)": float(per_query.min()),
+                "ms/query per repeat": " ".join(f"{t:.6g}" for t in per_query),
                 "samples": pred.n_samples,
                 "queries": info["queries"],
                 "candidates": info["candidates"],
@@ -141,17 +144,46 @@ def measure_efficiency(
     return pd.DataFrame(rows)
 
 
-def efficiency_table(measured: pd.DataFrame, baseline: str = "bert") -> pd.DataFrame:
+def _repeats(value: Any) -> np.ndarray:
+    """The per-repeat times of :func:`measure_efficiency` (a space-separated string, or a list)."""
+    if isinstance(value, str):
+        return np.array([float(x) for x in value.split()])
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return np.array([])
+    return np.asarray(value, dtype=float)
+
+
+def efficiency_table(measured: pd.DataFrame, baseline: str = "bert", level: float = 0.95) -> pd.DataFrame:
     """Our parameters and times with the ratio to ``baseline``, beside the papers' numbers.
 
     Columns: ``ranker``, ``params (M)``, ``ms/query``, ``ratio_to_bert`` (median time over
-    ``baseline``'s; NaN without it), ``params ratio``, then the PG-DRR and GPF-BERT columns of
-    :data:`PAPER_EFFICIENCY` (NaN where the paper did not run that ranker).
+    ``baseline``'s; NaN without it), ``ratio lo`` / ``ratio hi`` (a ``level`` Student-t interval
+    of the mean of the per-repeat ratios, repeat r of the ranker over repeat r of ``baseline``,
+    which ran back to back; NaN with fewer than 2 repeats), ``repeats``, ``ratio per repeat``
+    (space-separated), ``params ratio``, then
+    the PG-DRR and GPF-BERT columns of :data:`PAPER_EFFICIENCY` (NaN where the paper did not run
+    that ranker).
     """
+    from .metrics.stats import mean_ci
+
     t = measured.copy()
     base = t.loc[t["ranker"] == baseline]
     base_ms = float(base["ms/query"].iloc[0]) if len(base) else float("nan")
     base_params = float(base["parameters"].iloc[0]) if len(base) else float("nan")
+    per_repeat = "ms/query per repeat" in t.columns
+    base_rep = _repeats(base["ms/query per repeat"].iloc[0]) if per_repeat and len(base) else np.array([])
+    lows, highs, counts, ratios = [], [], [], []
+    for value in (t["ms/query per repeat"] if per_repeat else [None] * len(t)):
+        own = _repeats(value)
+        if own.size and own.size == base_rep.size:
+            _, lo, hi = mean_ci(own / base_rep, level=level)
+            ratios.append(" ".join(f"{r:.6g}" for r in own / base_rep))
+        else:
+            lo = hi = float("nan")
+            ratios.append("")
+        lows.append(lo)
+        highs.append(hi)
+        counts.append(int(own.size))
     out = pd.DataFrame(
         {
             "ranker": t["ranker"],
@@ -159,6 +191,10 @@ def efficiency_table(measured: pd.DataFrame, baseline: str = "bert") -> pd.DataF
             "params ratio": t["parameters"] / base_params,
             "ms/query": t["ms/query"],
             "ratio_to_bert": t["ms/query"] / base_ms,
+            "ratio lo": lows,
+            "ratio hi": highs,
+            "repeats": counts,
+            "ratio per repeat": ratios,
         }
     )
     paper = PAPER_EFFICIENCY[["ranker", "PG-DRR ms", "PG-DRR ratio", "GPF-BERT ratio"]]

@@ -197,12 +197,17 @@ def plot_nota_bars(table: pd.DataFrame, *, axes=None):
 def plot_efficiency(table: pd.DataFrame, *, ax=None):
     """Inference time per query relative to ``bert`` (bars, ours) with the papers' ratios (markers).
 
-    From :func:`calibrank.efficiency.efficiency_table`.
+    From :func:`calibrank.efficiency.efficiency_table`; with ``ratio lo`` / ``ratio hi`` the bars
+    carry the 95% interval over the timing repeats.
     """
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 0.5 + 0.45 * len(table)), constrained_layout=True)
     y = np.arange(len(table))
-    ax.barh(y, table["ratio_to_bert"], color="#4c78a8", label="ours (same queries, one run)")
+    err = None
+    if {"ratio lo", "ratio hi"} <= set(table.columns):
+        err = np.vstack([(table["ratio_to_bert"] - table["ratio lo"]).clip(lower=0).fillna(0),
+                         (table["ratio hi"] - table["ratio_to_bert"]).clip(lower=0).fillna(0)])
+    ax.barh(y, table["ratio_to_bert"], xerr=err, capsize=2, color="#4c78a8", label="ours (same queries, one run)")
     for col, marker, color in (("PG-DRR ratio", "D", "#e45756"), ("GPF-BERT ratio", "s", "#54a24b")):
         if col in table:
             ax.plot(table[col], y, marker, color=color, ls="none", label=f"{col.split()[0]} paper")

@@ -44,6 +44,7 @@ __all__ = [
     "VERDICTS",
     "calibration_claims",
     "claim_row",
+    "efficiency_claims",
     "nota_claims",
     "risk_claims",
     "summary",
@@ -271,6 +272,60 @@ def nota_claims(nota: pd.DataFrame, protocol: str = "") -> pd.DataFrame:
                      "seeds": 1, "test": "one-sample t-test over conditions (each a 5-fold cross-validated forest)",
                      "protocol": protocol, "note": note})
     return _frame(rows)
+
+
+def efficiency_claims(eff: pd.DataFrame) -> pd.DataFrame:
+    """PG-DRR Table 2 / GPF-BERT Table 3: MC Dropout and the ensemble cost several times bert's
+    inference, the GP rankers little (less than MC Dropout).
+
+    From :func:`calibrank.efficiency.efficiency_table`: the effect is the mean per-repeat ratio
+    minus 1 (``mc_dropout``, ``ensemble``: against bert, claimed greater than 0) or the GP
+    ranker's ratio over MC Dropout's minus 1 (claimed less than 0), repeat by repeat (the
+    rankers were timed round robin); the interval is a Student-t interval over the repeats and
+    the p-values a one-sample t-test (``scipy.stats.ttest_1samp``), undefined with fewer than 2
+    repeats. Timings depend on the machine: the unit is the repeat, not the query.
+    """
+    from ..efficiency import PAPER_EFFICIENCY
+
+    rows: list[dict] = []
+    if eff is None or eff.empty or "ratio per repeat" not in eff.columns:
+        return _frame(rows)
+    ratios = {r: np.array([float(x) for x in str(v).split()]) if isinstance(v, str) and v.strip() else np.array([])
+              for r, v in zip(eff["ranker"], eff["ratio per repeat"])}
+    paper = PAPER_EFFICIENCY.set_index("ranker")
+
+    def paper_ratio(r: str) -> float:
+        vals = [paper.loc[r, c] for c in ("PG-DRR ratio", "GPF-BERT ratio") if r in paper.index and np.isfinite(paper.loc[r, c])]
+        return float(np.mean(vals)) if vals else float("nan")
+
+    def add(method: str, claim: str, values: np.ndarray, direction: str, paper_effect: float) -> None:
+        mean, lo, hi = mean_ci(values) if values.size else (float("nan"),) * 3
+        if values.size >= 2 and np.ptp(values) > 0:
+            p = float(_sps.ttest_1samp(values, 0.0, alternative=direction).pvalue)
+            p_opp = float(_sps.ttest_1samp(values, 0.0, alternative=_OPPOSITE[direction]).pvalue)
+            note = ""
+        else:
+            p = p_opp = float("nan")
+            note = f"no test: {values.size} repeat(s)"
+        rows.append({"paper": "PG-DRR Table 2 / GPF-BERT Table 3", "claim": claim, "method": method,
+                     "direction": direction, "paper effect": paper_effect, "ours": mean, "lo": lo, "hi": hi,
+                     "unit": "relative change", "p": p, "p opposite": p_opp, "conditions": 1, "seeds": 1,
+                     "test": f"one-sample t-test over {values.size} timing repeats", "protocol": "", "note": note})
+
+    for method in ("mc_dropout", "ensemble"):
+        if method in ratios and ratios[method].size:
+            add(method, f"{method} costs more inference time than bert", ratios[method] - 1.0, "greater",
+                paper_ratio(method) - 1.0)
+    mc = ratios.get("mc_dropout", np.array([]))
+    for method in ("sngp", "gpf_bert", "pg_drr"):
+        own = ratios.get(method, np.array([]))
+        if own.size and own.size == mc.size:
+            add(method, f"{method} costs less inference time than MC Dropout", own / mc - 1.0, "less",
+                paper_ratio(method) / paper_ratio("mc_dropout") - 1.0)
+    return _frame(rows)
+
+
+_OPPOSITE = {"less": "greater", "greater": "less"}
 
 
 def summary(claims: Mapping[str, pd.DataFrame] | pd.DataFrame, alpha: float = unc.ALPHA) -> pd.DataFrame:
