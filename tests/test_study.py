@@ -7,7 +7,9 @@ gives 0.8 / 0.2 (two identical members); ``mc_dropout`` has random samples.
 
 from __future__ import annotations
 
+import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +21,7 @@ from calibrank import study as st
 from calibrank.config import load_config
 from calibrank.efficiency import PAPER_EFFICIENCY, efficiency_table
 from calibrank.experiment import eval_conditions, predictions_path, ranker_conditions
-from calibrank.predictions import Predictions
+from calibrank.predictions import Predictions, PredictionsError
 from calibrank.querysets import MissingStepError
 
 Q, K = 12, 10
@@ -361,3 +363,37 @@ def test_efficiency_ratios_over_repeats_and_their_claims():
     assert claims.loc["mc_dropout", "ours"] == pytest.approx(ratios.mean() - 1)
     one = efficiency_table(measured.assign(**{"ms/query per repeat": ["2", "10", "2.5"]}))
     assert one["ratio lo"].isna().all() and verdicts.efficiency_claims(one)["note"].str.startswith("no test").all()
+
+
+# ------------------------------------------------------------------------------ what is compared
+def _edit_sidecar(path: Path, **changes) -> None:
+    side = path.with_suffix(".json")
+    meta = json.loads(side.read_text(encoding="utf-8"))
+    meta.update(changes)
+    side.write_text(json.dumps(meta), encoding="utf-8")
+
+
+def test_rankers_on_different_data_are_refused_naming_both_files(tmp_root):
+    cfg = write_synthetic_study(tmp_root)
+    cond = next(c for c in eval_conditions(cfg) if c.split == "test")
+    for ranker, digest in (("bert", "aaaa"), ("ensemble", "bbbb"), ("mc_dropout", "aaaa"), ("temperature", "aaaa")):
+        for c in eval_conditions(cfg):
+            path = predictions_path(cfg, ranker, "chitchat", c)
+            if path.exists():
+                _edit_sidecar(path, data_hash=digest)
+    data = st.load_study(cfg)
+    bert, ens = (str(predictions_path(cfg, r, "chitchat", cond)) for r in ("bert", "ensemble"))
+    with pytest.raises(PredictionsError, match=rf"{re.escape(ens)} and {re.escape(bert)} were computed on different data"):
+        st.table2(data)  # notebook 04
+    valid = next(c for c in eval_conditions(cfg) if c.split == "valid")
+    _edit_sidecar(predictions_path(cfg, "mc_dropout", "chitchat", valid), data_hash="cccc")
+    st.table3(st.load_study(cfg), [0.0, 0.5])  # notebook 05 compares a ranker with itself: test files agree
+
+
+def test_a_sidecar_seed_that_disagrees_with_the_file_name_is_an_error(tmp_root):
+    cfg = write_synthetic_study(tmp_root, seeds=(0, 1))
+    cond = next(c for c in eval_conditions(cfg) if c.split == "test")
+    path = predictions_path(cfg, "bert", "chitchat", cond, 1)
+    _edit_sidecar(path, seed=7)
+    with pytest.raises(PredictionsError, match=rf"{re.escape(str(path))}: its sidecar says seed 7 but its name says seed 1"):
+        st.load_study(cfg).runs("bert", "chitchat", cond)

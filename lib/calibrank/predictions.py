@@ -158,11 +158,22 @@ class Predictions:
         if shape and shape != got:
             raise PredictionsError(f"{path}: arrays {got} disagree with sidecar {shape} (a write was interrupted?)")
         meta.setdefault("name", str(path))
+        meta["path"] = str(path)  # where it was read from: errors about it name the file
         return cls(**arrays, meta=meta)
 
+    @property
+    def source(self) -> str:
+        """The file it was read from, else its name: what an error about it should say."""
+        return str(self.meta.get("path") or self.meta.get("name") or "predictions")
+
     def check_aligned(self, other: "Predictions") -> None:
-        """Raise unless ``other`` covers the same queries, candidates and labels (for paired comparisons)."""
-        a, b = self.meta.get("name", "left"), other.meta.get("name", "right")
+        """Raise unless ``other`` covers the same queries, candidates and labels, from the same data
+        (the sidecars' ``data_hash`` where both have one), for paired comparisons. Errors name both files."""
+        a, b = self.source, other.source
+        ha, hb = self.meta.get("data_hash"), other.meta.get("data_hash")
+        if ha and hb and ha != hb:
+            raise PredictionsError(f"{a} and {b} were computed on different data (data_hash {ha} vs {hb}): "
+                                   "they cannot be compared query by query; rerun the older one")
         if self.labels.shape != other.labels.shape:
             raise PredictionsError(f"{a} has shape {self.labels.shape} but {b} has {other.labels.shape}")
         if not np.array_equal(self.qids, other.qids):

@@ -178,15 +178,31 @@ class Study:
         if key not in self.paths:
             raise KeyError(f"no Predictions for {key} in this study")
         if key not in self._cache:
-            preds = [Predictions.load(p) for p in self.paths[key]]
             by_seed: dict[int, Predictions] = {}
-            for p in preds:
-                by_seed.setdefault(int(p.meta.get("seed", self.cfg.seed)), p)
+            for path in self.paths[key]:
+                pred = Predictions.load(path)
+                by_seed[self._checked_seed(path, pred)] = pred
             ordered = [by_seed[s] for s in sorted(by_seed)]
             for other in ordered[1:]:
                 ordered[0].check_aligned(other)
             self._cache[key] = ordered
         return self._cache[key]
+
+    def _checked_seed(self, path: Path, pred: Predictions) -> int:
+        """The training seed of a Predictions file: its name says it (``-seed<N>``, or the main
+        seed), and its sidecar must say the same."""
+        m = re.search(r"-seed(\d+)$", Path(path).stem)
+        named = int(m.group(1)) if m else self.main_seed
+        stored = pred.meta.get("seed")
+        if stored is None or int(stored) != named:
+            raise PredictionsError(f"{path}: its sidecar says seed {stored!r} but its name says seed {named}; "
+                                   "rerun the 03 step that writes it")
+        return named
+
+    @staticmethod
+    def seed_of(pred: Predictions) -> int:
+        """The training seed of Predictions read by :meth:`runs` (checked against the file name there)."""
+        return int(pred.meta["seed"])
 
     def get(self, ranker: str, train_corpus: str, condition: Condition, seed: int | None = None) -> Predictions:
         """One seed's Predictions (the main training seed by default)."""
@@ -194,12 +210,12 @@ class Study:
         if seed is None:
             seed = self.main_seed
         for p in runs:
-            if int(p.meta.get("seed", self.cfg.seed)) == seed:
+            if self.seed_of(p) == seed:
                 return p
         raise KeyError(f"no seed {seed} for {ranker}/{train_corpus}/{condition.name}")
 
     def seeds(self, ranker: str, train_corpus: str, condition: Condition) -> list[int]:
-        return [int(p.meta.get("seed", self.cfg.seed)) for p in self.runs(ranker, train_corpus, condition)]
+        return [self.seed_of(p) for p in self.runs(ranker, train_corpus, condition)]
 
     def n_samples(self, ranker: str) -> int:
         """S of a ranker's Predictions (read from its first cell)."""
@@ -298,7 +314,7 @@ def metrics_table(study: Study, split: str = "test", rankers: Iterable[str] | No
     rows = []
     for ranker, tc, cond in study.cells(split, rankers):
         for pred in study.runs(ranker, tc, cond):
-            seed = int(pred.meta.get("seed", study.cfg.seed))
+            seed = study.seed_of(pred)
             rows.append(
                 {
                     "ranker": ranker,

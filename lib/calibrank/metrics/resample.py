@@ -83,7 +83,8 @@ class QueryFeatures:
     """Per-query features of one metric for one ranker on one query set, one row per training seed.
 
     ``values [S, Q, D]``; ``reduce`` maps summed features ``[..., D]`` to the metric ``[...]``;
-    ``qids [Q]``; ``source`` names the Predictions (for errors).
+    ``qids [Q]``; ``source`` names the Predictions file (for errors); ``data_hash`` is its
+    sidecar's hash of the test data (compared before a paired comparison).
     """
 
     metric: str
@@ -91,6 +92,7 @@ class QueryFeatures:
     reduce: Callable[[np.ndarray], np.ndarray]
     qids: np.ndarray
     source: str = ""
+    data_hash: str = ""
 
     @property
     def n_seeds(self) -> int:
@@ -215,7 +217,8 @@ def features(runs: Predictions | Sequence[Predictions], metric: str, *, scores: 
         edges = _bin_edges(r.probs.ravel(), n_bins, strategy)  # each run's own edges, as metrics.calibration.ece
         values.append(_one_run(metric, probs, r.labels, n_bins, edges))
     reduce = _ece_reduce(n_bins) if metric.startswith("ECE") else _mean_reduce
-    return QueryFeatures(metric, np.stack(values), reduce, runs[0].qids, str(runs[0].meta.get("name", "")))
+    return QueryFeatures(metric, np.stack(values), reduce, runs[0].qids, runs[0].source,
+                         str(runs[0].meta.get("data_hash") or ""))
 
 
 # ------------------------------------------------------------------------------ resampling
@@ -338,6 +341,9 @@ def interval(cell: QueryFeatures, *, level: float = 0.95, n_resamples: int = 200
 def _check_pair(a: QueryFeatures, b: QueryFeatures) -> None:
     if a.metric != b.metric:
         raise ValueError(f"cannot compare {a.metric} of {a.source} with {b.metric} of {b.source}")
+    if a.data_hash and b.data_hash and a.data_hash != b.data_hash:
+        raise PredictionsError(f"{a.source} and {b.source} were computed on different data (data_hash {a.data_hash} "
+                               f"vs {b.data_hash}): a paired comparison needs the same test set")
     if a.values.shape[1] != b.values.shape[1] or not np.array_equal(a.qids, b.qids):
         raise PredictionsError(
             f"{a.source or 'ranker A'} and {b.source or 'ranker B'} are on different queries "
