@@ -134,8 +134,10 @@ def test_table1_shows_the_rules_as_reference_rows(tmp_root):
             p = bl.baseline_predictions(name, qs, rng.random(labels.shape), (1.0, -1.0))
             p.save(bl.baselines_path(cfg, name, "chitchat", c))
     study = st.Study(cfg=cfg, rankers=("bert",), train_corpora=("chitchat",), conditions=tuple(eval_conditions(cfg)), paths={})
-    rules = st.baseline_metrics_table(study)
+    assert len(st.baseline_metrics_table(study)) == 4 * len(study.test_conditions())
+    rules = st.baseline_interval_table(study, n_resamples=200)
     assert len(rules) == 4 * len(study.test_conditions()) and set(rules["ranker"]) == {f"baseline:{n.value}" for n in bl.BaselineName}
+    assert ((rules["R@1 lo"] <= rules["R@1"]) & (rules["R@1"] <= rules["R@1 hi"])).all()
     bert = rules[rules["ranker"] == "baseline:random"].assign(ranker="bert")
     t1 = st.table1(study, bert)
     wide = st.table1_wide(t1, st.table1_reference(study, rules))

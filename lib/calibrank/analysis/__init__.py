@@ -1,11 +1,19 @@
-"""The analysis layer's building blocks that carry uncertainty: torch-free, computed from Predictions.
+"""The analysis layer: every table, figure and verdict of notebooks 04-07, from Predictions only.
 
-- :mod:`.subsets`: candidate subsets of Predictions (the balanced 1:1 set, Figure 2's nested sets);
-- :mod:`.uncertainty`: every cell of a table as a value with its 95% interval, paired comparisons
-  of two rankers with one-sided p-values, Holm across a table's cells and the marks that say
-  what a significant change means;
-- :mod:`.verdicts`: the papers' claims, one row per claim and per method, each with the
-  paper's effect, ours with its interval, and one of four verdicts.
+One module per question, none importing torch (a test checks it):
 
-:mod:`calibrank.study` builds the papers' tables on these.
+- :mod:`.load`: :class:`~.load.Study`, a profile's Predictions (ranker x training corpus x
+  condition x seed), the seed of each file checked against its name;
+- :mod:`.calibration` (notebook 04): metrics per cell with intervals, Penha & Hauff Tables
+  1-2 and Figure 2, reliability diagrams, the 2023 papers' layouts;
+- :mod:`.risk_aware` (05): Figure 3 and Table 3, risk-aware re-ranking;
+- :mod:`.nota_tables` (06): Tables 4-5, none-of-the-above prediction;
+- :mod:`.papers`: the papers' own numbers, and ours beside them;
+- :mod:`.verdicts`: one row per claim and method with one of four verdicts;
+- :mod:`.exports`: CSV tables and TREC run files;
+- :mod:`.uncertainty`: intervals, paired tests, Holm and the marks of every table;
+- :mod:`.subsets`: candidate subsets of Predictions (the balanced set, Figure 2's nested sets).
+
+:mod:`calibrank.study` re-exports what the notebooks call. The analyses beyond the papers
+(notebook 08) are :mod:`calibrank.practice`.
 """

@@ -96,7 +96,7 @@ def _frame(rows: list[dict]) -> pd.DataFrame:
 
 
 def _ph_mean(column: str, kinds: Sequence[str] | None = None) -> float:
-    from ..study import PENHA_HAUFF as ph
+    from .papers import PENHA_HAUFF as ph
 
     rows = ph if kinds is None else ph[ph["shift"].isin(kinds)]
     return float(rows[column].mean()) if column in rows else float("nan")
@@ -104,7 +104,7 @@ def _ph_mean(column: str, kinds: Sequence[str] | None = None) -> float:
 
 def _ph_shift_effect(metric: str, kind: str) -> float:
     """Mean over the paper's training corpora of (mean over its ``kind`` columns - in distribution) / in distribution."""
-    from ..study import PENHA_HAUFF as ph
+    from .papers import PENHA_HAUFF as ph
 
     out = []
     for _, grp in ph.groupby("train_corpus"):
@@ -114,7 +114,7 @@ def _ph_shift_effect(metric: str, kind: str) -> float:
 
 
 def _protocol(study) -> str:
-    from ..study import protocol_note
+    from .calibration import protocol_note
 
     return f"{PH_PROTOCOL}; {protocol_note(study)}"
 
@@ -125,7 +125,9 @@ def _balanced(study, runs):
 
 def calibration_claims(study, *, n_resamples: int = unc.N_RESAMPLES) -> pd.DataFrame:
     """Claims of Table 1, Figure 2 and Table 2 (Penha & Hauff) and of the 2023 papers' ECE and R@1 tables."""
-    from ..study import BASELINE, PAPERS_2023, PROTOCOL_2023, paper2023_sampler, protocol_note
+    from .calibration import PROTOCOL_2023, paper2023_sampler, protocol_note
+    from .load import BASELINE
+    from .papers import PAPERS_2023
 
     seed = study.cfg.seed
     rows: list[dict] = []
@@ -213,7 +215,7 @@ def _paper2023_effect(theirs: pd.DataFrame, method: str, col: str) -> tuple[floa
 
 def risk_claims(study, *, b_from: str = "training", n_resamples: int = unc.N_RESAMPLES) -> pd.DataFrame:
     """Table 3 (Penha & Hauff): risk-aware R@1 above the mean ranker's, for ``mc_dropout`` and ``ensemble``."""
-    from ..study import risk_aware_scores
+    from .risk_aware import risk_aware_scores
 
     rows = []
     for method in ("mc_dropout", "ensemble"):
@@ -245,7 +247,7 @@ def nota_claims(nota: pd.DataFrame, protocol: str = "") -> pd.DataFrame:
     is a Student-t interval over conditions and the p-values a one-sample t-test of the
     conditions' changes (``scipy.stats.ttest_1samp``), undefined with fewer than 2 conditions.
     """
-    from ..study import PENHA_HAUFF as ph
+    from .papers import PENHA_HAUFF as ph
 
     rows = []
     if nota is None or nota.empty:

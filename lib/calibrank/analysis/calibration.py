@@ -1,0 +1,360 @@
+"""Notebook 04's numbers: metrics per cell with intervals, Penha & Hauff Tables 1-2 and Figure 2, reliability, the 2023 layouts."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import pandas as pd
+
+from ..config import training_seeds
+from ..experiment import Condition
+from ..metrics.calibration import brier, ece, nll, reliability_curve
+from ..metrics.ranking import ranking_metrics
+from ..predictions import Predictions
+from . import uncertainty as unc
+from .subsets import subset_negatives
+from .load import BASELINE, Study
+
+
+# ------------------------------------------------------------------------------ metrics
+def _cell_metrics(pred: Predictions, seed: int) -> dict[str, float]:
+    rank = ranking_metrics(pred.probs, pred.labels, ks=(1,))
+    balanced = subset_negatives(pred, 1, seed=seed)
+    return {
+        "R@1": rank["R@1"],
+        "MAP": rank["MAP"],
+        "MRR": rank["MRR"],
+        "ECE 1:1": ece(balanced.probs, balanced.labels),
+        "ECE": ece(pred.probs, pred.labels),
+        "Brier": brier(pred.probs, pred.labels),
+        "NLL": nll(pred.probs, pred.labels),
+        "mean var": float(pred.var.mean()),
+    }
+
+
+def metrics_table(study: Study, split: str = "test", rankers: Iterable[str] | None = None) -> pd.DataFrame:
+    """One row per ranker x training corpus x condition of ``split`` x seed.
+
+    Columns: ``ranker``, ``train_corpus``, ``corpus``, ``sampler``, ``shift``, ``seed``, ``S``,
+    ``queries``, ``R@1``, ``MAP``, ``MRR`` (pessimistic ties), ``ECE 1:1`` (balanced set, the
+    first paper's Table 1; negatives drawn with the profile seed), ``ECE`` (all candidates),
+    ``Brier``, ``NLL``, ``mean var``.
+    """
+    rows = []
+    for ranker, tc, cond in study.cells(split, rankers):
+        for pred in study.runs(ranker, tc, cond):
+            seed = study.seed_of(pred)
+            rows.append(
+                {
+                    "ranker": ranker,
+                    "train_corpus": tc,
+                    "corpus": cond.corpus,
+                    "sampler": cond.sampler,
+                    "shift": study.shift(cond, tc),
+                    "seed": seed,
+                    "S": pred.n_samples,
+                    "queries": int(pred.labels.shape[0]),
+                    **_cell_metrics(pred, study.cfg.seed),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+_KEYS = ["train_corpus", "corpus", "sampler", "shift"]
+
+
+def _interval_row(runs: list[Predictions], seed: int, n_resamples: int) -> dict[str, float]:
+    return {"seeds": len(runs), "S": runs[0].n_samples, "queries": int(runs[0].labels.shape[0]),
+            **unc.cell_estimates(runs, seed=seed, n_resamples=n_resamples),
+            "intervals": unc.seeds_note(len(runs))}
+
+
+def interval_table(study: Study, split: str = "test", rankers: Iterable[str] | None = None, *,
+                   n_resamples: int = unc.N_RESAMPLES) -> pd.DataFrame:
+    """One row per ranker x training corpus x condition, every seed together: each metric of
+    :data:`calibrank.analysis.uncertainty.CELL_METRICS` with ``<metric> lo`` / ``<metric> hi``,
+    its 95% bootstrap interval over test queries (and training seeds when there are several;
+    the ``intervals`` column says which). Values are means over seeds."""
+    rows = []
+    for ranker, tc, cond in study.cells(split, rankers):
+        rows.append({"ranker": ranker, "train_corpus": tc, "corpus": cond.corpus, "sampler": cond.sampler,
+                     "shift": study.shift(cond, tc),
+                     **_interval_row(study.runs(ranker, tc, cond), study.cfg.seed, n_resamples)})
+    return pd.DataFrame(rows)
+
+
+def baseline_interval_table(study: Study, split: str = "test", *, n_resamples: int = unc.N_RESAMPLES) -> pd.DataFrame:
+    """:func:`interval_table` for the no-learning rules (``ranker`` = ``baseline:<name>``, one row per training corpus)."""
+    from ..baselines import BaselineName, load_baseline
+
+    rows = []
+    for name in BaselineName:
+        for tc in study.train_corpora:
+            for cond in study.test_conditions(split):
+                pred = load_baseline(study.cfg, name, tc, cond)
+                rows.append({"ranker": f"baseline:{name.value}", "train_corpus": tc, "corpus": cond.corpus,
+                             "sampler": cond.sampler, "shift": study.shift(cond, tc),
+                             **_interval_row([pred], study.cfg.seed, n_resamples)})
+    return pd.DataFrame(rows)
+
+
+def table1(study: Study, intervals: pd.DataFrame | None = None, ranker: str = BASELINE) -> pd.DataFrame:
+    """Penha & Hauff Table 1: ``bert``'s R10@1, balanced ECE and full ECE per test condition, with intervals.
+
+    One row per training corpus x test corpus x sampler (means over seeds) from
+    :func:`interval_table`: each metric with ``<metric> lo`` / ``<metric> hi`` (95% bootstrap
+    interval over test queries, and seeds when several), the shift kind, queries and seeds.
+    """
+    iv = intervals if intervals is not None else interval_table(study, rankers=[ranker])
+    iv = iv[iv["ranker"] == ranker]
+    if iv.empty:
+        raise ValueError(f"no metrics for ranker {ranker!r}")
+    rl, full = study.recall_label, f"ECE 1:{study.k}"
+    out = iv[_KEYS].copy()
+    for src, dst in (("R@1", rl), ("ECE 1:1", "ECE 1:1"), ("ECE", full)):
+        for suffix in ("", " lo", " hi"):
+            out[dst + suffix] = iv[src + suffix].to_numpy()
+    out["queries"] = iv["queries"].to_numpy()
+    out["seeds"] = iv["seeds"].to_numpy()
+    return out.reset_index(drop=True)
+
+
+def baseline_metrics_table(study: Study, split: str = "test") -> pd.DataFrame:
+    """:func:`metrics_table`'s columns for the no-learning rules of :mod:`calibrank.baselines` (``ranker`` = ``baseline:<name>``).
+
+    Their Platt maps are fitted per training corpus, so they have one row per training corpus
+    like a trained ranker; ``seed`` is the profile seed (the rules' tie-breaks).
+    """
+    from ..baselines import BaselineName, load_baseline
+
+    rows = []
+    for name in BaselineName:
+        for tc in study.train_corpora:
+            for cond in study.test_conditions(split):
+                pred = load_baseline(study.cfg, name, tc, cond)
+                rows.append({"ranker": f"baseline:{name.value}", "train_corpus": tc, "corpus": cond.corpus,
+                             "sampler": cond.sampler, "shift": study.shift(cond, tc), "seed": study.cfg.seed, "S": 1,
+                             "queries": int(pred.labels.shape[0]), **_cell_metrics(pred, study.cfg.seed)})
+    return pd.DataFrame(rows)
+
+
+def table1_reference(study: Study, baseline_intervals: pd.DataFrame) -> pd.DataFrame:
+    """Table 1's columns for each no-learning rule: the reference rows a reader compares ``bert`` with."""
+    return pd.concat([table1(study, baseline_intervals, ranker=r).assign(ranker=r)
+                      for r in dict.fromkeys(baseline_intervals["ranker"])], ignore_index=True)
+
+
+def _value_metrics(df: pd.DataFrame) -> list[str]:
+    """The metric columns of a table with ``<metric> lo`` / ``<metric> hi`` companions."""
+    return [c for c in df.columns if f"{c} lo" in df.columns and f"{c} hi" in df.columns]
+
+
+def table1_wide(t1: pd.DataFrame, reference: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Table 1 in the paper's layout: rows = training corpus, columns = (test corpus · sampler, metric),
+    each cell ``value [lo, hi]``.
+
+    With ``reference`` (:func:`table1_reference`), the rules that learn nothing follow as rows
+    of their own ("least overlap (Platt on chitchat)").
+    """
+    from ..baselines import DISPLAY_NAMES as RULES
+
+    t = t1.copy()
+    t["row"] = "bert trained on " + t["train_corpus"]
+    if reference is not None and not reference.empty:
+        ref = reference.copy()
+        ref["row"] = ref["ranker"].str.removeprefix("baseline:").map(RULES) + " (Platt on " + ref["train_corpus"] + ")"
+        t = pd.concat([t, ref.drop(columns=["ranker"])], ignore_index=True)
+    t["test on"] = t["corpus"] + " · " + t["sampler"]
+    metrics = _value_metrics(t1)
+    for m in metrics:
+        t[m] = [unc.format_interval(v, lo, hi) for v, lo, hi in zip(t[m], t[f"{m} lo"], t[f"{m} hi"])]
+    wide = t.pivot(index="row", columns="test on", values=metrics)
+    wide = wide.reindex(list(dict.fromkeys(t["row"])))
+    wide = wide.swaplevel(0, 1, axis=1)
+    order = list(dict.fromkeys(t["test on"]))
+    wide = wide.reindex(columns=pd.MultiIndex.from_product([order, metrics]))
+    wide.index.name = None
+    wide.columns.names = ["train on ↓ · test on →", ""]
+    return wide
+
+
+def significance_text(pvalue_holm: float, pvalue_worse_holm: float, mark: str, note: str = "") -> str:
+    """``"p = 0.003 †"``, ``"p(worse) = 0.01 worse"``, ``"p = 0.41"`` or ``"no test: <why>"`` (Holm-adjusted p)."""
+    if not np.isfinite(pvalue_holm):
+        return f"no test: {note}" if note else "no test"
+    if mark == unc.WORSE:
+        return f"p(worse) = {pvalue_worse_holm:.3g} {unc.WORSE}"
+    return f"p = {pvalue_holm:.3g}" + (f" {mark}" if mark else "")
+
+
+def _marked(rows: list[dict]) -> pd.DataFrame:
+    df = unc.mark_table(pd.DataFrame(rows)) if rows else pd.DataFrame(rows)
+    if len(df):
+        df["significance"] = [significance_text(p, pw, m, n) for p, pw, m, n in
+                              zip(df["pvalue_holm"], df["pvalue_worse_holm"], df["mark"], df["note"])]
+    return df
+
+
+def table2(study: Study, *, ece_column: str = "ECE 1:1", n_resamples: int = unc.N_RESAMPLES) -> pd.DataFrame:
+    """Penha & Hauff Table 2: relative change of ECE of every other ranker over ``bert`` per condition.
+
+    ``rel_change = (ECE_ranker - ECE_bert) / ECE_bert`` (means over seeds; negative = better
+    calibrated) with its 95% bootstrap interval ``lo``/``hi`` over test queries (and seeds),
+    ``pvalue``: one-sided paired permutation test over test queries that the ranker's ECE is
+    *lower* (the paper's claim), ``pvalue_worse`` the other tail, both Holm-corrected across the
+    cells of this table (``*_holm``); ``mark``: ``†`` significant improvement, ``worse``
+    significant rise. The paper's Table 2 uses the balanced ECE of Table 1 (default; ``ece_column
+    = "ECE"`` for all candidates). The paper's Student's t-tests are not described further; a
+    test over queries is possible here because ECE is a sum over queries (see
+    :mod:`calibrank.metrics.resample`).
+    """
+    if BASELINE not in study.rankers:
+        raise ValueError(f"Table 2 needs the {BASELINE!r} ranker in the profile")
+    metric = "ECE 1:1" if ece_column == "ECE 1:1" else "ECE"
+    rows = []
+    for ranker in [r for r in study.rankers if r != BASELINE]:
+        for _, tc, cond in study.cells("test", [ranker]):
+            own, base = study.runs(ranker, tc, cond), study.runs(BASELINE, tc, cond)
+            c = unc.cell_comparison(own, base, metric, seed=study.cfg.seed, alternative="less", n_resamples=n_resamples)
+            rows.append({"train_corpus": tc, "corpus": cond.corpus, "sampler": cond.sampler, "shift": study.shift(cond, tc),
+                         "ranker": ranker, f"{ece_column} bert": c["b"], f"{ece_column} ranker": c["a"],
+                         "rel_change": c["rel_change"], "lo": c["lo"], "hi": c["hi"], "seeds": len(own),
+                         "pvalue": c["pvalue"], "pvalue_worse": c["pvalue_worse"], "note": c["note"]})
+    return _marked(rows)
+
+
+def table2_wide(t2: pd.DataFrame) -> pd.DataFrame:
+    """Table 2 in the paper's layout: relative ECE change ``-12.3% [-20.1%, -4.0%] †`` per condition and ranker."""
+    t = t2.copy()
+    t["test on"] = t["corpus"] + " · " + t["sampler"]
+    t["cell"] = [unc.format_change(rc, lo, hi, m) for rc, lo, hi, m in zip(t["rel_change"], t["lo"], t["hi"], t["mark"])]
+    wide = t.pivot(index=["train_corpus", "ranker"], columns="test on", values="cell")
+    rows = pd.MultiIndex.from_frame(t[["train_corpus", "ranker"]].drop_duplicates())
+    return wide.reindex(index=rows, columns=list(dict.fromkeys(t["test on"])))
+
+
+# ------------------------------------------------------------------------------ Figure 2
+def ece_by_negatives(
+    study: Study, split: str = "test", rankers: Iterable[str] | None = None, *, seed: int | None = None,
+    n_resamples: int = 1000,
+) -> pd.DataFrame:
+    """Figure 2: ECE per number of non-relevant candidates per query, n = 1..k.
+
+    One row per ranker x training corpus x condition x n, with ``ECE``, its 95% bootstrap
+    interval over test queries ``ECE lo`` / ``ECE hi`` (the band of the figure), and ``pairs``
+    (the number of (query, candidate) pairs). Candidates are nested subsets
+    (:func:`subset_negatives` with ``seed``, default the profile seed); n = k is the full query.
+    """
+    from ..metrics.resample import features, interval
+
+    seed = study.cfg.seed if seed is None else seed
+    rows = []
+    for ranker, tc, cond in study.cells(split, rankers):
+        pred = study.get(ranker, tc, cond)
+        k = pred.labels.shape[1] - 1
+        for n in range(1, k + 1):
+            sub = subset_negatives(pred, n, seed=seed)
+            est = interval(features(sub, "ECE"), level=unc.LEVEL, n_resamples=n_resamples, seed=seed)
+            rows.append(
+                {"ranker": ranker, "train_corpus": tc, "corpus": cond.corpus, "sampler": cond.sampler,
+                 "shift": study.shift(cond, tc), "n_nonrel": n, "ECE": ece(sub.probs, sub.labels),
+                 "ECE lo": est.low, "ECE hi": est.high, "pairs": int(sub.labels.size)}
+            )
+    return pd.DataFrame(rows)
+
+
+# ------------------------------------------------------------------------------ reliability
+def default_condition(study: Study, train_corpus: str | None = None, split: str = "test") -> Condition:
+    """The in-distribution condition: the training corpus with the training sampler (else its first sampler)."""
+    tc = train_corpus or study.train_corpora[0]
+    samplers = [c.sampler for c in study.test_conditions(split) if c.corpus == tc]
+    sampler = study.train_sampler if study.train_sampler in samplers else samplers[0]
+    return study.condition(tc, sampler, split)
+
+
+def reliability_table(
+    study: Study,
+    condition: Condition | None = None,
+    train_corpus: str | None = None,
+    *,
+    n_bins: int = 10,
+    rankers: Iterable[str] | None = None,
+) -> pd.DataFrame:
+    """Reliability-diagram buckets per ranker on one condition (default: in distribution, test).
+
+    One row per ranker x bucket: ``bin``, ``lower``, ``upper``, ``mean_predicted``,
+    ``fraction_positive`` (NaN for an empty bucket), ``count``, and the ranker's ``ECE`` on
+    this condition (all candidates).
+    """
+    tc = train_corpus or study.train_corpora[0]
+    cond = condition or default_condition(study, tc)
+    rows = []
+    for ranker in rankers if rankers is not None else study.rankers:
+        pred = study.get(ranker, tc, cond)
+        curve = reliability_curve(pred.probs, pred.labels, n_bins=n_bins)
+        for i in range(n_bins):
+            rows.append(
+                {"ranker": ranker, "train_corpus": tc, "condition": cond.name, "bin": i,
+                 "lower": float(curve.bin_edges[i]), "upper": float(curve.bin_edges[i + 1]),
+                 "mean_predicted": float(curve.mean_predicted[i]),
+                 "fraction_positive": float(curve.fraction_positive[i]),
+                 "count": int(curve.counts[i]), "ECE": curve.ece}
+            )
+    return pd.DataFrame(rows)
+
+
+# ------------------------------------------------------------------------------ 2023 layout
+def display_columns(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` without the numeric ``<metric> mean`` / ``<metric> sd`` columns that back its formatted ones."""
+    return df.drop(columns=[c for c in df.columns if c.endswith((" mean", " sd", " lo", " hi"))])
+
+
+def paper2023_sampler(study: Study) -> str:
+    """The 2023 papers evaluated with 1 + 9 random negatives: ``random`` if the profile has it."""
+    samplers = [s.value for s in study.cfg.negatives.eval]
+    return "random" if "random" in samplers else study.train_sampler
+
+
+PROTOCOL_2023 = (
+    "PG-DRR / GPF-BERT trained on 1 positive + 9 random negatives per context with bert-base on MSDialog, "
+    "MANtIS and UDC v1 (GPF-BERT's 'Ubuntu' is UDC v1, not UDC_DSTC8); their ± is an sd over 5 seeds (PG-DRR) "
+    "or a standard error (GPF-BERT)"
+)
+
+
+def protocol_note(study: Study) -> str:
+    """How this profile's rankers were trained, in the words a comparison with a paper needs."""
+    cfg = study.cfg
+    train = cfg.negatives.train.value
+    k = cfg.negatives.train_k
+    return (f"ours: trained on 1 positive + {k} {train} negative(s) per context, {cfg.training.backbone}, "
+            f"{len(training_seeds(cfg))} training seed(s); [lo, hi] = 95% bootstrap interval over test queries"
+            + (" and seeds" if len(training_seeds(cfg)) > 1 else ""))
+
+
+def paper2023_tables(study: Study, intervals: pd.DataFrame, sampler: str | None = None) -> dict[str, pd.DataFrame]:
+    """PG-DRR / GPF-BERT layout: ``{"in-domain": ..., "shift": ...}``, one row per cell and ranker.
+
+    Columns: ``train on``, ``test on``, ``ranker``, ``R10@1``, ``MAP``, ``ECE`` as text
+    (``value [lo, hi]``, 95% bootstrap interval over test queries, and seeds when several),
+    ``seeds``, ``protocol``, and the numbers behind the text (``R@1 mean``, ``R@1 lo``, ``R@1
+    hi``, ...). ECE on all candidates (the 2023 papers' ECE); ``sampler`` defaults to
+    :func:`paper2023_sampler`. ``intervals``: :func:`interval_table` (with the rules' rows of
+    :func:`baseline_interval_table` if wanted).
+    """
+    sampler = sampler or paper2023_sampler(study)
+    summ = intervals[intervals["sampler"] == sampler].copy()
+    rl = study.recall_label
+    summ["train on"] = summ["train_corpus"]
+    summ["test on"] = summ["corpus"]
+    numbers = []
+    for c, label in (("R@1", rl), ("MAP", "MAP"), ("ECE", "ECE")):
+        summ[label] = [unc.format_interval(v, lo, hi) for v, lo, hi in zip(summ[c], summ[f"{c} lo"], summ[f"{c} hi"])]
+        summ[f"{c} mean"] = summ[c]
+        numbers += [f"{c} mean", f"{c} lo", f"{c} hi"]
+    summ["protocol"] = protocol_note(study)
+    cols = ["train on", "test on", "ranker", rl, "MAP", "ECE", "seeds", "protocol", *numbers]
+    in_dom = summ["train_corpus"] == summ["corpus"]
+    return {"in-domain": summ.loc[in_dom, cols].reset_index(drop=True),
+            "shift": summ.loc[~in_dom, cols].reset_index(drop=True)}

@@ -1,0 +1,102 @@
+"""Files for readers and other tools: every table as CSV under ``reports/<profile>/tables/`` and TREC run files."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..config import Config
+from ..predictions import Predictions
+from ..runs import atomic_path, report_dir, write_json
+from .load import Study
+
+
+# ------------------------------------------------------------------------------ files
+def tables_dir(profile: str) -> Path:
+    path = report_dir(profile) / "tables"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _slug(name: str) -> str:
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_")
+    if not slug:
+        raise ValueError(f"table name {name!r} has no usable characters")
+    return slug
+
+
+def export_tables(profile: str | Config, tables: Mapping[str, pd.DataFrame], *, notebook: str = "") -> dict[str, Path]:
+    """Write each table to ``reports/<profile>/tables/<name>.csv`` atomically; return the paths.
+
+    A manifest ``tables/<notebook>.json`` (when ``notebook`` is given) lists which notebook wrote
+    which tables, for the report's links. Index levels are written as columns.
+    """
+    prof = profile.profile if isinstance(profile, Config) else str(profile)
+    folder = tables_dir(prof)
+    out = {}
+    for name, df in tables.items():
+        if not isinstance(df, pd.DataFrame):
+            raise TypeError(f"table {name!r} must be a DataFrame; got {type(df).__name__}")
+        frame = df
+        if not isinstance(df.index, pd.RangeIndex):
+            frame = df.reset_index()
+        if isinstance(frame.columns, pd.MultiIndex):
+            frame = frame.copy()
+            frame.columns = [" | ".join(str(p) for p in c if str(p)) for c in frame.columns]
+        dest = folder / f"{_slug(name)}.csv"
+        with atomic_path(dest) as tmp:
+            frame.to_csv(tmp, index=False)
+        out[name] = dest
+    if notebook:
+        write_json(folder / f"{_slug(notebook)}.json", {"notebook": notebook, "tables": sorted(p.name for p in out.values())})
+    return out
+
+
+def load_exported_tables(profile: str) -> dict[str, pd.DataFrame]:
+    """Every CSV under ``reports/<profile>/tables/``, keyed by file stem."""
+    folder = report_dir(profile) / "tables"
+    return {p.stem: pd.read_csv(p) for p in sorted(folder.glob("*.csv"))} if folder.is_dir() else {}
+
+
+def _trec_lines(pred: Predictions, run: str) -> tuple[list[str], list[str]]:
+    order = np.lexsort((pred.labels, -pred.probs), axis=1)  # decreasing score, ties against the relevant
+    run_lines, qrel_lines = [], []
+    for qi, qid in enumerate(pred.qids):
+        for rank, j in enumerate(order[qi], start=1):
+            run_lines.append(f"{qid} Q0 {qid}.{j} {rank} {pred.probs[qi, j]:.8f} {run}")
+        for j in range(pred.labels.shape[1]):
+            qrel_lines.append(f"{qid} 0 {qid}.{j} {int(pred.labels[qi, j])}")
+    return run_lines, qrel_lines
+
+
+def write_trec_runs(study: Study, split: str = "test", out_dir: Path | None = None) -> pd.DataFrame:
+    """TREC run files (``qid Q0 docid rank score run``) and qrels for every cell of ``split``.
+
+    ``docid`` is ``<qid>.<candidate index>``; the score is the ranker's probability and the
+    rank follows our tie rule (ties against the relevant candidate; ``trec_eval`` re-sorts by
+    score and breaks ties by docid, so its numbers can differ on tied queries). Files:
+    ``<out_dir>/<ranker>-<train corpus>/<condition>.run`` and ``<out_dir>/qrels/<condition>.qrels``
+    (default ``out_dir``: ``reports/<profile>/trec``). Returns one row per file written.
+    """
+    folder = out_dir or (report_dir(study.cfg.profile) / "trec")
+    rows = []
+    written_qrels: set[str] = set()
+    for ranker, tc, cond in study.cells(split):
+        pred = study.get(ranker, tc, cond)
+        run = f"{ranker}-{tc}"
+        run_lines, qrel_lines = _trec_lines(pred, run)
+        dest = folder / run / f"{cond.name}.run"
+        with atomic_path(dest) as tmp:
+            tmp.write_text("\n".join(run_lines) + "\n", encoding="utf-8")
+        rows.append({"kind": "run", "run": run, "condition": cond.name, "lines": len(run_lines), "path": str(dest)})
+        if cond.name not in written_qrels:
+            qdest = folder / "qrels" / f"{cond.name}.qrels"
+            with atomic_path(qdest) as tmp:
+                tmp.write_text("\n".join(qrel_lines) + "\n", encoding="utf-8")
+            written_qrels.add(cond.name)
+            rows.append({"kind": "qrels", "run": "", "condition": cond.name, "lines": len(qrel_lines), "path": str(qdest)})
+    return pd.DataFrame(rows)

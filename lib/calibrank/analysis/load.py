@@ -1,0 +1,190 @@
+"""Loading a profile's Predictions: :class:`Study` (every ranker x training corpus x condition x seed), and who the rankers are."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+import pandas as pd
+
+from ..config import Config, load_config, training_seeds
+from ..experiment import Condition, eval_conditions, load_predictions, predictions_path, ranker_conditions
+from ..predictions import Predictions, PredictionsError
+from ..querysets import MissingStepError
+
+
+BASELINE = "bert"
+"""The deterministic ranker every other ranker is compared with."""
+
+GP_RANKERS = ("sngp", "gpf_bert", "pg_drr")
+"""Rankers with a Gaussian-process output layer (the 2023 papers)."""
+
+DISPLAY_NAMES = {
+    "bert": "BERT",
+    "mc_dropout": "MC Dropout",
+    "ensemble": "Ensemble",
+    "temperature": "Temperature scaling",
+    "focal": "BERT + focal loss",
+    "sngp": "SNGP",
+    "gpf_bert": "GPF-BERT",
+    "pg_drr": "PG-DRR",
+}
+
+
+# ------------------------------------------------------------------------------------ loading
+@dataclasses.dataclass(eq=False)
+class Study:
+    """Every Predictions file of one profile, read on first use.
+
+    ``paths[(ranker, train_corpus, condition name)]`` lists the files of that cell (one per
+    seed); :meth:`runs` returns their Predictions sorted by seed, :meth:`get` one of them.
+    """
+
+    cfg: Config
+    rankers: tuple[str, ...]
+    train_corpora: tuple[str, ...]
+    conditions: tuple[Condition, ...]
+    paths: dict[tuple[str, str, str], list[Path]]
+    _cache: dict[tuple[str, str, str], list[Predictions]] = dataclasses.field(default_factory=dict, repr=False)
+
+    @property
+    def main_seed(self) -> int:
+        """The first of the profile's training seeds: the run every single-seed analysis uses."""
+        return training_seeds(self.cfg)[0]
+
+    @property
+    def train_sampler(self) -> str:
+        return self.cfg.negatives.train.value
+
+    @property
+    def k(self) -> int:
+        return self.cfg.negatives.eval_k
+
+    @property
+    def recall_label(self) -> str:
+        """``R10@1`` for 1 + 9 candidates."""
+        return f"R{self.k + 1}@1"
+
+    def test_conditions(self, split: str = "test") -> list[Condition]:
+        return [c for c in self.conditions if c.split == split]
+
+    def condition(self, corpus: str, sampler: str, split: str = "test") -> Condition:
+        for c in self.conditions:
+            if (c.corpus, c.sampler, c.split) == (corpus, sampler, split):
+                return c
+        raise KeyError(f"no condition {corpus}-{split}-{sampler} in profile {self.cfg.profile!r}")
+
+    def runs(self, ranker: str, train_corpus: str, condition: Condition) -> list[Predictions]:
+        key = (ranker, train_corpus, condition.name)
+        if key not in self.paths:
+            raise KeyError(f"no Predictions for {key} in this study")
+        if key not in self._cache:
+            by_seed: dict[int, Predictions] = {}
+            for path in self.paths[key]:
+                pred = Predictions.load(path)
+                by_seed[self._checked_seed(path, pred)] = pred
+            ordered = [by_seed[s] for s in sorted(by_seed)]
+            for other in ordered[1:]:
+                ordered[0].check_aligned(other)
+            self._cache[key] = ordered
+        return self._cache[key]
+
+    def _checked_seed(self, path: Path, pred: Predictions) -> int:
+        """The training seed of a Predictions file: its name says it (``-seed<N>``, or the main
+        seed), and its sidecar must say the same."""
+        m = re.search(r"-seed(\d+)$", Path(path).stem)
+        named = int(m.group(1)) if m else self.main_seed
+        stored = pred.meta.get("seed")
+        if stored is None or int(stored) != named:
+            raise PredictionsError(f"{path}: its sidecar says seed {stored!r} but its name says seed {named}; "
+                                   "rerun the 03 step that writes it")
+        return named
+
+    @staticmethod
+    def seed_of(pred: Predictions) -> int:
+        """The training seed of Predictions read by :meth:`runs` (checked against the file name there)."""
+        return int(pred.meta["seed"])
+
+    def get(self, ranker: str, train_corpus: str, condition: Condition, seed: int | None = None) -> Predictions:
+        """One seed's Predictions (the main training seed by default)."""
+        runs = self.runs(ranker, train_corpus, condition)
+        if seed is None:
+            seed = self.main_seed
+        for p in runs:
+            if self.seed_of(p) == seed:
+                return p
+        raise KeyError(f"no seed {seed} for {ranker}/{train_corpus}/{condition.name}")
+
+    def seeds(self, ranker: str, train_corpus: str, condition: Condition) -> list[int]:
+        return [self.seed_of(p) for p in self.runs(ranker, train_corpus, condition)]
+
+    def n_samples(self, ranker: str) -> int:
+        """S of a ranker's Predictions (read from its first cell)."""
+        return self.get(ranker, self.train_corpora[0], self.test_conditions()[0]).n_samples
+
+    def stochastic_rankers(self) -> list[str]:
+        """Rankers whose Predictions carry more than one sample (a predictive distribution)."""
+        return [r for r in self.rankers if self.n_samples(r) > 1]
+
+    def shift(self, condition: Condition, train_corpus: str) -> str:
+        """``in distribution``, ``cross-domain``, ``cross-NS`` or ``cross-domain + cross-NS``."""
+        parts = []
+        if condition.corpus != train_corpus:
+            parts.append("cross-domain")
+        if condition.sampler != self.train_sampler:
+            parts.append("cross-NS")
+        return " + ".join(parts) or "in distribution"
+
+    def cells(self, split: str = "test", rankers: Iterable[str] | None = None):
+        """``(ranker, train_corpus, condition)`` for every cell of ``split`` that has Predictions
+        (validation cells exist for stochastic rankers only)."""
+        for ranker in rankers if rankers is not None else self.rankers:
+            for tc in self.train_corpora:
+                for cond in self.test_conditions(split):
+                    if (ranker, tc, cond.name) in self.paths:
+                        yield ranker, tc, cond
+
+
+def load_study(profile: str | Config) -> Study:
+    """Find every Predictions file of the profile: every ranker x training corpus x condition.
+
+    Raises :class:`~calibrank.querysets.MissingStepError` naming the first missing file and the
+    make target that writes it (and how many others are missing). Files are read lazily.
+    """
+    cfg = profile if isinstance(profile, Config) else load_config(profile)
+    rankers = tuple(r.value for r in cfg.rankers.names)
+    corpora = tuple(c.value for c in cfg.rankers.train_corpora)
+    conditions = tuple(eval_conditions(cfg))
+    paths: dict[tuple[str, str, str], list[Path]] = {}
+    missing: list[tuple[str, str, Condition, int]] = []
+    for r in rankers:
+        for tc in corpora:
+            for cond in ranker_conditions(cfg, r):
+                for seed in training_seeds(cfg):
+                    path = predictions_path(cfg, r, tc, cond, seed)
+                    if path.exists():
+                        paths.setdefault((r, tc, cond.name), []).append(path)
+                    else:
+                        missing.append((r, tc, cond, seed))
+    if missing:
+        r, tc, cond, seed = missing[0]
+        try:
+            load_predictions(cfg, r, tc, cond, seed)  # raises the message that names the make target
+        except MissingStepError as exc:
+            more = f" ({len(missing) - 1} other Predictions file(s) are missing too)" if len(missing) > 1 else ""
+            raise MissingStepError(f"{exc}{more}") from None
+    return Study(cfg=cfg, rankers=rankers, train_corpora=corpora, conditions=conditions, paths=paths)
+
+
+def overview(study: Study) -> pd.DataFrame:
+    """One row per ranker: its name in the papers, samples per prediction (S), seeds, Predictions cells."""
+    by_name = {c.name: c for c in study.conditions}
+    rows = []
+    for r in study.rankers:
+        cells = [key for key in study.paths if key[0] == r]
+        seeds = sorted({s for _, tc, c in cells for s in study.seeds(r, tc, by_name[c])})
+        rows.append({"ranker": r, "method": DISPLAY_NAMES.get(r, r), "S": study.n_samples(r),
+                     "seeds": ", ".join(map(str, seeds)), "Predictions files": sum(len(study.paths[k]) for k in cells)})
+    return pd.DataFrame(rows)

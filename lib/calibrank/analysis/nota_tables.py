@@ -1,0 +1,97 @@
+"""Notebook 06's numbers: Penha & Hauff Tables 4-5 (NOTA macro-F1 per input space) with intervals and one-sided tests."""
+
+from __future__ import annotations
+
+
+import numpy as np
+import pandas as pd
+
+from ..metrics.stats import holm
+from . import uncertainty as unc
+from .load import Study
+
+
+# ------------------------------------------------------------------------------ NOTA (06)
+def nota_means_ranker(study: Study) -> str:
+    """Whose means make the NOTA features: MC Dropout (the paper's E[R^D]) if present, else the first stochastic ranker, else bert."""
+    stochastic = study.stochastic_rankers()
+    if "mc_dropout" in stochastic:
+        return "mc_dropout"
+    return stochastic[0] if stochastic else study.rankers[0]
+
+
+def nota_table(
+    study: Study,
+    *,
+    split: str = "test",
+    folds: int = 5,
+    n_estimators: int = 100,
+    seed: int | None = None,
+    alpha: float = 0.05,
+) -> pd.DataFrame:
+    """Penha & Hauff Tables 4-5: NOTA macro-F1 per input space, per condition.
+
+    Conditions: Table 4 (cross-domain) takes every test corpus with the training sampler
+    (in-domain included, as the paper's diagonal); Table 5 (cross-NS) the training corpus
+    with every other sampler. Input spaces: ``E[R]``, the sorted means of
+    :func:`nota_means_ranker`; ``+var[<ranker>]``, those means plus the variances of each
+    stochastic ranker (S > 1) on the same NOTA set (MC Dropout's own variances are the
+    paper's +var[R^D], the ensemble's its +var[R^E]; GP rankers' are new). Random forest,
+    stratified ``folds``-fold cross-validation, one-sided paired t-tests over folds against
+    ``E[R]`` (:func:`calibrank.nota.compare_inputs`), Holm-corrected across the cells of each
+    table; ``F1 [95% CI]`` is the mean over folds with its Student-t interval and the mark
+    (``†`` significant gain, ``worse`` significant loss).
+    """
+    from .. import nota
+
+    seed = study.cfg.seed if seed is None else seed
+    means_from = nota_means_ranker(study)
+    var_sources = study.stochastic_rankers()
+    rows = []
+    for tc in study.train_corpora:
+        for cond in study.test_conditions(split):
+            if cond.sampler == study.train_sampler:
+                table = "Table 4 (cross-domain)"
+            elif cond.corpus == tc:
+                table = "Table 5 (cross-NS)"
+            else:
+                continue
+            base_set = nota.make_nota_set(study.get(means_from, tc, cond), seed=seed)
+            results = {"E[R]": nota.cross_validate_nota(nota.nota_features(base_set, "mean"), base_set.y,
+                                                        seed=seed, folds=folds, n_estimators=n_estimators)}
+            for r in var_sources:
+                other = base_set if r == means_from else base_set.apply(study.get(r, tc, cond))
+                x = nota.nota_features(base_set, "mean+var", var_from=other)
+                results[f"+var[{r}]"] = nota.cross_validate_nota(x, base_set.y, seed=seed, folds=folds,
+                                                                 n_estimators=n_estimators)
+            cmp = nota.compare_inputs(results, "E[R]", alpha=alpha)
+            cmp.insert(0, "means_from", means_from)
+            cmp.insert(0, "shift", study.shift(cond, tc))
+            cmp.insert(0, "sampler", cond.sampler)
+            cmp.insert(0, "corpus", cond.corpus)
+            cmp.insert(0, "train_corpus", tc)
+            cmp.insert(0, "table", table)
+            rows.append(cmp)
+    if not rows:
+        return pd.DataFrame()
+    out = pd.concat(rows, ignore_index=True)
+    out = out.sort_values("table", kind="stable", ignore_index=True)
+    # Holm across the compared cells of each table (Table 4, Table 5), not per condition
+    for _, idx in out[out["input"] != "E[R]"].groupby("table", sort=False).groups.items():
+        for col in ("pvalue", "pvalue_worse"):
+            out.loc[idx, f"{col}_holm"] = holm(out.loc[idx, col].to_numpy(dtype=float))
+    better = out["pvalue_holm"].fillna(1.0) < alpha
+    worse = out["pvalue_worse_holm"].fillna(1.0) < alpha
+    out["significant"] = better
+    out["mark"] = np.where(better, unc.IMPROVED, np.where(worse, unc.WORSE, ""))
+    out["F1 [95% CI]"] = [unc.format_interval(m, lo, hi) + (f" {mk}" if mk else "")
+                          for m, lo, hi, mk in zip(out["f1_mean"], out["f1_lo"], out["f1_hi"], out["mark"])]
+    return out
+
+
+def nota_wide(nt: pd.DataFrame) -> pd.DataFrame:
+    """Tables 4-5 in the paper's layout: ``F1 [lo, hi] mark`` per condition (rows) and input space (columns)."""
+    t = nt.copy()
+    t["test on"] = t["corpus"] + " · " + t["sampler"]
+    wide = t.pivot(index=["table", "train_corpus", "test on"], columns="input", values="F1 [95% CI]")
+    return wide.reindex(columns=list(dict.fromkeys(t["input"])))
