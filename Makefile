@@ -115,23 +115,29 @@ RUN_START := $(shell date +%s)
 OWNER = pid$$$$@$$(uname -n | tr -cd 'A-Za-z0-9-')
 SWEEP = $(BIN)/python -m calibrank.runs sweep --started $(RUN_START) $(REPORT)
 SOLO := 01_data 02_negatives 07_efficiency
+# After each step: one line with the time since `make report` started, the step's own time and an
+# estimate of what is left (python -m calibrank.eta progress; it never fails the step). Each
+# recipe line that calls it sets `start` first.
+ETA_PROGRESS = $(BIN)/python -m calibrank.eta progress $(PROFILE) $(1) --seconds $$(( $$(date +%s) - start )) || true
 $(REPORT)/%.ipynb: notebooks/%.ipynb $(PARAMS) $(LIB) $(STAMP) | check-profile
 	@mkdir -p $(REPORT)
 	@echo "== $* ($(PROFILE))"
 	@$(SWEEP)
-	tmp=$(REPORT)/.tmp-$*.$(OWNER).ipynb; \
+	start=$$(date +%s); tmp=$(REPORT)/.tmp-$*.$(OWNER).ipynb; \
 	OMP_NUM_THREADS=$(if $(filter $*,$(SOLO)),$(NPROC),$(THREADS)) TQDM_DISABLE=1 \
 	  $(BIN)/papermill $< "$$tmp" -p profile $(PROFILE) --cwd notebooks --log-output --no-progress-bar; \
-	mv "$$tmp" $@
+	mv "$$tmp" $@; \
+	$(call ETA_PROGRESS,$*)
 
 # One notebook, many runs: the stem names the ranker, the training corpus and the seed.
 $(REPORT)/03_train-%.ipynb: notebooks/03_train.ipynb $(REPORT)/02_negatives.ipynb $(PARAMS) $(LIB) $(STAMP) | check-profile
 	@echo "== 03_train $* ($(PROFILE))"
 	@$(SWEEP)
-	tmp=$(REPORT)/.tmp-03_train-$*.$(OWNER).ipynb; \
+	start=$$(date +%s); tmp=$(REPORT)/.tmp-03_train-$*.$(OWNER).ipynb; \
 	OMP_NUM_THREADS=$(THREADS) TQDM_DISABLE=1 $(BIN)/papermill $< "$$tmp" -p profile $(PROFILE) \
 	  $$($(BIN)/python -m calibrank.config run-params $(PROFILE) $*) --cwd notebooks --log-output --no-progress-bar; \
-	mv "$$tmp" $@
+	mv "$$tmp" $@; \
+	$(call ETA_PROGRESS,03_train-$*)
 
 # Each 03 run's Predictions files (python -m calibrank.runs predictions) are prerequisites of
 # its notebook with an empty rule: one that is deleted counts as changed, so the run (and
@@ -164,7 +170,9 @@ $(foreach tok,$(ENSEMBLE_MEMBERS),$(eval $(REPORT)/03_train-$(firstword $(subst 
 MEMBER_ARGS = $(word 1,$(subst -, ,$(1))) --seed $(patsubst seed%,%,$(word 2,$(subst -, ,$(1)))) --member $(patsubst member%,%,$(word 3,$(subst -, ,$(1))))
 $(GRID)/ensemble-%.json: $(REPORT)/02_negatives.ipynb $(PARAMS) $(LIB) $(STAMP) | check-profile
 	@echo "== ensemble member $* ($(PROFILE))"
-	OMP_NUM_THREADS=$(THREADS) TQDM_DISABLE=1 $(BIN)/python -m calibrank.grid train $(PROFILE) ensemble $(call MEMBER_ARGS,$*)
+	start=$$(date +%s); \
+	OMP_NUM_THREADS=$(THREADS) TQDM_DISABLE=1 $(BIN)/python -m calibrank.grid train $(PROFILE) ensemble $(call MEMBER_ARGS,$*); \
+	$(call ETA_PROGRESS,ensemble-$*)
 
 $(REPORT)/%.html: $(REPORT)/%.ipynb
 	tmp=.tmp-$*.$(OWNER); \
@@ -179,18 +187,25 @@ $(addprefix $(REPORT)/,$(addsuffix .ipynb,$(ANALYSES))): $(foreach r,$(TRAIN_RUN
 $(REPORT)/07_efficiency.ipynb: | $(foreach nb,$(filter-out 07_efficiency,$(STEPS)),$(REPORT)/$(nb).ipynb)
 
 $(REPORT)/index.html: $(foreach nb,$(STEPS),$(REPORT)/$(nb).html)
-	$(BIN)/python -m calibrank.report $(PROFILE)
+	start=$$(date +%s); $(BIN)/python -m calibrank.report $(PROFILE); \
+	$(call ETA_PROGRESS,index)
 
 $(addprefix nb-,$(STEPS)): nb-%: $(REPORT)/%.html
 
 index: $(REPORT)/index.html
 
 # Setup first, in its own make, so that the run list above is read with the package installed.
+# Before the run, python -m calibrank.eta measures this machine's throughput for the profile (about
+# 10-20 s), asks `make -n` which steps are pending and prints the estimated wall time; it writes
+# reports/PROFILE/eta.json, which the progress lines and the report's setup section read. An
+# estimate that cannot be made is said and the run goes on.
 report: ## run the study for PROFILE (default laptop) into reports/PROFILE/index.html
 	@start=$$(date +%s); \
 	$(MAKE) --no-print-directory setup && \
 	$(BIN)/python -m calibrank.config check $(PROFILE) && \
-	$(MAKE) --no-print-directory -j$(REPORT_JOBS) index PROFILE=$(PROFILE) JOBS=$(REPORT_JOBS) && \
+	{ $(BIN)/python -m calibrank.eta $(PROFILE) --jobs $(REPORT_JOBS) --cores $(NPROC) --started $$start \
+	    --make "$(MAKE)" || true; } && \
+	CALIBRANK_RUN_START=$$start $(MAKE) --no-print-directory -j$(REPORT_JOBS) index PROFILE=$(PROFILE) JOBS=$(REPORT_JOBS) && \
 	echo "report: $(REPORT)/index.html (wall time $$(( $$(date +%s) - start )) s)"
 
 # --- checks -----------------------------------------------------------------------------

@@ -96,6 +96,7 @@ def test_report_embeds_figures_and_tables_and_links(built):
     assert "href='tables/table1_bert.csv'" in built and "href='tables/efficiency.csv'" in built
     assert "href='01_data.html'" in built and "href='03_train-ensemble-chitchat.html'" in built
     assert "41.5 s" in built  # total wall time of the four notebooks
+    assert "<th>estimate</th>" not in built  # no reports/smoke/eta.json: no estimate column
 
 
 def test_report_states_the_caveats_and_verdicts(built):

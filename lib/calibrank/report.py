@@ -277,6 +277,25 @@ def _data_sizes(profile: str) -> str:
     return "; ".join(parts)
 
 
+def _eta(profile: str) -> dict | None:
+    """The estimate ``make report`` printed before it ran (``reports/<profile>/eta.json``), or None without one."""
+    from .eta import eta_path, read_eta
+
+    path = eta_path(profile)
+    if not path.exists():
+        return None
+    try:
+        est, data = read_eta(path)
+    except (OSError, ValueError):
+        return None
+    rates = data.get("rates", {})
+    where = (f"{data.get('cores', '?')} cores, {rates.get('device', '?')}, bf16: {'yes' if rates.get('bf16') else 'no'}; "
+             f"measured {rates.get('train', 0):.1f} training and {rates.get('infer', 0):.0f} inference pairs/s with "
+             f"{rates.get('threads', '?')} thread(s) per job")
+    return {"steps": {s.name: s.seconds for s in est.steps}, "seconds": est.seconds, "pending": len(est.pending),
+            "jobs": est.jobs, "created": str(data.get("created", ""))[:19].replace("T", " "), "where": where}
+
+
 def _setup_rows(cfg: Config) -> list[tuple[str, str]]:
     t = cfg.training
     r = cfg.rankers
@@ -506,11 +525,20 @@ def build_index(profile: str) -> Path:
 
     # setup
     setup = "".join(f"<tr><th>{_esc(k)}</th><td>{_esc(v)}</td></tr>" for k, v in _setup_rows(cfg))
+    eta = _eta(cfg.profile)
+    guess = (lambda stem: f"<td>{_seconds(eta['steps'][stem]) if stem in eta['steps'] else '–'}</td>") if eta else (lambda stem: "")
     times = "".join(
         f"<tr><td><a href='{_esc(s['stem'])}.html'>{_esc(s['stem'])}</a></td><td>{_seconds(s['seconds'])}</td>"
-        f"<td class='muted'>{_esc((s['end'] or '')[:19].replace('T', ' '))}</td></tr>"
+        f"{guess(s['stem'])}<td class='muted'>{_esc((s['end'] or '')[:19].replace('T', ' '))}</td></tr>"
         for s in steps
     )
+    eta_head = "<th>estimate</th>" if eta else ""
+    eta_sum = f"<th>{_seconds(sum(eta['steps'].get(s['stem'], 0.0) for s in steps))}</th>" if eta else ""
+    eta_elapsed = f"<th>{_seconds(eta['seconds'])}</th>" if eta else ""
+    eta_note = (f"<p class='small'>The estimate is the one <code>make report</code> printed before it ran "
+                f"({_esc(eta['created'])} UTC; {_esc(eta['where'])}): each step's time from the measured throughput "
+                f"and the profile's sizes (<code>python -m calibrank.eta</code>); its elapsed time is for the "
+                f"{eta['pending']} steps that run needed, {eta['jobs']} side by side.</p>") if eta else ""
     versions = ", ".join(f"{_esc(k)} {_esc(v)}" for k, v in _versions().items())
 
     # notebooks
@@ -569,9 +597,10 @@ by this run.</p>
 <p>It shows how long each executed notebook ran (papermill's record), with a link to it. <code>make report</code> runs
 independent notebooks side by side, so the elapsed time is less than the sum; setting up the environment comes before
 the first notebook and is not counted here (<code>make report</code> prints its whole wall time).</p>
-<table><tr><th>notebook</th><th>wall time</th><th>finished</th></tr>{times}
-<tr><th>sum</th><th>{_seconds(total)}</th><th></th></tr>
-<tr><th>elapsed</th><th>{_seconds(elapsed) if elapsed is not None else "–"}</th><th></th></tr></table>
+<table><tr><th>notebook</th><th>wall time</th>{eta_head}<th>finished</th></tr>{times}
+<tr><th>sum</th><th>{_seconds(total)}</th>{eta_sum}<th></th></tr>
+<tr><th>elapsed</th><th>{_seconds(elapsed) if elapsed is not None else "–"}</th>{eta_elapsed}<th></th></tr></table>
+{eta_note}
 <p class="small muted">Software: {versions}.</p>
 
 <h2 id="{ids[1]}">{_esc(SECTION_TITLES[1])}</h2>
