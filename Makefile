@@ -50,6 +50,7 @@ $(error $(PROFILE_ERROR))
 endif
 endif
 PROFILE_QUERY = $(shell test -x $(BIN)/python && $(BIN)/python -m calibrank.config $(1) $(PROFILE) 2>/dev/null)
+PROFILE_QUERY_GRID = $(shell test -x $(BIN)/python && $(BIN)/python -m calibrank.grid $(1) $(PROFILE) 2>/dev/null)
 TRAIN_RUNS := $(call PROFILE_QUERY,train-runs)
 # The params files the profile reads (itself and the profiles it extends).
 PARAMS := $(or $(call PROFILE_QUERY,sources),params/$(PROFILE).yaml)
@@ -155,10 +156,11 @@ $(PREDICTIONS_MK): $(PARAMS) $(LIB) $(STAMP)
 $(foreach run,$(TRAIN_RUNS),$(eval $(REPORT)/03_train-$(run).ipynb: $(PREDICTIONS_$(run))))
 $(sort $(foreach run,$(TRAIN_RUNS),$(PREDICTIONS_$(run)))):
 
-# Rankers that reuse the trained `bert` model of their seed wait for it (so `make -j` never
-# trains it twice).
-BERT_RUN = $(patsubst mc_dropout-%,bert-%,$(patsubst temperature-%,bert-%,$(patsubst ensemble-%,bert-%,$(1))))
-$(foreach run,$(filter mc_dropout-% temperature-% ensemble-%,$(TRAIN_RUNS)),$(eval $(REPORT)/03_train-$(run).ipynb: $(REPORT)/03_train-$(call BERT_RUN,$(run)).ipynb))
+# Runs that load a model another run trains (MC Dropout, temperature scaling and ensemble member
+# 0 reuse bert's, as calibrank.registry says) wait for that run, so `make -j` never trains a
+# model twice: RUN=OTHER pairs from python -m calibrank.grid shared.
+SHARED_RUNS := $(call PROFILE_QUERY_GRID,shared)
+$(foreach tok,$(SHARED_RUNS),$(eval $(REPORT)/03_train-$(firstword $(subst =, ,$(tok))).ipynb: $(REPORT)/03_train-$(lastword $(subst =, ,$(tok))).ipynb))
 
 # Ensemble members after member 0 train as targets of their own (python -m calibrank.grid
 # train; its marker runs/<profile>/grid/<model>.json is the target), so that they run side by

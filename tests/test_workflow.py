@@ -192,7 +192,9 @@ def _make(root: Path, *args: str) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize("value", ["smoke $(touch x)", "smoke;touch x", "$(shell touch x)", "smoke $$(touch x)", "../smoke", "nosuch"])
 def test_make_refuses_a_profile_or_dataset_that_is_not_a_known_name(make_root, value):
     proc = _make(make_root, "-n", "nb-01_data", f"PROFILE={value}")
-    assert proc.returncode != 0 and "PROFILE: expected one of laptop paper smoke" in proc.stderr
+    assert proc.returncode != 0 and "PROFILE: expected one of " in proc.stderr
+    listed = proc.stderr.split("expected one of ", 1)[1].split(" (params", 1)[0].split()
+    assert sorted(listed) == sorted(p.stem for p in (REPO / "params").glob("*.yaml"))
     proc = _make(make_root, "-n", "data", f"DATASET={value}")
     assert proc.returncode != 0 and "DATASET: expected one of msdialog mantis udc_dstc8" in proc.stderr
     assert not (make_root / "x").exists()
@@ -217,7 +219,7 @@ def test_make_reruns_the_03_step_whose_predictions_file_was_deleted(make_root):
     cfg = load_config("smoke")
     runs_ = train_runs(cfg)
     steps = ["01_data", "02_negatives", *[f"03_train-{r}" for r in runs_], "04_calibration", "05_risk_aware", "06_nota",
-             "07_efficiency"]
+             "08_beyond", "07_efficiency"]
     listing = subprocess.run([sys.executable, "-m", "calibrank.runs", "predictions", "smoke"], capture_output=True, text=True,
                              env=dict(os.environ, CALIBRANK_ROOT=str(make_root)), check=True).stdout
     predictions = {line.split()[0]: line.split()[1:] for line in listing.splitlines()}
@@ -246,7 +248,7 @@ def test_make_reruns_the_03_step_whose_predictions_file_was_deleted(make_root):
     proc = _make(make_root, "-n", "index", "PROFILE=smoke")
     assert proc.returncode == 0, proc.stderr
     assert sorted(_papermill_outputs(proc.stdout)) == sorted([f"03_train-{run}", "04_calibration", "05_risk_aware", "06_nota",
-                                                              "07_efficiency"])
+                                                              "08_beyond", "07_efficiency"])
     assert "calibrank.report smoke" in proc.stdout
 
 

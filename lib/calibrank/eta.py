@@ -111,8 +111,6 @@ EFFICIENCY_CALLS = 4
 #: Seconds for ``python -m calibrank.report`` (the index page).
 INDEX_S = 8.0
 
-_GP = (RankerName.sngp, RankerName.gpf_bert, RankerName.pg_drr)
-_SHARES_BERT = (RankerName.mc_dropout, RankerName.temperature, RankerName.ensemble)
 
 
 class EtaError(RuntimeError):
@@ -437,7 +435,7 @@ def estimate(cfg: Config, rates: Rates, sizes: Sizes, *, jobs: int = 1, pending:
     ``01_data``, ``02_negatives``, ``03_train-<run>``, ``ensemble-<corpus>-seed<N>-member<M>``, the analyses and
     ``index``.
     """
-    from .grid import run_models
+    from .grid import run_models, shared_runs
 
     rates.check()
     t, neg, rk = cfg.training, cfg.negatives, cfg.rankers
@@ -457,6 +455,7 @@ def estimate(cfg: Config, rates: Rates, sizes: Sizes, *, jobs: int = 1, pending:
         other=NOTEBOOK_OVERHEAD_S + NEGATIVES_PER_CORPUS_S * len(cfg.data.corpora) + texts * TEXT_PER_PAIR / rates.solo_infer)
 
     models = run_models(cfg)
+    shared = shared_runs(cfg)
     trained: set[str] = set()
     bert_in = RankerName.bert in rk.names
     n_files = 0
@@ -476,7 +475,7 @@ def estimate(cfg: Config, rates: Rates, sizes: Sizes, *, jobs: int = 1, pending:
             if model in trained or "-member" in model:
                 continue
             trained.add(model)
-            training += train_seconds(ranker if ranker not in _SHARES_BERT else RankerName.bert)
+            training += train_seconds(RankerName(model.split("-")[0]))  # the ranker whose model it is (grid)
         split_pairs = _condition_pairs(cfg, sizes, ranker)
         n_files += len(_conditions(cfg, ranker))
         every = split_pairs["valid"] + split_pairs["test"]
@@ -492,11 +491,7 @@ def estimate(cfg: Config, rates: Rates, sizes: Sizes, *, jobs: int = 1, pending:
         else:
             inference = every / rates.infer
         loads = rk.ensemble.members if ranker is RankerName.ensemble else 1
-        after = None
-        if ranker in _SHARES_BERT and bert_in:
-            from .config import run_name
-
-            after = f"03_train-{run_name(RankerName.bert, corpus, seed, cfg)}"
+        after = f"03_train-{shared[run]}" if run in shared else None  # it loads the model that run trains
         add(f"03_train-{run}", "train", training=training, inference=inference,
             other=NOTEBOOK_OVERHEAD_S + loads * rates.backbone_load_s, after=after)
         for model in models[run]:

@@ -174,12 +174,8 @@ def training_frames(ranker: Ranker) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def expected_samples(cfg: Config, ranker: str | RankerName) -> int:
-    """S of a ranker's Predictions under the profile: 1, T passes, or M members."""
-    key = RankerName(ranker)
-    if key is RankerName.mc_dropout:
-        return cfg.rankers.mc_dropout.passes
-    if key is RankerName.ensemble:
-        return cfg.rankers.ensemble.members
-    if key in (RankerName.sngp, RankerName.gpf_bert, RankerName.pg_drr):
-        return getattr(cfg.rankers, key.value).samples
-    return 1
+    """S of a ranker's Predictions under the profile: 1, T passes, M members or S posterior draws
+    (:mod:`calibrank.registry`)."""
+    from . import registry
+
+    return int(registry.info(ranker).samples(cfg))

@@ -37,7 +37,9 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .config import Config, ConfigError, Corpus, RankerName, load_config, parse_run_name, train_runs, training_seeds
+from .config import (Config, ConfigError, Corpus, RankerName, load_config, parse_run_name, run_name, train_runs,
+                     training_seeds)
+from . import registry
 from .runs import project_root, run_dir, write_json
 
 __all__ = [
@@ -51,11 +53,9 @@ __all__ = [
     "main",
 ]
 
-#: Rankers whose ``fit`` only loads the ``bert`` model of the same seed (and adds to it at prediction time).
-_SHARES_BERT = (RankerName.mc_dropout, RankerName.temperature)
-
-#: Rankers whose model trains data-parallel to the single-process update (a loss that is a mean over pairs).
-DATA_PARALLEL = (RankerName.bert, RankerName.mc_dropout, RankerName.temperature, RankerName.ensemble, RankerName.focal)
+#: Rankers whose model trains data-parallel to the single-process update (a loss that is a mean
+#: over pairs): read from :mod:`calibrank.registry`.
+DATA_PARALLEL = tuple(RankerName(r.name) for r in registry.RANKERS.values() if r.data_parallel and r.name in RankerName.__members__)
 
 
 @dataclass(frozen=True)
@@ -112,11 +112,9 @@ def model_for(cfg: Config, ranker: str | RankerName, corpus: str | Corpus, seed:
             raise ValueError(f"member: expected an index in 0..{members - 1} (rankers.ensemble.members = {members}), got {member}")
         if member > 0:
             return GridModel(f"ensemble-{corp.value}-seed{seed}-member{member}", key.value, corp.value, seed, member)
-        key = RankerName.bert  # member 0 is the bert model of the seed
     elif member is not None:
         raise ValueError(f"member: only the ensemble has members, ranker {key.value!r} takes no --member")
-    if key in _SHARES_BERT:
-        key = RankerName.bert
+    key = RankerName(registry.trained_model(key, member))  # its own model, or the one it shares (registry)
     return GridModel(f"{key.value}-{corp.value}-seed{seed}", key.value, corp.value, seed)
 
 
@@ -132,6 +130,21 @@ def run_models(cfg: Config) -> dict[str, list[str]]:
     for run in train_runs(cfg):
         ranker, corpus, seed = parse_run_name(run, cfg)
         out[run] = [m.name for m in _run_models(cfg, ranker, corpus, seed)]
+    return out
+
+
+def shared_runs(cfg: Config) -> dict[str, str]:
+    """``{run: other run}`` for every notebook-03 run that loads a model another run of the profile
+    trains (:func:`calibrank.registry.trained_model`): it must wait for that run, so that ``make -j``
+    never trains one model twice."""
+    out = {}
+    names = {r.value for r in cfg.rankers.names}
+    for run in train_runs(cfg):
+        ranker, corpus, seed = parse_run_name(run, cfg)
+        first = 0 if registry.info(ranker).first_member_shares else None
+        owner = registry.trained_model(ranker, first)
+        if owner != ranker.value and owner in names:
+            out[run] = run_name(owner, corpus, seed, cfg)
     return out
 
 
@@ -225,6 +238,8 @@ def _parser() -> argparse.ArgumentParser:
     p_list.add_argument("profile", help="params/<profile>.yaml")
     p_members = sub.add_parser("members", help="print RUN=MODEL,... for every ensemble run: its members after member 0")
     p_members.add_argument("profile", help="params/<profile>.yaml")
+    p_shared = sub.add_parser("shared", help="print RUN=OTHER for every run that loads the model another run trains")
+    p_shared.add_argument("profile", help="params/<profile>.yaml")
     return parser
 
 
@@ -241,6 +256,9 @@ def main(argv: list[str] | None = None) -> int:
                 members = [m for m in models if "-member" in m]
                 if run.startswith(f"{RankerName.ensemble.value}-") and members:
                     print(f"{run}={','.join(members)}")
+            return 0
+        if args.command == "shared":
+            print(" ".join(f"{run}={other}" for run, other in shared_runs(cfg).items()))
             return 0
         model = model_for(cfg, args.ranker, args.corpus, args.seed, args.member)
         if _launched_data_parallel() and not model.data_parallel:

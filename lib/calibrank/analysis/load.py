@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from .. import registry
 from ..config import Config, load_config, training_seeds
 from ..experiment import Condition, eval_conditions, load_predictions, predictions_path, ranker_conditions
 from ..predictions import Predictions, PredictionsError
@@ -18,19 +19,17 @@ from ..querysets import MissingStepError
 BASELINE = "bert"
 """The deterministic ranker every other ranker is compared with."""
 
-GP_RANKERS = ("sngp", "gpf_bert", "pg_drr")
-"""Rankers with a Gaussian-process output layer (the 2023 papers)."""
+GP_RANKERS = registry.of_family(registry.Family.gp)
+"""Rankers with a Gaussian-process output layer (the 2023 papers), from :mod:`calibrank.registry`."""
 
-DISPLAY_NAMES = {
-    "bert": "BERT",
-    "mc_dropout": "MC Dropout",
-    "ensemble": "Ensemble",
-    "temperature": "Temperature scaling",
-    "focal": "BERT + focal loss",
-    "sngp": "SNGP",
-    "gpf_bert": "GPF-BERT",
-    "pg_drr": "PG-DRR",
-}
+DISPLAY_NAMES = {name: entry.display for name, entry in registry.RANKERS.items()}
+"""Each ranker's name in the papers, from :mod:`calibrank.registry` (as it was at import; :func:`display_name` reads it now)."""
+
+
+def display_name(ranker: str) -> str:
+    """A ranker's name in the papers (:mod:`calibrank.registry`), else its own name."""
+    entry = registry.RANKERS.get(ranker)
+    return entry.display if entry is not None else ranker
 
 
 # ------------------------------------------------------------------------------------ loading
@@ -185,6 +184,6 @@ def overview(study: Study) -> pd.DataFrame:
     for r in study.rankers:
         cells = [key for key in study.paths if key[0] == r]
         seeds = sorted({s for _, tc, c in cells for s in study.seeds(r, tc, by_name[c])})
-        rows.append({"ranker": r, "method": DISPLAY_NAMES.get(r, r), "S": study.n_samples(r),
+        rows.append({"ranker": r, "method": display_name(r), "S": study.n_samples(r),
                      "seeds": ", ".join(map(str, seeds)), "Predictions files": sum(len(study.paths[k]) for k in cells)})
     return pd.DataFrame(rows)

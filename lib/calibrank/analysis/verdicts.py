@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as _sps
 
+from .. import registry
 from ..metrics.resample import QueryFeatures, compare, features
 from ..metrics.stats import holm, mean_ci
 from . import uncertainty as unc
@@ -164,7 +165,7 @@ def calibration_claims(study, *, n_resamples: int = unc.N_RESAMPLES) -> pd.DataF
                                   f"(1 + {study.k} against 1 + 1)", BASELINE, "greater", float("nan"), a, b,
                                   groups=[c.corpus for _, _, c in cells], seed=seed, protocol=proto,
                                   n_resamples=n_resamples))
-        for method in ("mc_dropout", "ensemble"):
+        for method in registry.claimed_by(registry.Papers.penha_hauff):
             if method not in study.rankers:
                 continue
             cells = list(study.cells("test", [method]))
@@ -176,7 +177,7 @@ def calibration_claims(study, *, n_resamples: int = unc.N_RESAMPLES) -> pd.DataF
         sampler = paper2023_sampler(study)
         proto23 = f"{PROTOCOL_2023}; {protocol_note(study)}; tested with 1 + {study.k} {sampler} negatives"
         p23 = PAPERS_2023
-        for method in ("pg_drr", "gpf_bert", "sngp"):
+        for method in registry.claimed_by(registry.Papers.gp_2023):
             if method not in study.rankers:
                 continue
             for setting, in_domain in (("in-domain", True), ("shift", False)):
@@ -218,7 +219,7 @@ def risk_claims(study, *, b_from: str = "training", n_resamples: int = unc.N_RES
     from .risk_aware import risk_aware_scores
 
     rows = []
-    for method in ("mc_dropout", "ensemble"):
+    for method in registry.claimed_by(registry.Papers.penha_hauff):
         if method not in study.stochastic_rankers():
             continue
         cells = list(study.cells("test", [method]))
@@ -252,7 +253,7 @@ def nota_claims(nota: pd.DataFrame, protocol: str = "") -> pd.DataFrame:
     rows = []
     if nota is None or nota.empty:
         return _frame(rows)
-    for method in ("mc_dropout", "ensemble"):
+    for method in registry.claimed_by(registry.Papers.penha_hauff):
         inp = f"+var[{method}]"
         grp = nota[nota["input"] == inp]
         if grp.empty:
@@ -314,12 +315,12 @@ def efficiency_claims(eff: pd.DataFrame) -> pd.DataFrame:
                      "unit": "relative change", "p": p, "p opposite": p_opp, "conditions": 1, "seeds": 1,
                      "test": f"one-sample t-test over {values.size} timing repeats", "protocol": "", "note": note})
 
-    for method in ("mc_dropout", "ensemble"):
+    for method in registry.claimed_by(registry.Papers.penha_hauff):
         if method in ratios and ratios[method].size:
             add(method, f"{method} costs more inference time than bert", ratios[method] - 1.0, "greater",
                 paper_ratio(method) - 1.0)
     mc = ratios.get("mc_dropout", np.array([]))
-    for method in ("sngp", "gpf_bert", "pg_drr"):
+    for method in registry.claimed_by(registry.Papers.gp_2023):
         own = ratios.get(method, np.array([]))
         if own.size and own.size == mc.size:
             add(method, f"{method} costs less inference time than MC Dropout", own / mc - 1.0, "less",
