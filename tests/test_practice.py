@@ -8,9 +8,11 @@ import math
 import numpy as np
 import pytest
 from scipy import optimize, stats
+from sklearn.metrics import roc_auc_score
 
 from calibrank import study as st
-from calibrank.practice import conformal, findings, fitdata, listwise, prior, recalibrate, selective, signals
+from calibrank.practice import (conformal, findings, fitdata, intervals, listwise, nota_sets, prior, recalibrate,
+                                selective, signals)
 from calibrank.predictions import Predictions
 from test_study import Q, write_synthetic_study
 
@@ -160,6 +162,58 @@ def test_selective_scores_average_over_the_order_of_tied_confidences():
         selective.selective_scores(np.array([np.nan, 1.0]), np.array([0.0, 1.0]))
 
 
+def test_selective_batch_equals_selective_scores_row_by_row():
+    rng = np.random.default_rng(14)
+    conf = np.round(rng.uniform(size=(6, 30)), 1)  # many ties
+    loss = (rng.uniform(size=(6, 30)) < 0.5).astype(float)
+    got = selective.selective_batch(conf, loss, coverage=0.7)
+    for b in range(6):
+        s = selective.selective_scores(conf[b], loss[b], coverage=0.7)
+        assert got[:, b] == pytest.approx([s.aurc, s.eaurc, s.augrc, s.risk_at_coverage])
+
+
+@pytest.mark.parametrize("n", [2, 9, 120])
+def test_selective_intervals_equal_scipy_bootstrap_of_the_direct_computation(n):
+    """The closed form on draw counts gives the interval scipy gives when it resamples the arrays
+    themselves and recomputes every score (same seed and batches: the same draws)."""
+    rng = np.random.default_rng(15 + n)
+    conf = np.round(rng.uniform(size=n), 1)
+    loss = np.where(rng.uniform(size=n) < 0.3, rng.uniform(size=n), (rng.uniform(size=n) < 0.5).astype(float))
+    lo, hi = selective.selective_intervals(conf, loss, coverage=0.8, seed=3, n_resamples=400)
+    ref = stats.bootstrap((conf, loss), lambda a, b, axis=-1: selective.selective_batch(a, b, coverage=0.8, axis=axis),
+                          paired=True, vectorized=True, n_resamples=400, batch=200, method="percentile",
+                          rng=np.random.default_rng(3))
+    want_lo = np.where(np.isnan(ref.confidence_interval.low), selective.selective_batch(conf[None], loss[None])[:, 0],
+                       ref.confidence_interval.low)
+    assert lo == pytest.approx(want_lo) and (lo <= hi + 1e-12).all()
+
+
+@pytest.mark.parametrize("paired", [True, False])
+def test_auroc_interval_equals_scipy_bootstrap_of_the_rank_auroc(paired):
+    rng = np.random.default_rng(16)
+    neg = np.round(rng.normal(size=40), 1)
+    pos = np.round(rng.normal(0.5, size=40 if paired else 25), 1)
+    assert signals.auroc_batch(neg, pos) == pytest.approx(
+        roc_auc_score(np.r_[np.zeros(neg.size), np.ones(pos.size)], np.r_[neg, pos]))
+    lo, hi = signals.auroc_interval(neg, pos, paired=paired, seed=5, n_resamples=300)
+    ref = stats.bootstrap((neg, pos), signals.auroc_batch, paired=paired, vectorized=True, n_resamples=300, batch=200,
+                          method="percentile", rng=np.random.default_rng(5))
+    assert (lo, hi) == pytest.approx((ref.confidence_interval.low, ref.confidence_interval.high))
+
+
+def test_bootstrap_interval_names_its_bad_parameters():
+    x = np.arange(5.0)
+    for kw, name in (({"n_resamples": 1}, "n_resamples"), ({"level": 1.0}, "level"), ({"seed": -1}, "seed")):
+        with pytest.raises(ValueError, match=name):
+            intervals.bootstrap_interval((x,), np.mean, paired=True, **{"seed": 0, **kw})
+    with pytest.raises(ValueError, match="paired"):
+        intervals.bootstrap_interval((x, x[:3]), lambda a, b, axis=-1: a.mean(axis), paired=True, seed=0)
+    lo, hi = intervals.bootstrap_interval((np.ones(6),), np.mean, paired=True, seed=0)  # degenerate: [value, value]
+    assert lo == hi == 1.0
+    lo, hi = selective.selective_intervals(np.array([0.3]), np.array([1.0]), seed=0)  # one query: its own scores
+    assert np.allclose(lo, [1.0, 0.0, 1.0, 1.0]) and np.allclose(hi, lo)
+
+
 # ------------------------------------------------------------------------------ 4 conformal
 def _brute_sets(pi_cal, y_cal, pi_test, alpha, score):
     """Conformal p-value of every test candidate, by loops: in the set iff (1 + #{s_i >= s}) / (n + 1) > alpha."""
@@ -219,6 +273,139 @@ def test_conformal_refuses_what_cannot_hold():
         conformal.true_scores(np.full((2, 3), 1 / 3), np.zeros((2, 3)), "LAC")
 
 
+# ------------------------------------------------------------------------------ 8 none of the above
+def test_empty_pointwise_lac_set_is_a_threshold_on_the_top_probability():
+    rng = np.random.default_rng(17)
+    p = rng.uniform(size=(50, 9))
+    y = np.zeros((50, 9), dtype=int)
+    y[np.arange(25), rng.integers(0, 9, 25)] = 1  # 25 answerable, 25 NOTA rows (all zero)
+    t = nota_sets.lac_threshold(p, y, 0.2, "pointwise")
+    rel = p[:25][y[:25].astype(bool)]
+    assert t == pytest.approx(np.sort(rel)[25 - math.ceil(26 * 0.8)])  # 1 - (ceil((n+1)(1-a))-th smallest 1 - p_y)
+    sets, nota = nota_sets.empty_set_nota(p, t, "pointwise")
+    assert np.array_equal(nota, p.max(axis=1) < t) and np.array_equal(sets, p >= t)
+    _, nota_soft = nota_sets.empty_set_nota(p, 1 / 9 + 1e-9, "softmax")  # softmax sums to 1: max >= 1 / K'
+    assert not nota_soft.any()
+    with pytest.raises(ValueError, match="view"):
+        nota_sets.lac_threshold(p, y, 0.2, "odds")
+    with pytest.raises(ValueError, match="no calibration query has a relevant"):
+        nota_sets.lac_threshold(p, np.zeros_like(y), 0.2, "pointwise")
+    with pytest.raises(ValueError, match="alpha"):
+        nota_sets.lac_threshold(p, y, 1.5, "pointwise")
+
+
+def _nota_data(n, k, rng):
+    """Half NOTA: K' = k candidates with Beta scores, the relevant one (answerable rows) scoring higher."""
+    p = rng.beta(2, 5, size=(n, k))
+    y = np.zeros((n, k), dtype=int)
+    ans = rng.uniform(size=n) < 0.5
+    j = rng.integers(0, k, n)
+    y[ans, j[ans]] = 1
+    p[ans, j[ans]] = rng.beta(5, 2, size=ans.sum())
+    return p, y, ans
+
+
+def test_empty_set_nota_keeps_coverage_and_bounds_false_nota_on_exchangeable_queries():
+    """Split conformal on the answerable calibration queries: E[coverage | answerable] >= 1 - alpha, and an
+    empty set misses the true response, so E[false NOTA] <= alpha; 300 repetitions."""
+    rng = np.random.default_rng(18)
+    alpha, reps = 0.1, 300
+    cover, false_nota = [], []
+    for _ in range(reps):
+        p, y, ans = _nota_data(400, 9, rng)
+        t = nota_sets.lac_threshold(p[:200], y[:200], alpha, "pointwise")
+        sets, nota = nota_sets.empty_set_nota(p[200:], t, "pointwise")
+        a = ans[200:]
+        cover.append(sets[a][y[200:][a].astype(bool)].mean())
+        false_nota.append(nota[a].mean())
+    se = np.std(cover) / np.sqrt(reps)
+    assert np.mean(cover) >= 1 - alpha - 3 * se and np.mean(false_nota) <= alpha
+    assert all(fn <= 1 - c + 1e-12 for fn, c in zip(false_nota, cover))
+
+
+def _brute_ltt(conf, wrong, answerable, risk, target, delta, grid, min_answered):
+    """Learn then Test by loops: counts, Clopper-Pearson upper bound (beta quantile), fixed sequence."""
+    conf, wrong, answerable = list(conf), list(wrong), list(answerable)
+    lams = sorted(set(grid))
+    if risk == "false NOTA":
+        seq = lams
+    else:
+        seq = [lam for lam in sorted(lams, reverse=True) if sum(c >= lam for c in conf) >= min_answered]
+    chosen = 0.0 if risk == "false NOTA" else math.inf
+    for lam in seq:
+        if risk == "false NOTA":
+            n = sum(answerable)
+            k = sum(a and c < lam for c, a in zip(conf, answerable))
+        else:
+            n = sum(c >= lam for c in conf)
+            k = sum(c >= lam and w for c, w in zip(conf, wrong))
+        ucb = 1.0 if k == n else stats.beta.ppf(1 - delta, k + 1, n - k)
+        if ucb > target:
+            break
+        chosen = lam
+    return chosen
+
+
+@pytest.mark.parametrize("risk", list(nota_sets.RISKS))
+def test_ltt_threshold_matches_brute_force(risk):
+    rng = np.random.default_rng(19)
+    grid = np.linspace(0.02, 0.98, 49)
+    for rep in range(6):
+        n = 150
+        conf = np.round(rng.uniform(size=n), 2)
+        answerable = rng.uniform(size=n) < 0.6
+        wrong = ~answerable | (rng.uniform(size=n) > conf)
+        target = (0.15, 0.3, 0.5)[rep % 3]
+        got = nota_sets.ltt_threshold(conf, wrong, answerable, risk=risk, target=target, delta=0.1, grid=grid,
+                                      min_answered=20)
+        want = _brute_ltt(conf, wrong, answerable, risk, target, 0.1, grid, 20)
+        assert got.threshold == want
+        if got.certified and math.isfinite(got.threshold) and got.threshold > 0:
+            assert got.ucb <= target + 1e-12  # the chosen threshold's upper bound is within the target
+    assert nota_sets.binomial_pvalue(3, 20, 0.3) == pytest.approx(stats.binom.cdf(3, 20, 0.3))
+    # p <= delta exactly when the Clopper-Pearson upper bound is <= target
+    for k, n in ((0, 30), (4, 50), (10, 40)):
+        ub = float(nota_sets.clopper_pearson_upper(k, n, 0.1))
+        assert nota_sets.binomial_pvalue(k, n, ub + 1e-9) <= 0.1 < nota_sets.binomial_pvalue(k, n, ub - 1e-6)
+
+
+def test_ltt_controls_the_risk_on_synthetic_data_with_a_known_risk():
+    """conf ~ U(0, 1) and P(wrong | conf) = 1 - conf: R_wrong(lambda) = (1 - lambda) / 2; answerable conf ~ U(0, 1):
+    R_falseNOTA(lambda) = lambda. Over 300 calibration draws, P(R(lambda_hat) > target) <= delta (+ MC error),
+    and the threshold is not trivially conservative."""
+    rng = np.random.default_rng(20)
+    delta, reps, n = 0.1, 300, 300
+    miss = {"wrong answer": 0, "false NOTA": 0}
+    lam = {"wrong answer": [], "false NOTA": []}
+    for _ in range(reps):
+        conf = rng.uniform(size=n)
+        wrong = rng.uniform(size=n) > conf
+        t = nota_sets.ltt_threshold(conf, wrong, np.ones(n, bool), risk="wrong answer", target=0.2, delta=delta)
+        miss["wrong answer"] += (1 - t.threshold) / 2 > 0.2
+        lam["wrong answer"].append(t.threshold)
+        t = nota_sets.ltt_threshold(conf, wrong, np.ones(n, bool), risk="false NOTA", target=0.1, delta=delta)
+        miss["false NOTA"] += t.threshold > 0.1
+        lam["false NOTA"].append(t.threshold)
+    bound = delta + 3 * math.sqrt(delta * (1 - delta) / reps)
+    assert miss["wrong answer"] / reps <= bound and miss["false NOTA"] / reps <= bound
+    assert 0.6 < np.median(lam["wrong answer"]) < 0.85 and 0.05 < np.median(lam["false NOTA"]) <= 0.1
+
+
+def test_ltt_threshold_edge_cases_and_bad_parameters():
+    conf = np.linspace(0.1, 0.9, 40)
+    wrong = np.ones(40, bool)  # every answer wrong: nothing can be certified, the rule never answers
+    t = nota_sets.ltt_threshold(conf, wrong, np.ones(40, bool), risk="wrong answer", target=0.2)
+    assert t.threshold == math.inf and not t.certified
+    t = nota_sets.ltt_threshold(conf[:5], wrong[:5], np.ones(5, bool), risk="false NOTA", target=0.1)
+    assert t.threshold == 0.0 and t.certified  # 5 answerable queries: never saying NOTA is the only safe rule
+    for kw, name in (({"target": 0.0}, "target"), ({"delta": 1.0}, "delta"), ({"min_answered": 0}, "min_answered"),
+                     ({"risk": "precision"}, "risk")):
+        with pytest.raises(ValueError, match=name):
+            nota_sets.ltt_threshold(conf, wrong, np.ones(40, bool), **{"risk": "false NOTA", "target": 0.1, **kw})
+    with pytest.raises(ValueError, match="no calibration query is answerable"):
+        nota_sets.ltt_threshold(conf, wrong, np.zeros(40, bool), risk="false NOTA", target=0.1)
+
+
 # ------------------------------------------------------------------------------ 5-7 candidate distribution, signals
 def test_candidate_distribution_is_the_exactly_one_relevant_posterior():
     rng = np.random.default_rng(7)
@@ -276,21 +463,66 @@ def test_practice_tables_on_a_synthetic_study(study):
     by_n = prior.prior_ece_by_negatives(study, ["bert"], n_resamples=200)
     assert by_n["n_nonrel"].max() == study.k and by_n[["ECE raw", "ECE corrected"]].notna().all().all()
     summary = prior.prior_summary(study, ["bert", "ensemble"], n_resamples=200)
-    sel = selective.selective_table(study)
+    sel = selective.selective_table(study, n_resamples=200)
     assert set(sel.loc[sel["confidence"] == "-top var", "ranker"]) == set(study.stochastic_rankers())
     conf = conformal.conformal_table(study)
     small = conf[conf["fitted_on"] == fitdata.TEST_HALF]  # 6 calibration queries: too few for alpha = 0.1
     assert small.loc[small["alpha"] == 0.1, "note"].str.contains("too few").all()
     assert small.loc[small["alpha"] == 0.2, "coverage"].notna().all()  # 6 >= 1/0.2 - 1
-    shift = signals.shift_detection(study)
+    shift = signals.shift_detection(study, n_resamples=200)
     qpp = signals.performance_prediction(study)
     lw = listwise.listwise_calibration(study, n_resamples=200)
-    found = findings.findings_table({"prior_summary": summary, "prior_by_negatives": by_n, "recalibration": recal,
-                                     "selective": sel, "conformal": conf, "shift_detection": shift,
-                                     "performance_prediction": qpp, "listwise": lw})
+    tables = {"prior_summary": summary, "prior_by_negatives": by_n, "recalibration": recal, "selective": sel,
+              "conformal": conf, "shift_detection": shift, "performance_prediction": qpp, "listwise": lw}
+    found = findings.findings_table(tables)
     assert found["section"].nunique() == 7 and found["finding"].str.len().gt(20).all()
+    assert found["finding"].str.contains("intervals separate them").any()  # a comparison of two signals uses them
+    nc, nt = nota_sets.nota_conformal_table(study, n_estimators=10), nota_sets.nota_threshold_table(study)
+    more = findings.findings_table({**tables, "nota_conformal": nc, "nota_threshold": nt})
+    assert more["section"].nunique() == 8 and more["section"].eq("8 none of the above").sum() >= 2
     with pytest.raises(KeyError, match="missing"):
         findings.findings_table({"prior_summary": summary})
+
+
+def test_interval_columns_of_the_selective_and_shift_tables(study):
+    sel = selective.selective_table(study, ["bert", "mc_dropout"], n_resamples=200)
+    for col in ("AURC", "E-AURC", "AUGRC", "risk@80%"):
+        assert (sel[f"{col} lo"] <= sel[f"{col} hi"] + 1e-12).all()
+        assert ((sel[f"{col} lo"] <= sel[col] + 1e-9) | (sel[f"{col} hi"] >= sel[col] - 1e-9)).all()
+    assert (sel["AURC lo"] <= sel["AURC"] + 1e-9).mean() > 0.8 and (sel["AURC hi"] >= sel["AURC"] - 1e-9).mean() > 0.8
+    shift = signals.shift_detection(study, ["mc_dropout"], n_resamples=200)
+    assert shift[["AUROC lo", "AUROC hi"]].stack().between(0, 1).all() and (shift["AUROC lo"] <= shift["AUROC hi"]).all()
+    # the synthetic study names its queries per condition: no shifted condition shares the in-distribution queries
+    assert not shift["paired"].any()
+
+
+def test_nota_tables_on_a_synthetic_study(study, monkeypatch):
+    tc = study.train_corpora[0]
+    nc = nota_sets.nota_conformal_table(study, n_estimators=10)
+    assert set(nc["view"]) == set(nota_sets.VIEWS) and (nc["NOTA queries"] > 0).all()  # half of every set is NOTA
+    assert (nc["NOTA queries"] == (nc["queries"] / 2).round()).all()
+    home = nc[(nc["shift"] == "in distribution") & (nc["ranker"] == "bert")]
+    assert (home["queries"] == Q - Q // 2).all()  # S = 1: the fitting half is not evaluated
+    small = nc[nc["n_cal"] < 1 / nc["alpha"] - 1]
+    assert small["note"].str.contains("too few").all() and small["coverage"].isna().all()
+    ok = nc[nc["note"] == ""]
+    assert len(ok) and (ok["false NOTA"] <= 1 - ok["coverage"] + 1e-12).all()  # an empty set misses the true response
+    # the forest column is notebook 06's E[R] F1 of the ranker whose means it uses, on the same NOTA set
+    means = st.nota_means_ranker(study)
+    monkeypatch.setattr(study, "stochastic_rankers", lambda: [means])  # notebook 06's table with one +var input: faster
+    nt6 = st.nota_table(study, n_estimators=10)
+    base = nt6[nt6["input"] == "E[R]"].set_index(["corpus", "sampler"])["f1_mean"]
+    forest = nc[nc["F1 forest"].notna()]
+    assert set(forest["ranker"]) == {means}
+    for _, r in forest.iterrows():
+        assert r["F1 forest"] == pytest.approx(base[(r["corpus"], r["sampler"])])
+    assert len(forest.drop_duplicates(["corpus", "sampler"])) == len(nota_sets.nota_conditions(study, tc)) == len(base)
+    th = nota_sets.nota_threshold_table(study)
+    assert set(th["risk"]) == set(nota_sets.RISKS) and th["abstention"].between(0, 1).all()
+    never = th[th["threshold"] == math.inf]
+    assert (never["abstention"] == 1).all() and never["achieved risk"].isna().all()
+    fn = th[th["risk"] == "false NOTA"]
+    assert fn["certified"].all() and np.allclose(fn["achieved risk"], fn["false NOTA"])
 
 
 def test_shift_auroc_is_the_mann_whitney_statistic(study):
@@ -311,5 +543,6 @@ def test_the_practice_layer_does_not_import_torch():
 
     code = ("import sys, calibrank.practice.prior, calibrank.practice.recalibrate, calibrank.practice.selective, "
             "calibrank.practice.conformal, calibrank.practice.signals, calibrank.practice.findings, "
+            "calibrank.practice.nota_sets, calibrank.practice.intervals, "
             "calibrank.plots_practice; sys.exit('torch' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

@@ -8,8 +8,9 @@ import pandas as pd
 
 from .plots import _panels
 
-__all__ = ["plot_conformal_coverage", "plot_listwise_reliability", "plot_performance_prediction", "plot_prior_ece",
-           "plot_recalibration", "plot_risk_coverage", "plot_shift_detection"]
+__all__ = ["plot_aurc_intervals", "plot_conformal_coverage", "plot_listwise_reliability", "plot_nota_f1",
+           "plot_nota_threshold", "plot_performance_prediction", "plot_prior_ece", "plot_recalibration",
+           "plot_risk_coverage", "plot_shift_auroc_intervals", "plot_shift_detection"]
 
 IN = "in distribution"
 
@@ -188,4 +189,111 @@ def plot_listwise_reliability(table: pd.DataFrame, *, ncols: int = 4, axes=None)
         ax.set_xlabel("mean predicted")
         ax.legend(frameon=False, fontsize=7)
     panels[0].set_ylabel("fraction relevant / correct")
+    return panels
+
+
+def _dots(ax, g: pd.DataFrame, x: str, hue: str, y: str, lo: str | None = None, hi: str | None = None,
+          order: list | None = None):
+    """One marker per ``x`` value and ``hue`` value (dodged), with ``[lo, hi]`` bars when given; returns the x labels."""
+    xs = order if order is not None else list(dict.fromkeys(g[x]))
+    hues = list(dict.fromkeys(g[hue]))
+    pos = np.arange(len(xs))
+    for i, h in enumerate(hues):
+        r = g[g[hue] == h].drop_duplicates(x).set_index(x).reindex(xs)
+        off = (i - (len(hues) - 1) / 2) * 0.7 / max(len(hues), 1)
+        err = None
+        if lo is not None and hi is not None:
+            err = np.vstack([(r[y] - r[lo]).clip(lower=0), (r[hi] - r[y]).clip(lower=0)])
+        ax.errorbar(pos + off, r[y], yerr=err, fmt="o", ms=3, capsize=1.5, lw=0.8, label=h)
+    ax.set_xticks(pos, xs, rotation=30, ha="right", fontsize=7)
+    return xs
+
+
+def plot_aurc_intervals(table: pd.DataFrame, *, shift: str = IN, axes=None):
+    """AURC (markers) with its 95% bootstrap interval over queries (bars) per ranker, one marker per
+    confidence score, on the conditions of ``shift`` (default in distribution; one panel per condition).
+
+    From :func:`calibrank.practice.selective.selective_table`.
+    """
+    sub = table[table["shift"] == shift] if len(table) else table
+    if sub.empty:
+        return _empty(axes)
+    groups = list(sub.groupby(["corpus", "sampler"], sort=False))
+    panels = _panels(axes, len(groups), 3, (4.6, 3.0), sharey=False)
+    for ax, ((corpus, sampler), g) in zip(panels, groups):
+        _dots(ax, g, "ranker", "confidence", "AURC", "AURC lo", "AURC hi")
+        ax.set_title(f"{corpus} · {sampler} ({shift})", fontsize=9)
+        ax.set_ylabel("AURC (lower = better abstention)")
+    panels[-1].legend(frameon=False, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return panels
+
+
+def plot_shift_auroc_intervals(table: pd.DataFrame, *, ncols: int = 4, axes=None):
+    """AUROC of each signal for flagging shifted queries (markers) with its 95% bootstrap interval
+    (bars) per ranker, one panel per shifted test condition; the dashed line is chance (0.5).
+
+    From :func:`calibrank.practice.signals.shift_detection`.
+    """
+    if table.empty:
+        return _empty(axes)
+    groups = list(table.groupby(["corpus", "sampler"], sort=False))
+    panels = _panels(axes, len(groups), ncols, (3.6, 3.0))
+    for ax, ((corpus, sampler), g) in zip(panels, groups):
+        _dots(ax, g, "ranker", "signal", "AUROC", "AUROC lo", "AUROC hi")
+        ax.axhline(0.5, ls="--", color="black", lw=1)
+        ax.set_ylim(0, 1)
+        ax.set_title(f"{corpus} · {sampler} ({g['shift'].iloc[0]})", fontsize=8)
+    panels[0].set_ylabel("AUROC (shifted vs in distribution)")
+    panels[-1].legend(frameon=False, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return panels
+
+
+def plot_nota_f1(table: pd.DataFrame, *, axes=None):
+    """NOTA macro-F1 of the empty-conformal-set rule per NOTA condition, one marker per ranker, one
+    panel per view x alpha; black crosses: notebook 06's random forest on the same NOTA set, where run.
+
+    From :func:`calibrank.practice.nota_sets.nota_conformal_table`.
+    """
+    t = table[table["F1"].notna()] if len(table) else table
+    if t.empty:
+        return _empty(axes)
+    t = t.assign(condition=t["corpus"] + " · " + t["sampler"])
+    groups = list(t.groupby(["view", "alpha"], sort=False))
+    panels = _panels(axes, len(groups), 2, (5.0, 3.0))
+    for ax, ((view, alpha), g) in zip(panels, groups):
+        conds = _dots(ax, g, "condition", "ranker", "F1")
+        forest = g[g["F1 forest"].notna()].drop_duplicates("condition").set_index("condition").reindex(conds)
+        ax.plot(np.arange(len(conds)), forest["F1 forest"], "kx", ms=7, label="random forest (06, E[R])")
+        ax.set_ylim(0, 1)
+        ax.set_title(f"empty {view} LAC set, alpha = {alpha:g}", fontsize=10)
+    panels[0].set_ylabel("NOTA macro-F1")
+    panels[-1].legend(frameon=False, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return panels
+
+
+def plot_nota_threshold(table: pd.DataFrame, *, axes=None):
+    """The Learn-then-Test threshold on test: achieved risk with its 95% Clopper-Pearson interval
+    (top row; dashed: the target) and the share of queries answered NOTA (bottom row), per NOTA
+    condition and ranker, one column per risk. A ranker without a certified threshold never answers
+    (no risk marker for ``wrong answer``, abstention 1).
+
+    From :func:`calibrank.practice.nota_sets.nota_threshold_table`.
+    """
+    if table.empty:
+        return _empty(axes)
+    t = table.assign(condition=table["corpus"] + " · " + table["sampler"])
+    risks = list(dict.fromkeys(t["risk"]))
+    panels = _panels(axes, 2 * len(risks), len(risks), (4.6, 2.8), sharey=False)
+    for j, risk in enumerate(risks):
+        g = t[t["risk"] == risk]
+        top, bottom = panels[j], panels[len(risks) + j]
+        _dots(top, g, "condition", "ranker", "achieved risk", "risk lo", "risk hi")
+        top.axhline(g["target"].iloc[0], ls="--", color="black", lw=1)
+        top.set_ylim(0, 1)
+        top.set_title(f"{risk} <= {g['target'].iloc[0]:g} (delta = {g['delta'].iloc[0]:g})", fontsize=10)
+        top.set_ylabel(f"achieved {risk} rate")
+        _dots(bottom, g, "condition", "ranker", "abstention")
+        bottom.set_ylim(0, 1.02)
+        bottom.set_ylabel("share answered NOTA")
+    panels[len(risks) - 1].legend(frameon=False, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return panels

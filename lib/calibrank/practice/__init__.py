@@ -6,13 +6,16 @@ Computed from the Predictions of notebook 03 only (no model is run). One concern
 - :mod:`.fitdata`: where post-hoc methods are fitted (validation, else a seeded half of test);
 - :mod:`.recalibrate`: Platt, isotonic, beta, temperature and prior recalibration, fitted once
   and applied in distribution and under shift;
-- :mod:`.selective`: answer or abstain: risk-coverage curves, AURC, E-AURC, AUGRC;
+- :mod:`.selective`: answer or abstain: risk-coverage curves, AURC, E-AURC, AUGRC, with
+  bootstrap intervals over queries (:mod:`.intervals`, scipy);
 - :mod:`.conformal`: split-conformal shortlists of candidates (LAC, APS) and their coverage
   under shift;
 - :mod:`.listwise`: the candidate distribution ``softmax(logit(p))``, query-level
   uncertainty signals, listwise (top-label) calibration;
-- :mod:`.signals`: uncertainty for flagging shifted queries (AUROC) and for query
-  performance prediction (Kendall's tau);
+- :mod:`.signals`: uncertainty for flagging shifted queries (AUROC, with its bootstrap
+  interval) and for query performance prediction (Kendall's tau);
+- :mod:`.nota_sets`: "none of the above" from an empty conformal set, and from a threshold on
+  the top probability certified by Learn then Test, beside notebook 06's random forest;
 - :mod:`.findings`: one sentence per finding, computed from the tables.
 
 Nothing here imports torch.

@@ -5,7 +5,11 @@ finding: ``section``, ``finding`` (the sentence), ``ranker`` (or ``all``), ``val
 ``hi`` (its 95% interval for a single cell where the table has one; for a number that
 summarises several cells, their range), ``reference`` (the number it is compared with, e.g.
 the uncorrected ECE or the target coverage) and ``cells`` (how many ranker x condition cells
-the number summarises).
+the number summarises). Where a finding compares two signals (or confidences), it counts the
+cells where their 95% bootstrap intervals over queries do not overlap, in each direction.
+
+The tables of :data:`REQUIRED` must be given; those of :data:`OPTIONAL` (section 8, none of the
+above) add their findings when given.
 """
 
 from __future__ import annotations
@@ -15,10 +19,11 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-__all__ = ["REQUIRED", "findings_table"]
+__all__ = ["OPTIONAL", "REQUIRED", "findings_table"]
 
 REQUIRED = ("prior_summary", "prior_by_negatives", "recalibration", "selective", "conformal", "shift_detection",
             "performance_prediction", "listwise")
+OPTIONAL = ("nota_conformal", "nota_threshold")
 IN = "in distribution"
 
 
@@ -90,6 +95,14 @@ def _recalibration(table: pd.DataFrame) -> list[dict]:
     return rows
 
 
+def _separated(a: pd.DataFrame, b: pd.DataFrame, keys: list[str], col: str) -> tuple[int, int, int]:
+    """``(cells, a below b, a above b)``: cells of both and how often ``a``'s 95% interval of ``col`` lies entirely below / above ``b``'s."""
+    if f"{col} lo" not in a.columns or f"{col} lo" not in b.columns:
+        return len(a.merge(b[keys], on=keys)), 0, 0
+    m = a.merge(b[keys + [col, f"{col} lo", f"{col} hi"]], on=keys, suffixes=("", " ref"))
+    return len(m), int((m[f"{col} hi"] < m[f"{col} lo ref"]).sum()), int((m[f"{col} lo"] > m[f"{col} hi ref"]).sum())
+
+
 def _selective(table: pd.DataFrame) -> list[dict]:
     rows = []
     if table.empty:
@@ -98,24 +111,32 @@ def _selective(table: pd.DataFrame) -> list[dict]:
     win = table.loc[table.groupby(keys)["AURC"].idxmin(), "confidence"].value_counts()
     cells = table[keys].drop_duplicates().shape[0]
     mean = table.groupby("confidence")["AURC"].mean().sort_values()
+    best = win.index[0]
+    ref = "top prob" if best != "top prob" else next((c for c in mean.index if c != best), best)
+    n, below, above = _separated(table[table["confidence"] == best], table[table["confidence"] == ref], keys, "AURC")
     rows.append(_row("3 answer or abstain",
-                     f"{win.index[0]} is the best confidence for abstaining (lowest AURC in {int(win.iloc[0])} of {cells} "
-                     f"cells; mean AURC {_num(mean.get(win.index[0], np.nan))}, top prob {_num(mean.get('top prob', np.nan))})",
-                     "all", mean.get(win.index[0], np.nan), reference=mean.get("top prob", np.nan), cells=cells))
+                     f"{best} is the best confidence for abstaining (lowest AURC in {int(win.iloc[0])} of {cells} "
+                     f"cells; mean AURC {_num(mean.get(best, np.nan))}, {ref} {_num(mean.get(ref, np.nan))}); "
+                     f"its 95% interval lies below {ref}'s in {below} of {n} cells and above it in {above}",
+                     "all", mean.get(best, np.nan), reference=mean.get(ref, np.nan), cells=cells))
     if "-top var" in mean.index:
-        var = table[table["confidence"] == "-top var"].merge(
-            table[table["confidence"] == "top prob"][keys + ["AURC"]], on=keys, suffixes=("", " top prob"))
+        var, top = table[table["confidence"] == "-top var"], table[table["confidence"] == "top prob"]
+        m = var.merge(top[keys + ["AURC"]], on=keys, suffixes=("", " top prob"))
+        n, below, above = _separated(var, top, keys, "AURC")
         rows.append(_row("3 answer or abstain",
-                         f"The predictive variance of the top candidate ranks queries worse than its probability: "
-                         f"lower AURC in {int((var['AURC'] < var['AURC top prob']).sum())} of {len(var)} cells",
-                         "all", var["AURC"].mean(), reference=var["AURC top prob"].mean(), cells=len(var)))
-    risk = [c for c in table.columns if c.startswith("risk@")][0]
+                         f"Minus the predictive variance of the top candidate has a lower AURC than its probability in "
+                         f"{int((m['AURC'] < m['AURC top prob']).sum())} of {len(m)} cells (mean {_num(m['AURC'].mean())} "
+                         f"vs {_num(m['AURC top prob'].mean())}); the 95% intervals separate them in {below} cells "
+                         f"(variance better) and {above} (variance worse)",
+                         "all", m["AURC"].mean(), reference=m["AURC top prob"].mean(), cells=len(m)))
+    risk = [c for c in table.columns if c.startswith("risk@") and not c.endswith((" lo", " hi"))][0]
     ind = table[(table["shift"] == IN) & (table["confidence"] == "top prob")]
     for _, r in ind.iterrows():
+        lo, hi = r.get(f"{risk} lo", np.nan), r.get(f"{risk} hi", np.nan)
         rows.append(_row("3 answer or abstain",
                          f"Answering only the {risk[5:]} most confident queries (top prob) changes {r['ranker']}'s error "
-                         f"in distribution from {_num(r['risk'])} to {_num(r[risk])} (E-AURC {_num(r['E-AURC'])})",
-                         r["ranker"], r[risk], reference=r["risk"]))
+                         f"in distribution from {_num(r['risk'])} to {_num(r[risk])} [{_num(lo)}, {_num(hi)}] "
+                         f"(E-AURC {_num(r['E-AURC'])})", r["ranker"], r[risk], lo, hi, reference=r["risk"]))
     return rows
 
 
@@ -141,14 +162,22 @@ def _conformal(table: pd.DataFrame) -> list[dict]:
 
 def _shift(table: pd.DataFrame) -> list[dict]:
     rows = []
+    keys = ["ranker", "train_corpus", "corpus", "sampler"]
     for shift, grp in table.groupby("shift", sort=False):
         m = grp.groupby("signal")["AUROC"].mean().sort_values(ascending=False)
         best = grp.sort_values("AUROC", ascending=False).iloc[0]
+        top = m.index[0]
+        ref = "1 - max prob" if top != "1 - max prob" else next((s for s in m.index if s != top), top)
+        n, below, above = _separated(grp[grp["signal"] == top], grp[grp["signal"] == ref], keys, "AUROC")
+        sig = grp[grp["signal"] == top]
+        above_chance = int((sig["AUROC lo"] > 0.5).sum()) if "AUROC lo" in sig else 0
+        blo, bhi = best.get("AUROC lo", np.nan), best.get("AUROC hi", np.nan)
         rows.append(_row("5 flagging shift",
-                         f"{shift}: {m.index[0]} flags shifted queries best on average (AUROC {_num(m.iloc[0])}; "
-                         f"1 - max prob {_num(m.get('1 - max prob', np.nan))}); best single cell {best['ranker']} "
-                         f"with {best['signal']} ({_num(best['AUROC'])})", "all", m.iloc[0],
-                         reference=m.get("1 - max prob", np.nan), cells=len(grp)))
+                         f"{shift}: {top} flags shifted queries best on average (AUROC {_num(m.iloc[0])}; "
+                         f"{ref} {_num(m.get(ref, np.nan))}), its 95% interval above {ref}'s in {above} of {n} cells "
+                         f"and below in {below}, above chance (0.5) in {above_chance} of {len(sig)}; best single cell "
+                         f"{best['ranker']} with {best['signal']} ({_num(best['AUROC'])} [{_num(blo)}, {_num(bhi)}])",
+                         "all", m.iloc[0], reference=m.get(ref, np.nan), cells=len(grp)))
     return rows
 
 
@@ -175,12 +204,76 @@ def _listwise(table: pd.DataFrame) -> list[dict]:
     return rows
 
 
+def _nota_conformal(table: pd.DataFrame) -> list[dict]:
+    rows = []
+    if table.empty:
+        return rows
+    for (view, alpha), grp in table.groupby(["view", "alpha"], sort=False):
+        ind = grp[(grp["shift"] == IN) & grp["coverage"].notna()]
+        if ind.empty:
+            continue
+        forest = grp[grp["F1 forest"].notna() & grp["F1"].notna()]
+        vs = ""
+        if len(forest):
+            names = ", ".join(dict.fromkeys(forest["ranker"]))
+            vs = (f"; on the {len(forest)} NOTA conditions where notebook 06's random forest was run ({names}) "
+                  f"macro-F1 {_num(forest['F1'].mean())} against the forest's {_num(forest['F1 forest'].mean())}, "
+                  f"higher in {int((forest['F1'] > forest['F1 forest']).sum())}")
+        rows.append(_row("8 none of the above",
+                         f"Empty LAC set as NOTA ({view} probabilities, alpha={alpha:g}): in distribution the true "
+                         f"response is in the set of {_num(ind['coverage'].min())} to {_num(ind['coverage'].max())} of "
+                         f"answerable queries over rankers (target {1 - alpha:.2f}), false NOTA at most "
+                         f"{_num(ind['false NOTA'].max())} (bound {alpha:g}), NOTA recall {_num(ind['NOTA recall'].mean())} "
+                         f"and macro-F1 {_num(ind['F1'].mean())} on average{vs}",
+                         "all", ind["F1"].mean(), ind["F1"].min(), ind["F1"].max(),
+                         forest["F1 forest"].mean() if len(forest) else np.nan, len(ind)))
+    return rows
+
+
+def _nota_threshold(table: pd.DataFrame) -> list[dict]:
+    rows = []
+    if table.empty:
+        return rows
+    for risk, grp in table.groupby("risk", sort=False):
+        target, delta = float(grp["target"].iloc[0]), float(grp["delta"].iloc[0])
+        per_ranker = grp.groupby(["ranker", "train_corpus"])["certified"].first()
+        ind, sh = grp[grp["shift"] == IN], grp[grp["shift"] != IN]
+        head = (f"Learn then Test ({risk} <= {target:g} with probability >= {1 - delta:g}): a threshold is certified for "
+                f"{int(per_ranker.sum())} of {len(per_ranker)} rankers")
+        if not ind["achieved risk"].notna().any():
+            all_risk = ind["risk answering all"]
+            rows.append(_row("8 none of the above",
+                             f"{head}; without one the rule abstains on every query (answering every in-distribution "
+                             f"query is wrong on {_num(all_risk.min())} to {_num(all_risk.max())} of them)",
+                             "all", np.nan, reference=target, cells=len(ind)))
+            continue
+        ok = ind[ind["achieved risk"].notna()]
+        text = (f"{head}; in distribution the achieved {risk} rate is {_num(ok['achieved risk'].min())} to "
+                f"{_num(ok['achieved risk'].max())} (its 95% interval above the target in {int(ok['above target'].sum())} "
+                f"of {len(ok)} cells), abstaining on {_pct(ind['abstention'].mean())} of queries with NOTA macro-F1 "
+                f"{_num(ind['F1'].mean())} on average")
+        shown = sh[sh["achieved risk"].notna()]
+        if len(shown):
+            worst = shown.sort_values("achieved risk", ascending=False).iloc[0]
+            text += (f"; under shift the interval is above the target in {int(shown['above target'].sum())} of "
+                     f"{len(shown)} cells (highest {_num(worst['achieved risk'])}, {worst['ranker']} on "
+                     f"{worst['corpus']} · {worst['sampler']})")
+        rows.append(_row("8 none of the above", text, "all", ok["achieved risk"].mean(), ok["achieved risk"].min(),
+                         ok["achieved risk"].max(), target, len(ok)))
+    return rows
+
+
 def findings_table(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
-    """Every finding as one row (see the module docstring); ``tables`` holds each key of :data:`REQUIRED`."""
+    """Every finding as one row (see the module docstring); ``tables`` holds each key of :data:`REQUIRED`
+    and optionally those of :data:`OPTIONAL`."""
     missing = [k for k in REQUIRED if k not in tables]
     if missing:
         raise KeyError(f"findings_table needs the tables {list(REQUIRED)}; missing {missing}")
     rows = (_prior(tables["prior_summary"], tables["prior_by_negatives"]) + _recalibration(tables["recalibration"])
             + _selective(tables["selective"]) + _conformal(tables["conformal"]) + _shift(tables["shift_detection"])
             + _qpp(tables["performance_prediction"]) + _listwise(tables["listwise"]))
+    if "nota_conformal" in tables:
+        rows += _nota_conformal(tables["nota_conformal"])
+    if "nota_threshold" in tables:
+        rows += _nota_threshold(tables["nota_threshold"])
     return pd.DataFrame(rows, columns=["section", "finding", "ranker", "value", "lo", "hi", "reference", "cells"])

@@ -30,6 +30,11 @@ order of the tied queries, and makes the numbers independent of the input order.
 Confidence scores (larger = more confident) per query: ``top prob`` (the top candidate's
 probability), ``margin`` (top minus second probability), ``-top var`` (minus the predictive
 variance of the top candidate; for rankers with S > 1 only, skipped otherwise).
+
+**Intervals** (:func:`selective_intervals`): 95% percentile bootstrap over test queries
+(:func:`calibrank.practice.intervals.bootstrap_interval`; 1000 resamples, seeded): each resample
+draws queries with replacement, keeping each query's confidence and loss together, and
+recomputes all four numbers (a query drawn twice is a tie with itself, handled as above).
 """
 
 from __future__ import annotations
@@ -41,10 +46,11 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
+from . import intervals
 from .listwise import query_signals
 
-__all__ = ["CONFIDENCES", "SelectiveScores", "confidences", "risk_coverage", "selective_scores", "selective_table",
-           "selective_curves"]
+__all__ = ["CONFIDENCES", "SelectiveScores", "confidences", "risk_coverage", "selective_batch",
+           "selective_intervals", "selective_scores", "selective_table", "selective_curves"]
 
 CONFIDENCES = ("top prob", "margin", "-top var")
 
@@ -102,6 +108,101 @@ def selective_scores(conf: np.ndarray, loss: np.ndarray, *, coverage: float = 0.
                            risk=float(ell.mean()))
 
 
+def selective_batch(conf: np.ndarray, loss: np.ndarray, *, coverage: float = 0.8, axis: int = -1) -> np.ndarray:
+    """``[4, ...]``: AURC, E-AURC, AUGRC and risk@``coverage`` of every row of ``conf`` / ``loss`` ``[..., n]`` at once.
+
+    The same numbers as :func:`selective_scores` (tie groups get their mean loss), vectorised over
+    the leading axes: what the bootstrap of :func:`selective_intervals` computes per resample.
+    """
+    c = np.moveaxis(np.asarray(conf, dtype=np.float64), axis, -1)
+    ell = np.moveaxis(np.asarray(loss, dtype=np.float64), axis, -1)
+    if c.shape != ell.shape or c.shape[-1] == 0:
+        raise ValueError(f"confidence and loss must be non-empty and of the same shape; got {c.shape} and {ell.shape}")
+    lead, n = c.shape[:-1], c.shape[-1]
+    c, ell = c.reshape(-1, n), ell.reshape(-1, n)
+    rows = c.shape[0]
+    order = np.argsort(-c, axis=1, kind="stable")
+    c_sorted = np.take_along_axis(c, order, axis=1)
+    l_sorted = np.take_along_axis(ell, order, axis=1)
+    new = np.ones_like(c_sorted, dtype=bool)
+    new[:, 1:] = c_sorted[:, 1:] != c_sorted[:, :-1]
+    group = np.cumsum(new, axis=1) - 1 + n * np.arange(rows)[:, None]  # tie group, unique across rows
+    sums = np.bincount(group.ravel(), weights=l_sorted.ravel(), minlength=rows * n)
+    counts = np.bincount(group.ravel(), minlength=rows * n)
+    mean_loss = (sums / np.maximum(counts, 1))[group]
+    i = np.arange(1, n + 1)
+    cum = np.cumsum(mean_loss, axis=1)
+    r = cum / i
+    aurc = r.mean(axis=1)
+    oracle = (np.cumsum(np.sort(ell, axis=1), axis=1) / i).mean(axis=1)
+    k = max(1, math.ceil(coverage * n - 1e-9))
+    out = np.stack([aurc, aurc - oracle, (cum / n).mean(axis=1), r[:, k - 1]])
+    return out.reshape((4,) + lead)
+
+
+def _counts(idx: np.ndarray, n: int) -> np.ndarray:
+    """``[B, n]`` how often each query is drawn in each resample, from the drawn indices ``[B, n]``."""
+    idx = np.asarray(idx).astype(np.int64).reshape(-1, idx.shape[-1])
+    rows = idx.shape[0]
+    return np.bincount((idx + n * np.arange(rows)[:, None]).ravel(), minlength=rows * n).reshape(rows, n)
+
+
+def _piecewise(m: np.ndarray, total: np.ndarray, harmonic: np.ndarray, n: int, k: int) -> tuple[np.ndarray, ...]:
+    """Sum of ``cum(i) / i``, sum of ``cum(i)`` and ``cum(k)`` over positions ``1..n`` for blocks of ``m``
+    positions whose losses are spread evenly (mean ``total / m``), in order; all ``[B, blocks]`` -> ``[B]``."""
+    mu = np.divide(total, m, out=np.zeros_like(total, dtype=np.float64), where=m > 0)
+    end = np.cumsum(m, axis=1)
+    a = end - m  # positions before the block
+    before = np.cumsum(total, axis=1) - total  # cumulative loss before the block
+    dh = harmonic[end] - harmonic[a]
+    by_i = (before * dh + mu * (m - a * dh)).sum(axis=1)
+    plain = (m * before + mu * m * (m + 1) / 2.0).sum(axis=1)
+    g = np.argmax(end >= k, axis=1)[:, None]
+    at_k = (np.take_along_axis(before, g, 1) + (k - np.take_along_axis(a, g, 1)) * np.take_along_axis(mu, g, 1))[:, 0]
+    return by_i, plain, at_k
+
+
+def selective_intervals(conf: np.ndarray, loss: np.ndarray, *, coverage: float = 0.8, seed: int,
+                        n_resamples: int = intervals.N_RESAMPLES) -> tuple[np.ndarray, np.ndarray]:
+    """``(low [4], high [4])``: 95% bootstrap intervals over queries of AURC, E-AURC, AUGRC, risk@``coverage``.
+
+    scipy draws query indices; each resample is summarised by how often each query is drawn, and
+    the four numbers follow in closed form: the resampled queries in decreasing confidence form
+    blocks (the tie groups of the original queries, each block's drawn copies tied), the
+    cumulative loss is linear within a block (tied queries get their mean loss), and
+    ``sum_{i=a+1}^{a+m} cum(i) / i`` is ``C (H_{a+m} - H_a) + mu (m - a (H_{a+m} - H_a))`` with ``H``
+    the harmonic numbers, ``C`` the loss before the block and ``mu`` its mean loss. The oracle of
+    E-AURC is the same with the queries in increasing loss (a block per distinct loss). Equal to
+    :func:`selective_batch` on the resampled arrays (tested), without sorting each resample.
+    """
+    if isinstance(coverage, bool) or not 0.0 < float(coverage) <= 1.0:
+        raise ValueError(f"coverage must be in (0, 1]; got {coverage!r}")
+    c, ell = _check(conf, loss)
+    n = c.size
+    k = max(1, math.ceil(coverage * n - 1e-9))
+    harmonic = np.r_[0.0, np.cumsum(1.0 / np.arange(1, n + 1))]
+    by_conf = np.argsort(-c, kind="stable")
+    c_sorted, l_sorted = c[by_conf], ell[by_conf]
+    starts = np.flatnonzero(np.r_[True, c_sorted[1:] != c_sorted[:-1]])
+    by_loss = np.argsort(ell, kind="stable")
+    l_asc = ell[by_loss]
+    loss_starts = np.flatnonzero(np.r_[True, l_asc[1:] != l_asc[:-1]])  # equal losses: one block (same slope)
+
+    def statistic(idx, axis=-1):
+        counts = _counts(np.moveaxis(idx, axis, -1), n)
+        cs = counts[:, by_conf]
+        m = np.add.reduceat(cs, starts, axis=1)
+        total = np.add.reduceat(cs * l_sorted, starts, axis=1)
+        by_i, plain, at_k = _piecewise(m, total, harmonic, n, k)
+        co = counts[:, by_loss]
+        oracle, _, _ = _piecewise(np.add.reduceat(co, loss_starts, axis=1),
+                                  np.add.reduceat(co * l_asc, loss_starts, axis=1), harmonic, n, k)
+        aurc = by_i / n
+        return np.stack([aurc, aurc - oracle / n, plain / n**2, at_k / k])
+
+    return intervals.bootstrap_interval((np.arange(n),), statistic, paired=True, seed=seed, n_resamples=n_resamples)
+
+
 def confidences(pred) -> tuple[pd.DataFrame, np.ndarray]:
     """``(confidence per query for each of :data:`CONFIDENCES` (NaN column where undefined), loss [Q])``."""
     sig = query_signals(pred)
@@ -111,10 +212,12 @@ def confidences(pred) -> tuple[pd.DataFrame, np.ndarray]:
     return conf, 1.0 - sig["R@1"].to_numpy()
 
 
-def selective_table(study, rankers: Iterable[str] | None = None, *, coverage: float = 0.8) -> pd.DataFrame:
+def selective_table(study, rankers: Iterable[str] | None = None, *, coverage: float = 0.8,
+                    n_resamples: int = intervals.N_RESAMPLES) -> pd.DataFrame:
     """One row per ranker x test condition x confidence score (main training seed): ``AURC``,
-    ``E-AURC``, ``AUGRC``, ``risk@<coverage>`` and the full-coverage ``risk``; ``-top var``
-    only for rankers with S > 1."""
+    ``E-AURC``, ``AUGRC``, ``risk@<coverage>``, each followed by ``<name> lo`` / ``<name> hi``
+    (95% bootstrap interval over test queries, :func:`selective_intervals`, seeded with the
+    profile seed), and the full-coverage ``risk``; ``-top var`` only for rankers with S > 1."""
     label = f"risk@{coverage:.0%}"
     rows = []
     for ranker, tc, cond in study.cells("test", rankers):
@@ -124,10 +227,14 @@ def selective_table(study, rankers: Iterable[str] | None = None, *, coverage: fl
             if name == "-top var" and pred.n_samples < 2:
                 continue
             s = selective_scores(conf[name].to_numpy(), loss, coverage=coverage)
-            rows.append({"ranker": ranker, "train_corpus": tc, "corpus": cond.corpus, "sampler": cond.sampler,
-                         "shift": study.shift(cond, tc), "confidence": name, "queries": int(loss.size),
-                         "AURC": s.aurc, "E-AURC": s.eaurc, "AUGRC": s.augrc, label: s.risk_at_coverage,
-                         "risk": s.risk})
+            lo, hi = selective_intervals(conf[name].to_numpy(), loss, coverage=coverage, seed=study.cfg.seed,
+                                         n_resamples=n_resamples)
+            row = {"ranker": ranker, "train_corpus": tc, "corpus": cond.corpus, "sampler": cond.sampler,
+                   "shift": study.shift(cond, tc), "confidence": name, "queries": int(loss.size)}
+            for j, (col, value) in enumerate((("AURC", s.aurc), ("E-AURC", s.eaurc), ("AUGRC", s.augrc),
+                                              (label, s.risk_at_coverage))):
+                row.update({col: value, f"{col} lo": float(lo[j]), f"{col} hi": float(hi[j])})
+            rows.append({**row, "risk": s.risk})
     return pd.DataFrame(rows)
 
 

@@ -7,7 +7,14 @@ signals exist for rankers with S > 1 only, and are skipped (no row) otherwise.
   in-distribution ones? The AUROC (sklearn ``roc_auc_score``; Hanley & McNeil 1982) of the
   signal for the label "shifted query", in-distribution queries = the training corpus with the
   training sampler. 0.5 = no better than chance; below 0.5 = the ranker is *more* confident
-  on the shifted queries.
+  on the shifted queries. ``AUROC lo`` / ``hi``: 95% percentile bootstrap over test queries
+  (:func:`calibrank.practice.intervals.bootstrap_interval`, 1000 resamples, seeded). A shifted
+  condition of the training corpus holds the same query contexts as the in-distribution one
+  (other negatives), so the two are resampled jointly by query id (``paired``; as
+  :mod:`calibrank.metrics.resample` does); a condition of another corpus is an independent
+  sample and is resampled on its own. The AUROC of a resample is the Mann-Whitney statistic
+  ``(sum of the shifted queries' midranks - n1 (n1 + 1) / 2) / (n0 n1)``, equal to sklearn's
+  ``roc_auc_score`` with ties counted as one half.
 - :func:`performance_prediction`: uncertainty as query performance prediction (Carmel &
   Yom-Tov 2010). Kendall's tau-b (scipy ``kendalltau``; Kendall 1945, tau-b handles the ties
   of a 0/1 R@1) between the signal and the query's reciprocal rank or R@1; a useful signal has
@@ -23,20 +30,85 @@ import pandas as pd
 from scipy import stats
 from sklearn.metrics import roc_auc_score
 
+from . import intervals
 from .listwise import SIGNALS, VARIANCE_SIGNALS, query_signals
 
-__all__ = ["performance_prediction", "shift_detection"]
+__all__ = ["auroc_batch", "auroc_interval", "performance_prediction", "shift_detection"]
 
 
 def _signals_of(pred) -> list[str]:
     return [s for s in SIGNALS if pred.n_samples > 1 or s not in VARIANCE_SIGNALS]
 
 
-def shift_detection(study, rankers: Iterable[str] | None = None) -> pd.DataFrame:
+def auroc_batch(negative: np.ndarray, positive: np.ndarray, axis: int = -1) -> np.ndarray:
+    """AUROC of a score for ``positive`` against ``negative`` along ``axis`` (Mann-Whitney, ties = 1/2), vectorised."""
+    a = np.moveaxis(np.asarray(negative, dtype=np.float64), axis, -1)
+    b = np.moveaxis(np.asarray(positive, dtype=np.float64), axis, -1)
+    n0, n1 = a.shape[-1], b.shape[-1]
+    ranks = stats.rankdata(np.concatenate((a, b), axis=-1), axis=-1)
+    return (ranks[..., n0:].sum(axis=-1) - n1 * (n1 + 1) / 2.0) / (n0 * n1)
+
+
+def auroc_interval(negative: np.ndarray, positive: np.ndarray, *, paired: bool, seed: int,
+                   n_resamples: int = intervals.N_RESAMPLES) -> tuple[float, float]:
+    """95% bootstrap interval of the AUROC over queries; ``paired``: row ``i`` of both is the same query.
+
+    scipy draws query indices; a resample is summarised by how often each query is drawn
+    (``c0`` for the negatives, ``c1`` for the positives) and its AUROC is
+    ``sum_j c1_j (#{drawn negatives < positive_j} + #{drawn negatives = positive_j} / 2) / (n0 n1)``,
+    the counts read off the cumulative ``c0`` in sorted order: :func:`auroc_batch` on the
+    resampled arrays without ranking each resample. With ``paired`` one draw gives ``c0 = c1``.
+    """
+    neg = np.asarray(negative, dtype=np.float64).reshape(-1)
+    pos = np.asarray(positive, dtype=np.float64).reshape(-1)
+    n0, n1 = neg.size, pos.size
+    by_value = np.argsort(neg, kind="stable")
+    below = np.searchsorted(neg[by_value], pos, side="left")  # negatives < positive_j
+    upto = np.searchsorted(neg[by_value], pos, side="right")  # negatives <= positive_j
+
+    def counts(idx, n):
+        idx = np.asarray(idx).astype(np.int64).reshape(-1, n)
+        rows = idx.shape[0]
+        return np.bincount((idx + n * np.arange(rows)[:, None]).ravel(), minlength=rows * n).reshape(rows, n)
+
+    def auc(c0, c1):
+        cum = np.zeros((c0.shape[0], n0 + 1))
+        np.cumsum(c0[:, by_value], axis=1, out=cum[:, 1:])
+        return (c1 * (cum[:, below] + 0.5 * (cum[:, upto] - cum[:, below]))).sum(axis=1) / (n0 * n1)
+
+    if paired:
+        if n0 != n1:
+            raise ValueError(f"paired samples must have one value per query each; got {n0} and {n1}")
+
+        def statistic(idx, axis=-1):
+            c = counts(np.moveaxis(idx, axis, -1), n0)
+            return auc(c, c)
+
+        data = (np.arange(n0),)
+    else:
+        def statistic(i0, i1, axis=-1):
+            return auc(counts(np.moveaxis(i0, axis, -1), n0), counts(np.moveaxis(i1, axis, -1), n1))
+
+        data = (np.arange(n0), np.arange(n1))
+    lo, hi = intervals.bootstrap_interval(data, statistic, paired=False, seed=seed, n_resamples=n_resamples)
+    return float(lo), float(hi)
+
+
+def _aligned(sig_in: pd.DataFrame, sig_out: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, bool]:
+    """Both tables in the same query order and ``True`` when they hold the same query ids, else unchanged and ``False``."""
+    if len(sig_in) == len(sig_out) and set(sig_in["qid"]) == set(sig_out["qid"]) and sig_in["qid"].is_unique:
+        return sig_in.sort_values("qid", kind="stable"), sig_out.sort_values("qid", kind="stable"), True
+    return sig_in, sig_out, False
+
+
+def shift_detection(study, rankers: Iterable[str] | None = None, *,
+                    n_resamples: int = intervals.N_RESAMPLES) -> pd.DataFrame:
     """AUROC of each signal for "this test query is from a shifted condition", per ranker x shifted condition.
 
     One row per ranker x training corpus x shifted test condition x signal (main training seed),
-    with ``AUROC``, ``in-distribution queries``, ``shifted queries`` and the mean signal on each side.
+    with ``AUROC``, ``AUROC lo`` / ``AUROC hi`` (95% bootstrap interval over queries, see the
+    module docstring), ``paired`` (the two sides share their queries), ``in-distribution
+    queries``, ``shifted queries`` and the mean signal on each side.
     """
     from ..study import default_condition
 
@@ -50,12 +122,16 @@ def shift_detection(study, rankers: Iterable[str] | None = None) -> pd.DataFrame
                 if cond.name == home.name or (ranker, tc, cond.name) not in study.paths:
                     continue
                 sig_out = query_signals(study.get(ranker, tc, cond))
+                a_in, a_out, paired = _aligned(sig_in, sig_out)
                 y = np.r_[np.zeros(len(sig_in)), np.ones(len(sig_out))]
                 for s in _signals_of(base):
                     x = np.r_[sig_in[s].to_numpy(), sig_out[s].to_numpy()]
                     auc = roc_auc_score(y, x) if np.ptp(x) > 0 else 0.5
+                    lo, hi = auroc_interval(a_in[s].to_numpy(), a_out[s].to_numpy(), paired=paired,
+                                            seed=study.cfg.seed, n_resamples=n_resamples)
                     rows.append({"ranker": ranker, "train_corpus": tc, "corpus": cond.corpus, "sampler": cond.sampler,
-                                 "shift": study.shift(cond, tc), "signal": s, "AUROC": float(auc),
+                                 "shift": study.shift(cond, tc), "signal": s, "AUROC": float(auc), "AUROC lo": lo,
+                                 "AUROC hi": hi, "paired": paired,
                                  "in-distribution queries": len(sig_in), "shifted queries": len(sig_out),
                                  "mean signal in distribution": float(sig_in[s].mean()),
                                  "mean signal shifted": float(sig_out[s].mean())})
