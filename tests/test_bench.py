@@ -112,7 +112,7 @@ def test_write_results_merges_and_renders(tmp_path):
 
 def test_main_end_to_end_tiny(tmp_path):
     out = tmp_path / "out"
-    rankers = ["--skip", "training", "--skip", "inference", "--skip", "memory"]
+    rankers = ["--skip", "training", "--skip", "inference", "--skip", "inference_flops", "--skip", "memory", "--skip", "peak"]
     assert main(["--out", str(out), "--n-responses", "200", "--n-queries", "10", "--n-embed", "60", "--k", "5", *rankers]) == 0
     res = json.loads((out / "bench.json").read_text())
     assert set(res) == {"machine", "negatives_bm25", "negatives_embedding"}
@@ -129,7 +129,9 @@ def test_main_end_to_end_tiny(tmp_path):
 
 # --------------------------------------------------------------------------- ranker sections
 
+from calibrank.bench import __main__ as bench_main  # noqa: E402
 from calibrank.bench import common as bench_common  # noqa: E402
+from calibrank.bench import flops as bench_flops  # noqa: E402
 from calibrank.bench import inference as bench_inference  # noqa: E402
 from calibrank.bench import memory as bench_memory  # noqa: E402
 from calibrank.bench import training as bench_training  # noqa: E402
@@ -154,16 +156,24 @@ def test_ratio_and_target():
 def test_training_throughput_structure():
     queries = learnable_queries(20, 1, 0)  # 40 pairs
     settings = tiny_training(batch_size=4)
-    res = bench_training.bench_training(queries, settings, warmup=1, steps=2, variants=("calibrank", "st"))
+    res = bench_training.bench_training(queries, settings, warmup=1, steps=2, variants=("calibrank", "st"), precisions=("fp32",),
+                                        peak_gflop_per_s={"fp32": 50.0})
     assert res["timed_pairs"] == 8 and res["warmup_steps"] == 1 and res["st_method"] in ("fit", "old_fit")
-    for v in ("calibrank", "st"):
+    assert res["precisions"] == ["fp32"]
+    for v in ("calibrank_fp32", "st_fp32"):
         assert res[v]["pairs_per_s"] > 0 and res[v]["seconds"] > 0
         assert res[v]["pairs_per_s"] == pytest.approx(res["timed_pairs"] / res[v]["seconds"])
-        assert res[v]["precision"]
-    assert res["calibrank"]["steps_run"] == 3 and res["calibrank"]["precision"] == "fp32"
-    assert res["ratio_ours_over"]["st"] == pytest.approx(res["calibrank"]["pairs_per_s"] / res["st"]["pairs_per_s"])
+        assert res[v]["precision"] and res[v]["precision_asked"] == "fp32"
+        # FLOPs of the 2 timed steps from the recorded (batch, padded length) shapes: 3 x forward
+        assert res[v]["flops"] > 0 and res[v]["encoder"]["layers"] == 2 and res[v]["encoder"]["hidden"] == 32
+        assert res[v]["fraction_of_peak"] == pytest.approx(res[v]["gflop_per_s"] / 50.0)
+    assert res["calibrank_fp32"]["steps_run"] == 3 and res["calibrank_fp32"]["precision"] == "fp32"
+    assert res["calibrank_fp32"]["gflop_per_s"] == pytest.approx(res["calibrank_fp32"]["flops"] / 1e9
+                                                                 / res["calibrank_fp32"]["loop_seconds"])
+    assert res["ratio_ours_over"]["st_fp32"] == pytest.approx(res["calibrank_fp32"]["pairs_per_s"] / res["st_fp32"]["pairs_per_s"])
+    assert res["ratio_defaults"]["figure"] == "calibrank_fp32 / st_fp32"  # tiny_training asks for fp32
     (t,) = res["targets"]
-    assert t["value"] == res["ratio_ours_over"]["st"] and t["target"] == ">= 1.5" and t["met"] == (t["value"] >= 1.5)
+    assert t["value"] == res["ratio_ours_over"]["st_fp32"] and t["target"] == ">= 1.5" and t["met"] == (t["value"] >= 1.5)
     json.dumps(res)
     with pytest.raises(ValueError, match="warmup"):
         bench_training.bench_training(queries, settings, warmup=0, steps=2)
@@ -171,6 +181,20 @@ def test_training_throughput_structure():
         bench_training.bench_training(queries, settings, warmup=1, steps=10)
     with pytest.raises(ValueError, match="variants"):
         bench_training.bench_training(queries, settings, warmup=1, steps=2, variants=("st",))
+    with pytest.raises(ValueError, match="precisions"):
+        bench_training.bench_training(queries, settings, warmup=1, steps=2, precisions=("fp16",))
+
+
+@pytest.mark.skipif(not bench_flops.bf16_support("cpu")["supported"], reason="no AVX512-BF16 or AMX on this CPU")
+def test_training_throughput_bf16_side_by_side():
+    """fp32 and bf16 in one run: ours with bf16 autocast, CrossEncoder.fit with TrainingArguments(bf16=True)."""
+    res = bench_training.bench_training(learnable_queries(20, 1, 0), tiny_training(batch_size=4), warmup=1, steps=2)
+    assert res["precisions"] == ["fp32", "bf16"] and set(res["ratio_ours_over"]) == {"st_fp32", "st_bf16"}
+    assert res["calibrank_bf16"]["precision"].startswith("bf16") and res["calibrank_fp32"]["precision"] == "fp32"
+    if res["st_method"] == "fit":
+        assert res["st_bf16"]["precision"].startswith("bf16") and res["st_fp32"]["precision"] == "fp32"
+    assert res["calibrank_bf16"]["flops"] == res["calibrank_fp32"]["flops"]  # same batches, same shapes
+    assert len(res["targets"]) == 2
 
 
 @pytest.fixture
@@ -251,9 +275,9 @@ def test_peak_memory_subprocess_and_structure(monkeypatch):
 def test_markdown_shows_ratios_beside_targets(tmp_path):
     sections = {
         "machine": {"cpu": "test cpu", "torch": "x", "torch_threads": 2},
-        "training_throughput": {"calibrank": {"pairs_per_s": 3.0, "seconds": 1.0, "precision": "bf16"},
-                                "st": {"pairs_per_s": 1.5, "seconds": 2.0, "precision": "fp32"},
-                                "ratio_ours_over": {"st": 2.0},
+        "training_throughput": {"calibrank_fp32": {"pairs_per_s": 3.0, "seconds": 1.0, "precision": "fp32", "precision_asked": "fp32"},
+                                "st_fp32": {"pairs_per_s": 1.5, "seconds": 2.0, "precision": "fp32", "precision_asked": "fp32"},
+                                "ratio_ours_over": {"st_fp32": 2.0},
                                 "targets": [bench_common.target("calibrank / st", 2.0, ">=", 1.5)]},
         "inference_per_query": {"rankers": {"bert": {"ms_per_query": 2.0, "ratio_to_bert": 1.0},
                                             "sngp": {"ms_per_query": 3.0, "ratio_to_bert": 1.5, "target_max_ratio": 1.1}},
@@ -267,6 +291,7 @@ def test_markdown_shows_ratios_beside_targets(tmp_path):
     assert "| training_throughput | calibrank / st | 2 | >= 1.5 | yes |" in md
     assert "| inference_per_query | sngp / bert | 1.5 | <= 1.1 | NO |" in md
     assert "| sngp | 3 |" in md and "| 20 |" in md and "too big" in md
+    assert "| calibrank_fp32 |" in md and "| st_fp32 |" in md
     page = (tmp_path / "bench.html").read_text()
     assert '<td class="met-yes">yes</td>' in page and '<td class="met-NO">NO</td>' in page
 
@@ -279,3 +304,125 @@ def test_make_bench_entry_point():
     proc = subprocess.run([sys.executable, "-m", "calibrank.bench", "--help"], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("usage: python -m calibrank.bench") and "--out" in proc.stdout
+
+
+# --------------------------------------------------------------------------- how close to the limit
+
+
+def test_encoder_flops_by_hand():
+    """N=2 layers, d=32, 2 heads of 16, d_ff=64, B=3 sequences of L=10 tokens, counted by hand."""
+    shape = bench_flops.EncoderShape(layers=2, hidden=32, heads=2, head_dim=16, intermediate=64)
+    # per layer: Q, K, V, output 4 * 32 * 32 = 4096 weights; FFN 2 * 32 * 64 = 4096 -> 8192
+    assert shape.params_matmul_per_layer == 8192
+    # per layer per sequence: 2 * 10 * 8192 (one multiply-add per weight per token) + 4 * 10^2 * 32 (QK^T and AV)
+    per_layer = 2 * 10 * 8192 + 4 * 100 * 32
+    assert per_layer == 176_640
+    assert bench_flops.encoder_forward_flops(shape, 3, 10) == 2 * 3 * per_layer == 1_059_840
+    # a training step is forward + backward (2 x forward)
+    assert bench_flops.shapes_flops(shape, [(3, 10)], training=True) == 3 * 1_059_840
+    assert bench_flops.shapes_flops(shape, [(3, 10), (1, 4)], training=False) == (
+        1_059_840 + 2 * (2 * 4 * 8192 + 4 * 16 * 32))
+
+
+def test_encoder_shape_and_recorder_on_the_tiny_backbone():
+    import torch
+
+    from calibrank.backbone import load_backbone
+    from calibrank.rankers.base import CrossEncoder
+
+    model = CrossEncoder(load_backbone("tiny-random"))
+    rec = bench_flops.ShapeRecorder(model)
+    assert rec.shape == bench_flops.EncoderShape(layers=2, hidden=32, heads=2, head_dim=16, intermediate=64)
+    ids = torch.ones((3, 10), dtype=torch.long)
+    with rec, torch.no_grad():
+        model(input_ids=ids, attention_mask=ids, token_type_ids=torch.zeros_like(ids))
+        model(input_ids=ids[:1, :4], attention_mask=ids[:1, :4], token_type_ids=torch.zeros_like(ids[:1, :4]))
+    model(input_ids=ids, attention_mask=ids)  # after the context: not recorded
+    assert rec.shapes == [(3, 10), (1, 4)]
+    assert rec.flops(training=False) == bench_flops.shapes_flops(rec.shape, [(3, 10), (1, 4)], training=False)
+
+
+def test_matmul_peak_is_positive_and_quick():
+    import time
+
+    t0 = time.perf_counter()
+    res = bench_flops.measure_peak(n=64, repeats=2)
+    assert time.perf_counter() - t0 < 10
+    assert res["torch_threads"] >= 1 and res["n"] == 64
+    assert res["peak_gflop_per_s"]["fp32"] > 0 and res["fp32"]["best_s"] > 0
+    if bench_flops.bf16_support("cpu")["supported"]:
+        assert res["peak_gflop_per_s"]["bf16"] > 0
+    else:
+        assert "bf16" in res["skipped"] and "bf16" not in res["peak_gflop_per_s"]
+    one = bench_flops.matmul_gflops("fp32", 32, repeats=1)
+    assert one["gflop_per_s"] == pytest.approx(2 * 32**3 / one["best_s"] / 1e9)
+    json.dumps(res)
+
+
+def test_markdown_shows_how_close_to_the_limit(tmp_path):
+    sections = {
+        "machine": {"cpu": "test cpu", "torch_threads": 2},
+        "matmul_peak": {"method": "torch.mm", "torch_threads": 2, "device": "cpu", "bf16_support": {"supported": True, "via": "AVX512-BF16"},
+                        "peak_gflop_per_s": {"fp32": 100.0, "bf16": 250.0}},
+        "training_throughput": {
+            "calibrank_fp32": {"pairs_per_s": 4.0, "seconds": 1.0, "precision": "fp32", "precision_asked": "fp32",
+                               "gflop_per_s": 30.0, "peak_gflop_per_s": 100.0, "fraction_of_peak": 0.3},
+            "st_fp32": {"pairs_per_s": 2.0, "seconds": 2.0, "precision": "fp32", "precision_asked": "fp32",
+                        "gflop_per_s": 20.0, "peak_gflop_per_s": 100.0, "fraction_of_peak": 0.2},
+            "calibrank_bf16": {"pairs_per_s": 8.0, "seconds": 0.5, "precision": "bf16 autocast", "precision_asked": "bf16",
+                               "gflop_per_s": 50.0, "peak_gflop_per_s": 250.0, "fraction_of_peak": 0.2},
+            "st_bf16": {"pairs_per_s": 2.0, "seconds": 2.0, "precision": "bf16 autocast", "precision_asked": "bf16",
+                        "gflop_per_s": 25.0, "peak_gflop_per_s": 250.0, "fraction_of_peak": 0.1},
+            "ratio_ours_over": {"st_fp32": 2.0, "st_bf16": 4.0},
+            "ratio_defaults": {"figure": "calibrank_bf16 / st_fp32", "value": 4.0}},
+        "inference_flops": {"precisions": ["fp32", "bf16"],
+                            "fp32": {"gflop_per_s": 40.0, "peak_gflop_per_s": 100.0, "fraction_of_peak": 0.4},
+                            "bf16": {"gflop_per_s": 75.0, "peak_gflop_per_s": 250.0, "fraction_of_peak": 0.3}},
+    }
+    render.write_results(tmp_path, sections)
+    md = (tmp_path / "bench.md").read_text()
+    assert md.index("## Machine") < md.index("## How close to the limit") < md.index("## matmul_peak")
+    for row in ("| matmul peak (torch.mm) | fp32 | 100 | 100 | 1 |  |",
+                "| matmul peak (torch.mm) | bf16 | 250 | 250 | 1 |  |",
+                "| training calibrank | fp32 | 30 | 100 | 0.3 | 1 |",
+                "| training st (CrossEncoder.fit) | fp32 | 20 | 100 | 0.2 | 2 |",
+                "| training calibrank | bf16 | 50 | 250 | 0.2 | 1 |",
+                "| training st (CrossEncoder.fit) | bf16 | 25 | 250 | 0.1 | 4 |",
+                "| inference bert scoring | fp32 | 40 | 100 | 0.4 |  |",
+                "| inference bert scoring | bf16 | 75 | 250 | 0.3 |  |",
+                "| st_bf16 |  | bf16 autocast | 2 | 2 | 25 | 0.1 | 4 |"):
+        assert row in md, row
+    assert "2 threads" in md and "calibrank_bf16 / st_fp32 = 4" in md
+    assert "How close to the limit" in (tmp_path / "bench.html").read_text()
+    # no peak measured: the fractions are n/a and the page says why
+    render.write_results(tmp_path / "nopeak", {"training_throughput": sections["training_throughput"]})
+    assert "No matmul peak" in (tmp_path / "nopeak" / "bench.md").read_text()
+
+
+def test_main_peak_only(tmp_path):
+    out = tmp_path / "out"
+    skip = [x for name in ("bm25", "embedding", "training", "inference", "inference_flops", "memory") for x in ("--skip", name)]
+    assert main(["--out", str(out), "--peak-n", "64", "--peak-repeats", "2", *skip]) == 0
+    res = json.loads((out / "bench.json").read_text())
+    assert set(res) == {"machine", "matmul_peak"} and res["matmul_peak"]["peak_gflop_per_s"]["fp32"] > 0
+    assert "## How close to the limit" in (out / "bench.md").read_text()
+    # --skip peak reuses the peak of the same machine
+    import argparse
+
+    reused = bench_main._peak(argparse.Namespace(skip=["peak"]), out, res["machine"])
+    assert reused == res["matmul_peak"]["peak_gflop_per_s"]
+    assert bench_main._peak(argparse.Namespace(skip=["peak"]), out, {**res["machine"], "cpu": "another"}) is None
+
+
+def test_peak_measured_twice_keeps_the_higher_and_resets_fractions():
+    first = {"method": "torch.mm", "fp32": {"gflop_per_s": 50.0}, "bf16": {"gflop_per_s": 200.0},
+             "peak_gflop_per_s": {"fp32": 50.0, "bf16": 200.0}}
+    again = {"fp32": {"gflop_per_s": 80.0}, "bf16": {"gflop_per_s": 150.0}, "peak_gflop_per_s": {"fp32": 80.0, "bf16": 150.0}}
+    merged = bench_flops.merge_peaks(first, again)
+    assert merged["peak_gflop_per_s"] == {"fp32": 80.0, "bf16": 200.0}
+    assert merged["fp32"]["gflop_per_s_measurements"] == [50.0, 80.0]
+    section = {"calibrank_fp32": {"gflop_per_s": 20.0, "precision_asked": "fp32", "fraction_of_peak": 0.4},
+               "bf16": {"gflop_per_s": 50.0}, "note": "x"}
+    out = bench_flops.attach_peak(section, merged["peak_gflop_per_s"])
+    assert out["calibrank_fp32"]["fraction_of_peak"] == 0.25 and out["bf16"]["fraction_of_peak"] == 0.25
+    assert out["note"] == "x" and section["calibrank_fp32"]["fraction_of_peak"] == 0.4  # the input is left as it was

@@ -4,9 +4,13 @@
   ``bench.md`` and ``bench.html``.
 - :mod:`.retrieval`: ``negatives_bm25`` and ``negatives_embedding``, the retrieval behind the
   negative samplers (bm25s against rank_bm25, faiss against numpy) on chit-chat data.
+- :mod:`.flops`: ``matmul_peak``, the machine's ``torch.mm`` GFLOP/s per precision, and the FLOP
+  count of a transformer encoder from its configuration and batch shapes, so that each loop's
+  achieved GFLOP/s is read as a fraction of the peak.
 - :mod:`.training`: ``training_throughput``, our training loop against sentence-transformers'
-  ``CrossEncoder.fit``.
-- :mod:`.inference`: ``inference_per_query``, every ranker against ``bert`` on the same queries.
+  ``CrossEncoder.fit``, at fp32 and bf16, with each loop's GFLOP/s.
+- :mod:`.inference`: ``inference_per_query``, every ranker against ``bert`` on the same queries;
+  ``inference_flops``, the scoring loop's GFLOP/s per precision.
 - :mod:`.memory`: ``peak_memory`` of a training run and of PG-DRR's Gibbs sampler, each in a fresh
   subprocess (``python -m calibrank.bench.memory --child``).
 - :mod:`.common`: logging, ratios and the target check shown beside each ratio.

@@ -1,16 +1,29 @@
 """Speed and memory benchmarks, each figure measured side by side in one run.
 
-``python -m calibrank.bench [--out DIR] [--profile laptop] [--skip SECTION] ...``
+``python -m calibrank.bench [--out DIR] [--profile laptop] [--skip SECTION] [--quick] ...``
+
+``--quick`` shrinks every size and repeat count left at its default (a few minutes on
+2 cores instead of the better part of an hour); its figures are noisier and say so in
+``bench.json`` (``machine.quick``).
 
 Sections (each can be left out with ``--skip``):
+
+- ``matmul_peak`` (``--skip peak``; :mod:`calibrank.bench.flops`): the machine's ``torch.mm``
+  GFLOP/s per precision (fp32; bf16 where the hardware has it), the denominator of every
+  ``fraction_of_peak`` below; measured before the loops and again after them, the higher kept
+  (a shared machine can be busy during one of them). When skipped, the peak already in
+  ``DIR/bench.json`` is used if it was taken on the same CPU with the same thread count.
 
 - ``negatives_bm25``, ``negatives_embedding`` (:mod:`calibrank.bench.retrieval`): the retrieval
   behind the negative samplers, on real chit-chat data; MiniLM encodings are cached as .npy, so
   reruns skip encoding.
 - ``training_throughput`` (:mod:`calibrank.bench.training`): training pairs/s of our loop against
-  sentence-transformers' ``CrossEncoder.fit`` on the same backbone weights, pairs and settings.
+  sentence-transformers' ``CrossEncoder.fit`` on the same backbone weights, pairs and settings,
+  at fp32 and bf16 side by side, with each loop's achieved GFLOP/s and fraction of the peak.
 - ``inference_per_query`` (:mod:`calibrank.bench.inference`): ms per query of every ranker of the
   profile against ``bert`` on the same queries, round robin.
+- ``inference_flops`` (:func:`calibrank.bench.inference.bench_inference_flops`): the scoring
+  loop's GFLOP/s per precision on the same queries, and its fraction of the peak.
 - ``peak_memory`` (:mod:`calibrank.bench.memory`): peak resident memory of a training run and of
   PG-DRR's Gibbs sampler, each in a fresh subprocess beside its imports-only baseline.
 
@@ -38,7 +51,12 @@ from .render import write_results
 
 __all__ = ["SECTIONS", "main"]
 
-SECTIONS = ("bm25", "embedding", "training", "inference", "memory")
+SECTIONS = ("bm25", "embedding", "peak", "training", "inference", "inference_flops", "memory")
+
+# --quick: the value of every option still at its default (sized for a few minutes on 2 cores)
+QUICK = {"n_responses": 5_000, "n_queries": 20, "n_embed": 1_000, "train_steps": 6,
+         "train_warmup": 2, "inference_queries": 8, "inference_repeats": 2, "short_train_queries": 8,
+         "memory_train_steps": 3, "gibbs_sizes": [256], "gibbs_steps": 5}
 
 
 def _int_list(text: str) -> list[int]:
@@ -53,6 +71,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: reports/bench under the project root)")
     parser.add_argument("--skip", choices=SECTIONS, action="append", default=[], help="leave a section out (repeatable)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--quick", action="store_true",
+                        help="small sizes and repeats for every option left at its default (a few minutes; noisier figures)")
+    g = parser.add_argument_group("matmul peak")
+    g.add_argument("--peak-n", type=int, default=2048, help="side of the square matrices of the torch.mm peak")
+    g.add_argument("--peak-repeats", type=int, default=10, help="timed torch.mm calls per precision (best of)")
+    g.add_argument("--precisions", type=lambda t: [x.strip() for x in t.split(",") if x.strip()], default=["fp32", "bf16"],
+                   help="precisions of the peak, training and inference_flops sections (bf16 only where supported)")
     g = parser.add_argument_group("negatives (bm25, embedding)")
     g.add_argument("--n-responses", type=int, default=100_000, help="pool size: first N unique chitchat responses")
     g.add_argument("--n-queries", type=int, default=200, help="contexts of other examples used as queries")
@@ -79,8 +104,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     g.add_argument("--gibbs-steps", type=int, default=None, help="Gibbs steps (default: the profile's pg_drr.gibbs_steps)")
     g.add_argument("--memory-timeout", type=float, default=900.0, help="seconds allowed to each memory subprocess")
     args = parser.parse_args(argv)
+    if args.quick:
+        for name, value in QUICK.items():
+            if getattr(args, name) == parser.get_default(name):
+                setattr(args, name, value)
+    bad = [p for p in args.precisions if p not in ("fp32", "bf16")]
+    if bad or not args.precisions:
+        parser.error(f"--precisions must be a comma-separated subset of fp32,bf16, got {args.precisions}")
     for name in ("n_responses", "n_queries", "n_embed", "k", "train_steps", "train_warmup", "train_rounds", "inference_queries",
-                 "inference_repeats", "short_train_queries", "memory_train_steps"):
+                 "inference_repeats", "short_train_queries", "memory_train_steps", "peak_n", "peak_repeats"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be a positive integer, got {getattr(args, name)}")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -88,16 +120,68 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     out = args.out if args.out is not None else runs.project_root() / "reports" / "bench"
     machine = machine_info()
+    if args.quick:
+        machine["quick"] = True
     log(f"machine: {machine['cpu']}, {machine['cpu_count']} cores, torch {machine.get('torch')} "
          f"with {machine.get('torch_threads')} threads")
     write_results(out, {"machine": machine})
 
+    peak = _peak(args, out, machine)
     if "bm25" not in args.skip or "embedding" not in args.skip:
         _negatives(args, out, machine)
-    if not {"training", "inference", "memory"} <= set(args.skip):
-        _rankers(args, out, machine)
+    if not {"training", "inference", "inference_flops", "memory"} <= set(args.skip):
+        _rankers(args, out, machine, peak)
+        if "peak" not in args.skip and not {"training", "inference_flops"} <= set(args.skip):
+            _peak_again(args, out)
     log(f"wrote {Path(out) / 'bench.json'}, bench.md and bench.html")
     return 0
+
+
+def _device(args: argparse.Namespace):
+    import torch
+
+    return torch.device(args.device) if args.device else torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def _peak(args: argparse.Namespace, out: Path, machine: dict[str, Any]) -> dict[str, float] | None:
+    """The matmul peak per precision: measured now, or (``--skip peak``) the one in bench.json from the same CPU and threads."""
+    from .flops import SECTION, measure_peak
+
+    if "peak" in args.skip:
+        try:
+            old = runs.read_json(Path(out) / "bench.json").get(SECTION) or {}
+        except (OSError, ValueError, AttributeError):
+            old = {}
+        same = old.get("machine", {}) if isinstance(old, dict) else {}
+        if same.get("cpu") == machine.get("cpu") and old.get("torch_threads") == machine.get("torch_threads"):
+            log(f"matmul peak: reusing the one in bench.json ({old.get('peak_gflop_per_s')})")
+            return old.get("peak_gflop_per_s")
+        return None
+    log(f"matmul peak: torch.mm {args.peak_n}x{args.peak_n}, best of {args.peak_repeats}, {', '.join(args.precisions)}")
+    res = measure_peak(args.peak_n, args.peak_repeats, device=_device(args), precisions=tuple(args.precisions))
+    write_results(out, {SECTION: {**res, "machine": machine}})
+    log("matmul peak: " + ", ".join(f"{p} {v:.1f} GFLOP/s" for p, v in res["peak_gflop_per_s"].items())
+        + f" with {res['torch_threads']} threads" + (f"; {res['skipped']}" if res.get("skipped") else ""))
+    return res["peak_gflop_per_s"]
+
+
+def _peak_again(args: argparse.Namespace, out: Path) -> None:
+    """Measure the peak once more after the loops, keep the higher figure, and reset the fractions written in this run."""
+    from .flops import SECTION, attach_peak, measure_peak, merge_peaks
+    from .inference import SECTION_FLOPS
+    from .training import SECTION as TRAINING
+
+    results = runs.read_json(Path(out) / "bench.json")
+    again = measure_peak(args.peak_n, args.peak_repeats, device=_device(args), precisions=tuple(args.precisions))
+    merged = merge_peaks(results[SECTION], again)
+    peak = merged["peak_gflop_per_s"]
+    log("matmul peak again: " + ", ".join(f"{p} {v:.1f}" for p, v in again["peak_gflop_per_s"].items())
+        + " GFLOP/s; kept " + ", ".join(f"{p} {v:.1f}" for p, v in peak.items()))
+    update = {SECTION: merged}
+    for name, flag in ((TRAINING, "training"), (SECTION_FLOPS, "inference_flops")):
+        if flag not in args.skip and isinstance(results.get(name), dict):
+            update[name] = attach_peak(results[name], peak)
+    write_results(out, update)
 
 
 def _negatives(args: argparse.Namespace, out: Path, machine: dict[str, Any]) -> None:
@@ -143,15 +227,13 @@ def _negatives(args: argparse.Namespace, out: Path, machine: dict[str, Any]) -> 
         )
 
 
-def _rankers(args: argparse.Namespace, out: Path, machine: dict[str, Any]) -> None:
-    """The sections on the profile's rankers: training throughput, inference per query, peak memory."""
-    import torch
-
+def _rankers(args: argparse.Namespace, out: Path, machine: dict[str, Any], peak: dict[str, float] | None = None) -> None:
+    """The sections on the profile's rankers: training throughput, inference per query and its FLOP/s, peak memory."""
     from ..config import load_config
     from ..querysets import load_query_set
 
     cfg = load_config(args.profile)
-    device = torch.device(args.device) if args.device else torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = _device(args)
     corpus = cfg.rankers.train_corpora[0].value
     train = load_query_set(cfg, corpus, "train", cfg.negatives.train)
     common = {"profile": cfg.profile, "corpus": corpus, "machine": machine}
@@ -160,9 +242,11 @@ def _rankers(args: argparse.Namespace, out: Path, machine: dict[str, Any]) -> No
         from .training import SECTION, bench_training
 
         res = bench_training(train, cfg.training, warmup=args.train_warmup, steps=args.train_steps, rounds=args.train_rounds,
-                             seed=args.seed, context_style=cfg.data.context_style, device=device)
+                             seed=args.seed, context_style=cfg.data.context_style, device=device,
+                             precisions=args.precisions, peak_gflop_per_s=peak)
         write_results(out, {SECTION: {**res, **common}})
-        log(f"training: calibrank {res['calibrank']['pairs_per_s']:.2f} pairs/s; ratios {res['ratio_ours_over']}")
+        log("training: " + ", ".join(f"calibrank_{p} {res[f'calibrank_{p}']['pairs_per_s']:.2f} pairs/s"
+                                     for p in res["precisions"]) + f"; ratios {res['ratio_ours_over']}")
 
     if "inference" not in args.skip:
         from .inference import SECTION, bench_inference
@@ -171,6 +255,14 @@ def _rankers(args: argparse.Namespace, out: Path, machine: dict[str, Any]) -> No
                               short_train_queries=args.short_train_queries, use_cache=not args.no_model_cache)
         write_results(out, {SECTION: {**res, "machine": machine}})
         log("inference: " + ", ".join(f"{n} x{v['ratio_to_bert']:.2f}" for n, v in res["rankers"].items()))
+
+    if "inference_flops" not in args.skip:
+        from .inference import SECTION_FLOPS, bench_inference_flops
+
+        res = bench_inference_flops(cfg, n_queries=args.inference_queries, repeats=args.inference_repeats,
+                                    precisions=args.precisions, device=device, peak_gflop_per_s=peak, seed=args.seed)
+        write_results(out, {SECTION_FLOPS: {**res, "machine": machine}})
+        log("inference_flops: " + ", ".join(f"{p} {res[p]['gflop_per_s']:.1f} GFLOP/s" for p in res["precisions"]))
 
     if "memory" not in args.skip:
         from .memory import SECTION, bench_memory

@@ -19,6 +19,16 @@ epoch over a few training queries, in a temporary models folder) with the profil
 so its architecture and inference path are the profile's; the section says which rankers were
 built that way. The short training keeps enough training pairs for PG-DRR's inducing set, whose
 size sets PG-DRR's prediction cost.
+
+``inference_flops`` (:func:`bench_inference_flops`): how close the scoring loop comes to the
+machine's matmul peak, per precision. The ``bert`` cross-encoder of the profile (backbone,
+pooling; weights as loaded, since timing does not depend on training) scores the pairs of the
+same seeded test queries with :func:`calibrank.training.score_pairs` (length-bucketed batches of
+``eval_batch_size``, tokenisation done before and not timed) at fp32 and, where the hardware has
+it, bf16 autocast; precisions alternate round robin over ``repeats`` rounds after one untimed
+batch each, and the median time counts. FLOPs are counted from the encoder's configuration and
+the padded batch shapes recorded as it runs (:mod:`calibrank.bench.flops`); ``gflop_per_s`` over
+the median time, and ``fraction_of_peak`` its share of the matmul peak of the same precision.
 """
 
 from __future__ import annotations
@@ -26,6 +36,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -36,9 +47,11 @@ import numpy as np
 from ..config import Config, RankerName
 from .common import log, positive_int, ratio, target
 
-__all__ = ["SECTION", "SINGLE_PASS", "SINGLE_PASS_TARGET", "bench_inference", "cached_ranker", "short_trained_ranker"]
+__all__ = ["SECTION", "SECTION_FLOPS", "SINGLE_PASS", "SINGLE_PASS_TARGET", "bench_inference", "bench_inference_flops",
+           "cached_ranker", "short_trained_ranker"]
 
 SECTION = "inference_per_query"
+SECTION_FLOPS = "inference_flops"
 SINGLE_PASS = tuple(r.value for r in (RankerName.temperature, RankerName.focal, RankerName.sngp, RankerName.gpf_bert,
                                      RankerName.pg_drr))
 SINGLE_PASS_TARGET = 1.10
@@ -175,3 +188,79 @@ def bench_inference(cfg: Config, *, n_queries: int = 50, repeats: int = 3, warmu
         "targets": targets,
         "note": "median of round-robin repeats; ratio = median ms/query over bert's; tokenisation included",
     }
+
+
+def bench_inference_flops(cfg: Config, *, n_queries: int = 50, repeats: int = 3, precisions: Sequence[str] = ("fp32", "bf16"),
+                          device=None, peak_gflop_per_s: dict[str, float] | None = None, seed: int = 0) -> dict[str, Any]:
+    """GFLOP/s of the ``bert`` cross-encoder's scoring loop per precision, and its fraction of the matmul peak.
+
+    ``peak_gflop_per_s``: precision -> GFLOP/s (:func:`calibrank.bench.flops.measure_peak`).
+    """
+    import torch
+
+    from ..backbone import load_backbone
+    from ..efficiency import efficiency_queries
+    from ..rankers.base import CrossEncoder
+    from ..training import encode_pairs, score_pairs
+    from .flops import ShapeRecorder, available_precisions, utilisation
+    from .training import _take_pairs
+
+    n_queries = positive_int(n_queries, "n_queries")
+    repeats = positive_int(repeats, "repeats")
+    device = torch.device(device) if device is not None else torch.device("cpu")
+    precisions, skipped = available_precisions(device, tuple(precisions))
+    if not precisions:
+        raise ValueError(f"no precision left to measure: {skipped}")
+    s = cfg.training
+    queries, info = efficiency_queries(cfg, n_queries)
+    backbone = load_backbone(s.backbone, seed=seed, hidden_dropout=s.hidden_dropout)
+    model = CrossEncoder(backbone, seed=seed, pooling=s.pooling).to(device).eval()
+    pairs = encode_pairs(backbone.tokenizer, queries, max_length=s.max_length, max_response_length=s.max_response_length,
+                         context_style=cfg.data.context_style)
+    warm = _take_pairs(pairs, min(len(pairs), s.eval_batch_size))
+    for p in precisions:  # lazy initialisation, thread pools, kernel selection per dtype
+        score_pairs(model, warm, batch_size=s.eval_batch_size, precision=p, device=device)
+    times: dict[str, list[float]] = {p: [] for p in precisions}
+    flops: dict[str, float] = {}
+    shapes: dict[str, list] = {}
+    log(f"inference_flops: scoring {len(pairs)} pairs x {repeats} rounds at {', '.join(precisions)}")
+    for r in range(repeats):
+        for p in (precisions if r % 2 == 0 else list(reversed(precisions))):
+            with ShapeRecorder(model) as rec:
+                t0 = time.perf_counter()
+                score_pairs(model, pairs, batch_size=s.eval_batch_size, precision=p, device=device)
+                if device.type == "cuda":
+                    torch.cuda.synchronize(device)
+                times[p].append(time.perf_counter() - t0)
+            flops[p], shapes[p] = rec.flops(training=False), rec.shapes
+    peak = peak_gflop_per_s or {}
+    out: dict[str, Any] = {
+        "profile": cfg.profile,
+        "backbone": s.backbone,
+        "encoder": rec.shape.to_dict(),
+        "corpus": info["corpus"],
+        "sampler": info["sampler"],
+        "queries": info["queries"],
+        "pairs": len(pairs),
+        "eval_batch_size": s.eval_batch_size,
+        "batches": len(shapes[precisions[0]]),
+        "mean_padded_length": float(np.mean([n for _, n in shapes[precisions[0]]])),
+        "repeats": repeats,
+        "device": str(device),
+        "torch_threads": torch.get_num_threads(),
+        "precisions": list(precisions),
+    }
+    if skipped:
+        out["precisions_skipped"] = skipped
+    for p in precisions:
+        sec = float(np.median(times[p]))
+        util = utilisation(flops[p], sec, peak.get(p))
+        entry = {"seconds": sec, "seconds_rounds": times[p], "pairs_per_s": ratio(len(pairs), sec), "flops": flops[p],
+                 "flops_per_pair": flops[p] / max(1, len(pairs)), "gflop_per_s": util["gflop_per_s"]}
+        if p in peak:
+            entry["peak_gflop_per_s"] = peak[p]
+            entry["fraction_of_peak"] = util["fraction_of_peak"]
+        out[p] = entry
+    out["note"] = ("calibrank.training.score_pairs of the bert cross-encoder, tokenisation outside the timing; FLOPs of the "
+                   "padded shapes (forward = N B (2 L P + 4 L^2 d_attn)); median of round-robin repeats")
+    return out

@@ -1,7 +1,10 @@
 """bench.json rendered as markdown (bench.md) and as a small standalone HTML page (bench.html), from one layout.
 
 Layout: the machine the figures were taken on; one table of every ratio beside its target and
-whether it is met; then a section per benchmark — a table of its own for the sections with a
+whether it is met; "How close to the limit": the matmul peak per precision beside the GFLOP/s
+that the training loops (ours and ``CrossEncoder.fit``) and the scoring loop achieve, their
+fraction of the peak and the ratio calibrank / ``CrossEncoder.fit`` at each precision; then a
+section per benchmark — a table of its own for the sections with a
 known shape (training throughput, inference per query, peak memory) and, for every section,
 the full key/value listing of what bench.json holds.
 
@@ -25,7 +28,8 @@ __all__ = ["layout", "to_markdown", "to_html", "fmt", "render_markdown", "render
 Block = tuple  # ("h1"|"h2"|"h3"|"p", text) | ("table", header, rows) | ("details", summary, [blocks])
 
 MACHINE = "machine"
-_ORDER = ("training_throughput", "inference_per_query", "peak_memory")
+_ORDER = ("matmul_peak", "training_throughput", "inference_per_query", "inference_flops", "peak_memory")
+PEAK, TRAINING, INFERENCE_FLOPS = "matmul_peak", "training_throughput", "inference_flops"
 
 
 def fmt(value: Any) -> str:
@@ -54,23 +58,80 @@ def _flatten(obj: Any, prefix: str = "") -> list[tuple[str, Any]]:
     return [(prefix, obj)]
 
 
+def _variants(sec: dict[str, Any]) -> list[str]:
+    """The measured variants of a training section (entries holding ``pairs_per_s``), in their stored order."""
+    names = [k for k, v in sec.items() if isinstance(v, dict) and "pairs_per_s" in v]
+    order = {"fp32": 0, "bf16": 1}
+    return sorted(names, key=lambda k: (order.get(sec[k].get("precision_asked"), 0), not k.startswith("calibrank")))
+
+
+def _same_precision_ratio(sec: dict[str, Any], name: str) -> Any:
+    """calibrank / ``name`` at ``name``'s precision (1 for calibrank itself); None where not measured."""
+    if name.startswith("calibrank"):
+        return 1.0
+    return (sec.get("ratio_ours_over") or {}).get(name)
+
+
 def _training_table(sec: dict[str, Any]) -> list[Block]:
     rows = []
-    ratios = sec.get("ratio_ours_over", {})
-    for name in ("calibrank", *ratios):
-        v = sec.get(name)
-        if not isinstance(v, dict):
-            continue
-        r = 1.0 if name == "calibrank" else ratios.get(name)
+    for name in _variants(sec):
+        v = sec[name]
         rows.append([name, v.get("method", ""), v.get("precision", ""), fmt(v.get("pairs_per_s")), fmt(v.get("seconds")),
-                     fmt(r)])
+                     fmt(v.get("gflop_per_s")), fmt(v.get("fraction_of_peak")), fmt(_same_precision_ratio(sec, name))])
     text = (f"{sec.get('timed_steps')} timed steps after {sec.get('warmup_steps')} warm-up steps, batch {sec.get('batch_size')}, "
             f"max length {sec.get('max_length')}, {sec.get('backbone')}, {sec.get('device')}, {sec.get('rounds')} round(s).")
     blocks: list[Block] = [("p", text)]
     if sec.get("st_method_note"):
         blocks.append(("p", sec["st_method_note"]))
-    blocks.append(("table", ["variant", "method", "precision", "pairs/s", "seconds", "calibrank / variant"], rows))
+    if sec.get("precisions_skipped"):
+        blocks.append(("p", "Not measured: " + "; ".join(f"{p}: {why}" for p, why in sec["precisions_skipped"].items())))
+    blocks.append(("table", ["variant", "method", "precision", "pairs/s", "seconds", "GFLOP/s", "fraction of peak",
+                             "calibrank / variant (same precision)"], rows))
+    if isinstance(sec.get("ratio_defaults"), dict):
+        d = sec["ratio_defaults"]
+        blocks.append(("p", f"Each side at its default precision: {d.get('figure')} = {fmt(d.get('value'))}."))
     return blocks
+
+
+def _limit_blocks(results: dict[str, Any]) -> list[Block]:
+    """How close to the limit: peak, achieved GFLOP/s and fraction of peak per loop and precision, calibrank / fit."""
+    peak = results.get(PEAK) if isinstance(results.get(PEAK), dict) else {}
+    train = results.get(TRAINING) if isinstance(results.get(TRAINING), dict) else {}
+    infer = results.get(INFERENCE_FLOPS) if isinstance(results.get(INFERENCE_FLOPS), dict) else {}
+    peaks = peak.get("peak_gflop_per_s") or {}
+    variants = [v for v in _variants(train) if "gflop_per_s" in train[v] or "fraction_of_peak" in train[v]]
+    if not peaks and not variants and not infer:
+        return []
+    rows = []
+    for p in ("fp32", "bf16"):
+        if p in peaks:
+            rows.append(["matmul peak (torch.mm)", p, fmt(peaks[p]), fmt(peaks[p]), fmt(1.0), ""])
+    for p in ("fp32", "bf16"):
+        for name in variants:
+            v = train[name]
+            if v.get("precision_asked") != p:
+                continue
+            label = f"training {name.rsplit('_', 1)[0]}" + (" (CrossEncoder.fit)" if name.startswith("st") else "")
+            rows.append([label, p, fmt(v.get("gflop_per_s")), fmt(v.get("peak_gflop_per_s", peaks.get(p))),
+                         fmt(v.get("fraction_of_peak")), fmt(_same_precision_ratio(train, name))])
+        if isinstance(infer.get(p), dict):
+            v = infer[p]
+            rows.append(["inference bert scoring", p, fmt(v.get("gflop_per_s")), fmt(v.get("peak_gflop_per_s", peaks.get(p))),
+                         fmt(v.get("fraction_of_peak")), ""])
+    notes = []
+    if peak:
+        notes.append(f"Peak: {peak.get('method', 'torch.mm')}, {peak.get('torch_threads')} threads on {peak.get('device')}"
+                     + (f"; bf16 via {peak['bf16_support'].get('via')}" if (peak.get("bf16_support") or {}).get("supported")
+                        else "") + ".")
+        for p, why in (peak.get("skipped") or {}).items():
+            notes.append(f"{p}: {why}.")
+    else:
+        notes.append("No matmul peak in bench.json (run without --skip peak): fractions of peak are n/a.")
+    notes.append("Achieved GFLOP/s: FLOPs counted from the encoder's configuration and the padded batch shapes "
+                 "(forward N B (2 L P + 4 L^2 d_attn), training 3x forward; calibrank.bench.flops) over the timed seconds. "
+                 "calibrank / st: training pairs/s of our loop over CrossEncoder.fit's at the same precision.")
+    return [("h2", "How close to the limit"), *[("p", n) for n in notes],
+            ("table", ["loop", "precision", "GFLOP/s", "peak GFLOP/s", "fraction of peak", "calibrank / st"], rows)]
 
 
 def _inference_table(sec: dict[str, Any]) -> list[Block]:
@@ -125,6 +186,7 @@ def layout(results: dict[str, Any]) -> list[Block]:
             target_rows.append([name, t.get("figure", ""), fmt(t.get("value")), t.get("target", ""), _met(t.get("met"))])
     if target_rows:
         blocks += [("h2", "Targets"), ("table", ["section", "figure", "measured", "target", "met"], target_rows)]
+    blocks += _limit_blocks(results)
     names = [n for n in _ORDER if n in results] + sorted(n for n in results if n not in _ORDER and n != MACHINE)
     for name in names:
         sec = results[name]

@@ -1,19 +1,36 @@
-"""``training_throughput``: pairs/s of calibrank's training loop against sentence-transformers' ``CrossEncoder.fit``.
+"""``training_throughput``: pairs/s of calibrank's training loop against sentence-transformers' ``CrossEncoder.fit``, per precision.
 
 What is measured: training pairs per second over a fixed number of optimizer steps (after a few
-untimed warm-up steps, which pay for lazy initialisation and the trainer's setup), for
+untimed warm-up steps, which pay for lazy initialisation and the trainer's setup), for each
+precision of ``precisions`` the hardware runs natively (fp32 always; bf16 on a CPU with
+AVX512-BF16 or AMX, or a GPU with bf16; :func:`calibrank.bench.flops.available_precisions`), of
 
-- ``calibrank``: :func:`calibrank.training.train_model` on a
+- ``calibrank_<precision>``: :func:`calibrank.training.train_model` on a
   :class:`calibrank.rankers.base.CrossEncoder` (fused AdamW, length-bucketed batches with dynamic
-  padding, bf16 autocast where :func:`calibrank.training.use_bf16` says the hardware has it).
+  padding) with ``training.precision`` set to that precision (bf16: autocast, head in fp32).
   Its tokenisation happens once before the loop (:func:`calibrank.training.encode_pairs`); the
   share of it that belongs to the timed pairs is added to the timed seconds, because
   sentence-transformers tokenises inside its loop;
-- ``st``: sentence-transformers' ``CrossEncoder.fit`` with its default precision (fp32), and
-  ``st_amp``: the same with ``use_amp=True``. Since sentence-transformers v4, ``fit`` is a
+- ``st_<precision>``: sentence-transformers' ``CrossEncoder.fit``; fp32 is its default, bf16 is
+  transformers' Trainer with ``TrainingArguments(bf16=True)`` (bf16 autocast through accelerate;
+  ``fit`` itself only offers ``use_amp``, i.e. fp16, so the arguments it builds are given
+  ``bf16=True, fp16=False`` instead). Since sentence-transformers v4, ``fit`` is a
   compatibility wrapper that builds a ``CrossEncoderTrainer`` (transformers' Trainer; it needs the
   ``datasets`` and ``accelerate`` packages). Where those are missing, the pre-v4 loop ``old_fit``
-  (plain PyTorch, no extra packages) is measured instead, and the section says so.
+  (plain PyTorch, no extra packages; bf16 = ``use_amp=True``, autocast at the device's autocast
+  dtype) is measured instead, and the section says so.
+
+The ratio calibrank / sentence-transformers is taken at the same precision (``ratio_ours_over``,
+keyed by the sentence-transformers variant), each beside its target; ``ratio_defaults`` is our
+default (``training.precision: auto``) over ``fit``'s default (fp32).
+
+How close to the limit: every pass through the encoder is recorded
+(:class:`calibrank.bench.flops.ShapeRecorder`) and the timed steps' FLOPs are counted from the
+model's configuration and the padded batch shapes (3 x forward,
+:func:`calibrank.bench.flops.encoder_forward_flops`); ``gflop_per_s`` is that count over the
+timed loop seconds (ours: without the tokenisation share; sentence-transformers: with the
+tokenisation it does inside its loop), and ``fraction_of_peak`` its share of the matmul peak of
+the same precision (section ``matmul_peak``) when one was measured.
 
 Why side by side: both start from the same backbone weights (the local MiniLM folder, or the
 same seeded tiny model saved to a folder), with the same classifier initialisation, get the same
@@ -45,12 +62,14 @@ from ..config import ContextStyle, TrainingConfig
 from ..data.schema import RankingQuery
 from ..data.splits import format_context
 from .common import log, positive_int, ratio, target
+from .flops import ShapeRecorder, available_precisions, utilisation
 
 __all__ = ["SECTION", "TARGET_SPEEDUP", "bench_training", "run_calibrank", "run_sentence_transformers", "st_fit_available"]
 
 SECTION = "training_throughput"
 TARGET_SPEEDUP = 1.5
-VARIANTS = ("calibrank", "st", "st_amp")
+IMPLEMENTATIONS = ("calibrank", "st")
+PRECISIONS = ("fp32", "bf16")
 
 
 def st_fit_available() -> tuple[bool, str]:
@@ -103,15 +122,32 @@ def _window(ends: list[float], warmup: int, steps: int) -> float:
     return ends[warmup + steps] - ends[warmup]
 
 
+def _flop_figures(rec: ShapeRecorder, warmup: int, steps: int, seconds: float) -> dict[str, Any]:
+    """FLOPs of the timed steps (passes ``warmup .. warmup + steps - 1``, one per step) and FLOP/s over ``seconds``."""
+    if len(rec.shapes) != warmup + steps:
+        return {"flops_note": f"{len(rec.shapes)} encoder passes recorded for {warmup + steps} steps: FLOPs not counted"}
+    timed = rec.shapes[warmup:warmup + steps]
+    flops = rec.flops(warmup, warmup + steps, training=True)
+    return {"flops": flops, "flops_per_pair": flops / max(1, sum(b for b, _ in timed)),
+            "mean_padded_length": float(np.mean([n for _, n in timed])), "encoder": rec.shape.to_dict(),
+            "gflop_per_s": utilisation(flops, seconds, None)["gflop_per_s"]}
+
+
 def run_calibrank(queries: Sequence[RankingQuery], settings: TrainingConfig, *, warmup: int, steps: int, seed: int = 0,
-                  context_style: ContextStyle | str = ContextStyle.plain, device: torch.device | None = None) -> dict[str, Any]:
-    """Train our CrossEncoder for ``warmup + steps`` steps with :func:`train_model`; time the last ``steps``."""
+                  context_style: ContextStyle | str = ContextStyle.plain, device: torch.device | None = None,
+                  precision: str | None = None) -> dict[str, Any]:
+    """Train our CrossEncoder for ``warmup + steps`` steps with :func:`train_model`; time the last ``steps``.
+
+    ``precision`` (``fp32``, ``bf16``) overrides ``settings.precision``.
+    """
     from ..backbone import load_backbone
     from ..losses import binary_cross_entropy
     from ..rankers.base import CrossEncoder
     from ..training import encode_pairs, train_model, use_bf16
 
     device = device or torch.device("cpu")
+    if precision is not None:
+        settings = dataclasses.replace(settings, precision=precision)
     n = (warmup + steps) * settings.batch_size
     backbone = load_backbone(settings.backbone, seed=seed, hidden_dropout=settings.hidden_dropout)
     model = CrossEncoder(backbone, seed=seed)
@@ -129,7 +165,7 @@ def run_calibrank(queries: Sequence[RankingQuery], settings: TrainingConfig, *, 
     def loss_fn(m, batch, labels):
         return binary_cross_entropy(m(**batch), labels)
 
-    with tempfile.TemporaryDirectory(prefix="calibrank-bench-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="calibrank-bench-") as tmp, ShapeRecorder(model) as rec:
         ends.append(time.perf_counter())
         result = train_model(model, loss_fn, pairs, run, Path(tmp), seed=seed,
                              on_step=lambda _step: ends.append(time.perf_counter()), device=device)
@@ -146,6 +182,7 @@ def run_calibrank(queries: Sequence[RankingQuery], settings: TrainingConfig, *, 
         "method": "calibrank.training.train_model (fused AdamW, length-bucketed dynamic padding)",
         "steps_run": result.steps,
         "mean_pair_tokens": float(np.mean(pairs.lengths)),
+        **_flop_figures(rec, warmup, steps, loop_s),
     }
 
 
@@ -163,10 +200,15 @@ class _StampedLoader(torch.utils.data.DataLoader):
 
 
 @contextlib.contextmanager
-def _timed_trainer(ends: list[float], info: dict[str, Any]):
-    """While active, ``CrossEncoder.fit`` builds a trainer that notes when each step ends (a TrainerCallback)."""
+def _timed_trainer(ends: list[float], info: dict[str, Any], *, bf16: bool = False, cpu: bool = True):
+    """While active, ``CrossEncoder.fit`` builds a trainer that notes when each step ends (a TrainerCallback).
+
+    ``bf16``: the training arguments ``fit`` builds get ``bf16=True, fp16=False`` (and ``use_cpu``
+    on a CPU, which transformers asks for bf16 there).
+    """
     from transformers import TrainerCallback
 
+    import sentence_transformers.cross_encoder.fit_mixin as st_fit
     import sentence_transformers.cross_encoder.trainer as st_trainer
 
     class _StepClock(TrainerCallback):
@@ -183,11 +225,19 @@ def _timed_trainer(ends: list[float], info: dict[str, Any]):
             super().__init__(*args, callbacks=[*(callbacks or []), _StepClock()], **kw)
             info["fp16"], info["bf16"] = bool(self.args.fp16), bool(self.args.bf16)
 
+    original_args = st_fit.CrossEncoderTrainingArguments
+
+    def _bf16_args(*args, **kw):
+        return original_args(*args, **{**kw, "fp16": False, "bf16": True, **({"use_cpu": True} if cpu else {})})
+
     st_trainer.CrossEncoderTrainer = _Clocked
+    if bf16:
+        st_fit.CrossEncoderTrainingArguments = _bf16_args
     try:
         yield
     finally:
         st_trainer.CrossEncoderTrainer = original
+        st_fit.CrossEncoderTrainingArguments = original_args
 
 
 def _st_checkpoint(settings: TrainingConfig, seed: int, workdir: Path) -> str:
@@ -204,11 +254,18 @@ def _st_checkpoint(settings: TrainingConfig, seed: int, workdir: Path) -> str:
 
 
 def run_sentence_transformers(examples: Sequence[tuple[str, str, int]], settings: TrainingConfig, *, warmup: int, steps: int,
-                              seed: int = 0, amp: bool = False, method: str = "fit",
+                              seed: int = 0, precision: str = "fp32", method: str = "fit",
                               device: torch.device | None = None) -> dict[str, Any]:
-    """Train sentence-transformers' CrossEncoder with ``fit`` (or ``old_fit``) for ``warmup + steps`` steps; time the last ``steps``."""
+    """Train sentence-transformers' CrossEncoder with ``fit`` (or ``old_fit``) for ``warmup + steps`` steps; time the last ``steps``.
+
+    ``precision``: ``fp32`` (``fit``'s default) or ``bf16`` (``fit``: ``TrainingArguments(bf16=True)``;
+    ``old_fit``: ``use_amp=True``).
+    """
     if method not in ("fit", "old_fit"):
         raise ValueError(f"method must be 'fit' or 'old_fit', got {method!r}")
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {list(PRECISIONS)}, got {precision!r}")
+    amp = precision == "bf16"
     from sentence_transformers import CrossEncoder as STCrossEncoder
     from sentence_transformers import InputExample
 
@@ -229,51 +286,62 @@ def run_sentence_transformers(examples: Sequence[tuple[str, str, int]], settings
             classifier.load_state_dict(_seeded_head(classifier.in_features, seed).state_dict())
         kwargs = dict(epochs=1, warmup_steps=int(settings.warmup_ratio * (warmup + steps)),
                       optimizer_params={"lr": settings.lr}, weight_decay=settings.weight_decay,
-                      max_grad_norm=settings.grad_clip, use_amp=amp, show_progress_bar=False)
+                      max_grad_norm=settings.grad_clip, use_amp=amp and method == "old_fit", show_progress_bar=False)
         os.chdir(tmp)  # the Trainer may create ./checkpoints
         try:
             torch.manual_seed(seed)
-            if method == "fit":
-                loader = torch.utils.data.DataLoader(data, batch_size=settings.batch_size, shuffle=True)
-                with _timed_trainer(ends, info):
-                    model.fit(loader, **kwargs)
-            else:
-                loader = _StampedLoader(data, batch_size=settings.batch_size, shuffle=True, stamps=ends)
-                model.old_fit(loader, **kwargs)
-                ends.append(time.perf_counter())
+            with ShapeRecorder(model) as rec:
+                if method == "fit":
+                    loader = torch.utils.data.DataLoader(data, batch_size=settings.batch_size, shuffle=True)
+                    with _timed_trainer(ends, info, bf16=amp, cpu=device.type == "cpu"):
+                        model.fit(loader, **kwargs)
+                else:
+                    loader = _StampedLoader(data, batch_size=settings.batch_size, shuffle=True, stamps=ends)
+                    model.old_fit(loader, **kwargs)
+                    ends.append(time.perf_counter())
         finally:
             os.chdir(cwd)
+    # fit: ends[0] the training began, ends[i] step i ended; old_fit: ends[i] batch i handed out = step i
+    # (1-based) ended, the last entry: the loop returned
+    seconds = _window(ends, warmup, steps)
     if method == "fit":
-        seconds = _window(ends, warmup, steps)
-        precision = "fp16 autocast (use_amp=True: TrainingArguments(fp16=True))" if info.get("fp16") else "fp32"
-    else:  # ends[i]: batch i handed out = step i (1-based) ended; the last entry: the loop returned
-        seconds = _window(ends, warmup, steps)
+        label = ("bf16 autocast (TrainingArguments(bf16=True))" if info.get("bf16")
+                 else "fp16 autocast (TrainingArguments(fp16=True))" if info.get("fp16") else "fp32")
+    else:
         dtype = str(torch.get_autocast_dtype(device.type)).replace("torch.", "")
-        precision = f"{dtype} autocast + GradScaler (use_amp=True)" if amp else "fp32"
+        label = f"{dtype} autocast + GradScaler (use_amp=True)" if amp else "fp32"
     return {
         "pairs_per_s": steps * settings.batch_size / seconds,
         "seconds": seconds,
-        "precision": precision,
+        "precision": label,
         "method": f"sentence_transformers.CrossEncoder.{method}" + (" (CrossEncoderTrainer)" if method == "fit" else ""),
-        "use_amp": amp,
+        **_flop_figures(rec, warmup, steps, seconds),
     }
 
 
 def bench_training(queries: Sequence[RankingQuery], settings: TrainingConfig, *, warmup: int = 5, steps: int = 60,
                    rounds: int = 1, seed: int = 0, context_style: ContextStyle | str = ContextStyle.plain,
-                   variants: Sequence[str] = VARIANTS, device: torch.device | None = None) -> dict[str, Any]:
-    """Pairs/s of our loop and of sentence-transformers' ``fit`` on the same pairs; ratios ours/ST beside the target.
+                   variants: Sequence[str] = IMPLEMENTATIONS, precisions: Sequence[str] = PRECISIONS,
+                   device: torch.device | None = None, peak_gflop_per_s: dict[str, float] | None = None) -> dict[str, Any]:
+    """Pairs/s of our loop and of sentence-transformers' ``fit`` on the same pairs, per precision; ratios ours/ST beside the target.
 
-    ``rounds`` repeats every variant (alternating the order); each variant's figure is its median
-    pairs/s. Model loading is outside every timing.
+    ``variants``: the implementations (``calibrank`` always, ``st``); ``precisions``: among
+    ``fp32``, ``bf16`` (those the device has no native support for are left out and listed in
+    ``precisions_skipped``). Results are keyed ``<implementation>_<precision>``. ``rounds``
+    repeats every variant (alternating the order); each variant's figure is its median pairs/s.
+    Model loading is outside every timing. ``peak_gflop_per_s`` (precision -> GFLOP/s, from
+    :func:`calibrank.bench.flops.measure_peak`) adds each variant's ``fraction_of_peak``.
     """
     warmup = positive_int(warmup, "warmup", minimum=1)
     steps = positive_int(steps, "steps")
     rounds = positive_int(rounds, "rounds")
-    unknown = [v for v in variants if v not in VARIANTS]
+    unknown = [v for v in variants if v not in IMPLEMENTATIONS]
     if unknown or "calibrank" not in variants:
-        raise ValueError(f"variants must include 'calibrank' and be among {list(VARIANTS)}, got {list(variants)}")
+        raise ValueError(f"variants must include 'calibrank' and be among {list(IMPLEMENTATIONS)}, got {list(variants)}")
     device = device or torch.device("cpu")
+    precisions, skipped = available_precisions(device, tuple(precisions))
+    if not precisions:
+        raise ValueError(f"no precision left to measure: {skipped}")
     n = (warmup + steps) * settings.batch_size
     k = len(queries[0].candidates) if queries else 0
     if len(queries) * k < n:
@@ -282,19 +350,21 @@ def bench_training(queries: Sequence[RankingQuery], settings: TrainingConfig, *,
     examples = _examples(queries, n, context_style)
     fit_ok, why = st_fit_available()
     method = "fit" if fit_ok else "old_fit"
-    runs: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
+    keys = [(f"{v}_{p}", v, p) for p in precisions for v in variants]
+    runs: dict[str, list[dict[str, Any]]] = {key: [] for key, _, _ in keys}
     for r in range(rounds):
-        order = list(variants) if r % 2 == 0 else list(reversed(variants))
-        for v in order:
-            log(f"training_throughput round {r + 1}/{rounds}: {v} ({warmup} warm-up + {steps} timed steps)")
+        order = keys if r % 2 == 0 else list(reversed(keys))
+        for key, v, p in order:
+            log(f"training_throughput round {r + 1}/{rounds}: {key} ({warmup} warm-up + {steps} timed steps)")
             if v == "calibrank":
                 res = run_calibrank(queries, settings, warmup=warmup, steps=steps, seed=seed, context_style=context_style,
-                                    device=device)
+                                    device=device, precision=p)
             else:
                 res = run_sentence_transformers(examples, settings, warmup=warmup, steps=steps, seed=seed,
-                                                amp=v == "st_amp", method=method, device=device)
-            runs[v].append(res)
-            log(f"  {v}: {res['pairs_per_s']:.2f} pairs/s ({res['precision']})")
+                                                precision=p, method=method, device=device)
+            runs[key].append(res)
+            log(f"  {key}: {res['pairs_per_s']:.2f} pairs/s, {res.get('gflop_per_s', float('nan')):.1f} GFLOP/s "
+                f"({res['precision']})")
     out: dict[str, Any] = {
         "backbone": settings.backbone,
         "batch_size": settings.batch_size,
@@ -307,25 +377,44 @@ def bench_training(queries: Sequence[RankingQuery], settings: TrainingConfig, *,
         "device": str(device),
         "torch_threads": torch.get_num_threads(),
         "st_method": method,
+        "precisions": list(precisions),
+        "default_precision": str(getattr(settings.precision, "value", settings.precision)),
     }
+    if skipped:
+        out["precisions_skipped"] = skipped
     if why:
         out["st_method_note"] = why
-    targets = []
-    for v in variants:
-        rs = runs[v]
+    peak = peak_gflop_per_s or {}
+    for key, _v, p in keys:
+        rs = runs[key]
         pps = [x["pairs_per_s"] for x in rs]
-        out[v] = {**{key: val for key, val in rs[-1].items() if key not in ("pairs_per_s", "seconds")},
-                  "pairs_per_s": float(np.median(pps)), "seconds": float(np.median([x["seconds"] for x in rs])),
-                  "pairs_per_s_rounds": pps}
-    ours = out["calibrank"]["pairs_per_s"]
+        entry = {**{name: val for name, val in rs[-1].items() if name not in ("pairs_per_s", "seconds", "gflop_per_s")},
+                 "precision_asked": p, "pairs_per_s": float(np.median(pps)),
+                 "seconds": float(np.median([x["seconds"] for x in rs])), "pairs_per_s_rounds": pps}
+        if "gflop_per_s" in rs[-1]:
+            entry["gflop_per_s"] = float(np.median([x["gflop_per_s"] for x in rs]))
+            if p in peak:
+                entry["peak_gflop_per_s"] = peak[p]
+                entry["fraction_of_peak"] = ratio(entry["gflop_per_s"], peak[p])
+        out[key] = entry
+    targets = []
     ratios = {}
-    for v in variants:
+    for key, v, p in keys:
         if v == "calibrank":
             continue
-        ratios[v] = ratio(ours, out[v]["pairs_per_s"])
-        targets.append(target(f"training pairs/s calibrank / {v} ({out[v]['precision']})", ratios[v], ">=", TARGET_SPEEDUP))
+        ratios[key] = ratio(out[f"calibrank_{p}"]["pairs_per_s"], out[key]["pairs_per_s"])
+        targets.append(target(f"training pairs/s calibrank / {v}, both {p} ({out[key]['precision']})", ratios[key], ">=",
+                              TARGET_SPEEDUP))
     out["ratio_ours_over"] = ratios
+    if "st" in variants and "fp32" in precisions:  # each side's default: ours training.precision (auto), fit's fp32
+        from ..training import use_bf16
+
+        ours = "bf16" if use_bf16(settings.precision, device) else "fp32"
+        if f"calibrank_{ours}" in out:
+            out["ratio_defaults"] = {"figure": f"calibrank_{ours} / st_fp32",
+                                     "value": ratio(out[f"calibrank_{ours}"]["pairs_per_s"], out["st_fp32"]["pairs_per_s"])}
     out["targets"] = targets
     out["note"] = ("same backbone weights, classifier start, pairs, steps, batch size, max length, lr, weight decay, warm-up "
-                   "share and clipping; ours batches by length, ST pads random batches; model loading excluded")
+                   "share and clipping; ours batches by length, ST pads random batches; model loading excluded; ratios at "
+                   "the same precision")
     return out
