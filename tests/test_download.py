@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import io
 import os
 import subprocess
@@ -23,7 +25,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _tree(path: Path) -> list[str]:
-    return sorted(str(p.relative_to(path)) for p in path.rglob("*")) if path.exists() else []
+    """The dataset files under ``path`` (the checksum file apart: tests of it look at it themselves)."""
+    return sorted(str(p.relative_to(path)) for p in path.rglob("*") if p.name != download.SUMS) if path.exists() else []
 
 
 class FakeDrive:
@@ -232,3 +235,46 @@ def test_files_already_there_are_not_downloaded_again(tmp_path, drive):
         (dest / f"{s}.tsv").write_bytes(_fixture("mantis", f"{s}.tsv"))
     assert download.main(["mantis", "--dest", str(dest)]) == 0
     assert fake.calls == []
+
+
+# ---------------------------------------------------------------- checksums
+def test_installed_files_get_checksums_that_later_runs_verify(tmp_path, drive):
+    import hashlib
+
+    archive = _tar_gz(tmp_path / "MSDialog.tar.gz", {f"MSDialog/{s}.tsv": _fixture("msdialog", f"{s}.tsv") for s in ("train", "valid", "test")})
+    fake = drive({MSD_ID: archive})
+    dest = tmp_path / "dest"
+    assert download.main(["msdialog", "--dest", str(dest), "--quiet"]) == 0
+    sums = (dest / download.SUMS).read_text().splitlines()
+    assert sums == [f"{hashlib.sha256((dest / f).read_bytes()).hexdigest()}  {f}" for f in ("test.tsv", "train.tsv", "valid.tsv")]
+    calls = len(fake.calls)
+    assert download.main(["msdialog", "--dest", str(dest), "--quiet"]) == 0 and len(fake.calls) == calls  # verified, kept
+    with open(dest / "valid.tsv", "ab") as fh:  # changed after installation
+        fh.write(b"1\textra\n")
+    with pytest.raises(download.DownloadFailed, match=r"valid\.tsv: sha256 [0-9a-f]{64} differs from [0-9a-f]{64} recorded"):
+        download.fetch("msdialog", dest)
+
+
+def test_a_pinned_archive_checksum_refuses_another_file(tmp_path, drive, monkeypatch):
+    archive = _tar_gz(tmp_path / "MSDialog.tar.gz", {f"MSDialog/{s}.tsv": _fixture("msdialog", f"{s}.tsv") for s in ("train", "valid", "test")})
+    drive({MSD_ID: archive})
+    real = download.recipe
+    monkeypatch.setattr(download, "recipe", lambda name: dataclasses.replace(real(name), sha256=((MSD_ID, "0" * 64),)))
+    dest = tmp_path / "dest"
+    with pytest.raises(download.DownloadFailed, match="differs from the pinned 0000"):
+        download.fetch("msdialog", dest, quiet=True)
+    assert _tree(dest) == [] and not (dest / download.SUMS).exists()
+
+
+def test_files_put_in_place_by_hand_are_recorded_then_checked(tmp_path, drive):
+    drive({})
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    for s in ("train", "valid", "test"):
+        (dest / f"{s}.tsv").write_bytes(_fixture("mantis", f"{s}.tsv"))
+    download.fetch("mantis", dest)
+    assert set(download.verify("mantis", dest)) == {"train.tsv", "valid.tsv", "test.tsv"}
+    (dest / "test.tsv").unlink()
+    (dest / "test.tsv").write_bytes(b"0\tx\n")
+    with pytest.raises(download.DownloadFailed, match=r"test\.tsv: sha256"):
+        download.fetch("mantis", dest)

@@ -17,6 +17,14 @@ canonical names of :mod:`.published` (default destination ``data/raw/<dataset>``
   ``ubuntu/task-1.ubuntu.train.json`` and ``ubuntu/task-1.ubuntu.dev.json``.
 
 The archive type (zip, 7z, tar with any compression) is read from the file's first bytes.
+
+Checksums. A recipe may pin the sha256 of each Drive file (``Recipe.sha256``); a download whose
+archive does not match is refused. The published files carry no checksums and none could be
+pinned here without fetching them, so the pins are empty and the first download is trusted:
+``fetch`` then writes ``SHA256SUMS`` beside the installed files (``sha256sum -c SHA256SUMS``
+checks them by hand) and every later ``fetch`` verifies them, so a file changed or truncated
+after installation is an error naming it rather than a silently different corpus. Files put
+in place by hand get their ``SHA256SUMS`` written the first time ``fetch`` finds them.
 Everything is downloaded and extracted into a ``.tmp-download-*`` folder inside the destination,
 then moved into place with ``os.replace``; on any failure that folder is removed, so nothing
 half-written is left behind. Network failures (this includes a machine without internet
@@ -26,6 +34,7 @@ access) end the command with one paragraph on stderr and exit code 2, without a 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import re
 import shutil
@@ -44,7 +53,7 @@ import requests
 from .. import runs
 from .published import PUBLISHED, expected_files, homepage
 
-__all__ = ["DownloadFailed", "Member", "Recipe", "recipe", "fetch", "drive_url", "main"]
+__all__ = ["SUMS", "DownloadFailed", "Member", "Recipe", "recipe", "fetch", "drive_url", "main", "verify"]
 
 TIMEOUT = (10.0, 60.0)  # seconds: (connect, between bytes)
 
@@ -71,6 +80,50 @@ class Recipe:
     name: str
     drive_ids: tuple[str, ...]
     members: tuple[Member, ...]
+    sha256: tuple[tuple[str, str], ...] = ()  # (drive id, sha256 of the file Drive serves) where known
+
+
+SUMS = "SHA256SUMS"
+"""The checksum file ``fetch`` keeps beside a dataset's installed files (``sha256sum`` format)."""
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _write_sums(dest: Path, targets: dict[str, Path]) -> None:
+    lines = [f"{_sha256(p)}  {p.name}" for p in sorted(targets.values(), key=lambda q: q.name)]
+    with runs.atomic_path(dest / SUMS) as tmp:
+        tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def verify(name: str, dest: Path | None = None) -> dict[str, str]:
+    """Check a dataset's installed files against their ``SHA256SUMS``; ``{file name: sha256}``.
+
+    Raises DownloadFailed naming the first file that is missing or differs, with both hashes.
+    """
+    dest = Path(dest) if dest is not None else runs.raw_dir(name)
+    sums_path = dest / SUMS
+    recorded: dict[str, str] = {}
+    for lineno, line in enumerate(sums_path.read_text(encoding="utf-8").splitlines(), start=1):
+        parts = line.split()
+        if len(parts) != 2 or not re.fullmatch(r"[0-9a-f]{64}", parts[0]):
+            raise DownloadFailed(f"{sums_path}:{lineno}: expected '<sha256>  <file name>', got {line!r}")
+        recorded[parts[1]] = parts[0]
+    for fname, expected in recorded.items():
+        path = dest / fname
+        if not path.is_file():
+            raise DownloadFailed(f"{path}: listed in {sums_path} but missing; rerun `make data DATASET={name}`")
+        got = _sha256(path)
+        if got != expected:
+            raise DownloadFailed(f"{path}: sha256 {got} differs from {expected} recorded in {sums_path} when it was "
+                                 f"installed (changed or truncated since?); download it again with "
+                                 f"`python -m calibrank.data.download {name} --force`")
+    return recorded
 
 
 def recipe(name: str) -> Recipe:
@@ -107,6 +160,10 @@ def fetch(name: str, dest: Path | None = None, *, force: bool = False, quiet: bo
     dest = Path(dest) if dest is not None else runs.raw_dir(name)
     targets = expected_files(name, dest)
     if not force and all(p.is_file() for p in targets.values()):
+        if (dest / SUMS).is_file():
+            verify(name, dest)
+        else:
+            _write_sums(dest, targets)  # put in place by hand: trusted now, checked from now on
         return targets
     created = not dest.exists()
     dest.mkdir(parents=True, exist_ok=True)
@@ -124,6 +181,11 @@ def fetch(name: str, dest: Path | None = None, *, force: bool = False, quiet: bo
                 raise DownloadFailed(_offline_message(name, drive_url(file_id), dest, targets, exc)) from None
             except OSError as exc:
                 raise DownloadFailed(f"Could not download {name}: writing to {tmp} failed ({_short(exc)}); nothing was installed in {dest}.") from None
+            pinned = dict(rec.sha256).get(file_id)
+            if pinned is not None and _sha256(archive) != pinned:
+                problems.append(f"{drive_url(file_id)}: sha256 {_sha256(archive)} differs from the pinned {pinned}")
+                archive.unlink(missing_ok=True)
+                continue
             try:
                 staged = _extract(archive, rec, tmp / "staged", targets)
             except _BadArchive as exc:
@@ -132,6 +194,7 @@ def fetch(name: str, dest: Path | None = None, *, force: bool = False, quiet: bo
                 continue
             for role, path in staged.items():
                 os.replace(path, targets[role])
+            _write_sums(dest, targets)
             return targets
         raise DownloadFailed(
             f"Could not download {name}: " + "; ".join(problems) + f". Nothing was installed in {dest}. "
