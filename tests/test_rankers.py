@@ -223,3 +223,94 @@ def test_every_trainable_parameter_gets_a_gradient(pooling):
     assert not missing, missing
     with pytest.raises(ValueError, match="token_type_ids"):
         CrossEncoder(load_backbone("tiny-random"), pooling="segments")(ids, am, None)
+
+
+def test_mc_dropout_per_pair_masks_are_the_unchanged_training_mode_passes(models_dir):
+    """``masks: per_pair`` is the first paper's scoring: score_pairs in training mode, one torch RNG seeded with the seed."""
+    from calibrank.rankers.base import sigmoid
+    from calibrank.training import score_pairs
+
+    mc = _ranker("mc_dropout", models_dir, passes=3, masks="per_pair").fit(TRAIN, VALID)
+    mc.reuse_logits = False
+    pred = mc.predict(TEST)
+    assert pred.meta["masks"] == "per_pair" and pred.meta["passes"] == 3
+    pairs = mc._encode(mc.trained.backbone.tokenizer, TEST)
+    reference = score_pairs(mc.trained.model, pairs, batch_size=mc.training.eval_batch_size, passes=3, dropout=True,
+                            seed=3, precision=mc.training.precision)
+    np.testing.assert_array_equal(pred.samples, sigmoid(reference).reshape(3, 20, 4))
+    assert mc.predict_many([TEST, TEST[:5]])[1].meta.get("shared_scoring") is None  # per-pair masks share nothing
+
+
+def test_mc_dropout_per_query_masks_are_shared_by_the_candidates_of_a_query_within_a_pass(models_dir):
+    from calibrank.data.schema import RankingQuery
+
+    def doubled(q):  # a negative listed twice, first and last: K = 5
+        j = q.labels.index(0)
+        rest = [i for i in range(len(q.candidates)) if i != j]
+        return RankingQuery(q.qid, q.context, (q.candidates[j], *(q.candidates[i] for i in rest), q.candidates[j]),
+                            (0, *(q.labels[i] for i in rest), 0))
+
+    queries = [doubled(q) for q in TEST]
+    mc = _ranker("mc_dropout", models_dir, passes=4).fit(TRAIN, VALID)
+    assert mc.masks == "per_query"
+    pred = mc.predict(queries)
+    assert pred.meta["masks"] == "per_query" and pred.samples.shape == (4, 20, 5)
+    # one mask per query and pass: the two copies get the same sample in every pass ...
+    np.testing.assert_array_equal(pred.samples[:, :, 0], pred.samples[:, :, 4])
+    # ... and a new one in the next pass
+    assert (pred.samples[0, :, 0] != pred.samples[1, :, 0]).all()
+    assert (pred.var > 0).mean() > 0.9
+    mc.reuse_logits = False
+    np.testing.assert_array_equal(pred.samples, mc.predict(queries).samples)  # seeded: the same numbers again
+    other = _ranker("mc_dropout", models_dir, passes=4).fit(TRAIN, VALID)
+    other.seed, other.reuse_logits = 4, False  # the same model, the masks of another seed
+    assert not np.array_equal(other.predict(queries).samples, pred.samples)
+    per_pair = _ranker("mc_dropout", models_dir, passes=4, masks="per_pair").fit(TRAIN, VALID).predict(queries)
+    assert (per_pair.samples[:, :, 0] != per_pair.samples[:, :, 4]).any()  # a mask per pair: the copies differ
+
+
+def test_mc_dropout_per_query_mask_follows_the_query_id_not_its_companions(models_dir):
+    """A query's masks depend on (seed, pass, query id): alone or among others, its samples are the same."""
+    mc = make_ranker("mc_dropout", training=tiny_training(epochs=1, eval_batch_size=1), models_dir=models_dir, seed=3,
+                     passes=3).fit(TRAIN, VALID)  # one pair per batch: no floating-point batch effects
+    mc.reuse_logits = False
+    full = mc.predict(TEST)
+    alone = mc.predict(TEST[7:8])
+    np.testing.assert_array_equal(full.samples[:, 7:8], alone.samples)
+
+
+def test_mc_dropout_masks_option_is_checked(models_dir):
+    with pytest.raises(ValueError, match="masks: expected one of 'per_query', 'per_pair', got 'per_batch'"):
+        make_ranker("mc_dropout", training=tiny_training(), models_dir=models_dir, masks="per_batch")
+
+
+def test_mc_dropout_and_bert_inference_side_by_side_on_the_tiny_model(models_dir, capsys):
+    """Records (prints) the ratio of MC Dropout's inference time to bert's; nothing about time is asserted."""
+    import time
+
+    queries = learnable_queries(40, 9, seed=11)
+    bert = _ranker("bert", models_dir).fit(TRAIN, VALID)
+    rankers = {"bert": bert, **{m: _ranker("mc_dropout", models_dir, passes=5, masks=m).fit(TRAIN, VALID)
+                                for m in ("per_query", "per_pair")}}
+    seconds = {}
+    for name, r in rankers.items():
+        r.reuse_logits = False
+        r.predict(queries[:2])
+        t0 = time.perf_counter()
+        r.predict(queries)
+        seconds[name] = time.perf_counter() - t0
+    with capsys.disabled():
+        print("\ntiny model, T=5, 400 pairs: " + ", ".join(f"{k} {v / seconds['bert']:.2f}x bert" for k, v in seconds.items()))
+
+
+def test_mc_dropout_per_query_masks_of_a_narrower_batch_are_a_prefix_of_the_full_mask():
+    """Per-query masks draw only the batch's width: torch's CPU uniform numbers come one after the other,
+    so a shorter draw from the same seed is the start of a longer one (the mask never depends on the batch)."""
+    import torch
+
+    g = torch.Generator()
+    for n, w in ((96 * 384, 40 * 384), (96 * 12, 17 * 12), (40 * 32, 1 * 32)):
+        g.manual_seed(7)
+        full = torch.empty(n).uniform_(generator=g)
+        g.manual_seed(7)
+        assert torch.equal(torch.empty(w).uniform_(generator=g), full[:w])

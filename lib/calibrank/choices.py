@@ -24,6 +24,7 @@ __all__ = [
     "SpectralNormPlacement",
     "SNGPLoss",
     "FocalGamma",
+    "DropoutMasks",
     "RFOutputInit",
     "GPKernel",
     "GPMeanFunction",
@@ -153,6 +154,19 @@ class SNGPLoss(str, enum.Enum):
 
     bce = "bce"
     focal = "focal"
+
+
+class DropoutMasks(str, enum.Enum):
+    """How ``mc_dropout`` draws its dropout masks in a pass (:mod:`calibrank.rankers.mc_dropout`).
+
+    ``per_query``: one mask per query and pass, shared by all of the query's candidates (one
+    sampled sub-network scores the whole list), drawn from (seed, pass, query id) so that a
+    query gets the same mask in every condition it appears in. ``per_pair``: a fresh mask for
+    every (context, candidate) pair, as the first paper's implementation drew them.
+    """
+
+    per_query = "per_query"
+    per_pair = "per_pair"
 
 
 class FocalGamma(str, enum.Enum):

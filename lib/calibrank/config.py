@@ -36,6 +36,7 @@ from .choices import (
     MATERN_NU,
     ContextStyle,
     Corpus,
+    DropoutMasks,
     FocalGamma,
     GPKernel,
     GPMeanFunction,
@@ -74,6 +75,7 @@ __all__ = [
     "TrainingConfig",
     "HEAD_DROPOUT",
     "MCDropoutConfig",
+    "DropoutMasks",
     "EnsembleConfig",
     "FocalConfig",
     "FocalGamma",
@@ -433,9 +435,15 @@ def check_gp_batch_size(batch_size: Any) -> None:
 
 @dataclass(frozen=True)
 class MCDropoutConfig:
-    """``mc_dropout``: T stochastic forward passes (S-BERT^D)."""
+    """``mc_dropout``: T stochastic forward passes (S-BERT^D).
+
+    ``masks``: ``per_query`` (one dropout mask per query and pass, shared by its candidates) or
+    ``per_pair`` (a mask per pair, the first paper's implementation); see
+    :mod:`calibrank.rankers.mc_dropout`.
+    """
 
     passes: int = 10
+    masks: DropoutMasks = DropoutMasks.per_query
 
     def check(self) -> None:
         check_count("passes", self.passes, 2, "stochastic passes")

@@ -41,6 +41,8 @@ __all__ = [
     "train_ranker",
     "training_queries",
     "predict_conditions",
+    "predict_split",
+    "predict_split_conditions",
     "load_predictions",
     "training_frames",
     "expected_samples",
@@ -117,12 +119,17 @@ def train_ranker(cfg: Config, ranker: str | RankerName, train_corpus: str | Corp
 
 
 def predict_conditions(cfg: Config, ranker: Ranker, train_corpus: str | Corpus) -> pd.DataFrame:
-    """Predictions of a fitted ranker on every condition, written to disk; a summary table."""
+    """Predictions of a fitted ranker on every condition, written to disk; a summary table.
+
+    The conditions of one split share their contexts and true responses across samplers (and
+    often negatives): they are predicted together (:meth:`Ranker.predict_many`, one call per
+    split), so a ranker whose per-pair scores do not depend on the rest of the list scores each
+    distinct pair once and assembles every condition from those scores (the same Predictions as
+    one :meth:`Ranker.predict` per condition; see :func:`predict_split`).
+    """
     corpus = Corpus(train_corpus)
     rows = []
-    for cond in ranker_conditions(cfg, ranker.name):
-        queries = load_query_set(cfg, cond.corpus, cond.split, cond.sampler, cond.k)
-        pred = ranker.predict(queries)
+    for cond, queries, pred in predict_split_conditions(cfg, ranker):
         pred.meta.update(
             {"profile": cfg.profile, "train_corpus": corpus.value, "condition": cond.name,
              "in_domain": cond.corpus == corpus.value, "train_sampler": cfg.negatives.train.value,
@@ -134,7 +141,7 @@ def predict_conditions(cfg: Config, ranker: Ranker, train_corpus: str | Corpus) 
                 "corpus": cond.corpus,
                 "split": cond.split,
                 "sampler": cond.sampler,
-                "shift": _shift(cond, corpus.value, cfg.negatives.train.value),
+                "shift": shift_kind(cond, corpus.value, cfg.negatives.train.value),
                 "queries": len(queries),
                 "samples": pred.n_samples,
                 f"R{cond.k + 1}@1": float(np.nanmean(recall_at_k(pred.probs, pred.labels, 1))),
@@ -146,12 +153,37 @@ def predict_conditions(cfg: Config, ranker: Ranker, train_corpus: str | Corpus) 
     return pd.DataFrame(rows)
 
 
-def _shift(cond: Condition, train_corpus: str, train_sampler: str) -> str:
+def predict_split_conditions(cfg: Config, ranker: Ranker):
+    """``(condition, queries, Predictions)`` for every condition of :func:`ranker_conditions`, in that
+    order, predicted one split at a time (all corpora and samplers of it) with :func:`predict_split`."""
+    conditions = ranker_conditions(cfg, ranker.name)
+    done = {}
+    for split in dict.fromkeys(c.split for c in conditions):
+        group = [c for c in conditions if c.split == split]
+        query_sets = [load_query_set(cfg, c.corpus, c.split, c.sampler, c.k) for c in group]
+        done.update({c: (c, q, p) for c, q, p in zip(group, query_sets, predict_split(ranker, query_sets))})
+    return [done[c] for c in conditions]
+
+
+def predict_split(ranker: Ranker, query_sets: list) -> list[Predictions]:
+    """Predictions of ``ranker`` on each query set of one split: :meth:`Ranker.predict_many`.
+
+    Rankers that share pairs (``bert``, ``temperature``, ``focal``, ``ensemble``, ``mc_dropout``
+    with per-query masks, whose masks follow the query id; the GP rankers' encoder features,
+    their joint draws being made per set) score each distinct (context, response) pair once;
+    ``mc_dropout`` with per-pair masks predicts each set on its own.
+    """
+    return ranker.predict_many(query_sets)
+
+
+def shift_kind(cond: Condition, train_corpus: str, train_sampler: str) -> str:
+    """``in distribution``, ``cross-domain``, ``cross-NS`` (another negative sampler) or
+    ``cross-domain + cross-NS``: the one naming notebook 03 and the analyses use."""
     parts = []
     if cond.corpus != train_corpus:
         parts.append("cross-domain")
     if cond.sampler != train_sampler:
-        parts.append("cross-negatives")
+        parts.append("cross-NS")
     return " + ".join(parts) or "in distribution"
 
 

@@ -14,7 +14,7 @@ name                    method
 ======================  =========================================================
 
 A ranker's own keyword arguments are the fields of its section of the profile
-(:mod:`calibrank.config`: ``passes``, ``members``, ``focal_gamma`` for the ``focal`` section's
+(:mod:`calibrank.config`: ``passes`` and ``masks``, ``members``, ``focal_gamma`` for the ``focal`` section's
 ``gamma``, and every field of the ``sngp``, ``gpf_bert`` and ``pg_drr`` sections), with the
 section's defaults and checks.
 """
@@ -81,7 +81,7 @@ def ranker_from_config(cfg: Config, name: str | RankerName, models_dir, device=N
         "device": device,
     }
     if key is RankerName.mc_dropout:
-        params["passes"] = cfg.rankers.mc_dropout.passes
+        params.update(_section_params(cfg.rankers.mc_dropout))
     elif key is RankerName.ensemble:
         params["members"] = cfg.rankers.ensemble.members
     elif key is RankerName.focal:

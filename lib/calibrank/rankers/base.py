@@ -41,7 +41,7 @@ from ..runs import atomic_path, stable_hash
 from ..training import (Pairs, TrainResult, collate, encode_pairs, length_batches, load_trained, score_pairs, train_model,
                         use_bf16)
 
-__all__ = ["CrossEncoder", "Ranker", "TrainedModel", "encode_features", "head_param_groups", "init_cosine_head",
+__all__ = ["CrossEncoder", "Ranker", "TrainedModel", "distinct_pairs", "encode_features", "head_param_groups", "init_cosine_head",
            "queries_version", "checked", "ranker_settings", "sigmoid", "MODEL_CACHE_VERSION"]
 
 #: Bumped whenever a change to the model or the loop changes the trained weights (part of cache keys).
@@ -133,6 +133,34 @@ class CrossEncoder(nn.Module):
         # ties the logits of similar candidates (and ties count against the relevant one).
         with torch.autocast(device_type=pooled.device.type, enabled=False):
             return self.head(self.dropout(pooled.float())).squeeze(-1)
+
+
+def distinct_pairs(query_sets: Sequence[Sequence[RankingQuery]], *, by_query: bool = False
+                   ) -> tuple[list[RankingQuery], list[np.ndarray]]:
+    """The distinct (context, candidate) pairs of several query sets, and where each set's pairs are.
+
+    Returns ``(union, index)``: ``union`` holds one single-candidate query per distinct pair
+    (keyed by ``(context, candidate)``, or ``(qid, context, candidate)`` with ``by_query``),
+    in order of first appearance, with the qid of the first query it appears in; ``index[i]``
+    is the ``[Q_i, K_i]`` array of the union positions of set ``i``'s pairs. The samplers of
+    one corpus share contexts and true responses (and often negatives), so the union is
+    smaller than the sum of the sets.
+    """
+    seen: dict[tuple, int] = {}
+    union: list[RankingQuery] = []
+    index = []
+    for queries in query_sets:
+        ix = np.empty((len(queries), len(queries[0].candidates) if queries else 0), dtype=np.int64)
+        for i, q in enumerate(queries):
+            for j, cand in enumerate(q.candidates):
+                key = (q.qid, q.context, cand) if by_query else (q.context, cand)
+                pos = seen.get(key)
+                if pos is None:
+                    pos = seen[key] = len(union)
+                    union.append(RankingQuery(q.qid, q.context, (cand,), (0,)))
+                ix[i, j] = pos
+        index.append(ix)
+    return union, index
 
 
 def init_cosine_head(linear: nn.Linear, hidden_size: int) -> None:
@@ -317,6 +345,7 @@ class Ranker(ABC):
         of that first scoring (what the ranker costs, not what reading a file costs).
         """
         pairs = self._encode(trained.backbone.tokenizer, queries)
+        score = kw.pop("score", None)  # score(trained, pairs) -> [S, N] in place of score_pairs (keyed by kw)
         settings = {"passes": 1, "dropout": False, "seed": 0, **kw}
         path = None
         if self.reuse_logits and "forward" not in kw:
@@ -331,7 +360,11 @@ class Ranker(ABC):
                 if logits.shape[1:] == (len(pairs),):
                     return logits.reshape(logits.shape[0], len(queries), pairs.n_candidates), seconds
         t0 = time.perf_counter()
-        logits = score_pairs(trained.model, pairs, batch_size=self.training.eval_batch_size, precision=self.training.precision, **kw)
+        if score is not None:
+            logits = score(trained, pairs)
+        else:
+            logits = score_pairs(trained.model, pairs, batch_size=self.training.eval_batch_size,
+                                 precision=self.training.precision, **kw)
         seconds = time.perf_counter() - t0
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -339,6 +372,39 @@ class Ranker(ABC):
                 with open(tmp, "wb") as fh:
                     np.savez(fh, logits=logits, seconds=np.float64(seconds))
         return logits.reshape(logits.shape[0], len(queries), pairs.n_candidates), seconds
+
+    def _shared_logits(self, trained: TrainedModel, query_sets: Sequence[Sequence[RankingQuery]],
+                       **kw: Any) -> list[tuple[np.ndarray, float, dict]]:
+        """``(logits [S, Q, K], seconds, meta)`` of each query set, scoring each distinct pair once.
+
+        The distinct pairs of all ``query_sets`` (:func:`distinct_pairs`; keyed by the query id
+        too when :attr:`pair_key_has_query`) are scored by one :meth:`_timed_logits` call and each
+        set's logits are gathered from theirs. A set's ``seconds`` are its share (by pairs) of
+        that scoring; ``meta["shared_scoring"]`` records the whole.
+        """
+        union, index = distinct_pairs(query_sets, by_query=self.pair_key_has_query)
+        logits, seconds = self._timed_logits(trained, union, **kw)
+        flat = logits[:, :, 0]
+        total = sum(int(ix.size) for ix in index)
+        shared = {"query_sets": len(query_sets), "pairs": total, "distinct_pairs": len(union),
+                  "seconds": round(seconds, 3)}
+        return [(flat[:, ix], seconds * ix.size / total, {"shared_scoring": shared}) for ix in index]
+
+    def _shared_features(self, query_sets: Sequence[Sequence[RankingQuery]],
+                         features: Callable[[Sequence[RankingQuery]], torch.Tensor]) -> list[tuple[torch.Tensor, float, dict]]:
+        """``(features [Q*K, d], seconds, meta)`` of each query set, encoding each distinct pair once.
+
+        For the GP rankers: ``features(queries)`` gives the per-pair inputs of their output layer
+        (deterministic, one row per pair in query order); the joint Gaussian of each query and its
+        seeded draws are then computed per query set from its rows, as :meth:`predict` does.
+        """
+        union, index = distinct_pairs(query_sets)
+        feats, seconds = self.timed(features, union)
+        total = sum(int(ix.size) for ix in index)
+        shared = {"query_sets": len(query_sets), "pairs": total, "distinct_pairs": len(union),
+                  "seconds": round(seconds, 3)}
+        return [(feats[torch.as_tensor(ix.reshape(-1), device=feats.device)], seconds * ix.size / total,
+                 {"shared_scoring": shared}) for ix in index]
 
     def _logits(self, trained: TrainedModel, queries: Sequence[RankingQuery], **kw: Any) -> np.ndarray:
         """Logits ``[S, Q, K]`` of a trained model on ``queries``."""
@@ -373,6 +439,19 @@ class Ranker(ABC):
     @abstractmethod
     def predict(self, queries: Sequence[RankingQuery]) -> Predictions:
         """Predictions for ``queries`` (every query must have the same number of candidates)."""
+
+    #: Whether :meth:`predict_many` scores the distinct pairs of several query sets once: true
+    #: where a pair's score does not depend on the other candidates of its list nor on the
+    #: other pairs scored with it (beyond floating-point order), so that assembling each set's
+    #: Predictions from shared scores gives the numbers of :meth:`predict`.
+    shares_pairs: bool = False
+    #: Whether a pair's score also depends on its query id (MC Dropout's per-query masks): then
+    #: the distinct pairs are (query id, context, candidate), else (context, candidate).
+    pair_key_has_query: bool = False
+
+    def predict_many(self, query_sets: Sequence[Sequence[RankingQuery]]) -> list[Predictions]:
+        """Predictions for each of ``query_sets``: :meth:`predict` on each unless the ranker shares pairs."""
+        return [self.predict(queries) for queries in query_sets]
 
     def training_results(self) -> list[TrainResult]:
         """The training history of each model behind this ranker (one, or one per ensemble member)."""

@@ -51,19 +51,38 @@ class EnsembleRanker(Ranker):
         self.fit_seconds = sum(t.result.seconds for t in self.trained)
         return self
 
-    def predict(self, queries: Sequence[RankingQuery]) -> Predictions:
+    #: Each member's logit of a pair depends on the pair only: query sets share their distinct pairs.
+    shares_pairs = True
+
+    def _require_members(self) -> list[TrainedModel]:
         if not self.trained:
             raise RuntimeError("ranker 'ensemble': call fit() before predict()")
-        samples, seconds = [], 0.0
-        for t in self.trained:
-            logits, secs = self._timed_logits(t, queries)
-            samples.append(sigmoid(logits[0]))
-            seconds += secs
-        samples = np.stack(samples)
+        return self.trained
+
+    def predict(self, queries: Sequence[RankingQuery]) -> Predictions:
+        member_logits = [self._timed_logits(t, queries) for t in self._require_members()]
+        return self._from_members(queries, [logits for logits, _ in member_logits], sum(s for _, s in member_logits))
+
+    def predict_many(self, query_sets: Sequence[Sequence[RankingQuery]]) -> list[Predictions]:
+        """Each member scores the distinct pairs of all ``query_sets`` once; each set is assembled from those scores."""
+        if len(query_sets) < 2:
+            return [self.predict(queries) for queries in query_sets]
+        per_member = [self._shared_logits(t, query_sets) for t in self._require_members()]
+        out = []
+        for i, queries in enumerate(query_sets):
+            parts = [member[i] for member in per_member]
+            shared = [p[2]["shared_scoring"] for p in parts]
+            extra = {"shared_scoring": {**shared[0], "seconds": round(sum(s["seconds"] for s in shared), 3)}}
+            out.append(self._from_members(queries, [p[0] for p in parts], sum(p[1] for p in parts), extra))
+        return out
+
+    def _from_members(self, queries: Sequence[RankingQuery], member_logits: list[np.ndarray], seconds: float,
+                      extra: dict | None = None) -> Predictions:
+        samples = np.stack([sigmoid(logits[0]) for logits in member_logits])
         n_params = sum(sum(p.numel() for p in t.model.parameters()) for t in self.trained)
         return self._predictions(
             queries, samples.mean(axis=0), samples, seconds=seconds, n_parameters=n_params,
-            extra={"members": self.members, "member_seeds": self.member_seeds()},
+            extra={"members": self.members, "member_seeds": self.member_seeds(), **(extra or {})},
         )
 
     def training_results(self) -> list[TrainResult]:

@@ -65,10 +65,8 @@ class FocalRanker(DeterministicRanker):
         self.fit_seconds = self.trained.result.seconds
         return self
 
-    def predict(self, queries):
-        pred = super().predict(queries)
-        pred.meta["focal_gamma"] = self.focal_gamma
-        return pred
+    def _from_logits(self, queries, logits, seconds, extra=None):
+        return super()._from_logits(queries, logits, seconds, {"focal_gamma": self.focal_gamma, **(extra or {})})
 
 
 class GPFBertRanker(SNGPRanker):

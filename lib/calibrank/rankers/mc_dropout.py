@@ -1,47 +1,258 @@
 """``mc_dropout``: S-BERT^D of Penha & Hauff (2021, sec. 3.2), MC Dropout (Gal & Ghahramani 2016).
 
 The fine-tuned ``bert`` model (the same trained weights, from the shared cache) with its
-dropout layers left on at test time: T stochastic forward passes give T joint samples of the
-probabilities of a query's candidates (the same dropout masks are not shared across pairs,
-as in the paper's implementation, which ran the passes over whole batches). ``probs`` is the
-mean of the T sampled probabilities; the variance across passes is the uncertainty.
+dropout on at test time: T stochastic forward passes give T joint samples of the
+probabilities of a query's candidates. ``probs`` is the mean of the T sampled probabilities;
+the variance across passes is the uncertainty. How a pass draws its masks is
+``masks`` (:class:`calibrank.choices.DropoutMasks`), recorded in the Predictions' meta:
 
-Cost. Every dropout layer of the encoder is on, the attention-probability dropout included
-(BERT was fine-tuned with it). On a CPU one stochastic pass costs about twice a deterministic
-one (MiniLM, bf16, one thread: 1.2 s against 0.58 s for 64 pairs), so T passes cost about 2T
-deterministic ones: attention dropout draws a random number for every attention weight, and
-PyTorch's fused CPU attention kernel has no dropout, so its plain matrix path runs (switching
-attention dropout off brings a pass to 1.1x; hidden-state dropout alone costs 0.1x). The
-papers' GPU timings (GPF-BERT Table 3: 9.56x for T = 10) do not pay this.
+``per_query`` (the default)
+    One dropout mask per query and pass, shared by all of the query's K candidates: each pass
+    is one sampled sub-network that scores the whole list, so the covariances between a
+    query's candidates (the risk-aware score's sum of covariances) are covariances of one
+    model's scores, not of K independent networks. A query's mask is a function of
+    (seed, pass, query id, dropout site) only (:func:`mask_seeds`), not of the batch it lands
+    in, so the same query gets the same mask in every condition and scoring each distinct
+    (query, candidate) pair once is exact (:meth:`MCDropoutRanker.predict_many`).
+
+    * Hidden-state dropout (embeddings, attention output, feed-forward output, the head): a
+      mask ``[max_length, d]`` per query and site (``[d]`` on the pooled feature), cut to the
+      batch's width and broadcast over the query's candidates: the same position and unit is
+      dropped in every candidate.
+    * Attention-probability dropout: a mask per query, layer, head and *key position*,
+      applied to the value vectors. Dropping key j's value is exactly attention-probability
+      dropout of column j (``(P * M) V = P (m * V)`` when ``M_ij = m_j``), so the fused
+      attention kernel (which has no dropout) keeps running. Departure: training dropped each
+      weight ``P_ij`` on its own; here every position attending to j loses it together (each
+      weight is still dropped with probability p).
+
+    The model stays in eval mode and the masks are multiplied in by forward hooks (each query's
+    rows of a batch by one broadcast slice). In a batch of width W a pass draws ``13 W d``
+    numbers (1 + 2 per layer hidden sites of MiniLM) per query with pairs in it, where per-pair
+    masks draw ``W (13 d + 6 * 12 W)`` per pair.
+
+``per_pair`` (the first paper's implementation, which ran the passes over whole batches)
+    Every dropout layer in training mode, the attention-probability dropout included, a fresh
+    mask for each pair from one torch RNG seeded with the ranker's seed
+    (:func:`calibrank.training.score_pairs`). The numbers are those of earlier versions.
+
+Cost. Measured side by side in one process (all-MiniLM-L6-v2, laptop max_length 96, bf16,
+2 CPU threads, T = 5, the same 120-400 test pairs): per-pair masks cost 10.7-13x ``bert``:
+with attention-probability dropout on, PyTorch leaves its fused attention kernel for the plain
+matrix path and draws a random number per attention weight (batch x heads x L x L per layer),
+so one pass costs 2-3 deterministic ones. Per-query masks keep the fused kernel, run the
+batches of :func:`calibrank.training.score_pairs` (a query's rows ordered together, one mask
+slice each) and draw fewer numbers (per query, not per pair; no L x L ones): 5.1x ``bert`` on a quiet machine (5.6-7x under
+load from other processes); drawing and applying the masks is about 5% of a pass.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
+from contextlib import contextmanager
+from typing import Any
 
-from ..config import MCDropoutConfig, build_section
+import numpy as np
+import torch
+from torch import nn
+
+from ..choices import DropoutMasks
+from ..config import MCDropoutConfig
 from ..data.schema import RankingQuery
 from ..predictions import Predictions
-from .base import sigmoid
+from ..training import Pairs, collate, length_batches, use_bf16
+from .base import ranker_settings, sigmoid
 from .deterministic import DeterministicRanker
 
-__all__ = ["MCDropoutRanker"]
+__all__ = ["MCDropoutRanker", "mask_seeds", "score_pairs_per_query"]
+
+
+def _key_number(key: str) -> int:
+    return int.from_bytes(hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest(), "little")
+
+
+def mask_seeds(seed: int, pass_index: int, key: str, n_sites: int) -> list[int]:
+    """The torch seeds of a query's dropout masks in one pass, one per dropout site: a function of
+    (seed, pass, query id) only (:class:`numpy.random.SeedSequence`)."""
+    words = [int(seed) % (1 << 64), int(pass_index), _key_number(key)]
+    return [int(x >> 1) for x in np.random.SeedSequence(words).generate_state(n_sites, np.uint64)]
+
+
+class _PerQueryMasks:
+    """Forward hooks that multiply per-query dropout masks into an eval-mode cross-encoder.
+
+    Sites, numbered in module order: every ``nn.Dropout`` with p > 0 that is not an attention
+    module's probability dropout (hidden-state sites), and the value projection of every
+    self-attention module (``query``, ``key``, ``value`` linear layers and a ``dropout``;
+    attention sites, with that dropout's p).
+    """
+
+    def __init__(self, model: nn.Module, *, max_length: int, seed: int) -> None:
+        self.max_length = int(max_length)
+        self.seed = int(seed)
+        self.sites: list[tuple[nn.Module, str, float, int]] = []  # (module hooked, kind, p, heads)
+        attention_dropouts = set()
+        for module in model.modules():
+            if all(isinstance(getattr(module, a, None), nn.Linear) for a in ("query", "key", "value")) and \
+                    isinstance(getattr(module, "dropout", None), nn.Dropout):
+                attention_dropouts.add(id(module.dropout))
+        for module in model.modules():
+            if id(module) in attention_dropouts:
+                continue
+            if isinstance(module, nn.Dropout) and module.p > 0:
+                self.sites.append((module, "hidden", float(module.p), 0))
+            elif all(isinstance(getattr(module, a, None), nn.Linear) for a in ("query", "key", "value")) and \
+                    isinstance(getattr(module, "dropout", None), nn.Dropout) and module.dropout.p > 0:
+                heads = int(getattr(module, "num_attention_heads", 0) or getattr(module, "num_heads", 0))
+                if heads <= 0:
+                    raise ValueError(f"mc_dropout: attention module {type(module).__name__} does not say its number of heads")
+                self.sites.append((module.value, "attention", float(module.dropout.p), heads))
+        if not self.sites:
+            raise ValueError("mc_dropout: the model has no dropout with p > 0 to sample")
+        self.pass_index = 0
+        self.keys: list[str] = []
+        self.rows = torch.zeros(0, dtype=torch.long)
+        self.slices: list[tuple[int, int, int]] | None = None
+        self._seeds: dict[tuple[int, str], list[int]] = {}
+        self._generator = torch.Generator()
+
+    def set_batch(self, keys: list[str], rows: np.ndarray) -> None:
+        """The batch's distinct query ids and, for each row, the index of its query id among them.
+
+        When each query's rows are contiguous (as :func:`score_pairs_per_query` orders them), a mask
+        is multiplied into each query's slice of rows by broadcasting; otherwise it is gathered per row.
+        """
+        self.keys, self._seeds = keys, {}
+        self.rows = torch.as_tensor(rows, dtype=torch.long)
+        starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
+        ends = np.r_[starts[1:], len(rows)]
+        self.slices = [(int(a), int(b), int(rows[a])) for a, b in zip(starts, ends)]
+        if len(self.slices) != len(keys):  # a query's rows are not contiguous
+            self.slices = None
+
+    def _apply(self, output: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+        """``output[i] *= keep[u(i)]`` in place, ``keep`` ``[U, ...]`` broadcast over each query's rows."""
+        if self.slices is None:
+            return output.mul_(keep[self.rows.to(keep.device)])
+        for a, b, u in self.slices:
+            output[a:b].mul_(keep[u])
+        return output
+
+    def _masks(self, site: int, p: float, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+        """Scaled keep-masks ``[U, *shape]`` (0 or 1 / (1 - p), in ``dtype``) of the batch's queries at ``site``
+        in the current pass.
+
+        For a ``[width, d]`` site the numbers are the first ``width`` rows of the query's
+        ``[max_length, d]`` mask: torch draws uniform numbers on the CPU one after the other, so a
+        shorter draw from the same seed is a prefix of a longer one (checked by the tests), and a
+        query's mask does not depend on the width of the batch it is in.
+        """
+        g = self._generator
+        uniform = torch.empty((len(self.keys), *shape), dtype=torch.float32)
+        for u, key in enumerate(self.keys):
+            seeds = self._seeds.get((self.pass_index, key))
+            if seeds is None:
+                seeds = self._seeds[(self.pass_index, key)] = mask_seeds(self.seed, self.pass_index, key, len(self.sites))
+            g.manual_seed(seeds[site])
+            uniform[u].uniform_(generator=g)
+        scale = torch.tensor(1.0 / (1.0 - p), dtype=dtype)
+        return torch.where(uniform >= p, scale, torch.zeros((), dtype=dtype)).to(device)
+
+    def _hook(self, site: int, kind: str, p: float, heads: int):
+        def hook(module: nn.Module, inputs: Any, output: torch.Tensor) -> torch.Tensor:
+            if output.dim() == 3:
+                b, width, d = output.shape
+                if width > self.max_length:
+                    raise ValueError(f"mc_dropout: a batch of width {width} exceeds max_length {self.max_length}")
+                if kind == "attention":  # [U, W, H] -> one factor per value vector of a head
+                    keep = self._masks(site, p, (width, heads), output.dtype, output.device)
+                    return self._apply(output.view(b, width, heads, d // heads), keep.unsqueeze(-1)).view(b, width, d)
+                return self._apply(output, self._masks(site, p, (width, d), output.dtype, output.device))
+            if output.dim() == 2 and kind == "hidden":
+                return self._apply(output, self._masks(site, p, (output.shape[1],), output.dtype, output.device))
+            raise ValueError(f"mc_dropout: per-query masks expect [B, L, d] or [B, d] activations, got {list(output.shape)}")
+
+        return hook
+
+    @contextmanager
+    def active(self):
+        handles = [module.register_forward_hook(self._hook(i, kind, p, heads))
+                   for i, (module, kind, p, heads) in enumerate(self.sites)]
+        try:
+            yield self
+        finally:
+            for h in handles:
+                h.remove()
+
+
+@torch.no_grad()
+def score_pairs_per_query(model: nn.Module, pairs: Pairs, keys: Sequence[str], *, passes: int, seed: int, max_length: int,
+                          batch_size: int = 64, precision: Any = "auto") -> np.ndarray:
+    """Logits ``[passes, N]`` of every pair with one dropout mask per key (query id) and pass.
+
+    ``keys[i]`` is the query id of pair ``i``: pairs with the same key share their masks in a
+    pass. The masks depend on (seed, pass, key) only, so a pair's logits do not depend on the
+    other pairs scored with it (up to the floating-point order of a batched matrix product).
+    """
+    if len(keys) != len(pairs):
+        raise ValueError(f"score_pairs_per_query: {len(keys)} keys for {len(pairs)} pairs")
+    device = next(model.parameters()).device
+    bf16 = use_bf16(precision, device)
+    model.eval()
+    masks = _PerQueryMasks(model, max_length=max_length, seed=seed)
+    uniq, key_index = np.unique(np.asarray(keys, dtype=object).astype(str), return_inverse=True)
+    out = np.empty((passes, len(pairs)), dtype=np.float64)
+    with masks.active(), torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=bf16):
+        for index in length_batches(pairs.lengths, batch_size):  # the batches of score_pairs
+            index = index[np.argsort(key_index[index], kind="stable")]  # a query's rows together: one slice each
+            batch = {k: v.to(device) for k, v in collate(pairs, index).items()}
+            batch_keys, rows = np.unique(key_index[index], return_inverse=True)
+            masks.set_batch([str(uniq[k]) for k in batch_keys], rows)
+            for t in range(passes):
+                masks.pass_index = t
+                out[t, index] = model(**batch).float().cpu().numpy()
+    model.eval()
+    return out
 
 
 class MCDropoutRanker(DeterministicRanker):
-    """``passes``: T, the default and check of :class:`calibrank.config.MCDropoutConfig`."""
+    """``passes`` (T) and ``masks`` (``per_query`` / ``per_pair``): the fields, defaults and checks of
+    :class:`calibrank.config.MCDropoutConfig`."""
 
     name = "mc_dropout"
 
-    def __init__(self, *, passes: int = MCDropoutConfig.passes, **kw) -> None:
+    def __init__(self, **kw: Any) -> None:
+        settings, kw = ranker_settings(MCDropoutConfig, self.name, kw)
         super().__init__(**kw)
-        self.passes = build_section(MCDropoutConfig, {"passes": passes}, where=self.name).passes
+        self.passes = settings.passes
+        self.masks = DropoutMasks(settings.masks)
 
-    def predict(self, queries: Sequence[RankingQuery]) -> Predictions:
-        trained = self._require_fit()
-        logits, seconds = self._timed_logits(trained, queries, passes=self.passes, dropout=True, seed=self.seed)
+    # -------------------------------------------------------------- scoring
+    def _score(self, trained, pairs: Pairs) -> np.ndarray:
+        keys = [pairs.qids[i] for i in pairs.query_index]
+        return score_pairs_per_query(trained.model, pairs, keys, passes=self.passes, seed=self.seed,
+                                     max_length=self.training.max_length, batch_size=self.training.eval_batch_size,
+                                     precision=self.training.precision)
+
+    def _scoring(self) -> dict[str, Any]:
+        """How :meth:`_timed_logits` scores (and what its logits cache is keyed by)."""
+        if self.masks is DropoutMasks.per_pair:
+            return {"passes": self.passes, "dropout": True, "seed": self.seed}
+        return {"passes": self.passes, "dropout": True, "seed": self.seed, "masks": self.masks.value,
+                "score": self._score}
+
+    #: Per-query masks depend on (seed, pass, query id): a pair is keyed by its query too.
+    @property
+    def shares_pairs(self) -> bool:
+        return self.masks is DropoutMasks.per_query
+
+    pair_key_has_query = True
+
+    def _from_logits(self, queries: Sequence[RankingQuery], logits: np.ndarray, seconds: float,
+                     extra: dict | None = None) -> Predictions:
         samples = sigmoid(logits)
         return self._predictions(
             queries, samples.mean(axis=0), samples, seconds=seconds, n_parameters=self.n_parameters,
-            extra={"passes": self.passes},
+            extra={"passes": self.passes, "masks": self.masks.value, **(extra or {})},
         )

@@ -454,14 +454,24 @@ class PGDRRRanker(Ranker):
         return torch.cat(out)
 
     @torch.no_grad()
-    def joint_logits(self, queries: Sequence[RankingQuery]) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(mean [Q, K], cov [Q, K, K])``: the moment-matched Gaussian predictive of each query's logits (float64)."""
+    def _features(self, queries: Sequence[RankingQuery]) -> torch.Tensor:
+        """The GP layer's inputs ``[Q*K, d]`` (the model's forward), one row per pair in query order."""
+        trained, _ = self._require_fit()
+        pairs = self._encode(trained.backbone.tokenizer, queries)
+        return encode_features(trained.model, pairs, batch_size=self.training.eval_batch_size,
+                               precision=self.training.precision, fn=lambda m, b: m(**b))
+
+    @torch.no_grad()
+    def joint_logits(self, queries: Sequence[RankingQuery], features: torch.Tensor | None = None
+                     ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(mean [Q, K], cov [Q, K, K])``: the moment-matched Gaussian predictive of each query's logits (float64).
+
+        ``features``: the queries' GP inputs (:meth:`_features`) when already computed.
+        """
         trained, state = self._require_fit()
         model: PGCrossEncoder = trained.model  # type: ignore[assignment]
-        pairs = self._encode(trained.backbone.tokenizer, queries)
-        feats = encode_features(model, pairs, batch_size=self.training.eval_batch_size, precision=self.training.precision,
-                                fn=lambda m, b: m(**b))
-        q, k = len(queries), pairs.n_candidates
+        feats = self._features(queries) if features is None else features
+        q, k = len(queries), len(queries[0].candidates)
         alpha, q_bar = state.posterior.alpha, state.q_bar
         m = state.features.shape[0]
         means, covs = [], []
@@ -505,8 +515,9 @@ class PGDRRRanker(Ranker):
             raise RuntimeError(f"ranker {self.name!r}: call fit() before predict()")
         return self.trained, self.state
 
-    def _predict_arrays(self, queries: Sequence[RankingQuery]) -> tuple[np.ndarray, np.ndarray]:
-        mean, cov = self.joint_logits(queries)
+    def _predict_arrays(self, queries: Sequence[RankingQuery], features: torch.Tensor | None = None
+                        ) -> tuple[np.ndarray, np.ndarray]:
+        mean, cov = self.joint_logits(queries, features)
         var = cov.diagonal(dim1=-2, dim2=-1).clamp_min(0.0)
         probs = gauss_hermite_sigmoid(mean, var, self.quadrature_points)
         draws = draw_joint(mean, cov, self.samples, np.random.default_rng([self.seed, 0x5A3]))
@@ -514,10 +525,27 @@ class PGDRRRanker(Ranker):
 
     def predict(self, queries: Sequence[RankingQuery]) -> Predictions:
         (probs, samples), seconds = self.timed(self._predict_arrays, queries)
-        _, state = self._require_fit()
         return self._predictions(queries, probs, samples, seconds=seconds, n_parameters=self.n_parameters,
-                                 extra={"params": self.params(), "samples": self.samples,
-                                        "inducing": int(state.features.shape[0]), "gibbs_jitter": state.jitter})
+                                 extra=self._meta())
+
+    def _meta(self) -> dict[str, Any]:
+        _, state = self._require_fit()
+        return {"params": self.params(), "samples": self.samples, "inducing": int(state.features.shape[0]),
+                "gibbs_jitter": state.jitter}
+
+    #: A pair's GP input depends on the pair only; the joint draws are made per query set.
+    shares_pairs = True
+
+    def predict_many(self, query_sets: Sequence[Sequence[RankingQuery]]) -> list[Predictions]:
+        """Each distinct pair's GP input encoded once; each set's joint Gaussian and seeded draws as :meth:`predict`."""
+        if len(query_sets) < 2:
+            return [self.predict(queries) for queries in query_sets]
+        out = []
+        for queries, (feats, shared_seconds, extra) in zip(query_sets, self._shared_features(query_sets, self._features)):
+            (probs, samples), seconds = self.timed(self._predict_arrays, queries, feats)
+            out.append(self._predictions(queries, probs, samples, seconds=seconds + shared_seconds,
+                                         n_parameters=self.n_parameters, extra={**self._meta(), **extra}))
+        return out
 
     @property
     def n_parameters(self) -> int:

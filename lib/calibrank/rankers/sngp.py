@@ -309,14 +309,24 @@ class SNGPRanker(Ranker):
         return self._require_fit().model  # type: ignore[return-value]
 
     @torch.no_grad()
-    def joint_logits(self, queries: Sequence[RankingQuery]) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(mean [Q, K], cov [Q, K, K])``: the Gaussian posterior of each query's candidate logits (float64)."""
+    def _features(self, queries: Sequence[RankingQuery]) -> torch.Tensor:
+        """The pooled features ``[Q*K, d]`` the GP layer reads, one row per pair in query order."""
         trained = self._require_fit()
-        model = trained.model
         pairs = self._encode(trained.backbone.tokenizer, queries)
-        h = encode_features(model, pairs, batch_size=self.training.eval_batch_size, precision=self.training.precision)
+        return encode_features(trained.model, pairs, batch_size=self.training.eval_batch_size,
+                               precision=self.training.precision)
+
+    @torch.no_grad()
+    def joint_logits(self, queries: Sequence[RankingQuery], features: torch.Tensor | None = None
+                     ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(mean [Q, K], cov [Q, K, K])``: the Gaussian posterior of each query's candidate logits (float64).
+
+        ``features``: the queries' pooled features (:meth:`_features`) when already computed.
+        """
+        model = self._require_fit().model
+        h = self._features(queries) if features is None else features
         head: RandomFeatureGP = model.head
-        q, k = len(queries), pairs.n_candidates
+        q, k = len(queries), len(queries[0].candidates)
         sigma = head.covariance()  # [L, L] float64, cached until P changes
         means, covs = [], []
         chunk = max(1, 4096 // k)  # queries per chunk: bounds memory at ~4096 x L
@@ -334,8 +344,9 @@ class SNGPRanker(Ranker):
         mean, cov = self.joint_logits(queries)
         return mean.cpu().numpy(), cov.diagonal(dim1=-2, dim2=-1).clamp_min(0.0).cpu().numpy()
 
-    def _predict_arrays(self, queries: Sequence[RankingQuery]) -> tuple[np.ndarray, np.ndarray]:
-        mean, cov = self.joint_logits(queries)
+    def _predict_arrays(self, queries: Sequence[RankingQuery], features: torch.Tensor | None = None
+                        ) -> tuple[np.ndarray, np.ndarray]:
+        mean, cov = self.joint_logits(queries, features)
         var = cov.diagonal(dim1=-2, dim2=-1).clamp_min(0.0)
         mf = mean / torch.sqrt(1.0 + self.gp_params["mean_field_factor"] * var)
         rng = np.random.default_rng([self.seed, 0x5E6])
@@ -346,6 +357,21 @@ class SNGPRanker(Ranker):
         (probs, samples), seconds = self.timed(self._predict_arrays, queries)
         return self._predictions(queries, probs, samples, seconds=seconds, n_parameters=self.n_parameters,
                                  extra={"params": self.params(), "samples": self.samples})
+
+    #: A pair's pooled feature depends on the pair only; the joint draws are made per query set.
+    shares_pairs = True
+
+    def predict_many(self, query_sets: Sequence[Sequence[RankingQuery]]) -> list[Predictions]:
+        """Each distinct pair's feature encoded once; each set's joint Gaussian and seeded draws as :meth:`predict`."""
+        if len(query_sets) < 2:
+            return [self.predict(queries) for queries in query_sets]
+        out = []
+        for queries, (feats, shared_seconds, extra) in zip(query_sets, self._shared_features(query_sets, self._features)):
+            (probs, samples), seconds = self.timed(self._predict_arrays, queries, feats)
+            out.append(self._predictions(queries, probs, samples, seconds=seconds + shared_seconds,
+                                         n_parameters=self.n_parameters,
+                                         extra={"params": self.params(), "samples": self.samples, **extra}))
+        return out
 
     @property
     def n_parameters(self) -> int:

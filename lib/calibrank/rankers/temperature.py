@@ -52,9 +52,8 @@ class TemperatureRanker(DeterministicRanker):
         self.temperature = fit_temperature(self.logits(valid), labels)
         return self
 
-    def predict(self, queries: Sequence[RankingQuery]) -> Predictions:
-        trained = self._require_fit()
-        logits, seconds = self._timed_logits(trained, queries)
+    def _from_logits(self, queries: Sequence[RankingQuery], logits: np.ndarray, seconds: float,
+                     extra: dict | None = None) -> Predictions:
         probs = sigmoid(logits[0] / self.temperature)
         return self._predictions(queries, probs, probs[None], seconds=seconds, n_parameters=self.n_parameters + 1,
-                                 extra={"temperature": self.temperature})
+                                 extra={"temperature": self.temperature, **(extra or {})})
