@@ -11,7 +11,7 @@ import pandas as pd
 
 from .. import registry
 from ..config import Config, load_config, training_seeds
-from ..experiment import Condition, eval_conditions, load_predictions, predictions_path, ranker_conditions
+from ..experiment import Condition, eval_conditions, load_predictions, predictions_path, ranker_conditions, shift_kind
 from ..predictions import Predictions, PredictionsError
 from ..querysets import MissingStepError
 
@@ -128,13 +128,9 @@ class Study:
         return [r for r in self.rankers if self.n_samples(r) > 1]
 
     def shift(self, condition: Condition, train_corpus: str) -> str:
-        """``in distribution``, ``cross-domain``, ``cross-NS`` or ``cross-domain + cross-NS``."""
-        parts = []
-        if condition.corpus != train_corpus:
-            parts.append("cross-domain")
-        if condition.sampler != self.train_sampler:
-            parts.append("cross-NS")
-        return " + ".join(parts) or "in distribution"
+        """``in distribution``, ``cross-domain``, ``cross-NS`` or ``cross-domain + cross-NS``
+        (:func:`calibrank.experiment.shift_kind`, as notebook 03 names it)."""
+        return shift_kind(condition, train_corpus, self.train_sampler)
 
     def cells(self, split: str = "test", rankers: Iterable[str] | None = None):
         """``(ranker, train_corpus, condition)`` for every cell of ``split`` that has Predictions
