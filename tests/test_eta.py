@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from types import SimpleNamespace
@@ -56,7 +57,14 @@ def test_inference_counts_conditions_passes_and_members(smoke):
     test_pairs, valid_pairs = n_cond * 24 * (1 + k), n_cond * 24 * (1 + k)
     assert math.isclose(steps["03_train-bert-chitchat"].inference, test_pairs / RATES.infer)
     passes = smoke.rankers.mc_dropout.passes
-    assert math.isclose(steps["03_train-mc_dropout-chitchat"].inference, (valid_pairs + test_pairs) * passes / RATES.dropout)
+    # per-query masks (the default): a pass is a deterministic pass plus its masks
+    assert smoke.rankers.mc_dropout.masks.value == "per_query"
+    assert math.isclose(steps["03_train-mc_dropout-chitchat"].inference,
+                        (valid_pairs + test_pairs) * passes * eta.PER_QUERY_MASK_OVERHEAD / RATES.infer)
+    per_pair = dataclasses.replace(smoke, rankers=dataclasses.replace(
+        smoke.rankers, mc_dropout=dataclasses.replace(smoke.rankers.mc_dropout, masks="per_pair")))
+    pp = {s.name: s for s in eta.estimate(per_pair, RATES, _sizes(smoke)).steps}
+    assert math.isclose(pp["03_train-mc_dropout-chitchat"].inference, (valid_pairs + test_pairs) * passes / RATES.dropout)
     members = smoke.rankers.ensemble.members  # member 0's test logits are bert's
     assert math.isclose(steps["03_train-ensemble-chitchat"].inference,
                         ((valid_pairs + test_pairs) * members - test_pairs) / RATES.infer)
