@@ -21,7 +21,6 @@ both and their agreement, so a half-written pair is never read back.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import zipfile
 from dataclasses import dataclass, field
@@ -30,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from .runs import atomic_path, read_json, write_json
+from .runs import atomic_path, read_json, sha256_file, write_json
 
 __all__ = ["Predictions", "PredictionsError", "logit"]
 
@@ -40,13 +39,6 @@ _EPS = 1e-7
 class PredictionsError(ValueError):
     """Malformed or mismatched Predictions; the message names the file or the field."""
 
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def logit(p: np.ndarray) -> np.ndarray:
@@ -123,7 +115,7 @@ class Predictions:
                 np.savez(fh, qids=self.qids, labels=self.labels, probs=self.probs, samples=self.samples)
         meta = dict(self.meta)
         meta["shape"] = {"S": self.n_samples, "Q": int(self.labels.shape[0]), "K": int(self.labels.shape[1])}
-        meta["npz_sha256"] = _sha256(path)
+        meta["npz_sha256"] = sha256_file(path)
         write_json(path.with_suffix(".json"), meta)
         return path
 
@@ -140,7 +132,7 @@ class Predictions:
             raise PredictionsError(f"{exc}; rerun the notebook that wrote it") from None
         if not isinstance(meta, dict):
             raise PredictionsError(f"{side}: expected a JSON object (the sidecar of {path.name}), got {type(meta).__name__}")
-        if meta.get("npz_sha256") not in (None, _sha256(path)):
+        if meta.get("npz_sha256") not in (None, sha256_file(path)):
             raise PredictionsError(f"{path}: the arrays are not the ones its sidecar {side.name} describes (a write was interrupted?)")
         try:
             with np.load(path, allow_pickle=False) as z:

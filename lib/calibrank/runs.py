@@ -148,6 +148,15 @@ def atomic_path(dest: str | os.PathLike) -> Iterator[Path]:
         raise
 
 
+def sha256_file(path: str | os.PathLike) -> str:
+    """The sha256 of a file's bytes, read in 1 MiB blocks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
 def write_json(dest: str | os.PathLike, obj: Any) -> Path:
     with atomic_path(dest) as tmp:
         tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False, default=str) + "\n", encoding="utf-8")

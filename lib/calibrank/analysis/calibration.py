@@ -86,17 +86,20 @@ def interval_table(study: Study, split: str = "test", rankers: Iterable[str] | N
 
 def baseline_interval_table(study: Study, split: str = "test", *, n_resamples: int = unc.N_RESAMPLES) -> pd.DataFrame:
     """:func:`interval_table` for the no-learning rules (``ranker`` = ``baseline:<name>``, one row per training corpus)."""
+    return pd.DataFrame([{**keys, **_interval_row([pred], study.cfg.seed, n_resamples)}
+                         for keys, pred in _baseline_cells(study, split)])
+
+
+def _baseline_cells(study: Study, split: str):
+    """``(row keys, Predictions)`` of every rule x training corpus x condition of ``split``."""
     from ..baselines import BaselineName, load_baseline
 
-    rows = []
     for name in BaselineName:
         for tc in study.train_corpora:
             for cond in study.test_conditions(split):
-                pred = load_baseline(study.cfg, name, tc, cond)
-                rows.append({"ranker": f"baseline:{name.value}", "train_corpus": tc, "corpus": cond.corpus,
-                             "sampler": cond.sampler, "shift": study.shift(cond, tc),
-                             **_interval_row([pred], study.cfg.seed, n_resamples)})
-    return pd.DataFrame(rows)
+                yield ({"ranker": f"baseline:{name.value}", "train_corpus": tc, "corpus": cond.corpus,
+                        "sampler": cond.sampler, "shift": study.shift(cond, tc)},
+                       load_baseline(study.cfg, name, tc, cond))
 
 
 def table1(study: Study, intervals: pd.DataFrame | None = None, ranker: str = BASELINE) -> pd.DataFrame:
@@ -126,17 +129,8 @@ def baseline_metrics_table(study: Study, split: str = "test") -> pd.DataFrame:
     Their Platt maps are fitted per training corpus, so they have one row per training corpus
     like a trained ranker; ``seed`` is the profile seed (the rules' tie-breaks).
     """
-    from ..baselines import BaselineName, load_baseline
-
-    rows = []
-    for name in BaselineName:
-        for tc in study.train_corpora:
-            for cond in study.test_conditions(split):
-                pred = load_baseline(study.cfg, name, tc, cond)
-                rows.append({"ranker": f"baseline:{name.value}", "train_corpus": tc, "corpus": cond.corpus,
-                             "sampler": cond.sampler, "shift": study.shift(cond, tc), "seed": study.cfg.seed, "S": 1,
-                             "queries": int(pred.labels.shape[0]), **_cell_metrics(pred, study.cfg.seed)})
-    return pd.DataFrame(rows)
+    return pd.DataFrame([{**keys, "seed": study.cfg.seed, "S": 1, "queries": int(pred.labels.shape[0]),
+                          **_cell_metrics(pred, study.cfg.seed)} for keys, pred in _baseline_cells(study, split)])
 
 
 def table1_reference(study: Study, baseline_intervals: pd.DataFrame) -> pd.DataFrame:

@@ -34,7 +34,6 @@ access) end the command with one paragraph on stderr and exit code 2, without a 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import re
 import shutil
@@ -87,16 +86,9 @@ SUMS = "SHA256SUMS"
 """The checksum file ``fetch`` keeps beside a dataset's installed files (``sha256sum`` format)."""
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
 
 def _write_sums(dest: Path, targets: dict[str, Path]) -> None:
-    lines = [f"{_sha256(p)}  {p.name}" for p in sorted(targets.values(), key=lambda q: q.name)]
+    lines = [f"{runs.sha256_file(p)}  {p.name}" for p in sorted(targets.values(), key=lambda q: q.name)]
     with runs.atomic_path(dest / SUMS) as tmp:
         tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
@@ -118,7 +110,7 @@ def verify(name: str, dest: Path | None = None) -> dict[str, str]:
         path = dest / fname
         if not path.is_file():
             raise DownloadFailed(f"{path}: listed in {sums_path} but missing; rerun `make data DATASET={name}`")
-        got = _sha256(path)
+        got = runs.sha256_file(path)
         if got != expected:
             raise DownloadFailed(f"{path}: sha256 {got} differs from {expected} recorded in {sums_path} when it was "
                                  f"installed (changed or truncated since?); download it again with "
@@ -182,8 +174,8 @@ def fetch(name: str, dest: Path | None = None, *, force: bool = False, quiet: bo
             except OSError as exc:
                 raise DownloadFailed(f"Could not download {name}: writing to {tmp} failed ({_short(exc)}); nothing was installed in {dest}.") from None
             pinned = dict(rec.sha256).get(file_id)
-            if pinned is not None and _sha256(archive) != pinned:
-                problems.append(f"{drive_url(file_id)}: sha256 {_sha256(archive)} differs from the pinned {pinned}")
+            if pinned is not None and runs.sha256_file(archive) != pinned:
+                problems.append(f"{drive_url(file_id)}: sha256 {runs.sha256_file(archive)} differs from the pinned {pinned}")
                 archive.unlink(missing_ok=True)
                 continue
             try:
