@@ -387,6 +387,8 @@ def test_rankers_on_different_data_are_refused_naming_both_files(tmp_root):
     bert, ens = (str(predictions_path(cfg, r, "chitchat", cond)) for r in ("bert", "ensemble"))
     with pytest.raises(PredictionsError, match=rf"{re.escape(ens)} and {re.escape(bert)} were computed on different data"):
         st.table2(data)  # notebook 04
+    with pytest.raises(PredictionsError, match=rf"{re.escape(ens)} and {re.escape(bert)} were computed on different data"):
+        st.risk_sweep(data, [0.0, 0.5])  # notebook 05: Figure 3 sets each ranker beside bert
     valid = next(c for c in eval_conditions(cfg) if c.split == "valid")
     _edit_sidecar(predictions_path(cfg, "mc_dropout", "chitchat", valid), data_hash="cccc")
     st.table3(st.load_study(cfg), [0.0, 0.5])  # notebook 05 compares a ranker with itself: test files agree

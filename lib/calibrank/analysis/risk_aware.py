@@ -38,6 +38,7 @@ def risk_sweep(study: Study, bs: Iterable[float] | None = None, *, split: str = 
         df = risk.sweep_b(study.get(ranker, tc, cond), grid, "R@1", space=space).drop(columns="per_query")
         if BASELINE in study.rankers:
             bert = study.get(BASELINE, tc, cond)
+            study.get(ranker, tc, cond).check_aligned(bert)  # the same queries and data, or an error naming both files
             bert_r1 = float(np.nanmean(recall_at_k(bert.probs, bert.labels, 1)))
             df["rel_change_bert"] = relative_change(df["value"].to_numpy(), bert_r1)
         else:
