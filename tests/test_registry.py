@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import numpy as np
 import pytest
@@ -10,7 +11,7 @@ import pytest
 from calibrank import grid, registry
 from calibrank import study as st
 from calibrank.config import load_config
-from calibrank.experiment import eval_conditions, expected_samples
+from calibrank.experiment import eval_conditions, expected_samples, predictions_path
 from calibrank.predictions import Predictions
 
 
@@ -69,3 +70,30 @@ def test_a_toy_ranker_flows_through_the_analyses(registered, tmp_root):
 
     claims = verdicts.calibration_claims(study, n_resamples=200)
     assert "toy has lower balanced ECE than bert" in set(claims["claim"])  # a Penha & Hauff method now
+
+
+def test_a_toy_ranker_enters_a_profile_and_the_grid(registered):
+    """A ranker registered in this test alone is a valid ``rankers.names`` entry: the profile, the
+    runs of notebook 03, the grid's models and the Makefile's ordering all list it."""
+    with pytest.raises(Exception, match="rankers.names\\[1\\].*'toy'"):
+        load_config("smoke", {"rankers.names": ["bert", "toy"], "rankers.seeds": [0]})
+    registered.register(registry.RankerInfo("toy", "Toy ranker", registry.Family.deterministic, lambda cfg: 1))
+    cfg = load_config("smoke", {"rankers.names": ["bert", "toy"], "rankers.seeds": [0, 1]})
+    assert [r.value for r in cfg.rankers.names] == ["bert", "toy"]
+    assert json.loads(json.dumps(cfg.to_dict()))["rankers"]["names"] == ["bert", "toy"]  # sidecars, hashes
+    from calibrank.config import parse_run_name, train_runs
+
+    assert "toy-chitchat" in train_runs(cfg) and "toy-chitchat-seed1" in train_runs(cfg)
+    assert parse_run_name("toy-chitchat-seed1", cfg)[::2] == ("toy", 1)
+    assert {"toy-chitchat-seed0", "toy-chitchat-seed1"} <= {m.name for m in grid.grid_models(cfg)}
+    assert grid.run_models(cfg)["toy-chitchat"] == ["toy-chitchat-seed0"]
+    assert grid.shared_runs(cfg) == {}
+    assert not grid.model_for(cfg, "toy", "chitchat").data_parallel
+    cond = eval_conditions(cfg)[0]
+    assert predictions_path(cfg, "toy", "chitchat", cond, 1).parts[-3:-1] == ("toy", "chitchat")
+    # described as sharing bert's model: it trains nothing of its own and make orders it after bert
+    registered.register(registry.RankerInfo("toy", "Toy ranker", registry.Family.deterministic, lambda cfg: 1,
+                                            shares="bert", data_parallel=True))
+    assert grid.shared_runs(cfg) == {"toy-chitchat": "bert-chitchat", "toy-chitchat-seed1": "bert-chitchat-seed1"}
+    assert not any(m.name.startswith("toy-") for m in grid.grid_models(cfg))
+    assert expected_samples(cfg, "toy") == 1

@@ -52,6 +52,7 @@ from .choices import (
     SpectralNormPlacement,
 )
 from .choices import names as choice_names
+from . import registry
 from .runs import project_root
 
 __all__ = [
@@ -121,9 +122,15 @@ def _err(key: str, msg: str) -> ConfigError:
     return ConfigError(f"{key}: {msg}")
 
 
+def _choices(choice: type[enum.Enum]) -> list[str]:
+    """The accepted values of an enum-typed option; for rankers, every registered ranker
+    (:mod:`calibrank.registry`), so a ranker registered outside this package is a valid name."""
+    return list(registry.RANKERS) if choice is RankerName else [m.value for m in choice]
+
+
 def _hint(value: Any, choice: type[enum.Enum]) -> str:
     """`` (did you mean 'x'?)`` for the member of ``choice`` closest to ``value``, or nothing."""
-    close = difflib.get_close_matches(str(value), [m.value for m in choice], n=1)
+    close = difflib.get_close_matches(str(value), _choices(choice), n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
@@ -562,6 +569,7 @@ class PGDRRConfig:
 class RankersConfig:
     """Which rankers the report trains, on which training corpora, and their own settings."""
 
+    #: Registered rankers (:mod:`calibrank.registry`): the built-in ones are :class:`RankerName` members.
     names: tuple[RankerName, ...] = (RankerName.bert, RankerName.mc_dropout, RankerName.ensemble, RankerName.temperature)
     train_corpora: tuple[Corpus, ...] = (Corpus.chitchat,)
     #: Training seeds of every ranker (each a full rerun: model init, batch order, dropout masks).
@@ -623,7 +631,7 @@ class Config:
 
 
 def _plain(obj: Any) -> Any:
-    if isinstance(obj, enum.Enum):
+    if isinstance(obj, (enum.Enum, registry.RegisteredName)):
         return obj.value
     if isinstance(obj, dict):
         return {k: _plain(v) for k, v in obj.items()}
@@ -642,7 +650,7 @@ def _describe(tp: Any) -> str:
     if origin is tuple:
         return f"a list of {_describe(typing.get_args(tp)[0])}"
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
-        return "one of " + ", ".join(repr(m.value) for m in tp)
+        return "one of " + ", ".join(repr(v) for v in _choices(tp))
     if dataclasses.is_dataclass(tp):
         return "a mapping"
     return {int: "an integer", float: "a number", str: "a string", bool: "true or false"}.get(tp, str(tp))
@@ -670,6 +678,8 @@ def _coerce(tp: Any, value: Any, key: str) -> Any:
         return tuple(_coerce(inner, v, f"{key}[{i}]") for i, v in enumerate(value))
     if dataclasses.is_dataclass(tp):
         return _build(tp, value, key)
+    if tp is RankerName and isinstance(value, str) and value in registry.RANKERS:
+        return registry.key(value)
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         try:
             return tp(value)
@@ -864,18 +874,18 @@ def training_seeds(cfg: Config) -> tuple[int, ...]:
 
 def run_name(ranker: str | RankerName, corpus: str | Corpus, seed: int, cfg: Config) -> str:
     """``<ranker>-<corpus>`` for the main seed, ``<ranker>-<corpus>-seed<N>`` for the others."""
-    base = f"{RankerName(ranker).value}-{Corpus(corpus).value}"
+    base = f"{registry.info(ranker).name}-{Corpus(corpus).value}"
     return base if seed == training_seeds(cfg)[0] else f"{base}-seed{seed}"
 
 
-def parse_run_name(name: str, cfg: Config) -> tuple[RankerName, Corpus, int]:
+def parse_run_name(name: str, cfg: Config) -> tuple[RankerName | str, Corpus, int]:
     """The inverse of :func:`run_name`; a clear error for a run the profile does not list."""
     if name not in train_runs(cfg):
         raise ConfigError(f"{cfg.source or cfg.profile}: {name!r} is not a run of the profile (expected one of: "
                           f"{', '.join(train_runs(cfg))})")
     parts = name.split("-")
     seed = int(parts[2][len("seed"):]) if len(parts) == 3 else training_seeds(cfg)[0]
-    return RankerName(parts[0]), Corpus(parts[1]), seed
+    return registry.key(parts[0]), Corpus(parts[1]), seed
 
 
 def train_runs(cfg: Config) -> list[str]:

@@ -43,20 +43,16 @@ from . import registry
 from .runs import project_root, run_dir, write_json
 
 __all__ = [
-    "DATA_PARALLEL",
     "GridModel",
     "grid_models",
     "run_models",
     "model_for",
+    "model_dir",
+    "trained_models",
     "marker_path",
     "train",
     "main",
 ]
-
-#: Rankers whose model trains data-parallel to the single-process update (a loss that is a mean
-#: over pairs): read from :mod:`calibrank.registry`.
-DATA_PARALLEL = tuple(RankerName(r.name) for r in registry.RANKERS.values() if r.data_parallel and r.name in RankerName.__members__)
-
 
 @dataclass(frozen=True)
 class GridModel:
@@ -79,7 +75,9 @@ class GridModel:
 
     @property
     def data_parallel(self) -> bool:
-        return RankerName(self.ranker) in DATA_PARALLEL
+        """The model trains data-parallel to the single-process update (a loss that is a mean over
+        pairs): :attr:`calibrank.registry.RankerInfo.data_parallel`."""
+        return registry.info(self.ranker).data_parallel
 
 
 def model_for(cfg: Config, ranker: str | RankerName, corpus: str | Corpus, seed: int | None = None,
@@ -90,9 +88,9 @@ def model_for(cfg: Config, ranker: str | RankerName, corpus: str | Corpus, seed:
     profile does not have.
     """
     try:
-        key = RankerName(ranker)
-    except ValueError:
-        raise ValueError(f"ranker: unknown ranker {ranker!r}; known rankers: {', '.join(r.value for r in RankerName)}") from None
+        key = registry.key(ranker)
+    except KeyError as exc:
+        raise ValueError(exc.args[0]) from None
     try:
         corp = Corpus(corpus)
     except ValueError:
@@ -113,12 +111,12 @@ def model_for(cfg: Config, ranker: str | RankerName, corpus: str | Corpus, seed:
         if member > 0:
             return GridModel(f"ensemble-{corp.value}-seed{seed}-member{member}", key.value, corp.value, seed, member)
     elif member is not None:
-        raise ValueError(f"member: only the ensemble has members, ranker {key.value!r} takes no --member")
-    key = RankerName(registry.trained_model(key, member))  # its own model, or the one it shares (registry)
-    return GridModel(f"{key.value}-{corp.value}-seed{seed}", key.value, corp.value, seed)
+        raise ValueError(f"member: only the ensemble has members, ranker {registry.info(key).name!r} takes no --member")
+    trained = registry.trained_model(key, member)  # its own model, or the one it shares (registry)
+    return GridModel(f"{trained}-{corp.value}-seed{seed}", trained, corp.value, seed)
 
 
-def _run_models(cfg: Config, ranker: RankerName, corpus: Corpus, seed: int) -> list[GridModel]:
+def _run_models(cfg: Config, ranker: RankerName | str, corpus: Corpus, seed: int) -> list[GridModel]:
     if ranker is RankerName.ensemble:
         return [model_for(cfg, ranker, corpus, seed, m) for m in range(cfg.rankers.ensemble.members)]
     return [model_for(cfg, ranker, corpus, seed)]
@@ -156,6 +154,28 @@ def grid_models(cfg: Config) -> list[GridModel]:
         for m in _run_models(cfg, ranker, corpus, seed):
             seen.setdefault(m.name, m)
     return list(seen.values())
+
+
+def model_dir(cfg: Config, model: GridModel) -> Path:
+    """The model-cache folder ``model`` trains into (:meth:`calibrank.rankers.base.Ranker.model_dirs`);
+    needs the training corpus's query sets (notebook 02), builds and trains nothing."""
+    from . import experiment
+    from .rankers import ranker_from_config
+
+    ranker = ranker_from_config(cfg, model.ranker, experiment.models_dir(cfg, model.corpus), seed=model.seed)
+    return ranker.model_dirs(*experiment.training_queries(cfg, model.corpus))[model.member or 0]
+
+
+def trained_models(cfg: Config) -> set[str]:
+    """The grid models whose folder already holds a finished model (a run would load, not train,
+    them); empty while the query sets they are keyed by do not exist yet."""
+    from .querysets import MissingStepError
+    from .training import is_trained
+
+    try:
+        return {m.name for m in grid_models(cfg) if is_trained(model_dir(cfg, m))}
+    except MissingStepError:
+        return set()
 
 
 def marker_path(profile: str, name: str) -> Path:

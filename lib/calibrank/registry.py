@@ -24,7 +24,7 @@ from .choices import RankerName
 if TYPE_CHECKING:
     from .config import Config
 
-__all__ = ["Family", "Papers", "RankerInfo", "RANKERS", "claimed_by", "info", "of_family", "register", "trained_model"]
+__all__ = ["Family", "Papers", "RankerInfo", "RANKERS", "RegisteredName", "claimed_by", "info", "key", "of_family", "register", "trained_model"]
 
 
 class Family(str, enum.Enum):
@@ -102,10 +102,30 @@ for _entry in (
 
 def info(name: str | RankerName) -> RankerInfo:
     """The description of ``name``; a clear error naming the known rankers otherwise."""
-    key = name.value if isinstance(name, RankerName) else str(name)
-    if key not in RANKERS:
-        raise KeyError(f"ranker: unknown ranker {key!r}; known rankers: {', '.join(RANKERS)}")
-    return RANKERS[key]
+    name = name.value if isinstance(name, RankerName) else str(name)
+    if name not in RANKERS:
+        raise KeyError(f"ranker: unknown ranker {name!r}; known rankers: {', '.join(RANKERS)}")
+    return RANKERS[name]
+
+
+class RegisteredName(str):
+    """The name of a ranker registered outside :class:`RankerName` (:func:`register`): a ``str``
+    with the enum members' ``value``, so code that passes ranker names around treats both alike."""
+
+    __slots__ = ()
+
+    @property
+    def value(self) -> str:
+        return str(self)
+
+
+def key(name: str | RankerName) -> RankerName | RegisteredName:
+    """``name`` as the project passes a ranker around: the :class:`RankerName` member of a built-in
+    ranker, a :class:`RegisteredName` for one registered elsewhere (:func:`register`); ``KeyError``
+    naming the known rankers for a name nobody registered. Profiles (``rankers.names``), run names
+    and the grid go through this, so a registered ranker needs no enum member."""
+    entry = info(name)
+    return RankerName(entry.name) if entry.name in RankerName.__members__ else RegisteredName(entry.name)
 
 
 def of_family(*families: Family) -> tuple[str, ...]:

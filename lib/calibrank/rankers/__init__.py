@@ -25,6 +25,7 @@ import dataclasses
 import enum
 from typing import Any
 
+from .. import registry
 from ..config import Config, RankerName, training_seeds
 from .base import CrossEncoder, Ranker
 from .deterministic import DeterministicRanker
@@ -37,7 +38,7 @@ from .temperature import TemperatureRanker
 
 __all__ = ["CrossEncoder", "Ranker", "RANKERS", "make_ranker", "ranker_from_config"]
 
-RANKERS: dict[RankerName, type[Ranker]] = {
+RANKERS: dict[RankerName | str, type[Ranker]] = {
     RankerName.bert: DeterministicRanker,
     RankerName.mc_dropout: MCDropoutRanker,
     RankerName.ensemble: EnsembleRanker,
@@ -57,14 +58,16 @@ def _section_params(section: Any) -> dict[str, Any]:
 def make_ranker(name: str | RankerName, **params: Any) -> Ranker:
     """A ranker by name; ``params`` are its constructor's keyword arguments (unknown ones are errors)."""
     try:
-        key = RankerName(name)
-    except ValueError:
-        raise ValueError(f"unknown ranker {name!r}; known rankers: {', '.join(r.value for r in RankerName)}") from None
-    cls = RANKERS[key]
+        key = registry.key(name)
+    except KeyError as exc:
+        raise ValueError(exc.args[0]) from None
+    if key not in RANKERS:
+        raise ValueError(f"ranker {name!r} is registered (calibrank.registry) but has no class in "
+                         f"calibrank.rankers.RANKERS")
     try:
-        return cls(**params)
+        return RANKERS[key](**params)
     except TypeError as exc:
-        raise TypeError(f"ranker {key.value!r}: {exc}") from None
+        raise TypeError(f"ranker {registry.info(key).name!r}: {exc}") from None
 
 
 def ranker_from_config(cfg: Config, name: str | RankerName, models_dir, device=None, seed: int | None = None) -> Ranker:
@@ -72,7 +75,7 @@ def ranker_from_config(cfg: Config, name: str | RankerName, models_dir, device=N
 
     ``seed`` is the training seed (default: the profile's main training seed).
     """
-    key = RankerName(name)
+    key = registry.key(name)
     params: dict[str, Any] = {
         "training": cfg.training,
         "models_dir": models_dir,
