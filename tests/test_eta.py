@@ -86,6 +86,16 @@ def test_faster_rates_give_a_shorter_estimate_and_done_steps_count_zero(smoke):
     assert [s.name for s in extra.pending] == ["09_new"] and extra.seconds > 0
 
 
+def test_models_already_in_the_cache_cost_no_training(smoke):
+    full = {s.name: s for s in eta.estimate(smoke, RATES, _sizes(smoke)).steps}
+    cached = {"bert-chitchat-seed0", "ensemble-chitchat-seed0-member1"}
+    est = {s.name: s for s in eta.estimate(smoke, RATES, _sizes(smoke), trained=cached).steps}
+    assert est["03_train-bert-chitchat"].training == 0.0 < full["03_train-bert-chitchat"].training
+    assert est["03_train-bert-chitchat"].inference == full["03_train-bert-chitchat"].inference  # still predicts
+    assert est["ensemble-chitchat-seed0-member1"].training == 0.0  # the step is there (make runs it), untrained
+    assert est["03_train-focal-chitchat"].training == full["03_train-focal-chitchat"].training > 0
+
+
 def test_bad_rates_are_refused(smoke):
     with pytest.raises(eta.EtaError, match="rates.train"):
         eta.estimate(smoke, eta.Rates(train=0.0, infer=1.0, dropout=1.0, solo_infer=1.0), _sizes(smoke))
@@ -191,3 +201,28 @@ def test_measure_rates_on_the_tiny_backbone(smoke):
     rates = eta.measure_rates(smoke, threads=1, solo_threads=1, budget_s=0.3, loaded=loaded, device="cpu")
     assert rates.train > 0 and rates.infer > rates.train and rates.dropout > 0 and rates.solo_infer == rates.infer
     assert rates.threads == 1 and rates.device == "cpu" and rates.bf16 is False and rates.mean_tokens > 5
+
+
+def test_the_grid_knows_which_models_the_cache_holds(tmp_root):
+    """:func:`calibrank.grid.trained_models` names the folder the real training fills, and only once finished."""
+    from calibrank import experiment, grid
+    from calibrank.data.io import write_queries
+    from calibrank.querysets import QuerySetSpec, query_set_path
+    from rankfix import learnable_queries
+
+    cfg = load_config("smoke", {"rankers.names": ["bert", "focal"], "rankers.seeds": [0], "training.epochs": 1})
+    assert grid.trained_models(cfg) == set()  # no query sets yet: nothing to key a model by
+    for split, n, k in (("train", 16, cfg.negatives.train_k), ("valid", 4, cfg.negatives.eval_k)):
+        write_queries(query_set_path(cfg, QuerySetSpec("chitchat", split, cfg.negatives.train, k)),
+                      learnable_queries(n, k, seed=len(split)))
+    assert grid.trained_models(cfg) == set()
+    bert, focal = (grid.model_for(cfg, r, "chitchat") for r in ("bert", "focal"))
+    half = grid.model_dir(cfg, focal)
+    half.mkdir(parents=True)
+    (half / "model.safetensors").write_bytes(b"")
+    assert grid.trained_models(cfg) == set()  # train.json is renamed into place last: not finished
+    trained = experiment.train_ranker(cfg, "bert", "chitchat").trained
+    assert trained.workdir == grid.model_dir(cfg, bert)
+    assert grid.trained_models(cfg) == {bert.name}
+    assert experiment.train_ranker(cfg, "focal", "chitchat").trained.workdir == half
+    assert grid.trained_models(cfg) == {bert.name, focal.name}

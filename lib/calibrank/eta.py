@@ -20,8 +20,9 @@ the first training corpus tokenised at ``training.max_length``, in the profile's
 **Counted** from the profile and the data sizes (the examples per split and the response pools
 of ``summary.json``, or of the corpora just read): training pairs x epochs of every trained
 model (``bert``, which ``mc_dropout``, ``temperature`` and ensemble member 0 share, each other
-ranker's model, and every further ensemble member, :func:`calibrank.grid.run_models`), plus
-the validation pairs scored at each evaluation; inference pairs of every condition a ranker
+ranker's model, and every further ensemble member, :func:`calibrank.grid.run_models`; none for a
+model whose folder in the model cache is finished already, :func:`calibrank.grid.trained_models`),
+plus the validation pairs scored at each evaluation; inference pairs of every condition a ranker
 predicts (:func:`calibrank.experiment.ranker_conditions`) x its passes: ``mc_dropout`` T
 stochastic passes, an ensemble M members (member 0's test logits are ``bert``'s, reused), a GP
 ranker one pass (its posterior arithmetic is not counted), ``temperature`` only the validation
@@ -64,6 +65,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import registry
 from .config import Config, ConfigError, RankerName, load_config, parse_run_name, train_runs
 from .runs import project_root, read_json, write_json
 
@@ -439,12 +441,14 @@ def _condition_pairs(cfg: Config, sizes: Sizes, ranker: RankerName) -> dict[str,
     return out
 
 
-def estimate(cfg: Config, rates: Rates, sizes: Sizes, *, jobs: int = 1, pending: set[str] | None = None) -> Estimate:
+def estimate(cfg: Config, rates: Rates, sizes: Sizes, *, jobs: int = 1, pending: set[str] | None = None,
+             trained: Iterable[str] = ()) -> Estimate:
     """Per-step seconds of the profile's report on a machine with ``rates`` (module docstring); pure arithmetic.
 
     ``pending``: the step names make would run (None: all of them). Step names are the Makefile's:
     ``01_data``, ``02_negatives``, ``03_train-<run>``, ``ensemble-<corpus>-seed<N>-member<M>``, the analyses and
-    ``index``.
+    ``index``. ``trained``: grid models already in the model cache (:func:`calibrank.grid.trained_models`):
+    a step that only loads them costs no training.
     """
     from .grid import run_models, shared_runs
 
@@ -467,7 +471,7 @@ def estimate(cfg: Config, rates: Rates, sizes: Sizes, *, jobs: int = 1, pending:
 
     models = run_models(cfg)
     shared = shared_runs(cfg)
-    trained: set[str] = set()
+    cached, counted = set(trained), set()
     bert_in = RankerName.bert in rk.names
     n_files = 0
     for run in train_runs(cfg):
@@ -483,10 +487,11 @@ def estimate(cfg: Config, rates: Rates, sizes: Sizes, *, jobs: int = 1, pending:
 
         training = 0.0
         for model in models[run]:
-            if model in trained or "-member" in model:
+            if model in counted or "-member" in model:
                 continue
-            trained.add(model)
-            training += train_seconds(RankerName(model.split("-")[0]))  # the ranker whose model it is (grid)
+            counted.add(model)
+            if model not in cached:
+                training += train_seconds(registry.key(model.split("-")[0]))  # the ranker whose model it is (grid)
         split_pairs = _condition_pairs(cfg, sizes, ranker)
         n_files += len(_conditions(cfg, ranker))
         every = split_pairs["valid"] + split_pairs["test"]
@@ -506,9 +511,9 @@ def estimate(cfg: Config, rates: Rates, sizes: Sizes, *, jobs: int = 1, pending:
         add(f"03_train-{run}", "train", training=training, inference=inference,
             other=NOTEBOOK_OVERHEAD_S + loads * rates.backbone_load_s, after=after)
         for model in models[run]:
-            if "-member" in model and model not in trained:
-                trained.add(model)
-                add(model, "train", training=train_seconds(RankerName.ensemble),
+            if "-member" in model and model not in counted:
+                counted.add(model)
+                add(model, "train", training=0.0 if model in cached else train_seconds(RankerName.ensemble),
                     other=PROCESS_OVERHEAD_S + rates.backbone_load_s)
 
     for name, per_file in ANALYSIS_PER_FILE_S.items():
@@ -721,7 +726,9 @@ def run_estimate(profile: str, *, jobs: int, cores: int, started: float, make: s
     if load > cores:
         notes.append(f"load average {load:.1f} on {cores} cores while measuring: other programs may have slowed it")
     note = "; ".join(notes)
-    est = estimate(cfg, rates, sizes, jobs=jobs, pending=pending)
+    from .grid import trained_models
+
+    est = estimate(cfg, rates, sizes, jobs=jobs, pending=pending, trained=trained_models(cfg))
     measured_in = time.perf_counter() - t0
     write_eta(est, rates, started=started, cores=cores, measured_in=measured_in, note=note)
     line = summary_line(est, rates, cores)

@@ -22,12 +22,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from . import registry
 from .config import Config, Corpus, RankerName, run_name, training_seeds
 from .metrics.calibration import ece
 from .metrics.ranking import recall_at_k
 from .predictions import Predictions
 from .querysets import MissingStepError, load_query_set
-from .runs import run_dir
+from .runs import project_root, run_dir
 
 if TYPE_CHECKING:  # the rankers (and torch) load only when a model is trained or run
     from .rankers import Ranker
@@ -92,8 +93,9 @@ def _seed(cfg: Config, seed: int | None) -> int:
 
 def predictions_path(cfg: Config, ranker: str | RankerName, train_corpus: str | Corpus, condition: Condition,
                      seed: int | None = None) -> Path:
-    """``<condition>.npz`` for the main seed, ``<condition>-seed<N>.npz`` for the others."""
-    folder = run_dir(cfg.profile, "predictions", RankerName(ranker).value, Corpus(train_corpus).value)
+    """``<condition>.npz`` for the main seed, ``<condition>-seed<N>.npz`` for the others (a path only:
+    the folder is made when the file is written)."""
+    folder = project_root() / "runs" / cfg.profile / "predictions" / registry.info(ranker).name / Corpus(train_corpus).value
     seed = _seed(cfg, seed)
     suffix = "" if seed == training_seeds(cfg)[0] else f"-seed{seed}"
     return folder / f"{condition.name}{suffix}.npz"

@@ -663,13 +663,15 @@ def _share_loss(ddp: nn.Module, train: Pairs, index: np.ndarray, rank: int, worl
     return loss * (weight * world), total_loss
 
 
-def load_trained(model: nn.Module, workdir: Path) -> TrainResult | None:
-    """Load a finished model from ``workdir`` if there is one; None otherwise.
+def is_trained(workdir: Path) -> bool:
+    """Whether ``workdir`` holds a finished model. Both files are renamed into place only once
+    complete, ``train.json`` last, so a model a concurrent trainer is still writing is not finished."""
+    return (workdir / "model.safetensors").exists() and (workdir / "train.json").exists()
 
-    Both files are renamed into place only once complete, ``train.json`` last, so a model
-    that a concurrent trainer is still writing is not seen as finished.
-    """
-    if not (workdir / "model.safetensors").exists() or not (workdir / "train.json").exists():
+
+def load_trained(model: nn.Module, workdir: Path) -> TrainResult | None:
+    """Load a finished model from ``workdir`` if there is one (:func:`is_trained`); None otherwise."""
+    if not is_trained(workdir):
         return None
     load_weights(model, workdir / "model.safetensors")
     history = read_json(workdir / "train.json")

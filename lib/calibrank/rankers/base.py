@@ -310,10 +310,28 @@ class Ranker(ABC):
 
         return validate
 
-    def _train(self, kind: str, seed: int, train: Sequence[RankingQuery], valid: Sequence[RankingQuery], **hooks: Any) -> TrainedModel:
+    #: The trained-model cache kind: rankers with the same kind (and settings) share the trained model.
+    kind: str = ""
+
+    def _model_key_extra(self) -> dict | None:
+        """What sets this ranker's trained model apart beyond the training settings, seed and data
+        (its loss, its head's settings): part of the model-cache key."""
+        return None
+
+    def model_seeds(self) -> list[int]:
+        """The seed of each model :meth:`fit` trains (one; an ensemble's members)."""
+        return [self.seed]
+
+    def model_dirs(self, train: Sequence[RankingQuery], valid: Sequence[RankingQuery] = ()) -> list[Path]:
+        """The model-cache folder of each model :meth:`fit` trains or loads, in order; nothing is built
+        or trained (:mod:`calibrank.eta` asks which of them hold a finished model already)."""
+        return [self.models_dir / self._model_key(self.kind, seed, train, valid, self._model_key_extra())
+                for seed in self.model_seeds()]
+
+    def _train(self, seed: int, train: Sequence[RankingQuery], valid: Sequence[RankingQuery], **hooks: Any) -> TrainedModel:
         """Train (or load from the cache) one model of this ranker's kind with ``seed``."""
         model, backbone = self._build(seed)
-        workdir = self.models_dir / self._model_key(kind, seed, train, valid, hooks.pop("key_extra", None))
+        workdir = self.models_dir / self._model_key(self.kind, seed, train, valid, self._model_key_extra())
         done = load_trained(model, workdir)
         if done is None:
             pairs = self._encode(backbone.tokenizer, train, training=True)
@@ -405,6 +423,21 @@ class Ranker(ABC):
                   "seconds": round(seconds, 3)}
         return [(feats[torch.as_tensor(ix.reshape(-1), device=feats.device)], seconds * ix.size / total,
                  {"shared_scoring": shared}) for ix in index]
+
+    def _posterior_predictions(self, query_sets: Sequence[Sequence[RankingQuery]],
+                               meta: Callable[[], dict]) -> list[Predictions]:
+        """Predictions of a GP ranker on each of ``query_sets``: its ``_predict_arrays(queries[, feats])``
+        draws each set's joint Gaussian with its own seeds; one set computes its per-pair inputs
+        itself, several share each distinct pair's input (:meth:`_shared_features`). ``meta()``:
+        the ranker's entries of each Predictions' meta."""
+        shared = self._shared_features(query_sets, self._features) if len(query_sets) > 1 else [None] * len(query_sets)
+        out = []
+        for queries, share in zip(query_sets, shared):
+            feats, shared_seconds, extra = share if share is not None else (None, 0.0, {})
+            (probs, samples), seconds = self.timed(self._predict_arrays, queries, *(() if feats is None else (feats,)))
+            out.append(self._predictions(queries, probs, samples, seconds=seconds + shared_seconds,
+                                         n_parameters=self.n_parameters, extra={**meta(), **extra}))
+        return out
 
     def _logits(self, trained: TrainedModel, queries: Sequence[RankingQuery], **kw: Any) -> np.ndarray:
         """Logits ``[S, Q, K]`` of a trained model on ``queries``."""

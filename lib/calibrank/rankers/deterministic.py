@@ -24,7 +24,7 @@ class DeterministicRanker(Ranker):
     kind = "bert"  # the trained-model cache key: rankers sharing it share the trained model
 
     def fit(self, train: Sequence[RankingQuery], valid: Sequence[RankingQuery] = ()) -> "DeterministicRanker":
-        self.trained = self._train(self.kind, self.seed, train, valid)
+        self.trained = self._train(self.seed, train, valid)
         self.fit_seconds = self.trained.result.seconds
         return self
 

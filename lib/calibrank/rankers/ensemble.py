@@ -25,11 +25,15 @@ class EnsembleRanker(Ranker):
     """``members``: M, the default and check of :class:`calibrank.config.EnsembleConfig`."""
 
     name = "ensemble"
+    kind = "bert"  # every member is a bert model (member 0 is the bert model of the seed)
 
     def __init__(self, *, members: int = EnsembleConfig.members, **kw) -> None:
         super().__init__(**kw)
         self.members = build_section(EnsembleConfig, {"members": members}, where=self.name).members
         self.trained: list[TrainedModel] = []
+
+    def model_seeds(self) -> list[int]:
+        return self.member_seeds()
 
     def member_seeds(self) -> list[int]:
         """Member 0 trains with the ranker's seed (the ``bert`` model of that seed, shared);
@@ -44,7 +48,7 @@ class EnsembleRanker(Ranker):
         """Train (or load from the cache) member ``index`` alone: one job of a grid of runs."""
         if not 0 <= index < self.members:
             raise ValueError(f"ensemble: member index must be in [0, {self.members}), got {index}")
-        return self._train("bert", self.member_seeds()[index], train, valid)
+        return self._train(self.member_seeds()[index], train, valid)
 
     def fit(self, train: Sequence[RankingQuery], valid: Sequence[RankingQuery] = ()) -> "EnsembleRanker":
         self.trained = [self.fit_member(i, train, valid) for i in range(self.members)]

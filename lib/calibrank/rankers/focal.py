@@ -26,14 +26,12 @@ within 0.38-0.63 at gamma 2.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import torch
 from torch import nn
 
 from ..config import FocalConfig, GPFBertConfig, check_focal_gamma
-from ..data.schema import RankingQuery
 from ..losses import focal
 from .base import checked
 from .deterministic import DeterministicRanker
@@ -59,11 +57,8 @@ class FocalRanker(DeterministicRanker):
     def _loss(self, model: nn.Module, batch: dict, labels: torch.Tensor) -> torch.Tensor:
         return focal(model(**batch), labels, self.focal_gamma)
 
-    def fit(self, train: Sequence[RankingQuery], valid: Sequence[RankingQuery] = ()) -> "FocalRanker":
-        self.trained = self._train(self.kind, self.seed, train, valid,
-                                   key_extra={"loss": "focal", "focal_gamma": self.focal_gamma})
-        self.fit_seconds = self.trained.result.seconds
-        return self
+    def _model_key_extra(self) -> dict:
+        return {"loss": "focal", "focal_gamma": self.focal_gamma}
 
     def _from_logits(self, queries, logits, seconds, extra=None):
         return super()._from_logits(queries, logits, seconds, {"focal_gamma": self.focal_gamma, **(extra or {})})

@@ -496,14 +496,16 @@ class PGDRRRanker(Ranker):
         mean, cov = self.joint_logits(queries)
         return mean.cpu().numpy(), cov.diagonal(dim1=-2, dim2=-1).clamp_min(0.0).cpu().numpy()
 
+    def _model_key_extra(self) -> dict:
+        return self.params()
+
     # -------------------------------------------------------------- interface
     def fit(self, train: Sequence[RankingQuery], valid: Sequence[RankingQuery] = ()) -> "PGDRRRanker":
         if not train:
             raise ValueError(f"{self.name}: no training queries")
         self._fit_queries = train
         try:
-            self.trained = self._train(self.kind, self.seed, train, valid, key_extra=self.params(),
-                                       param_groups=self._param_groups)
+            self.trained = self._train(self.seed, train, valid, param_groups=self._param_groups)
         finally:
             self._fit_queries = ()
         self.state = self._load_or_compute_posterior(self.trained, train)
@@ -524,9 +526,7 @@ class PGDRRRanker(Ranker):
         return probs.cpu().numpy(), sigmoid(draws.cpu().numpy())
 
     def predict(self, queries: Sequence[RankingQuery]) -> Predictions:
-        (probs, samples), seconds = self.timed(self._predict_arrays, queries)
-        return self._predictions(queries, probs, samples, seconds=seconds, n_parameters=self.n_parameters,
-                                 extra=self._meta())
+        return self.predict_many([queries])[0]
 
     def _meta(self) -> dict[str, Any]:
         _, state = self._require_fit()
@@ -538,14 +538,7 @@ class PGDRRRanker(Ranker):
 
     def predict_many(self, query_sets: Sequence[Sequence[RankingQuery]]) -> list[Predictions]:
         """Each distinct pair's GP input encoded once; each set's joint Gaussian and seeded draws as :meth:`predict`."""
-        if len(query_sets) < 2:
-            return [self.predict(queries) for queries in query_sets]
-        out = []
-        for queries, (feats, shared_seconds, extra) in zip(query_sets, self._shared_features(query_sets, self._features)):
-            (probs, samples), seconds = self.timed(self._predict_arrays, queries, feats)
-            out.append(self._predictions(queries, probs, samples, seconds=seconds + shared_seconds,
-                                         n_parameters=self.n_parameters, extra={**self._meta(), **extra}))
-        return out
+        return self._posterior_predictions(query_sets, self._meta)
 
     @property
     def n_parameters(self) -> int:

@@ -296,9 +296,12 @@ class SNGPRanker(Ranker):
     def _reset_precision(model: nn.Module, epoch: int) -> None:
         model.head.reset_precision()
 
+    def _model_key_extra(self) -> dict:
+        return self.params()
+
     # -------------------------------------------------------------- interface
     def fit(self, train: Sequence[RankingQuery], valid: Sequence[RankingQuery] = ()) -> "SNGPRanker":
-        self.trained = self._train(self.kind, self.seed, train, valid, key_extra=self.params(),
+        self.trained = self._train(self.seed, train, valid,
                                    on_epoch_start=self._reset_precision,
                                    param_groups=lambda model: head_param_groups(model, self.head_lr))
         self.fit_seconds = self.trained.result.seconds
@@ -354,24 +357,14 @@ class SNGPRanker(Ranker):
         return sigmoid(mf.cpu().numpy()), sigmoid(draws.cpu().numpy())
 
     def predict(self, queries: Sequence[RankingQuery]) -> Predictions:
-        (probs, samples), seconds = self.timed(self._predict_arrays, queries)
-        return self._predictions(queries, probs, samples, seconds=seconds, n_parameters=self.n_parameters,
-                                 extra={"params": self.params(), "samples": self.samples})
+        return self.predict_many([queries])[0]
 
     #: A pair's pooled feature depends on the pair only; the joint draws are made per query set.
     shares_pairs = True
 
     def predict_many(self, query_sets: Sequence[Sequence[RankingQuery]]) -> list[Predictions]:
         """Each distinct pair's feature encoded once; each set's joint Gaussian and seeded draws as :meth:`predict`."""
-        if len(query_sets) < 2:
-            return [self.predict(queries) for queries in query_sets]
-        out = []
-        for queries, (feats, shared_seconds, extra) in zip(query_sets, self._shared_features(query_sets, self._features)):
-            (probs, samples), seconds = self.timed(self._predict_arrays, queries, feats)
-            out.append(self._predictions(queries, probs, samples, seconds=seconds + shared_seconds,
-                                         n_parameters=self.n_parameters,
-                                         extra={"params": self.params(), "samples": self.samples, **extra}))
-        return out
+        return self._posterior_predictions(query_sets, lambda: {"params": self.params(), "samples": self.samples})
 
     @property
     def n_parameters(self) -> int:
