@@ -6,6 +6,7 @@ import dataclasses
 import re
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -24,6 +25,13 @@ GP_RANKERS = registry.of_family(registry.Family.gp)
 
 DISPLAY_NAMES = {name: entry.display for name, entry in registry.RANKERS.items()}
 """Each ranker's name in the papers, from :mod:`calibrank.registry` (as it was at import; :func:`display_name` reads it now)."""
+
+
+def with_keys(df: pd.DataFrame, **keys: Any) -> pd.DataFrame:
+    """``df`` with ``keys`` inserted as its first columns, in the order given (each value on every row)."""
+    for name, value in reversed(list(keys.items())):
+        df.insert(0, name, value)
+    return df
 
 
 def display_name(ranker: str) -> str:
@@ -131,6 +139,11 @@ class Study:
         """``in distribution``, ``cross-domain``, ``cross-NS`` or ``cross-domain + cross-NS``
         (:func:`calibrank.experiment.shift_kind`, as notebook 03 names it)."""
         return shift_kind(condition, train_corpus, self.train_sampler)
+
+    def cell_keys(self, train_corpus: str, condition: Condition) -> dict[str, str]:
+        """The columns that name a test cell in every table: training corpus, test corpus, sampler, shift."""
+        return {"train_corpus": train_corpus, "corpus": condition.corpus, "sampler": condition.sampler,
+                "shift": self.shift(condition, train_corpus)}
 
     def cells(self, split: str = "test", rankers: Iterable[str] | None = None):
         """``(ranker, train_corpus, condition)`` for every cell of ``split`` that has Predictions

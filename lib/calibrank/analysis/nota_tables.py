@@ -8,10 +8,14 @@ import pandas as pd
 
 from ..metrics.stats import holm
 from . import uncertainty as unc
-from .load import Study
+from .load import Study, with_keys
 
 
 # ------------------------------------------------------------------------------ NOTA (06)
+NOTA_FOLDS = 5
+"""Folds of the stratified cross-validation of Tables 4-5 (the paper's 5-fold cross-validation)."""
+
+
 def nota_means_ranker(study: Study) -> str:
     """Whose means make the NOTA features: MC Dropout (the paper's E[R^D]) if present, else the first stochastic ranker, else bert."""
     stochastic = study.stochastic_rankers()
@@ -24,7 +28,7 @@ def nota_table(
     study: Study,
     *,
     split: str = "test",
-    folds: int = 5,
+    folds: int = NOTA_FOLDS,
     n_estimators: int = 100,
     seed: int | None = None,
     alpha: float = 0.05,
@@ -65,13 +69,7 @@ def nota_table(
                 results[f"+var[{r}]"] = nota.cross_validate_nota(x, base_set.y, seed=seed, folds=folds,
                                                                  n_estimators=n_estimators)
             cmp = nota.compare_inputs(results, "E[R]", alpha=alpha)
-            cmp.insert(0, "means_from", means_from)
-            cmp.insert(0, "shift", study.shift(cond, tc))
-            cmp.insert(0, "sampler", cond.sampler)
-            cmp.insert(0, "corpus", cond.corpus)
-            cmp.insert(0, "train_corpus", tc)
-            cmp.insert(0, "table", table)
-            rows.append(cmp)
+            rows.append(with_keys(cmp, table=table, **study.cell_keys(tc, cond), means_from=means_from))
     if not rows:
         return pd.DataFrame()
     out = pd.concat(rows, ignore_index=True)

@@ -12,7 +12,7 @@ from ..metrics.ranking import recall_at_k
 from ..metrics.stats import relative_change
 from . import uncertainty as unc
 from .calibration import _marked
-from .load import BASELINE, Study
+from .load import BASELINE, Study, with_keys
 
 
 # ------------------------------------------------------------------------------ risk (05)
@@ -43,12 +43,7 @@ def risk_sweep(study: Study, bs: Iterable[float] | None = None, *, split: str = 
             df["rel_change_bert"] = relative_change(df["value"].to_numpy(), bert_r1)
         else:
             df["rel_change_bert"] = np.nan
-        df.insert(0, "shift", study.shift(cond, tc))
-        df.insert(0, "sampler", cond.sampler)
-        df.insert(0, "corpus", cond.corpus)
-        df.insert(0, "train_corpus", tc)
-        df.insert(0, "ranker", ranker)
-        frames.append(df)
+        frames.append(with_keys(df, ranker=ranker, **study.cell_keys(tc, cond)))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
         columns=["ranker", "train_corpus", "corpus", "sampler", "shift", "b", "metric", "value", "rel_change", "n_queries",
                  "rel_change_bert"])
