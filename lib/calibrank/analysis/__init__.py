@@ -12,7 +12,8 @@ One module per question, none importing torch (a test checks it):
 - :mod:`.verdicts`: one row per claim and method with one of four verdicts;
 - :mod:`.exports`: CSV tables and TREC run files;
 - :mod:`.uncertainty`: intervals, paired tests, Holm and the marks of every table;
-- :mod:`.subsets`: candidate subsets of Predictions (the balanced set, Figure 2's nested sets).
+- :mod:`.subsets`: candidate subsets of Predictions (the balanced set, Figure 2's nested sets);
+- :mod:`.checks`: what notebooks 04-06 assert about their tables, as lists of problems.
 
 :mod:`calibrank.study` re-exports what the notebooks call. The analyses beyond the papers
 (notebook 08) are :mod:`calibrank.practice`.

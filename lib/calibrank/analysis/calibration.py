@@ -259,6 +259,10 @@ def ece_by_negatives(
 
 
 # ------------------------------------------------------------------------------ reliability
+RELIABILITY_BINS = 10
+"""Equal-width buckets of the reliability diagrams (the 10 buckets of Penha & Hauff's ECE, eq. 1)."""
+
+
 def default_condition(study: Study, train_corpus: str | None = None, split: str = "test") -> Condition:
     """The in-distribution condition: the training corpus with the training sampler (else its first sampler)."""
     tc = train_corpus or study.train_corpora[0]
@@ -272,7 +276,7 @@ def reliability_table(
     condition: Condition | None = None,
     train_corpus: str | None = None,
     *,
-    n_bins: int = 10,
+    n_bins: int = RELIABILITY_BINS,
     rankers: Iterable[str] | None = None,
 ) -> pd.DataFrame:
     """Reliability-diagram buckets per ranker on one condition (default: in distribution, test).

@@ -22,7 +22,10 @@ import dataclasses
 import numpy as np
 from scipy import stats as _sps
 
-__all__ = ["TTestResult", "holm", "mean_ci", "paired_ttest", "relative_change"]
+__all__ = ["MIN_CI_VALUES", "TTestResult", "holm", "mean_ci", "paired_ttest", "relative_change"]
+
+MIN_CI_VALUES = 2
+"""The fewest values :func:`mean_ci` gives an interval for (one degree of freedom); with fewer it is NaN."""
 
 _NAN_POLICIES = ("omit", "raise")
 _ALTERNATIVES = ("two-sided", "less", "greater")
@@ -150,7 +153,7 @@ def mean_ci(values: np.ndarray, level: float = 0.95, nan_policy: str = "omit") -
     v = v[~np.isnan(v)]
     n = v.size
     mean = float(v.mean()) if n else float("nan")
-    if n < 2:
+    if n < MIN_CI_VALUES:
         return mean, float("nan"), float("nan")
     half = float(_sps.t.ppf(0.5 + level / 2.0, df=n - 1)) * float(v.std(ddof=1)) / float(np.sqrt(n))
     return mean, mean - half, mean + half

@@ -16,7 +16,8 @@ Computed from the Predictions of notebook 03 only (no model is run). One concern
   interval) and for query performance prediction (Kendall's tau);
 - :mod:`.nota_sets`: "none of the above" from an empty conformal set, and from a threshold on
   the top probability certified by Learn then Test, beside notebook 06's random forest;
-- :mod:`.findings`: one sentence per finding, computed from the tables.
+- :mod:`.findings`: one sentence per finding, computed from the tables;
+- :mod:`.checks`: what notebook 08 asserts about its tables, as lists of problems.
 
 Nothing here imports torch.
 """

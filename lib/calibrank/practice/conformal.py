@@ -41,8 +41,8 @@ from ..predictions import Predictions
 from .fitdata import drop_queries, fit_data
 from .listwise import candidate_distribution
 
-__all__ = ["ALPHAS", "SCORES", "candidate_scores", "conformal_quantile", "conformal_table", "prediction_sets",
-           "true_scores"]
+__all__ = ["ALPHAS", "SCORES", "candidate_scores", "conformal_quantile", "conformal_table", "min_calibration_queries",
+           "prediction_sets", "true_scores"]
 
 SCORES = ("LAC", "APS")
 ALPHAS = (0.1, 0.2)
@@ -52,6 +52,13 @@ def _check_alpha(alpha: float) -> float:
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.floating)) or not 0.0 < float(alpha) < 1.0:
         raise ValueError(f"alpha (the miscoverage level) must be strictly between 0 and 1; got {alpha!r}")
     return float(alpha)
+
+
+def min_calibration_queries(alpha: float) -> int:
+    """The fewest calibration queries with which the guarantee can hold at ``alpha``: ``ceil(1 / alpha - 1)``
+    (``ceil((n + 1)(1 - alpha)) <= n`` iff ``n >= 1 / alpha - 1``; :func:`conformal_quantile` raises below it)."""
+    alpha = _check_alpha(alpha)
+    return math.ceil(1.0 / alpha - 1.0 - 1e-9)
 
 
 def candidate_scores(pi: np.ndarray, score: str) -> np.ndarray:
@@ -88,7 +95,7 @@ def conformal_quantile(scores: np.ndarray, alpha: float) -> float:
     rank = math.ceil((n + 1) * (1.0 - alpha) - 1e-9)
     if rank > n:
         raise ValueError(f"{n} calibration queries are too few for alpha={alpha}: the coverage guarantee "
-                         f"1 - alpha cannot hold with fewer than {math.ceil(1.0 / alpha - 1.0 - 1e-9)} "
+                         f"1 - alpha cannot hold with fewer than {min_calibration_queries(alpha)} "
                          f"(ceil((n+1)(1-alpha)) = {rank} > n)")
     return float(s[rank - 1])
 

@@ -19,12 +19,23 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-__all__ = ["OPTIONAL", "REQUIRED", "findings_table"]
+__all__ = ["OPTIONAL", "REQUIRED", "SECTIONS", "findings_table"]
 
 REQUIRED = ("prior_summary", "prior_by_negatives", "recalibration", "selective", "conformal", "shift_detection",
             "performance_prediction", "listwise")
 OPTIONAL = ("nota_conformal", "nota_threshold")
 IN = "in distribution"
+
+PRIOR_SHIFT = "1 prior shift"
+RECALIBRATION = "2 recalibration"
+ABSTAIN = "3 answer or abstain"
+CONFORMAL = "4 conformal shortlists"
+FLAGGING = "5 flagging shift"
+PERFORMANCE = "6 performance prediction"
+LISTWISE = "7 listwise calibration"
+NOTA = "8 none of the above"
+SECTIONS = (PRIOR_SHIFT, RECALIBRATION, ABSTAIN, CONFORMAL, FLAGGING, PERFORMANCE, LISTWISE, NOTA)
+"""The sections of the findings table, in order; the last (none of the above) only when :data:`OPTIONAL` tables are given."""
 
 
 def _pct(x: float) -> str:
@@ -45,13 +56,13 @@ def _prior(summary: pd.DataFrame, by_n: pd.DataFrame) -> list[dict]:
     rows = []
     k = int(summary["K"].iloc[0]) - 1 if len(summary) else 0
     for _, r in summary[summary["shift"] == IN].iterrows():
-        rows.append(_row("1 prior shift",
+        rows.append(_row(PRIOR_SHIFT,
                          f"Prior correction removes {_pct(r['removed'])} [{_pct(r['removed lo'])}, {_pct(r['removed hi'])}] "
                          f"of {r['ranker']}'s ECE at 1:{k} in distribution ({_num(r['ECE raw'])} -> {_num(r['ECE corrected'])})",
                          r["ranker"], r["removed"], r["removed lo"], r["removed hi"], r["ECE raw"]))
     shifted = summary[summary["shift"] != IN]
     if len(shifted):
-        rows.append(_row("1 prior shift",
+        rows.append(_row(PRIOR_SHIFT,
                          f"Under shift it removes {_pct(shifted['removed'].median())} of the ECE at 1:{k} (median over "
                          f"{len(shifted)} ranker x condition cells; range {_pct(shifted['removed'].min())} to "
                          f"{_pct(shifted['removed'].max())})", "all", shifted["removed"].median(),
@@ -60,7 +71,7 @@ def _prior(summary: pd.DataFrame, by_n: pd.DataFrame) -> list[dict]:
     if len(ind):
         g = ind.groupby("n_nonrel")[["ECE raw", "ECE corrected"]].mean()
         lo_n, hi_n = int(g.index.min()), int(g.index.max())
-        rows.append(_row("1 prior shift",
+        rows.append(_row(PRIOR_SHIFT,
                          f"In distribution the mean ECE over rankers grows from {_num(g.loc[lo_n, 'ECE raw'])} at 1:{lo_n} "
                          f"to {_num(g.loc[hi_n, 'ECE raw'])} at 1:{hi_n} uncorrected; corrected it stays between "
                          f"{_num(g['ECE corrected'].min())} and {_num(g['ECE corrected'].max())}: the growth is the prior",
@@ -79,7 +90,7 @@ def _recalibration(table: pd.DataFrame) -> list[dict]:
         none = grp[grp["method"] == "none"]
         ref = float(none["mean ECE"].iloc[0]) if len(none) else np.nan
         most = grp.sort_values("cells won", ascending=False).iloc[0]
-        rows.append(_row("2 recalibration",
+        rows.append(_row(RECALIBRATION,
                          f"{setting.capitalize()}, {top['method']} has the lowest mean ECE ({_num(top['mean ECE'])}, "
                          f"uncorrected {_num(ref)}); {most['method']} is best in the most cells "
                          f"({int(most['cells won'])} of {int(most['cells'])})", "all", top["mean ECE"],
@@ -87,7 +98,7 @@ def _recalibration(table: pd.DataFrame) -> list[dict]:
     temp = best[(best["method"] == "temperature") & (best["setting"] == IN)]
     none = best[(best["method"] == "none") & (best["setting"] == IN)]
     if len(temp) and len(none):
-        rows.append(_row("2 recalibration",
+        rows.append(_row(RECALIBRATION,
                          f"Temperature scaling (no bias term) leaves the in-distribution ECE at {_num(temp['mean ECE'].iloc[0])} "
                          f"(uncorrected {_num(none['mean ECE'].iloc[0])}): a temperature cannot move probabilities "
                          "towards a new base rate", "all", temp["mean ECE"].iloc[0], reference=none["mean ECE"].iloc[0],
@@ -114,7 +125,7 @@ def _selective(table: pd.DataFrame) -> list[dict]:
     best = win.index[0]
     ref = "top prob" if best != "top prob" else next((c for c in mean.index if c != best), best)
     n, below, above = _separated(table[table["confidence"] == best], table[table["confidence"] == ref], keys, "AURC")
-    rows.append(_row("3 answer or abstain",
+    rows.append(_row(ABSTAIN,
                      f"{best} is the best confidence for abstaining (lowest AURC in {int(win.iloc[0])} of {cells} "
                      f"cells; mean AURC {_num(mean.get(best, np.nan))}, {ref} {_num(mean.get(ref, np.nan))}); "
                      f"its 95% interval lies below {ref}'s in {below} of {n} cells and above it in {above}",
@@ -123,7 +134,7 @@ def _selective(table: pd.DataFrame) -> list[dict]:
         var, top = table[table["confidence"] == "-top var"], table[table["confidence"] == "top prob"]
         m = var.merge(top[keys + ["AURC"]], on=keys, suffixes=("", " top prob"))
         n, below, above = _separated(var, top, keys, "AURC")
-        rows.append(_row("3 answer or abstain",
+        rows.append(_row(ABSTAIN,
                          f"Minus the predictive variance of the top candidate has a lower AURC than its probability in "
                          f"{int((m['AURC'] < m['AURC top prob']).sum())} of {len(m)} cells (mean {_num(m['AURC'].mean())} "
                          f"vs {_num(m['AURC top prob'].mean())}); the 95% intervals separate them in {below} cells "
@@ -133,7 +144,7 @@ def _selective(table: pd.DataFrame) -> list[dict]:
     ind = table[(table["shift"] == IN) & (table["confidence"] == "top prob")]
     for _, r in ind.iterrows():
         lo, hi = r.get(f"{risk} lo", np.nan), r.get(f"{risk} hi", np.nan)
-        rows.append(_row("3 answer or abstain",
+        rows.append(_row(ABSTAIN,
                          f"Answering only the {risk[5:]} most confident queries (top prob) changes {r['ranker']}'s error "
                          f"in distribution from {_num(r['risk'])} to {_num(r[risk])} [{_num(lo)}, {_num(hi)}] "
                          f"(E-AURC {_num(r['E-AURC'])})", r["ranker"], r[risk], lo, hi, reference=r["risk"]))
@@ -145,14 +156,14 @@ def _conformal(table: pd.DataFrame) -> list[dict]:
     for (score, alpha), grp in table.groupby(["score", "alpha"], sort=False):
         ind = grp[grp["shift"] == IN]
         sh = grp[grp["shift"] != IN]
-        rows.append(_row("4 conformal shortlists",
+        rows.append(_row(CONFORMAL,
                          f"{score} at alpha={alpha:g}: in distribution coverage {_num(ind['coverage'].min())} to "
                          f"{_num(ind['coverage'].max())} over rankers (target {1 - alpha:.2f}), mean set size "
                          f"{ind['mean set size'].mean():.1f} of {int(grp['K'].iloc[0])} candidates",
                          "all", ind["coverage"].mean(), ind["coverage"].min(), ind["coverage"].max(), 1 - alpha, len(ind)))
         if len(sh):
             worst = sh.sort_values("coverage").iloc[0]
-            rows.append(_row("4 conformal shortlists",
+            rows.append(_row(CONFORMAL,
                              f"{score} at alpha={alpha:g}: under shift coverage is significantly below {1 - alpha:.2f} in "
                              f"{int(sh['below target'].sum())} of {len(sh)} cells (lowest {_num(worst['coverage'])}, "
                              f"{worst['ranker']} on {worst['corpus']} · {worst['sampler']}); the guarantee needs exchangeable queries",
@@ -172,7 +183,7 @@ def _shift(table: pd.DataFrame) -> list[dict]:
         sig = grp[grp["signal"] == top]
         above_chance = int((sig["AUROC lo"] > 0.5).sum()) if "AUROC lo" in sig else 0
         blo, bhi = best.get("AUROC lo", np.nan), best.get("AUROC hi", np.nan)
-        rows.append(_row("5 flagging shift",
+        rows.append(_row(FLAGGING,
                          f"{shift}: {top} flags shifted queries best on average (AUROC {_num(m.iloc[0])}; "
                          f"{ref} {_num(m.get(ref, np.nan))}), its 95% interval above {ref}'s in {above} of {n} cells "
                          f"and below in {below}, above chance (0.5) in {above_chance} of {len(sig)}; best single cell "
@@ -186,7 +197,7 @@ def _qpp(table: pd.DataFrame) -> list[dict]:
     for signal, grp in table.groupby("signal", sort=False):
         tau = grp["tau RR"]
         sig = int(((grp["p RR"] < 0.05) & (tau < 0)).sum())
-        rows.append(_row("6 performance prediction",
+        rows.append(_row(PERFORMANCE,
                          f"{signal}: mean Kendall tau with the reciprocal rank {_num(tau.mean())} (negative and p < 0.05 in "
                          f"{sig} of {len(grp)} cells)", "all", tau.mean(), tau.min(), tau.max(), cells=len(grp)))
     return rows
@@ -196,7 +207,7 @@ def _listwise(table: pd.DataFrame) -> list[dict]:
     rows = []
     for setting, grp in table.assign(s=np.where(table["shift"] == IN, IN, "under shift")).groupby("s", sort=False):
         over = int((grp["mean confidence"] > grp["R@1"]).sum())
-        rows.append(_row("7 listwise calibration",
+        rows.append(_row(LISTWISE,
                          f"{setting.capitalize()}: top-label ECE of the candidate softmax {_num(grp['top-label ECE'].mean())} "
                          f"beside pointwise ECE {_num(grp['pointwise ECE'].mean())} (means over cells); over-confident "
                          f"(mean confidence > R@1) in {over} of {len(grp)} cells", "all", grp["top-label ECE"].mean(),
@@ -219,7 +230,7 @@ def _nota_conformal(table: pd.DataFrame) -> list[dict]:
             vs = (f"; on the {len(forest)} NOTA conditions where notebook 06's random forest was run ({names}) "
                   f"macro-F1 {_num(forest['F1'].mean())} against the forest's {_num(forest['F1 forest'].mean())}, "
                   f"higher in {int((forest['F1'] > forest['F1 forest']).sum())}")
-        rows.append(_row("8 none of the above",
+        rows.append(_row(NOTA,
                          f"Empty LAC set as NOTA ({view} probabilities, alpha={alpha:g}): in distribution the true "
                          f"response is in the set of {_num(ind['coverage'].min())} to {_num(ind['coverage'].max())} of "
                          f"answerable queries over rankers (target {1 - alpha:.2f}), false NOTA at most "
@@ -242,7 +253,7 @@ def _nota_threshold(table: pd.DataFrame) -> list[dict]:
                 f"{int(per_ranker.sum())} of {len(per_ranker)} rankers")
         if not ind["achieved risk"].notna().any():
             all_risk = ind["risk answering all"]
-            rows.append(_row("8 none of the above",
+            rows.append(_row(NOTA,
                              f"{head}; without one the rule abstains on every query (answering every in-distribution "
                              f"query is wrong on {_num(all_risk.min())} to {_num(all_risk.max())} of them)",
                              "all", np.nan, reference=target, cells=len(ind)))
@@ -258,7 +269,7 @@ def _nota_threshold(table: pd.DataFrame) -> list[dict]:
             text += (f"; under shift the interval is above the target in {int(shown['above target'].sum())} of "
                      f"{len(shown)} cells (highest {_num(worst['achieved risk'])}, {worst['ranker']} on "
                      f"{worst['corpus']} · {worst['sampler']})")
-        rows.append(_row("8 none of the above", text, "all", ok["achieved risk"].mean(), ok["achieved risk"].min(),
+        rows.append(_row(NOTA, text, "all", ok["achieved risk"].mean(), ok["achieved risk"].min(),
                          ok["achieved risk"].max(), target, len(ok)))
     return rows
 

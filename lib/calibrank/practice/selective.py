@@ -49,10 +49,17 @@ import pandas as pd
 from . import intervals
 from .listwise import query_signals
 
-__all__ = ["CONFIDENCES", "SelectiveScores", "confidences", "risk_coverage", "selective_batch",
-           "selective_intervals", "selective_scores", "selective_table", "selective_curves"]
+__all__ = ["CONFIDENCES", "COVERAGE", "SelectiveScores", "confidences", "risk_column", "risk_coverage",
+           "selective_batch", "selective_intervals", "selective_scores", "selective_table", "selective_curves"]
 
 CONFIDENCES = ("top prob", "margin", "-top var")
+COVERAGE = 0.8
+"""The coverage of ``risk@cov`` unless one is given: the risk when answering the 80% most confident queries."""
+
+
+def risk_column(coverage: float = COVERAGE) -> str:
+    """The column of :func:`selective_table` that holds the risk at ``coverage`` (``risk@80%``)."""
+    return f"risk@{coverage:.0%}"
 
 
 def _check(conf: np.ndarray, loss: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -93,7 +100,7 @@ class SelectiveScores:
     risk: float
 
 
-def selective_scores(conf: np.ndarray, loss: np.ndarray, *, coverage: float = 0.8) -> SelectiveScores:
+def selective_scores(conf: np.ndarray, loss: np.ndarray, *, coverage: float = COVERAGE) -> SelectiveScores:
     """AURC, E-AURC, AUGRC and the risk at ``coverage`` (see the module docstring); ``risk`` is the full-coverage risk."""
     if isinstance(coverage, bool) or not 0.0 < float(coverage) <= 1.0:
         raise ValueError(f"coverage must be in (0, 1]; got {coverage!r}")
@@ -108,7 +115,7 @@ def selective_scores(conf: np.ndarray, loss: np.ndarray, *, coverage: float = 0.
                            risk=float(ell.mean()))
 
 
-def selective_batch(conf: np.ndarray, loss: np.ndarray, *, coverage: float = 0.8, axis: int = -1) -> np.ndarray:
+def selective_batch(conf: np.ndarray, loss: np.ndarray, *, coverage: float = COVERAGE, axis: int = -1) -> np.ndarray:
     """``[4, ...]``: AURC, E-AURC, AUGRC and risk@``coverage`` of every row of ``conf`` / ``loss`` ``[..., n]`` at once.
 
     The same numbers as :func:`selective_scores` (tie groups get their mean loss), vectorised over
@@ -162,7 +169,7 @@ def _piecewise(m: np.ndarray, total: np.ndarray, harmonic: np.ndarray, n: int, k
     return by_i, plain, at_k
 
 
-def selective_intervals(conf: np.ndarray, loss: np.ndarray, *, coverage: float = 0.8, seed: int,
+def selective_intervals(conf: np.ndarray, loss: np.ndarray, *, coverage: float = COVERAGE, seed: int,
                         n_resamples: int = intervals.N_RESAMPLES) -> tuple[np.ndarray, np.ndarray]:
     """``(low [4], high [4])``: 95% bootstrap intervals over queries of AURC, E-AURC, AUGRC, risk@``coverage``.
 
@@ -212,13 +219,13 @@ def confidences(pred) -> tuple[pd.DataFrame, np.ndarray]:
     return conf, 1.0 - sig["R@1"].to_numpy()
 
 
-def selective_table(study, rankers: Iterable[str] | None = None, *, coverage: float = 0.8,
+def selective_table(study, rankers: Iterable[str] | None = None, *, coverage: float = COVERAGE,
                     n_resamples: int = intervals.N_RESAMPLES) -> pd.DataFrame:
     """One row per ranker x test condition x confidence score (main training seed): ``AURC``,
     ``E-AURC``, ``AUGRC``, ``risk@<coverage>``, each followed by ``<name> lo`` / ``<name> hi``
     (95% bootstrap interval over test queries, :func:`selective_intervals`, seeded with the
     profile seed), and the full-coverage ``risk``; ``-top var`` only for rankers with S > 1."""
-    label = f"risk@{coverage:.0%}"
+    label = risk_column(coverage)
     rows = []
     for ranker, tc, cond in study.cells("test", rankers):
         pred = study.get(ranker, tc, cond)
