@@ -342,7 +342,9 @@ def test_chains_are_moment_matched() -> None:
     post = PGPosterior.from_w(k_tr, res.w, y)
     assert post.n_chains == 30
     mc, vc = post.predictive(k_x, k_tt.diagonal(), per_chain=True)
-    assert mc.shape == (30, 4) and bool((vc >= 0).all())
+    assert mc.shape == (30, 4)
+    # conditioning on 5 training points lowers every chain's variance below the prior's (8) but not to 0
+    assert bool(((vc > 1e-6) & (vc < k_tt.diagonal())).all())
     m, v = post.predictive(k_x, k_tt.diagonal())
     torch.testing.assert_close(m, mc.mean(0))
     torch.testing.assert_close(v, vc.mean(0) + mc.var(0, unbiased=False))

@@ -12,8 +12,6 @@ from sklearn.metrics import brier_score_loss, log_loss
 
 from calibrank.metrics import (
     EPS,
-    ReliabilityCurve,
-    TTestResult,
     average_precision,
     brier,
     calibration_metrics,
@@ -338,8 +336,8 @@ def test_reliability_curve_matches_sklearn(strategy: str) -> None:
     probs = np.round(probs, 2)  # ties and exact edge values
     labels = (rng.random(probs.size) < probs).astype(int)
     curve = reliability_curve(probs, labels, n_bins=10, strategy=strategy)
-    assert isinstance(curve, ReliabilityCurve)
     assert curve.bin_edges.shape == (11,) and curve.counts.shape == (10,)
+    assert curve.counts.sum() == probs.size  # every probability in exactly one bucket, 0.0 and 1.0 included
     prob_true, prob_pred = calibration_curve(labels, probs, n_bins=10, strategy=strategy)
     nonempty = curve.counts > 0  # sklearn drops empty buckets
     if strategy == "uniform":
@@ -378,7 +376,10 @@ def test_calibration_metrics_keys_and_values() -> None:
     assert out["MCE"] == mce(probs, labels, 15)
     assert out["Brier"] == brier(probs, labels)
     assert out["NLL"] == nll(probs, labels)
-    assert all(isinstance(v, float) for v in out.values())
+    # a hand-computed case: 0.2 for a negative and 0.8 for a positive, each off by 0.2
+    tiny = calibration_metrics(np.array([0.2, 0.8]), np.array([0, 1]), n_bins=15)
+    assert tiny["ECE"] == pytest.approx(0.2) and tiny["MCE"] == pytest.approx(0.2)
+    assert tiny["Brier"] == pytest.approx(0.04) and tiny["NLL"] == pytest.approx(-math.log(0.8))
 
 
 @pytest.mark.parametrize(
@@ -433,7 +434,9 @@ def test_holm_is_monotone_and_bounded() -> None:
     adj = holm(p)
     order = np.argsort(p)
     assert np.all(np.diff(adj[order]) >= 0)
-    assert np.all(adj >= p) and np.all(adj <= 1)
+    assert np.all(adj >= p)
+    assert adj[order[0]] == pytest.approx(min(1.0, p.size * p[order[0]]))  # the smallest p: times m (Bonferroni)
+    assert adj[order[-1]] == pytest.approx(max(p[order[-1]], adj[order[-2]]))  # the largest: itself, kept monotone
     assert np.all(adj <= np.minimum(1, p * p.size) + 1e-15)  # never worse than Bonferroni
 
 
@@ -448,13 +451,17 @@ def test_paired_ttest_matches_scipy() -> None:
     rng = np.random.default_rng(14)
     a = rng.normal(0.5, 0.1, size=60)
     b = a + rng.normal(0.02, 0.05, size=60)
+    p = {}
     for alternative in ("two-sided", "less", "greater"):
         ours = paired_ttest(a, b, alternative=alternative)
         ref = sps.ttest_rel(a, b, alternative=alternative)
-        assert isinstance(ours, TTestResult)
+        p[alternative] = ours.pvalue
         assert ours.statistic == pytest.approx(ref.statistic, rel=1e-12)
         assert ours.pvalue == pytest.approx(ref.pvalue, rel=1e-12)
         assert ours.n == 60 and ours.note == ""
+    # b is a plus 0.02 on average: "a is less" is the small tail, the two tails add up to 1, two-sided = twice the smaller
+    assert p["less"] < 0.01 and p["less"] + p["greater"] == pytest.approx(1.0)
+    assert p["two-sided"] == pytest.approx(2 * p["less"])
 
 
 def test_paired_ttest_undefined_cases_give_nan_with_note() -> None:

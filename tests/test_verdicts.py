@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from calibrank.analysis import uncertainty as unc
 from calibrank.analysis import verdicts as V
 from calibrank.metrics.resample import features
 from calibrank.predictions import Predictions
@@ -75,3 +76,76 @@ def test_nota_claims_need_two_conditions_for_a_test():
     assert row["method"] == "mc_dropout" and row["p"] < 0.05 and row["lo"] < 0.25 < row["hi"]
     one = V.nota_claims(nota.iloc[:1]).iloc[0]
     assert np.isnan(one["p"]) and "no test" in one["note"]
+
+
+# ------------------------------------------------------------------ the thresholds of the verdict rules
+ALPHA = unc.ALPHA  # the default of verdict() and summary()
+BELOW = float(np.nextafter(ALPHA, 0.0))  # the largest p-value under alpha
+TINY = float(np.nextafter(0.0, 1.0))  # the smallest positive effect
+
+
+@pytest.mark.parametrize("direction, sign", [("less", -1.0), ("greater", 1.0)])
+def test_the_effects_sign_decides_the_side_and_zero_is_on_neither(direction, sign):
+    """With both p-values significant, the side is the effect's sign; an effect of exactly 0 is not the claimed
+    direction, and cannot contradict it either."""
+    assert V.verdict(sign * TINY, direction, 0.001, 0.001) == "replicates"
+    assert V.verdict(-sign * TINY, direction, 0.001, 0.001) == "contradicted"
+    assert V.verdict(0.0, direction, 0.001, 0.001) == "opposite direction, not significant"
+    assert V.verdict(-0.0, direction, 0.001, 0.001) == "opposite direction, not significant"
+
+
+@pytest.mark.parametrize("direction, sign", [("less", -1.0), ("greater", 1.0)])
+def test_significance_flips_exactly_at_alpha(direction, sign):
+    """p < alpha is significant, p = alpha is not: for the claimed side (p) and the opposite one (p opposite)."""
+    assert V.verdict(sign * 0.2, direction, BELOW, 1.0) == "replicates"
+    assert V.verdict(sign * 0.2, direction, ALPHA, 1.0) == "same direction, not significant"
+    assert V.verdict(-sign * 0.2, direction, 1.0, BELOW) == "contradicted"
+    assert V.verdict(-sign * 0.2, direction, 1.0, ALPHA) == "opposite direction, not significant"
+
+
+def test_only_the_p_value_of_the_effects_side_counts():
+    # an effect in the claimed direction is never contradicted by its opposite p-value, and vice versa
+    assert V.verdict(-0.2, "less", 0.5, 0.001) == "same direction, not significant"
+    assert V.verdict(0.2, "less", 0.001, 0.5) == "opposite direction, not significant"
+
+
+def test_alpha_is_the_threshold_passed():
+    assert V.verdict(-0.2, "less", 0.02, 1.0) == "replicates"
+    assert V.verdict(-0.2, "less", 0.02, 1.0, alpha=0.02) == "same direction, not significant"
+    assert V.verdict(-0.2, "less", 0.02, 1.0, alpha=float(np.nextafter(0.02, 1.0))) == "replicates"
+
+
+@pytest.mark.parametrize("effect, p, p_opp, expected", [
+    (-0.2, float("nan"), 0.001, "same direction, not significant"),  # no test on the claimed side
+    (0.2, 0.001, float("nan"), "opposite direction, not significant"),  # no test on the other side
+    (float("nan"), 0.001, 0.001, "opposite direction, not significant"),  # undefined effect: on no side, never contradicting
+    (float("-inf"), 0.001, 0.001, "opposite direction, not significant"),  # not finite: as undefined
+])
+def test_undefined_numbers_are_not_significant(effect, p, p_opp, expected):
+    assert V.verdict(effect, "less", p, p_opp) == expected
+
+
+def _rows(effects, ps, ps_opp) -> pd.DataFrame:
+    return pd.DataFrame([{**dict.fromkeys(V.CLAIM_COLUMNS, ""), "ours": e, "direction": "greater", "p": p,
+                          "p opposite": q} for e, p, q in zip(effects, ps, ps_opp)])
+
+
+def test_summary_flips_at_the_holm_adjusted_alpha():
+    """Two claims: the smaller p-value is doubled by Holm, so alpha / 2 is the raw threshold."""
+    inside = V.summary(_rows([0.1, 0.1], [BELOW / 2, 0.5], [0.9, 0.5]))
+    assert inside["p (Holm)"].iloc[0] == BELOW and inside["verdict"].iloc[0] == "replicates"
+    at = V.summary(_rows([0.1, 0.1], [ALPHA / 2, 0.5], [0.9, 0.5]))
+    assert at["p (Holm)"].iloc[0] == ALPHA and at["verdict"].iloc[0] == "same direction, not significant"
+    # the second claim's own adjusted p-value is max(2 p_1, p_2) = 0.5 either way
+    assert (inside["p (Holm)"].iloc[1], at["p (Holm)"].iloc[1]) == (0.5, 0.5)
+    # and the opposite side, Holm-adjusted on its own column
+    contra = V.summary(_rows([-0.1, 0.1], [0.9, 0.5], [BELOW / 2, 0.5]))
+    assert contra["verdict"].tolist() == ["contradicted", "same direction, not significant"]
+    not_contra = V.summary(_rows([-0.1, 0.1], [0.9, 0.5], [ALPHA / 2, 0.5]))
+    assert not_contra["verdict"].iloc[0] == "opposite direction, not significant"
+
+
+def test_summary_leaves_a_claim_without_p_value_out_of_holm():
+    """A NaN p-value does not count in Holm's m: one tested claim keeps its raw p-value."""
+    out = V.summary(_rows([0.1, 0.1], [0.04, float("nan")], [0.96, float("nan")]))
+    assert out["p (Holm)"].iloc[0] == 0.04 and out["verdict"].tolist() == ["replicates", "same direction, not significant"]

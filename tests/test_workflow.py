@@ -4,7 +4,9 @@ The dry runs check the plan against counts worked out here from the profile (one
 per model, never two for the ``bert`` model that ``mc_dropout``, ``temperature`` and ensemble
 member 0 share; one job per further ensemble member; one 03 run per ranker x corpus x seed).
 The smoke grid runs for real with the local executor on 2 cores in a throw-away project root,
-as a cluster would run it, and must leave every notebook, its HTML page and the index.
+as a cluster would run it, and must leave every notebook, its HTML page and the index: that test
+runs every notebook again (as nbval does in ``make test``) and is marked ``slow``, off by default
+(``pytest -m slow tests/test_workflow.py`` runs it); the dry runs stay in the default set.
 """
 
 from __future__ import annotations
@@ -136,6 +138,7 @@ def test_members_lists_each_ensemble_run_with_its_own_members(grid_root, capsys)
         assert members.split(",") == runs[run][1:]  # member 0 is the bert model, a dependency of its own
 
 
+@pytest.mark.slow  # minutes: it runs every notebook, as nbval does in `make test`; run it with `pytest -m slow`
 def test_smoke_grid_runs_with_the_local_executor(tmp_root):
     """Every notebook of the smoke profile, each model trained once in its own job, two jobs at a time."""
     cfg = load_config("smoke")

@@ -106,12 +106,13 @@ def plot_reliability_grid(table: pd.DataFrame, *, ncols: int = 4, axes=None):
         for _, row in full.iterrows():
             ax.annotate(str(int(row["count"])), (row["lower"] + 0.5 * (row["upper"] - row["lower"]), row["fraction_positive"]),
                         xytext=(0, 2), textcoords="offset points", ha="center", va="bottom", fontsize=7, color="#333")
-        ax.plot([0, 1], [0, 1], "--", color="grey", lw=1)
+        ax.plot([0, 1], [0, 1], "--", color="grey", lw=1, label="perfect calibration")
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1.08)
         ax.set_xlabel("predicted P(relevant)")
         ax.set_title(f"{ranker} (ECE {sub['ECE'].iloc[0]:.3f})", fontsize=10)
     panels[0].set_ylabel("fraction relevant")
+    panels[0].legend(loc="upper left", fontsize=7, frameon=False)  # one legend: every panel draws the same marks
     return panels
 
 
