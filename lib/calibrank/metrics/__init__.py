@@ -4,6 +4,8 @@
 - :mod:`.calibration`: ECE (eq. 1 of Penha & Hauff, 2021; equal-width or equal-mass buckets),
   MCE, Brier score, NLL and reliability-curve statistics.
 - :mod:`.stats`: paired t-test, Holm-Bonferroni correction, Student-t intervals, relative change.
+- :mod:`.resample`: every set-level metric as a function of per-query sums, so that bootstrap
+  intervals over queries (and seeds) and paired permutation tests are matrix products.
 
 Compute only: plots live in :mod:`calibrank.plots`.
 """
