@@ -59,12 +59,13 @@ def test_corpus_table_problems():
     f = checks.corpus_table_problems
     assert f(table, examples) == []
     row = (table["corpus"] == "chatterbot") & (table["split"] == "valid")
-    _has(f(table[~row], examples), "corpus table: 0 row(s) for chatterbot · valid, expected 1")
-    _has(f(pd.concat([table, table[row]]), examples), "corpus table: 2 row(s) for chatterbot · valid")
-    _has(f(_set(table, row, "examples", 0), examples), "corpus table: chatterbot · valid: expected examples > 0",
+    _has(f(table[~row], examples), "corpus table: 0 rows for corpus=chatterbot, split=valid, expected 1")
+    _has(f(pd.concat([table, table[row]]), examples), "corpus table: 2 rows for corpus=chatterbot, split=valid")
+    where = "corpus=chatterbot, split=valid"
+    _has(f(_set(table, row, "examples", 0), examples), f"corpus table: {where}: expected examples > 0",
          "found examples 0")
-    _has(f(_set(table, row, "examples", np.nan), examples), "chatterbot · valid: expected examples > 0")
-    _has(f(_set(table, row, "response pool", 1), examples), "chatterbot · valid: expected a response pool at least as "
+    _has(f(_set(table, row, "examples", np.nan), examples), f"{where}: expected examples > 0")
+    _has(f(_set(table, row, "response pool", 1), examples), f"{where}: expected a response pool at least as "
          "large as the examples, found response pool 1, examples 2")
     leaky = {c: dict(splits) for c, splits in examples.items()}
     leaky["chitchat"]["test"] = [*leaky["chitchat"]["test"],
@@ -126,13 +127,14 @@ def test_run_summary_problems(cfg, ranker):
     assert (s > 1) == (ranker == "mc_dropout") and f(cfg, ranker, summary) == []
     name = f"run summary of {ranker}"
     row = (summary["corpus"] == "chatterbot") & (summary["split"] == "test") & (summary["sampler"] == "bm25")
-    where = "chatterbot · test · bm25"
+    where = "corpus=chatterbot, split=test, sampler=bm25"
     dropped = f(cfg, ranker, summary[~row])
     _has(dropped, f"{name}: {len(summary) - 1} rows, expected {len(summary)}")
-    _has(dropped, f"{name}: 0 row(s) for {where}, expected 1")
-    _has(f(cfg, ranker, pd.concat([summary, summary[row]])), f"{name}: 2 row(s) for {where}")
-    _has(f(cfg, ranker, _set(summary, row, "R10@1", 1.2)), f"{name}: {where}: R10@1 = 1.2, expected a number in [0, 1]")
-    _has(f(cfg, ranker, _set(summary, row, "ECE", np.nan)), where, "ECE = nan, expected a number in [0, 1]")
+    _has(dropped, f"{name}: 0 rows for {where}, expected 1")
+    _has(f(cfg, ranker, pd.concat([summary, summary[row]])), f"{name}: 2 rows for {where}")
+    _has(f(cfg, ranker, _set(summary, row, "R10@1", 1.2)), f"{name}: {where}: expected R10@1 in [0, 1]",
+         "found R10@1 1.2")
+    _has(f(cfg, ranker, _set(summary, row, "ECE", np.nan)), where, "expected ECE in [0, 1], found ECE nan")
     _has(f(cfg, ranker, _set(summary, row, "samples", s + 1)), where, f"expected samples {s}", f"found samples {s + 1}")
     if s > 1:
         _has(f(cfg, ranker, _set(summary, row, "mean var", 0.0)), where, "expected mean var > 0")
@@ -146,9 +148,11 @@ def test_the_validation_conditions_are_expected_for_a_ranker_with_samples_only(c
     mc = _run_summary(cfg, "mc_dropout")
     valid = mc["split"] == "valid"
     assert valid.any()
-    _has(checks.run_summary_problems(cfg, "mc_dropout", mc[~valid]), "0 row(s) for chitchat · valid · mixed")
+    _has(checks.run_summary_problems(cfg, "mc_dropout", mc[~valid]),
+         "0 rows for corpus=chitchat, split=valid, sampler=mixed")
     bert = pd.concat([_run_summary(cfg, "bert"), mc[valid].assign(samples=1, **{"mean var": 0.0})])
-    _has(checks.run_summary_problems(cfg, "bert", bert), "unexpected row(s) for chitchat · valid · mixed")
+    _has(checks.run_summary_problems(cfg, "bert", bert), "unexpected row",
+         "for corpus=chitchat, split=valid, sampler=mixed, expected none")
 
 
 # ------------------------------------------------------------------------------ 07 efficiency
@@ -172,11 +176,13 @@ def test_measured_efficiency_problems(cfg):
     sngp = measured["ranker"] == "sngp"
     dropped = f(cfg, measured[~sngp])
     _has(dropped, f"{name}: {len(measured) - 1} rows, expected {len(measured)}")
-    _has(dropped, f"{name}: 0 row(s) for sngp, expected 1")
-    _has(f(cfg, _set(measured, sngp, "ranker", "bm25")), "unexpected row(s) for bm25")
-    _has(f(cfg, _set(measured, sngp, "parameters", 0)), f"{name}: sngp: expected parameters > 0, found parameters 0")
-    _has(f(cfg, _set(measured, sngp, "ms/query", np.nan)), "sngp: expected ms/query > 0, found ms/query nan")
-    _has(f(cfg, _set(measured, sngp, "ms/query (fastest)", 1e6)), "sngp: expected ms/query (fastest) <= ms/query")
+    _has(dropped, f"{name}: 0 rows for ranker=sngp, expected 1")
+    _has(f(cfg, _set(measured, sngp, "ranker", "bm25")), "1 unexpected row for ranker=bm25")
+    _has(f(cfg, _set(measured, sngp, "parameters", 0)), f"{name}: ranker=sngp: expected parameters > 0",
+         "found parameters 0")
+    _has(f(cfg, _set(measured, sngp, "ms/query", np.nan)), "ranker=sngp: expected ms/query > 0, found ms/query nan")
+    _has(f(cfg, _set(measured, sngp, "ms/query (fastest)", 1e6)),
+         "ranker=sngp: expected ms/query (fastest) <= ms/query")
     _has(f(cfg, _set(measured, sngp, "queries", 23)), "expected one value of queries", "found 2: ['23', '24']")
     _has(f(cfg, _set(measured, sngp, "corpus", "chatterbot")), "expected one value of corpus",
          "['chatterbot', 'chitchat']")
@@ -189,14 +195,14 @@ def test_efficiency_table_problems(cfg):
     name = "efficiency table"
     bert, gp = table["ranker"] == "bert", table["ranker"] == "gpf_bert"
     for col in ("params (M)", "ms/query", "ratio_to_bert"):
-        _has(f(_set(table, gp, col, np.nan), 3), f"{name}: gpf_bert: expected a value of {col}, found {col} nan")
-    _has(f(_set(table, bert, "ratio_to_bert", 1.1), 3), f"{name}: bert: expected ratio_to_bert 1 (within 1e-12)",
+        _has(f(_set(table, gp, col, np.nan), 3), f"{name}: ranker=gpf_bert: expected a value of {col}, found {col} nan")
+    _has(f(_set(table, bert, "ratio_to_bert", 1.1), 3), f"{name}: ranker=bert: expected ratio_to_bert 1 (within 1e-12)",
          "found ratio_to_bert 1.1")
     _has(f(table[~bert], 3), f"{name}: no bert row, expected one")
-    _has(f(table, 2), f"{name}: bert: expected repeats 2, found repeats 3")
-    _has(f(_set(table, gp, "ratio lo", 99.0), 3), f"{name}: gpf_bert: expected ratio lo <= ratio hi (3 repeats give an "
-         "interval), found ratio lo 99")
-    _has(f(_set(table, gp, "ratio hi", np.nan), 3), "gpf_bert: expected ratio lo <= ratio hi")
+    _has(f(table, 2), f"{name}: ranker=bert: expected repeats 2, found repeats 3")
+    _has(f(_set(table, gp, "ratio lo", 99.0), 3), f"{name}: ranker=gpf_bert: expected ratio lo <= ratio hi (3 repeats "
+         "give an interval), found ratio lo 99")
+    _has(f(_set(table, gp, "ratio hi", np.nan), 3), "ranker=gpf_bert: expected ratio lo <= ratio hi")
     one = efficiency_table(_measured(cfg, repeats=1))
     assert one[["ratio lo", "ratio hi"]].isna().all().all() and f(one, 1) == []  # one repeat: no interval to check
 

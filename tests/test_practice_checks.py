@@ -77,7 +77,7 @@ def _has(problems: list[str], *parts: str) -> None:
 def _dropped(problems: list[str], table: str, where: str, n: int) -> None:
     """A table of ``n`` rows with the row ``where`` dropped: both the count and the missing row are named."""
     _has(problems, f"{table}: {n - 1} rows, expected {n}")
-    _has(problems, f"{table}: 0 row(s) for {where}, expected 1")
+    _has(problems, f"{table}: 0 rows for {where}, expected 1")
 
 
 def _set(table: pd.DataFrame, mask, column: str, value) -> pd.DataFrame:
@@ -126,19 +126,21 @@ def test_the_tables_of_a_synthetic_study_have_no_problems(t, name):
 def test_prior_by_negatives_problems(t):
     d, by_n = t.data, t.by_n
     f = checks.prior_by_negatives_problems
-    row = "bert · chitchat · chitchat · random · 3"
+    row = "ranker=bert, train_corpus=chitchat, corpus=chitchat, sampler=random, n_nonrel=3"
     _has(f(d, by_n[~_first(by_n, ranker="bert", corpus="chitchat", sampler="random", n_nonrel=3)]),
-         "prior ECE by negatives", f"0 row(s) for {row}, expected 1")
+         "prior ECE by negatives", f"0 rows for {row}, expected 1")
     _has(f(d, by_n.iloc[1:]), f"{len(by_n) - 1} rows, expected {len(by_n)}")
     bad = _first(by_n, ranker="bert", corpus="chitchat", sampler="random", n_nonrel=3)
-    _has(f(d, _set(by_n, bad, "ECE raw", 1.5)), row, "ECE raw = 1.5, expected a number in [0, 1]")
-    _has(f(d, _set(by_n, bad, "ECE corrected", np.nan)), row, "ECE corrected = nan, expected a number in [0, 1]")
+    _has(f(d, _set(by_n, bad, "ECE raw", 1.5)), row, "expected ECE raw in [0, 1], found ECE raw 1.5")
+    _has(f(d, _set(by_n, bad, "ECE corrected", np.nan)), row, "expected ECE corrected in [0, 1]",
+         "found ECE corrected nan")
     _has(f(d, _set(by_n, bad, "pi_test", 0.5)), row, "pi_test = 1 / (n_nonrel + 1)")
     _has(f(d, _set(by_n, bad, "ECE raw lo", 0.99)), row, "ECE raw lo <= ECE raw hi")
     one = _first(by_n, ranker="mc_dropout", corpus="chatterbot", sampler="bm25", n_nonrel=1)  # pi_test = pi_train = 1/2
     assert np.isclose(by_n.loc[one, "pi_test"], by_n.loc[one, "pi_train"]).all()
     _has(f(d, _set(by_n, one, "ECE corrected", float(by_n.loc[one, "ECE raw"].iloc[0]) + 0.05)),
-         "mc_dropout · chitchat · chatterbot · bm25 · 1", "ECE corrected = ECE raw where pi_test = pi_train")
+         "ranker=mc_dropout, train_corpus=chitchat, corpus=chatterbot, sampler=bm25, n_nonrel=1",
+         "ECE corrected = ECE raw where pi_test = pi_train")
     _has(f(d, by_n.drop(columns="pi_train")), "no column 'pi_train'")
 
 
@@ -146,10 +148,10 @@ def test_prior_summary_problems(t):
     d, ps, by_n = t.data, t.prior_sum, t.by_n
     f = checks.prior_summary_problems
     cell = _first(ps, ranker="ensemble", corpus="chatterbot", sampler="embedding")
-    row = "ensemble · chitchat · chatterbot · embedding"
+    row = "ranker=ensemble, train_corpus=chitchat, corpus=chatterbot, sampler=embedding"
     _dropped(f(d, ps[~cell], by_n), "prior summary", row, len(ps))
     _has(f(d, _set(ps, cell, "removed", 0.123), by_n), row, "removed = 1 - ECE corrected / ECE raw")
-    _has(f(d, _set(ps, cell, "pvalue", 1.2), by_n), row, "pvalue = 1.2, expected a number in [0, 1]")
+    _has(f(d, _set(ps, cell, "pvalue", 1.2), by_n), row, "expected pvalue in [0, 1], found pvalue 1.2")
     _has(f(d, _set(ps, cell, "removed lo", 2.0), by_n), row, "removed lo <= removed hi")
     at_k = _first(by_n, ranker="ensemble", corpus="chatterbot", sampler="embedding", n_nonrel=d.k)
     moved = _set(by_n, at_k, "ECE raw", float(by_n.loc[at_k, "ECE raw"].iloc[0]) + 0.01)
@@ -162,15 +164,16 @@ def test_prior_summary_problems(t):
 def test_recalibration_problems(t):
     d, recal, ps = t.data, t.recal, t.prior_sum
     f = checks.recalibration_problems
-    row = "mc_dropout · chitchat · chatterbot · random"
+    row = "ranker=mc_dropout, train_corpus=chitchat, corpus=chatterbot, sampler=random"
     platt = _first(recal, ranker="mc_dropout", corpus="chatterbot", sampler="random", method="platt")
-    _dropped(f(d, recal[~platt], ps), "recalibration", f"{row} · platt", len(recal))
-    _has(f(d, _set(recal, platt, "ECE", -0.1), ps), f"{row} · platt", "expected a number in [0, 1]")
-    _has(f(d, _set(recal, platt, "fitted_on", "test"), ps), f"{row} · platt", "fitted_on one of", "found fitted_on 'test'")
-    _has(f(d, _set(recal, platt, "queries", Q - 1), ps), f"{row} · platt", "every test query evaluated")
+    _dropped(f(d, recal[~platt], ps), "recalibration", f"{row}, method=platt", len(recal))
+    _has(f(d, _set(recal, platt, "ECE", -0.1), ps), f"{row}, method=platt", "expected ECE in [0, 1]")
+    _has(f(d, _set(recal, platt, "fitted_on", "test"), ps), f"{row}, method=platt", "fitted_on one of",
+         "found fitted_on 'test'")
+    _has(f(d, _set(recal, platt, "queries", Q - 1), ps), f"{row}, method=platt", "every test query evaluated")
     for method, col in (("none", "ECE raw"), ("prior", "ECE corrected")):
         m = _first(recal, ranker="mc_dropout", corpus="chatterbot", sampler="random", method=method)
-        _has(f(d, _set(recal, m, "ECE", float(recal.loc[m, "ECE"].iloc[0]) + 0.01), ps), f"{row} · {method}",
+        _has(f(d, _set(recal, m, "ECE", float(recal.loc[m, "ECE"].iloc[0]) + 0.01), ps), f"{row}, method={method}",
              f"ECE = the prior summary's {col}")
 
 
@@ -190,8 +193,8 @@ def test_selective_problems(t):
     d, sel = t.data, t.sel
     f = checks.selective_problems
     row = _first(sel, ranker="ensemble", corpus="chitchat", sampler="embedding", confidence="margin")
-    where = "ensemble · chitchat · chitchat · embedding · margin"
-    _has(f(d, sel[~row]), "selective", f"0 row(s) for {where}")
+    where = "ranker=ensemble, train_corpus=chitchat, corpus=chitchat, sampler=embedding, confidence=margin"
+    _has(f(d, sel[~row]), "selective", f"0 rows for {where}")
     var = sel["confidence"] == "-top var"
     _has(f(d, sel[~(var & (sel["ranker"] == "mc_dropout")).to_numpy()]), "'-top var' rows exactly for the rankers",
          "found them for ['ensemble']")
@@ -200,8 +203,9 @@ def test_selective_problems(t):
     _has(f(d, _set(sel, row, "E-AURC", -0.01)), where, "expected E-AURC >= 0")
     _has(f(d, _set(sel, row, "AUGRC", float(sel.loc[row, "AURC"].iloc[0]) + 0.01)), where, "AUGRC <= AURC")
     _has(f(d, _set(sel, row, "AURC", 1.2)), where, "AURC in [0, 1]")
-    _has(f(d, _set(sel, row, "risk@80%", np.nan)), where, "risk@80% = nan, expected a number in [0, 1]")
-    _has(f(d, _set(sel, row, "risk", 0.99)), "ensemble · chitchat · chitchat · embedding: expected one risk",
+    _has(f(d, _set(sel, row, "risk@80%", np.nan)), where, "expected risk@80% in [0, 1], found risk@80% nan")
+    _has(f(d, _set(sel, row, "risk", 0.99)),
+         "ranker=ensemble, train_corpus=chitchat, corpus=chitchat, sampler=embedding: expected one risk",
          "found 2 values")
 
 
@@ -209,7 +213,7 @@ def test_selective_interval_problems(t):
     sel = t.sel
     f = checks.selective_interval_problems
     row = _first(sel, ranker="bert", corpus="chatterbot", sampler="random", confidence="top prob")
-    where = "bert · chitchat · chatterbot · random · top prob"
+    where = "ranker=bert, train_corpus=chitchat, corpus=chatterbot, sampler=random, confidence=top prob"
     _has(f(_set(sel, row, "AUGRC lo", 5.0)), "selective intervals", where, "AUGRC lo and AUGRC hi present, lo <= hi")
     _has(f(_set(sel, row, "risk@80% hi", np.nan)), where, "risk@80% lo and risk@80% hi present")
     assert f(_set(sel, row, "AURC", 2.0)) == []  # one point outside its interval: allowed
@@ -223,19 +227,20 @@ def test_conformal_problems(t):
     d, conf = t.data, t.conf
     f = checks.conformal_problems
     row = _first(conf, ranker="temperature", corpus="chitchat", sampler="bm25", score="APS", alpha=0.1)
-    where = "temperature · chitchat · chitchat · bm25 · APS · 0.1"
+    where = "ranker=temperature, train_corpus=chitchat, corpus=chitchat, sampler=bm25, score=APS, alpha=0.1"
     _dropped(f(d, conf[~row]), "conformal", where, len(conf))
     _has(f(d, _set(conf, row, "coverage", np.nan)), where, "a note saying why there is no coverage", "found note ''")
     _has(f(d, _set(conf, row, "coverage hi", 0.0)), where, "coverage lo <= coverage <= coverage hi")
-    _has(f(d, _set(conf, row, "mean set size", K + 1)), where, f"expected a number in [0, {K}]")
+    _has(f(d, _set(conf, row, "mean set size", K + 1)), where, f"expected mean set size in [0, {K}]")
     _has(f(d, _set(conf, row, "n_cal", 8)), where, "n_cal >= min_calibration_queries(alpha)", "found n_cal 8")
     assert f(d, _set(conf, conf["alpha"] == 0.1, "n_cal", 9)) == []  # 9 = 1 / 0.1 - 1: enough
     wide = _first(conf, ranker="temperature", corpus="chitchat", sampler="bm25", score="APS", alpha=0.2)
     low = float(conf.loc[wide, "coverage"].iloc[0]) - 0.01
     _has(f(d, _set(_set(conf, row, "coverage", low), row, "coverage lo", 0.0)),
-         "temperature · chitchat · chitchat · bm25 · APS: expected coverage at alpha 0.1 >= at alpha 0.2")
+         "ranker=temperature, train_corpus=chitchat, corpus=chitchat, sampler=bm25, score=APS: "
+         "expected coverage at alpha 0.1 >= at alpha 0.2")
     _has(f(d, _set(conf, row, "mean set size", float(conf.loc[wide, "mean set size"].iloc[0]) - 0.5)),
-         "APS: expected mean set size at alpha 0.1 >= at alpha 0.2")
+         "score=APS: expected mean set size at alpha 0.1 >= at alpha 0.2")
     few = _set(_set(conf, conf["alpha"] == 0.1, "note", "6 calibration queries are too few for alpha=0.1"),
                conf["alpha"] == 0.1, "coverage", np.nan)
     _has(f(d, few), "expected coverage at alpha 0.1 and 0.2 to compare, found none at 0.1")
@@ -247,9 +252,9 @@ def test_shift_detection_problems(t):
     d, shift = t.data, t.shift
     f = checks.shift_detection_problems
     row = _first(shift, ranker="bert", corpus="chatterbot", sampler="bm25", signal="entropy")
-    where = "bert · chitchat · chatterbot · bm25 · entropy"
+    where = "ranker=bert, train_corpus=chitchat, corpus=chatterbot, sampler=bm25, signal=entropy"
     _dropped(f(d, shift[~row]), "shift detection", where, len(shift))
-    _has(f(d, _set(shift, row, "AUROC", 1.5)), where, "expected a number in [0, 1]")
+    _has(f(d, _set(shift, row, "AUROC", 1.5)), where, "expected AUROC in [0, 1], found AUROC 1.5")
     _has(f(d, _set(shift, row, "shift", "in distribution")), where, "a shifted condition")
     _has(f(d, _set(shift, row, "signal", "top var")), "the variance signals", "found them for ['bert', 'ensemble'")
     _has(f(d, shift[~((shift["ranker"] == "ensemble") & shift["signal"].isin(listwise.VARIANCE_SIGNALS)).to_numpy()]),
@@ -262,9 +267,11 @@ def test_shift_interval_problems(t):
     assert shift["paired"].any() and not shift["paired"].all()  # both kinds occur in the fixture
     row = _first(shift, ranker="mc_dropout", corpus="chitchat", sampler="random", signal="top var")
     _has(f(_set(shift, row, "paired", False)), "shift detection intervals",
-         "mc_dropout · chitchat · chitchat · random · top var", "exactly when corpus = train_corpus", "found paired False")
+         "ranker=mc_dropout, train_corpus=chitchat, corpus=chitchat, sampler=random, signal=top var",
+         "exactly when corpus = train_corpus", "found paired False")
     other = _first(shift, ranker="mc_dropout", corpus="chatterbot", sampler="random", signal="top var")
-    _has(f(_set(shift, other, "paired", True)), "mc_dropout · chitchat · chatterbot · random · top var")
+    _has(f(_set(shift, other, "paired", True)),
+         "ranker=mc_dropout, train_corpus=chitchat, corpus=chatterbot, sampler=random, signal=top var")
     _has(f(_set(shift, np.arange(len(shift)) % 3 == 0, "AUROC hi", -1.0)), "expected AUROC inside its 95% interval")
 
 
@@ -272,7 +279,7 @@ def test_performance_prediction_problems(t):
     d, qpp = t.data, t.qpp
     f = checks.performance_prediction_problems
     row = _first(qpp, ranker="ensemble", corpus="chatterbot", sampler="random", signal="entropy")
-    where = "ensemble · chitchat · chatterbot · random · entropy"
+    where = "ranker=ensemble, train_corpus=chitchat, corpus=chatterbot, sampler=random, signal=entropy"
     assert f(d, _set(qpp, row, "tau RR", np.nan)) == []  # NaN where a signal is constant
     _has(f(d, _set(qpp, row, "tau RR", 1.5)), where, "tau RR in [-1, 1]")
     _has(f(d, _set(qpp, row, "tau R@1", -1.01)), where, "tau R@1 in [-1, 1]")
@@ -287,11 +294,14 @@ def test_listwise_problems(t):
     d, lw, sel, ps = t.data, t.lw, t.sel, t.prior_sum
     f = checks.listwise_problems
     row = _first(lw, ranker="temperature", corpus="chatterbot", sampler="bm25")
-    where = "temperature · chitchat · chatterbot · bm25"
+    where = "ranker=temperature, train_corpus=chitchat, corpus=chatterbot, sampler=bm25"
     _dropped(f(d, lw[~row], sel, ps), "listwise", where, len(lw))
-    _has(f(d, _set(lw, row, "top-label ECE", 1.1), sel, ps), where, "top-label ECE = ")
-    _has(f(d, _set(lw, row, "pointwise ECE", np.nan), sel, ps), where, "pointwise ECE = ")
-    _has(f(d, _set(lw, row, "mean confidence", 0.05), sel, ps), where, "mean confidence = 0.05, expected a number in [0.1, 1]")
+    _has(f(d, _set(lw, row, "top-label ECE", 1.1), sel, ps), where, "expected top-label ECE in [0, 1]",
+         "found top-label ECE 1.1")
+    _has(f(d, _set(lw, row, "pointwise ECE", np.nan), sel, ps), where, "expected pointwise ECE in [0, 1]",
+         "found pointwise ECE nan")
+    _has(f(d, _set(lw, row, "mean confidence", 0.05), sel, ps), where, "expected mean confidence in [0.1, 1]",
+         "found mean confidence 0.05")
     top = _first(sel, ranker="temperature", corpus="chatterbot", sampler="bm25", confidence="top prob")
     _has(f(d, lw, _set(sel, top, "risk", 0.5), ps), where, "the selective risk of 'top prob' = 1 - R@1")
     cell = _first(ps, ranker="temperature", corpus="chatterbot", sampler="bm25")
@@ -313,10 +323,10 @@ def test_nota_conformal_problems(t):
     f = checks.nota_conformal_problems
     means = st.nota_means_ranker(d)
     row = _first(nc, ranker="ensemble", corpus="chitchat", sampler="bm25", view="softmax", alpha=0.2)
-    where = "ensemble · chitchat · chitchat · bm25 · softmax · 0.2"
+    where = "ranker=ensemble, train_corpus=chitchat, corpus=chitchat, sampler=bm25, view=softmax, alpha=0.2"
     _dropped(f(d, nc[~row]), "NOTA conformal", where, len(nc))
     _has(f(d, _set(nc, row, "NOTA queries", 0)), where, "NOTA queries > 0")
-    _has(f(d, _set(nc, row, "F1", 1.2)), where, "F1 = ")
+    _has(f(d, _set(nc, row, "F1", 1.2)), where, "expected F1 in [0, 1], found F1 1.2")
     _has(f(d, _set(nc, row, "false NOTA", 1.0 - float(nc.loc[row, "coverage"].iloc[0]) + 0.01)), where,
          "false NOTA <= 1 - coverage")
     _has(f(d, _set(nc, row, "F1 forest", 0.5)), where, f"F1 forest only for {means}", "found ranker 'ensemble'")
@@ -327,7 +337,8 @@ def test_nota_conformal_problems(t):
     shifted = forest.copy()
     shifted.loc[e_r, "f1_mean"] += 0.05
     c = forest.loc[e_r]
-    _has(f(d, nc, shifted), f"{means} · {c['train_corpus']} · {c['corpus']} · {c['sampler']}",
+    _has(f(d, nc, shifted),
+         f"ranker={means}, train_corpus={c['train_corpus']}, corpus={c['corpus']}, sampler={c['sampler']}",
          "F1 forest = notebook 06's E[R] f1_mean")
     _has(f(d, nc, forest.drop(index=e_r)), "notebook 06 F1 nan")
     _has(f(d, nc, forest.drop(columns="f1_mean")), "notebook 06 Tables 4-5: no column 'f1_mean'")
@@ -337,11 +348,11 @@ def test_nota_threshold_problems(t):
     d, nt = t.data, t.nota_thr
     f = checks.nota_threshold_problems
     fn = _first(nt, ranker="bert", corpus="chatterbot", sampler="bm25", risk="false NOTA")
-    where = "bert · chitchat · chatterbot · bm25 · false NOTA"
+    where = "ranker=bert, train_corpus=chitchat, corpus=chatterbot, sampler=bm25, risk=false NOTA"
     _dropped(f(d, nt[~fn]), "NOTA threshold", where, len(nt))
     _has(f(d, _set(nt, nt["risk"] == "wrong answer", "risk", "wrong")), "expected the risks", "'wrong'")
     wa = _first(nt, ranker="bert", corpus="chatterbot", sampler="bm25", risk="wrong answer")
-    wa_where = "bert · chitchat · chatterbot · bm25 · wrong answer"
+    wa_where = "ranker=bert, train_corpus=chitchat, corpus=chatterbot, sampler=bm25, risk=wrong answer"
     never = _set(_set(_set(nt, wa, "threshold", math.inf), wa, "abstention", 1.0), wa, "achieved risk", np.nan)
     assert f(d, never) == []  # no threshold: always NOTA, no achieved risk, no calibration bound to check
     _has(f(d, _set(never, wa, "abstention", 0.5)), wa_where, "abstention 1 without a threshold")
@@ -350,8 +361,8 @@ def test_nota_threshold_problems(t):
     _has(f(d, _set(nt, fn, "certified", False)), where, "a certified false-NOTA threshold")
     _has(f(d, _set(nt, fn, "achieved risk", float(nt.loc[fn, "false NOTA"].iloc[0]) + 0.1)), where,
          "achieved risk = false NOTA")
-    _has(f(d, _set(nt, fn, "abstention", 1.1)), where, "abstention = ")
-    _has(f(d, _set(nt, fn, "F1", np.nan)), where, "F1 = nan, expected a number in [0, 1]")
+    _has(f(d, _set(nt, fn, "abstention", 1.1)), where, "expected abstention in [0, 1], found abstention 1.1")
+    _has(f(d, _set(nt, fn, "F1", np.nan)), where, "expected F1 in [0, 1], found F1 nan")
 
 
 # ------------------------------------------------------------------------------ findings
@@ -362,7 +373,7 @@ def test_findings_problems(t):
          "missing ['5 flagging shift']")
     _has(f(d, _set(found, found["section"] == findings.LISTWISE, "section", "7 listwise")), "unknown ['7 listwise']")
     first = np.arange(len(found)) == 0
-    where = f"{found['section'].iloc[0]} · {found['ranker'].iloc[0]}"
+    where = f"section={found['section'].iloc[0]}, ranker={found['ranker'].iloc[0]}"
     _has(f(d, _set(found, first, "finding", "ECE is 0.1")), where, "a sentence longer than 20 characters")
     _has(f(d, _set(found, first, "finding", "The prior correction removes much of the ECE")), where,
          "a finding with a number")

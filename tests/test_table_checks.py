@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pandas as pd
 
@@ -11,38 +14,68 @@ T = pd.DataFrame({"ranker": ["bert", "bert", "sngp"], "corpus": ["a", "b", "a"],
 KEYS = ("ranker", "corpus")
 
 
-def test_rows_are_named_by_their_values_or_with_their_columns():
-    row = T.iloc[0]
-    assert tc.describe(row, KEYS) == "bert · a"
-    assert tc.named(row, (*KEYS, "R@1")) == "ranker=bert, corpus=a, R@1=0.5"
+def test_rows_are_named_by_their_columns_and_values():
+    assert tc.describe(T.iloc[0], (*KEYS, "R@1", "absent")) == "ranker=bert, corpus=a, R@1=0.5"
+    assert tc.describe({"b": 0.1 + 0.2}, ("b",)) == "b=0.3"
     assert tc.fmt(1 / 3) == "0.333333" and tc.fmt(np.int64(4)) == "4" and tc.fmt("x") == "'x'"
+    assert tc.fmt(np.bool_(True)) == "True" and tc.fmt("y" * 100).endswith("...")
 
 
-def test_expected_keys_each_once_or_each_n_times():
-    assert tc.rows_expected("t", T, KEYS, [("bert", "a"), ("bert", "b"), ("sngp", "a")]) == []
+def test_a_good_table_has_no_problems():
+    good = T.assign(**{"R@1": [0.5, 0.25, 1.0]})
+    assert tc.missing_columns("t", good, ["ranker", "R@1"]) == []
+    assert tc.count_problems("t", good, 3) == []
+    assert tc.rows_expected("t", good, KEYS, [("bert", "a"), ("bert", "b"), ("sngp", "a")]) == []
+    assert tc.rows_failing("t", good, good["R@1"] > 0, KEYS, "R@1 > 0", ["R@1"]) == []
+    assert tc.in_range("t", good, "R@1", KEYS, 0, 1) == []
+    assert tc.not_nan("t", good, ["R@1", "corpus"], KEYS) == []
+
+
+def test_missing_columns_and_row_count():
+    assert tc.missing_columns("t", T, ["ranker", "ECE", "MAP"]) == [
+        "t: no column 'ECE', 'MAP'; expected the columns ['ranker', 'ECE', 'MAP'], found ['ranker', 'corpus', 'R@1']"]
+    assert tc.count_problems("t", T, 4, "why") == ["t: 3 rows, expected 4 (why)"]
+    assert tc.count_problems("t", T.iloc[:1], 2) == ["t: 1 row, expected 2"]
+
+
+def test_expected_keys_each_once_with_the_row_count_first():
     assert tc.rows_expected("t", T, KEYS, [("bert", "a"), ("sngp", "a"), ("sngp", "b")]) == [
-        "t: 0 row(s) for sngp · b, expected 1", "t: 1 unexpected row(s) for bert · b, expected none"]
+        "t: 0 rows for ranker=sngp, corpus=b, expected 1",
+        "t: 1 unexpected row for ranker=bert, corpus=b, expected none"]  # 3 rows as expected: no count
+    assert tc.rows_expected("t", T, KEYS, [("bert", "a")], what="one") == [
+        "t: 3 rows, expected 1 (one)", "t: 1 unexpected row for ranker=bert, corpus=b, expected none",
+        "t: 1 unexpected row for ranker=sngp, corpus=a, expected none"]
+
+
+def test_each_counts_the_rows_per_key():
     doubled = pd.concat([T, T])
     assert tc.rows_expected("t", doubled, KEYS, [("bert", "a"), ("bert", "b"), ("sngp", "a")], each=2) == []
-    assert tc.rows_expected("t", doubled, ("ranker",), [("bert",), ("sngp",)], each=2, label=tc.named) == [
-        "t: 4 row(s) for ranker=bert, expected 2"]
+    assert tc.rows_expected("t", doubled, ("ranker",), [("bert",), ("sngp",)], each=2) == [
+        "t: 6 rows, expected 4", "t: 4 rows for ranker=bert, expected 2"]
+    assert tc.rows_expected("t", T, KEYS, [("bert", "a"), ("bert", "b"), ("sngp", "a")], each=2)[:2] == [
+        "t: 3 rows, expected 6", "t: 1 row for ranker=bert, corpus=a, expected 2"]
 
 
-def test_range_checks_fail_on_nan_unless_allowed_and_respect_an_open_end():
-    assert tc.in_range("t", T, "R@1", KEYS, 0, 1) == [
-        "t: bert · b: R@1 = nan, expected a number in [0, 1]", "t: sngp · a: R@1 = 1.2, expected a number in [0, 1]"]
-    assert tc.in_range("t", T, "R@1", KEYS, 0, 1.2, allow_nan=True) == []
-    assert tc.in_range("t", T, "R@1", KEYS, 0, 1.2, hi_open=True, allow_nan=True, label=tc.named) == [
-        "t: ranker=sngp, corpus=a: R@1 = 1.2, expected a number in [0, 1.2)"]
-    assert tc.not_nan("t", T, ["R@1", "corpus"], KEYS) == ["t: bert · b: R@1 is NaN, expected a value"]
-
-
-def test_failing_rows_columns_and_counts():
+def test_failing_rows_name_table_row_expectation_and_values():
     ok = T["R@1"] < 1  # NaN compares False: not ok
-    assert tc.rows_failing("t", T, ok, KEYS, "R@1 < 1", ["R@1"]) == [
-        "t: bert · b: expected R@1 < 1, found R@1 nan", "t: sngp · a: expected R@1 < 1, found R@1 1.2"]
-    assert tc.rows_failing("t", T, pd.array([True, pd.NA, True], dtype="boolean"), KEYS, "x", []) == [
-        "t: bert · b: expected x, found "]
-    assert tc.missing_columns("t", T, ["ranker", "ECE", "MAP"]) == [
-        "t: no column 'ECE', 'MAP'; expected the columns ['ranker', 'ECE', 'MAP']"]
-    assert tc.count_problems("t", T, 3, "why") == [] and tc.count_problems("t", T, 4, "why") == ["t: 3 rows, expected 4 (why)"]
+    assert tc.rows_failing("t", T, ok, KEYS, "R@1 < 1", ["R@1", "corpus"]) == [
+        "t: ranker=bert, corpus=b: expected R@1 < 1, found R@1 nan, corpus 'b'",
+        "t: ranker=sngp, corpus=a: expected R@1 < 1, found R@1 1.2, corpus 'a'"]
+    assert tc.rows_failing("t", T, pd.array([True, pd.NA, True], dtype="boolean"), KEYS, "x", ["R@1"]) == [
+        "t: ranker=bert, corpus=b: expected x, found R@1 nan"]
+
+
+def test_nan_fails_a_range_check_unless_allowed():
+    assert tc.in_range("t", T, "R@1", KEYS, 0, 1) == [
+        "t: ranker=bert, corpus=b: expected R@1 in [0, 1], found R@1 nan",
+        "t: ranker=sngp, corpus=a: expected R@1 in [0, 1], found R@1 1.2"]
+    assert tc.in_range("t", T, "R@1", KEYS, 0, 1.2, allow_nan=True) == []
+    assert tc.in_range("t", T, "R@1", KEYS, 0, 1.2, high_open=True, allow_nan=True) == [
+        "t: ranker=sngp, corpus=a: expected R@1 in [0, 1.2) or NaN, found R@1 1.2"]
+    assert tc.not_nan("t", T, ["R@1", "corpus"], KEYS) == [
+        "t: ranker=bert, corpus=b: expected a value of R@1, found R@1 nan"]
+
+
+def test_the_table_checks_do_not_import_torch():
+    code = "import sys, calibrank.table_checks; sys.exit('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from .table_checks import TOLERANCE, count_problems, fmt, in_range, missing_columns, rows_expected, rows_failing
+from .table_checks import TOLERANCE, fmt, in_range, missing_columns, not_nan, rows_expected, rows_failing
 
 __all__ = [
     "corpus_table_problems",
@@ -28,6 +28,7 @@ __all__ = [
     "overlap_problems",
     "run_summary_problems",
 ]
+
 
 # ------------------------------------------------------------------------------ 01 data
 def corpus_table_problems(table: pd.DataFrame, examples: Mapping[str, Mapping[str, Sequence]]) -> list[str]:
@@ -98,8 +99,8 @@ def run_summary_problems(cfg, ranker: str, summary: pd.DataFrame) -> list[str]:
     if problems:
         return problems
     conditions = ranker_conditions(cfg, ranker)
-    problems += count_problems(name, summary, len(conditions), "one per condition the ranker is predicted on")
-    problems += rows_expected(name, summary, keys, [(c.corpus, c.split, c.sampler) for c in conditions])
+    problems += rows_expected(name, summary, keys, [(c.corpus, c.split, c.sampler) for c in conditions],
+                              what="one per condition the ranker is predicted on")
     for col in (recall, "ECE"):
         problems += in_range(name, summary, col, keys, 0, 1)
     s = expected_samples(cfg, ranker)
@@ -131,8 +132,8 @@ def measured_efficiency_problems(cfg, measured: pd.DataFrame) -> list[str]:
     if problems:
         return problems
     rankers = [r.value for r in cfg.rankers.names]
-    problems += count_problems(name, measured, len(rankers), f"one per ranker of profile {cfg.profile!r}")
-    problems += rows_expected(name, measured, keys, [(r,) for r in rankers])
+    problems += rows_expected(name, measured, keys, [(r,) for r in rankers],
+                              what=f"one per ranker of profile {cfg.profile!r}")
     problems += rows_failing(name, measured, measured["parameters"] > 0, keys, "parameters > 0", ["parameters"])
     problems += rows_failing(name, measured, measured["ms/query"] > 0, keys, "ms/query > 0", ["ms/query"])
     problems += rows_failing(name, measured, measured["ms/query (fastest)"] <= measured["ms/query"], keys,
@@ -160,8 +161,7 @@ def efficiency_table_problems(table: pd.DataFrame, repeats: int, baseline: str |
     problems = missing_columns(name, table, [*keys, *values, "repeats", "ratio lo", "ratio hi"])
     if problems:
         return problems
-    for col in values:
-        problems += rows_failing(name, table, table[col].notna(), keys, f"a value of {col}", [col])
+    problems += not_nan(name, table, values, keys)
     base = table[table["ranker"] == baseline]
     if base.empty:
         problems.append(f"{name}: no {baseline} row, expected one (the ratios are to it)")

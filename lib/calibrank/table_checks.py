@@ -1,19 +1,20 @@
 """Building blocks of the notebooks' table checks: each returns problem sentences naming the table,
-the row and what was expected against what was found (an empty list when all is well).
+the row and what was expected (against what was found); an empty list when all is well.
 
 The checks of the notebooks (:mod:`calibrank.checks` for 01-03 and 07, :mod:`calibrank.analysis.checks`
 for 04-06, :mod:`calibrank.practice.checks` for 08) are written with these, and the notebooks assert
 that the list is empty (as :func:`calibrank.querysets.query_set_problems` does for the query sets).
 
-A row is named by its values of some key columns, either bare (:func:`describe`, ``bert · chitchat``)
-or with the column names (:func:`named`, ``ranker=bert, corpus=chitchat``); every helper takes the
-one its caller uses as ``label``. A NaN fails every comparison, as it does in pandas. Torch-free.
+Every helper takes the table's name first, then the table. A row is named by its key columns with
+their values (:func:`describe`: ``ranker=bert, corpus=chitchat``) and a problem reads
+``<table>: <row>: expected <what>, found <column> <value>, ...``. A NaN fails every comparison, as
+it does in pandas. Nothing here imports torch.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -26,9 +27,7 @@ __all__ = [
     "fmt",
     "in_range",
     "missing_columns",
-    "named",
     "not_nan",
-    "row_problems",
     "rows_expected",
     "rows_failing",
 ]
@@ -36,11 +35,9 @@ __all__ = [
 TOLERANCE = 1e-12
 """Rounding slack of a comparison that holds exactly in exact arithmetic."""
 
-Label = Callable[[Mapping, Sequence[str]], str]
-
 
 def fmt(value: Any) -> str:
-    """A value in a problem sentence: numbers to 6 significant digits, long texts cut."""
+    """A value in a problem sentence: numbers to 6 significant digits, texts quoted (long ones cut)."""
     if isinstance(value, (bool, np.bool_)):
         return str(bool(value))
     if isinstance(value, (int, np.integer)):
@@ -52,76 +49,75 @@ def fmt(value: Any) -> str:
 
 
 def describe(row: Mapping | pd.Series, keys: Sequence[str]) -> str:
-    """The row's name: its values of ``keys`` joined by `` · `` (those it has)."""
-    return " · ".join(str(row[k]) for k in keys if k in row)
-
-
-def named(row: Mapping | pd.Series, keys: Sequence[str]) -> str:
-    """The row's name with its columns: ``key=value`` for each of ``keys`` it has."""
+    """The row's name: ``key=value`` for each of ``keys`` it has (texts bare, numbers as :func:`fmt`)."""
     return ", ".join(f"{k}={row[k] if isinstance(row[k], str) else fmt(row[k])}" for k in keys if k in row)
+
+
+def _rows(n: int, kind: str = "") -> str:
+    return f"{n} {kind}row" + ("" if n == 1 else "s")
 
 
 def missing_columns(name: str, table: pd.DataFrame, columns: Iterable[str]) -> list[str]:
     """One problem when ``table`` lacks some of ``columns`` (the other checks need them)."""
     columns = list(dict.fromkeys(columns))
     missing = [c for c in columns if c not in table.columns]
-    return [f"{name}: no column {', '.join(map(repr, missing))}; expected the columns {columns}"] if missing else []
+    if not missing:
+        return []
+    return [f"{name}: no column {', '.join(map(repr, missing))}; expected the columns {columns}, "
+            f"found {list(map(str, table.columns))}"]
 
 
-def count_problems(name: str, table: pd.DataFrame, expected: int, what: str) -> list[str]:
+def count_problems(name: str, table: pd.DataFrame, expected: int, what: str | None = None) -> list[str]:
     """One problem when ``table`` does not have ``expected`` rows (``what``: why that many)."""
-    return [] if len(table) == expected else [f"{name}: {len(table)} rows, expected {expected} ({what})"]
+    if len(table) == expected:
+        return []
+    return [f"{name}: {_rows(len(table))}, expected {expected}" + (f" ({what})" if what else "")]
 
 
 def rows_expected(name: str, table: pd.DataFrame, keys: Sequence[str], expected: Iterable[tuple], *, each: int = 1,
-                  label: Label = describe) -> list[str]:
-    """Every key of ``expected`` (values of the columns ``keys``) has exactly ``each`` rows; no row has another key."""
+                  what: str | None = None) -> list[str]:
+    """Every key of ``expected`` (values of the columns ``keys``) has exactly ``each`` rows and no row has
+    another key; when not, the row count (:func:`count_problems`, ``what``: why that many) comes first."""
     want = Counter({tuple(key): each for key in expected})
     found = Counter(table[list(keys)].itertuples(index=False, name=None))
-    problems = [f"{name}: {found.get(key, 0)} row(s) for {label(dict(zip(keys, key)), keys)}, expected {n}"
+    problems = [f"{name}: {_rows(found.get(key, 0))} for {describe(dict(zip(keys, key)), keys)}, expected {n}"
                 for key, n in want.items() if found.get(key, 0) != n]
-    problems += [f"{name}: {n} unexpected row(s) for {label(dict(zip(keys, key)), keys)}, expected none"
-                 for key, n in found.items() if key not in want]
-    return problems
-
-
-def row_problems(name: str, table: pd.DataFrame, bad: Any, keys: Sequence[str], what: Callable[[pd.Series], str], *,
-                 label: Label = describe) -> list[str]:
-    """One problem per row where ``bad`` (aligned by position) holds: the row by ``keys`` and ``what(row)``."""
-    flags = np.asarray(bad, dtype=bool).reshape(-1)
-    if flags.size != len(table):
-        raise ValueError(f"{name}: {flags.size} flags for {len(table)} rows")
-    return [f"{name}: {label(row, keys)}: {what(row)}" for _, row in table[flags].iterrows()]
+    problems += [f"{name}: {_rows(n, 'unexpected ')} for {describe(dict(zip(keys, key)), keys)}, "
+                 "expected none" for key, n in found.items() if key not in want]
+    return count_problems(name, table, sum(want.values()), what) + problems if problems else []
 
 
 def rows_failing(name: str, table: pd.DataFrame, ok: Any, keys: Sequence[str], expected: str,
-                 columns: Sequence[str], *, label: Label = describe) -> list[str]:
-    """One problem per row where ``ok`` (aligned by position) is not True (NaN and NA are not): the row,
-    what was ``expected`` and the row's values of ``columns``."""
+                 columns: Sequence[str]) -> list[str]:
+    """One problem per row of ``table`` where ``ok`` (aligned by position) is not True (NaN and NA are not):
+    the row by ``keys``, what was ``expected`` and the row's values of ``columns``."""
     flags = np.asarray(ok, dtype=object).reshape(-1)
     if flags.size != len(table):
         raise ValueError(f"{name}: {flags.size} flags for {len(table)} rows")
     good = np.array([isinstance(v, (bool, np.bool_)) and bool(v) for v in flags], dtype=bool)
-    return row_problems(name, table, ~good, keys, label=label,
-                        what=lambda row: f"expected {expected}, found " + ", ".join(f"{c} {fmt(row[c])}" for c in columns))
+    problems = []
+    for i in np.flatnonzero(~good):
+        row = table.iloc[int(i)]
+        found = ", ".join(f"{c} {fmt(row[c])}" for c in columns)
+        problems.append(f"{name}: {describe(row, keys)}: expected {expected}, found {found}")
+    return problems
 
 
 def in_range(name: str, table: pd.DataFrame, column: str, keys: Sequence[str], low: float, high: float, *,
-             hi_open: bool = False, allow_nan: bool = False, label: Label = describe) -> list[str]:
-    """Rows whose ``column`` is outside [low, high] (or [low, high)), or NaN unless ``allow_nan``."""
+             high_open: bool = False, allow_nan: bool = False) -> list[str]:
+    """Rows whose ``column`` is not a number in [low, high] (or [low, high) when ``high_open``); a NaN
+    fails unless ``allow_nan``."""
     v = pd.to_numeric(table[column], errors="coerce")
-    inside = (v >= low) & ((v < high) if hi_open else (v <= high))
-    bad = ~inside & ~(v.isna() if allow_nan else pd.Series(False, index=v.index))
-    interval = f"[{fmt(low)}, {fmt(high)}{')' if hi_open else ']'}"
-    return row_problems(name, table, bad, keys, label=label,
-                        what=lambda row: f"{column} = {fmt(row[column])}, expected a number in {interval}")
+    ok = (v >= low) & ((v < high) if high_open else (v <= high))
+    if allow_nan:
+        ok |= v.isna()
+    interval = f"[{fmt(low)}, {fmt(high)}{')' if high_open else ']'}"
+    return rows_failing(name, table, ok, keys, f"{column} in {interval}" + (" or NaN" if allow_nan else ""), [column])
 
 
-def not_nan(name: str, table: pd.DataFrame, columns: Iterable[str], keys: Sequence[str], *,
-            label: Label = describe) -> list[str]:
+def not_nan(name: str, table: pd.DataFrame, columns: Iterable[str], keys: Sequence[str]) -> list[str]:
     """One problem per row and column of ``columns`` that is NaN."""
     problems = []
     for c in columns:
-        problems += row_problems(name, table, table[c].isna(), keys, label=label,
-                                 what=lambda row, c=c: f"{c} is NaN, expected a value")
+        problems += rows_failing(name, table, table[c].notna(), keys, f"a value of {c}", [c])
     return problems

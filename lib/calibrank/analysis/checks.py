@@ -15,20 +15,19 @@ and shows the first few.
 The expected sizes come from the constants that define them: the reliability buckets
 (:data:`.calibration.RELIABILITY_BINS`), the b grid of the risk-aware sweep
 (:data:`calibrank.risk.DEFAULT_BS`), the no-learning rules (:class:`calibrank.baselines.BaselineName`)
-and the NOTA folds (:data:`.nota_tables.NOTA_FOLDS`). Torch-free, like the rest of the layer.
+and the NOTA folds (:data:`.nota_tables.NOTA_FOLDS`). Written with the building blocks of
+:mod:`calibrank.table_checks`; torch-free, like the rest of the layer.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
 
 from .. import registry
-from ..table_checks import (TOLERANCE, count_problems, fmt, in_range, missing_columns, named, not_nan, row_problems,
-                            rows_expected)
+from ..table_checks import TOLERANCE, describe, fmt, in_range, missing_columns, not_nan, rows_expected, rows_failing
 from . import uncertainty as unc
 from .calibration import RELIABILITY_BINS
 from .exports import load_exported_tables
@@ -72,29 +71,10 @@ REPORT_TABLES = ("table1_bert", "table2_ece_change")
 """Notebook 04's tables that :func:`.papers.paper_comparison` reads back from the CSV files."""
 
 
-
 # ------------------------------------------------------------------------------ helpers
-# The building blocks of calibrank.table_checks, naming rows with their columns (``ranker=bert, ...``).
-_fmt, _where = fmt, named
-_rows = functools.partial(row_problems, label=named)
-_in_range = functools.partial(in_range, label=named)
-_not_nan = functools.partial(not_nan, label=named)
-
-
-def _columns(table: str, df: pd.DataFrame, cols: Iterable[str]) -> list[str]:
-    return missing_columns(table, df, cols)
-
-
-def _coverage(table: str, df: pd.DataFrame, cols: Sequence[str], expected: Iterable[tuple], each: int = 1) -> list[str]:
-    """Rows per key of ``cols``: ``each`` for every expected key, none for any other (and the row count)."""
-    expected = list(expected)
-    problems = rows_expected(table, df, cols, expected, each=each, label=named)
-    return count_problems(table, df, each * len(set(map(tuple, expected))), "rows per key") + problems if problems else []
-
-
 def _marks(table: str, df: pd.DataFrame, keys: Sequence[str]) -> list[str]:
-    return _rows(table, df, ~df["mark"].isin(MARKS), keys,
-                 lambda r: f"mark {r['mark']!r}, expected one of {', '.join(map(repr, MARKS))}")
+    return rows_failing(table, df, df["mark"].isin(MARKS), keys, f"one of the marks {', '.join(map(repr, MARKS))}",
+                        ["mark"])
 
 
 def _cells(study: Study, rankers: Iterable[str]) -> list[tuple[str, str, str, str]]:
@@ -117,15 +97,15 @@ def _baseline_rankers() -> list[str]:
 def overview_problems(study: Study, overview: pd.DataFrame) -> list[str]:
     """:func:`.load.overview`: one row per ranker of the profile, S >= 1, S > 1 for the stochastic family."""
     table = "rankers"
-    problems = _columns(table, overview, ("ranker", "S"))
+    problems = missing_columns(table, overview, ("ranker", "S"))
     if problems:
         return problems
-    problems += _coverage(table, overview, ("ranker",), [(r,) for r in study.rankers])
-    problems += _rows(table, overview, ~(pd.to_numeric(overview["S"], errors="coerce") >= 1), ("ranker",),
-                      lambda r: f"S = {_fmt(r['S'])}, expected S >= 1")
+    problems += rows_expected(table, overview, ("ranker",), [(r,) for r in study.rankers])
+    samples = pd.to_numeric(overview["S"], errors="coerce")
+    problems += rows_failing(table, overview, samples >= 1, ("ranker",), "S >= 1", ["S"])
     stochastic = overview["ranker"].isin(registry.of_family(registry.Family.stochastic))
-    problems += _rows(table, overview, stochastic & ~(pd.to_numeric(overview["S"], errors="coerce") > 1), ("ranker",),
-                      lambda r: f"S = {_fmt(r['S'])} for a stochastic ranker, expected S > 1")
+    problems += rows_failing(table, overview, ~stochastic | (samples > 1), ("ranker",), "S > 1 for a stochastic ranker",
+                             ["S"])
     return problems
 
 
@@ -140,26 +120,26 @@ def metrics_problems(study: Study, intervals: pd.DataFrame, metrics: pd.DataFram
     cells = _cells(study, study.rankers)
     iv_cols = [c for m in unc.CELL_METRICS for c in (m, f"{m} lo", f"{m} hi")]
     point = [*unc.CELL_METRICS, "mean var"]
-    problems = _columns("intervals", intervals, [*CELL_KEYS, *iv_cols]) + _columns("metrics", metrics, [*CELL_KEYS, *point])
+    problems = (missing_columns("intervals", intervals, [*CELL_KEYS, *iv_cols])
+                + missing_columns("metrics", metrics, [*CELL_KEYS, *point]))
     if problems:
         return problems
-    problems += _coverage("intervals", intervals, CELL_KEYS, cells)
+    problems += rows_expected("intervals", intervals, CELL_KEYS, cells)
     distinct = metrics[list(CELL_KEYS)].drop_duplicates()
-    problems += _coverage("metrics (distinct cells)", distinct, CELL_KEYS, cells)
+    problems += rows_expected("metrics (distinct cells)", distinct, CELL_KEYS, cells)
     for m in unc.CELL_METRICS:
         lo, hi = f"{m} lo", f"{m} hi"
         finite = intervals[[m, lo, hi]].notna().all(axis=1)
-        problems += _rows("intervals", intervals, ~finite, CELL_KEYS,
-                          lambda r, m=m, lo=lo, hi=hi: f"{m} = {_fmt(r[m])} [{_fmt(r[lo])}, {_fmt(r[hi])}], expected no NaN")
-        problems += _rows("intervals", intervals, finite & ~(intervals[lo] <= intervals[hi]), CELL_KEYS,
-                          lambda r, m=m, lo=lo, hi=hi: f"{m} interval [{_fmt(r[lo])}, {_fmt(r[hi])}], expected lo <= hi")
+        problems += rows_failing("intervals", intervals, finite, CELL_KEYS, f"no NaN in {m} and its interval",
+                                 [m, lo, hi])
+        problems += rows_failing("intervals", intervals, ~finite | (intervals[lo] <= intervals[hi]), CELL_KEYS,
+                                 f"{lo} <= {hi}", [lo, hi])
     for m in MEAN_METRICS:
         lo, hi = f"{m} lo", f"{m} hi"
         inside = (intervals[lo] <= intervals[m] + TOLERANCE) & (intervals[m] <= intervals[hi] + TOLERANCE)
-        problems += _rows("intervals", intervals, ~inside, CELL_KEYS,
-                          lambda r, m=m, lo=lo, hi=hi: f"{m} = {_fmt(r[m])} outside its interval "
-                                                       f"[{_fmt(r[lo])}, {_fmt(r[hi])}], expected lo <= {m} <= hi")
-    problems += _not_nan("metrics", metrics, point, [*CELL_KEYS, "seed"])
+        problems += rows_failing("intervals", intervals, inside, CELL_KEYS,
+                                 f"{m} inside its interval, {lo} <= {m} <= {hi} (within {TOLERANCE:g})", [lo, m, hi])
+    problems += not_nan("metrics", metrics, point, [*CELL_KEYS, "seed"])
     return problems
 
 
@@ -172,45 +152,46 @@ def table1_problems(study: Study, table1: pd.DataFrame, table1_rules: pd.DataFra
     """
     keys = ("train_corpus", "corpus", "sampler")
     rl, eces = study.recall_label, ("ECE 1:1", f"ECE 1:{study.k}")
-    problems = (_columns("table1", table1, [*keys, "shift", *eces])
-                + _columns("table1 rules", table1_rules, ["ranker", *keys, rl]))
+    problems = (missing_columns("table1", table1, [*keys, "shift", *eces])
+                + missing_columns("table1 rules", table1_rules, ["ranker", *keys, rl]))
     if problems:
         return problems
     conditions = _conditions(study)
-    problems += _coverage("table1", table1, keys, conditions)
-    problems += _not_nan("table1", table1, table1.columns, keys)
+    problems += rows_expected("table1", table1, keys, conditions)
+    problems += not_nan("table1", table1, table1.columns, keys)
     for c in eces:
-        problems += _in_range("table1", table1, c, keys, 0, 1, hi_open=True, allow_nan=True)  # NaN: reported above
+        problems += in_range("table1", table1, c, keys, 0, 1, high_open=True, allow_nan=True)  # NaN: reported above
     in_dist = table1[table1["shift"] == "in distribution"]["train_corpus"].value_counts()
-    problems += [f"table1: {int(in_dist.get(tc, 0))} in-distribution row(s) for train_corpus={tc}, expected 1"
+    problems += [f"table1: train_corpus={tc}: expected 1 in-distribution row, found {int(in_dist.get(tc, 0))}"
                  for tc in study.train_corpora if in_dist.get(tc, 0) != 1]
-    problems += [f"table1: {int(n)} in-distribution row(s) for train_corpus={tc}, not a training corpus"
+    problems += [f"table1: train_corpus={tc}: expected no in-distribution row (not a training corpus), found {int(n)}"
                  for tc, n in in_dist.items() if tc not in study.train_corpora]
-    problems += _coverage("table1 rules", table1_rules, ("ranker", *keys),
+    problems += rows_expected("table1 rules", table1_rules, ("ranker", *keys),
                           [(r, *cond) for r in _baseline_rankers() for cond in conditions])
-    problems += _in_range("table1 rules", table1_rules, rl, ("ranker", *keys), 0, 1)
+    problems += in_range("table1 rules", table1_rules, rl, ("ranker", *keys), 0, 1)
     return problems
 
 
 def _compared(table: str, df: pd.DataFrame, keys: Sequence[str]) -> list[str]:
     """p-values in [0, 1] where defined and a known mark on every row."""
-    return _in_range(table, df, "pvalue", keys, 0, 1, allow_nan=True) + _marks(table, df, keys)
+    return in_range(table, df, "pvalue", keys, 0, 1, allow_nan=True) + _marks(table, df, keys)
 
 
 def table2_problems(study: Study, table2: pd.DataFrame) -> list[str]:
     """:func:`.calibration.table2`: every ranker but ``bert`` on every cell; a relative change
     everywhere, p-values in [0, 1], ``†`` only on a decrease and ``worse`` only on a rise."""
     table = "table2"
-    problems = _columns(table, table2, [*CELL_KEYS, "rel_change", "pvalue", "mark"])
+    problems = missing_columns(table, table2, [*CELL_KEYS, "rel_change", "pvalue", "mark"])
     if problems:
         return problems
-    problems += _coverage(table, table2, CELL_KEYS, _cells(study, [r for r in study.rankers if r != BASELINE]))
-    problems += _not_nan(table, table2, ["rel_change"], CELL_KEYS)
+    problems += rows_expected(table, table2, CELL_KEYS, _cells(study, [r for r in study.rankers if r != BASELINE]))
+    problems += not_nan(table, table2, ["rel_change"], CELL_KEYS)
     problems += _compared(table, table2, CELL_KEYS)
-    problems += _rows(table, table2, (table2["mark"] == unc.IMPROVED) & (table2["rel_change"] >= 0), CELL_KEYS,
-                      lambda r: f"mark {unc.IMPROVED} on rel_change = {_fmt(r['rel_change'])}, expected it on a decrease only")
-    problems += _rows(table, table2, (table2["mark"] == unc.WORSE) & (table2["rel_change"] <= 0), CELL_KEYS,
-                      lambda r: f"mark {unc.WORSE!r} on rel_change = {_fmt(r['rel_change'])}, expected it on a rise only")
+    mark, change = table2["mark"], table2["rel_change"]
+    problems += rows_failing(table, table2, ~((mark == unc.IMPROVED) & (change >= 0)), CELL_KEYS,
+                             f"the mark {unc.IMPROVED} on a decrease only (rel_change < 0)", ["mark", "rel_change"])
+    problems += rows_failing(table, table2, ~((mark == unc.WORSE) & (change <= 0)), CELL_KEYS,
+                             f"the mark {unc.WORSE!r} on a rise only (rel_change > 0)", ["mark", "rel_change"])
     return problems
 
 
@@ -220,11 +201,13 @@ def figure2_problems(study: Study, figure2: pd.DataFrame, metrics: pd.DataFrame)
     of :func:`.calibration.metrics_table` (within 1e-12)."""
     table, k = "figure2", study.k
     keys = (*CELL_KEYS, "n_nonrel")
-    problems = _columns(table, figure2, [*keys, "ECE"]) + _columns("metrics", metrics, [*CELL_KEYS, "seed", "ECE 1:1", "ECE"])
+    problems = (missing_columns(table, figure2, [*keys, "ECE"])
+                + missing_columns("metrics", metrics, [*CELL_KEYS, "seed", "ECE 1:1", "ECE"]))
     if problems:
         return problems
-    problems += _coverage(table, figure2, keys, [(*cell, n) for cell in _cells(study, study.rankers) for n in range(1, k + 1)])
-    problems += _in_range(table, figure2, "ECE", keys, 0, 1)
+    problems += rows_expected(table, figure2, keys,
+                              [(*cell, n) for cell in _cells(study, study.rankers) for n in range(1, k + 1)])
+    problems += in_range(table, figure2, "ECE", keys, 0, 1)
     if BASELINE not in study.rankers:
         return problems
     main = metrics[(metrics["ranker"] == BASELINE) & (metrics["seed"] == study.main_seed)]
@@ -234,12 +217,13 @@ def figure2_problems(study: Study, figure2: pd.DataFrame, metrics: pd.DataFrame)
         cell = tuple(row[c] for c in CELL_KEYS)
         column = "ECE 1:1" if row["n_nonrel"] == 1 else "ECE"
         if cell not in by_cell:
-            problems.append(f"{table}: no metrics row of seed {study.main_seed} to compare with at {_where(row, keys)}")
+            problems.append(f"{table}: {describe(row, keys)}: expected a metrics row of seed {study.main_seed} to "
+                            "compare with, found none")
             continue
         want = by_cell[cell][column]
         if not abs(row["ECE"] - want) <= TOLERANCE:
-            problems.append(f"{table}: ECE = {_fmt(row['ECE'])} at {_where(row, keys)}, expected metrics' {column} "
-                            f"of seed {study.main_seed} = {_fmt(want)}")
+            problems.append(f"{table}: {describe(row, keys)}: expected metrics' {column} of seed {study.main_seed} "
+                            f"({fmt(want)}, within {TOLERANCE:g}), found ECE {fmt(row['ECE'])}")
     return problems
 
 
@@ -247,16 +231,16 @@ def reliability_problems(study: Study, reliability: pd.DataFrame) -> list[str]:
     """:func:`.calibration.reliability_table`: :data:`.calibration.RELIABILITY_BINS` buckets per
     ranker, the same number of pairs for every ranker, fractions of relevant pairs in [0, 1]."""
     table = "reliability"
-    problems = _columns(table, reliability, ("ranker", "bin", "count", "fraction_positive"))
+    problems = missing_columns(table, reliability, ("ranker", "bin", "count", "fraction_positive"))
     if problems:
         return problems
-    problems += _coverage(table, reliability, ("ranker", "bin"),
+    problems += rows_expected(table, reliability, ("ranker", "bin"),
                           [(r, b) for r in study.rankers for b in range(RELIABILITY_BINS)])
     totals = reliability.groupby("ranker", sort=False)["count"].sum()
     if totals.nunique() != 1:
         problems.append(f"{table}: bucket counts sum to {', '.join(f'{r}: {n}' for r, n in totals.items())}, "
                         "expected one total (the same pairs) for every ranker")
-    problems += _in_range(table, reliability, "fraction_positive", ("ranker", "bin"), 0, 1, allow_nan=True)
+    problems += in_range(table, reliability, "fraction_positive", ("ranker", "bin"), 0, 1, allow_nan=True)
     return problems
 
 
@@ -267,11 +251,12 @@ def paper2023_problems(study: Study, layout2023: Mapping[str, pd.DataFrame]) -> 
     if "in-domain" not in layout2023:
         return [f"{table}: missing (tables: {', '.join(layout2023)})"]
     df, keys, values = layout2023["in-domain"], ("ranker", "train on"), ("R@1 mean", "MAP mean", "ECE mean")
-    problems = _columns(table, df, [*keys, *values])
+    problems = missing_columns(table, df, [*keys, *values])
     if problems:
         return problems
-    problems += _coverage(table, df, keys, [(r, tc) for r in [*study.rankers, *_baseline_rankers()] for tc in study.train_corpora])
-    problems += _not_nan(table, df, values, keys)
+    problems += rows_expected(table, df, keys,
+                              [(r, tc) for r in [*study.rankers, *_baseline_rankers()] for tc in study.train_corpora])
+    problems += not_nan(table, df, values, keys)
     return problems
 
 
@@ -282,22 +267,21 @@ def claims_problems(claims: pd.DataFrame) -> list[str]:
     from . import verdicts
 
     table = "claims"
-    problems = _columns(table, claims, ("paper", "claim", "method"))
+    problems = missing_columns(table, claims, ("paper", "claim", "method"))
     if problems:
         return problems
     if len(claims) < 1:
         return [f"{table}: no rows, expected at least one claim"]
     keys = ("paper", "claim", "method")
     summary = verdicts.summary(claims)
-    problems += _rows(table, summary, ~summary["verdict"].isin(verdicts.VERDICTS), keys,
-                      lambda r: f"verdict {r['verdict']!r}, expected one of {', '.join(verdicts.VERDICTS)}")
+    problems += rows_failing(table, summary, summary["verdict"].isin(verdicts.VERDICTS), keys,
+                             f"one of the verdicts {', '.join(verdicts.VERDICTS)}", ["verdict"])
     gp = claims["method"].isin(GP_RANKERS)
     of_2023 = claims["paper"].str.contains(PAPERS_2023_PATTERN)
-    problems += _rows(table, claims, gp & ~of_2023, keys,
-                      lambda r: f"a Gaussian-process ranker in paper {r['paper']!r}, expected PG-DRR or GPF-BERT")
-    problems += _rows(table, claims, ~gp & of_2023, keys,
-                      lambda r: f"method {r['method']!r} in a 2023 paper's claim, expected a Gaussian-process ranker "
-                                f"({', '.join(GP_RANKERS)})")
+    problems += rows_failing(table, claims, ~gp | of_2023, keys,
+                             "a Gaussian-process ranker in a 2023 paper only (PG-DRR or GPF-BERT)", ["paper"])
+    problems += rows_failing(table, claims, gp | ~of_2023, keys,
+                             f"a Gaussian-process ranker ({', '.join(GP_RANKERS)}) in a 2023 paper's claim", ["method"])
     return problems
 
 
@@ -312,11 +296,11 @@ def export_problems(study: Study, tables: Mapping[str, pd.DataFrame], exported: 
     back = load_exported_tables(study.cfg.profile)
     problems += [f"exported tables: {name}.csv cannot be read back from reports/{study.cfg.profile}/tables, "
                  f"expected it (found {len(back)} tables)" for name in required if name not in back]
-    problems += _columns("trec", trec, ("kind", "run", "condition"))
+    problems += missing_columns("trec", trec, ("kind", "run", "condition"))
     if problems:
         return problems
     runs = trec[trec["kind"] == "run"]
-    problems += _coverage("trec runs", runs, ("run", "condition"),
+    problems += rows_expected("trec runs", runs, ("run", "condition"),
                           [(f"{r}-{tc}", c.name) for r in study.rankers for tc in study.train_corpora
                            for c in study.test_conditions()])
     return problems
@@ -330,16 +314,15 @@ def sweep_problems(study: Study, sweep: pd.DataFrame) -> list[str]:
 
     table = "sweep"
     keys = (*CELL_KEYS, "b")
-    problems = _columns(table, sweep, [*keys, "value", "rel_change"])
+    problems = missing_columns(table, sweep, [*keys, "value", "rel_change"])
     if problems:
         return problems
-    problems += _coverage(table, sweep, keys, [(*cell, float(b)) for cell in _cells(study, study.stochastic_rankers())
-                                               for b in DEFAULT_BS])
-    problems += _in_range(table, sweep, "b", keys, 0, 1)
-    problems += _in_range(table, sweep, "value", keys, 0, 1)
+    cells = _cells(study, study.stochastic_rankers())
+    problems += rows_expected(table, sweep, keys, [(*cell, float(b)) for cell in cells for b in DEFAULT_BS])
+    problems += in_range(table, sweep, "b", keys, 0, 1)
+    problems += in_range(table, sweep, "value", keys, 0, 1)
     at0 = (sweep["b"] == 0) & sweep["rel_change"].notna() & (sweep["rel_change"] != 0)
-    problems += _rows(table, sweep, at0, keys,
-                      lambda r: f"rel_change = {_fmt(r['rel_change'])} at b = 0, expected 0 (or NaN where R@1 is 0)")
+    problems += rows_failing(table, sweep, ~at0, keys, "rel_change 0 at b = 0 (or NaN where R@1 is 0)", ["rel_change"])
     return problems
 
 
@@ -348,15 +331,15 @@ def table3_problems(study: Study, table3: pd.DataFrame) -> list[str]:
     three R@1 values in [0, 1], p-values in [0, 1] where defined, known marks."""
     table = "table3"
     r_at_1 = ("mean_ranker", "risk_aware", "prob_mean_ranker")
-    problems = _columns(table, table3, [*CELL_KEYS, "S", "b", *r_at_1, "pvalue", "mark"])
+    problems = missing_columns(table, table3, [*CELL_KEYS, "S", "b", *r_at_1, "pvalue", "mark"])
     if problems:
         return problems
-    problems += _coverage(table, table3, CELL_KEYS, _cells(study, study.stochastic_rankers()))
-    problems += _rows(table, table3, ~(pd.to_numeric(table3["S"], errors="coerce") > 1), CELL_KEYS,
-                      lambda r: f"S = {_fmt(r['S'])}, expected S > 1 (a stochastic ranker)")
-    problems += _in_range(table, table3, "b", CELL_KEYS, 0, 1)
+    problems += rows_expected(table, table3, CELL_KEYS, _cells(study, study.stochastic_rankers()))
+    problems += rows_failing(table, table3, pd.to_numeric(table3["S"], errors="coerce") > 1, CELL_KEYS,
+                             "S > 1 (a stochastic ranker)", ["S"])
+    problems += in_range(table, table3, "b", CELL_KEYS, 0, 1)
     for c in r_at_1:
-        problems += _in_range(table, table3, c, CELL_KEYS, 0, 1)
+        problems += in_range(table, table3, c, CELL_KEYS, 0, 1)
     problems += _compared(table, table3, CELL_KEYS)
     return problems
 
@@ -369,7 +352,7 @@ def nota_problems(study: Study, nota: pd.DataFrame) -> list[str]:
     table = "nota"
     cond = ("table", "train_corpus", "corpus", "sampler")
     keys = (*cond, "input")
-    problems = _columns(table, nota, [*keys, "f1_mean", "f1_sd", "folds", "pvalue", "rel_change", "mark"])
+    problems = missing_columns(table, nota, [*keys, "f1_mean", "f1_sd", "folds", "pvalue", "rel_change", "mark"])
     if problems:
         return [f"{table}: no rows, expected at least one condition"] if nota.empty else problems
     n_inputs = 1 + len(study.stochastic_rankers())
@@ -378,15 +361,14 @@ def nota_problems(study: Study, nota: pd.DataFrame) -> list[str]:
         problems.append(f"{table}: no rows, expected at least one condition")
     for key, inputs in groups:
         if len(inputs) != n_inputs:
-            problems.append(f"{table}: {len(inputs)} input(s) ({', '.join(inputs)}) at {_where(dict(zip(cond, key)), cond)}, "
-                            f"expected {n_inputs} (E[R] and +var per stochastic ranker)")
-    problems += _in_range(table, nota, "f1_mean", keys, 0, 1)
-    problems += _not_nan(table, nota, ["f1_sd"], keys)
-    problems += _rows(table, nota, nota["folds"] != NOTA_FOLDS, keys,
-                      lambda r: f"folds = {_fmt(r['folds'])}, expected {NOTA_FOLDS}")
-    problems += _in_range(table, nota, "pvalue", keys, 0, 1, allow_nan=True)
-    problems += _rows(table, nota, (nota["input"] == "E[R]") & nota["pvalue"].notna(), keys,
-                      lambda r: f"pvalue = {_fmt(r['pvalue'])} on the base input, expected NaN (nothing to compare)")
-    problems += _rows(table, nota, (nota["mark"] == unc.IMPROVED) & (nota["rel_change"] <= 0), keys,
-                      lambda r: f"mark {unc.IMPROVED} on rel_change = {_fmt(r['rel_change'])}, expected it on a gain only")
+            problems.append(f"{table}: {describe(dict(zip(cond, key)), cond)}: expected {n_inputs} inputs (E[R] and "
+                            f"+var per stochastic ranker), found {len(inputs)}: {', '.join(inputs)}")
+    problems += in_range(table, nota, "f1_mean", keys, 0, 1)
+    problems += not_nan(table, nota, ["f1_sd"], keys)
+    problems += rows_failing(table, nota, nota["folds"] == NOTA_FOLDS, keys, f"folds {NOTA_FOLDS}", ["folds"])
+    problems += in_range(table, nota, "pvalue", keys, 0, 1, allow_nan=True)
+    problems += rows_failing(table, nota, ~((nota["input"] == "E[R]") & nota["pvalue"].notna()), keys,
+                             "no pvalue on the base input E[R] (nothing to compare)", ["pvalue"])
+    problems += rows_failing(table, nota, ~((nota["mark"] == unc.IMPROVED) & (nota["rel_change"] <= 0)), keys,
+                             f"the mark {unc.IMPROVED} on a gain only (rel_change > 0)", ["mark", "rel_change"])
     return problems

@@ -5,8 +5,8 @@ One function per table of :mod:`calibrank.practice` (and the findings), taking t
 to expect. A problem is one sentence naming the table, the row (ranker, training corpus,
 corpus, sampler and what else tells rows apart) and what was expected against what was found;
 the notebook asserts that the list is empty (as :func:`calibrank.querysets.query_set_problems`).
-A NaN fails every comparison, as it does in pandas. The helpers are :mod:`calibrank.checks`';
-nothing here imports torch.
+A NaN fails every comparison, as it does in pandas. Written with the building blocks of
+:mod:`calibrank.table_checks`; nothing here imports torch.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..table_checks import TOLERANCE, count_problems, describe, in_range, missing_columns, rows_expected, rows_failing
+from ..table_checks import TOLERANCE, describe, in_range, missing_columns, rows_expected, rows_failing
 from . import conformal, findings, fitdata, listwise, nota_sets, recalibrate, selective
 
 __all__ = [
@@ -100,8 +100,8 @@ def prior_by_negatives_problems(study, by_n: pd.DataFrame) -> list[str]:
     if problems:
         return problems
     cells = _cells(study)
-    problems += count_problems(name, by_n, len(cells) * study.k, f"{len(cells)} cells x n = 1..{study.k}")
-    problems += rows_expected(name, by_n, keys, [(*c, n) for c in cells for n in range(1, study.k + 1)])
+    problems += rows_expected(name, by_n, keys, [(*c, n) for c in cells for n in range(1, study.k + 1)],
+                              what=f"{len(cells)} cells x n = 1..{study.k}")
     for col in ("ECE raw", "ECE corrected"):
         problems += in_range(name, by_n, col, keys, 0, 1)
     same = by_n[np.isclose(by_n["pi_test"], by_n["pi_train"])]
@@ -125,8 +125,7 @@ def prior_summary_problems(study, prior_sum: pd.DataFrame, by_n: pd.DataFrame) -
     if problems:
         return problems
     cells = _cells(study)
-    problems += count_problems(name, prior_sum, len(cells), "one per ranker x test condition")
-    problems += rows_expected(name, prior_sum, CELL, cells)
+    problems += rows_expected(name, prior_sum, CELL, cells, what="one per ranker x test condition")
     problems += rows_failing(name, prior_sum,
                              np.isclose(prior_sum["removed"], 1 - prior_sum["ECE corrected"] / prior_sum["ECE raw"]),
                              CELL, "removed = 1 - ECE corrected / ECE raw", ["removed", "ECE corrected", "ECE raw"])
@@ -153,9 +152,8 @@ def recalibration_problems(study, recal: pd.DataFrame, prior_sum: pd.DataFrame) 
     if problems:
         return problems
     cells = _cells(study)
-    problems += count_problems(name, recal, len(cells) * len(recalibrate.METHODS),
-                               f"{len(cells)} cells x {len(recalibrate.METHODS)} methods")
-    problems += rows_expected(name, recal, keys, [(*c, m) for c in cells for m in recalibrate.METHODS])
+    problems += rows_expected(name, recal, keys, [(*c, m) for c in cells for m in recalibrate.METHODS],
+                              what=f"{len(cells)} cells x {len(recalibrate.METHODS)} methods")
     problems += in_range(name, recal, "ECE", keys, 0, 1)
     rules = (fitdata.VALIDATION, fitdata.TEST_HALF)
     problems += rows_failing(name, recal, recal["fitted_on"].isin(rules), keys, f"fitted_on one of {list(rules)}",
@@ -212,11 +210,11 @@ def selective_problems(study, sel: pd.DataFrame) -> list[str]:
                              ["E-AURC"])
     problems += rows_failing(name, sel, sel["AUGRC"] <= sel["AURC"] + TOLERANCE, keys,
                              f"AUGRC <= AURC (within {TOLERANCE:g})", ["AUGRC", "AURC"])
-    problems += rows_failing(name, sel, (sel["AURC"] >= 0) & (sel["AURC"] <= 1), keys, "AURC in [0, 1]", ["AURC"])
-    problems += in_range(name, sel, risk_at, keys, 0, 1)
+    for col in ("AURC", risk_at):
+        problems += in_range(name, sel, col, keys, 0, 1)
     for cell, n in sel.groupby(list(CELL))["risk"].nunique().items():
         if n != 1:
-            problems.append(f"{name}: {' · '.join(map(str, cell))}: expected one risk for every confidence "
+            problems.append(f"{name}: {describe(dict(zip(CELL, cell)), CELL)}: expected one risk for every confidence "
                             f"(the loss does not depend on it), found {n} values")
     return problems
 
@@ -253,9 +251,8 @@ def conformal_problems(study, conf: pd.DataFrame) -> list[str]:
         return problems
     cells = _cells(study)
     scores, alphas = conformal.SCORES, conformal.ALPHAS
-    problems += count_problems(name, conf, len(cells) * len(scores) * len(alphas),
-                               f"{len(cells)} cells x {len(scores)} scores x {len(alphas)} alphas")
-    problems += rows_expected(name, conf, keys, [(*c, s, a) for c in cells for s in scores for a in alphas])
+    problems += rows_expected(name, conf, keys, [(*c, s, a) for c in cells for s in scores for a in alphas],
+                              what=f"{len(cells)} cells x {len(scores)} scores x {len(alphas)} alphas")
     bare = conf[conf["coverage"].isna()]
     problems += rows_failing(name, bare, bare["note"].astype(str).str.contains(TOO_FEW, regex=False), keys,
                              f"a note saying why there is no coverage ({TOO_FEW} calibration queries)", ["note"])
@@ -278,8 +275,8 @@ def conformal_problems(study, conf: pd.DataFrame) -> list[str]:
             continue
         a, b = by_alpha[col][small], by_alpha[col][large]
         for where in a.index[~(a >= b).to_numpy()]:
-            problems.append(f"{name}: {' · '.join(map(str, where))}: expected {col} at alpha {small:g} >= at "
-                            f"alpha {large:g}, found {a[where]:.6g} vs {b[where]:.6g}")
+            problems.append(f"{name}: {describe(dict(zip(a.index.names, where)), a.index.names)}: expected {col} at "
+                            f"alpha {small:g} >= at alpha {large:g}, found {a[where]:.6g} vs {b[where]:.6g}")
     return problems
 
 
@@ -302,13 +299,11 @@ def shift_detection_problems(study, shift: pd.DataFrame) -> list[str]:
                              f"a shifted condition (not {findings.IN!r})", ["shift"])
     problems += _rankers_with(name, shift, shift["signal"].isin(listwise.VARIANCE_SIGNALS),
                               f"the variance signals {list(listwise.VARIANCE_SIGNALS)}", stochastic)
-    expected = sum((len(study.test_conditions()) - 1) * (len(signals) if r in stochastic else len(plain))
-                   for r in study.rankers for _ in study.train_corpora)
-    problems += count_problems(name, shift, expected, "ranker x training corpus x shifted condition x its signals")
     home = {tc: default_condition(study, tc).name for tc in study.train_corpora}
     problems += rows_expected(name, shift, keys, [(r, tc, c.corpus, c.sampler, s) for r, tc, c in study.cells("test")
                                                   if c.name != home[tc]
-                                                  for s in (signals if r in stochastic else plain)])
+                                                  for s in (signals if r in stochastic else plain)],
+                              what="ranker x training corpus x shifted condition x its signals")
     return problems
 
 
@@ -338,8 +333,7 @@ def performance_prediction_problems(study, qpp: pd.DataFrame) -> list[str]:
     if problems:
         return problems
     for col, (low, high) in cols.items():
-        problems += rows_failing(name, qpp, qpp[col].isna() | qpp[col].between(low, high), keys,
-                                 f"{col} in [{low}, {high}] (or NaN where constant)", [col])
+        problems += in_range(name, qpp, col, keys, low, high, allow_nan=True)  # NaN where a signal is constant
     problems += _rankers_with(name, qpp, qpp["signal"].isin(listwise.VARIANCE_SIGNALS),
                               f"the variance signals {list(listwise.VARIANCE_SIGNALS)}", set(study.stochastic_rankers()))
     return problems
@@ -357,8 +351,7 @@ def listwise_problems(study, lw: pd.DataFrame, sel: pd.DataFrame, prior_sum: pd.
     if problems:
         return problems
     cells = _cells(study)
-    problems += count_problems(name, lw, len(cells), "one per ranker x test condition")
-    problems += rows_expected(name, lw, CELL, cells)
+    problems += rows_expected(name, lw, CELL, cells, what="one per ranker x test condition")
     for col in ("pointwise ECE", "top-label ECE"):
         problems += in_range(name, lw, col, CELL, 0, 1)
     problems += in_range(name, lw, "mean confidence", CELL, 1 / (study.k + 1), 1)
@@ -398,9 +391,8 @@ def nota_conformal_problems(study, nota_conf: pd.DataFrame, forest_06: pd.DataFr
         return problems
     cells = _nota_cells(study)
     views, alphas = nota_sets.VIEWS, conformal.ALPHAS
-    problems += count_problems(name, nota_conf, len(cells) * len(views) * len(alphas),
-                               f"{len(cells)} NOTA cells x {len(views)} views x {len(alphas)} alphas")
-    problems += rows_expected(name, nota_conf, keys, [(*c, v, a) for c in cells for v in views for a in alphas])
+    problems += rows_expected(name, nota_conf, keys, [(*c, v, a) for c in cells for v in views for a in alphas],
+                              what=f"{len(cells)} NOTA cells x {len(views)} views x {len(alphas)} alphas")
     ok = nota_conf[nota_conf["note"] == ""]
     if ok.empty:
         problems.append(f"{name}: expected rows with a coverage, found none (every row has a note)")
@@ -436,11 +428,11 @@ def nota_threshold_problems(study, nota_thr: pd.DataFrame) -> list[str]:
         return problems
     cells = _nota_cells(study)
     risks = list(nota_sets.RISKS)
-    problems += count_problems(name, nota_thr, len(cells) * len(risks), f"{len(cells)} NOTA cells x {len(risks)} risks")
     got = set(nota_thr["risk"])
     if got != set(risks):
         problems.append(f"{name}: expected the risks {risks}, found {sorted(map(str, got))}")
-    problems += rows_expected(name, nota_thr, keys, [(*c, r) for c in cells for r in risks])
+    problems += rows_expected(name, nota_thr, keys, [(*c, r) for c in cells for r in risks],
+                              what=f"{len(cells)} NOTA cells x {len(risks)} risks")
     never = np.isinf(nota_thr["threshold"].to_numpy(dtype=float))
     no, yes = nota_thr[never], nota_thr[~never]
     problems += rows_failing(name, no, no["abstention"] == 1, keys, "abstention 1 without a threshold (inf)",
