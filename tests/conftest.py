@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,12 +19,21 @@ os.environ.setdefault("TQDM_DISABLE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
+@contextlib.contextmanager
+def project_root(path: Path) -> Iterator[Path]:
+    """``path`` as a throw-away project root (with the repo's params/) while the block runs: for
+    module-scoped fixtures, which cannot use :func:`tmp_root`."""
+    shutil.copytree(REPO / "params", path / "params")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("CALIBRANK_ROOT", str(path))
+        yield path
+
+
 @pytest.fixture
-def tmp_root(tmp_path, monkeypatch) -> Path:
+def tmp_root(tmp_path) -> Iterator[Path]:
     """A throw-away project root (with the repo's params/) so runs/ and data/cache/ never touch the checkout."""
-    shutil.copytree(REPO / "params", tmp_path / "params")
-    monkeypatch.setenv("CALIBRANK_ROOT", str(tmp_path))
-    return tmp_path
+    with project_root(tmp_path) as root:
+        yield root
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -7,8 +7,6 @@ beside it; every table is computed once per module.
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -19,19 +17,16 @@ from calibrank.analysis import checks, verdicts
 from calibrank.risk import DEFAULT_BS
 
 from test_baselines import write_rule_predictions
+from conftest import project_root
 from test_study import write_synthetic_study
 
-REPO = Path(__file__).resolve().parent.parent
 N = 200  # resamples: enough for the tables' shape, fast
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     """``(root, study, tables)``: every table notebooks 04-06 check, on the synthetic study."""
-    root = tmp_path_factory.mktemp("root")
-    shutil.copytree(REPO / "params", root / "params")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("CALIBRANK_ROOT", str(root))
+    with project_root(tmp_path_factory.mktemp("root")) as root:
         data = st.load_study(write_synthetic_study(root))
         write_rule_predictions(data.cfg)
         t = {"rankers": st.overview(data), "intervals": st.interval_table(data, n_resamples=N),

@@ -4,10 +4,8 @@ and every defect each check looks for is reported with its table and row."""
 from __future__ import annotations
 
 import math
-import shutil
 import subprocess
 import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -19,9 +17,9 @@ from calibrank.experiment import eval_conditions, predictions_path, ranker_condi
 from calibrank.practice import (checks, conformal, findings, listwise, nota_sets, prior, recalibrate, selective,
                                 signals)
 from calibrank.predictions import Predictions
+from conftest import project_root
 from test_study import RANKERS, _labels, _samples, synthetic_config
 
-REPO = Path(__file__).resolve().parent.parent
 Q, K = 24, 10  # 24 test queries: the half a deterministic ranker is fitted on (12) is enough for alpha = 0.1
 R = 60  # bootstrap resamples: enough for intervals, fast
 
@@ -45,10 +43,7 @@ def _write_study(root):
 @pytest.fixture(scope="module")
 def t(tmp_path_factory):
     """Every table of notebook 08 on the synthetic study (built once; tests change copies)."""
-    root = tmp_path_factory.mktemp("study")
-    shutil.copytree(REPO / "params", root / "params")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("CALIBRANK_ROOT", str(root))
+    with project_root(tmp_path_factory.mktemp("study")) as root:
         data = st.load_study(_write_study(root))
         by_n = prior.prior_ece_by_negatives(data, n_resamples=R)
         prior_sum = prior.prior_summary(data, n_resamples=R)
