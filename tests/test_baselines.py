@@ -33,6 +33,24 @@ def test_bm25_matches_bm25s_lucene_scores():
     assert ours[0] > ours[4] > 0 and ours[1] == 0.0
 
 
+def test_bm25_scores_are_the_same_bits_in_every_process():
+    """A float sum over a query's terms taken in a set's order changes in the last bits with the process's
+    hash seed (PYTHONHASHSEED): the same data gave baselines 4e-17 apart in two runs."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from calibrank.baselines import BM25Stats; "
+            "pool = [' '.join(f'w{(7 * i + j) % 97}' for j in range(i % 9 + 3)) for i in range(300)]; "
+            "s = BM25Stats(pool); q = ' '.join(f'w{j}' for j in range(0, 97, 2)); "
+            "print(repr(sum(s.score(q, d) for d in pool)), [s.score(q, d).hex() for d in pool[:40]])")
+    outputs = set()
+    for hash_seed in ("1", "2", "3", "4"):
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+        outputs.add(done.stdout)
+    assert len(outputs) == 1, outputs
+
+
 def _query(qid, context, candidates, relevant=0):
     return RankingQuery(qid=qid, context=tuple(context), candidates=tuple(candidates),
                         labels=tuple(int(i == relevant) for i in range(len(candidates))))

@@ -97,7 +97,9 @@ class BM25Stats:
         tf = Counter(_words(doc))
         dl = sum(tf.values())
         norm = self.k1 * (1.0 - self.b + self.b * dl / self.avgdl)
-        return float(sum(self.idf(t) * tf[t] / (tf[t] + norm) for t in set(_words(query)) if t in tf))
+        # the query's distinct terms in their order of first occurrence, not a set's: a set of strings
+        # iterates in an order that changes with each process's hash seed, and so would the float sum
+        return float(sum(self.idf(t) * tf[t] / (tf[t] + norm) for t in dict.fromkeys(_words(query)) if t in tf))
 
 
 def bm25_overlap(queries: Sequence[RankingQuery], stats: BM25Stats) -> np.ndarray:
