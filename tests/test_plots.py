@@ -229,6 +229,14 @@ def test_prior_ece_panels_of_the_chosen_shift(nan):
     assert len(pp.plot_prior_ece(_prior(nan), shift="cross-NS")) == 1  # no such condition: the empty panel
 
 
+def test_prior_ece_names_the_condition_when_a_shift_has_several():
+    two = _prior(False)
+    second = two[two["shift"] == IN].assign(sampler="mixed")
+    panels = pp.plot_prior_ece(pd.concat([two, second], ignore_index=True))
+    assert _legend(panels[0]) == ["chitchat · bm25: as trained", "chitchat · bm25: prior-corrected",
+                                  "chitchat · mixed: as trained", "chitchat · mixed: prior-corrected"]
+
+
 def _recalibration(nan: bool) -> pd.DataFrame:
     rows = []
     for corpus, sampler, shift in CONDS:
@@ -269,6 +277,13 @@ def test_risk_coverage_legend_on_the_panel_with_every_confidence(nan):
     assert panels[0].get_ylabel() == "risk (wrong top response)"
     assert panels[0].get_legend() is None and _legend(panels[1]) == ["max prob", "neg var"]
     assert panels[1].get_lines()[-1].get_ydata()[0] == pytest.approx(0.4)  # dotted: the risk at full coverage
+
+
+def test_risk_coverage_without_full_coverage_draws_the_curves_and_no_dotted_line():
+    curves = _curves(False)
+    panels = pp.plot_risk_coverage(curves[curves["coverage"] < 1.0])
+    assert [len(ax.get_lines()) for ax in panels] == [1, 2]  # the curves only
+    np.testing.assert_allclose(panels[1].get_lines()[0].get_xdata(), [0.25, 0.5])
 
 
 def _conformal(nan: bool) -> pd.DataFrame:
@@ -313,6 +328,14 @@ def test_shift_detection_heatmap_per_shift_kind(nan):
     assert _ticks(panels[0]) == ["1 - max prob", "entropy", "mean var"]
     cells = [t.get_text() for t in panels[0].texts]
     assert cells == ["0.60", "" if nan else "0.60", "", "0.60", "0.60", "0.60"]  # bert has no variance signal
+
+
+def test_shift_detection_keeps_a_signal_with_no_auroc_as_blank_cells():
+    table = _shift(False)
+    table.loc[table["signal"] == "entropy", "AUROC"] = NAN
+    panels = pp.plot_shift_detection(table)
+    assert _ticks(panels[0]) == ["1 - max prob", "entropy", "mean var"]
+    assert [t.get_text() for t in panels[0].texts] == ["0.60", "", "", "0.60", "", "0.60"]
 
 
 @pytest.mark.parametrize("nan", [False, True])
@@ -363,6 +386,14 @@ def test_listwise_reliability_one_line_per_view_with_its_ece(empty_bucket):
     assert panels[0].get_xlabel() == "mean predicted" and panels[0].get_ylabel() == "fraction relevant / correct"
     assert _legend(panels[1]) == ["pointwise (ECE 0.100)", "listwise top label (ECE 0.200)"]
     assert len(panels[0].get_lines()[0].get_xdata()) == (3 if empty_bucket else 4)  # non-empty buckets only
+
+
+def test_listwise_reliability_a_view_with_no_filled_bucket_keeps_its_legend_entry():
+    table = _listwise(False)
+    table.loc[(table["ranker"] == "bert") & (table["view"] == "pointwise"), "count"] = 0
+    panels = pp.plot_listwise_reliability(table)
+    assert _legend(panels[0]) == ["pointwise (ECE 0.100)", "listwise top label (ECE 0.200)"]
+    assert len(panels[0].get_lines()[0].get_xdata()) == 0
 
 
 def _selective(nan: bool) -> pd.DataFrame:

@@ -23,16 +23,19 @@ def plot_prior_ece(table: pd.DataFrame, *, shift: str = IN, ncols: int = 4, axes
     """ECE against non-relevant candidates per query, before (dashed) and after (solid) the prior correction.
 
     One panel per ranker on the conditions of ``shift`` (default in distribution), from
-    :func:`calibrank.practice.prior.prior_ece_by_negatives`; bands are the 95% intervals.
+    :func:`calibrank.practice.prior.prior_ece_by_negatives`; bands are the 95% intervals. With
+    several conditions of that shift, each line's label names its condition.
     """
     sub = table[table["shift"] == shift]
     if sub.empty:
         return _empty(axes)
     rankers = list(dict.fromkeys(sub["ranker"]))
+    several = sub[["corpus", "sampler"]].drop_duplicates().shape[0] > 1
     panels = _panels(axes, len(rankers), ncols, (3.0, 2.7))
     for ax, ranker in zip(panels, rankers):
         for (corpus, sampler), g in sub[sub["ranker"] == ranker].groupby(["corpus", "sampler"], sort=False):
             for col, style, label in (("ECE raw", "--", "as trained"), ("ECE corrected", "-", "prior-corrected")):
+                label = f"{corpus} · {sampler}: {label}" if several else label
                 (line,) = ax.plot(g["n_nonrel"], g[col], style, marker="o", ms=3, label=label)
                 ax.fill_between(g["n_nonrel"], g[f"{col} lo"], g[f"{col} hi"], color=line.get_color(), alpha=0.15, lw=0)
         ax.set_title(ranker, fontsize=10)
@@ -71,7 +74,8 @@ def plot_recalibration(table: pd.DataFrame, *, ncols: int = 4, axes=None):
 def plot_risk_coverage(curves: pd.DataFrame, *, ncols: int = 4, axes=None):
     """Risk-coverage curves (selective risk against coverage), one panel per ranker, one line per confidence.
 
-    From :func:`calibrank.practice.selective.selective_curves`; the dotted line is the risk at full coverage.
+    From :func:`calibrank.practice.selective.selective_curves`; the dotted line is the risk at full coverage
+    (drawn where a curve reaches coverage 1).
     """
     if curves.empty:
         return _empty(axes)
@@ -81,7 +85,9 @@ def plot_risk_coverage(curves: pd.DataFrame, *, ncols: int = 4, axes=None):
         sub = curves[curves["ranker"] == ranker]
         for conf, g in sub.groupby("confidence", sort=False):
             ax.plot(g["coverage"], g["selective risk"], lw=1.2, label=conf)
-        ax.axhline(sub["selective risk"][sub["coverage"] == 1.0].iloc[0], ls=":", color="grey", lw=1)
+        full = sub["selective risk"][np.isclose(sub["coverage"], 1.0)].dropna()
+        if len(full):
+            ax.axhline(full.iloc[0], ls=":", color="grey", lw=1)
         ax.set_ylim(0, 1)
         ax.set_title(ranker, fontsize=10)
         ax.set_xlabel("coverage (share of queries answered)")
@@ -141,7 +147,8 @@ def plot_shift_detection(table: pd.DataFrame, *, axes=None):
     panels = _panels(axes, len(kinds), 3, (3.8, 3.4), sharey=False)
     rankers = list(dict.fromkeys(table["ranker"]))
     for ax, kind in zip(panels, kinds):
-        wide = table[table["shift"] == kind].pivot_table(index="ranker", columns="signal", values="AUROC", aggfunc="mean")
+        wide = table[table["shift"] == kind].pivot_table(index="ranker", columns="signal", values="AUROC", aggfunc="mean",
+                                                         dropna=False)  # a signal with no AUROC stays, as blank cells
         im = _heatmap(ax, wide.reindex(rankers), vmin=0.0, vmax=1.0, cmap="RdBu_r", title=f"{kind}: AUROC")
     plt.colorbar(im, ax=panels, shrink=0.8)
     return panels
@@ -179,9 +186,9 @@ def plot_listwise_reliability(table: pd.DataFrame, *, ncols: int = 4, axes=None)
     for ax, ranker in zip(panels, rankers):
         sub = table[table["ranker"] == ranker]
         for view, g in sub.groupby("view", sort=False):
+            ece = g["ECE"].iloc[0]  # one value per view; read before dropping empty buckets (there may be none left)
             g = g[g["count"] > 0]
-            ax.plot(g["mean_predicted"], g["fraction_positive"], marker="o", ms=3,
-                    label=f"{view} (ECE {g['ECE'].iloc[0]:.3f})")
+            ax.plot(g["mean_predicted"], g["fraction_positive"], marker="o", ms=3, label=f"{view} (ECE {ece:.3f})")
         ax.plot([0, 1], [0, 1], "--", color="grey", lw=1)
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)
