@@ -50,25 +50,73 @@ def test_training_is_pairs_times_epochs_over_the_rate_plus_validation(smoke):
 
 
 def test_inference_counts_conditions_passes_and_members(smoke):
-    est = eta.estimate(smoke, RATES, _sizes(smoke))
+    # the distinct pairs of each split, as counted from its query sets (by pair; MC Dropout's by query)
+    shares = {("valid", False): 0.7, ("test", False): 0.6, ("valid", True): 0.8, ("test", True): 0.75}
+    est = eta.estimate(smoke, RATES, dataclasses.replace(_sizes(smoke), distinct=shares))
     steps = {s.name: s for s in est.steps}
     k = smoke.negatives.eval_k
     n_cond = len(smoke.data.corpora) * len(smoke.negatives.eval)
-    test_pairs, valid_pairs = n_cond * 24 * (1 + k), n_cond * 24 * (1 + k)
+    test_all, valid_all = n_cond * 24 * (1 + k), n_cond * 24 * (1 + k)
+    test_pairs, valid_pairs = 0.6 * test_all, 0.7 * valid_all
     assert math.isclose(steps["03_train-bert-chitchat"].inference, test_pairs / RATES.infer)
     passes = smoke.rankers.mc_dropout.passes
     # per-query masks (the default): a pass is a deterministic pass plus its masks
     assert smoke.rankers.mc_dropout.masks.value == "per_query"
+    mc_pairs = 0.8 * valid_all + 0.75 * test_all
     assert math.isclose(steps["03_train-mc_dropout-chitchat"].inference,
-                        (valid_pairs + test_pairs) * passes * eta.PER_QUERY_MASK_OVERHEAD / RATES.infer)
+                        mc_pairs * passes * eta.PER_QUERY_MASK_OVERHEAD / RATES.infer)
     per_pair = dataclasses.replace(smoke, rankers=dataclasses.replace(
         smoke.rankers, mc_dropout=dataclasses.replace(smoke.rankers.mc_dropout, masks="per_pair")))
-    pp = {s.name: s for s in eta.estimate(per_pair, RATES, _sizes(smoke)).steps}
-    assert math.isclose(pp["03_train-mc_dropout-chitchat"].inference, (valid_pairs + test_pairs) * passes / RATES.dropout)
+    pp = {s.name: s for s in eta.estimate(per_pair, RATES, dataclasses.replace(_sizes(smoke), distinct=shares)).steps}
+    assert math.isclose(pp["03_train-mc_dropout-chitchat"].inference, mc_pairs * passes / RATES.dropout)
     members = smoke.rankers.ensemble.members  # member 0's test logits are bert's
     assert math.isclose(steps["03_train-ensemble-chitchat"].inference,
                         ((valid_pairs + test_pairs) * members - test_pairs) / RATES.infer)
     assert math.isclose(steps["03_train-sngp-chitchat"].inference, (valid_pairs + test_pairs) / RATES.infer)
+
+
+def test_before_the_query_sets_exist_the_measured_share_of_distinct_pairs_is_used(smoke):
+    sizes = _sizes(smoke)
+    assert len(smoke.negatives.eval) > 1
+    assert sizes.share("test", False, 3) == eta.DISTINCT_SHARE[False] < sizes.share("test", True, 3) == eta.DISTINCT_SHARE[True] < 1
+    assert sizes.share("test", False, 1) == 1.0  # one sampler: every pair is distinct
+    est = {s.name: s for s in eta.estimate(smoke, RATES, sizes).steps}
+    n_cond = len(smoke.data.corpora) * len(smoke.negatives.eval)
+    assert math.isclose(est["03_train-bert-chitchat"].inference,
+                        eta.DISTINCT_SHARE[False] * n_cond * 24 * (1 + smoke.negatives.eval_k) / RATES.infer)
+
+
+def test_distinct_pairs_are_counted_from_the_query_sets(tmp_root):
+    """Two samplers of one corpus that share their contexts, true responses and one negative of two."""
+    from calibrank.data.io import write_queries
+    from calibrank.choices import SamplerName
+    from calibrank.data.schema import RankingQuery
+    from calibrank.querysets import QuerySetSpec, query_set_path
+
+    cfg = load_config("smoke", {"data.corpora": ["chitchat"], "negatives.eval": ["random", "bm25"], "negatives.eval_k": 2})
+    assert eta.count_distinct(cfg) == {}  # not built yet
+    for split in ("valid", "test"):
+        for sampler, third in (("random", "r"), ("bm25", "b")):
+            queries = [RankingQuery(f"q{i}", (f"context {i}",), (f"true {i}", f"shared {i}", f"{third} {i}"), (1, 0, 0))
+                       for i in range(4)]
+            write_queries(query_set_path(cfg, QuerySetSpec("chitchat", split, SamplerName(sampler), 2)), queries)
+    # 24 pairs over the two sets of a split, 16 distinct (4 true + 4 shared + 4 + 4 own negatives)
+    assert eta.count_distinct(cfg) == {(split, by_query): 16 / 24 for split in ("valid", "test") for by_query in (False, True)}
+
+
+def test_timed_batches_time_the_steady_state_after_a_pass_over_the_same_batches():
+    calls = []
+
+    def run(index):
+        calls.append(list(index))
+        if len(calls) <= 3:  # the first call of each batch is slow (kernels built per shape)
+            time.sleep(0.05)
+        return len(index)
+
+    batches = [[0, 1], [2, 3, 4], [5]]
+    pairs, secs = eta._timed_batches(run, batches, 0.0, 1, cpu=False)
+    assert calls == batches + batches  # one untimed pass, then one timed pass (budget spent)
+    assert pairs == 6 and secs < 0.05
 
 
 def test_faster_rates_give_a_shorter_estimate_and_done_steps_count_zero(smoke):
@@ -187,8 +235,10 @@ def test_report_shows_the_estimate_beside_the_wall_time(smoke, tmp_root):
     eta.write_eta(est, RATES, started=time.time(), cores=2, measured_in=9.0)
     built = report.build_index("smoke").read_text(encoding="utf-8")
     assert "<th>estimate</th>" in built and "The estimate is the one <code>make report</code> printed" in built
+    written = {s.name: s for s in eta.read_eta(eta.eta_path("smoke"))[0].steps}["03_train-bert-chitchat"]
     bert = {s.name: s for s in est.steps}["03_train-bert-chitchat"].seconds
-    assert f"<td>{report._seconds(round(bert, 1))}</td>" in built
+    assert written.seconds == pytest.approx(bert, abs=0.15)  # eta.json keeps each part to 0.1 s
+    assert f"<td>{report._seconds(written.seconds)}</td>" in built
 
 
 def test_measure_rates_on_the_tiny_backbone(smoke):

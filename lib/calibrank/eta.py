@@ -2,7 +2,7 @@
 
 Three parts, one concern: the wall time of a report run.
 
-**Measured** (:func:`measure_rates`, about 10 s): the throughput of the profile's backbone on
+**Measured** (:func:`measure_rates`, about 20 s): the throughput of the profile's backbone on
 this machine, built by the code path training uses (``ranker._build``: the backbone with the
 profile's dropout and pooling, and the cross-encoder head), on real (context, response) pairs of
 the first training corpus tokenised at ``training.max_length``, in the profile's precision
@@ -23,7 +23,8 @@ model (``bert``, which ``mc_dropout``, ``temperature`` and ensemble member 0 sha
 ranker's model, and every further ensemble member, :func:`calibrank.grid.run_models`; none for a
 model whose folder in the model cache is finished already, :func:`calibrank.grid.trained_models`),
 plus the validation pairs scored at each evaluation; inference pairs of every condition a ranker
-predicts (:func:`calibrank.experiment.ranker_conditions`) x its passes: ``mc_dropout`` T
+predicts (:func:`calibrank.experiment.ranker_conditions`), each distinct (context, response) pair
+of a split once (as :meth:`calibrank.rankers.base.Ranker.predict_many` scores them), x its passes: ``mc_dropout`` T
 stochastic passes, an ensemble M members (member 0's test logits are ``bert``'s, reused), a GP
 ranker one pass (its posterior arithmetic is not counted), ``temperature`` only the validation
 logits it fits on (the test logits are ``bert``'s).
@@ -32,8 +33,9 @@ logits it fits on (the test logits are ``bert``'s).
 start of a notebook (kernel, imports, writing it and its HTML), the negatives (BM25 indexes,
 the embedding sampler and the bi-encoder rule encode every validation and test response and
 context, costed as a fraction of a pair at the measured inference rate), the analyses (per
-Predictions file), the efficiency notebook (every ranker on 50 queries, 4 times), and
-``pg_drr``'s Gibbs sampling during training (a factor on its training time).
+Predictions file), the efficiency notebook (every ranker on 50 queries, 4 times), and the share
+of a split's pairs that are distinct across its conditions before the query sets exist
+(:data:`DISTINCT_SHARE`; counted from the query sets once notebook 02 has built them).
 
 **Scheduled**: the Makefile runs ``jobs`` notebooks side by side. Each phase (data, negatives,
 training runs, analyses 04-06, efficiency, the index) takes the longer of its longest chain
@@ -74,6 +76,8 @@ __all__ = [
     "EtaError",
     "Rates",
     "Sizes",
+    "DISTINCT_SHARE",
+    "count_distinct",
     "StepEstimate",
     "Estimate",
     "measure_rates",
@@ -97,16 +101,22 @@ NOTEBOOK_OVERHEAD_S = 12.0
 PROCESS_OVERHEAD_S = 6.0
 #: Seconds of 02_negatives per corpus besides encoding (BM25 indexes over the pools, negatives, rule checks).
 NEGATIVES_PER_CORPUS_S = 20.0
-#: Cost of encoding one text alone (a response or a context) relative to one (context, response) pair.
-TEXT_PER_PAIR = 0.25
+#: Cost of encoding one text alone (a response or a context) relative to one (context, response) pair, the rest of
+#: 02's work (BM25 over the pools, the rules) included: the laptop run's 02 took 319 s (query sets 175 s, rules
+#: 136 s) for ~51,000 texts at 157 pairs/s (2 threads, bf16), i.e. 0.8 (0.25 before, which estimated 133 s).
+TEXT_PER_PAIR = 0.8
+#: Share of a split's (context, response) pairs over its conditions that are distinct, while its query sets do not
+#: exist yet (a fresh run; counted from them afterwards, :func:`count_distinct`). The samplers of a corpus share its
+#: contexts, true responses and many negatives; measured on laptop (4 samplers x 9 negatives): test 10,051 of 16,000
+#: pairs (0.63), validation 5,525 of 8,000 (0.69); keyed by query as MC Dropout's masks are, 0.76 and 0.76. With one
+#: sampler per split every pair is distinct (1.0).
+DISTINCT_SHARE = {False: 0.66, True: 0.76}
 #: Seconds per Predictions file read by the analyses (laptop: 04 22 s, 05 11 s, 06 39 s for 104 files).
 ANALYSIS_PER_FILE_S = {"04_calibration": 0.1, "05_risk_aware": 0.02, "06_nota": 0.25}
 #: Seconds per Predictions file of a notebook this module does not know (a pending step make names, e.g. a new
 #: analysis): costed as the slowest analysis above.
 OTHER_NOTEBOOK_PER_FILE_S = 0.25
 ANALYSES = tuple(ANALYSIS_PER_FILE_S) + ("07_efficiency",)
-#: pg_drr trains slower than bert's loop by its Gibbs sampling on every batch (laptop: 700 s against 480 s).
-PG_DRR_TRAIN_FACTOR = 1.45
 #: 07_efficiency: queries, timed calls per ranker (one warm-up on 4 queries, counted as a whole call, and 3 rounds).
 EFFICIENCY_QUERIES = 50
 EFFICIENCY_CALLS = 4
@@ -163,12 +173,41 @@ class Sizes:
     examples: Mapping[str, Mapping[str, int]]
     pools: Mapping[str, Mapping[str, int]]
     load_seconds: Mapping[str, float] = field(default_factory=dict)
+    #: distinct pairs / pairs of each (split, keyed by query) over the split's conditions, where counted
+    distinct: Mapping[tuple[str, bool], float] = field(default_factory=dict)
 
     def n(self, corpus: str, split: str) -> int:
         try:
             return int(self.examples[corpus][split])
         except KeyError:
             raise EtaError(f"sizes: no example count for corpus {corpus!r}, split {split!r}") from None
+
+    def share(self, split: str, by_query: bool, samplers: int) -> float:
+        """The share of a split's condition pairs that a ranker scores (each distinct pair once): counted, else
+        :data:`DISTINCT_SHARE` (1.0 with one sampler)."""
+        if (split, by_query) in self.distinct:
+            return float(self.distinct[(split, by_query)])
+        return DISTINCT_SHARE[by_query] if samplers > 1 else 1.0
+
+
+def count_distinct(cfg: Config) -> dict[tuple[str, bool], float]:
+    """:attr:`Sizes.distinct` from the profile's validation and test query sets; empty while any is not built."""
+    from .experiment import eval_conditions
+    from .querysets import load_query_set
+    from .rankers.base import distinct_pairs
+
+    out: dict[tuple[str, bool], float] = {}
+    for split in ("valid", "test"):
+        try:
+            sets = [load_query_set(cfg, c.corpus, c.split, c.sampler, c.k) for c in eval_conditions(cfg, (split,))]
+        except (FileNotFoundError, OSError, ValueError):
+            return {}
+        total = sum(len(q.candidates) for queries in sets for q in queries)
+        if not total:
+            return {}
+        for by_query in (False, True):
+            out[(split, by_query)] = len(distinct_pairs(sets, by_query=by_query)[0]) / total
+    return out
 
 
 def read_sizes(cfg: Config) -> Sizes | None:
@@ -250,18 +289,26 @@ def _sample_queries(cfg: Config, loaded: Mapping | None, n: int) -> list:
     return out
 
 
-def _timed_batches(run, batches: list, budget_s: float, threads: int, cpu: bool, warm: int = 2) -> tuple[int, float]:
-    """Pairs and seconds of ``run(batch)`` (which returns its pair count): one untimed warm-up on ``warm`` pairs
-    (lazy initialisation, thread pools), then batches until ``budget_s`` is spent (at least one).
+def _timed_batches(run, batches: list, budget_s: float, threads: int, cpu: bool) -> tuple[int, float]:
+    """Pairs and seconds of ``run(batch)`` (which returns its pair count) in the steady state: one untimed pass over
+    ``batches``, then timed passes over the same batches until ``budget_s`` is spent (at least one whole pass).
+
+    The untimed pass matters: the first call of each batch shape builds its kernels (oneDNN primitives, autocast
+    weight casts) and the optimizer's first step allocates its state. A training run meets each of its few dozen
+    widths hundreds of times, so its rate is the steady one; timing first calls (as an earlier version did, with a
+    2-pair warm-up) measured 7.4 training pairs/s where the laptop run trained at 17.5-18.7 (bf16, 1 thread each,
+    two side by side) and 79 inference pairs/s where it scored at 104.
 
     On a CPU the seconds are the smaller of the wall time and the process's CPU time per thread: other programs
     that share the cores during the measurement do not slow the rate down (the estimate is for a machine the
     report has to itself).
     """
-    run(batches[0][: max(2, warm)])
+    for index in batches:
+        run(index)
     pairs, t0, c0 = 0, time.perf_counter(), time.process_time()
-    for index in batches[1:] + batches[:1]:
-        pairs += run(index)
+    while True:
+        for index in batches:
+            pairs += run(index)
         if time.perf_counter() - t0 >= budget_s:
             break
     wall = time.perf_counter() - t0
@@ -282,7 +329,7 @@ def measure_rates(cfg: Config, *, threads: int, solo_threads: int | None = None,
     solo_threads = solo_threads or threads
     before = torch.get_num_threads()
     ranker, model, backbone, load_s = _model(t, cfg.data.context_style, device)
-    n_train = t.batch_size * 8
+    n_train = t.batch_size * 4  # four batches of four widths: one untimed pass, then timed passes
     n_eval = max(t.eval_batch_size * 3, n_train)
     queries = _sample_queries(cfg, loaded, max(n_train, n_eval) // 2 + 1)
     pairs = ranker._encode(backbone.tokenizer, queries, training=True)
@@ -312,8 +359,7 @@ def measure_rates(cfg: Config, *, threads: int, solo_threads: int | None = None,
             return len(index)
 
         train_batches = length_batches(pairs.lengths[:n_train], t.batch_size, seed=0)
-        done, secs = _timed_batches(train_step, train_batches, 2 * share, threads, cpu,
-                                    warm=t.batch_size)
+        done, secs = _timed_batches(train_step, train_batches, 2 * share, threads, cpu)
         train_rate = done / secs
         optimizer.zero_grad(set_to_none=True)
 
@@ -322,6 +368,10 @@ def measure_rates(cfg: Config, *, threads: int, solo_threads: int | None = None,
                                          token_type_ids=[pairs.token_type_ids[i] for i in eval_idx],
                                          labels=pairs.labels[eval_idx], query_index=pairs.query_index[eval_idx])
         eval_batches = length_batches(eval_pairs.lengths, t.eval_batch_size)
+        # Scoring sorts a split's thousands of pairs by length, so its batches carry almost no padding; these few
+        # batches carry some. Rates are counted in the sample's padded tokens and given back per pair of the sample's
+        # real length (laptop: 76 measured pairs/s at 1 thread, 104 in the run).
+        padded = sum(int(eval_pairs.lengths[b].max()) * len(b) for b in eval_batches) / float(eval_pairs.lengths.sum())
 
         def scorer(dropout: bool):
             def run(index) -> int:
@@ -333,14 +383,14 @@ def measure_rates(cfg: Config, *, threads: int, solo_threads: int | None = None,
             return run
 
         done, secs = _timed_batches(scorer(False), eval_batches, share, threads, cpu)
-        infer_rate = done / secs
+        infer_rate = padded * done / secs
         done, secs = _timed_batches(scorer(True), eval_batches, share, threads, cpu)
-        dropout_rate = done / secs
+        dropout_rate = padded * done / secs
         solo_rate = infer_rate
         if solo_threads != threads:
             torch.set_num_threads(max(1, solo_threads))
             done, secs = _timed_batches(scorer(False), eval_batches, share, solo_threads, cpu)
-            solo_rate = done / secs
+            solo_rate = padded * done / secs
     finally:
         torch.set_num_threads(before)
         model.eval()
@@ -431,14 +481,17 @@ def _evaluations(n_pairs: int, t) -> int:
     return len(ends | every)
 
 
-def _condition_pairs(cfg: Config, sizes: Sizes, ranker: RankerName) -> dict[str, int]:
-    """Pairs scored per split (valid, test) when ``ranker`` predicts every condition it is predicted on."""
+def _condition_pairs(cfg: Config, sizes: Sizes, ranker: RankerName) -> dict[str, float]:
+    """Pairs scored per split (valid, test) when ``ranker`` predicts every condition it is predicted on: the
+    distinct pairs of the split's conditions (MC Dropout keys them by query, its masks being per query)."""
     from .experiment import ranker_conditions
 
-    out = {"valid": 0, "test": 0}
+    out = {"valid": 0.0, "test": 0.0}
     for cond in ranker_conditions(cfg, ranker):
         out[cond.split] += _pairs(sizes, cond.corpus, cond.split, cond.k)
-    return out
+    by_query = ranker is RankerName.mc_dropout
+    samplers = len(cfg.negatives.eval)
+    return {split: n * sizes.share(split, by_query, samplers) for split, n in out.items()}
 
 
 def estimate(cfg: Config, rates: Rates, sizes: Sizes, *, jobs: int = 1, pending: set[str] | None = None,
@@ -481,7 +534,7 @@ def estimate(cfg: Config, rates: Rates, sizes: Sizes, *, jobs: int = 1, pending:
         valid_pairs = _pairs(sizes, c, "valid", neg.train_k)
 
         def train_seconds(r: RankerName) -> float:
-            fit = train_pairs * t.epochs / rates.train * (PG_DRR_TRAIN_FACTOR if r is RankerName.pg_drr else 1.0)
+            fit = train_pairs * t.epochs / rates.train  # pg_drr's Gibbs steps: 429 s against bert's 447 s on laptop
             extra = rk.pg_drr.inducing if r is RankerName.pg_drr else 0
             return fit + _evaluations(train_pairs, t) * (valid_pairs + extra) / rates.infer
 
@@ -718,6 +771,7 @@ def run_estimate(profile: str, *, jobs: int, cores: int, started: float, make: s
     sizes, loaded = read_sizes(cfg), None
     if sizes is None:
         sizes, loaded = _corpus_sizes(cfg)
+    sizes = dataclasses.replace(sizes, distinct=count_distinct(cfg))
     threads = max(1, cores // max(1, jobs))
     rates = measure_rates(cfg, threads=threads, solo_threads=cores, budget_s=budget_s, loaded=loaded)
     pending = pending_steps(cfg.profile, jobs, make) if make else None
