@@ -370,7 +370,7 @@ def measure_rates(cfg: Config, *, threads: int, solo_threads: int | None = None,
         eval_batches = length_batches(eval_pairs.lengths, t.eval_batch_size)
         # Scoring sorts a split's thousands of pairs by length, so its batches carry almost no padding; these few
         # batches carry some. Rates are counted in the sample's padded tokens and given back per pair of the sample's
-        # real length (laptop: 76 measured pairs/s at 1 thread, 104 in the run).
+        # real length (laptop, 1 thread: 76 pairs/s uncorrected, 77-87 corrected, 104 in the run: part of the gap stays).
         padded = sum(int(eval_pairs.lengths[b].max()) * len(b) for b in eval_batches) / float(eval_pairs.lengths.sum())
 
         def scorer(dropout: bool):
