@@ -8,7 +8,12 @@ For one ranker on one query set:
 - ``samples [S, Q, K]``: S joint draws of the predictive distribution of that probability:
   S = 1 for a deterministic model, T dropout passes, M ensemble members, or S posterior draws
   of a GP drawn jointly over a query's candidates, so that covariances between the
-  candidates of a query are real.
+  candidates of a query are real;
+- ``mask [Q, K]`` (optional): True where a query has a candidate. Lists of different lengths
+  (a user's run: top-100 for one query, top-37 for another) are padded to the longest; a
+  padded slot holds label 0, probability 0 and sample 0, and every analysis that reads a
+  mask leaves it out. None means every slot is a candidate (the study's query sets);
+- ``docids [Q, K]`` (optional): each candidate's id ('' in a padded slot).
 
 ``mean``, ``var`` and ``cov`` per query derive from ``samples`` (population moments, as the
 first paper's code used). Samples live in probability space, like ``probs``; the risk-aware
@@ -53,6 +58,8 @@ class Predictions:
     probs: np.ndarray
     samples: np.ndarray
     meta: dict[str, Any] = field(default_factory=dict, compare=False)
+    mask: np.ndarray | None = None
+    docids: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         qids = np.asarray(self.qids).astype(str)
@@ -80,10 +87,50 @@ class Predictions:
                 )
         if len(set(qids.tolist())) != q:
             raise PredictionsError(f"{where}: qids are not unique")
+        mask = self._checked_mask(where, labels, probs, samples)
+        docids = None
+        if self.docids is not None:
+            docids = np.asarray(self.docids).astype(str)
+            if docids.shape != labels.shape:
+                raise PredictionsError(f"{where}: docids shape {docids.shape} != labels shape {labels.shape}")
+            if mask is not None and (docids[~mask] != "").any():
+                raise PredictionsError(f"{where}: a padded slot (mask False) must have docid ''")
+        object.__setattr__(self, "mask", mask)
+        object.__setattr__(self, "docids", docids)
         object.__setattr__(self, "qids", qids)
         object.__setattr__(self, "labels", labels.astype(np.int8))
         object.__setattr__(self, "probs", probs)
         object.__setattr__(self, "samples", samples)
+
+    def _checked_mask(self, where: str, labels: np.ndarray, probs: np.ndarray, samples: np.ndarray) -> np.ndarray | None:
+        if self.mask is None:
+            return None
+        mask = np.asarray(self.mask)
+        if mask.shape != labels.shape or mask.dtype != bool:
+            raise PredictionsError(f"{where}: mask must be a bool array of shape {labels.shape}, got {mask.dtype} {mask.shape}")
+        if not mask.any(axis=1).all():
+            first = int(np.flatnonzero(~mask.any(axis=1))[0])
+            raise PredictionsError(f"{where}: query {first} has no candidate (its mask row is all False)")
+        pad = ~mask
+        if labels[pad].any() or probs[pad].any() or samples[:, pad].any():
+            raise PredictionsError(f"{where}: padded slots (mask False) must hold label 0, probability 0 and sample 0")
+        return mask
+
+    # ------------------------------------------------------------------ list lengths
+    @property
+    def valid(self) -> np.ndarray:
+        """[Q, K] True where a query has a candidate (all True without a mask)."""
+        return np.ones(self.labels.shape, dtype=bool) if self.mask is None else self.mask
+
+    @property
+    def lengths(self) -> np.ndarray:
+        """[Q] number of candidates of each query."""
+        return self.valid.sum(axis=1)
+
+    @property
+    def ragged(self) -> bool:
+        """True when queries have different numbers of candidates."""
+        return self.mask is not None and not self.mask.all()
 
     # ------------------------------------------------------------------ derived moments
     @property
@@ -112,7 +159,8 @@ class Predictions:
         path = Path(path).with_suffix(".npz")
         with atomic_path(path) as tmp:
             with open(tmp, "wb") as fh:
-                np.savez(fh, qids=self.qids, labels=self.labels, probs=self.probs, samples=self.samples)
+                optional = {k: v for k, v in (("mask", self.mask), ("docids", self.docids)) if v is not None}
+                np.savez(fh, qids=self.qids, labels=self.labels, probs=self.probs, samples=self.samples, **optional)
         meta = dict(self.meta)
         meta["shape"] = {"S": self.n_samples, "Q": int(self.labels.shape[0]), "K": int(self.labels.shape[1])}
         meta["npz_sha256"] = sha256_file(path)
@@ -139,7 +187,7 @@ class Predictions:
                 missing = {"qids", "labels", "probs", "samples"} - set(z.files)
                 if missing:
                     raise PredictionsError(f"{path}: missing arrays {sorted(missing)}")
-                arrays = {k: z[k] for k in ("qids", "labels", "probs", "samples")}
+                arrays = {k: z[k] for k in ("qids", "labels", "probs", "samples", "mask", "docids") if k in z.files}
         except PredictionsError:
             raise
         except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
@@ -172,3 +220,7 @@ class Predictions:
             raise PredictionsError(f"{a} and {b} cover different qids (or a different order)")
         if not np.array_equal(self.labels, other.labels):
             raise PredictionsError(f"{a} and {b} disagree on labels")
+        if not np.array_equal(self.valid, other.valid):
+            raise PredictionsError(f"{a} and {b} have different list lengths")
+        if self.docids is not None and other.docids is not None and not np.array_equal(self.docids, other.docids):
+            raise PredictionsError(f"{a} and {b} hold different candidates (docids differ)")

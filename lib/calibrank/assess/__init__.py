@@ -1,0 +1,7 @@
+"""Your ranker's scores through the study's analyses.
+
+A user's TREC run(s) with qrels, a table of scores, a local Hugging Face cross-encoder
+checkpoint or a DataFrame becomes a :class:`~calibrank.assess.scored.ScoredRun` (the scores as
+given, lists as they come), then :class:`~calibrank.predictions.Predictions`, and goes through
+the same analysis functions as the study's own rankers.
+"""

@@ -1,0 +1,144 @@
+"""A ranker's scores as the user gave them: ragged lists, graded qrels, several samples.
+
+``ScoredRun`` holds one ranker's raw scores on a set of queries before they are read as
+probabilities. Lists keep their own lengths (padded to the longest with a mask); unjudged
+candidates count as non-relevant and are remembered as unjudged, so a report can say how much
+of the pool the qrels cover. Several runs of one ranker (MC Dropout passes, ensemble members,
+seeds) are its samples, ``scores [S, Q, K]``.
+
+What a score is decides how it becomes a probability (:class:`ScoreKind`): ``probability``
+as is, ``logit`` through the sigmoid, ``score`` (any scale: BM25, an LLM's margin) only
+through a map fitted on labelled data, never as given.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+import numpy as np
+
+from ..predictions import Predictions
+
+__all__ = ["ScoreKind", "ScoredRun", "AssessError"]
+
+
+class AssessError(ValueError):
+    """Bad user input; the message names the file and line, or the parameter, and what was expected."""
+
+
+class ScoreKind(str, Enum):
+    probability = "probability"
+    logit = "logit"
+    score = "score"
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    out = np.empty_like(x, dtype=np.float64)
+    pos = x >= 0
+    out[pos] = 1.0 / (1.0 + np.exp(-x[pos]))
+    e = np.exp(x[~pos])
+    out[~pos] = e / (1.0 + e)
+    return out
+
+
+@dataclass(frozen=True)
+class ScoredRun:
+    """One ranker's scores on Q queries, each with its own list of candidates.
+
+    - ``qids [Q]``; ``docids [Q, K]`` ('' where padded); ``mask [Q, K]`` True for a candidate;
+    - ``scores [S, Q, K]``: S samples of the raw score (0 where padded);
+    - ``relevance [Q, K]``: graded relevance from the qrels (0 for unjudged or padded);
+    - ``judged [Q, K]``: the qrels judge the candidate;
+    - ``n_relevant [Q]``: relevant documents the qrels hold for the query, retrieved or not
+      (the denominator of recall and average precision, as trec_eval counts it);
+    - ``kind``: what a score is; ``relevant_at``: the lowest grade that counts as relevant.
+    """
+
+    qids: np.ndarray
+    docids: np.ndarray
+    mask: np.ndarray
+    scores: np.ndarray
+    relevance: np.ndarray
+    judged: np.ndarray
+    n_relevant: np.ndarray
+    kind: ScoreKind = ScoreKind.score
+    relevant_at: int = 1
+    source: str = "run"
+    meta: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        kind = ScoreKind(self.kind)
+        qids = np.asarray(self.qids).astype(str)
+        mask = np.asarray(self.mask, dtype=bool)
+        scores = np.asarray(self.scores, dtype=np.float64)
+        q = qids.shape[0]
+        if mask.ndim != 2 or mask.shape[0] != q:
+            raise AssessError(f"{self.source}: mask must be [Q={q}, K], got {mask.shape}")
+        if scores.ndim != 3 or scores.shape[1:] != mask.shape or scores.shape[0] < 1:
+            raise AssessError(f"{self.source}: scores must be [S>=1, {q}, {mask.shape[1]}], got {scores.shape}")
+        for name in ("docids", "relevance", "judged"):
+            if np.shape(getattr(self, name)) != mask.shape:
+                raise AssessError(f"{self.source}: {name} must have shape {mask.shape}, got {np.shape(getattr(self, name))}")
+        if np.shape(self.n_relevant) != (q,):
+            raise AssessError(f"{self.source}: n_relevant must have shape ({q},), got {np.shape(self.n_relevant)}")
+        if not np.isfinite(scores[:, mask]).all():
+            raise AssessError(f"{self.source}: scores must be finite")
+        if kind is ScoreKind.probability and ((scores[:, mask] < 0) | (scores[:, mask] > 1)).any():
+            bad = scores[:, mask][(scores[:, mask] < 0) | (scores[:, mask] > 1)]
+            raise AssessError(f"{self.source}: SCORE=probability but {bad.size} scores lie outside [0, 1] "
+                              f"(first: {float(bad[0])!r}); say SCORE=logit or SCORE=score")
+        if not mask.any(axis=1).all():
+            raise AssessError(f"{self.source}: every query needs at least one candidate")
+        if int(self.relevant_at) < 1:
+            raise AssessError(f"relevant_at: expected an integer >= 1, got {self.relevant_at!r}")
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "qids", qids)
+        object.__setattr__(self, "mask", mask)
+        object.__setattr__(self, "scores", np.where(mask[None], scores, 0.0))
+        object.__setattr__(self, "docids", np.where(mask, np.asarray(self.docids).astype(str), ""))
+        object.__setattr__(self, "relevance", np.where(mask, np.asarray(self.relevance, dtype=np.int64), 0))
+        object.__setattr__(self, "judged", np.asarray(self.judged, dtype=bool) & mask)
+        object.__setattr__(self, "n_relevant", np.asarray(self.n_relevant, dtype=np.int64))
+
+    @property
+    def labels(self) -> np.ndarray:
+        """[Q, K] 0/1: the candidate's grade reaches ``relevant_at`` (unjudged count as 0)."""
+        return ((self.relevance >= self.relevant_at) & self.mask).astype(np.int8)
+
+    @property
+    def n_samples(self) -> int:
+        return int(self.scores.shape[0])
+
+    @property
+    def judged_fraction(self) -> float:
+        """Share of the candidates that the qrels judge."""
+        return float(self.judged.sum() / self.mask.sum())
+
+    @property
+    def answerable(self) -> np.ndarray:
+        """[Q] the query has at least one relevant candidate in its list."""
+        return self.labels.any(axis=1)
+
+    def subset(self, rows: np.ndarray) -> "ScoredRun":
+        """The queries at ``rows`` (indices or a boolean mask), in that order."""
+        rows = np.asarray(rows)
+        return ScoredRun(self.qids[rows], self.docids[rows], self.mask[rows], self.scores[:, rows],
+                         self.relevance[rows], self.judged[rows], self.n_relevant[rows], self.kind,
+                         self.relevant_at, self.source, dict(self.meta))
+
+    def probabilities(self) -> np.ndarray:
+        """[S, Q, K] the samples as probabilities; an error for ``score``, which has none until fitted."""
+        if self.kind is ScoreKind.probability:
+            return self.scores
+        if self.kind is ScoreKind.logit:
+            return np.where(self.mask[None], _sigmoid(self.scores), 0.0)
+        raise AssessError(f"{self.source}: SCORE=score has no probabilities as given; fit a recalibrator on validation first")
+
+    def to_predictions(self, samples: np.ndarray | None = None, **meta: Any) -> Predictions:
+        """Predictions of these queries from probability ``samples [S, Q, K]`` (default: the scores as given)."""
+        samples = self.probabilities() if samples is None else np.where(self.mask[None], samples, 0.0)
+        return Predictions(self.qids, self.labels, samples.mean(axis=0), samples,
+                           meta={"name": self.source, "ranker": self.meta.get("ranker", self.source), **meta},
+                           mask=None if self.mask.all() else self.mask, docids=self.docids)
