@@ -13,7 +13,10 @@ PROFILE ?= laptop
 NAME_CHARS := a b c d e f g h i j k l m n o p q r s t u v w x y z A B C D E F G H I J K L M N O P Q R S T U V W X Y Z 0 1 2 3 4 5 6 7 8 9 _ -
 strip_chars = $(if $(2),$(call strip_chars,$(subst $(firstword $(2)),,$(1)),$(wordlist 2,$(words $(2)),$(2))),$(1))
 is_name = $(and $(filter 1,$(words $(1))),$(if $(call strip_chars,$(1),$(NAME_CHARS)),,yes))
-PROFILES := $(foreach p,$(patsubst params/%.yaml,%,$(wildcard params/*.yaml)),$(if $(call is_name,$(p)),$(p)))
+# The profiles are the params files beside this Makefile, whichever folder make runs in (`make -f
+# <checkout>/Makefile`): its folder is read before any other makefile is included.
+MAKEFILE_DIR := $(dir $(realpath $(lastword $(MAKEFILE_LIST))))
+PROFILES := $(foreach p,$(sort $(patsubst $(MAKEFILE_DIR)params/%.yaml,%,$(wildcard $(MAKEFILE_DIR)params/*.yaml))),$(if $(call is_name,$(p)),$(p)))
 DATASETS := msdialog mantis udc_dstc8
 ifeq ($(and $(call is_name,$(value PROFILE)),$(filter $(value PROFILE),$(PROFILES))),)
 $(error PROFILE: expected one of $(PROFILES) (params/<name>.yaml), got '$(value PROFILE)')

@@ -115,3 +115,21 @@ def test_a_dry_run_makes_nothing_but_the_makefiles_own_list_of_predictions(dry_r
         files |= {str((Path(folder) / n).relative_to(root)) for n in names + [d for d in dirs if d == ".venv"]}
     # make remakes the makefiles it includes even under -n: the cached Predictions list of the profile
     assert files - inputs == {"build/make/predictions-smoke.mk"}
+
+
+def _make_elsewhere(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE") and k not in ("PROFILE", "DATASET", "JOBS")}
+    return subprocess.run(["make", "--no-print-directory", "-f", str(REPO / "Makefile"), "-n", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_the_profiles_are_those_beside_the_makefile_from_any_folder(tmp_path):
+    """`make -f <checkout>/Makefile` from another folder reads the checkout's params/, not the folder's."""
+    (tmp_path / "params").mkdir()
+    (tmp_path / "params" / "elsewhere.yaml").write_text("profile: elsewhere\n")
+    profiles = sorted(p.stem for p in (REPO / "params").glob("*.yaml"))
+    bad = _make_elsewhere(tmp_path, "report", "PROFILE=elsewhere")
+    assert bad.returncode != 0
+    assert f"PROFILE: expected one of {' '.join(profiles)} (params/<name>.yaml), got 'elsewhere'" in bad.stderr
+    good = _make_elsewhere(tmp_path, "report", "PROFILE=smoke")
+    assert "PROFILE:" not in good.stderr and "setup" in good.stdout + good.stderr
