@@ -276,3 +276,24 @@ def test_the_grid_knows_which_models_the_cache_holds(tmp_root):
     assert grid.trained_models(cfg) == {bert.name}
     assert experiment.train_ranker(cfg, "focal", "chitchat").trained.workdir == half
     assert grid.trained_models(cfg) == {bert.name, focal.name}
+
+
+@pytest.mark.parametrize("n_pairs, batch_size, epochs, eval_every", [
+    (100, 16, 3, None), (100, 16, 3, 4), (100, 16, 5, 7), (96, 16, 4, 6), (10, 32, 2, 1), (1000, 16, 7, 100),
+    (1000, 16, 7, 63), (0, 16, 3, 2), (640, 64, 12, 25),
+])
+def test_evaluations_are_epoch_ends_and_every_eval_every_steps_counted_once(n_pairs, batch_size, epochs, eval_every):
+    """Oracle: the training loop's own rule, step by step (validate when the step is a multiple of eval_every
+    or ends an epoch)."""
+    t = SimpleNamespace(batch_size=batch_size, epochs=epochs, eval_every=eval_every)
+    per_epoch = max(1, math.ceil(n_pairs / batch_size))
+    expected = sum(1 for step in range(1, per_epoch * epochs + 1)
+                   if (eval_every and step % eval_every == 0) or step % per_epoch == 0)
+    assert eta._evaluations(n_pairs, t) == expected
+
+
+def test_evaluations_build_nothing_sized_by_epochs():
+    # 63 steps an epoch; every 7th step validates and each epoch end (a multiple of 7) is one of them
+    t = SimpleNamespace(batch_size=16, epochs=10**30, eval_every=7)
+    assert eta._evaluations(1000, t) == 9 * 10**30
+    assert eta._evaluations(1000, SimpleNamespace(batch_size=16, epochs=10**30, eval_every=None)) == 10**30

@@ -474,11 +474,14 @@ def _pairs(sizes: Sizes, corpus: str, split: str, k: int) -> int:
 
 
 def _evaluations(n_pairs: int, t) -> int:
-    """How many times the loop validates: every ``eval_every`` steps and at the end of each epoch."""
+    """How many times the loop validates: every ``eval_every`` steps and at the end of each epoch, a step that
+    is both counted once. Counted, never listed: an epoch end ``e * per_epoch`` is a multiple of ``eval_every``
+    exactly when ``e`` is a multiple of ``eval_every / gcd(per_epoch, eval_every)``."""
     per_epoch = max(1, math.ceil(n_pairs / t.batch_size))
-    ends = {per_epoch * (e + 1) for e in range(t.epochs)}
-    every = set(range(t.eval_every, per_epoch * t.epochs + 1, t.eval_every)) if t.eval_every else set()
-    return len(ends | every)
+    if not t.eval_every:
+        return t.epochs
+    both = t.epochs // (t.eval_every // math.gcd(per_epoch, t.eval_every))
+    return t.epochs + per_epoch * t.epochs // t.eval_every - both
 
 
 def _condition_pairs(cfg: Config, sizes: Sizes, ranker: RankerName) -> dict[str, float]:
