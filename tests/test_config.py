@@ -1,4 +1,6 @@
+import dataclasses
 import json
+import re
 
 import pytest
 
@@ -197,19 +199,19 @@ def test_extends_errors_name_the_file(tmp_root):
     params = tmp_root / "params"
     (params / "a.yaml").write_text("extends: b\nprofile: a\n", encoding="utf-8")
     (params / "b.yaml").write_text("extends: a\nprofile: b\n", encoding="utf-8")
-    with pytest.raises(ConfigError, match=r"a\.yaml: extends: .*circle \(a -> b -> a\)"):
+    with pytest.raises(ConfigError, match=r"a\.yaml:line 1: extends: .*circle \(a -> b -> a\)"):
         load_config("a")
     (params / "c.yaml").write_text("extends: [laptop]\nprofile: c\n", encoding="utf-8")
-    with pytest.raises(ConfigError, match=r"c\.yaml: extends: expected the name of another profile"):
+    with pytest.raises(ConfigError, match=r"c\.yaml:line 1: extends: expected the name of another profile"):
         load_config("c")
     (params / "d.yaml").write_text("extends: nosuch\nprofile: d\n", encoding="utf-8")
-    with pytest.raises(ConfigError, match=r"nosuch\.yaml: no such params file"):
+    with pytest.raises(ConfigError, match=r"d\.yaml:line 1: extends: .*nosuch\.yaml: no such params file"):
         load_config("d")
     (params / "e.yaml").write_text("extends: laptop\n", encoding="utf-8")  # the name is not inherited
     with pytest.raises(ConfigError, match=r"e\.yaml: profile: missing required key"):
         load_config("e")
     (params / "f.yaml").write_text("extends: laptop\nprofile: f\nrankers: {sedes: [1]}\n", encoding="utf-8")
-    with pytest.raises(ConfigError, match=r"f\.yaml: .*sedes"):
+    with pytest.raises(ConfigError, match=r"f\.yaml:line 3: rankers\.sedes: unknown key"):
         load_config("f")
 
 
@@ -218,3 +220,143 @@ def test_sources_lists_the_chain(tmp_root, capsys):
 
     assert main(["sources", "laptop-3seeds"]) == 0
     assert capsys.readouterr().out.split() == ["params/laptop-3seeds.yaml", "params/laptop.yaml"]
+
+
+# ------------------------------------------------------------------ profiles read as written
+def _child(tmp_root, text, name="child"):
+    path = tmp_root / "params" / f"{name}.yaml"
+    path.write_text(f"extends: smoke\nprofile: {name}\n{text}", encoding="utf-8")
+    return path
+
+
+def test_an_empty_section_in_a_child_is_an_error_naming_its_line(tmp_root):
+    from calibrank.config import PGDRRConfig, TrainingConfig
+
+    smoke = load_config("smoke")
+    path = _child(tmp_root, "training:\n  # lr: 0.1\n  # epochs: 3\n")
+    with pytest.raises(ConfigError) as err:
+        load_config("child")
+    assert f"{path}:line 3: training: `training:` is empty: say `training: {{}}` to reset it to the defaults, " \
+           f"or remove the key to inherit" in str(err.value)
+    _child(tmp_root, "rankers:\n  seeds: [3]\n  sngp: null\n")
+    with pytest.raises(ConfigError, match=r"child\.yaml:line 5: rankers\.sngp: `sngp:` is empty: say `sngp: \{\}`"):
+        load_config("child")
+    # `{}` resets a section to the defaults, a missing key inherits it, a non-empty one merges key by key
+    assert load_config(_child(tmp_root, "training: {}\n")).training == TrainingConfig() != smoke.training
+    assert load_config(_child(tmp_root, "rankers: {pg_drr: {}}\n")).rankers.pg_drr == PGDRRConfig() != smoke.rankers.pg_drr
+    assert load_config(_child(tmp_root, "seed: 3\n")).training == smoke.training
+    merged = load_config(_child(tmp_root, "training: {lr: 0.01}\n")).training
+    assert merged == dataclasses.replace(smoke.training, lr=0.01)
+
+
+def test_a_null_section_in_a_profile_that_extends_nothing_is_its_defaults(tmp_path):
+    from calibrank.config import TrainingConfig
+
+    assert load_config(_write(tmp_path, "profile: x\ntraining:\n")).training == TrainingConfig()
+
+
+@pytest.mark.parametrize("text, line, key, needles", [
+    ("seed: 010\n", 3, "seed", ["write 10 or '010'"]),
+    ("rankers: {seeds: [013, 014]}\n", 3, "rankers.seeds[0]", ["write 13 or '013'"]),
+    ("rankers:\n  seeds:\n    - 13\n    - 014\n", 6, "rankers.seeds[1]", ["write 14 or '014'"]),
+    ("data: {max_dialogues: 3:20}\n", 3, "data.max_dialogues", ["YAML 1.1 reads 200", "'3:20'"]),
+    ("data: {max_dialogues: 1_000}\n", 3, "data.max_dialogues", ["write 1000 or '1_000'"]),
+    ("seed: 0o10\n", 3, "seed", ["write 8 or '0o10'"]),
+    ("seed: 0x10\n", 3, "seed", ["write 16 or '0x10'"]),
+    ("seed: 08\n", 3, "seed", ["write 8 or '08'"]),
+    ("training: {lr: 1_0.5}\n", 3, "training.lr", ["write 10.5 or '1_0.5'"]),
+    ("negatives: {exclude_own_dialogue: yes}\n", 3, "negatives.exclude_own_dialogue", ["write true or 'yes'"]),
+    ("description: off\n", 3, "description", ["write false or 'off'"]),
+])
+def test_numbers_that_yaml_versions_read_differently_are_refused(tmp_root, text, line, key, needles):
+    path = _child(tmp_root, text)
+    with pytest.raises(ConfigError) as err:
+        load_config("child")
+    msg = str(err.value)
+    assert msg.startswith(f"{path}:line {line}: {key}: ")
+    for needle in needles:
+        assert needle in msg
+
+
+@pytest.mark.parametrize("text, value", [
+    ("seed: 10\n", 10), ("seed: +7\n", 7), ("seed: 0\n", 0), ("seed: '010'\n", None),
+    ("training: {lr: 1e-3}\n", 1e-3), ("training: {lr: .5e-3}\n", 5e-4), ("training: {lr: 0.001}\n", 1e-3),
+    ("description: '3:20'\n", "3:20"), ("description: 2024-01-01\n", "2024-01-01"), ("description: on-call\n", "on-call"),
+])
+def test_decimal_numbers_and_quoted_text_read_as_written(tmp_root, text, value):
+    if value is None:  # quoted: a string, which a seed is not
+        with pytest.raises(ConfigError, match=r"child\.yaml:line 3: seed: expected an integer, got '010'"):
+            load_config(_child(tmp_root, text))
+        return
+    cfg = load_config(_child(tmp_root, text))
+    got = {"seed": cfg.seed, "training": cfg.training.lr, "description": cfg.description}[text.split(":")[0]]
+    assert got == value and type(got) is type(value)
+
+
+def test_an_error_in_a_parent_names_the_parents_file_and_line(tmp_root):
+    params = tmp_root / "params"
+    (params / "base.yaml").write_text("profile: base\nseed: 1\ntraining:\n  lr: 0.01\n  epochz: 2\n", encoding="utf-8")
+    (params / "kid.yaml").write_text("extends: base\nprofile: kid\nseed: 2\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as err:
+        load_config("kid")
+    assert str(err.value).startswith(f"{params / 'base.yaml'}:line 5: training.epochz: unknown key (did you mean 'epochs'?)")
+    # a value the child replaces is the child's: its error names the child
+    (params / "base.yaml").write_text("profile: base\ntraining: {lr: -1}\n", encoding="utf-8")
+    (params / "kid.yaml").write_text("extends: base\nprofile: kid\ntraining: {lr: -2}\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=rf"^{re.escape(str(params / 'kid.yaml'))}:line 3: training\.lr: .*-2"):
+        load_config("kid")
+    # a list the child replaces takes its own lines: the parent's items are gone
+    (params / "base.yaml").write_text("profile: base\nrankers:\n  seeds:\n    - 1\n    - -1\n", encoding="utf-8")
+    (params / "kid.yaml").write_text("extends: base\nprofile: kid\nrankers: {seeds: [2, -2]}\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=rf"^{re.escape(str(params / 'kid.yaml'))}:line 3: rankers\.seeds\[1\]"):
+        load_config("kid")
+    (params / "kid.yaml").write_text("extends: base\nprofile: kid\nseed: 4\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=rf"^{re.escape(str(params / 'base.yaml'))}:line 5: rankers\.seeds\[1\]"):
+        load_config("kid")
+
+
+@pytest.mark.parametrize("text, line, needles", [
+    ("data: {max_dialogues: 3}\nnegatives:\n  eval_k: 0\n", 5, ["negatives.eval_k", "positive integer"]),
+    ("data:\n  split: {train: 0.5, valid: 0.1, test: 0.1}\n", 4, ["data.split.train", "sum to 1"]),
+    ("seed: 1.5\n", 3, ["seed", "expected an integer"]),
+    ("rankers:\n  names: [bert]\n  mc_dropout: {passes: 1}\n", 5, ["rankers.mc_dropout.passes", "at least 2"]),
+])
+def test_every_value_error_names_its_line(tmp_root, text, line, needles):
+    path = _child(tmp_root, text)
+    with pytest.raises(ConfigError) as err:
+        load_config("child")
+    msg = str(err.value)
+    assert msg.startswith(f"{path}:line {line}: ")
+    for needle in needles:
+        assert needle in msg
+
+
+@pytest.mark.parametrize("text, line, key, bound", [
+    ("training: {epochs: 1e30}\n", 3, "training.epochs", "an integer"),
+    ("training:\n  epochs: 1000000000000000000000000000000\n", 4, "training.epochs", "at most 1000"),
+    ("training: {epochs: 1001}\n", 3, "training.epochs", "at most 1000"),
+    ("negatives: {train_k: 100000}\n", 3, "negatives.train_k", "at most 1000"),
+    ("negatives: {eval_k: 100000}\n", 3, "negatives.eval_k", "at most 1000"),
+    ("data: {max_dialogues: 10000000000}\n", 3, "data.max_dialogues", "at most 1000000000"),
+    ("data: {max_examples: {test: 10000000000}}\n", 3, "data.max_examples.test", "at most 1000000000"),
+    ("data: {max_context_utterances: 100000}\n", 3, "data.max_context_utterances", "at most 1000"),
+    ("training: {batch_size: 1000000}\n", 3, "training.batch_size", "at most 65536"),
+    ("training: {eval_batch_size: 1000000}\n", 3, "training.eval_batch_size", "at most 65536"),
+    ("training: {max_length: 100000}\n", 3, "training.max_length", "at most 8192"),
+    ("negatives: {embedding: {batch_size: 1000000}}\n", 3, "negatives.embedding.batch_size", "at most 65536"),
+    ("rankers: {mc_dropout: {passes: 100000}}\n", 3, "rankers.mc_dropout.passes", "at most 1000"),
+    ("rankers: {ensemble: {members: 1000}}\n", 3, "rankers.ensemble.members", "at most 100"),
+    ("rankers: {sngp: {n_features: 1000000}}\n", 3, "rankers.sngp.n_features", "at most 16384"),
+    ("rankers: {pg_drr: {inducing: 1000000}}\n", 3, "rankers.pg_drr.inducing", "at most 16384"),
+])
+def test_sizes_that_drive_memory_or_time_are_bounded(tmp_root, text, line, key, bound):
+    path = _child(tmp_root, text)
+    with pytest.raises(ConfigError) as err:
+        load_config("child")
+    assert str(err.value).startswith(f"{path}:line {line}: {key}: expected ")
+    assert bound in str(err.value)
+
+
+def test_overrides_are_named_as_overrides(tmp_root):
+    with pytest.raises(ConfigError, match=r"smoke\.yaml: override training\.epochs: expected .*at most 1000"):
+        load_config("smoke", {"training.epochs": 10**30})

@@ -5,6 +5,13 @@ is strict, because a mistyped key silently falling back to a default is how expe
 wrong: an unknown key, a value of the wrong type, or a value out of range is a
 :class:`ConfigError` naming the file, the dotted key and what was expected.
 
+Reading is as strict. Plain scalars are read by YAML 1.2's core schema, and one that YAML 1.1 reads
+otherwise (``010`` is 8 there, ``3:20`` is 200, ``yes`` is true) or an integer not written in decimal is
+refused: write the number in decimal, or quote the text. A key given twice is refused. In a profile that
+``extends:`` another, a section left empty (``training:`` with the lines below it commented out) is an
+error, not a silent reset to the defaults: ``training: {}`` resets it, a missing key inherits it. Every error
+names the file and line that gave the key (the parent's, for a key the profile inherits).
+
 The sections are also the one source of every default and range: the choices are the enums of
 :mod:`calibrank.choices`, a ranker built by keyword arguments builds its section with
 :func:`build_section` (the same defaults, coercion and checks as a params file), and the layers
@@ -115,11 +122,21 @@ __all__ = [
 
 class ConfigError(ValueError):
     """A setting is invalid (in a params file, an override, or the keyword arguments of what it configures);
-    the message names the file where there is one, the key and what was expected."""
+    the message names the file and line where there is one, the key and what was expected. ``key`` is the
+    dotted key the message starts with (``rankers.seeds[1]``), if any."""
+
+    def __init__(self, message: str, *, key: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
 
 
 def _err(key: str, msg: str) -> ConfigError:
-    return ConfigError(f"{key}: {msg}")
+    return ConfigError(f"{key}: {msg}", key=key)
+
+
+def _within(prefix: str, exc: ConfigError) -> ConfigError:
+    """``exc`` raised inside the section ``prefix``: its message and key start with the section's."""
+    return ConfigError(f"{prefix}.{exc}", key=f"{prefix}.{exc.key}" if exc.key else prefix)
 
 
 def _choices(choice: type[enum.Enum]) -> list[str]:
@@ -132,6 +149,36 @@ def _hint(value: Any, choice: type[enum.Enum]) -> str:
     """`` (did you mean 'x'?)`` for the member of ``choice`` closest to ``value``, or nothing."""
     close = difflib.get_close_matches(str(value), _choices(choice), n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+# Upper bounds of the values that size memory or time: far above any run of the study, so that a slip
+# (``epochs: 1e30``, a million negatives) is an error at the profile check instead of an allocation later.
+#: The profiles train 1 or 2 epochs; the schedule, the checkpoints and the estimate count epochs.
+MAX_EPOCHS = 1000
+#: Negatives per query: the papers use 1 to 9 for training and 9 for evaluation.
+MAX_NEGATIVES = 1000
+#: Dialogues or examples kept: more than any conversation corpus holds, and far inside numpy's int64.
+MAX_ITEMS = 10**9
+#: Turns kept per context (a query of BM25 or the embedding sampler, a context of a pair).
+MAX_UTTERANCES = 1000
+#: Word pieces per pair: BERT-style backbones take 512.
+MAX_TOKENS = 8192
+#: Pairs per batch: the profiles use 16 to 512.
+MAX_BATCH = 65536
+#: Stochastic passes of MC Dropout (the first paper: 10) and samples drawn from a GP's predictive distribution.
+MAX_PASSES = 1000
+#: Ensemble members, each a trained model (the first paper: 5).
+MAX_MEMBERS = 100
+#: Random features or inducing pairs of a GP layer: it holds a square matrix of this side (1 GiB in fp32).
+MAX_FEATURES = 16384
+
+
+def _check_cap(key: str, value: int | None, minimum: int = 1, maximum: int = MAX_ITEMS) -> None:
+    """An optional count: ``None`` (no cap) or an integer in ``minimum..maximum``."""
+    if value is not None and value < minimum:
+        raise _err(key, f"expected null or {'a positive integer' if minimum == 1 else f'at least {minimum}'}, got {value}")
+    if value is not None and value > maximum:
+        raise _err(key, f"expected null or at most {maximum} (a bound no run of the study comes near), got {value}")
 
 
 @dataclass(frozen=True)
@@ -162,9 +209,7 @@ class QueryCaps:
 
     def check(self) -> None:
         for name in ("train", "valid", "test"):
-            v = getattr(self, name)
-            if v is not None and v < 1:
-                raise _err(name, f"expected a positive integer or null, got {v}")
+            _check_cap(name, getattr(self, name))
 
 
 @dataclass(frozen=True)
@@ -184,8 +229,8 @@ class DataConfig:
             raise _err("corpora", "a corpus is listed twice")
         if self.max_dialogues is not None and self.max_dialogues < 3:
             raise _err("max_dialogues", f"expected null or at least 3 (one per split), got {self.max_dialogues}")
-        if self.max_context_utterances is not None and self.max_context_utterances < 1:
-            raise _err("max_context_utterances", f"expected null or a positive integer, got {self.max_context_utterances}")
+        _check_cap("max_dialogues", self.max_dialogues)
+        _check_cap("max_context_utterances", self.max_context_utterances, maximum=MAX_UTTERANCES)
 
 
 @dataclass(frozen=True)
@@ -200,8 +245,7 @@ class BM25Config:
             raise _err("k1", f"expected k1 >= 0, got {self.k1}")
         if not 0.0 <= self.b <= 1.0:
             raise _err("b", f"expected b in [0, 1], got {self.b}")
-        if self.query_utterances is not None and self.query_utterances < 1:
-            raise _err("query_utterances", f"expected null or a positive integer, got {self.query_utterances}")
+        _check_cap("query_utterances", self.query_utterances, maximum=MAX_UTTERANCES)
 
 
 @dataclass(frozen=True)
@@ -214,10 +258,8 @@ class EmbeddingConfig:
     precision: Precision = Precision.auto
 
     def check(self) -> None:
-        if self.batch_size < 1:
-            raise _err("batch_size", f"expected a positive integer, got {self.batch_size}")
-        if self.query_utterances is not None and self.query_utterances < 1:
-            raise _err("query_utterances", f"expected null or a positive integer, got {self.query_utterances}")
+        check_count("batch_size", self.batch_size, maximum=MAX_BATCH)
+        _check_cap("query_utterances", self.query_utterances, maximum=MAX_UTTERANCES)
 
 
 @dataclass(frozen=True)
@@ -252,8 +294,7 @@ class NegativesConfig:
 
     def check(self) -> None:
         for name in ("train_k", "eval_k"):
-            if getattr(self, name) < 1:
-                raise _err(name, f"expected a positive integer, got {getattr(self, name)}")
+            check_count(name, getattr(self, name), maximum=MAX_NEGATIVES)
         if not self.eval:
             raise _err("eval", "expected at least one evaluation sampler")
         if len(set(self.eval)) != len(self.eval):
@@ -305,11 +346,12 @@ class TrainingConfig:
     log_every: int = 10
 
     def check(self) -> None:
-        for name in ("max_length", "batch_size", "eval_batch_size", "epochs", "checkpoint_every", "log_every"):
-            if getattr(self, name) < 1:
-                raise _err(name, f"expected a positive integer, got {getattr(self, name)}")
-        if self.max_length < 8:
-            raise _err("max_length", f"expected at least 8 tokens, got {self.max_length}")
+        for name in ("checkpoint_every", "log_every"):
+            check_count(name, getattr(self, name))
+        check_count("max_length", self.max_length, 8, "tokens", maximum=MAX_TOKENS)
+        check_count("batch_size", self.batch_size, maximum=MAX_BATCH)
+        check_count("eval_batch_size", self.eval_batch_size, maximum=MAX_BATCH)
+        check_count("epochs", self.epochs, maximum=MAX_EPOCHS)
         if self.max_response_length is not None and not 1 <= self.max_response_length <= self.max_length - 4:
             raise _err(
                 "max_response_length",
@@ -361,11 +403,15 @@ def check_non_negative(key: str, value: Any) -> float:
     return float(value)
 
 
-def check_count(key: str, value: Any, minimum: int = 1, what: str = "") -> int:
-    """``value`` as an int if it is an integer >= ``minimum``; ``what`` names the unit counted in the message."""
+def check_count(key: str, value: Any, minimum: int = 1, what: str = "", maximum: int | None = None) -> int:
+    """``value`` as an int if it is an integer in ``minimum..maximum`` (no upper bound when ``maximum`` is None);
+    ``what`` names the unit counted in the message."""
     if not (_is_int(value) and value >= minimum):
         expected = "a positive integer" if minimum == 1 and not what else f"at least {minimum}{' ' + what if what else ''}"
         raise _err(key, f"expected {expected}, got {value}")
+    if maximum is not None and value > maximum:
+        raise _err(key, f"expected at most {maximum}{' ' + what if what else ''} (a bound no run of the study "
+                        f"comes near), got {value}")
     return int(value)
 
 
@@ -417,7 +463,7 @@ def check_random_features(*, n_features: Any, length_scale: Any, feature_scale: 
                           mean_field_factor: Any, output_init: Any) -> RFOutputInit:
     """The ranges of the random-feature GP layer (GPF-BERT eqs. 2-5), for :class:`RandomFeatureGPConfig` and
     :class:`calibrank.gp.RandomFeatureGP` alike; returns ``output_init`` as its :class:`RFOutputInit` member."""
-    check_count("n_features", n_features)
+    check_count("n_features", n_features, maximum=MAX_FEATURES)
     check_positive("length_scale", length_scale)
     check_positive("feature_scale", feature_scale)
     check_positive("ridge", ridge)
@@ -453,7 +499,7 @@ class MCDropoutConfig:
     masks: DropoutMasks = DropoutMasks.per_query
 
     def check(self) -> None:
-        check_count("passes", self.passes, 2, "stochastic passes")
+        check_count("passes", self.passes, 2, "stochastic passes", maximum=MAX_PASSES)
 
 
 @dataclass(frozen=True)
@@ -463,7 +509,7 @@ class EnsembleConfig:
     members: int = 5
 
     def check(self) -> None:
-        check_count("members", self.members, 2, "members")
+        check_count("members", self.members, 2, "members", maximum=MAX_MEMBERS)
 
 
 @dataclass(frozen=True)
@@ -507,7 +553,7 @@ class RandomFeatureGPConfig:
         check_random_features(n_features=self.n_features, length_scale=self.length_scale,
                               feature_scale=self.feature_scale, ridge=self.ridge, momentum=self.momentum,
                               mean_field_factor=self.mean_field_factor, output_init=self.output_init)
-        check_count("samples", self.samples)
+        check_count("samples", self.samples, maximum=MAX_PASSES)
         check_focal_gamma("focal_gamma", self.focal_gamma)
         check_dropout("head_dropout", self.head_dropout)
         if self.head_lr is not None:
@@ -559,8 +605,8 @@ class PGDRRConfig:
         check_positive("gp_lr", self.gp_lr)
         if self.projection_lr is not None:
             check_positive("projection_lr", self.projection_lr)
-        check_count("inducing", self.inducing, 2, "inducing pairs")
-        check_count("samples", self.samples)
+        check_count("inducing", self.inducing, 2, "inducing pairs", maximum=MAX_FEATURES)
+        check_count("samples", self.samples, maximum=MAX_PASSES)
         check_count("quadrature_points", self.quadrature_points)
         check_dropout("head_dropout", self.head_dropout)
 
@@ -620,7 +666,7 @@ class Config:
                 try:
                     check_spectral_norm_placement(getattr(self.rankers, name.value).spectral_norm, self.training.pooling)
                 except ConfigError as exc:
-                    raise ConfigError(f"rankers.{name.value}.{exc}") from None
+                    raise _within(f"rankers.{name.value}", exc) from None
         for i, corpus in enumerate(self.rankers.train_corpora):
             if corpus not in self.data.corpora:
                 raise _err(f"rankers.train_corpora[{i}]", f"{corpus.value!r} is not among data.corpora")
@@ -725,7 +771,7 @@ def _build(cls: type, raw: Any, prefix: str) -> Any:
         try:
             check()
         except ConfigError as exc:
-            raise ConfigError(f"{prefix}.{exc}" if prefix else str(exc)) from None
+            raise (_within(prefix, exc) if prefix else exc) from None
     return obj
 
 
@@ -740,7 +786,7 @@ def build_section(cls: type, values: Mapping[str, Any], *, where: str = "") -> A
     try:
         return _build(cls, dict(values), "")
     except ConfigError as exc:
-        raise ConfigError(f"{where}: {exc}" if where else str(exc)) from None
+        raise ConfigError(f"{where}: {exc}" if where else str(exc), key=exc.key) from None
 
 
 def _set_dotted(raw: dict, dotted: str, value: Any) -> None:
@@ -761,63 +807,190 @@ def profile_path(profile: str | os.PathLike) -> Path:
     return project_root() / "params" / f"{text}.yaml"
 
 
+# ----------------------------------------------------------------------------- reading params files
+
+_TAG = "tag:yaml.org,2002:"
+_INT, _FLOAT, _BOOL = _TAG + "int", _TAG + "float", _TAG + "bool"
+_NUMBER_TAGS = (_INT, _FLOAT, _BOOL)
+#: YAML 1.1's reading of a plain scalar (PyYAML's own resolver), the one another tool may give a profile.
+_YAML_1_1 = yaml.resolver.Resolver()
+_DECIMAL_INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
+
+_Lines = dict[tuple, "tuple[Path, int] | None"]
+"""Where each key and list item of a profile was given: (file, line) by its path of keys and indices
+(``("rankers", "seeds", 1)``); None for an override."""
+
+
 class _ProfileLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, strict where a silent reading would change an experiment.
+    """PyYAML's safe loader reading plain scalars by YAML 1.2's core schema: the booleans are ``true`` and
+    ``false``, the integers ``[-+]?[0-9]+`` (and ``0o``/``0x`` forms), the floats ``1.5``, ``1e-3``, ``.inf``,
+    ``.nan``; no dates. :func:`_scalar` refuses a scalar that YAML 1.1 reads otherwise (``010``, ``3:20``,
+    ``yes``), so that a profile means the same to every reader."""
 
-    A key given twice in one mapping (at any depth) is an error naming both lines: YAML would
-    keep the last, so a second ``training:`` block would silently drop the first one's keys.
-    ``1e-3`` reads as a number (YAML 1.1 wants ``1.0e-3`` and would read a string).
-    """
-
-
-def _mapping_without_duplicates(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
-    loader.flatten_mapping(node)
-    seen: dict[Any, int] = {}
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=True)
-        line = key_node.start_mark.line + 1
-        if key in seen:
-            raise ConfigError(f"line {line}: duplicate key {key!r} (first given at line {seen[key]}); "
-                              f"give each key once (YAML would silently keep the last)")
-        seen[key] = line
-    return loader.construct_mapping(node, deep=deep)
+    yaml_implicit_resolvers = {
+        first: [(tag, rx) for tag, rx in resolvers if tag not in (_INT, _FLOAT, _BOOL, _TAG + "timestamp", _TAG + "value")]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
 
 
-_ProfileLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping_without_duplicates)
+_ProfileLoader.add_implicit_resolver(_BOOL, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
+_ProfileLoader.add_implicit_resolver(_INT, re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$"), list("-+0123456789"))
 _ProfileLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9][0-9_]*[eE][-+]?[0-9]+$"), list("-+0123456789"))
+    _FLOAT, re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"),
+    list("-+.0123456789"))
 
 
-EXTENDS = "extends"
-"""A profile may start from another one: ``extends: laptop`` takes every key of
-``params/laptop.yaml`` and the file's own keys replace them (mappings merge key by key,
-anything else is replaced whole), so a variant says only what differs."""
+def _dotted(path: tuple) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" if i else str(p) for i, p in enumerate(path))
 
 
-def _read_profile(path: Path) -> dict[str, Any]:
-    """One params file as a mapping, strictly parsed; errors name the file (and line)."""
+def _key_path(key: str) -> tuple:
+    """The inverse of :func:`_dotted`: ``"rankers.seeds[1]"`` -> ``("rankers", "seeds", 1)``."""
+    return tuple(int(p[1:-1]) if p.startswith("[") else p for p in re.findall(r"\[\d+\]|[^.\[]+", key))
+
+
+def _show(value: Any) -> str:
+    """A value as a profile writes it."""
+    return ("true" if value else "false") if isinstance(value, bool) else repr(value)
+
+
+def _scalar(loader: _ProfileLoader, node: yaml.ScalarNode, where: str) -> Any:
+    """The value of a scalar by YAML 1.2; a plain scalar that YAML 1.1 reads as another number or boolean
+    (``010``: octal 8; ``3:20``: 200 in base 60; ``1_000``; ``yes``), or an integer not written in decimal
+    (``08``, ``0o10``, ``0x10``), is a :class:`ConfigError`: write the number in decimal, or quote the text."""
+    text = node.value
+    if node.style is not None:  # quoted or a block scalar: a string as written
+        return loader.construct_object(node)
+    if node.tag == _INT:  # the core schema's forms; PyYAML's constructor would read 010 as octal
+        ours: Any = int(text, 10) if re.fullmatch(r"[-+]?[0-9]+", text) else int(text, 0)
+    else:
+        ours = loader.construct_object(node)
+    tag11 = _YAML_1_1.resolve(yaml.ScalarNode, text, (True, False))
+    theirs = loader.yaml_constructors[tag11](loader, yaml.ScalarNode(tag11, text)) if tag11 in _NUMBER_TAGS else text
+    read_alike = tag11 == node.tag and repr(theirs) == repr(ours)
+    not_decimal = node.tag == _INT and not _DECIMAL_INT.fullmatch(text)
+    if not not_decimal and (read_alike or tag11 not in _NUMBER_TAGS):  # 1e-3: a string to YAML 1.1, never a number
+        return ours
+    why = "is not written in decimal" if read_alike else \
+        f"is ambiguous (YAML 1.1 reads {_show(theirs)}, YAML 1.2 reads {_show(ours)})"
+    number = theirs if isinstance(ours, str) else ours
+    raise ConfigError(f"{where}: {text} {why}: write {_show(number)} or '{text}'")
+
+
+def _value(loader: _ProfileLoader, node: yaml.Node, path: tuple, file: Path, lines: _Lines, open_nodes: tuple = ()) -> Any:
+    """The value of ``node`` (at ``path`` in the profile), recording in ``lines`` the line of every key and list
+    item below it. A key given twice in one mapping is an error naming both lines: YAML would keep the last, so
+    a second ``training:`` block would silently drop the first one's keys."""
+    line = node.start_mark.line + 1
+    if id(node) in open_nodes:
+        raise ConfigError(f"{file}:line {line}: {_dotted(path) or 'the profile'}: an alias that contains itself")
+    open_nodes = (*open_nodes, id(node))
+    if isinstance(node, yaml.ScalarNode):
+        return _scalar(loader, node, f"{file}:line {line}: {_dotted(path) or 'the profile'}")
+    if isinstance(node, yaml.SequenceNode):
+        items = []
+        for i, item in enumerate(node.value):
+            lines[(*path, i)] = (file, item.start_mark.line + 1)
+            items.append(_value(loader, item, (*path, i), file, lines, open_nodes))
+        return items
+    if not isinstance(node, yaml.MappingNode):  # pragma: no cover - the composer makes no other node
+        raise TypeError(f"unexpected YAML node {node!r}")
+    loader.flatten_mapping(node)  # `<<: *anchor` merge keys
+    out: dict[Any, Any] = {}
+    seen: dict[Any, int] = {}
+    for key_node, value_node in node.value:
+        key_line = key_node.start_mark.line + 1
+        if not isinstance(key_node, yaml.ScalarNode):
+            raise ConfigError(f"{file}:line {key_line}: a key must be a name, got a {key_node.id}")
+        key = _scalar(loader, key_node, f"{file}:line {key_line}: {_dotted(path) or 'the profile'}")
+        if key in seen:
+            raise ConfigError(f"{file}:line {key_line}: duplicate key {key!r} (first given at line {seen[key]}); "
+                              f"give each key once (YAML would silently keep the last)")
+        seen[key] = key_line
+        lines[(*path, key)] = (file, key_line)
+        out[key] = _value(loader, value_node, (*path, key), file, lines, open_nodes)
+    return out
+
+
+def _read_profile(path: Path) -> tuple[dict[str, Any], _Lines]:
+    """One params file as a mapping, strictly parsed (YAML 1.2 scalars, no key twice), and the line of each key;
+    errors name the file and line."""
     if not path.exists():
         known = sorted(p.stem for p in (project_root() / "params").glob("*.yaml"))
         raise ConfigError(f"{path}: no such params file; known profiles: {', '.join(known) or 'none'}")
     try:
-        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_ProfileLoader)  # noqa: S506 - a SafeLoader
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML ({exc})") from exc
-    except ConfigError as exc:
-        raise ConfigError(f"{path}:{exc}") from None
+        text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-    raw = raw if raw is not None else {}
+    loader = _ProfileLoader(text)
+    lines: _Lines = {}
+    try:
+        node = loader.get_single_node()
+        raw = {} if node is None else _value(loader, node, (), path, lines)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML ({exc})") from exc
+    finally:
+        loader.dispose()
+    if raw is None:
+        raw = {}
     if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: expected a mapping of keys at the top level")
-    return raw
+        raise ConfigError(f"{path}:line {node.start_mark.line + 1}: expected a mapping of keys at the top level")
+    return raw, lines
 
 
-def _merge(base: dict[str, Any], own: dict[str, Any]) -> dict[str, Any]:
+EXTENDS = "extends"
+"""A profile may start from another one: ``extends: laptop`` takes every key of ``params/laptop.yaml`` and the
+file's own keys replace them: a non-empty mapping merges key by key, ``{}`` resets a section to the defaults,
+anything else is replaced whole. A section left empty (``training:`` with every line below it commented out,
+or ``null``) is an error rather than a silent reset: say ``training: {}`` to reset, or remove the key to
+inherit. A variant says only what differs."""
+
+
+def _within_lines(lines: _Lines, path: tuple) -> list[tuple]:
+    return [p for p in lines if p[:len(path)] == path]
+
+
+def _merge(base: dict[str, Any], own: dict[str, Any], lines: _Lines, own_lines: _Lines, prefix: tuple = ()) -> dict[str, Any]:
+    """``own`` over ``base`` (:data:`EXTENDS`); ``lines`` (``base``'s) then hold where each merged key was given."""
     out = dict(base)
     for key, value in own.items():
-        out[key] = _merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+        path = (*prefix, key)
+        if isinstance(value, dict) and value and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value, lines, own_lines, path)
+            lines[path] = own_lines[path]
+        else:
+            out[key] = value
+            for p in _within_lines(lines, path):
+                del lines[p]
+            lines.update((p, own_lines[p]) for p in _within_lines(own_lines, path))
     return out
+
+
+def _check_no_empty_section(raw: dict[str, Any], cls: type, lines: _Lines, parent: str, prefix: tuple = ()) -> None:
+    """In a profile that extends ``parent``, a section (a mapping of the schema) given empty is an error: it would
+    silently replace the inherited section by the defaults (:data:`EXTENDS`)."""
+    hints = typing.get_type_hints(cls)
+    for key, value in raw.items():
+        section = hints.get(key) if isinstance(key, str) else None
+        if not dataclasses.is_dataclass(section):
+            continue  # not a section, or an unknown key (reported with the schema's keys by _build)
+        path = (*prefix, key)
+        if value is None:
+            file, line = lines[path]
+            raise ConfigError(f"{file}:line {line}: {_dotted(path)}: `{key}:` is empty: say `{key}: {{}}` to reset it "
+                              f"to the defaults, or remove the key to inherit it from {parent}", key=_dotted(path))
+        if isinstance(value, dict):
+            _check_no_empty_section(value, section, lines, parent, path)
+
+
+def _locate(exc: ConfigError, lines: _Lines, profile: Path) -> ConfigError:
+    """``exc`` prefixed with the file and line that gave its key (or the innermost section given around it)."""
+    path = _key_path(exc.key) if exc.key else ()
+    for n in range(len(path), 0, -1):
+        if path[:n] in lines:
+            where = lines[path[:n]]
+            text = f"{profile}: override {exc}" if where is None else f"{where[0]}:line {where[1]}: {exc}"
+            return ConfigError(text, key=exc.key)
+    return ConfigError(f"{profile}: {exc}", key=exc.key)
 
 
 def profile_sources(profile: str | os.PathLike) -> list[Path]:
@@ -825,45 +998,59 @@ def profile_sources(profile: str | os.PathLike) -> list[Path]:
     chain: list[Path] = []
     path = profile_path(profile)
     while True:
-        if path in chain:
-            raise ConfigError(f"{chain[0]}: {EXTENDS}: the profiles extend each other in a circle "
-                              f"({' -> '.join(p.stem for p in [*chain, path])})")
         chain.append(path)
-        parent = _read_profile(path).get(EXTENDS)
+        raw, lines = _read_profile(path)
+        parent = raw.get(EXTENDS)
         if parent is None:
             return chain
+        where = f"{path}:line {lines[(EXTENDS,)][1]}: {EXTENDS}"
         if not isinstance(parent, str) or not re.fullmatch(r"[A-Za-z0-9_-]+", parent):
-            raise ConfigError(f"{path}: {EXTENDS}: expected the name of another profile (e.g. laptop); got {parent!r}")
+            raise ConfigError(f"{where}: expected the name of another profile (e.g. laptop); got {parent!r}")
         path = profile_path(parent)
+        if path in chain:
+            first = f"{chain[0]}:line {_read_profile(chain[0])[1][(EXTENDS,)][1]}: {EXTENDS}"
+            raise ConfigError(f"{first}: the profiles extend each other in a circle "
+                              f"({' -> '.join(p.stem for p in [*chain, path])})")
+        if not path.exists():
+            try:
+                _read_profile(path)
+            except ConfigError as exc:
+                raise ConfigError(f"{where}: {exc}") from None
 
 
 def load_config(profile: str | os.PathLike, overrides: dict[str, Any] | None = None) -> Config:
     """Read and validate a profile; ``overrides`` maps dotted keys (``"data.max_dialogues"``) to values.
 
-    A profile with ``extends: <other>`` starts from the other profile's keys (:data:`EXTENDS`).
+    A profile with ``extends: <other>`` starts from the other profile's keys (:data:`EXTENDS`). Every error
+    names the file and line of the key it is about (the parent's, for a key the profile inherits).
     """
     sources = profile_sources(profile)
     path = sources[0]
     raw: dict[str, Any] = {}
+    lines: _Lines = {}
     for src in reversed(sources):
-        own = _read_profile(src)
-        own.pop(EXTENDS, None)
-        raw = _merge(raw, own)
-    raw["profile"] = _read_profile(path).get("profile")
-    if raw["profile"] is None:
-        raw.pop("profile")
+        own, own_lines = _read_profile(src)
+        parent = own.pop(EXTENDS, None)
+        if parent is not None:
+            _check_no_empty_section(own, Config, own_lines, parent)
+        if src != path:
+            own.pop("profile", None)  # the name is not inherited
+        raw = _merge(raw, own, lines, own_lines)
     for dotted, value in (overrides or {}).items():
         _set_dotted(raw, dotted, value)
+        for p in _within_lines(lines, _key_path(dotted)):
+            del lines[p]
+        lines[_key_path(dotted)] = None
     if "profile" not in raw:
         raise ConfigError(f"{path}: profile: missing required key (the profile's name)")
     try:
         cfg = _build(Config, raw, "")
     except ConfigError as exc:
-        raise ConfigError(f"{path}: {exc}") from None
+        raise _locate(exc, lines, path) from None
     if cfg.profile != path.stem:
         # runs/<profile>/ and reports/<profile>/ are named after it: a copied file that kept
         # another profile's name would overwrite that profile's results.
-        raise ConfigError(f"{path}: profile: {cfg.profile!r} must match the file name {path.stem!r}")
+        raise _locate(_err("profile", f"{cfg.profile!r} must match the file name {path.stem!r}"), lines, path)
     return dataclasses.replace(cfg, source=str(path))
 
 
