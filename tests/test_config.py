@@ -348,6 +348,8 @@ def test_every_value_error_names_its_line(tmp_root, text, line, needles):
     ("rankers: {ensemble: {members: 1000}}\n", 3, "rankers.ensemble.members", "at most 100"),
     ("rankers: {sngp: {n_features: 1000000}}\n", 3, "rankers.sngp.n_features", "at most 16384"),
     ("rankers: {pg_drr: {inducing: 1000000}}\n", 3, "rankers.pg_drr.inducing", "at most 16384"),
+    ("rankers: {pg_drr: {gibbs_chains: 1000000}}\n", 3, "rankers.pg_drr.gibbs_chains", "at most 1000"),
+    ("rankers: {gpf_bert: {samples: 1000000}}\n", 3, "rankers.gpf_bert.samples", "at most 1000"),
 ])
 def test_sizes_that_drive_memory_or_time_are_bounded(tmp_root, text, line, key, bound):
     path = _child(tmp_root, text)

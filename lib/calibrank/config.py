@@ -165,7 +165,7 @@ MAX_UTTERANCES = 1000
 MAX_TOKENS = 8192
 #: Pairs per batch: the profiles use 16 to 512.
 MAX_BATCH = 65536
-#: Stochastic passes of MC Dropout (the first paper: 10) and samples drawn from a GP's predictive distribution.
+#: Stochastic passes of MC Dropout (the first paper: 10); samples, Gibbs steps and chains, quadrature points of a GP.
 MAX_PASSES = 1000
 #: Ensemble members, each a trained model (the first paper: 5).
 MAX_MEMBERS = 100
@@ -600,14 +600,14 @@ class PGDRRConfig:
         check_positive("output_scale", self.output_scale)
         if self.kernel is GPKernel.matern:
             check_matern_nu("nu", self.nu)
-        check_count("gibbs_steps", self.gibbs_steps)
-        check_count("gibbs_chains", self.gibbs_chains)
+        check_count("gibbs_steps", self.gibbs_steps, maximum=MAX_PASSES)
+        check_count("gibbs_chains", self.gibbs_chains, maximum=MAX_PASSES)
         check_positive("gp_lr", self.gp_lr)
         if self.projection_lr is not None:
             check_positive("projection_lr", self.projection_lr)
         check_count("inducing", self.inducing, 2, "inducing pairs", maximum=MAX_FEATURES)
         check_count("samples", self.samples, maximum=MAX_PASSES)
-        check_count("quadrature_points", self.quadrature_points)
+        check_count("quadrature_points", self.quadrature_points, maximum=MAX_PASSES)
         check_dropout("head_dropout", self.head_dropout)
 
 
