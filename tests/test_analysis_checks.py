@@ -107,7 +107,8 @@ def _cell(df: pd.DataFrame, ranker: str = "ensemble", corpus: str = "chatterbot"
 
 
 @pytest.mark.parametrize("column, value, words", [
-    ("ECE lo", np.nan, ("expected no NaN in ECE and its interval", "ECE lo nan")),
+    ("ECE debiased lo", np.nan, ("expected no NaN in ECE debiased and its interval", "ECE debiased lo nan")),
+    ("ECE 1:1 debiased", 0.99, ("expected ECE 1:1 debiased inside its interval", "ECE 1:1 debiased 0.99")),
     ("Brier lo", 5.0, ("expected Brier lo <= Brier hi", "found Brier lo 5")),
     ("R@1", 2.0, ("expected R@1 inside its interval", "R@1 lo <= R@1 <= R@1 hi", "R@1 2")),
     ("MRR hi", -1.0, ("MRR", "expected")),
@@ -175,11 +176,12 @@ def test_table2_of_a_valid_study_has_no_problems(study, tables):
 
 
 @pytest.mark.parametrize("changes, words", [
-    ({"rel_change": np.nan}, ("expected a value of rel_change",)),
+    ({"change": np.nan}, ("expected a value of change",)),
     ({"pvalue": 1.5}, ("found pvalue 1.5", "[0, 1]")),
     ({"mark": "*"}, ("found mark '*'", "expected one of")),
-    ({"mark": "†", "rel_change": 0.2}, ("found mark '†', rel_change 0.2", "decrease")),
-    ({"mark": "worse", "rel_change": -0.2}, ("found mark 'worse', rel_change -0.2", "rise")),
+    ({"mark": "†", "change": 0.2, "lo": 0.1, "hi": 0.3}, ("found mark '†', change 0.2", "decrease")),
+    ({"mark": "worse", "change": -0.2, "lo": -0.3, "hi": -0.1}, ("found mark 'worse', change -0.2", "rise")),
+    ({"change": 0.5, "lo": -0.1, "hi": 0.1}, ("expected change inside [lo, hi]", "change 0.5")),
 ])
 def test_table2_problems_name_the_cell(study, tables, changes, words):
     t2 = tables["table2"]
