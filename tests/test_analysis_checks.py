@@ -383,3 +383,35 @@ def test_nota_without_an_input_or_rows_is_named(study, tables):
          "found 2: E[R], +var[mc_dropout]")
     _one(checks.nota_problems(study, nt.iloc[:0]), "nota", "no rows")
     _one(checks.nota_problems(study, pd.DataFrame()), "nota", "no rows")
+
+
+def test_notebook_04s_checks_pass_on_a_study_trained_on_both_corpora(tmp_path):
+    """Table 1 as the train x test matrix, Table 2, Figure 2, the 2023 layouts and the claims of a
+    study whose rankers were trained on both corpora: every check notebook 04 runs holds."""
+    import shutil
+
+    from calibrank import baselines as bl
+    from calibrank.experiment import eval_conditions
+
+    with project_root(tmp_path):
+        data = st.load_study(write_synthetic_study(tmp_path, train_corpora=("chitchat", "chatterbot"), domain_drop=True))
+        write_rule_predictions(data.cfg)  # the rules Platt-scaled on chitchat; the same numbers stand in for chatterbot's
+        for name in bl.BaselineName:
+            for c in eval_conditions(data.cfg, ("test",)):
+                shutil.copytree(bl.baselines_path(data.cfg, name, "chitchat", c).parent,
+                                bl.baselines_path(data.cfg, name, "chatterbot", c).parent, dirs_exist_ok=True)
+        intervals, metrics = st.interval_table(data, n_resamples=N), st.metrics_table(data)
+        baseline_intervals = st.baseline_interval_table(data, n_resamples=N)
+        table1 = st.table1(data, intervals)
+        assert checks.metrics_problems(data, intervals, metrics) == []
+        assert checks.table1_problems(data, table1, st.table1_reference(data, baseline_intervals)) == []
+        assert checks.table2_problems(data, st.table2(data, n_resamples=N)) == []
+        assert checks.figure2_problems(data, st.ece_by_negatives(data, n_resamples=N), metrics) == []
+        layout = st.paper2023_tables(data, pd.concat([intervals, baseline_intervals], ignore_index=True))
+        assert checks.paper2023_problems(data, layout) == []
+        assert sorted(set(zip(layout["shift"]["train on"], layout["shift"]["test on"]))) == [
+            ("chatterbot", "chitchat"), ("chitchat", "chatterbot")]
+        assert checks.claims_problems(verdicts.calibration_claims(data, n_resamples=N)) == []
+        # the matrix: one in-distribution row per training corpus, on its own corpus
+        ind = table1[table1["shift"] == "in distribution"]
+        assert sorted(zip(ind["train_corpus"], ind["corpus"])) == [("chatterbot", "chatterbot"), ("chitchat", "chitchat")]
