@@ -197,7 +197,7 @@ def power_text(significant: bool, detectable: float, paper_effect: float, direct
     if significant:
         return ""
     if not np.isfinite(detectable):
-        return "no power estimate (no resampling behind this test)"
+        return "no power estimate (the test gave no standard error)"
     sign = -1.0 if direction == "less" else 1.0
     x = _effect_label(sign * abs(detectable), unit)
     if np.isfinite(paper_effect) and sign * paper_effect > 0 and abs(paper_effect) < abs(detectable):

@@ -35,8 +35,8 @@ Resampling, with scipy doing every draw:
   bootstrap's. ``tests/test_resample.py`` checks coverage of a known true ECE (about nominal
   where the ECE is well above its noise; conservative with sparse buckets; below nominal at a
   true ECE of 0, where no estimator of an absolute value is unbiased). The resampling unit is
-  the query with all its candidates. With several training seeds the seeds are a second, independent sample
-  (``paired=False``): each resample draws queries and seeds with replacement, and the statistic
+  the query with all its candidates. With several training seeds the seeds are a second,
+  independent sample (``paired=False``): each resample draws queries and seeds with replacement, and the statistic
   is the mean over the drawn seeds of the metric on the drawn queries. This two-stage bootstrap
   covers both sources of variation a reader cares about: another test set, and another
   training run. With one seed the interval covers test-query sampling only, and the result
@@ -105,8 +105,9 @@ class QueryFeatures:
     ``values [S, Q, D]``; ``reduce`` maps summed features ``[..., D]`` to the metric ``[...]``;
     ``qids [Q]``; ``source`` names the Predictions file (for errors); ``data_hash`` is its
     sidecar's hash of the test data (compared before a paired comparison). ``plugin``: for a
-    bias-corrected metric, the plug-in statistic of the same features (what a resample's
-    ``reduce`` estimates in the bootstrap world); ``None`` when ``reduce`` is its own plug-in.
+    debiased metric, the plug-in statistic of the same features (the estimate minus it is the
+    reported bias; its bootstrap distribution is centred on the estimate, see the module
+    docstring); ``None`` when ``reduce`` is its own plug-in.
     """
 
     metric: str
