@@ -415,3 +415,11 @@ def test_notebook_04s_checks_pass_on_a_study_trained_on_both_corpora(tmp_path):
         # the matrix: one in-distribution row per training corpus, on its own corpus
         ind = table1[table1["shift"] == "in distribution"]
         assert sorted(zip(ind["train_corpus"], ind["corpus"])) == [("chatterbot", "chatterbot"), ("chitchat", "chitchat")]
+
+
+def test_a_claim_that_did_not_decide_without_its_power_is_a_problem(tables, monkeypatch):
+    from calibrank.analysis import uncertainty
+
+    assert checks.claims_problems(tables["claims"]) == []
+    monkeypatch.setattr(uncertainty, "power_text", lambda *args: "")
+    _one(checks.claims_problems(tables["claims"]), "claims", "not significant", "could have detected", "power")

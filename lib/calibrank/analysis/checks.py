@@ -266,7 +266,7 @@ def paper2023_problems(study: Study, layout2023: Mapping[str, pd.DataFrame]) -> 
 
 def claims_problems(claims: pd.DataFrame) -> list[str]:
     """:func:`.verdicts.calibration_claims` (or any claims table): at least one claim, every
-    verdict of :data:`.verdicts.VERDICTS`, Gaussian-process rankers in the 2023 papers' claims
+    verdict of :data:`.verdicts.VERDICTS` (with its power where it is not significant), Gaussian-process rankers in the 2023 papers' claims
     only and those papers' claims about them only."""
     from . import verdicts
 
@@ -280,6 +280,9 @@ def claims_problems(claims: pd.DataFrame) -> list[str]:
     summary = verdicts.summary(claims)
     problems += rows_failing(table, summary, summary["verdict"].isin(verdicts.VERDICTS), keys,
                              f"one of the verdicts {', '.join(verdicts.VERDICTS)}", ["verdict"])
+    undecided = summary["verdict"].isin(verdicts.VERDICTS[1:3])
+    problems += rows_failing(table, summary, ~undecided | (summary["power"].str.len() > 0), keys,
+                             "a row that is not significant to say what it could have detected", ["verdict", "power"])
     gp = claims["method"].isin(GP_RANKERS)
     of_2023 = claims["paper"].str.contains(PAPERS_2023_PATTERN)
     problems += rows_failing(table, claims, ~gp | of_2023, keys,
