@@ -107,7 +107,8 @@ def _cell(df: pd.DataFrame, ranker: str = "ensemble", corpus: str = "chatterbot"
 
 
 @pytest.mark.parametrize("column, value, words", [
-    ("ECE lo", np.nan, ("expected no NaN in ECE and its interval", "ECE lo nan")),
+    ("ECE debiased lo", np.nan, ("expected no NaN in ECE debiased and its interval", "ECE debiased lo nan")),
+    ("ECE 1:1 debiased", 0.99, ("expected ECE 1:1 debiased inside its interval", "ECE 1:1 debiased 0.99")),
     ("Brier lo", 5.0, ("expected Brier lo <= Brier hi", "found Brier lo 5")),
     ("R@1", 2.0, ("expected R@1 inside its interval", "R@1 lo <= R@1 <= R@1 hi", "R@1 2")),
     ("MRR hi", -1.0, ("MRR", "expected")),
@@ -175,11 +176,12 @@ def test_table2_of_a_valid_study_has_no_problems(study, tables):
 
 
 @pytest.mark.parametrize("changes, words", [
-    ({"rel_change": np.nan}, ("expected a value of rel_change",)),
+    ({"change": np.nan}, ("expected a value of change",)),
     ({"pvalue": 1.5}, ("found pvalue 1.5", "[0, 1]")),
     ({"mark": "*"}, ("found mark '*'", "expected one of")),
-    ({"mark": "†", "rel_change": 0.2}, ("found mark '†', rel_change 0.2", "decrease")),
-    ({"mark": "worse", "rel_change": -0.2}, ("found mark 'worse', rel_change -0.2", "rise")),
+    ({"mark": "†", "change": 0.2, "lo": 0.1, "hi": 0.3}, ("found mark '†', change 0.2", "decrease")),
+    ({"mark": "worse", "change": -0.2, "lo": -0.3, "hi": -0.1}, ("found mark 'worse', change -0.2", "rise")),
+    ({"change": 0.5, "lo": -0.1, "hi": 0.1}, ("expected change inside [lo, hi]", "change 0.5")),
 ])
 def test_table2_problems_name_the_cell(study, tables, changes, words):
     t2 = tables["table2"]
@@ -381,3 +383,43 @@ def test_nota_without_an_input_or_rows_is_named(study, tables):
          "found 2: E[R], +var[mc_dropout]")
     _one(checks.nota_problems(study, nt.iloc[:0]), "nota", "no rows")
     _one(checks.nota_problems(study, pd.DataFrame()), "nota", "no rows")
+
+
+def test_notebook_04s_checks_pass_on_a_study_trained_on_both_corpora(tmp_path):
+    """Table 1 as the train x test matrix, Table 2, Figure 2, the 2023 layouts and the claims of a
+    study whose rankers were trained on both corpora: every check notebook 04 runs holds."""
+    import shutil
+
+    from calibrank import baselines as bl
+    from calibrank.experiment import eval_conditions
+
+    with project_root(tmp_path):
+        data = st.load_study(write_synthetic_study(tmp_path, train_corpora=("chitchat", "chatterbot"), domain_drop=True))
+        write_rule_predictions(data.cfg)  # the rules Platt-scaled on chitchat; the same numbers stand in for chatterbot's
+        for name in bl.BaselineName:
+            for c in eval_conditions(data.cfg, ("test",)):
+                shutil.copytree(bl.baselines_path(data.cfg, name, "chitchat", c).parent,
+                                bl.baselines_path(data.cfg, name, "chatterbot", c).parent, dirs_exist_ok=True)
+        intervals, metrics = st.interval_table(data, n_resamples=N), st.metrics_table(data)
+        baseline_intervals = st.baseline_interval_table(data, n_resamples=N)
+        table1 = st.table1(data, intervals)
+        assert checks.metrics_problems(data, intervals, metrics) == []
+        assert checks.table1_problems(data, table1, st.table1_reference(data, baseline_intervals)) == []
+        assert checks.table2_problems(data, st.table2(data, n_resamples=N)) == []
+        assert checks.figure2_problems(data, st.ece_by_negatives(data, n_resamples=N), metrics) == []
+        layout = st.paper2023_tables(data, pd.concat([intervals, baseline_intervals], ignore_index=True))
+        assert checks.paper2023_problems(data, layout) == []
+        assert sorted(set(zip(layout["shift"]["train on"], layout["shift"]["test on"]))) == [
+            ("chatterbot", "chitchat"), ("chitchat", "chatterbot")]
+        assert checks.claims_problems(verdicts.calibration_claims(data, n_resamples=N)) == []
+        # the matrix: one in-distribution row per training corpus, on its own corpus
+        ind = table1[table1["shift"] == "in distribution"]
+        assert sorted(zip(ind["train_corpus"], ind["corpus"])) == [("chatterbot", "chatterbot"), ("chitchat", "chitchat")]
+
+
+def test_a_claim_that_did_not_decide_without_its_power_is_a_problem(tables, monkeypatch):
+    from calibrank.analysis import uncertainty
+
+    assert checks.claims_problems(tables["claims"]) == []
+    monkeypatch.setattr(uncertainty, "power_text", lambda *args: "")
+    _one(checks.claims_problems(tables["claims"]), "claims", "not significant", "could have detected", "power")

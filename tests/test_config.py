@@ -105,7 +105,8 @@ def test_defaults_fill_omitted_sections(tmp_path):
 def test_training_seeds_name_the_runs_and_round_trip(tmp_root):
     from calibrank.config import main, parse_run_name, run_name, train_runs, training_seeds
 
-    cfg = load_config("smoke", {"rankers.names": ["bert", "pg_drr"], "rankers.seeds": [5, 2]})
+    cfg = load_config("smoke", {"rankers.names": ["bert", "pg_drr"], "rankers.seeds": [5, 2],
+                                "rankers.train_corpora": ["chitchat"]})
     assert training_seeds(cfg) == (5, 2)
     assert train_runs(cfg) == ["bert-chitchat", "pg_drr-chitchat", "bert-chitchat-seed2", "pg_drr-chitchat-seed2"]
     assert all(run_name(*parse_run_name(r, cfg), cfg) == r for r in train_runs(cfg))

@@ -93,7 +93,8 @@ def test_distinct_pairs_are_counted_from_the_query_sets(tmp_root):
     from calibrank.data.schema import RankingQuery
     from calibrank.querysets import QuerySetSpec, query_set_path
 
-    cfg = load_config("smoke", {"data.corpora": ["chitchat"], "negatives.eval": ["random", "bm25"], "negatives.eval_k": 2})
+    cfg = load_config("smoke", {"data.corpora": ["chitchat"], "rankers.train_corpora": ["chitchat"],
+                                "negatives.eval": ["random", "bm25"], "negatives.eval_k": 2})
     assert eta.count_distinct(cfg) == {}  # not built yet
     for split in ("valid", "test"):
         for sampler, third in (("random", "r"), ("bm25", "b")):
@@ -260,7 +261,8 @@ def test_the_grid_knows_which_models_the_cache_holds(tmp_root):
     from calibrank.querysets import QuerySetSpec, query_set_path
     from rankfix import learnable_queries
 
-    cfg = load_config("smoke", {"rankers.names": ["bert", "focal"], "rankers.seeds": [0], "training.epochs": 1})
+    cfg = load_config("smoke", {"rankers.names": ["bert", "focal"], "rankers.seeds": [0], "training.epochs": 1,
+                                "rankers.train_corpora": ["chitchat"]})
     assert grid.trained_models(cfg) == set()  # no query sets yet: nothing to key a model by
     for split, n, k in (("train", 16, cfg.negatives.train_k), ("valid", 4, cfg.negatives.eval_k)):
         write_queries(query_set_path(cfg, QuerySetSpec("chitchat", split, cfg.negatives.train, k)),

@@ -541,3 +541,46 @@ def test_relative_change() -> None:
     assert math.isnan(relative_change(1.0, 0.0))
     np.testing.assert_allclose(relative_change([1.0, 3.0, 2.0], [2.0, 0.0, -1.0]), [-0.5, np.nan, -3.0])
     np.testing.assert_allclose(relative_change(np.array([[2.0], [4.0]]), np.array([1.0, 2.0])), [[1.0, 0.0], [3.0, 1.0]])
+
+
+# ------------------------------------------------------------------------------ debiased ECE
+def test_folded_normal_mean_matches_scipy_foldnorm():
+    from calibrank.metrics.calibration import folded_normal_mean
+
+    mu = np.array([-0.3, -0.01, 0.0, 0.02, 0.5])
+    sd = np.array([0.1, 0.05, 0.2, 0.01, 0.3])
+    want = [sps.foldnorm(abs(m) / s, scale=s).mean() for m, s in zip(mu, sd)]
+    assert np.allclose(folded_normal_mean(mu, sd**2), want, rtol=1e-10)
+    assert np.allclose(folded_normal_mean(mu, np.zeros(5)), np.abs(mu))  # no noise: |mu|
+
+
+def test_ece_debiased_removes_a_bias_that_is_never_negative_and_is_closer_to_the_truth():
+    from calibrank.metrics.calibration import ece_debiased
+
+    rng = np.random.default_rng(5)
+    # perfectly calibrated: the true ECE is 0; plug-in eq. 1 is biased up, the debiased estimate much less
+    plain, debiased = [], []
+    for _ in range(200):
+        p = rng.uniform(size=400)
+        y = (rng.random(400) < p).astype(int)
+        plain.append(ece(p, y))
+        debiased.append(ece_debiased(p, y))
+    plain, debiased = np.array(plain), np.array(debiased)
+    assert (plain - debiased >= -1e-15).all()  # the estimated bias E|g'| - |g| >= 0 in every bucket
+    assert 0 <= debiased.mean() < 0.7 * plain.mean()  # closer to the truth 0, not past it
+    # all predictions in one bucket with the same label: no sampling noise, nothing to remove
+    p = np.full(50, 0.95)
+    assert ece_debiased(p, np.ones(50)) == pytest.approx(ece(p, np.ones(50)))
+
+
+def test_ece_debiased_by_hand_on_one_bucket():
+    from calibrank.metrics.calibration import ece_debiased
+
+    p = np.full(4, 0.45)  # one bucket, gap 0.45 - 0.5 = -0.05, variance 0.25 / 4
+    y = np.array([1, 0, 1, 0])
+    sd = 0.25
+    z = 0.05 / sd
+    folded = sd * np.sqrt(2 / np.pi) * np.exp(-z * z / 2) + 0.05 * (1 - 2 * sps.norm.cdf(-z))
+    assert ece_debiased(p, y) == pytest.approx(2 * 0.05 - folded)
+    with pytest.raises(ValueError, match="n_bins"):
+        ece_debiased(p, y, n_bins=0)

@@ -128,6 +128,19 @@ def test_ece_by_negatives_one_panel_per_condition_one_line_per_ranker(nan):
     assert len(panels[0].collections) == 2  # an interval band per ranker
 
 
+def test_ece_by_negatives_bands_the_debiased_ece_when_given():
+    t = _ece_by_negatives(False)
+    t["ECE debiased"] = t["ECE"] - 0.02
+    t = t.rename(columns={"ECE lo": "ECE debiased lo", "ECE hi": "ECE debiased hi"})
+    panels = plots.plot_ece_by_negatives(t)
+    lines = panels[1].get_lines()
+    assert len(lines) == 4 and _legend(panels[0]) == ["bert", "ensemble"]  # eq. 1 solid, debiased dashed, per ranker
+    np.testing.assert_allclose(lines[3].get_ydata(), [0.03, 0.23, 0.43])
+    assert lines[3].get_linestyle() == "--" and len(panels[0].collections) == 2
+    band = panels[1].collections[1].get_paths()[0].vertices[:, 1]
+    assert band.min() == pytest.approx(0.04) and band.max() == pytest.approx(0.46)  # the given lo / hi columns
+
+
 # ---------------------------------------------------------------------------------------------- notebook 05
 def _sweep(nan: bool) -> pd.DataFrame:
     rows = []

@@ -36,7 +36,8 @@ def test_every_ranker_of_the_config_is_described_once():
 
 
 def test_the_grid_and_the_makefile_follow_the_registry(registered):
-    cfg = load_config("smoke", {"rankers.names": ["bert", "mc_dropout", "focal"], "rankers.seeds": [0]})
+    cfg = load_config("smoke", {"rankers.names": ["bert", "mc_dropout", "focal"], "rankers.seeds": [0],
+                                "rankers.train_corpora": ["chitchat"]})
     assert grid.shared_runs(cfg) == {"mc_dropout-chitchat": "bert-chitchat"}
     assert "focal-chitchat-seed0" in [m.name for m in grid.grid_models(cfg)]
     # describe focal as loading bert's model: the grid trains no focal model and make orders the runs
@@ -69,7 +70,7 @@ def test_a_toy_ranker_flows_through_the_analyses(registered, tmp_root):
     from calibrank.analysis import verdicts
 
     claims = verdicts.calibration_claims(study, n_resamples=200)
-    assert "toy has lower balanced ECE than bert" in set(claims["claim"])  # a Penha & Hauff method now
+    assert "toy has lower balanced ECE (debiased) than bert" in set(claims["claim"])  # a Penha & Hauff method now
 
 
 def test_a_toy_ranker_enters_a_profile_and_the_grid(registered):
@@ -78,7 +79,7 @@ def test_a_toy_ranker_enters_a_profile_and_the_grid(registered):
     with pytest.raises(Exception, match="rankers.names\\[1\\].*'toy'"):
         load_config("smoke", {"rankers.names": ["bert", "toy"], "rankers.seeds": [0]})
     registered.register(registry.RankerInfo("toy", "Toy ranker", registry.Family.deterministic, lambda cfg: 1))
-    cfg = load_config("smoke", {"rankers.names": ["bert", "toy"], "rankers.seeds": [0, 1]})
+    cfg = load_config("smoke", {"rankers.names": ["bert", "toy"], "rankers.seeds": [0, 1], "rankers.train_corpora": ["chitchat"]})
     assert [r.value for r in cfg.rankers.names] == ["bert", "toy"]
     assert json.loads(json.dumps(cfg.to_dict()))["rankers"]["names"] == ["bert", "toy"]  # sidecars, hashes
     from calibrank.config import parse_run_name, train_runs

@@ -104,7 +104,10 @@ def test_report_states_the_caveats_and_verdicts(built):
     assert "Ties count against the relevant candidate" in built
     assert "tiny, randomly initialised models" in built  # the smoke profile's backbone is tiny-random
     assert "badge yes" in built and "replicates" in built
-    assert "ensemble has lower balanced ECE than bert" in built and "mc_dropout has lower balanced ECE than bert" in built
+    assert "ensemble has lower balanced ECE (debiased) than bert" in built
+    assert "mc_dropout has lower balanced ECE (debiased) than bert" in built
+    assert "(80% power)</b>" in built or "underpowered: the paper&#x27;s effect" in built  # beside a verdict that did not decide
+    assert "<th>detectable</th>" in built and "<th>power</th>" in built
     assert "These verdicts come from one training seed" in built
     assert "<h4>Prior shift</h4>" in built and "Prior correction removes 95% of bert&#x27;s ECE at 1:9" in built  # the smoke profile lists one seed
     assert "1 BM25 negative per positive" in built  # the protocol each side used

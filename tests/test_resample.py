@@ -147,3 +147,99 @@ def test_unpaired_comparison_of_two_test_sets():
     c = R.compare(a, b, paired=False, groups=["x"], b_groups=["y"], alternative="greater")
     assert c.n_queries == 180 and c.pvalue < 0.01 and c.pvalue_opposite > 0.99
     assert "bootstrap" in c.note
+
+
+# ------------------------------------------------------------------------------ debiased ECE, power
+def _miscalibrated(rng, q: int, k: int, c: float) -> Predictions:
+    """p ~ Beta(1, 3), y ~ Bernoulli(p + c p (1 - p)): the true bucket gaps follow from the integral below."""
+    p = rng.beta(1.0, 3.0, size=(q, k))
+    y = (rng.random((q, k)) < p + c * p * (1 - p)).astype(int)
+    return Predictions(np.arange(q).astype(str), y, p, p[None], meta={"name": "synthetic"})
+
+
+def _true_ece(c: float, n_bins: int = 10) -> float:
+    """Population ECE of :func:`_miscalibrated` with equal-width buckets: sum_i |E[(p - f(p)) 1{p in B_i}]|."""
+    from scipy import integrate
+
+    return sum(abs(integrate.quad(lambda p: -c * p * (1 - p) * stats.beta.pdf(p, 1.0, 3.0), i / n_bins,
+                                  (i + 1) / n_bins)[0]) for i in range(n_bins))
+
+
+def test_debiased_ece_features_reproduce_the_function_and_the_plugin():
+    from calibrank.metrics.calibration import ece_debiased
+
+    p = _pred(1.0, 4)
+    f = R.features(p, "ECE debiased")
+    assert f.value == pytest.approx(ece_debiased(p.probs, p.labels), rel=1e-12)
+    assert f.plugin_value == pytest.approx(ece(p.probs, p.labels), rel=1e-12)
+    est = R.interval(f, seed=0)
+    assert est.bias == pytest.approx(ece(p.probs, p.labels) - ece_debiased(p.probs, p.labels), rel=1e-9)
+    assert est.bias > 0
+    assert R.interval(R.features(p, "R@1"), seed=0).bias == 0.0
+
+
+@pytest.mark.parametrize(("q", "k", "c", "low"), [(200, 10, 0.3, 0.88), (100, 10, 0.1, 0.88)])
+def test_debiased_ece_interval_covers_the_true_ece_at_about_its_nominal_rate(q, k, c, low):
+    """200 data sets with a known true ECE: the 95% interval covers it 88-99% of the time
+    (the second setting, small ECE, is where the plug-in percentile interval fails)."""
+    truth = _true_ece(c)
+    rng = np.random.default_rng(11)
+    hits = plugin_hits = 0
+    for r in range(200):
+        pred = _miscalibrated(rng, q, k, c)
+        est = R.interval(R.features(pred, "ECE debiased"), n_resamples=500, seed=r)
+        hits += est.low <= truth <= est.high
+        plain = R.interval(R.features(pred, "ECE"), n_resamples=500, seed=r)
+        plugin_hits += plain.low <= truth <= plain.high
+    assert low <= hits / 200 <= 0.99 + (c < 0.2) * 0.01
+    if c < 0.2:
+        assert plugin_hits / 200 < 0.5  # the uncorrected interval sits above the truth
+
+
+def test_no_debiased_ece_interval_excludes_its_own_estimate():
+    rng = np.random.default_rng(3)
+    for r in range(60):
+        q, k = int(rng.integers(30, 300)), int(rng.choice([2, 10]))
+        pred = _miscalibrated(rng, q, k, float(rng.choice([0.0, 0.05, 0.3, 1.0])))
+        est = R.interval(R.features(pred, "ECE debiased"), n_resamples=400, seed=r)
+        assert est.low <= est.value <= est.high, (q, k, est)
+    a, b = _pred(0.5, 1), _pred(2.0, 2)
+    for rel in (False, True):
+        c = R.compare(R.features(a, "ECE debiased"), R.features(b, "ECE debiased"), relative=rel, alternative="less",
+                      n_resamples=400)
+        assert c.low <= c.value <= c.high
+
+
+def test_detectable_effect_known_answers_and_errors():
+    z = stats.norm.ppf(0.95) + stats.norm.ppf(0.8)  # 2.486
+    assert R.detectable_effect(0.01) == pytest.approx(z * 0.01)
+    assert R.detectable_effect(0.01, n_tests=10) == pytest.approx((stats.norm.ppf(0.995) + stats.norm.ppf(0.8)) * 0.01)
+    assert R.detectable_effect(1.0, df=4) == pytest.approx(stats.t.ppf(0.95, 4) + stats.t.ppf(0.8, 4))
+    assert np.isnan(R.detectable_effect(float("nan")))
+    assert np.isnan(R.detectable_effect(1.0, df=0))
+    for bad in ({"alpha": 0.0}, {"power": 1.0}, {"n_tests": 0}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            R.detectable_effect(0.1, **bad)
+
+
+def test_detectable_effect_has_the_power_it_claims():
+    """Simulated paired R@1 differences of the detectable size are found (one-sided p < 0.05) ~80% of the time."""
+    rng = np.random.default_rng(2)
+    base = _pred(1.0, 5, q=300)
+    se = R.compare(R.features(base, "R@1"), R.features(_pred(1.0, 6, q=300), "R@1"), n_resamples=500).se
+    mde = R.detectable_effect(se)
+    hits = 0
+    n = 60
+    for r in range(n):
+        # B: a ranker with R@1 = 0.45 on every query; A: each query's hit moved up by mde on average
+        b_hit = rng.random(300) < 0.45
+        a_hit = rng.random(300) < 0.45 + mde
+        labels = np.zeros((300, 2), dtype=int)
+        labels[:, 0] = 1
+        pa = np.where(a_hit[:, None], [[0.9, 0.1]], [[0.1, 0.9]])
+        pb = np.where(b_hit[:, None], [[0.9, 0.1]], [[0.1, 0.9]])
+        qid = np.arange(300).astype(str)
+        fa = R.features(Predictions(qid, labels, pa, pa[None], meta={"name": "a"}), "R@1")
+        fb = R.features(Predictions(qid, labels, pb, pb[None], meta={"name": "b"}), "R@1")
+        hits += R.compare(fa, fb, alternative="greater", n_resamples=300, seed=r).pvalue < 0.05
+    assert 0.6 <= hits / n <= 0.97

@@ -28,10 +28,11 @@ Q, K = 12, 10
 RANKERS = ("bert", "mc_dropout", "ensemble", "temperature")
 
 
-def synthetic_config(rankers=RANKERS, seeds=(0,)):
+def synthetic_config(rankers=RANKERS, seeds=(0,), train_corpora=("chitchat",)):
     """The smoke profile with the first paper's protocol (BM25 training negatives; two corpora, three
-    test samplers, k = 9) and these rankers and training seeds."""
+    test samplers, k = 9) and these rankers, training seeds and training corpora."""
     return load_config("smoke", {"rankers.names": list(rankers), "rankers.seeds": list(seeds),
+                                 "rankers.train_corpora": list(train_corpora),
                                  "negatives.train": "bm25", "negatives.eval": ["random", "bm25", "embedding"]})
 
 
@@ -55,20 +56,26 @@ def _samples(ranker: str, labels: np.ndarray, seed: int, shift: float) -> np.nda
     return np.clip(0.3 + 0.4 * y + rng.normal(scale=0.1, size=(3, *labels.shape)), 0.01, 0.99)
 
 
-def write_synthetic_study(root: Path, seeds=(0,), rankers=RANKERS, seed_shift: float = 0.01):
-    """Predictions for every ranker x condition of :func:`synthetic_config` under ``root`` (CALIBRANK_ROOT); its config."""
-    cfg = synthetic_config(seeds=seeds)
+def write_synthetic_study(root: Path, seeds=(0,), rankers=RANKERS, seed_shift: float = 0.01,
+                          train_corpora=("chitchat",), domain_drop: bool = False):
+    """Predictions for every ranker x training corpus x condition of :func:`synthetic_config` under
+    ``root`` (CALIBRANK_ROOT); its config. ``domain_drop``: ``bert`` trained on another corpus than
+    the test corpus gives the relevant candidate 0.3, below every negative (R@1 0)."""
+    cfg = synthetic_config(seeds=seeds, train_corpora=train_corpora)
     for ci, cond in enumerate(eval_conditions(cfg)):
         labels = _labels(Q, K, 100 + ci)
         qids = np.array([f"{cond.name}-q{i}" for i in range(Q)])
         for ranker in rankers:
             if cond not in ranker_conditions(cfg, ranker):
                 continue  # validation Predictions exist for stochastic rankers only
-            for si, seed in enumerate(seeds):
-                samples = _samples(ranker, labels, 1000 * ci + seed, seed_shift * si * (1 + ci % 3))
-                pred = Predictions(qids=qids, labels=labels, probs=samples.mean(axis=0), samples=samples,
-                                   meta={"ranker": ranker, "seed": seed, "condition": cond.name})
-                pred.save(predictions_path(cfg, ranker, "chitchat", cond, seed))
+            for tc in train_corpora:
+                for si, seed in enumerate(seeds):
+                    samples = _samples(ranker, labels, 1000 * ci + seed, seed_shift * si * (1 + ci % 3))
+                    if domain_drop and ranker == "bert" and tc != cond.corpus:
+                        samples = np.where(labels[None] == 1, 0.3, samples)
+                    pred = Predictions(qids=qids, labels=labels, probs=samples.mean(axis=0), samples=samples,
+                                       meta={"ranker": ranker, "seed": seed, "condition": cond.name})
+                    pred.save(predictions_path(cfg, ranker, tc, cond, seed))
     return cfg
 
 
@@ -158,9 +165,38 @@ def test_table1_matches_hand_computation(study):
     # balanced: pairs (0.9, 1) and (0.35, 0): ECE = (0.1 + 0.35) / 2; all ten: (0.1 + 9 * 0.35) / 10
     np.testing.assert_allclose(t1["ECE 1:1"], 0.225, atol=1e-12)
     np.testing.assert_allclose(t1["ECE 1:9"], 0.325, atol=1e-12)
+    # every bucket holds one label only: no sampling noise, so the debiased ECE is eq. 1 and the bias 0
+    np.testing.assert_allclose(t1["ECE 1:1 debiased"], 0.225, atol=1e-12)
+    np.testing.assert_allclose(t1["ECE 1:9 bias"], 0.0, atol=1e-12)
+    assert ((t1["ECE 1:1 debiased lo"] <= t1["ECE 1:1 debiased"]) & (t1["ECE 1:1 debiased"] <= t1["ECE 1:1 debiased hi"])).all()
     assert (t1["shift"] == "in distribution").sum() == 1 and (t1["seeds"] == 1).all()
     wide = st.table1_wide(t1)
-    assert wide.shape == (1, 6 * 3) and not wide.isna().any().any()
+    assert wide.shape == (1, 6 * 7) and not wide.isna().any().any()
+
+
+def test_table1_is_the_papers_train_by_test_matrix_and_shift_claims_are_paired_per_test_corpus(tmp_root):
+    from calibrank.analysis import verdicts
+
+    data = st.load_study(write_synthetic_study(tmp_root, train_corpora=("chitchat", "chatterbot"), domain_drop=True))
+    t1 = st.table1(data)
+    assert len(t1) == 2 * 6 and (t1["shift"] == "in distribution").sum() == 2
+    wide = st.table1_wide(t1)
+    assert list(wide.index) == ["bert trained on chitchat", "bert trained on chatterbot"]
+    assert wide.shape == (2, 6 * 7) and not wide.isna().any().any()
+    # on chitchat's queries: 1.000 trained there, 0.000 trained on chatterbot (relevant at 0.3 below 0.35)
+    assert wide.loc["bert trained on chitchat", ("chitchat · bm25", "R10@1")].startswith("1.000")
+    assert wide.loc["bert trained on chatterbot", ("chitchat · bm25", "R10@1")].startswith("0.000")
+    claims = verdicts.summary(verdicts.calibration_claims(data))
+    cross = claims[claims["claim"].str.contains("cross-domain")]
+    assert len(cross) == 2 * 2  # per test corpus: R@1 and balanced ECE
+    assert cross["test"].str.startswith("paired permutation test").all()
+    r1 = cross[cross["claim"].str.contains("R@1")]
+    assert (r1["ours"] == -1.0).all() and (r1["verdict"] == "replicates").all() and (r1["power"] == "").all()
+    assert set(r1["claim"].str.extract(r"tested on (\w+)")[0]) == {"chitchat", "chatterbot"}
+    # cross-NS: one model on its own corpus, unchanged (bert ignores the sampler): effect 0, no power text missing
+    ns = claims[claims["claim"].str.contains("cross-NS")]
+    assert len(ns) == 2 * 2 and (ns["ours"] == 0).all()
+    assert ns["power"].str.match(r"(no effect larger than|underpowered: the paper's effect)").all()
 
 
 def test_ties_count_against_the_relevant(study):
@@ -176,21 +212,24 @@ def test_table2_gives_intervals_and_one_sided_tests(study):
     assert len(t2) == 3 * 6 and set(t2["ranker"]) == {"mc_dropout", "ensemble", "temperature"}
     # the two one-sided p-values of a row are the two tails of one null distribution: they add up to at least 1
     assert (t2["pvalue"] + t2["pvalue_worse"] >= 1 - 1e-12).all()
-    assert ((t2["lo"] <= t2["rel_change"] + 1e-12) & (t2["rel_change"] <= t2["hi"] + 1e-12)).all()
+    assert ((t2["lo"] <= t2["change"] + 1e-12) & (t2["change"] <= t2["hi"] + 1e-12)).all()
     ens = t2[t2["ranker"] == "ensemble"]
-    # ensemble: (0.8, 1) and (0.2, 0): balanced ECE 0.2 against bert's 0.225
+    # ensemble: (0.8, 1) and (0.2, 0): balanced ECE 0.2 against bert's 0.225 (one label per bucket: debiased = eq. 1)
     np.testing.assert_allclose(ens["rel_change"], (0.2 - 0.225) / 0.225, atol=1e-12)
+    np.testing.assert_allclose(ens["change"], 0.2 - 0.225, atol=1e-12)
     assert not st.table2_wide(t2).isna().any().any()
-    # temperature (0.5 everywhere): balanced ECE 0 against 0.225, lower on every query -> significant improvement
+    # temperature (0.5 everywhere): balanced ECE 0 against 0.225, lower on every query -> significant improvement;
+    # its one bucket holds half relevant pairs, so the debiased ECE is 0 - E|N(0, 0.25 / 24)| < 0
     temp = t2[t2["ranker"] == "temperature"]
     assert (temp["mark"] == "†").all() and temp["significance"].str.endswith("†").all()
-    assert st.table2_wide(t2).loc[("chitchat", "temperature")].str.contains(r"-100.0% \[-100.0%, -100.0%\] †").all()
+    np.testing.assert_allclose(temp["change"], -np.sqrt(2 / np.pi) * np.sqrt(0.25 / (2 * Q)) - 0.225, atol=1e-12)
+    assert st.table2_wide(t2).loc[("chitchat", "temperature")].str.match(r"-100.0% · -0\.3\d\d \[.*\] †").all()
 
 
 def test_a_significant_rise_is_marked_worse_not_dagger(study):
     t2 = st.table2(study, ece_column="ECE")  # all ten candidates: temperature's 0.5 everywhere is far worse (0.4 vs 0.325)
     temp = t2[t2["ranker"] == "temperature"]
-    assert (temp["rel_change"] > 0).all() and (temp["mark"] == "worse").all()
+    assert (temp["rel_change"] > 0).all() and (temp["change"] > 0).all() and (temp["mark"] == "worse").all()
     assert temp["significance"].str.startswith("p(worse) = ").all()
 
 
@@ -249,7 +288,8 @@ def test_paper2023_tables_show_intervals_and_protocol(study):
     assert (t["in-domain"]["test on"] == "chitchat").all() and (t["shift"]["test on"] == "chatterbot").all()
     assert t["in-domain"]["protocol"].str.contains("1 positive \\+ 1 bm25 negative").all()
     assert list(st.display_columns(t["in-domain"]).columns) == ["train on", "test on", "ranker", "R10@1", "MAP", "ECE",
-                                                                "seeds", "protocol"]
+                                                                "ECE debiased", "ECE bias", "seeds", "protocol"]
+    assert t["in-domain"]["ECE debiased"].str.fullmatch(r"-?\d\.\d{3} \[-?\d\.\d{3}, -?\d\.\d{3}\]").all()
 
 
 def test_risk_and_nota_tables_cover_the_stochastic_rankers(study):
@@ -338,19 +378,22 @@ def test_claims_on_the_synthetic_study(study):
     claims = verdicts.summary({"c4": verdicts.calibration_claims(study), "c5": verdicts.risk_claims(study)})
     by = {(c, m): v for c, m, v in zip(claims["claim"], claims["method"], claims["verdict"])}
     # bert's ECE: (0.1 + 0.35 n) / (n + 1) grows from 0.225 to 0.325 on every query
-    assert by[("bert's ECE grows as non-relevant candidates are added (1 + 9 against 1 + 1)", "bert")] == "replicates"
+    assert by[("bert's ECE (debiased) grows as non-relevant candidates are added (1 + 9 against 1 + 1)", "bert")] == "replicates"
     # one row per method the first paper made its claims for, never pooled
     table2_rows = claims[claims["paper"].str.endswith("Table 2")]
     assert sorted(table2_rows["method"]) == ["ensemble", "mc_dropout"]
     assert sorted(claims.loc[claims["paper"].str.endswith("Table 3"), "method"]) == ["ensemble", "mc_dropout"]
     # bert's predictions do not depend on the condition (one seed, no shift): every Table 1 effect is exactly 0,
     # which is not the claimed direction and, being 0, cannot contradict it
+    # (one training corpus: no model trained elsewhere, so no cross-domain row; cross-NS for R@1 and ECE)
     table1 = claims[claims["paper"].str.endswith("Table 1")]
-    assert len(table1) == 4 and (table1["ours"] == 0).all()
+    assert len(table1) == 2 and (table1["ours"] == 0).all()
     assert (table1["verdict"] == "opposite direction, not significant").all()
-    # ensemble (0.8 / 0.2) against bert (0.9 / 0.35): balanced ECE 0.2 vs 0.225 on every condition
+    assert table1["power"].str.match(r"(no effect larger than|underpowered: the paper's effect)").all()
+    # ensemble (0.8 / 0.2) against bert (0.9 / 0.35): balanced ECE 0.2 vs 0.225 on every condition, a difference
     ens = table2_rows.set_index("method").loc["ensemble"]
-    assert ens["ours"] == pytest.approx((0.2 - 0.225) / 0.225) and ens["verdict"] == "replicates"
+    assert ens["ours"] == pytest.approx(0.2 - 0.225) and ens["verdict"] == "replicates" and ens["unit"] == "difference"
+    assert ens["power"] == "" and ens["detectable"] >= 0
     # its two members are identical: the risk-aware ranker is the mean ranker, no change at all
     ens3 = claims[claims["paper"].str.endswith("Table 3") & (claims["method"] == "ensemble")].iloc[0]
     assert ens3["ours"] == 0 and ens3["verdict"] == "opposite direction, not significant"

@@ -149,3 +149,49 @@ def test_summary_leaves_a_claim_without_p_value_out_of_holm():
     """A NaN p-value does not count in Holm's m: one tested claim keeps its raw p-value."""
     out = V.summary(_rows([0.1, 0.1], [0.04, float("nan")], [0.96, float("nan")]))
     assert out["p (Holm)"].iloc[0] == 0.04 and out["verdict"].tolist() == ["replicates", "same direction, not significant"]
+
+
+# ------------------------------------------------------------------------------ power beside every verdict
+def test_power_texts_known_answers():
+    assert unc.power_text(True, 0.1, -0.5, "less", "relative change") == ""
+    assert unc.power_text(False, 0.1, -0.5, "less", "relative change") == "no effect larger than -10.0% (80% power)"
+    assert (unc.power_text(False, 0.1, -0.05, "less", "relative change")
+            == "underpowered: the paper's effect -5.0% is below the detectable -10.0%")
+    assert unc.power_text(False, 0.02, 0.004, "greater", "difference") == (
+        "underpowered: the paper's effect +0.004 is below the detectable +0.020")
+    # a paper effect in the other direction, or none, cannot be "below" the detectable one
+    assert unc.power_text(False, 0.02, -0.004, "greater", "difference").startswith("no effect larger than +0.020")
+    assert unc.power_text(False, 0.02, float("nan"), "greater", "difference").startswith("no effect larger than")
+    assert unc.power_text(False, float("nan"), 0.1, "greater", "difference").startswith("no power estimate")
+
+
+def test_summary_gives_the_detectable_effect_at_the_bonferroni_level_of_its_rows():
+    from scipy import stats
+
+    rows = [_verdict_row(31, 30, 0.05), _verdict_row(31, 30, 0.5), _verdict_row(45, 15, 0.1)]
+    s = V.summary(pd.DataFrame(rows))
+    z = stats.norm.ppf(1 - 0.05 / 3) + stats.norm.ppf(0.8)
+    np.testing.assert_allclose(s["detectable"], z * s["se"].to_numpy())
+    # paired: A and B differ on one query of 60, so the SE of the relative change is about (1 / 60) / 0.5
+    assert 0.5 * (1 / 60) / 0.5 < s["se"].iloc[0] < 2.0 * (1 / 60) / 0.5
+    # about 3 SE = ~10%: the paper's 5% is below it, its 50% well above it
+    assert s["power"].iloc[0].startswith("underpowered: the paper's effect +5.0% is below the detectable +")
+    assert s["power"].iloc[1].startswith("no effect larger than +") and s["power"].iloc[1].endswith("(80% power)")
+    assert s["power"].iloc[2] == "" and s["verdict"].iloc[2] == "replicates"
+
+
+def test_nota_claims_carry_a_t_based_detectable_effect():
+    from scipy import stats
+
+    nota = pd.DataFrame({"input": ["+var[mc_dropout]"] * 4, "rel_change": [0.01, -0.02, 0.03, 0.0]})
+    s = V.summary(V.nota_claims(nota))
+    se = np.std([0.01, -0.02, 0.03, 0.0], ddof=1) / 2
+    assert s["se"].iloc[0] == pytest.approx(se) and s["df"].iloc[0] == 3
+    assert s["detectable"].iloc[0] == pytest.approx((stats.t.ppf(0.95, 3) + stats.t.ppf(0.8, 3)) * se)
+    assert s["power"].iloc[0].startswith(("no effect larger than", "underpowered"))
+
+
+def _verdict_row(a_top: int, b_top: int, paper_effect: float) -> dict:
+    a, b = _ranker(a_top, "a.npz", 1), _ranker(b_top, "b.npz", 2)
+    return V.claim_row("paper", f"A ranks better than B ({a_top}, {b_top})", "a", "greater", paper_effect, [features(a, "R@1")],
+                       [features(b, "R@1")], groups=["corpus"], n_resamples=1999)

@@ -120,7 +120,9 @@ def plot_ece_by_negatives(table: pd.DataFrame, *, ncols: int = 3, axes=None):
     """Figure 2 of Penha & Hauff: ECE against non-relevant candidates per query, one line per ranker.
 
     One panel per training corpus x test condition, from :func:`calibrank.study.ece_by_negatives`;
-    with ``ECE lo`` / ``ECE hi`` columns each line gets its 95% interval as a band.
+    with ``ECE debiased``, ``ECE debiased lo`` / ``hi`` columns each ranker's debiased ECE is a
+    dashed line inside its 95% band (the interval belongs to the debiased ECE, not to eq. 1's);
+    with ``ECE lo`` / ``ECE hi`` the band is around the line itself.
     """
     if table.empty:
         return _panels(axes, 0, 1, (4.0, 2.0))
@@ -130,8 +132,12 @@ def plot_ece_by_negatives(table: pd.DataFrame, *, ncols: int = 3, axes=None):
     for ax, ((tc, corpus, sampler), grp) in zip(panels, groups):
         for ranker, sub in grp.groupby("ranker", sort=False):
             (line,) = ax.plot(sub["n_nonrel"], sub["ECE"], marker="o", ms=3, label=ranker)
-            if {"ECE lo", "ECE hi"} <= set(sub.columns):
-                ax.fill_between(sub["n_nonrel"], sub["ECE lo"], sub["ECE hi"], color=line.get_color(), alpha=0.12, lw=0)
+            band = "ECE debiased" if {"ECE debiased", "ECE debiased lo", "ECE debiased hi"} <= set(sub.columns) else "ECE"
+            if band != "ECE":
+                ax.plot(sub["n_nonrel"], sub[band], ls="--", lw=0.9, color=line.get_color())
+            if {f"{band} lo", f"{band} hi"} <= set(sub.columns):
+                ax.fill_between(sub["n_nonrel"], sub[f"{band} lo"], sub[f"{band} hi"], color=line.get_color(), alpha=0.12,
+                                lw=0)
         ax.set_title(f"{tc} → {corpus} · {sampler}", fontsize=10)
         ax.set_xlabel("non-relevant candidates per query")
         ax.set_xticks(sorted(grp["n_nonrel"].unique()))

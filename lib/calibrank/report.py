@@ -424,13 +424,14 @@ def _replication_html(tables: Mapping[str, pd.DataFrame]) -> str:
             f"<b>{_esc(r['claim'])}</b> <span class='muted'>({_esc(r['method'])})</span><br>"
             f"<span class='small'><span class='muted'>paper ({_esc(r['paper'])}):</span> {_esc(theirs)} · "
             f"<span class='muted'>ours over {int(r['conditions'])} condition(s):</span> {_esc(ours)}"
+            + (f" · <b>{_esc(r['power'])}</b>" if isinstance(r.get("power"), str) and r["power"] else "")
             + (f" <span class='muted'>({_esc(_claim_note(r['note']))})</span>" if _claim_note(r["note"]) else "")
             + "</span></li>"
         )
     counts = claims["verdict"].value_counts()
     tally = ", ".join(f"{int(counts[v])} {v}" for v in VERDICTS if v in counts)
     cols = ["paper", "claim", "method", "paper effect", "ours", "lo", "hi", "p (Holm)", "p opposite (Holm)", "verdict",
-            "test", "protocol"]
+            "detectable", "power", "test", "protocol"]
     return (f"<p>{_esc(tally)}.</p><ul class='verdicts'>{''.join(items)}</ul>"
             f"<details><summary>The tests behind each verdict, and the protocol each side used</summary>"
             f"{_frame_html(claims[cols])}</details>")

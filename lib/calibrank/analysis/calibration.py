@@ -106,8 +106,11 @@ def table1(study: Study, intervals: pd.DataFrame | None = None, ranker: str = BA
     """Penha & Hauff Table 1: ``bert``'s R10@1, balanced ECE and full ECE per test condition, with intervals.
 
     One row per training corpus x test corpus x sampler (means over seeds) from
-    :func:`interval_table`: each metric with ``<metric> lo`` / ``<metric> hi`` (95% bootstrap
-    interval over test queries, and seeds when several), the shift kind, queries and seeds.
+    :func:`interval_table`: R10@1 with ``lo`` / ``hi`` (95% bootstrap interval over test
+    queries, and seeds when several); each ECE as eq. 1 (the paper's number), its debiased
+    value with ``lo`` / ``hi`` and eq. 1's ``bias``; the shift kind, queries and seeds. With
+    every corpus trained on, the rows of one test corpus are the paper's columns: the model
+    trained there and the ones trained elsewhere, on the same test queries.
     """
     iv = intervals if intervals is not None else interval_table(study, rankers=[ranker])
     iv = iv[iv["ranker"] == ranker]
@@ -115,8 +118,10 @@ def table1(study: Study, intervals: pd.DataFrame | None = None, ranker: str = BA
         raise ValueError(f"no metrics for ranker {ranker!r}")
     rl, full = study.recall_label, f"ECE 1:{study.k}"
     out = iv[_KEYS].copy()
-    for src, dst in (("R@1", rl), ("ECE 1:1", "ECE 1:1"), ("ECE", full)):
-        for suffix in ("", " lo", " hi"):
+    for suffix in ("", " lo", " hi"):
+        out[rl + suffix] = iv["R@1" + suffix].to_numpy()
+    for src, dst in (("ECE 1:1", "ECE 1:1"), ("ECE", full)):
+        for suffix in ("", " debiased", " debiased lo", " debiased hi", " bias"):
             out[dst + suffix] = iv[src + suffix].to_numpy()
     out["queries"] = iv["queries"].to_numpy()
     out["seeds"] = iv["seeds"].to_numpy()
@@ -160,9 +165,13 @@ def table1_wide(t1: pd.DataFrame, reference: pd.DataFrame | None = None) -> pd.D
         ref["row"] = ref["ranker"].str.removeprefix("baseline:").map(RULES) + " (Platt on " + ref["train_corpus"] + ")"
         t = pd.concat([t, ref.drop(columns=["ranker"])], ignore_index=True)
     t["test on"] = t["corpus"] + " · " + t["sampler"]
-    metrics = _value_metrics(t1)
+    with_interval = _value_metrics(t1)
+    metrics = [c for c in t1.columns if c not in (*_KEYS, "queries", "seeds") and not c.endswith((" lo", " hi"))]
     for m in metrics:
-        t[m] = [unc.format_interval(v, lo, hi) for v, lo, hi in zip(t[m], t[f"{m} lo"], t[f"{m} hi"])]
+        if m in with_interval:
+            t[m] = [unc.format_interval(v, lo, hi) for v, lo, hi in zip(t[m], t[f"{m} lo"], t[f"{m} hi"])]
+        else:
+            t[m] = [f"{v:.3f}" if np.isfinite(v) else "" for v in t[m]]
     wide = t.pivot(index="row", columns="test on", values=metrics)
     wide = wide.reindex(list(dict.fromkeys(t["row"])))
     wide = wide.swaplevel(0, 1, axis=1)
@@ -191,10 +200,13 @@ def _marked(rows: list[dict]) -> pd.DataFrame:
 
 
 def table2(study: Study, *, ece_column: str = "ECE 1:1", n_resamples: int = unc.N_RESAMPLES) -> pd.DataFrame:
-    """Penha & Hauff Table 2: relative change of ECE of every other ranker over ``bert`` per condition.
+    """Penha & Hauff Table 2: change of ECE of every other ranker over ``bert`` per condition.
 
-    ``rel_change = (ECE_ranker - ECE_bert) / ECE_bert`` (means over seeds; negative = better
-    calibrated) with its 95% bootstrap interval ``lo``/``hi`` over test queries (and seeds),
+    ``rel_change = (ECE_ranker - ECE_bert) / ECE_bert`` of eq. 1 (means over seeds; negative =
+    better calibrated), the paper's number. The test and the interval are on the debiased ECE
+    (:mod:`calibrank.metrics.calibration`), as a difference: a ratio of two small ECEs is
+    unstable, and a debiased ECE can be 0. ``change`` = debiased ECE of the ranker minus
+    bert's, its 95% bootstrap interval ``lo``/``hi`` over test queries (and seeds),
     ``pvalue``: one-sided paired permutation test over test queries that the ranker's ECE is
     *lower* (the paper's claim), ``pvalue_worse`` the other tail, both Holm-corrected across the
     cells of this table (``*_holm``); ``mark``: ``†`` significant improvement, ``worse``
@@ -210,19 +222,32 @@ def table2(study: Study, *, ece_column: str = "ECE 1:1", n_resamples: int = unc.
     for ranker in [r for r in study.rankers if r != BASELINE]:
         for _, tc, cond in study.cells("test", [ranker]):
             own, base = study.runs(ranker, tc, cond), study.runs(BASELINE, tc, cond)
-            c = unc.cell_comparison(own, base, metric, seed=study.cfg.seed, alternative="less", n_resamples=n_resamples)
+            c = unc.cell_comparison(own, base, metric, seed=study.cfg.seed, alternative="less", relative=False,
+                                    n_resamples=n_resamples)
+            plain_own, plain_base = _plain_ece(own, metric, study.cfg.seed), _plain_ece(base, metric, study.cfg.seed)
             rows.append({"train_corpus": tc, "corpus": cond.corpus, "sampler": cond.sampler, "shift": study.shift(cond, tc),
-                         "ranker": ranker, f"{ece_column} bert": c["b"], f"{ece_column} ranker": c["a"],
-                         "rel_change": c["rel_change"], "lo": c["lo"], "hi": c["hi"], "seeds": len(own),
+                         "ranker": ranker, f"{ece_column} bert": plain_base, f"{ece_column} ranker": plain_own,
+                         "rel_change": (plain_own - plain_base) / plain_base if plain_base > 0 else float("nan"),
+                         f"{ece_column} debiased bert": c["b"], f"{ece_column} debiased ranker": c["a"],
+                         "change": c["change"], "lo": c["lo"], "hi": c["hi"], "seeds": len(own),
                          "pvalue": c["pvalue"], "pvalue_worse": c["pvalue_worse"], "note": c["note"]})
     return _marked(rows)
 
 
+def _plain_ece(runs: list[Predictions], metric: str, seed: int) -> float:
+    """Eq. 1's ECE of a cell (mean over seeds), on the balanced set for ``"ECE 1:1"``."""
+    sets = [subset_negatives(p, 1, seed=seed) for p in runs] if metric == "ECE 1:1" else runs
+    return float(np.mean([ece(p.probs, p.labels) for p in sets]))
+
+
 def table2_wide(t2: pd.DataFrame) -> pd.DataFrame:
-    """Table 2 in the paper's layout: relative ECE change ``-12.3% [-20.1%, -4.0%] †`` per condition and ranker."""
+    """Table 2 in the paper's layout, per condition and ranker: eq. 1's relative ECE change (the
+    paper's number), then the debiased ECE's change with its interval and mark,
+    ``-12.3% · -0.004 [-0.009, 0.001] †``."""
     t = t2.copy()
     t["test on"] = t["corpus"] + " · " + t["sampler"]
-    t["cell"] = [unc.format_change(rc, lo, hi, m) for rc, lo, hi, m in zip(t["rel_change"], t["lo"], t["hi"], t["mark"])]
+    t["cell"] = [(f"{rc:+.1%}" if np.isfinite(rc) else "n/a") + " · " + unc.format_difference(c, lo, hi, m)
+                 for rc, c, lo, hi, m in zip(t["rel_change"], t["change"], t["lo"], t["hi"], t["mark"])]
     wide = t.pivot(index=["train_corpus", "ranker"], columns="test on", values="cell")
     rows = pd.MultiIndex.from_frame(t[["train_corpus", "ranker"]].drop_duplicates())
     return wide.reindex(index=rows, columns=list(dict.fromkeys(t["test on"])))
@@ -235,9 +260,10 @@ def ece_by_negatives(
 ) -> pd.DataFrame:
     """Figure 2: ECE per number of non-relevant candidates per query, n = 1..k.
 
-    One row per ranker x training corpus x condition x n, with ``ECE``, its 95% bootstrap
-    interval over test queries ``ECE lo`` / ``ECE hi`` (the band of the figure), and ``pairs``
-    (the number of (query, candidate) pairs). Candidates are nested subsets
+    One row per ranker x training corpus x condition x n, with ``ECE`` (eq. 1), ``ECE debiased``
+    with its 95% bootstrap interval over test queries ``ECE debiased lo`` / ``ECE debiased hi``
+    (the band of the figure), ``ECE bias`` (eq. 1 minus the debiased ECE) and ``pairs`` (the
+    number of (query, candidate) pairs). Candidates are nested subsets
     (:func:`subset_negatives` with ``seed``, default the profile seed); n = k is the full query.
     """
     from ..metrics.resample import features, interval
@@ -249,11 +275,12 @@ def ece_by_negatives(
         k = pred.labels.shape[1] - 1
         for n in range(1, k + 1):
             sub = subset_negatives(pred, n, seed=seed)
-            est = interval(features(sub, "ECE"), level=unc.LEVEL, n_resamples=n_resamples, seed=seed)
+            est = interval(features(sub, "ECE debiased"), level=unc.LEVEL, n_resamples=n_resamples, seed=seed)
             rows.append(
                 {"ranker": ranker, "train_corpus": tc, "corpus": cond.corpus, "sampler": cond.sampler,
                  "shift": study.shift(cond, tc), "n_nonrel": n, "ECE": ece(sub.probs, sub.labels),
-                 "ECE lo": est.low, "ECE hi": est.high, "pairs": int(sub.labels.size)}
+                 "ECE debiased": est.value, "ECE debiased lo": est.low, "ECE debiased hi": est.high,
+                 "ECE bias": est.bias, "pairs": int(sub.labels.size)}
             )
     return pd.DataFrame(rows)
 
@@ -334,10 +361,12 @@ def protocol_note(study: Study) -> str:
 def paper2023_tables(study: Study, intervals: pd.DataFrame, sampler: str | None = None) -> dict[str, pd.DataFrame]:
     """PG-DRR / GPF-BERT layout: ``{"in-domain": ..., "shift": ...}``, one row per cell and ranker.
 
-    Columns: ``train on``, ``test on``, ``ranker``, ``R10@1``, ``MAP``, ``ECE`` as text
-    (``value [lo, hi]``, 95% bootstrap interval over test queries, and seeds when several),
-    ``seeds``, ``protocol``, and the numbers behind the text (``R@1 mean``, ``R@1 lo``, ``R@1
-    hi``, ...). ECE on all candidates (the 2023 papers' ECE); ``sampler`` defaults to
+    Columns: ``train on``, ``test on``, ``ranker``, ``R10@1``, ``MAP`` as text (``value [lo,
+    hi]``, 95% bootstrap interval over test queries, and seeds when several), ``ECE`` (eq. 1,
+    the papers' number), ``ECE debiased`` (``value [lo, hi]``), ``ECE bias``, ``seeds``,
+    ``protocol``, and the numbers behind the text (``R@1 mean``, ``R@1 lo``, ``R@1 hi``, ...,
+    ``ECE mean`` = eq. 1). With every corpus trained on, ``shift`` holds each test corpus with
+    the models trained on the other corpora, as the papers' shift tables. ECE on all candidates (the 2023 papers' ECE); ``sampler`` defaults to
     :func:`paper2023_sampler`. ``intervals``: :func:`interval_table` (with the rules' rows of
     :func:`baseline_interval_table` if wanted).
     """
@@ -347,12 +376,16 @@ def paper2023_tables(study: Study, intervals: pd.DataFrame, sampler: str | None 
     summ["train on"] = summ["train_corpus"]
     summ["test on"] = summ["corpus"]
     numbers = []
-    for c, label in (("R@1", rl), ("MAP", "MAP"), ("ECE", "ECE")):
+    for c, label in (("R@1", rl), ("MAP", "MAP"), ("ECE debiased", "ECE debiased")):
         summ[label] = [unc.format_interval(v, lo, hi) for v, lo, hi in zip(summ[c], summ[f"{c} lo"], summ[f"{c} hi"])]
         summ[f"{c} mean"] = summ[c]
         numbers += [f"{c} mean", f"{c} lo", f"{c} hi"]
+    summ["ECE mean"] = summ["ECE"]
+    summ["ECE"] = [f"{v:.3f}" if np.isfinite(v) else "" for v in summ["ECE mean"]]
+    summ["ECE bias"] = [f"{v:.3f}" if np.isfinite(v) else "" for v in summ["ECE bias"]]
+    numbers.append("ECE mean")
     summ["protocol"] = protocol_note(study)
-    cols = ["train on", "test on", "ranker", rl, "MAP", "ECE", "seeds", "protocol", *numbers]
+    cols = ["train on", "test on", "ranker", rl, "MAP", "ECE", "ECE debiased", "ECE bias", "seeds", "protocol", *numbers]
     in_dom = summ["train_corpus"] == summ["corpus"]
     return {"in-domain": summ.loc[in_dom, cols].reset_index(drop=True),
             "shift": summ.loc[~in_dom, cols].reset_index(drop=True)}

@@ -113,12 +113,12 @@ def metrics_problems(study: Study, intervals: pd.DataFrame, metrics: pd.DataFram
     """:func:`.calibration.interval_table` and :func:`.calibration.metrics_table`.
 
     Every cell (ranker x training corpus x test condition) once in ``intervals`` and in
-    ``metrics`` (one row per seed there); each of :data:`.uncertainty.CELL_METRICS` with a
+    ``metrics`` (one row per seed there); each of :data:`.uncertainty.INTERVAL_METRICS` with a
     finite value and interval, ``lo <= hi``; the value inside its interval for
-    :data:`MEAN_METRICS`; no NaN metric in ``metrics``.
+    :data:`MEAN_METRICS` and for every debiased ECE; no NaN metric in ``metrics``.
     """
     cells = _cells(study, study.rankers)
-    iv_cols = [c for m in unc.CELL_METRICS for c in (m, f"{m} lo", f"{m} hi")]
+    iv_cols = [*unc.CELL_METRICS, *[c for m in unc.INTERVAL_METRICS for c in (m, f"{m} lo", f"{m} hi")]]
     point = [*unc.CELL_METRICS, "mean var"]
     problems = (missing_columns("intervals", intervals, [*CELL_KEYS, *iv_cols])
                 + missing_columns("metrics", metrics, [*CELL_KEYS, *point]))
@@ -127,14 +127,14 @@ def metrics_problems(study: Study, intervals: pd.DataFrame, metrics: pd.DataFram
     problems += rows_expected("intervals", intervals, CELL_KEYS, cells)
     distinct = metrics[list(CELL_KEYS)].drop_duplicates()
     problems += rows_expected("metrics (distinct cells)", distinct, CELL_KEYS, cells)
-    for m in unc.CELL_METRICS:
+    for m in unc.INTERVAL_METRICS:
         lo, hi = f"{m} lo", f"{m} hi"
         finite = intervals[[m, lo, hi]].notna().all(axis=1)
         problems += rows_failing("intervals", intervals, finite, CELL_KEYS, f"no NaN in {m} and its interval",
                                  [m, lo, hi])
         problems += rows_failing("intervals", intervals, ~finite | (intervals[lo] <= intervals[hi]), CELL_KEYS,
                                  f"{lo} <= {hi}", [lo, hi])
-    for m in MEAN_METRICS:
+    for m in (*MEAN_METRICS, *(f"{e} debiased" for e in unc.ECE_METRICS)):
         lo, hi = f"{m} lo", f"{m} hi"
         inside = (intervals[lo] <= intervals[m] + TOLERANCE) & (intervals[m] <= intervals[hi] + TOLERANCE)
         problems += rows_failing("intervals", intervals, inside, CELL_KEYS,
@@ -178,20 +178,24 @@ def _compared(table: str, df: pd.DataFrame, keys: Sequence[str]) -> list[str]:
 
 
 def table2_problems(study: Study, table2: pd.DataFrame) -> list[str]:
-    """:func:`.calibration.table2`: every ranker but ``bert`` on every cell; a relative change
-    everywhere, p-values in [0, 1], ``†`` only on a decrease and ``worse`` only on a rise."""
+    """:func:`.calibration.table2`: every ranker but ``bert`` on every cell; a change of the
+    debiased ECE everywhere, inside its interval, p-values in [0, 1], ``†`` only on a decrease
+    and ``worse`` only on a rise."""
     table = "table2"
-    problems = missing_columns(table, table2, [*CELL_KEYS, "rel_change", "pvalue", "mark"])
+    problems = missing_columns(table, table2, [*CELL_KEYS, "rel_change", "change", "lo", "hi", "pvalue", "mark"])
     if problems:
         return problems
     problems += rows_expected(table, table2, CELL_KEYS, _cells(study, [r for r in study.rankers if r != BASELINE]))
-    problems += not_nan(table, table2, ["rel_change"], CELL_KEYS)
+    problems += not_nan(table, table2, ["change"], CELL_KEYS)
     problems += _compared(table, table2, CELL_KEYS)
-    mark, change = table2["mark"], table2["rel_change"]
+    mark, change = table2["mark"], table2["change"]
+    inside = (table2["lo"] <= change + TOLERANCE) & (change <= table2["hi"] + TOLERANCE)
+    problems += rows_failing(table, table2, inside | table2["lo"].isna(), CELL_KEYS, "change inside [lo, hi]",
+                             ["lo", "change", "hi"])
     problems += rows_failing(table, table2, ~((mark == unc.IMPROVED) & (change >= 0)), CELL_KEYS,
-                             f"the mark {unc.IMPROVED} on a decrease only (rel_change < 0)", ["mark", "rel_change"])
+                             f"the mark {unc.IMPROVED} on a decrease only (change < 0)", ["mark", "change"])
     problems += rows_failing(table, table2, ~((mark == unc.WORSE) & (change <= 0)), CELL_KEYS,
-                             f"the mark {unc.WORSE!r} on a rise only (rel_change > 0)", ["mark", "rel_change"])
+                             f"the mark {unc.WORSE!r} on a rise only (change > 0)", ["mark", "change"])
     return problems
 
 
@@ -262,7 +266,7 @@ def paper2023_problems(study: Study, layout2023: Mapping[str, pd.DataFrame]) -> 
 
 def claims_problems(claims: pd.DataFrame) -> list[str]:
     """:func:`.verdicts.calibration_claims` (or any claims table): at least one claim, every
-    verdict of :data:`.verdicts.VERDICTS`, Gaussian-process rankers in the 2023 papers' claims
+    verdict of :data:`.verdicts.VERDICTS` (with its power where it is not significant), Gaussian-process rankers in the 2023 papers' claims
     only and those papers' claims about them only."""
     from . import verdicts
 
@@ -276,6 +280,9 @@ def claims_problems(claims: pd.DataFrame) -> list[str]:
     summary = verdicts.summary(claims)
     problems += rows_failing(table, summary, summary["verdict"].isin(verdicts.VERDICTS), keys,
                              f"one of the verdicts {', '.join(verdicts.VERDICTS)}", ["verdict"])
+    undecided = summary["verdict"].isin(verdicts.VERDICTS[1:3])
+    problems += rows_failing(table, summary, ~undecided | (summary["power"].str.len() > 0), keys,
+                             "a row that is not significant to say what it could have detected", ["verdict", "power"])
     gp = claims["method"].isin(GP_RANKERS)
     of_2023 = claims["paper"].str.contains(PAPERS_2023_PATTERN)
     problems += rows_failing(table, claims, ~gp | of_2023, keys,

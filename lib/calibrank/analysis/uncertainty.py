@@ -12,6 +12,12 @@
   otherwise. :data:`MARKS_LEGEND` says so in words for every table's legend.
 - :func:`format_interval`: ``"0.250 [0.190, 0.310]"``; :func:`format_change`:
   ``"-12.3% [-20.1%, -4.0%] †"``.
+- ECE: the value is eq. 1 of Penha & Hauff (the paper's number); its interval, and every test
+  of an ECE, use the debiased ECE (Kumar, Liang & Ma 2019, :func:`calibrank.metrics.calibration.ece_debiased`),
+  whose bias-corrected bootstrap interval holds its estimate; ``<metric> bias`` is eq. 1 minus it.
+- :func:`detectable_effect` (from :mod:`calibrank.metrics.resample`) and :func:`power_text`:
+  the smallest effect a claim's test could have detected at 80% power, and what a "not
+  significant" verdict then says. Any claims table (calibration, risk, NOTA, cost) calls them.
 
 Resampling settings (:data:`N_RESAMPLES`, :data:`LEVEL`) are module constants so that every
 table uses the same ones; every call is seeded from the profile seed.
@@ -24,7 +30,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ..metrics.resample import ONE_SEED_NOTE, compare, features, interval
+from ..metrics.resample import ONE_SEED_NOTE, compare, detectable_effect, features, interval
 from ..metrics.stats import holm
 from ..predictions import Predictions
 from .subsets import subset_negatives
@@ -32,21 +38,28 @@ from .subsets import subset_negatives
 __all__ = [
     "ALPHA",
     "CELL_METRICS",
+    "ECE_METRICS",
+    "INTERVAL_METRICS",
     "LEVEL",
+    "POWER",
     "MARKS_LEGEND",
     "N_RESAMPLES",
     "ONE_SEED_NOTE",
     "cell_comparison",
     "cell_estimates",
+    "detectable_effect",
     "format_change",
+    "format_difference",
     "format_interval",
     "mark_table",
+    "power_text",
     "seeds_note",
 ]
 
 LEVEL = 0.95
 N_RESAMPLES = 2000
 ALPHA = 0.05
+POWER = 0.8
 IMPROVED, WORSE = "†", "worse"
 MARKS_LEGEND = (
     f"{IMPROVED} = significant improvement (one-sided paired permutation test over test queries, "
@@ -59,6 +72,12 @@ CELL_METRICS = ("R@1", "MAP", "MRR", "ECE 1:1", "ECE", "Brier", "NLL")
 """The columns of :func:`cell_estimates`: ``ECE 1:1`` is the ECE on the balanced set (the
 relevant candidate and one seeded negative per query), ``ECE`` on all candidates."""
 
+ECE_METRICS = ("ECE 1:1", "ECE")
+"""Cell metrics whose interval and tests are those of the debiased ECE (``<metric> debiased``)."""
+
+INTERVAL_METRICS = tuple(f"{m} debiased" if m in ECE_METRICS else m for m in CELL_METRICS)
+"""The columns of :func:`cell_estimates` that come with ``<column> lo`` / ``<column> hi``."""
+
 
 def seeds_note(n_seeds: int) -> str:
     """What an interval covers: ``ONE_SEED_NOTE`` with one training seed, else queries and seeds."""
@@ -70,22 +89,31 @@ def _balanced(runs: Sequence[Predictions], seed: int) -> list[Predictions]:
 
 
 def _features(runs: Sequence[Predictions], metric: str, seed: int):
+    """Features of a cell metric; an ECE is tested and resampled as the debiased ECE."""
     if metric == "ECE 1:1":
-        return features(_balanced(runs, seed), "ECE")
-    return features(runs, metric)
+        return features(_balanced(runs, seed), "ECE debiased")
+    return features(runs, "ECE debiased" if metric == "ECE" else metric)
 
 
 def cell_estimates(runs: Sequence[Predictions], *, seed: int, metrics: Sequence[str] = CELL_METRICS,
                    n_resamples: int = N_RESAMPLES) -> dict[str, float]:
     """``{metric: value, "<metric> lo": ..., "<metric> hi": ...}`` for one cell (all its seeds).
 
-    ``seed`` draws the balanced set's negatives and seeds the bootstrap. Values are means over
-    the seeds' runs (equal to the single run's metric with one seed).
+    For an ECE (:data:`ECE_METRICS`) ``<metric>`` is eq. 1's value, and the interval belongs to
+    the debiased ECE: ``<metric> debiased`` with ``<metric> debiased lo`` / ``hi``, and
+    ``<metric> bias`` = eq. 1 minus the debiased value. ``seed`` draws the balanced set's
+    negatives and seeds the bootstrap. Values are means over the seeds' runs (equal to the
+    single run's metric with one seed).
     """
     out: dict[str, float] = {}
     for m in metrics:
         est = interval(_features(runs, m, seed), level=LEVEL, n_resamples=n_resamples, seed=seed)
-        out[m], out[f"{m} lo"], out[f"{m} hi"] = est.value, est.low, est.high
+        if m in ECE_METRICS:
+            d = f"{m} debiased"
+            out[m], out[f"{m} bias"] = est.value + est.bias, est.bias
+            out[d], out[f"{d} lo"], out[f"{d} hi"] = est.value, est.low, est.high
+        else:
+            out[m], out[f"{m} lo"], out[f"{m} hi"] = est.value, est.low, est.high
     return out
 
 
@@ -96,7 +124,8 @@ def cell_comparison(a_runs: Sequence[Predictions], b_runs: Sequence[Predictions]
 
     Keys: ``a``, ``b`` (the metric of each), ``rel_change`` (or ``change`` when not
     ``relative``), ``lo``, ``hi``, ``pvalue`` (one-sided, ``alternative`` = the claimed
-    direction of A's metric), ``pvalue_worse`` (the other tail), ``note``. ``scores``: optional
+    direction of A's metric), ``pvalue_worse`` (the other tail), ``se`` (bootstrap standard
+    error of the change), ``note``. An ECE is compared as the debiased ECE. ``scores``: optional
     ``(a_scores, b_scores)``, one ``[Q, K]`` array per run, for ranking metrics of re-scored
     candidates (the risk-aware ranker).
     """
@@ -106,7 +135,7 @@ def cell_comparison(a_runs: Sequence[Predictions], b_runs: Sequence[Predictions]
         fa, fb = features(a_runs, metric, scores=scores[0]), features(b_runs, metric, scores=scores[1])
     c = compare(fa, fb, alternative=alternative, relative=relative, level=LEVEL, n_resamples=n_resamples, seed=seed)
     return {"a": c.a, "b": c.b, "rel_change" if relative else "change": c.value, "lo": c.low, "hi": c.high,
-            "pvalue": c.pvalue, "pvalue_worse": c.pvalue_opposite, "note": c.note}
+            "pvalue": c.pvalue, "pvalue_worse": c.pvalue_opposite, "se": c.se, "note": c.note}
 
 
 def mark_table(df: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
@@ -141,3 +170,36 @@ def format_change(value: float, lo: float, hi: float, mark: str = "") -> str:
     if np.isfinite(lo) and np.isfinite(hi):
         text += f" [{lo:+.1%}, {hi:+.1%}]"
     return f"{text} {mark}".rstrip()
+
+
+def format_difference(value: float, lo: float, hi: float, mark: str = "") -> str:
+    """``"-0.004 [-0.009, +0.001] †"`` for an absolute change; ``"n/a"`` when undefined."""
+    if not np.isfinite(value):
+        return "n/a"
+    text = f"{value:+.3f}"
+    if np.isfinite(lo) and np.isfinite(hi):
+        text += f" [{lo:+.3f}, {hi:+.3f}]"
+    return f"{text} {mark}".rstrip()
+
+
+def _effect_label(x: float, unit: str) -> str:
+    return f"{x:+.1%}" if unit == "relative change" else f"{x:+.3f}"
+
+
+def power_text(significant: bool, detectable: float, paper_effect: float, direction: str, unit: str) -> str:
+    """What a verdict could decide: ``""`` for a significant row; else ``"no effect larger than
+    X (80% power)"`` or, when the paper's effect (in the claimed direction) is smaller than the
+    detectable one, ``"underpowered: the paper's effect Y is below the detectable X"``.
+
+    ``detectable`` is a magnitude (:func:`detectable_effect`), signed here in the claimed
+    ``direction``; ``unit`` is ``"relative change"`` (percent) or ``"difference"``.
+    """
+    if significant:
+        return ""
+    if not np.isfinite(detectable):
+        return "no power estimate (the test gave no standard error)"
+    sign = -1.0 if direction == "less" else 1.0
+    x = _effect_label(sign * abs(detectable), unit)
+    if np.isfinite(paper_effect) and sign * paper_effect > 0 and abs(paper_effect) < abs(detectable):
+        return f"underpowered: the paper's effect {_effect_label(paper_effect, unit)} is below the detectable {x}"
+    return f"no effect larger than {x} ({POWER:.0%} power)"

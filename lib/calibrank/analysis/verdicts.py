@@ -14,6 +14,22 @@ rows of the summary, once per direction, and each row gets one of four verdicts
 - *opposite direction, not significant*;
 - *contradicted*: the opposite direction, significant.
 
+Beside each verdict, its power (:func:`summary`'s ``detectable`` and ``power``): the smallest
+effect in the claimed direction that the row's test detects with 80% probability at the
+Bonferroni level of the summary's rows (an upper bound for Holm's), from the bootstrap's
+standard error of the effect (``se``) or, for a t-test, the standard error of the mean (with
+``df``). A row that is not significant then reads "no effect larger than X (80% power)", or
+"underpowered: the paper's effect Y is below the detectable X" when the test could not have
+seen an effect of the paper's size.
+
+ECE is tested as the debiased ECE (:func:`calibrank.metrics.calibration.ece_debiased`) and
+its claims are differences (a ratio of two small ECEs is unstable, and a debiased ECE can be
+0); the papers' effects are converted to differences from their own tables. Claims about
+domain shift are tested per test corpus, on the same queries: the model trained on that
+corpus against the model(s) trained on the others (paired), as the columns of Penha &
+Hauff's Table 1; claims about another negative sampler compare one model on two query sets
+of its test corpus (bootstrap, unpaired).
+
 Cells are conditions, never seeds: with several training seeds the seeds enter every
 condition's effect and interval (:mod:`calibrank.metrics.resample`), they are not counted as
 further evidence.
@@ -55,9 +71,12 @@ __all__ = [
 VERDICTS = ("replicates", "same direction, not significant", "opposite direction, not significant", "contradicted")
 
 CLAIM_COLUMNS = ["paper", "claim", "method", "direction", "paper effect", "ours", "lo", "hi", "unit", "p", "p opposite",
-                 "conditions", "seeds", "test", "protocol", "note"]
+                 "conditions", "seeds", "test", "protocol", "note", "se", "df"]
+"""``se``: standard error of ``ours`` behind the test (bootstrap, or of the mean for a t-test);
+``df``: the t-test's degrees of freedom (NaN for a bootstrap or permutation test)."""
 
 PH = "Penha & Hauff 2021"
+ECE = "ECE debiased"
 PH_PROTOCOL = "paper: bert-base trained on 1 BM25 negative per positive, ECE on the balanced 1:1 set"
 
 
@@ -89,7 +108,7 @@ def claim_row(paper: str, claim: str, method: str, direction: str, paper_effect:
             "ours": c.value, "lo": c.low, "hi": c.high, "unit": "relative change" if relative else "difference",
             "p": c.pvalue, "p opposite": c.pvalue_opposite, "conditions": c.n_conditions, "seeds": c.n_seeds,
             "test": test + (", seeds in the interval" if c.n_seeds > 1 else ""), "protocol": protocol,
-            "note": c.note}
+            "note": c.note, "se": c.se, "df": float("nan")}
 
 
 def _frame(rows: list[dict]) -> pd.DataFrame:
@@ -103,14 +122,31 @@ def _ph_mean(column: str, kinds: Sequence[str] | None = None) -> float:
     return float(rows[column].mean()) if column in rows else float("nan")
 
 
-def _ph_shift_effect(metric: str, kind: str) -> float:
-    """Mean over the paper's training corpora of (mean over its ``kind`` columns - in distribution) / in distribution."""
+def _change(shifted: float, ind: float, relative: bool) -> float:
+    return (shifted - ind) / ind if relative else shifted - ind
+
+
+def _ph_shift_effect(metric: str, kind: str, relative: bool = True) -> float:
+    """Mean over the paper's training corpora of (mean over its ``kind`` columns - in distribution),
+    relative to in distribution or as a difference."""
     from .papers import PENHA_HAUFF as ph
 
     out = []
     for _, grp in ph.groupby("train_corpus"):
         ind = float(grp.loc[grp["shift"] == "in distribution", metric].iloc[0])
-        out.append((float(grp.loc[grp["shift"] == kind, metric].mean()) - ind) / ind)
+        out.append(_change(float(grp.loc[grp["shift"] == kind, metric].mean()), ind, relative))
+    return float(np.mean(out))
+
+
+def _ph_cross_domain_effect(metric: str, relative: bool = True) -> float:
+    """Mean over the paper's test corpora (its Table 1 columns) of (mean over the models trained
+    elsewhere - the model trained there), relative or as a difference."""
+    from .papers import PENHA_HAUFF as ph
+
+    out = []
+    for corpus, grp in ph[ph["shift"].isin(["in distribution", "cross-domain"])].groupby("corpus"):
+        ind = float(grp.loc[grp["train_corpus"] == corpus, metric].iloc[0])
+        out.append(_change(float(grp.loc[grp["train_corpus"] != corpus, metric].mean()), ind, relative))
     return float(np.mean(out))
 
 
@@ -134,46 +170,57 @@ def calibration_claims(study, *, n_resamples: int = unc.N_RESAMPLES) -> pd.DataF
     rows: list[dict] = []
     proto = _protocol(study)
     tests = study.test_conditions()
+    shift_claims = (("R@1", "less", "R@1 is lower", "R10@1", True),
+                    ("ECE 1:1", "greater", "balanced ECE (debiased) is higher", "ECE 1:1", False))
+
+    def feats(runs, metric):
+        return features(_balanced(study, runs), ECE) if metric == "ECE 1:1" else features(runs, metric)
+
     if BASELINE in study.rankers:
-        for tc in study.train_corpora:
+        for corpus in study.train_corpora:  # cross-domain, per test corpus, on its queries
+            others = [tc for tc in study.train_corpora if tc != corpus]
+            cond = [c for c in tests if c.corpus == corpus and study.shift(c, corpus) == "in distribution"]
+            if not others or not cond:
+                continue
+            for metric, direction, claim, col, relative in shift_claims:
+                a = [feats(study.runs(BASELINE, tc, cond[0]), metric) for tc in others]
+                b = [feats(study.runs(BASELINE, corpus, cond[0]), metric)] * len(others)
+                rows.append(claim_row(f"{PH}, Table 1", f"bert tested on {corpus} ({cond[0].sampler}): {claim} when "
+                                      f"trained on {' / '.join(others)} than on {corpus} (cross-domain)", BASELINE,
+                                      direction, _ph_cross_domain_effect(col, relative), a, b,
+                                      groups=[corpus] * len(others), relative=relative, seed=seed,
+                                      protocol=proto, n_resamples=n_resamples))
+        for tc in study.train_corpora:  # cross-NS: one model, its test corpus, other negatives
             ind = [c for c in tests if study.shift(c, tc) == "in distribution"]
-            if not ind:
+            shifted = [c for c in tests if study.shift(c, tc) == "cross-NS"]
+            if not ind or not shifted:
                 continue
             base = study.runs(BASELINE, tc, ind[0])
-            for kind in ("cross-domain", "cross-NS"):
-                shifted = [c for c in tests if study.shift(c, tc) == kind]
-                if not shifted:
-                    continue
-                for metric, direction, claim, col in (
-                    ("R@1", "less", f"R@1 is lower {kind} than in distribution", "R10@1"),
-                    ("ECE 1:1", "greater", f"balanced ECE is higher {kind} than in distribution", "ECE 1:1"),
-                ):
-                    def feats(runs, metric=metric):
-                        return features(_balanced(study, runs), "ECE") if metric == "ECE 1:1" else features(runs, metric)
-
-                    a = [feats(study.runs(BASELINE, tc, c)) for c in shifted]
-                    b = [feats(base)] * len(shifted)
-                    rows.append(claim_row(f"{PH}, Table 1", f"bert trained on {tc}: {claim}", BASELINE, direction,
-                                          _ph_shift_effect(col, kind), a, b, groups=[c.corpus for c in shifted],
-                                          b_groups=[ind[0].corpus] * len(shifted), paired=False, seed=seed,
-                                          protocol=proto, n_resamples=n_resamples))
+            for metric, direction, claim, col, relative in shift_claims:
+                a = [feats(study.runs(BASELINE, tc, c), metric) for c in shifted]
+                b = [feats(base, metric)] * len(shifted)
+                rows.append(claim_row(f"{PH}, Table 1", f"bert trained on {tc}: {claim} cross-NS than in distribution",
+                                      BASELINE, direction, _ph_shift_effect(col, "cross-NS", relative), a, b,
+                                      groups=[c.corpus for c in shifted], b_groups=[ind[0].corpus] * len(shifted),
+                                      paired=False, relative=relative, seed=seed, protocol=proto,
+                                      n_resamples=n_resamples))
         cells = list(study.cells("test", [BASELINE]))
         if cells:
-            a = [features(study.runs(BASELINE, tc, c), "ECE") for _, tc, c in cells]
-            b = [features(_balanced(study, study.runs(BASELINE, tc, c)), "ECE") for _, tc, c in cells]
-            rows.append(claim_row(f"{PH}, Figure 2", "bert's ECE grows as non-relevant candidates are added "
+            a = [features(study.runs(BASELINE, tc, c), ECE) for _, tc, c in cells]
+            b = [features(_balanced(study, study.runs(BASELINE, tc, c)), ECE) for _, tc, c in cells]
+            rows.append(claim_row(f"{PH}, Figure 2", "bert's ECE (debiased) grows as non-relevant candidates are added "
                                   f"(1 + {study.k} against 1 + 1)", BASELINE, "greater", float("nan"), a, b,
-                                  groups=[c.corpus for _, _, c in cells], seed=seed, protocol=proto,
+                                  groups=[c.corpus for _, _, c in cells], relative=False, seed=seed, protocol=proto,
                                   n_resamples=n_resamples))
         for method in registry.claimed_by(registry.Papers.penha_hauff):
             if method not in study.rankers:
                 continue
             cells = list(study.cells("test", [method]))
-            a = [features(_balanced(study, study.runs(method, tc, c)), "ECE") for _, tc, c in cells]
-            b = [features(_balanced(study, study.runs(BASELINE, tc, c)), "ECE") for _, tc, c in cells]
-            rows.append(claim_row(f"{PH}, Table 2", f"{method} has lower balanced ECE than bert", method, "less",
-                                  _ph_mean(f"ECE change {method}"), a, b, groups=[c.corpus for _, _, c in cells],
-                                  seed=seed, protocol=proto, n_resamples=n_resamples))
+            a = [features(_balanced(study, study.runs(method, tc, c)), ECE) for _, tc, c in cells]
+            b = [features(_balanced(study, study.runs(BASELINE, tc, c)), ECE) for _, tc, c in cells]
+            rows.append(claim_row(f"{PH}, Table 2", f"{method} has lower balanced ECE (debiased) than bert", method,
+                                  "less", _ph_ece_change(method), a, b, groups=[c.corpus for _, _, c in cells],
+                                  relative=False, seed=seed, protocol=proto, n_resamples=n_resamples))
         sampler = paper2023_sampler(study)
         proto23 = f"{PROTOCOL_2023}; {protocol_note(study)}; tested with 1 + {study.k} {sampler} negatives"
         p23 = PAPERS_2023
@@ -189,25 +236,35 @@ def calibration_claims(study, *, n_resamples: int = unc.N_RESAMPLES) -> pd.DataF
                 for metric, direction, col in (("ECE", "less", "ECE"), ("R@1", "greater", "R10@1")):
                     if metric == "R@1" and not in_domain:
                         continue  # the 2023 papers give R@1 under shift for no ranker
-                    paper_eff, paper_name = _paper2023_effect(theirs, method, col)
+                    relative = metric != "ECE"
+                    paper_eff, paper_name = _paper2023_effect(theirs, method, col, relative)
                     if not paper_name:
                         continue
-                    a = [features(study.runs(method, tc, c), metric) for tc, c in cells]
-                    b = [features(study.runs(BASELINE, tc, c), metric) for tc, c in cells]
-                    what = "lower ECE" if metric == "ECE" else f"higher {study.recall_label}"
+                    name = ECE if metric == "ECE" else metric
+                    a = [features(study.runs(method, tc, c), name) for tc, c in cells]
+                    b = [features(study.runs(BASELINE, tc, c), name) for tc, c in cells]
+                    what = "lower ECE (debiased)" if metric == "ECE" else f"higher {study.recall_label}"
                     rows.append(claim_row(paper_name, f"{method} has {what} than bert ({setting})", method, direction,
-                                          paper_eff, a, b, groups=[c.corpus for _, c in cells], seed=seed,
-                                          protocol=proto23, n_resamples=n_resamples))
+                                          paper_eff, a, b, groups=[c.corpus for _, c in cells], relative=relative,
+                                          seed=seed, protocol=proto23, n_resamples=n_resamples))
     return _frame(rows)
 
 
-def _paper2023_effect(theirs: pd.DataFrame, method: str, col: str) -> tuple[float, str]:
-    """Mean relative change of ``method`` over bert in the 2023 papers' table rows, and which tables."""
+def _ph_ece_change(method: str) -> float:
+    """Penha & Hauff Table 2 as a difference: mean over its cells of (relative change x bert's balanced ECE, Table 1)."""
+    from .papers import PENHA_HAUFF as ph
+
+    col = f"ECE change {method}"
+    return float((ph[col] * ph["ECE 1:1"]).mean()) if col in ph else float("nan")
+
+
+def _paper2023_effect(theirs: pd.DataFrame, method: str, col: str, relative: bool = True) -> tuple[float, str]:
+    """Mean change of ``method`` over bert (relative, or a difference) in the 2023 papers' table rows, and which tables."""
     effects, papers = [], []
     for (paper, tc, corpus), grp in theirs.groupby(["paper", "train_corpus", "corpus"], sort=False):
         by = grp.set_index("ranker")[col]
         if method in by and "bert" in by and np.isfinite(by[method]) and np.isfinite(by["bert"]) and by["bert"] != 0:
-            effects.append((by[method] - by["bert"]) / by["bert"])
+            effects.append(_change(by[method], by["bert"], relative))
             papers.append(paper)
     if not effects:
         return float("nan"), ""
@@ -260,6 +317,7 @@ def nota_claims(nota: pd.DataFrame, protocol: str = "") -> pd.DataFrame:
             continue
         changes = grp["rel_change"].to_numpy(dtype=float)
         mean, lo, hi = mean_ci(changes)
+        se = float(np.std(changes, ddof=1) / np.sqrt(len(changes))) if len(changes) >= 2 else float("nan")
         if len(changes) >= 2 and np.ptp(changes) > 0:
             p = float(_sps.ttest_1samp(changes, 0.0, alternative="greater").pvalue)
             p_opp = float(_sps.ttest_1samp(changes, 0.0, alternative="less").pvalue)
@@ -273,7 +331,7 @@ def nota_claims(nota: pd.DataFrame, protocol: str = "") -> pd.DataFrame:
                      "method": method, "direction": "greater", "paper effect": paper_eff, "ours": mean, "lo": lo,
                      "hi": hi, "unit": "relative change", "p": p, "p opposite": p_opp, "conditions": len(changes),
                      "seeds": 1, "test": "one-sample t-test over conditions (each a 5-fold cross-validated forest)",
-                     "protocol": protocol, "note": note})
+                     "protocol": protocol, "note": note, "se": se, "df": float(len(changes) - 1)})
     return _frame(rows)
 
 
@@ -332,13 +390,28 @@ _OPPOSITE = {"less": "greater", "greater": "less"}
 
 
 def summary(claims: Mapping[str, pd.DataFrame] | pd.DataFrame, alpha: float = unc.ALPHA) -> pd.DataFrame:
-    """All claim rows with ``p (Holm)``, ``p opposite (Holm)`` (Holm across the rows) and ``verdict``."""
+    """All claim rows with ``p (Holm)``, ``p opposite (Holm)`` (Holm across the rows), ``verdict``,
+    ``detectable`` (the smallest effect each test detects at 80% power, one-sided, at the
+    Bonferroni level ``alpha / m`` of the ``m`` tested rows, which bounds Holm's from above) and
+    ``power`` (what a row that is not significant could decide, :func:`.uncertainty.power_text`).
+    Rows from an older table without ``se`` / ``df`` get no power estimate.
+    """
     frames = [claims] if isinstance(claims, pd.DataFrame) else [f for f in claims.values() if f is not None and len(f)]
+    extra = ["p (Holm)", "p opposite (Holm)", "verdict", "detectable", "power"]
     if not frames:
-        return pd.DataFrame(columns=[*CLAIM_COLUMNS, "p (Holm)", "p opposite (Holm)", "verdict"])
+        return pd.DataFrame(columns=[*CLAIM_COLUMNS, *extra])
     out = pd.concat(frames, ignore_index=True)
+    for col in ("se", "df"):
+        out[col] = pd.to_numeric(out[col], errors="coerce") if col in out else float("nan")
     out["p (Holm)"] = holm(out["p"].to_numpy(dtype=float))
     out["p opposite (Holm)"] = holm(out["p opposite"].to_numpy(dtype=float))
     out["verdict"] = [verdict(e, d, p, q, alpha) for e, d, p, q in
                       zip(out["ours"], out["direction"], out["p (Holm)"], out["p opposite (Holm)"])]
+    m = max(int(np.isfinite(out["p"].to_numpy(dtype=float)).sum()), 1)
+    out["detectable"] = [unc.detectable_effect(se, alpha=alpha, power=unc.POWER, n_tests=m,
+                                               df=None if not np.isfinite(df) else df)
+                         for se, df in zip(out["se"], out["df"])]
+    out["power"] = [unc.power_text(v in (VERDICTS[0], VERDICTS[3]), x, pe, d, u) for v, x, pe, d, u in
+                    zip(out["verdict"], out["detectable"], pd.to_numeric(out["paper effect"], errors="coerce"),
+                        out["direction"], out["unit"])]
     return out

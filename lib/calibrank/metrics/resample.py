@@ -11,6 +11,9 @@ Every metric of the study (R@k, MAP, MRR, ECE, equal-mass ECE, Brier, NLL) is a 
   |B_i ∩ q|]``. Equal-mass ECE keeps the bucket edges of the full test set in every resample
   (recomputing them per resample would make the metric non-additive; the interval of the
   equal-mass ECE therefore treats its edges as fixed, a small departure from a full bootstrap).
+- Debiased ECE (``"ECE debiased"``, :func:`calibrank.metrics.calibration.ece_debiased`, Kumar,
+  Liang & Ma 2019): features per bucket ``[sum (p_j - y_j), |B_i ∩ q|, sum y_j]``, from which
+  each bucket's gap, its label mean and so its sampling variance follow.
 
 So a resample of queries is a vector of counts ``c_q`` (how often query ``q`` is drawn) and the
 metric is ``g(sum_q c_q f_q)``: one matrix product per resample batch, which is what makes
@@ -20,13 +23,20 @@ thousands of resamples per cell cheap. Values on the full set equal the metric f
 Resampling, with scipy doing every draw:
 
 - **Interval** (:func:`interval`, :func:`compare`): percentile bootstrap,
-  ``scipy.stats.bootstrap(method="percentile")``. For a statistic that resampling biases, ECE
-  above all (the absolute value of a sum of noisy bucket gaps grows with noise), the interval
-  can sit above the full-set value when the calibration error is small: measured on the laptop
-  run, MC Dropout's balanced ECE 0.025 with interval [0.026, 0.083]. It is reported as it is;
-  a bias-corrected (BCa) interval is the better choice there and not done yet. The resampling unit is the query with all its
-  candidates. With several training seeds the seeds are a second, independent sample
-  (``paired=False``): each resample draws queries and seeds with replacement, and the statistic
+  ``scipy.stats.bootstrap(method="percentile")``, bias-corrected where the metric has a
+  ``plugin``. The plug-in ECE is biased upward (the absolute value of a noisy bucket gap grows
+  with noise), and each resample adds that noise once more, so its percentile interval sits
+  above the estimate when the calibration error is small (MC Dropout's balanced ECE 0.025 with
+  interval [0.026, 0.083] on a laptop run). The debiased ECE of a resample still carries the
+  resampling's own added noise (it estimates the full set's plug-in ECE, not the debiased
+  one), so the distribution of a debiased statistic (a cell, or an effect with a debiased side)
+  is moved to have its median at the full-set estimate before its percentiles are read (and
+  before the unpaired p-values): the interval always holds its estimate, and its width is the
+  bootstrap's. ``tests/test_resample.py`` checks coverage of a known true ECE (about nominal
+  where the ECE is well above its noise; conservative with sparse buckets; below nominal at a
+  true ECE of 0, where no estimator of an absolute value is unbiased). The resampling unit is
+  the query with all its candidates. With several training seeds the seeds are a second,
+  independent sample (``paired=False``): each resample draws queries and seeds with replacement, and the statistic
   is the mean over the drawn seeds of the metric on the drawn queries. This two-stage bootstrap
   covers both sources of variation a reader cares about: another test set, and another
   training run. With one seed the interval covers test-query sampling only, and the result
@@ -38,6 +48,11 @@ Resampling, with scipy doing every draw:
   One-sided in the direction a paper claims. With several seeds the statistic is the mean
   effect over seeds, so the test is conditional on the trained seeds: it asks whether these
   runs differ on these queries; the interval is what carries the seed-to-seed variation.
+- **Power** (:func:`detectable_effect`): the smallest true effect in the claimed direction
+  that a one-sided test at level ``alpha`` detects with probability ``power``,
+  ``(z_{1-alpha} + z_power) * SE``, SE the bootstrap's standard error (:attr:`Comparison.se`,
+  read from the distribution's central 68.3% so that a few wild resamples of a ratio do not
+  dominate it), or Student-t quantiles where the test is a t-test.
 - **Several conditions at once** (a claim made across test conditions): the effect is the mean
   over conditions of the per-condition effect. Conditions in the same ``group`` (the same test
   corpus: its samplers share the test contexts) are resampled and permuted *jointly* by query
@@ -59,7 +74,7 @@ import numpy as np
 from scipy import stats as _sps
 
 from ..predictions import Predictions, PredictionsError
-from .calibration import EPS, _bin_edges
+from .calibration import EPS, _bin_edges, debiased_gap_sum
 from .ranking import average_precision, recall_at_k, reciprocal_rank
 
 __all__ = [
@@ -68,12 +83,13 @@ __all__ = [
     "Estimate",
     "QueryFeatures",
     "compare",
+    "detectable_effect",
     "features",
     "interval",
     "ONE_SEED_NOTE",
 ]
 
-METRICS = ("R@1", "MAP", "MRR", "ECE", "ECE equal-mass", "Brier", "NLL")
+METRICS = ("R@1", "MAP", "MRR", "ECE", "ECE equal-mass", "ECE debiased", "Brier", "NLL")
 """Metrics :func:`features` knows; ``R@k`` for any k >= 1 works too."""
 
 ONE_SEED_NOTE = "1 training seed: intervals cover test-query sampling only"
@@ -88,7 +104,10 @@ class QueryFeatures:
 
     ``values [S, Q, D]``; ``reduce`` maps summed features ``[..., D]`` to the metric ``[...]``;
     ``qids [Q]``; ``source`` names the Predictions file (for errors); ``data_hash`` is its
-    sidecar's hash of the test data (compared before a paired comparison).
+    sidecar's hash of the test data (compared before a paired comparison). ``plugin``: for a
+    debiased metric, the plug-in statistic of the same features (the estimate minus it is the
+    reported bias; its bootstrap distribution is centred on the estimate, see the module
+    docstring); ``None`` when ``reduce`` is its own plug-in.
     """
 
     metric: str
@@ -97,6 +116,7 @@ class QueryFeatures:
     qids: np.ndarray
     source: str = ""
     data_hash: str = ""
+    plugin: Callable[[np.ndarray], np.ndarray] | None = None
 
     @property
     def n_seeds(self) -> int:
@@ -107,10 +127,16 @@ class QueryFeatures:
         """The metric on the full query set, averaged over seeds."""
         return float(np.mean(self.reduce(self.values.sum(axis=1))))
 
+    @property
+    def plugin_value(self) -> float:
+        """The plug-in statistic on the full set (= :attr:`value` without a ``plugin``)."""
+        return float(np.mean((self.plugin or self.reduce)(self.values.sum(axis=1))))
+
 
 @dataclasses.dataclass(frozen=True)
 class Estimate:
-    """A metric with its ``level`` interval ``[low, high]`` (:func:`interval`)."""
+    """A metric with its ``level`` interval ``[low, high]`` (:func:`interval`); ``se`` the bootstrap
+    standard error; ``bias`` the plug-in statistic minus ``value`` (0 without a ``plugin``)."""
 
     value: float
     low: float
@@ -119,6 +145,8 @@ class Estimate:
     n_queries: int
     n_seeds: int
     note: str = ""
+    se: float = float("nan")
+    bias: float = 0.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,7 +156,8 @@ class Comparison:
     ``pvalue`` tests the null "A and B are exchangeable on every query" against ``alternative``
     (``"less"``: A's metric is lower); ``pvalue_opposite`` is the same test in the other
     direction (so a significant change the wrong way is seen as such; NaN for a two-sided
-    test). ``a`` and ``b`` are the two metrics (means over conditions and seeds).
+    test). ``a`` and ``b`` are the two metrics (means over conditions and seeds). ``se`` is the
+    bootstrap standard error of the effect (:func:`detectable_effect` turns it into power).
     """
 
     value: float
@@ -145,12 +174,24 @@ class Comparison:
     n_seeds: int
     n_conditions: int
     note: str = ""
+    se: float = float("nan")
 
 
 # ------------------------------------------------------------------------------ features
 def _mean_reduce(s: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(s[..., 1] > 0, s[..., 0] / np.where(s[..., 1] > 0, s[..., 1], 1.0), np.nan)
+
+
+def _ece_debiased_reduce(n_bins: int) -> Callable[[np.ndarray], np.ndarray]:
+    def reduce(s: np.ndarray) -> np.ndarray:
+        count = s[..., n_bins:2 * n_bins]
+        total = count.sum(axis=-1)
+        gap = debiased_gap_sum(s[..., :n_bins], count, s[..., 2 * n_bins:])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(total > 0, gap / np.where(total > 0, total, 1.0), np.nan)
+
+    return reduce
 
 
 def _ece_reduce(n_bins: int) -> Callable[[np.ndarray], np.ndarray]:
@@ -185,10 +226,13 @@ def _one_run(metric: str, probs: np.ndarray, labels: np.ndarray, n_bins: int, ed
         return np.stack([loss.sum(axis=1), np.full(q, float(k))], axis=-1)
     # ECE: right-closed buckets exactly as metrics.calibration
     ids = np.searchsorted(edges[1:-1], probs, side="left")  # [Q, K]
-    out = np.zeros((q, 2 * n_bins))
+    debiased = metric == "ECE debiased"
+    out = np.zeros((q, (3 if debiased else 2) * n_bins))
     rows = np.repeat(np.arange(q), k)
     np.add.at(out, (rows, ids.ravel()), (probs - y).ravel())
     np.add.at(out, (rows, n_bins + ids.ravel()), 1.0)
+    if debiased:
+        np.add.at(out, (rows, 2 * n_bins + ids.ravel()), y.ravel())
     return out
 
 
@@ -209,7 +253,7 @@ def features(runs: Predictions | Sequence[Predictions], metric: str, *, scores: 
         runs[0].check_aligned(other)
     if scores is not None and len(scores) != len(runs):
         raise ValueError(f"scores must hold one array per run ({len(runs)}); got {len(scores)}")
-    calibration = metric in ("ECE", "ECE equal-mass", "Brier", "NLL")
+    calibration = metric in ("ECE", "ECE equal-mass", "ECE debiased", "Brier", "NLL")
     if scores is not None and calibration:
         raise ValueError(f"{metric} is measured on probabilities; scores= applies to ranking metrics only")
     strategy = "quantile" if metric == "ECE equal-mass" else "uniform"
@@ -220,9 +264,14 @@ def features(runs: Predictions | Sequence[Predictions], metric: str, *, scores: 
             raise ValueError(f"scores[{i}] has shape {probs.shape}; {r.meta.get('name', 'run')} has {r.labels.shape}")
         edges = _bin_edges(r.probs.ravel(), n_bins, strategy)  # each run's own edges, as metrics.calibration.ece
         values.append(_one_run(metric, probs, r.labels, n_bins, edges))
-    reduce = _ece_reduce(n_bins) if metric.startswith("ECE") else _mean_reduce
+    plugin = None
+    if metric == "ECE debiased":
+        reduce, plain = _ece_debiased_reduce(n_bins), _ece_reduce(n_bins)
+        plugin = lambda s: plain(s[..., : 2 * n_bins])  # noqa: E731 - the same buckets without the label sums
+    else:
+        reduce = _ece_reduce(n_bins) if metric.startswith("ECE") else _mean_reduce
     return QueryFeatures(metric, np.stack(values), reduce, runs[0].qids, runs[0].source,
-                         str(runs[0].meta.get("data_hash") or ""))
+                         str(runs[0].meta.get("data_hash") or ""), plugin)
 
 
 # ------------------------------------------------------------------------------ resampling
@@ -284,7 +333,7 @@ def _effect(a: np.ndarray, b: np.ndarray, relative: bool) -> np.ndarray:
     if not relative:
         return a - b
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(b != 0, (a - b) / np.where(b != 0, b, 1.0), np.nan)
+        return np.where(b > 0, (a - b) / np.where(b > 0, b, 1.0), np.nan)  # a debiased ECE can be <= 0
 
 
 def _bootstrap(statistic, n_units: int, n_seeds: int, level: float, n_resamples: int, seed: int):
@@ -322,8 +371,56 @@ def _finish_interval(lo: float, hi: float, dist: np.ndarray, level: float) -> tu
     return lo, hi
 
 
+def _robust_se(dist: np.ndarray) -> float:
+    """Standard error read from the central 68.3% of a bootstrap distribution (half its width)."""
+    finite = dist[np.isfinite(dist)]
+    if finite.size < 2:
+        return float("nan")
+    lo, hi = np.percentile(finite, [100.0 * _sps.norm.cdf(-1.0), 100.0 * _sps.norm.cdf(1.0)])
+    return float((hi - lo) / 2.0)
+
+
+def detectable_effect(se: float | np.ndarray, *, alpha: float = 0.05, power: float = 0.8, df: float | None = None,
+                      n_tests: int = 1) -> float | np.ndarray:
+    """Smallest true effect a one-sided test at level ``alpha / n_tests`` detects with probability ``power``.
+
+    ``(q_{1 - alpha / n_tests} + q_power) * se``, ``q`` the standard normal quantile, or Student
+    t's with ``df`` degrees of freedom (a t-test over conditions or timing repeats). ``n_tests``
+    > 1 gives the Bonferroni level, which bounds Holm's across that many rows from above: an
+    effect this large is detected at least this often whatever the other rows' p-values. NaN
+    where ``se`` is NaN or ``df`` < 1.
+    """
+    for name, x in (("alpha", alpha), ("power", power)):
+        if isinstance(x, bool) or not isinstance(x, (int, float, np.floating)) or not 0.0 < x < 1.0:
+            raise ValueError(f"{name} must be a number strictly between 0 and 1; got {x!r}")
+    if isinstance(n_tests, bool) or not isinstance(n_tests, (int, np.integer)) or n_tests < 1:
+        raise ValueError(f"n_tests must be a positive integer; got {n_tests!r}")
+    level = 1.0 - alpha / n_tests
+    if df is None:
+        q = _sps.norm.ppf(level) + _sps.norm.ppf(power)
+    elif not np.isfinite(df) or df < 1:
+        q = float("nan")
+    else:
+        q = _sps.t.ppf(level, df) + _sps.t.ppf(power, df)
+    out = q * np.asarray(se, dtype=np.float64)
+    return float(out) if out.ndim == 0 else out
+
+
+def _centred(lo: float, hi: float, dist: np.ndarray, value: float) -> tuple[float, float, np.ndarray]:
+    """Move a bootstrap distribution (and its percentiles) so that its median is ``value``."""
+    finite = dist[np.isfinite(dist)]
+    if finite.size == 0:
+        return lo, hi, dist
+    shift = float(np.median(finite)) - value
+    return lo - shift, hi - shift, dist - shift
+
+
 def interval(cell: QueryFeatures, *, level: float = 0.95, n_resamples: int = 2000, seed: int = 0) -> Estimate:
-    """The metric of one ranker on one condition with its bootstrap interval (queries, and seeds when several)."""
+    """The metric of one ranker on one condition with its bootstrap interval (queries, and seeds when several).
+
+    With a ``plugin`` (the debiased ECE), the bootstrap distribution is centred on ``value``
+    (see the module docstring) and ``bias`` is the plug-in minus the estimate.
+    """
     _check_level(level)
     _check_resamples(n_resamples)
     n_q, n_s = int(cell.values.shape[1]), cell.n_seeds
@@ -335,11 +432,14 @@ def interval(cell: QueryFeatures, *, level: float = 0.95, n_resamples: int = 200
         return _seed_mean(v, sc).reshape(samples[0].shape[:-1])
 
     value = cell.value
+    bias = cell.plugin_value - value
     with np.errstate(all="ignore"):
         lo, hi, dist = _bootstrap(statistic, n_q, n_s, level, n_resamples, seed)
+        if cell.plugin is not None:
+            lo, hi, dist = _centred(lo, hi, dist, value)
     notes = _interval_note(dist, n_s)
     lo, hi = _finish_interval(lo, hi, dist, level)
-    return Estimate(value, lo, hi, level, n_q, n_s, "; ".join(notes))
+    return Estimate(value, lo, hi, level, n_q, n_s, "; ".join(notes), _robust_se(dist), bias)
 
 
 def _check_pair(a: QueryFeatures, b: QueryFeatures) -> None:
@@ -405,11 +505,14 @@ def compare(
     n_u = layout.n_units
     rows_a, rows_b = layout.rows[: len(a_cells)], layout.rows[len(a_cells):]
 
-    def effect_from(sums_a: list[list[np.ndarray]], sums_b: list[list[np.ndarray]], seed_counts: np.ndarray | None) -> np.ndarray:
+    def effect_from(sums_a: list[list[np.ndarray]], sums_b: list[list[np.ndarray]], seed_counts: np.ndarray | None,
+                    plugin: bool = False) -> np.ndarray:
         per_cell = []
         for fa, fb, sa, sb in zip(a_cells, b_cells, sums_a, sums_b):
-            va = np.stack([fa.reduce(sa[s]) for s in range(n_s)], axis=1)
-            vb = np.stack([fb.reduce(sb[s]) for s in range(n_s)], axis=1)
+            ra = (fa.plugin or fa.reduce) if plugin else fa.reduce
+            rb = (fb.plugin or fb.reduce) if plugin else fb.reduce
+            va = np.stack([ra(sa[s]) for s in range(n_s)], axis=1)
+            vb = np.stack([rb(sb[s]) for s in range(n_s)], axis=1)
             per_cell.append(_effect(_seed_mean(va, seed_counts), _seed_mean(vb, seed_counts), relative))
         return np.mean(per_cell, axis=0)
 
@@ -458,6 +561,8 @@ def compare(
     p_opp = float("nan")
     with np.errstate(all="ignore"):
         lo, hi, dist = _bootstrap(boot_stat, n_u, n_s, level, n_resamples, seed)
+        if any(f.plugin is not None for f in a_cells + b_cells) and np.isfinite(value):
+            lo, hi, dist = _centred(lo, hi, dist, value)
         notes += _interval_note(dist, n_s)
         lo, hi = _finish_interval(lo, hi, dist, level)
         if not np.isfinite(value):
@@ -475,4 +580,4 @@ def compare(
                 p_opp = bootstrap_p(_OPPOSITE[alternative], dist)
             notes.append("unpaired: p-values from the bootstrap")
     return Comparison(value, lo, hi, pvalue, p_opp, alternative, relative, a_val, b_val, level, n_u, n_s, len(a_cells),
-                      "; ".join(dict.fromkeys(notes)))
+                      "; ".join(dict.fromkeys(notes)), _robust_se(dist))
