@@ -213,6 +213,14 @@ def test_the_reader_keeps_the_file_as_written(folders):
     assert [c.label for c in queries[2].candidates] == [1, 0, 0, None]
 
 
+def test_a_line_separator_inside_a_text_is_text(tmp_path):
+    path = tmp_path / "queries.jsonl"
+    record = {"qid": 7, "query": "first\u2028second", "candidates": [{"docid": 1, "text": "x\u0085y", "label": 1}]}
+    path.write_text(json.dumps(record, ensure_ascii=False) + "\r\n", encoding="utf-8")
+    (query,) = read_queries(path)
+    assert (query.qid, query.query, query.candidates[0].docid, query.candidates[0].text) == ("7", "first\u2028second", "1", "x\u0085y")
+
+
 def test_a_file_without_queries_or_not_utf8_is_refused(tmp_path):
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n\n", encoding="utf-8")
@@ -266,9 +274,11 @@ def test_labels_and_parameters_are_checked_before_scoring(folders):
         score_checkpoint(folders["ce"], folders["queries"], qrels={"q1": {"a": 1}})
     with pytest.raises(AssessError, match=r"qrels\['q'\]\['d'\]: expected an integer"):
         score_checkpoint(folders["ce"], bare, qrels={"q": {"d": "yes"}})
+    with pytest.raises(AssessError, match="qrels: judge none of the 1 queries"):
+        score_checkpoint(folders["ce"], bare, qrels={"Q": {"d": 1}})
     with pytest.raises(AssessError, match="passes: expected an integer >= 0"):
         score_checkpoint(folders["ce"], folders["queries"], passes=-1)
     with pytest.raises(AssessError, match="precision: expected one of"):
         score_checkpoint(folders["ce"], folders["queries"], precision="fp16")
     with pytest.raises(AssessError, match="qid 'q' given twice"):
-        score_checkpoint(folders["ce"], bare * 2, qrels={})
+        score_checkpoint(folders["ce"], bare * 2, qrels={"q": {}})

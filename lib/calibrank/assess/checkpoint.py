@@ -195,7 +195,7 @@ def read_queries(path: str | os.PathLike) -> list[TextQuery]:
         raise AssessError(f"{path}: not UTF-8 text at {decode_error_position(data, exc)}") from None
     queries: list[TextQuery] = []
     first_line: dict[str, int] = {}
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    for lineno, line in enumerate(text.split("\n"), start=1):  # not splitlines(): U+2028 may sit inside a JSON string
         if not line.strip():
             continue
         where = f"{path}, line {lineno}"
@@ -382,6 +382,10 @@ def _judgements(queries: Sequence[TextQuery], qrels: Mapping[str, Mapping[str, i
                           f"(first: {labelled[0]!r}); give the labels one way")
     if not isinstance(qrels, Mapping):
         raise AssessError(f"qrels: expected a mapping qid -> {{docid: grade}}, got {type(qrels).__name__}")
+    qrels = {str(qid): grades for qid, grades in qrels.items()}
+    if not any(qq.qid in qrels for qq in queries):
+        raise AssessError(f"qrels: judge none of the {len(queries)} queries of {where} (their first qid: "
+                          f"{queries[0].qid!r}; the qrels' first: {next(iter(qrels), None)!r}); expected qrels of these queries")
     for i, qq in enumerate(queries):
         grades = qrels.get(qq.qid, {})
         if not isinstance(grades, Mapping):
