@@ -70,6 +70,7 @@ __all__ = [
     "compare",
     "features",
     "interval",
+    "mean_features",
     "ONE_SEED_NOTE",
 ]
 
@@ -168,28 +169,51 @@ def _mean_features(v: np.ndarray) -> np.ndarray:
     return np.stack([np.where(defined, v, 0.0), defined.astype(np.float64)], axis=-1)
 
 
-def _one_run(metric: str, probs: np.ndarray, labels: np.ndarray, n_bins: int, edges: np.ndarray | None) -> np.ndarray:
+def _one_run(metric: str, probs: np.ndarray, labels: np.ndarray, n_bins: int, edges: np.ndarray | None,
+             mask: np.ndarray | None = None) -> np.ndarray:
     q, k = labels.shape
     y = labels.astype(np.float64)
     if metric == "MAP":
-        return _mean_features(average_precision(probs, labels))
+        return _mean_features(average_precision(probs, labels, mask=mask))
     if metric == "MRR":
-        return _mean_features(reciprocal_rank(probs, labels))
+        return _mean_features(reciprocal_rank(probs, labels, mask=mask))
     if metric.startswith("R@"):
-        return _mean_features(recall_at_k(probs, labels, int(metric[2:])))
+        return _mean_features(recall_at_k(probs, labels, int(metric[2:]), mask=mask))
+    n_pairs = np.full(q, float(k)) if mask is None else mask.sum(axis=1).astype(np.float64)
     if metric == "Brier":
-        return np.stack([((probs - y) ** 2).sum(axis=1), np.full(q, float(k))], axis=-1)
+        loss = (probs - y) ** 2
+        return np.stack([(loss if mask is None else loss * mask).sum(axis=1), n_pairs], axis=-1)
     if metric == "NLL":
         p = np.clip(probs, EPS, 1.0 - EPS)
         loss = -(y * np.log(p) + (1.0 - y) * np.log1p(-p))
-        return np.stack([loss.sum(axis=1), np.full(q, float(k))], axis=-1)
-    # ECE: right-closed buckets exactly as metrics.calibration
-    ids = np.searchsorted(edges[1:-1], probs, side="left")  # [Q, K]
-    out = np.zeros((q, 2 * n_bins))
-    rows = np.repeat(np.arange(q), k)
-    np.add.at(out, (rows, ids.ravel()), (probs - y).ravel())
-    np.add.at(out, (rows, n_bins + ids.ravel()), 1.0)
-    return out
+        return np.stack([(loss if mask is None else loss * mask).sum(axis=1), n_pairs], axis=-1)
+    # ECE: right-closed buckets exactly as metrics.calibration; a padded slot is in no bucket
+    rows = np.broadcast_to(np.arange(q)[:, None], (q, k))
+    if mask is None:
+        p, yy, rows = probs.ravel(), y.ravel(), rows.ravel()
+    else:
+        p, yy, rows = probs[mask], y[mask], rows[mask]
+    ids = np.searchsorted(edges[1:-1], p, side="left")
+    slot = rows * (2 * n_bins) + ids
+    gaps = np.bincount(slot, weights=p - yy, minlength=q * 2 * n_bins)
+    counts = np.bincount(slot + n_bins, minlength=q * 2 * n_bins)
+    return (gaps + counts).reshape(q, 2 * n_bins)
+
+
+def mean_features(metric: str, values: np.ndarray, qids: np.ndarray, *, source: str = "",
+                  data_hash: str = "") -> QueryFeatures:
+    """Features of a mean of per-query values ``[Q]`` (or ``[S, Q]``, one row per seed), NaN where undefined.
+
+    For per-query numbers computed elsewhere (e.g. the graded, trec_eval-style metrics of
+    :func:`calibrank.metrics.ranking.per_query_ranking`): the metric is the mean over the
+    queries where it is defined, its interval the same bootstrap as :func:`features`.
+    """
+    v = np.asarray(values, dtype=np.float64)
+    v = v[None] if v.ndim == 1 else v
+    q = np.asarray(qids).astype(str)
+    if v.ndim != 2 or v.shape[1] != q.shape[0]:
+        raise ValueError(f"values must be [Q={q.shape[0]}] or [S, Q]; got shape {np.shape(values)}")
+    return QueryFeatures(metric, _mean_features(v), _mean_reduce, q, source, data_hash)
 
 
 def features(runs: Predictions | Sequence[Predictions], metric: str, *, scores: Sequence[np.ndarray] | None = None,
@@ -198,7 +222,8 @@ def features(runs: Predictions | Sequence[Predictions], metric: str, *, scores: 
 
     ``runs`` must cover the same queries, candidates and labels (an error names both files
     otherwise). Ranking metrics use ``probs`` unless ``scores`` (one ``[Q, K]`` array per run,
-    e.g. risk-aware scores) is given. ``metric``: one of :data:`METRICS` or ``R@k``.
+    e.g. risk-aware scores) is given. ``metric``: one of :data:`METRICS` or ``R@k``. A
+    Predictions with a ``mask`` counts its candidates only (a padded slot is in no sum).
     """
     runs = [runs] if isinstance(runs, Predictions) else list(runs)
     if not runs:
@@ -218,8 +243,9 @@ def features(runs: Predictions | Sequence[Predictions], metric: str, *, scores: 
         probs = r.probs if scores is None else np.asarray(scores[i], dtype=np.float64)
         if probs.shape != r.labels.shape:
             raise ValueError(f"scores[{i}] has shape {probs.shape}; {r.meta.get('name', 'run')} has {r.labels.shape}")
-        edges = _bin_edges(r.probs.ravel(), n_bins, strategy)  # each run's own edges, as metrics.calibration.ece
-        values.append(_one_run(metric, probs, r.labels, n_bins, edges))
+        real = r.probs.ravel() if r.mask is None else r.probs[r.mask]
+        edges = _bin_edges(real, n_bins, strategy)  # each run's own edges, as metrics.calibration.ece
+        values.append(_one_run(metric, probs, r.labels, n_bins, edges, r.mask))
     reduce = _ece_reduce(n_bins) if metric.startswith("ECE") else _mean_reduce
     return QueryFeatures(metric, np.stack(values), reduce, runs[0].qids, runs[0].source,
                          str(runs[0].meta.get("data_hash") or ""))

@@ -49,32 +49,39 @@ SIGNALS = ("1 - max prob", "entropy", "mean var", "top var")
 VARIANCE_SIGNALS = ("mean var", "top var")
 
 
-def candidate_distribution(probs: np.ndarray) -> np.ndarray:
-    """``[Q, K]`` probability that each candidate is the relevant one: ``softmax(logit(p))`` per query."""
+def candidate_distribution(probs: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+    """``[Q, K]`` probability that each candidate is the relevant one: ``softmax(logit(p))`` per query
+    (over the candidates of ``mask`` when given; a padded slot gets 0)."""
     z = logit(probs)
     if z.ndim != 2:
         raise ValueError(f"probs must be [Q, K]; got shape {z.shape}")
+    if mask is not None:
+        z = np.where(mask, z, -np.inf)
     z = z - z.max(axis=1, keepdims=True)
     e = np.exp(z)
     return e / e.sum(axis=1, keepdims=True)
 
 
-def _top(probs: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """Index of the top-ranked candidate; ties broken against the relevant one (as :mod:`calibrank.metrics.ranking`)."""
-    return np.lexsort((labels, -probs), axis=1)[:, 0]
+def _top(probs: np.ndarray, labels: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+    """Index of the top-ranked candidate; ties broken against the relevant one (as :mod:`calibrank.metrics.ranking`),
+    a padded slot never on top."""
+    if mask is None:
+        return np.lexsort((labels, -probs), axis=1)[:, 0]
+    return np.lexsort((labels, -probs, ~mask), axis=1)[:, 0]
 
 
 def top_label(pred: Predictions) -> tuple[np.ndarray, np.ndarray]:
     """``(confidence [Q], correct [Q])``: the largest candidate probability ``max_j pi_j`` and whether the
     top-ranked candidate is relevant (R@1, ties against the relevant)."""
-    pi = candidate_distribution(pred.probs)
-    return pi.max(axis=1), recall_at_k(pred.probs, pred.labels, 1).astype(np.float64)
+    pi = candidate_distribution(pred.probs, pred.mask)
+    return pi.max(axis=1), recall_at_k(pred.probs, pred.labels, 1, mask=pred.mask).astype(np.float64)
 
 
 def query_signals(pred: Predictions) -> pd.DataFrame:
-    """One row per query: the signals of :data:`SIGNALS`, ``RR`` (reciprocal rank) and ``R@1``."""
-    pi = candidate_distribution(pred.probs)
-    top = _top(pred.probs, pred.labels)
+    """One row per query: the signals of :data:`SIGNALS`, ``RR`` (reciprocal rank), ``R@1`` and ``top relevant``
+    (the top-ranked candidate is relevant: 0 on a query without a relevant candidate, where R@1 is NaN)."""
+    pi = candidate_distribution(pred.probs, pred.mask)
+    top = _top(pred.probs, pred.labels, pred.mask)
     rows = np.arange(pred.labels.shape[0])
     stochastic = pred.n_samples > 1
     var = pred.var
@@ -84,11 +91,13 @@ def query_signals(pred: Predictions) -> pd.DataFrame:
         "qid": pred.qids,
         "1 - max prob": 1.0 - pred.probs.max(axis=1),
         "entropy": entropy,
-        "mean var": var.mean(axis=1) if stochastic else np.nan,
+        "mean var": (var.sum(axis=1) / pred.lengths if pred.mask is not None else var.mean(axis=1))
+        if stochastic else np.nan,
         "top var": var[rows, top] if stochastic else np.nan,
         "top prob": pred.probs[rows, top],
-        "RR": reciprocal_rank(pred.probs, pred.labels),
-        "R@1": recall_at_k(pred.probs, pred.labels, 1).astype(np.float64),
+        "RR": reciprocal_rank(pred.probs, pred.labels, mask=pred.mask),
+        "R@1": recall_at_k(pred.probs, pred.labels, 1, mask=pred.mask).astype(np.float64),
+        "top relevant": pred.labels[rows, top].astype(np.float64),
     })
 
 
