@@ -275,3 +275,14 @@ def test_the_figures_draw_with_labelled_axes():
             assert ax.get_legend() is not None and ax.get_legend().get_texts()
             assert ax.lines
         plt.close("all")
+
+
+# ------------------------------------------------------------------------------ the bench entry
+def test_the_bench_entry_measures_a_full_assessment_in_a_subprocess():
+    from calibrank.bench.assess_engine import bench_assess
+
+    res = bench_assess(60, 30, n_resamples=20)
+    assert res["pairs"] <= 60 * 30 and res["pairs"] > 60 * 15
+    assert res["seconds"] > 0 and res["cpu_seconds"] > 0 and res["peak_gb"] >= res["baseline_gb"] > 0
+    assert set(res["tables"]) == set(Assessment.__dataclass_fields__)
+    assert [t["met"] for t in res["targets"]] == [True, True]

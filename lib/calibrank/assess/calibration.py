@@ -7,7 +7,8 @@ validation queries alike:
   probability scale and no such view;
 - ``platt``, ``isotonic``, ``beta``, ``temperature``: a map of
   :func:`calibrank.practice.recalibrate.fit_recalibrator` fitted on the validation pairs only and
-  applied to the test pairs. A ``score`` first goes through a fixed increasing squash
+  applied to each sample of the test pairs (the probability is the mean over samples, as
+  :meth:`ScoredRun.to_predictions` has it). A ``score`` first goes through a fixed increasing squash
   ``sigmoid((s - m) / d)`` (``m``, ``d``: mean and standard deviation of the validation scores; no
   label is read), so that Platt scaling is exactly a logistic regression on the raw score and
   the isotonic map is the isotonic regression on it; temperature is left out for a score (its
@@ -15,31 +16,32 @@ validation queries alike:
 
 Calibration of each view on the test pairs (padded slots never count): ECE with equal-width
 and equal-mass buckets (eq. 1 of Penha & Hauff 2021), Brier and NLL, each with a 95% percentile
-bootstrap interval over test queries (:func:`calibrank.metrics.resample.interval`); the
+bootstrap interval over test queries (:func:`calibrank.metrics.resample.intervals`); the
 reliability buckets of each view (:func:`calibrank.metrics.calibration.reliability_curve`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
 
 from ..metrics.calibration import reliability_curve
-from ..metrics.resample import features, interval
-from ..practice.recalibrate import fit_recalibrator, recalibrate
+from ..metrics.resample import features, intervals
+from ..practice.recalibrate import fit_recalibrator
 from ..predictions import Predictions
 from .scored import ScoredRun, ScoreKind
 from .tables import checked
 
-__all__ = ["AS_GIVEN", "METRICS", "N_BINS", "NO_SCALE", "View", "calibration_tables", "methods_for", "predictions",
+__all__ = ["AS_GIVEN", "MAX_FIT_PAIRS", "METRICS", "N_BINS", "NO_SCALE", "View", "calibration_tables", "methods_for", "predictions",
            "views", "working"]
 
 AS_GIVEN = "as given"
 METRICS = ("ECE", "ECE equal-mass", "Brier", "NLL")
 N_BINS = 10
+MAX_FIT_PAIRS = 250_000
 NO_SCALE = "a score has no probability scale; only fitted maps are reported"
 
 
@@ -49,7 +51,7 @@ class View:
 
     name: str
     test: Predictions
-    valid: Predictions
+    valid: Predictions | None
     params: str
     fitted_on: str
 
@@ -74,22 +76,37 @@ def _squash(valid: ScoredRun):
     return lambda s: 0.5 * (1.0 + np.tanh(0.5 * (s - m) / d)), f"m={m:.4g}, d={d:.4g}"
 
 
-def views(test: ScoredRun, valid: ScoredRun):
-    """Yield the :class:`View` s in order: ``as given`` (not for a score), then each fitted map."""
+def _fit_pairs(valid: Predictions, max_pairs: int, seed: int) -> tuple[np.ndarray, np.ndarray, str]:
+    """The validation (probability, label) pairs a map is fitted on: all, or a seeded sample of ``max_pairs``."""
+    p, y = valid.probs[valid.valid], valid.labels[valid.valid]
+    if p.size <= max_pairs:
+        return p, y, f"{p.size} candidates"
+    rows = np.sort(np.random.default_rng(seed).choice(p.size, max_pairs, replace=False))
+    return p[rows], y[rows], f"a seeded sample of {max_pairs} of its {p.size} candidates"
+
+
+def views(test: ScoredRun, valid: ScoredRun, *, keep: Sequence[str] = (), max_fit_pairs: int = MAX_FIT_PAIRS,
+          seed: int = 0) -> Iterator[View]:
+    """Yield the :class:`View` s in order: ``as given`` (not for a score), then each fitted map.
+
+    A map is fitted on at most ``max_fit_pairs`` validation pairs (a seeded sample beyond: a map
+    of one to three parameters, or a monotone step map, is pinned down long before millions of
+    pairs). Only the views named in ``keep`` carry their ``valid`` Predictions (None for the others).
+    """
     if test.kind is not ScoreKind.score:
-        yield View(AS_GIVEN, predictions(test, test.probabilities(), AS_GIVEN),
-                   predictions(valid, valid.probabilities(), AS_GIVEN), "", "")
         base_test, base_valid, squash_note = test.probabilities(), valid.probabilities(), ""
+        yield View(AS_GIVEN, predictions(test, base_test, AS_GIVEN),
+                   predictions(valid, base_valid, AS_GIVEN) if AS_GIVEN in keep else None, "", "")
     else:
         squash, squash_note = _squash(valid)
         base_test, base_valid = squash(test.scores), squash(valid.scores)
-    vt, vv = predictions(test, base_test, "base"), predictions(valid, base_valid, "base")
-    fit_p, fit_y = vv.probs[vv.valid], vv.labels[vv.valid]
-    fitted_on = f"valid ({valid.qids.size} queries, {int(valid.mask.sum())} candidates)"
+    fit_p, fit_y, pairs = _fit_pairs(predictions(valid, base_valid, "base"), max_fit_pairs, seed)
+    fitted_on = f"valid ({valid.qids.size} queries, {pairs})"
     for method in methods_for(test.kind):
         recal = fit_recalibrator(method, fit_p, fit_y)
         params = ", ".join(f"{k}={v:.4g}" for k, v in recal.params.items())
-        yield View(method, recalibrate(vt, recal), recalibrate(vv, recal),
+        mapped_valid = predictions(valid, np.clip(recal(base_valid), 0.0, 1.0), method) if method in keep else None
+        yield View(method, predictions(test, np.clip(recal(base_test), 0.0, 1.0), method), mapped_valid,
                    "; ".join(p for p in (params, f"squash {squash_note}" if squash_note else "") if p), fitted_on)
 
 
@@ -109,8 +126,9 @@ def calibration_tables(views_: Iterable[View], kind: ScoreKind, *, keep: Sequenc
                      **{c: np.nan for m in METRICS for c in (m, f"{m} lo", f"{m} hi")}})
     for v in views_:
         row = {"view": v.name, "fitted_on": v.fitted_on, "params": v.params, "note": ""}
-        for m in METRICS:
-            est = interval(features(v.test, m, n_bins=N_BINS), level=level, n_resamples=n_resamples, seed=seed)
+        ests = intervals([features(v.test, m, n_bins=N_BINS) for m in METRICS], level=level, n_resamples=n_resamples,
+                         seed=seed)
+        for m, est in zip(METRICS, ests):
             row.update({m: est.value, f"{m} lo": est.low, f"{m} hi": est.high})
         rows.append(row)
         if v.name in keep:

@@ -135,8 +135,8 @@ def assess(test: ScoredRun, valid: ScoredRun, *, seed: int = 0, n_resamples: int
     summary = _summary(test, valid, notes)
     rank = ranking.ranking_table(test, ks=ks, **boot)
     work = calibration.working(test.kind)
-    calib, reliability, kept = calibration.calibration_tables(calibration.views(test, valid), test.kind, keep=(work,),
-                                                              **boot)
+    calib, reliability, kept = calibration.calibration_tables(
+        calibration.views(test, valid, keep=(work,), seed=int(seed)), test.kind, keep=(work,), **boot)
     view = kept[work]
     curve = thresholds.threshold_curve(view.test, **boot)
     ltt = thresholds.ltt_row(view.valid, view.test, alpha=alpha, delta=delta, probabilities=work)

@@ -14,7 +14,7 @@ As trec_eval (and ``ir_measures``) count them:
   that the list lacks at the lowest relevant grade (its grade is not in the run).
 
 A query whose qrels hold no relevant document has no value and is left out; the table counts
-them. Intervals: 95% percentile bootstrap over queries (:func:`calibrank.metrics.resample.interval`).
+them. Intervals: 95% percentile bootstrap over queries (:func:`calibrank.metrics.resample.intervals`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from ..metrics.ranking import per_query_ranking
-from ..metrics.resample import interval, mean_features
+from ..metrics.resample import intervals, mean_features
 from .scored import AssessError, ScoredRun
 from .tables import checked
 
@@ -62,10 +62,11 @@ def per_query(run: ScoredRun, ks: Sequence[int] = (1, 5, 10)) -> dict[str, np.nd
 def ranking_table(run: ScoredRun, *, ks: Sequence[int] = (1, 5, 10), level: float = 0.95, n_resamples: int = 1000,
                   seed: int = 0) -> pd.DataFrame:
     """One row per measure: ``value`` with its ``level`` interval, ``queries`` averaged over and ``left out``."""
+    values = per_query(run, ks)
+    ests = intervals([mean_features(name, v, run.qids, source=run.source) for name, v in values.items()], level=level,
+                     n_resamples=n_resamples, seed=seed)
     rows = []
-    for name, v in per_query(run, ks).items():
-        est = interval(mean_features(name, v, run.qids, source=run.source), level=level, n_resamples=n_resamples,
-                       seed=seed)
+    for (name, v), est in zip(values.items(), ests):
         rows.append({"measure": name, "value": est.value, "value lo": est.low, "value hi": est.high,
                      "queries": int((~np.isnan(v)).sum()), "left out": int(np.isnan(v).sum())})
     return checked("ranking", pd.DataFrame(rows), keys=("measure",), inside=("value",), unit=("value",),

@@ -70,6 +70,7 @@ __all__ = [
     "compare",
     "features",
     "interval",
+    "intervals",
     "mean_features",
     "ONE_SEED_NOTE",
 ]
@@ -314,13 +315,17 @@ def _effect(a: np.ndarray, b: np.ndarray, relative: bool) -> np.ndarray:
 
 
 def _bootstrap(statistic, n_units: int, n_seeds: int, level: float, n_resamples: int, seed: int):
-    """Percentile bootstrap over units (and seeds when there are several); returns (low, high, distribution)."""
+    """Percentile bootstrap over units (and seeds when there are several); returns (low, high, distribution),
+    each with a leading axis when ``statistic`` returns several values."""
     data = (np.arange(n_units),) if n_seeds < 2 else (np.arange(n_units), np.arange(n_seeds))
     with warnings.catch_warnings():  # a degenerate or partly undefined distribution is reported in the note
         warnings.simplefilter("ignore", _sps.DegenerateDataWarning)
         res = _sps.bootstrap(data, statistic, paired=False, vectorized=True, n_resamples=n_resamples, batch=_BATCH,
                              confidence_level=level, method="percentile", random_state=np.random.default_rng(seed))
-    return float(res.confidence_interval.low), float(res.confidence_interval.high), np.asarray(res.bootstrap_distribution)
+    low, high = np.asarray(res.confidence_interval.low), np.asarray(res.confidence_interval.high)
+    if low.ndim == 0:
+        return float(low), float(high), np.asarray(res.bootstrap_distribution)
+    return low, high, np.asarray(res.bootstrap_distribution)
 
 
 def _interval_note(dist: np.ndarray, n_seeds: int) -> list[str]:
@@ -366,6 +371,42 @@ def interval(cell: QueryFeatures, *, level: float = 0.95, n_resamples: int = 200
     notes = _interval_note(dist, n_s)
     lo, hi = _finish_interval(lo, hi, dist, level)
     return Estimate(value, lo, hi, level, n_q, n_s, "; ".join(notes))
+
+
+def intervals(cells: Sequence[QueryFeatures], *, level: float = 0.95, n_resamples: int = 2000,
+              seed: int = 0) -> list[Estimate]:
+    """:func:`interval` of several metrics of the same queries from one set of resamples.
+
+    The cells must hold the same qids and seeds (e.g. several metrics of one Predictions). Each
+    resample's counts are drawn once and reduced by every cell, so the result equals
+    ``[interval(c, ...) for c in cells]`` (the same seed draws the same resamples) at the cost of one.
+    """
+    _check_level(level)
+    _check_resamples(n_resamples)
+    cells = list(cells)
+    if not cells:
+        raise ValueError("intervals needs at least one QueryFeatures")
+    for c in cells[1:]:
+        if not np.array_equal(c.qids, cells[0].qids) or c.n_seeds != cells[0].n_seeds:
+            raise ValueError(f"intervals: {c.metric} of {c.source} is not on the queries and seeds of "
+                             f"{cells[0].metric} of {cells[0].source}")
+    n_q, n_s = int(cells[0].values.shape[1]), cells[0].n_seeds
+
+    def statistic(*samples, axis=-1):
+        q = samples[0].reshape(-1, samples[0].shape[-1])
+        counts = _counts(q, n_q)
+        sc = None if len(samples) < 2 else _counts(samples[1].reshape(-1, samples[1].shape[-1]), n_s)
+        return np.stack([_seed_mean(_per_cell_values(c, counts), sc).reshape(samples[0].shape[:-1]) for c in cells])
+
+    with np.errstate(all="ignore"):
+        lo, hi, dist = _bootstrap(statistic, n_q, n_s, level, n_resamples, seed)
+    out = []
+    for i, c in enumerate(cells):
+        d = np.asarray(dist)[i]
+        notes = _interval_note(d, n_s)
+        low, high = _finish_interval(float(np.atleast_1d(lo)[i]), float(np.atleast_1d(hi)[i]), d, level)
+        out.append(Estimate(c.value, low, high, level, n_q, n_s, "; ".join(notes)))
+    return out
 
 
 def _check_pair(a: QueryFeatures, b: QueryFeatures) -> None:

@@ -38,7 +38,7 @@ import pandas as pd
 
 from ..analysis import uncertainty as unc
 from ..metrics.calibration import ece, reliability_curve
-from ..metrics.ranking import recall_at_k, reciprocal_rank
+from ..metrics.ranking import per_query_ranking, recall_at_k
 from ..metrics.resample import features, interval
 from ..predictions import Predictions, logit
 
@@ -79,25 +79,27 @@ def top_label(pred: Predictions) -> tuple[np.ndarray, np.ndarray]:
 
 def query_signals(pred: Predictions) -> pd.DataFrame:
     """One row per query: the signals of :data:`SIGNALS`, ``RR`` (reciprocal rank), ``R@1`` and ``top relevant``
-    (the top-ranked candidate is relevant: 0 on a query without a relevant candidate, where R@1 is NaN)."""
+    (the top-ranked candidate is relevant: 0 on a query without a relevant candidate, where R@1 is NaN).
+    The ranking numbers come from one sort (:func:`calibrank.metrics.ranking.per_query_ranking`)."""
     pi = candidate_distribution(pred.probs, pred.mask)
-    top = _top(pred.probs, pred.labels, pred.mask)
     rows = np.arange(pred.labels.shape[0])
     stochastic = pred.n_samples > 1
-    var = pred.var
+    var = pred.var if stochastic else None
+    ranks = per_query_ranking(pred.probs, pred.labels, ks=(1,), mask=pred.mask)
     with np.errstate(divide="ignore", invalid="ignore"):
         entropy = -np.where(pi > 0, pi * np.log(pi), 0.0).sum(axis=1)
+    top_prob = pred.probs.max(axis=1)  # the top-ranked candidate's probability, whichever of a tie it is
     return pd.DataFrame({
         "qid": pred.qids,
-        "1 - max prob": 1.0 - pred.probs.max(axis=1),
+        "1 - max prob": 1.0 - top_prob,
         "entropy": entropy,
         "mean var": (var.sum(axis=1) / pred.lengths if pred.mask is not None else var.mean(axis=1))
         if stochastic else np.nan,
-        "top var": var[rows, top] if stochastic else np.nan,
-        "top prob": pred.probs[rows, top],
-        "RR": reciprocal_rank(pred.probs, pred.labels, mask=pred.mask),
-        "R@1": recall_at_k(pred.probs, pred.labels, 1, mask=pred.mask).astype(np.float64),
-        "top relevant": pred.labels[rows, top].astype(np.float64),
+        "top var": var[rows, _top(pred.probs, pred.labels, pred.mask)] if stochastic else np.nan,
+        "top prob": top_prob,
+        "RR": ranks["RR"],
+        "R@1": ranks["R@1"].astype(np.float64),
+        "top relevant": np.nan_to_num(ranks["P@1"], nan=0.0),
     })
 
 
