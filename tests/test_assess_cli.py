@@ -62,7 +62,7 @@ def test_the_name_defaults_to_the_run_file_stem(files):
     run, qrels = files
     parser = cli.argparse.ArgumentParser()
     args = cli.argparse.Namespace(run=[str(run)], qrels=str(qrels), valid_run=[], valid_qrels=None, table=None,
-                                  valid_table=None, checkpoint=None, queries=None, valid_queries=None, passes=1,
+                                  valid_table=None, checkpoint=None, queries=None, valid_queries=None, passes=0,
                                   score="logit", relevant_at=1, seed=0, n_resamples=1000, name=None)
     params = cli.check_options(parser, args)
     assert params["name"] == "bm25" and params["run"] == [str(run.resolve())] and params["score"] == "logit"

@@ -18,7 +18,7 @@ from calibrank.assess.calibration import NO_SCALE
 from calibrank.assess.engine import Assessment, assess
 from calibrank.assess.ranking import per_query
 from calibrank.assess.scored import AssessError, ScoredRun
-from calibrank.assess.tables import checked
+from calibrank.assess.selfcheck import checked
 from calibrank.metrics.calibration import brier, ece
 from calibrank.metrics.ranking import recall_at_k
 from calibrank.practice.conformal import conformal_quantile, prediction_sets, true_scores
@@ -158,6 +158,15 @@ def test_n_relevant_below_the_relevant_candidates_is_an_error_naming_the_query(t
                     s.kind, s.relevant_at, "myrun.trec")
     with pytest.raises(AssessError, match=r"myrun.trec: query q1 .*n_relevant"):
         per_query(bad)
+
+
+def test_a_higher_relevant_at_keeps_ndcg_within_one_and_leaves_out_queries_without_a_relevant():
+    s = synthetic(100, seed=11, prefix="t")
+    strict = ScoredRun(s.qids, s.docids, s.mask, s.scores, s.relevance, s.judged, (s.relevance >= 2).sum(axis=1),
+                       s.kind, 2, s.source)
+    v = per_query(strict)
+    assert np.nanmax(v["nDCG@10"]) <= 1.0 + 1e-12 and np.nanmax(v["nDCG@10"]) > 0.5
+    assert np.isnan(v["R@1"][strict.n_relevant == 0]).all() and not np.isnan(v["R@1"][strict.n_relevant > 0]).any()
 
 
 # ------------------------------------------------------------------------------ one engine

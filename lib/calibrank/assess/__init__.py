@@ -7,7 +7,7 @@ the same analysis functions as the study's own rankers.
 
 The engine (:func:`calibrank.assess.engine.assess`, one module per section):
 :mod:`.ranking`, :mod:`.calibration`, :mod:`.thresholds`, :mod:`.abstain`, :mod:`.conformal`,
-:mod:`.uncertainty`, :mod:`.findings`; :mod:`.tables` (every table checks itself),
+:mod:`.uncertainty`, :mod:`.findings`; :mod:`.selfcheck` (every table checks itself),
 :mod:`.figures` (drawn from the tables) and ``python -m calibrank.assess``, which runs notebook
 09_assess into ``reports/assess/<name>/``.
 """

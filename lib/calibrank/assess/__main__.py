@@ -18,7 +18,7 @@ from typing import Any
 import jinja2
 import pandas as pd
 
-from ..runs import atomic_path, project_root
+from ..runs import atomic_path, owner_tag, project_root
 from .scored import ScoreKind
 
 __all__ = ["NOTEBOOK", "check_options", "main", "write_index"]
@@ -33,6 +33,7 @@ td,th{padding:.2em .6em;text-align:left;vertical-align:top}iframe{width:100%;hei
 </head><body>
 <h1>{{ name }}: how far can its scores be trusted?</h1>
 <p>Inputs: {{ inputs }}</p>
+{% if notes %}<ul>{% for n in notes %}<li>{{ n }}</li>{% endfor %}</ul>{% endif %}
 <h2>Findings</h2>
 <table>{% for section, finding in findings %}<tr><th>{{ section }}</th><td>{{ finding }}</td></tr>{% endfor %}</table>
 <h2>The notebook</h2>
@@ -44,9 +45,9 @@ td,th{padding:.2em .6em;text-align:left;vertical-align:top}iframe{width:100%;hei
 """, autoescape=True)
 
 
-def _file(parser: argparse.ArgumentParser, option: str, value: str | None) -> str:
+def _file(parser: argparse.ArgumentParser, option: str, value: str | None) -> str | None:
     if not value:
-        return ""
+        return None
     path = Path(value)
     if not path.is_file():
         parser.error(f"{option}: {value}: no such file")
@@ -57,10 +58,10 @@ def check_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
     """The notebook's parameters from the options, every option checked (``parser.error`` names the bad one)."""
     runs = [_file(parser, "--run", r) for r in args.run]
     valid_runs = [_file(parser, "--valid-run", r) for r in args.valid_run]
-    params = {"run": runs, "qrels": _file(parser, "--qrels", args.qrels), "valid_run": valid_runs,
+    params = {"run": runs or None, "qrels": _file(parser, "--qrels", args.qrels), "valid_run": valid_runs or None,
               "valid_qrels": _file(parser, "--valid-qrels", args.valid_qrels),
               "table": _file(parser, "--table", args.table), "valid_table": _file(parser, "--valid-table", args.valid_table),
-              "checkpoint": "", "queries": _file(parser, "--queries", args.queries),
+              "checkpoint": None, "queries": _file(parser, "--queries", args.queries),
               "valid_queries": _file(parser, "--valid-queries", args.valid_queries), "passes": args.passes,
               "score": args.score, "relevant_at": args.relevant_at, "seed": args.seed, "n_resamples": args.n_resamples}
     if args.checkpoint:
@@ -84,8 +85,8 @@ def check_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
         parser.error(f"--relevant-at: expected an integer >= 1, got {args.relevant_at}")
     if args.seed < 0:
         parser.error(f"--seed: expected a non-negative integer, got {args.seed}")
-    if args.passes < 1:
-        parser.error(f"--passes: expected an integer >= 1, got {args.passes}")
+    if args.passes < 0:
+        parser.error(f"--passes: expected an integer >= 0, got {args.passes}")
     if args.n_resamples < 2:
         parser.error(f"--n-resamples: expected an integer >= 2, got {args.n_resamples}")
     name = args.name or Path((runs or [params["table"] or params["checkpoint"].rstrip("/")])[0]).stem
@@ -101,8 +102,9 @@ def write_index(out: Path, name: str, notebook: str = NOTEBOOK) -> Path:
     findings = pd.read_csv(tables / "findings.csv")
     summary = pd.read_csv(tables / "summary.csv", dtype={"notes": str}, keep_default_na=False)
     inputs = "; ".join(f"{r['split']}: {r['source']} ({r['kind']}, {r['queries']} queries, {r['candidates']} "
-                       f"candidates){', ' + str(r['notes']) if r['notes'] else ''}" for _, r in summary.iterrows())
-    page = _INDEX.render(name=name, inputs=inputs, findings=list(zip(findings["section"], findings["finding"])),
+                       "candidates)" for _, r in summary.iterrows())
+    notes = [n for n in str(summary["notes"].iloc[0]).split("; ") if n] if len(summary) else []
+    page = _INDEX.render(name=name, inputs=inputs, notes=notes, findings=list(zip(findings["section"], findings["finding"])),
                          notebook=notebook, notebook_html=Path(notebook).with_suffix(".html").name,
                          tables=sorted(p.name for p in tables.glob("*.csv")))
     path = out / "index.html"
@@ -118,9 +120,13 @@ def _execute(params: dict[str, Any], out: Path) -> Path:
 
     source = project_root() / "notebooks" / NOTEBOOK
     dest = out / NOTEBOOK
-    with atomic_path(dest) as tmp:
+    tmp = out / f".tmp-{Path(NOTEBOOK).stem}.{owner_tag()}.ipynb"  # papermill wants the .ipynb suffix
+    try:
         papermill.execute_notebook(str(source), str(tmp), parameters=params, cwd=str(out), progress_bar=False,
                                    log_output=False, kernel_name="python3", language="python")
+        os.replace(tmp, dest)
+    finally:
+        tmp.unlink(missing_ok=True)
     body, _ = nbconvert.HTMLExporter().from_notebook_node(nbformat.read(dest, as_version=4))
     with atomic_path(dest.with_suffix(".html")) as tmp:
         tmp.write_text(body, encoding="utf-8")
@@ -138,7 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--checkpoint", help="a local cross-encoder checkpoint folder")
     parser.add_argument("--queries", help="queries with candidates (JSONL) for --checkpoint")
     parser.add_argument("--valid-queries", help="validation queries (JSONL) for --checkpoint")
-    parser.add_argument("--passes", type=int, default=1, help="MC Dropout passes of the checkpoint (1: deterministic)")
+    parser.add_argument("--passes", type=int, default=0, help="MC Dropout passes of the checkpoint (0: deterministic)")
     parser.add_argument("--score", choices=[k.value for k in ScoreKind], default=ScoreKind.score.value,
                         help="what a score is (default: score, no probability scale)")
     parser.add_argument("--relevant-at", type=int, default=1, help="the lowest qrels grade that counts as relevant")

@@ -21,7 +21,7 @@ from sklearn.linear_model import LogisticRegression
 
 from ..practice.selective import COVERAGE, confidences, risk_column, risk_coverage, selective_intervals, selective_scores
 from ..predictions import Predictions
-from .tables import checked
+from .selfcheck import checked
 
 __all__ = ["LIST", "M_MAX", "abstain_tables", "list_features"]
 

@@ -33,7 +33,7 @@ from ..metrics.resample import features, intervals
 from ..practice.recalibrate import fit_recalibrator
 from ..predictions import Predictions
 from .scored import ScoredRun, ScoreKind
-from .tables import checked
+from .selfcheck import checked
 
 __all__ = ["AS_GIVEN", "MAX_FIT_PAIRS", "METRICS", "N_BINS", "NO_SCALE", "View", "calibration_tables", "methods_for", "predictions",
            "views", "working"]

@@ -26,7 +26,7 @@ from ..practice.conformal import candidate_scores, conformal_quantile, predictio
 from ..practice.listwise import candidate_distribution
 from ..practice.nota_sets import clopper_pearson
 from ..predictions import Predictions
-from .tables import checked
+from .selfcheck import checked
 
 __all__ = ["calibration_scores", "conformal_table"]
 

@@ -25,7 +25,7 @@ import pandas as pd
 from ..runs import atomic_path
 from . import abstain, calibration, conformal, findings, ranking, thresholds, uncertainty
 from .scored import AssessError, ScoredRun
-from .tables import checked
+from .selfcheck import checked
 
 __all__ = ["Assessment", "assess"]
 

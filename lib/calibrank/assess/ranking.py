@@ -9,9 +9,11 @@ As trec_eval (and ``ir_measures``) count them:
 - ``P@1``: the top candidate is relevant;
 - ``MRR`` (mean reciprocal rank, 0 when no relevant document was retrieved) and ``MAP``
   (average precision over ``n_relevant``);
-- ``nDCG@10``: linear gains from the graded relevance (``ndcg_cut``); the ideal ranking holds
-  the grades of the relevant candidates in the list, and every relevant document of the qrels
-  that the list lacks at the lowest relevant grade (its grade is not in the run).
+- ``nDCG@10``: linear gains from the graded relevance (``ndcg_cut``: every positive grade is a
+  gain, also one below ``relevant_at``); the ideal ranking holds the grades of the graded
+  candidates in the list, and every relevant document of the qrels that the list lacks at the
+  lowest relevant grade (its grade is not in the run). With ``relevant_at = 1`` this is
+  trec_eval's number whenever the qrels' missing documents have grade 1.
 
 A query whose qrels hold no relevant document has no value and is left out; the table counts
 them. Intervals: 95% percentile bootstrap over queries (:func:`calibrank.metrics.resample.intervals`).
@@ -27,7 +29,7 @@ import pandas as pd
 from ..metrics.ranking import per_query_ranking
 from ..metrics.resample import intervals, mean_features
 from .scored import AssessError, ScoredRun
-from .tables import checked
+from .selfcheck import checked
 
 __all__ = ["NDCG_K", "ideal_gains", "per_query", "ranking_table"]
 
@@ -35,8 +37,8 @@ NDCG_K = 10
 
 
 def ideal_gains(run: ScoredRun, k: int = NDCG_K) -> np.ndarray:
-    """``[Q, k]`` the best ``k`` gains a list of the query could hold: its relevant candidates' grades, and one
-    ``relevant_at`` per relevant document of the qrels that it lacks."""
+    """``[Q, k]`` the best ``k`` gains a list of the query could hold: the grades of its graded candidates, and one
+    ``relevant_at`` per relevant document of the qrels that it lacks (so nDCG never exceeds 1)."""
     labels = run.labels.astype(bool)
     missing = run.n_relevant - labels.sum(axis=1)
     if (missing < 0).any():
@@ -44,7 +46,7 @@ def ideal_gains(run: ScoredRun, k: int = NDCG_K) -> np.ndarray:
         raise AssessError(f"{run.source}: query {run.qids[q]} has {int(labels[q].sum())} relevant candidates but "
                           f"n_relevant = {int(run.n_relevant[q])}; n_relevant counts every relevant document of the qrels")
     kk = min(k, run.mask.shape[1])
-    top = -np.sort(-np.where(labels, run.relevance, 0), axis=1)[:, :kk].astype(np.float64)
+    top = -np.sort(-np.where(run.relevance > 0, run.relevance, 0), axis=1)[:, :kk].astype(np.float64)
     extra = np.where(np.arange(k)[None, :] < missing[:, None], float(run.relevant_at), 0.0)
     return -np.sort(-np.concatenate([top, extra], axis=1), axis=1)[:, :k]
 

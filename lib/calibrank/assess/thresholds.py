@@ -27,7 +27,7 @@ import pandas as pd
 from ..practice.intervals import bootstrap_interval
 from ..practice.nota_sets import MIN_ANSWERED, clopper_pearson, ltt_threshold
 from ..predictions import Predictions
-from .tables import checked
+from .selfcheck import checked
 
 __all__ = ["GRID", "kept_counts", "ltt_row", "min_certifiable", "threshold_curve"]
 

@@ -13,7 +13,7 @@ import pandas as pd
 
 from ..predictions import Predictions
 from ..risk import risk_aware_table
-from .tables import checked
+from .selfcheck import checked
 
 __all__ = ["risk_aware"]
 
