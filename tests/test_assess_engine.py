@@ -6,6 +6,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import importlib.util
+
 import ir_measures
 import matplotlib.pyplot as plt
 import numpy as np
@@ -20,7 +22,7 @@ from calibrank.assess.ranking import per_query
 from calibrank.assess.scored import AssessError, ScoredRun
 from calibrank.assess.selfcheck import checked
 from calibrank.metrics.calibration import brier, ece
-from calibrank.metrics.ranking import recall_at_k
+from calibrank.metrics.ranking import rank_of_relevant, recall_at_k
 from calibrank.practice.conformal import conformal_quantile, prediction_sets, true_scores
 from calibrank.practice.listwise import candidate_distribution
 from calibrank.practice.selective import confidences, selective_scores
@@ -295,3 +297,69 @@ def test_the_bench_entry_measures_a_full_assessment_in_a_subprocess():
     assert res["seconds"] > 0 and res["cpu_seconds"] > 0 and res["peak_gb"] >= res["baseline_gb"] > 0
     assert set(res["tables"]) == set(Assessment.__dataclass_fields__)
     assert [t["met"] for t in res["targets"]] == [True, True]
+
+
+# ------------------------------------------------------------------------------ the library's helpers keep the padding
+def _ragged_predictions() -> Predictions:
+    rng = np.random.default_rng(3)
+    q, k = 12, 6
+    mask = np.arange(k)[None] < rng.integers(2, k + 1, q)[:, None]
+    labels = np.zeros((q, k), int)
+    labels[np.arange(q), 0] = 1
+    probs = np.where(mask, rng.uniform(0.05, 0.95, (q, k)), 0.0)
+    docids = np.where(mask, np.char.add("d", np.arange(q * k).reshape(q, k).astype(str)), "")
+    return Predictions(np.array([f"q{i}" for i in range(q)]), labels, probs, probs[None], mask=mask, docids=docids)
+
+
+def test_the_helpers_that_build_predictions_carry_mask_and_docids():
+    from calibrank.analysis.subsets import keep_candidates
+    from calibrank.practice.fitdata import drop_queries
+    from calibrank.practice.prior import correct_predictions
+    from calibrank.practice.recalibrate import fit_recalibrator, recalibrate
+
+    pred = _ragged_predictions()
+    dropped = drop_queries(pred, {"q0", "q5"})
+    assert np.array_equal(dropped.mask, np.delete(pred.mask, [0, 5], axis=0))
+    assert np.array_equal(dropped.docids, np.delete(pred.docids, [0, 5], axis=0))
+    recal = recalibrate(pred, fit_recalibrator("platt", pred.probs[pred.mask], pred.labels[pred.mask]))
+    assert np.array_equal(recal.mask, pred.mask) and np.array_equal(recal.docids, pred.docids)
+    assert (recal.probs[~pred.mask] == 0).all() and (recal.probs[pred.mask] != pred.probs[pred.mask]).any()
+    prior = correct_predictions(pred, 0.5, 0.2)
+    assert np.array_equal(prior.mask, pred.mask) and np.array_equal(prior.docids, pred.docids)
+    first_two = np.zeros_like(pred.mask)
+    first_two[:, :2] = True
+    kept = keep_candidates(pred, first_two)
+    assert np.array_equal(kept.docids, pred.docids[:, :2]) and kept.mask.all()
+
+
+def test_a_padded_slot_is_never_ranked_in_a_set_or_on_top():
+    from calibrank.practice.nota_sets import top_answer
+
+    pred = _ragged_predictions()
+    pi = candidate_distribution(pred.probs, pred.mask)
+    assert (pi[~pred.mask] == 0).all() and np.allclose(pi.sum(axis=1), 1.0)
+    assert not prediction_sets(pi, 1.0, "LAC", pred.mask)[~pred.mask].any()
+    zero = Predictions(pred.qids, pred.labels, np.where(pred.mask, 0.0, 0.0), np.zeros((1,) + pred.labels.shape),
+                       mask=pred.mask)  # every candidate tied at 0 with its padding
+    # a tie puts the relevant candidate last among the real candidates, never below the padding
+    assert np.array_equal(rank_of_relevant(zero.probs, zero.labels, mask=zero.mask), zero.lengths)
+    _, wrong = top_answer(zero.probs, zero.labels, zero.mask)
+    assert np.array_equal(wrong, zero.lengths > 1)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("calibrank.assess.load") is None,
+                    reason="the readers (calibrank.assess.load) are not on this branch")
+def test_the_seeded_split_is_reproducible_and_assessed_the_same(tmp_path, trec_pair):
+    from calibrank.assess.load import load
+
+    run, qrels = trec_pair
+    run_path, qrels_path = tmp_path / "r.trec", tmp_path / "q.txt"
+    run_path.write_text("".join(f"{r.query_id} Q0 {r.doc_id} 0 {r.score:.9f} x\n" for r in run.itertuples()))
+    qrels_path.write_text("".join(f"{r.query_id} 0 {r.doc_id} {r.relevance}\n" for r in qrels.itertuples()))
+    a, b = (load(run=str(run_path), qrels=str(qrels_path), seed=5) for _ in range(2))
+    other = load(run=str(run_path), qrels=str(qrels_path), seed=6)
+    assert np.array_equal(a.test.qids, b.test.qids) and not np.array_equal(a.test.qids, other.test.qids)
+    assert not set(a.test.qids) & set(a.valid.qids) and any("seed" in n for n in a.notes)
+    x, y = (assess(i.test, i.valid, notes=i.notes, seed=5, **FAST) for i in (a, b))
+    for name, df in x.tables().items():
+        pd.testing.assert_frame_equal(df, y.tables()[name], obj=name)
