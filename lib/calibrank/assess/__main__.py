@@ -16,7 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import nbconvert
+import nbformat
 import pandas as pd
+import papermill
 
 from ..runs import atomic_path, owner_tag, project_root
 from .scored import ScoreKind
@@ -114,10 +117,6 @@ def write_index(out: Path, name: str, notebook: str = NOTEBOOK) -> Path:
 
 
 def _execute(params: dict[str, Any], out: Path) -> Path:
-    import nbconvert
-    import nbformat
-    import papermill
-
     source = project_root() / "notebooks" / NOTEBOOK
     dest = out / NOTEBOOK
     tmp = out / f".tmp-{Path(NOTEBOOK).stem}.{owner_tag()}.ipynb"  # papermill wants the .ipynb suffix

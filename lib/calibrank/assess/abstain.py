@@ -45,7 +45,8 @@ def _list_confidence(valid: Predictions, test: Predictions, valid_loss: np.ndarr
     return lr.predict_proba(list_features(test, m))[:, 1], f"list: logistic regression on the top {m} probabilities"
 
 
-def abstain_tables(valid: Predictions, test: Predictions, *, coverage: float = COVERAGE, n_resamples: int = 1000, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+def abstain_tables(valid: Predictions, test: Predictions, *, coverage: float = COVERAGE, n_resamples: int = 1000,
+                   seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(scores, curves)``: per confidence, AURC, E-AURC, AUGRC and risk at ``coverage`` with intervals and the
     full-coverage ``risk``; the risk-coverage curves (one row per confidence and coverage). Intervals are
     95% (:data:`calibrank.practice.intervals.LEVEL`)."""

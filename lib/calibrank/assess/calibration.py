@@ -10,7 +10,8 @@ validation queries alike:
   applied to each sample of the test pairs (the probability is the mean over samples, as
   :meth:`ScoredRun.to_predictions` has it). A ``score`` first goes through a fixed increasing squash
   ``sigmoid((s - m) / d)`` (``m``, ``d``: mean and standard deviation of the validation scores; no
-  label is read), so that Platt scaling is exactly a logistic regression on the raw score and
+  label is read), so that Platt scaling is a logistic regression on the raw score (exactly, within
+  16 standard deviations of the mean, where the logit is clipped) and
   the isotonic map is the isotonic regression on it; temperature is left out for a score (its
   logit would be the squash's, not the ranker's).
 
@@ -35,8 +36,8 @@ from ..predictions import Predictions
 from .scored import ScoredRun, ScoreKind
 from .selfcheck import checked
 
-__all__ = ["AS_GIVEN", "MAX_FIT_PAIRS", "METRICS", "N_BINS", "NO_SCALE", "View", "calibration_tables", "methods_for", "predictions",
-           "views", "working"]
+__all__ = ["AS_GIVEN", "MAX_FIT_PAIRS", "METRICS", "N_BINS", "NO_SCALE", "View", "calibration_tables", "methods_for",
+           "predictions", "views", "working"]
 
 AS_GIVEN = "as given"
 METRICS = ("ECE", "ECE equal-mass", "Brier", "NLL")

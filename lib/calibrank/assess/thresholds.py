@@ -103,7 +103,8 @@ def ltt_row(valid: Predictions, test: Predictions, *, alpha: float = 0.1, delta:
     n_keep, n_hit, n_rel = int(keep.sum()), int((keep & ty).sum()), int(ty.sum())
     p_lo, p_hi = clopper_pearson(n_hit, n_keep)
     r_lo, r_hi = clopper_pearson(n_hit, n_rel)
-    row = {"probabilities": probabilities, "target precision": 1.0 - alpha, "delta": delta, "threshold": t.threshold, "certified": t.certified,
+    row = {"probabilities": probabilities, "target precision": 1.0 - alpha, "delta": delta, "threshold": t.threshold,
+           "certified": t.certified,
            "valid candidates": int(conf.size), "valid kept": t.n, "valid wrong": t.k,
            "valid precision bound": 1.0 - t.ucb if t.certified else np.nan, "test kept": n_keep,
            "precision": n_hit / n_keep if n_keep else np.nan, "precision lo": p_lo, "precision hi": p_hi,
