@@ -44,7 +44,7 @@ NOTEBOOKS := 01_data 02_negatives
 LIB := $(shell find lib -name '*.py' 2>/dev/null)
 # Goals that read no profile; any other goal checks the profile first, so that its error is
 # the first and only thing printed (not a notebook's traceback, nor a missing nb-03 target).
-NO_PROFILE_GOALS := help setup data test unit bench clean distclean report
+NO_PROFILE_GOALS := help setup data test unit bench clean distclean report assess
 NEEDS_PROFILE := $(if $(MAKECMDGOALS),$(filter-out $(NO_PROFILE_GOALS),$(MAKECMDGOALS)))
 ifneq ($(NEEDS_PROFILE),)
 PROFILE_ERROR := $(shell test -x $(BIN)/python && $(BIN)/python -m calibrank.config check $(PROFILE) 2>&1 >/dev/null)
@@ -80,7 +80,7 @@ export TRANSFORMERS_VERBOSITY := error
 export TOKENIZERS_PARALLELISM := false
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: help setup data report index test unit bench clean distclean check-profile $(addprefix nb-,$(STEPS))
+.PHONY: help setup data report index test unit bench assess clean distclean check-profile $(addprefix nb-,$(STEPS))
 
 help: ## list the targets
 	@echo "calibrank — calibration and uncertainty of neural rankers"
@@ -90,6 +90,8 @@ help: ## list the targets
 	@echo "  make setup                                create .venv and install the package (run by the targets above)"
 	@echo "  make data DATASET=msdialog|mantis|udc_dstc8  download a research dataset to data/raw/DATASET"
 	@echo "  make bench                                speed figures into reports/bench/bench.json and bench.md"
+	@echo "  make assess RUN=r.trec QRELS=q.txt [VALID_RUN=... VALID_QRELS=...] [SCORE=logit] [RELEVANT_AT=1] [NAME=...]"
+	@echo "                                            judge any ranker's run into reports/assess/NAME/index.html"
 	@echo "  make nb-NAME [PROFILE=...]                one notebook (and the ones it needs), e.g. make nb-02_negatives"
 	@echo "  make clean / distclean                    remove generated outputs / also .venv and caches"
 
@@ -234,6 +236,19 @@ unit: $(STAMP) ## unit tests only
 
 bench: $(STAMP) ## speed benchmarks into reports/bench/
 	$(BIN)/python -m calibrank.bench --out reports/bench
+
+# --- assess any ranker ------------------------------------------------------------------
+# The values reach the shell inside single quotes: a value holding one is refused before any shell
+# sees it. RUN and VALID_RUN may list several files (samples of one ranker), separated by spaces.
+ASSESS_VARS := RUN QRELS VALID_RUN VALID_QRELS SCORE RELEVANT_AT NAME SEED
+$(foreach v,$(ASSESS_VARS),$(if $(findstring ',$(value $(v))),$(error $(v): a value holding a single quote is refused)))
+
+assess: $(STAMP) ## judge a ranker's run: make assess RUN=run.trec QRELS=qrels.txt [VALID_RUN= VALID_QRELS= SCORE= RELEVANT_AT= NAME=]
+	@test -n '$(value RUN)' -a -n '$(value QRELS)' || { echo "usage: make assess RUN=run.trec QRELS=qrels.txt [VALID_RUN=... VALID_QRELS=...] [SCORE=probability|logit|score] [RELEVANT_AT=1] [NAME=...]"; exit 2; }
+	$(BIN)/python -m calibrank.assess $(foreach r,$(value RUN),--run '$(r)') --qrels '$(value QRELS)' \
+	  $(foreach r,$(value VALID_RUN),--valid-run '$(r)') $(if $(value VALID_QRELS),--valid-qrels '$(value VALID_QRELS)') \
+	  $(if $(value SCORE),--score '$(value SCORE)') $(if $(value RELEVANT_AT),--relevant-at '$(value RELEVANT_AT)') \
+	  $(if $(value SEED),--seed '$(value SEED)') $(if $(value NAME),--name '$(value NAME)')
 
 clean: ## remove reports, runs and build outputs (keeps .venv, downloads and caches)
 	rm -rf reports/*/ runs build

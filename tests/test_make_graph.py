@@ -68,7 +68,8 @@ def test_report_runs_each_notebook_once_and_notebook_03_once_per_training_run(dr
     assert len(runs) == dry.count("papermill notebooks/")  # every papermill line was matched
     per_notebook = Counter(nb for nb, _ in runs)
     train_runs = _query(root, "calibrank.config", "train-runs", "smoke")
-    notebooks = sorted(p.stem for p in (REPO / "notebooks").glob("*.ipynb"))
+    # 09_assess runs on a user's run (make assess), not in the study's report
+    notebooks = sorted(p.stem for p in (REPO / "notebooks").glob("*.ipynb") if p.stem != "09_assess")
     assert notebooks == ["01_data", "02_negatives", "03_train", "04_calibration", "05_risk_aware", "06_nota",
                          "07_efficiency", "08_beyond"]
     assert per_notebook == {**{nb: 1 for nb in notebooks}, "03_train": len(train_runs)}

@@ -12,6 +12,8 @@ aversion (``b > 0``) or predilection (``b < 0``) towards risk. ``b = 0`` is the 
 score is the mean for every ``b``: there is no risk information.
 
 Moments are population moments over the S samples (divide by S), as in the paper's code.
+A padded slot (Predictions ``mask``) holds the same sample in every draw: it has no variance
+and no covariance with the candidates, and the ranking metrics put it below every candidate.
 Two spaces (``space``):
 
 - ``"logit"`` (default): each sample is first mapped to its logit ``log p - log(1 - p)``
@@ -111,7 +113,8 @@ def _check_bs(bs: Iterable[float]) -> np.ndarray:
 _METRIC_RE = re.compile(r"^(R|nDCG)@(\d+)$")
 
 
-def _metric_fn(metric: str) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+def _metric_fn(metric: str) -> Callable[..., np.ndarray]:
+    """``fn(scores, labels, mask=None)``: per-query values of ``metric``."""
     if metric == "MRR":
         return reciprocal_rank
     if metric == "MAP":
@@ -121,13 +124,15 @@ def _metric_fn(metric: str) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
         raise ValueError(f"metric must be 'R@k', 'nDCG@k' (k >= 1), 'MRR' or 'MAP'; got {metric!r}")
     k = int(m.group(2))
     if m.group(1) == "R":
-        return lambda s, y: recall_at_k(s, y, k)
-    return lambda s, y: ndcg_at_k(s, y, k)
+        return lambda s, y, mask=None: recall_at_k(s, y, k, mask=mask)
+    return lambda s, y, mask=None: ndcg_at_k(s, y, k, mask=mask)
 
 
-def per_query_metric(scores: np.ndarray, labels: np.ndarray, metric: str = "R@1") -> np.ndarray:
-    """Per-query values [Q] of ``metric`` ('R@k', 'nDCG@k', 'MRR', 'MAP'); NaN without a relevant."""
-    return _metric_fn(metric)(scores, labels)
+def per_query_metric(scores: np.ndarray, labels: np.ndarray, metric: str = "R@1", *,
+                     mask: np.ndarray | None = None) -> np.ndarray:
+    """Per-query values [Q] of ``metric`` ('R@k', 'nDCG@k', 'MRR', 'MAP'); NaN without a relevant.
+    A padded slot of ``mask`` ranks below every candidate."""
+    return _metric_fn(metric)(scores, labels, mask=mask)
 
 
 # ---------------------------------------------------------------------------------- scores
@@ -177,8 +182,8 @@ def _sweep_values(
     """``(means [len(bs)], per-query arrays, per-query values at b = 0)``."""
     fn = _metric_fn(metric)
     mean, penalty = _moments(pred, space, covariance)
-    per_query = [fn(mean - b * penalty, pred.labels) for b in bs]
-    base = fn(mean, pred.labels)
+    per_query = [fn(mean - b * penalty, pred.labels, mask=pred.mask) for b in bs]
+    base = fn(mean, pred.labels, mask=pred.mask)
     values = np.array([_nanmean(v) for v in per_query])
     return values, per_query, base
 
@@ -286,9 +291,9 @@ def risk_aware_table(
     b = float(grid[i_best])
 
     mean, penalty = _moments(test_pred, space, covariance)
-    base_q = fn(mean, test_pred.labels)
-    risk_q = fn(mean - b * penalty, test_pred.labels)
-    prob_q = fn(test_pred.mean, test_pred.labels)
+    base_q = fn(mean, test_pred.labels, mask=test_pred.mask)
+    risk_q = fn(mean - b * penalty, test_pred.labels, mask=test_pred.mask)
+    prob_q = fn(test_pred.mean, test_pred.labels, mask=test_pred.mask)
     base_v, risk_v = _nanmean(base_q), _nanmean(risk_q)
 
     notes: list[str] = []

@@ -29,6 +29,8 @@ def keep_candidates(pred: Predictions, keep: np.ndarray, meta: dict | None = Non
         probs=pred.probs[keep].reshape(q, kk),
         samples=pred.samples[:, keep].reshape(pred.n_samples, q, kk),
         meta={**pred.meta, **(meta or {})},
+        mask=None if pred.mask is None else pred.mask[keep].reshape(q, kk),
+        docids=None if pred.docids is None else pred.docids[keep].reshape(q, kk),
     )
 
 

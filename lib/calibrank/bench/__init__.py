@@ -13,6 +13,8 @@
   ``inference_flops``, the scoring loop's GFLOP/s per precision.
 - :mod:`.memory`: ``peak_memory`` of a training run and of PG-DRR's Gibbs sampler, each in a fresh
   subprocess (``python -m calibrank.bench.memory --child``).
+- :mod:`.assess_engine`: ``assess_engine``, wall time, CPU time and peak memory of a full
+  assessment (:func:`calibrank.assess.engine.assess`) of a synthetic run at scale, in a subprocess.
 - :mod:`.common`: logging, ratios and the target check shown beside each ratio.
 - :mod:`.render`: ``bench.json`` merged and rendered as markdown and HTML.
 

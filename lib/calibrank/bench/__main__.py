@@ -26,6 +26,9 @@ Sections (each can be left out with ``--skip``):
   loop's GFLOP/s per precision on the same queries, and its fraction of the peak.
 - ``peak_memory`` (:mod:`calibrank.bench.memory`): peak resident memory of a training run and of
   PG-DRR's Gibbs sampler, each in a fresh subprocess beside its imports-only baseline.
+- ``assess_engine`` (``--skip assess``; :mod:`calibrank.bench.assess_engine`): wall time, CPU time and
+  peak memory of a full assessment of a synthetic run of ``--assess-queries`` x
+  ``--assess-candidates`` pairs with 1,000 bootstrap resamples, in a fresh subprocess.
 
 Every ratio is written beside its target and whether it is met (``targets`` in each section).
 Results are merged into ``DIR/bench.json`` (other top-level sections are kept; ``machine``, from
@@ -51,12 +54,12 @@ from .render import write_results
 
 __all__ = ["SECTIONS", "main"]
 
-SECTIONS = ("bm25", "embedding", "peak", "training", "inference", "inference_flops", "memory")
+SECTIONS = ("bm25", "embedding", "peak", "training", "inference", "inference_flops", "memory", "assess")
 
 # --quick: the value of every option still at its default (sized for a few minutes on 2 cores)
 QUICK = {"n_responses": 5_000, "n_queries": 20, "n_embed": 1_000, "train_steps": 6,
          "train_warmup": 2, "inference_queries": 8, "inference_repeats": 2, "short_train_queries": 8,
-         "memory_train_steps": 3, "gibbs_sizes": [256], "gibbs_steps": 5}
+         "memory_train_steps": 3, "gibbs_sizes": [256], "gibbs_steps": 5, "assess_queries": 500}
 
 
 def _int_list(text: str) -> list[int]:
@@ -103,6 +106,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     g.add_argument("--gibbs-chains", type=int, default=None, help="Gibbs chains (default: the profile's pg_drr.gibbs_chains)")
     g.add_argument("--gibbs-steps", type=int, default=None, help="Gibbs steps (default: the profile's pg_drr.gibbs_steps)")
     g.add_argument("--memory-timeout", type=float, default=900.0, help="seconds allowed to each memory subprocess")
+    g = parser.add_argument_group("assess engine")
+    g.add_argument("--assess-queries", type=int, default=7000, help="queries of the synthetic test (and validation) run")
+    g.add_argument("--assess-candidates", type=int, default=1000, help="candidates per query of the synthetic runs")
     args = parser.parse_args(argv)
     if args.quick:
         for name, value in QUICK.items():
@@ -112,7 +118,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if bad or not args.precisions:
         parser.error(f"--precisions must be a comma-separated subset of fp32,bf16, got {args.precisions}")
     for name in ("n_responses", "n_queries", "n_embed", "k", "train_steps", "train_warmup", "train_rounds", "inference_queries",
-                 "inference_repeats", "short_train_queries", "memory_train_steps", "peak_n", "peak_repeats"):
+                 "inference_repeats", "short_train_queries", "memory_train_steps", "peak_n", "peak_repeats",
+                 "assess_queries", "assess_candidates"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be a positive integer, got {getattr(args, name)}")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -133,8 +140,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         _rankers(args, out, machine, peak)
         if "peak" not in args.skip and not {"training", "inference_flops"} <= set(args.skip):
             _peak_again(args, out)
+    if "assess" not in args.skip:
+        _assess(args, out, machine)
     log(f"wrote {Path(out) / 'bench.json'}, bench.md and bench.html")
     return 0
+
+
+def _assess(args: argparse.Namespace, out: Path, machine: dict[str, Any]) -> None:
+    from .assess_engine import SECTION, bench_assess
+
+    log(f"assess engine: {args.assess_queries} x {args.assess_candidates} pairs, 1000 resamples, in a subprocess")
+    res = bench_assess(args.assess_queries, args.assess_candidates, seed=args.seed)
+    write_results(out, {SECTION: {**res, "machine": machine}})
+    log(f"assessed {res['pairs']} pairs in {res['seconds']:.1f} s ({res['cpu_seconds']:.1f} s CPU), "
+        f"peak {res['peak_gb']:.2f} GB")
 
 
 def _device(args: argparse.Namespace):

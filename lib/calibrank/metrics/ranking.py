@@ -24,6 +24,14 @@ tied among themselves are interchangeable, so their relative order does not matt
 A query with no relevant candidate (they exist in the none-of-the-above task) gets NaN in
 the per-query arrays; :func:`ranking_metrics` averages over the other queries and reports how
 many there were. ``k`` larger than ``K`` means "all candidates".
+
+Lists of different lengths (a user's run) come padded with ``mask [Q, K]`` (True for a
+candidate): a padded slot ranks below every candidate of its query and never counts.
+``n_relevant [Q]`` (the relevant documents the qrels hold, retrieved or not) replaces the
+relevant candidates in the list as the denominator of recall and AP, as trec_eval counts
+them; ``gains [Q, K]`` (graded relevance) and ``ideal_gains [Q, M]`` (the grades of the query's
+judged documents) give trec_eval's ``ndcg_cut`` with linear gains. Without them every number
+is the same as before.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ import numpy as np
 __all__ = [
     "average_precision",
     "ndcg_at_k",
+    "per_query_ranking",
     "rank_of_relevant",
     "ranking_metrics",
     "recall_at_k",
@@ -78,14 +87,31 @@ def _check_k(k: int, name: str = "k") -> int:
     return int(k)
 
 
-def _sorted_relevance(s: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Labels (as float 0/1) reordered by decreasing score, non-relevant first among equal scores.
+def _check_mask(mask: np.ndarray | None, shape: tuple[int, ...]) -> np.ndarray | None:
+    """``mask`` as a bool [Q, K] array of ``shape`` (None: every slot is a candidate)."""
+    if mask is None:
+        return None
+    m = np.asarray(mask)
+    if m.shape != shape or m.dtype != bool:
+        raise ValueError(f"mask must be a bool array of shape {shape}; got {m.dtype} {m.shape}")
+    return m
 
-    ``np.lexsort`` sorts by its last key first: decreasing score, then increasing label, so a
-    relevant candidate is always placed after the non-relevant ones it is tied with.
+
+def _order(s: np.ndarray, tie: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
+    """Positions by decreasing score, the lower ``tie`` key first among equal scores, padded slots last.
+
+    ``np.lexsort`` sorts by its last key first: padded after real, then decreasing score, then
+    increasing label (or grade), so a relevant candidate is always placed after the
+    non-relevant ones it is tied with.
     """
-    order = np.lexsort((y, -s), axis=1)
-    return np.take_along_axis(y, order, axis=1).astype(np.float64)
+    if mask is None:
+        return np.lexsort((tie, -s), axis=1)
+    return np.lexsort((tie, -s, ~mask), axis=1)
+
+
+def _sorted_relevance(s: np.ndarray, y: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+    """Labels (as float 0/1) reordered by decreasing score, non-relevant first among equal scores."""
+    return np.take_along_axis(y, _order(s, y, mask), axis=1).astype(np.float64)
 
 
 def _safe_divide(num: np.ndarray, den: np.ndarray) -> np.ndarray:
@@ -95,15 +121,15 @@ def _safe_divide(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     return out
 
 
-def _recall(rel: np.ndarray, k: int) -> np.ndarray:
+def _recall(rel: np.ndarray, k: int, n_rel: np.ndarray | None = None) -> np.ndarray:
     kk = min(k, rel.shape[1])
-    return _safe_divide(rel[:, :kk].sum(axis=1), rel.sum(axis=1))
+    return _safe_divide(rel[:, :kk].sum(axis=1), rel.sum(axis=1) if n_rel is None else n_rel)
 
 
-def _average_precision(rel: np.ndarray) -> np.ndarray:
+def _average_precision(rel: np.ndarray, n_rel: np.ndarray | None = None) -> np.ndarray:
     positions = np.arange(1, rel.shape[1] + 1)
     precision_at_i = np.cumsum(rel, axis=1) / positions
-    return _safe_divide((rel * precision_at_i).sum(axis=1), rel.sum(axis=1))
+    return _safe_divide((rel * precision_at_i).sum(axis=1), rel.sum(axis=1) if n_rel is None else n_rel)
 
 
 def _first_relevant_rank(rel: np.ndarray) -> np.ndarray:
@@ -122,52 +148,121 @@ def _ndcg(rel: np.ndarray, k: int) -> np.ndarray:
     return _safe_divide(dcg, ideal_prefix[n_ideal])
 
 
-def recall_at_k(scores: np.ndarray, labels: np.ndarray, k: int) -> np.ndarray:
-    """Per-query recall ``R_n@k`` (n = K): relevant candidates in the top k / relevant candidates.
+def _graded_ndcg(sorted_gains: np.ndarray, ideal_gains: np.ndarray, k: int) -> np.ndarray:
+    """``DCG@k / IDCG@k`` with linear gains; the ideal is ``ideal_gains`` in decreasing order."""
+    kk = min(k, sorted_gains.shape[1])
+    dcg = (sorted_gains[:, :kk] / np.log2(np.arange(2, kk + 2))).sum(axis=1)
+    ki = min(k, ideal_gains.shape[1])
+    ideal = -np.sort(-ideal_gains, axis=1)[:, :ki]
+    return _safe_divide(dcg, (ideal / np.log2(np.arange(2, ki + 2))).sum(axis=1))
+
+
+def _check_n_relevant(n_relevant: np.ndarray | None, rel: np.ndarray) -> np.ndarray | None:
+    if n_relevant is None:
+        return None
+    n = np.asarray(n_relevant, dtype=np.float64)
+    if n.shape != (rel.shape[0],):
+        raise ValueError(f"n_relevant must have shape ({rel.shape[0]},); got {n.shape}")
+    short = n < rel.sum(axis=1)
+    if short.any():
+        q = int(np.flatnonzero(short)[0])
+        raise ValueError(f"n_relevant[{q}] = {n[q]:g} is below the {int(rel[q].sum())} relevant candidates of that "
+                         "query's list; it counts the relevant documents of the qrels, retrieved or not")
+    return n
+
+
+def recall_at_k(scores: np.ndarray, labels: np.ndarray, k: int, *, mask: np.ndarray | None = None,
+                n_relevant: np.ndarray | None = None) -> np.ndarray:
+    """Per-query recall ``R_n@k`` (n = K): relevant candidates in the top k / relevant candidates
+    (or ``n_relevant``, the qrels' count, as trec_eval).
 
     Pessimistic ties (see the module docstring). Returns shape [Q]; NaN for a query without
     a relevant candidate.
     """
     k = _check_k(k)
     s, y = _check_inputs(scores, labels)
-    return _recall(_sorted_relevance(s, y), k)
+    rel = _sorted_relevance(s, y, _check_mask(mask, s.shape))
+    return _recall(rel, k, _check_n_relevant(n_relevant, rel))
 
 
-def average_precision(scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
+def average_precision(scores: np.ndarray, labels: np.ndarray, *, mask: np.ndarray | None = None,
+                      n_relevant: np.ndarray | None = None) -> np.ndarray:
     """Per-query average precision ``(1/R) sum_i rel_i * P@i``; shape [Q], NaN without a relevant.
 
-    Pessimistic ties (see the module docstring).
+    ``R``: the relevant candidates, or ``n_relevant``. Pessimistic ties (see the module docstring).
     """
     s, y = _check_inputs(scores, labels)
-    return _average_precision(_sorted_relevance(s, y))
+    rel = _sorted_relevance(s, y, _check_mask(mask, s.shape))
+    return _average_precision(rel, _check_n_relevant(n_relevant, rel))
 
 
-def rank_of_relevant(scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
+def rank_of_relevant(scores: np.ndarray, labels: np.ndarray, *, mask: np.ndarray | None = None) -> np.ndarray:
     """Per-query 1-based rank of the first (highest-ranked) relevant candidate; shape [Q].
 
     Pessimistic ties: a relevant candidate tied with m non-relevant ones is ranked after all
     of them. NaN for a query without a relevant candidate.
     """
     s, y = _check_inputs(scores, labels)
-    return _first_relevant_rank(_sorted_relevance(s, y))
+    return _first_relevant_rank(_sorted_relevance(s, y, _check_mask(mask, s.shape)))
 
 
-def reciprocal_rank(scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
+def reciprocal_rank(scores: np.ndarray, labels: np.ndarray, *, mask: np.ndarray | None = None) -> np.ndarray:
     """Per-query reciprocal rank ``1 / rank_of_relevant``; shape [Q], NaN without a relevant.
 
     Pessimistic ties (see the module docstring).
     """
-    return 1.0 / rank_of_relevant(scores, labels)
+    return 1.0 / rank_of_relevant(scores, labels, mask=mask)
 
 
-def ndcg_at_k(scores: np.ndarray, labels: np.ndarray, k: int = 10) -> np.ndarray:
+def ndcg_at_k(scores: np.ndarray, labels: np.ndarray, k: int = 10, *, mask: np.ndarray | None = None) -> np.ndarray:
     """Per-query nDCG@k with binary gains and a ``1/log2(i+1)`` discount; shape [Q].
 
     Pessimistic ties (see the module docstring). NaN for a query without a relevant candidate.
     """
     k = _check_k(k)
     s, y = _check_inputs(scores, labels)
-    return _ndcg(_sorted_relevance(s, y), k)
+    return _ndcg(_sorted_relevance(s, y, _check_mask(mask, s.shape)), k)
+
+
+def per_query_ranking(scores: np.ndarray, labels: np.ndarray, ks: Iterable[int] = (1, 2, 5), ndcg_k: int = 10, *,
+                      mask: np.ndarray | None = None, n_relevant: np.ndarray | None = None,
+                      gains: np.ndarray | None = None, ideal_gains: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """Every per-query ranking metric from one sort: ``R@k`` for ``ks``, ``P@1``, ``AP``, ``RR``, ``nDCG@<ndcg_k>``.
+
+    Each value is ``[Q]``, NaN for a query without a relevant document (none in the list, or
+    ``n_relevant = 0``). ``gains`` (graded relevance of each candidate; ties broken against
+    the higher grade) and ``ideal_gains`` (the grades of the query's judged documents, default
+    ``gains``) make nDCG graded, as trec_eval's ``ndcg_cut``; without them it is binary.
+    """
+    ks = [_check_k(k, "ks entries") for k in ks]
+    ndcg_k = _check_k(ndcg_k, "ndcg_k")
+    s, y = _check_inputs(scores, labels)
+    mask = _check_mask(mask, s.shape)
+    if gains is None:
+        rel = _sorted_relevance(s, y, mask)
+        sorted_gains = None
+    else:
+        g = np.asarray(gains, dtype=np.float64)
+        if g.shape != s.shape or (g[y] <= 0).any() or (g < 0).any():
+            raise ValueError(f"gains must be non-negative grades of shape {s.shape}, positive where labels is 1")
+        order = _order(s, g, mask)
+        rel = np.take_along_axis(y, order, axis=1).astype(np.float64)
+        sorted_gains = np.take_along_axis(g, order, axis=1)
+    n_rel = _check_n_relevant(n_relevant, rel)
+    answerable = rel.any(axis=1) if n_rel is None else n_rel > 0
+    out = {f"R@{k}": _recall(rel, k, n_rel) for k in ks}
+    out["P@1"] = np.where(answerable, rel[:, 0], np.nan)
+    out["AP"] = _average_precision(rel, n_rel)
+    rr = np.where(rel.any(axis=1), 1.0 / _first_relevant_rank(rel), 0.0)
+    out["RR"] = np.where(answerable, rr, np.nan)
+    if sorted_gains is None:
+        out[f"nDCG@{ndcg_k}"] = _ndcg(rel, ndcg_k)
+    else:
+        ideal = np.asarray(gains if ideal_gains is None else ideal_gains, dtype=np.float64)
+        if ideal.ndim != 2 or ideal.shape[0] != s.shape[0]:
+            raise ValueError(f"ideal_gains must be [Q={s.shape[0]}, M]; got {ideal.shape}")
+        out[f"nDCG@{ndcg_k}"] = np.where(answerable, _graded_ndcg(sorted_gains, ideal, ndcg_k), np.nan)
+    return out
 
 
 def _mean_defined(values: np.ndarray) -> float:
@@ -181,6 +276,8 @@ def ranking_metrics(
     labels: np.ndarray,
     ks: Iterable[int] = (1, 2, 5),
     ndcg_k: int = 10,
+    *,
+    mask: np.ndarray | None = None,
 ) -> dict[str, float]:
     """Mean ranking metrics over the queries that have at least one relevant candidate.
 
@@ -191,7 +288,7 @@ def ranking_metrics(
     ks = [_check_k(k, "ks entries") for k in ks]
     ndcg_k = _check_k(ndcg_k, "ndcg_k")
     s, y = _check_inputs(scores, labels)
-    rel = _sorted_relevance(s, y)
+    rel = _sorted_relevance(s, y, _check_mask(mask, s.shape))
     out: dict[str, float] = {f"R@{k}": _mean_defined(_recall(rel, k)) for k in ks}
     out["MAP"] = _mean_defined(_average_precision(rel))
     out["MRR"] = _mean_defined(1.0 / _first_relevant_rank(rel))

@@ -86,6 +86,8 @@ __all__ = [
     "detectable_effect",
     "features",
     "interval",
+    "intervals",
+    "mean_features",
     "ONE_SEED_NOTE",
 ]
 
@@ -209,31 +211,54 @@ def _mean_features(v: np.ndarray) -> np.ndarray:
     return np.stack([np.where(defined, v, 0.0), defined.astype(np.float64)], axis=-1)
 
 
-def _one_run(metric: str, probs: np.ndarray, labels: np.ndarray, n_bins: int, edges: np.ndarray | None) -> np.ndarray:
+def _one_run(metric: str, probs: np.ndarray, labels: np.ndarray, n_bins: int, edges: np.ndarray | None,
+             mask: np.ndarray | None = None) -> np.ndarray:
     q, k = labels.shape
     y = labels.astype(np.float64)
     if metric == "MAP":
-        return _mean_features(average_precision(probs, labels))
+        return _mean_features(average_precision(probs, labels, mask=mask))
     if metric == "MRR":
-        return _mean_features(reciprocal_rank(probs, labels))
+        return _mean_features(reciprocal_rank(probs, labels, mask=mask))
     if metric.startswith("R@"):
-        return _mean_features(recall_at_k(probs, labels, int(metric[2:])))
+        return _mean_features(recall_at_k(probs, labels, int(metric[2:]), mask=mask))
+    n_pairs = np.full(q, float(k)) if mask is None else mask.sum(axis=1).astype(np.float64)
     if metric == "Brier":
-        return np.stack([((probs - y) ** 2).sum(axis=1), np.full(q, float(k))], axis=-1)
+        loss = (probs - y) ** 2
+        return np.stack([(loss if mask is None else loss * mask).sum(axis=1), n_pairs], axis=-1)
     if metric == "NLL":
         p = np.clip(probs, EPS, 1.0 - EPS)
         loss = -(y * np.log(p) + (1.0 - y) * np.log1p(-p))
-        return np.stack([loss.sum(axis=1), np.full(q, float(k))], axis=-1)
-    # ECE: right-closed buckets exactly as metrics.calibration
-    ids = np.searchsorted(edges[1:-1], probs, side="left")  # [Q, K]
-    debiased = metric == "ECE debiased"
-    out = np.zeros((q, (3 if debiased else 2) * n_bins))
-    rows = np.repeat(np.arange(q), k)
-    np.add.at(out, (rows, ids.ravel()), (probs - y).ravel())
-    np.add.at(out, (rows, n_bins + ids.ravel()), 1.0)
-    if debiased:
-        np.add.at(out, (rows, 2 * n_bins + ids.ravel()), y.ravel())
-    return out
+        return np.stack([(loss if mask is None else loss * mask).sum(axis=1), n_pairs], axis=-1)
+    # ECE: right-closed buckets exactly as metrics.calibration; a padded slot is in no bucket
+    rows = np.broadcast_to(np.arange(q)[:, None], (q, k))
+    if mask is None:
+        p, yy, rows = probs.ravel(), y.ravel(), rows.ravel()
+    else:
+        p, yy, rows = probs[mask], y[mask], rows[mask]
+    ids = np.searchsorted(edges[1:-1], p, side="left")
+    blocks = 3 if metric == "ECE debiased" else 2  # gaps, counts[, label sums]
+    slot = rows * (blocks * n_bins) + ids
+    size = q * blocks * n_bins
+    out = np.bincount(slot, weights=p - yy, minlength=size) + np.bincount(slot + n_bins, minlength=size)
+    if blocks == 3:
+        out += np.bincount(slot + 2 * n_bins, weights=yy, minlength=size)
+    return out.reshape(q, blocks * n_bins)
+
+
+def mean_features(metric: str, values: np.ndarray, qids: np.ndarray, *, source: str = "",
+                  data_hash: str = "") -> QueryFeatures:
+    """Features of a mean of per-query values ``[Q]`` (or ``[S, Q]``, one row per seed), NaN where undefined.
+
+    For per-query numbers computed elsewhere (e.g. the graded, trec_eval-style metrics of
+    :func:`calibrank.metrics.ranking.per_query_ranking`): the metric is the mean over the
+    queries where it is defined, its interval the same bootstrap as :func:`features`.
+    """
+    v = np.asarray(values, dtype=np.float64)
+    v = v[None] if v.ndim == 1 else v
+    q = np.asarray(qids).astype(str)
+    if v.ndim != 2 or v.shape[1] != q.shape[0]:
+        raise ValueError(f"values must be [Q={q.shape[0]}] or [S, Q]; got shape {np.shape(values)}")
+    return QueryFeatures(metric, _mean_features(v), _mean_reduce, q, source, data_hash)
 
 
 def features(runs: Predictions | Sequence[Predictions], metric: str, *, scores: Sequence[np.ndarray] | None = None,
@@ -242,7 +267,8 @@ def features(runs: Predictions | Sequence[Predictions], metric: str, *, scores: 
 
     ``runs`` must cover the same queries, candidates and labels (an error names both files
     otherwise). Ranking metrics use ``probs`` unless ``scores`` (one ``[Q, K]`` array per run,
-    e.g. risk-aware scores) is given. ``metric``: one of :data:`METRICS` or ``R@k``.
+    e.g. risk-aware scores) is given. ``metric``: one of :data:`METRICS` or ``R@k``. A
+    Predictions with a ``mask`` counts its candidates only (a padded slot is in no sum).
     """
     runs = [runs] if isinstance(runs, Predictions) else list(runs)
     if not runs:
@@ -262,8 +288,9 @@ def features(runs: Predictions | Sequence[Predictions], metric: str, *, scores: 
         probs = r.probs if scores is None else np.asarray(scores[i], dtype=np.float64)
         if probs.shape != r.labels.shape:
             raise ValueError(f"scores[{i}] has shape {probs.shape}; {r.meta.get('name', 'run')} has {r.labels.shape}")
-        edges = _bin_edges(r.probs.ravel(), n_bins, strategy)  # each run's own edges, as metrics.calibration.ece
-        values.append(_one_run(metric, probs, r.labels, n_bins, edges))
+        real = r.probs.ravel() if r.mask is None else r.probs[r.mask]
+        edges = _bin_edges(real, n_bins, strategy)  # each run's own edges, as metrics.calibration.ece
+        values.append(_one_run(metric, probs, r.labels, n_bins, edges, r.mask))
     plugin = None
     if metric == "ECE debiased":
         reduce, plain = _ece_debiased_reduce(n_bins), _ece_reduce(n_bins)
@@ -337,13 +364,17 @@ def _effect(a: np.ndarray, b: np.ndarray, relative: bool) -> np.ndarray:
 
 
 def _bootstrap(statistic, n_units: int, n_seeds: int, level: float, n_resamples: int, seed: int):
-    """Percentile bootstrap over units (and seeds when there are several); returns (low, high, distribution)."""
+    """Percentile bootstrap over units (and seeds when there are several); returns (low, high, distribution),
+    each with a leading axis when ``statistic`` returns several values."""
     data = (np.arange(n_units),) if n_seeds < 2 else (np.arange(n_units), np.arange(n_seeds))
     with warnings.catch_warnings():  # a degenerate or partly undefined distribution is reported in the note
         warnings.simplefilter("ignore", _sps.DegenerateDataWarning)
         res = _sps.bootstrap(data, statistic, paired=False, vectorized=True, n_resamples=n_resamples, batch=_BATCH,
                              confidence_level=level, method="percentile", random_state=np.random.default_rng(seed))
-    return float(res.confidence_interval.low), float(res.confidence_interval.high), np.asarray(res.bootstrap_distribution)
+    low, high = np.asarray(res.confidence_interval.low), np.asarray(res.confidence_interval.high)
+    if low.ndim == 0:
+        return float(low), float(high), np.asarray(res.bootstrap_distribution)
+    return low, high, np.asarray(res.bootstrap_distribution)
 
 
 def _interval_note(dist: np.ndarray, n_seeds: int) -> list[str]:
@@ -440,6 +471,45 @@ def interval(cell: QueryFeatures, *, level: float = 0.95, n_resamples: int = 200
     notes = _interval_note(dist, n_s)
     lo, hi = _finish_interval(lo, hi, dist, level)
     return Estimate(value, lo, hi, level, n_q, n_s, "; ".join(notes), _robust_se(dist), bias)
+
+
+def intervals(cells: Sequence[QueryFeatures], *, level: float = 0.95, n_resamples: int = 2000,
+              seed: int = 0) -> list[Estimate]:
+    """:func:`interval` of several metrics of the same queries from one set of resamples.
+
+    The cells must hold the same qids and seeds (e.g. several metrics of one Predictions). Each
+    resample's counts are drawn once and reduced by every cell, so the result equals
+    ``[interval(c, ...) for c in cells]`` (the same seed draws the same resamples) at the cost of one.
+    """
+    _check_level(level)
+    _check_resamples(n_resamples)
+    cells = list(cells)
+    if not cells:
+        raise ValueError("intervals needs at least one QueryFeatures")
+    for c in cells[1:]:
+        if not np.array_equal(c.qids, cells[0].qids) or c.n_seeds != cells[0].n_seeds:
+            raise ValueError(f"intervals: {c.metric} of {c.source} is not on the queries and seeds of "
+                             f"{cells[0].metric} of {cells[0].source}")
+    n_q, n_s = int(cells[0].values.shape[1]), cells[0].n_seeds
+
+    def statistic(*samples, axis=-1):
+        q = samples[0].reshape(-1, samples[0].shape[-1])
+        counts = _counts(q, n_q)
+        sc = None if len(samples) < 2 else _counts(samples[1].reshape(-1, samples[1].shape[-1]), n_s)
+        return np.stack([_seed_mean(_per_cell_values(c, counts), sc).reshape(samples[0].shape[:-1]) for c in cells])
+
+    with np.errstate(all="ignore"):
+        lo, hi, dist = _bootstrap(statistic, n_q, n_s, level, n_resamples, seed)
+    out = []
+    for i, c in enumerate(cells):
+        d = np.asarray(dist)[i]
+        low, high = float(np.atleast_1d(lo)[i]), float(np.atleast_1d(hi)[i])
+        if c.plugin is not None:
+            low, high, d = _centred(low, high, d, c.value)
+        notes = _interval_note(d, n_s)
+        low, high = _finish_interval(low, high, d, level)
+        out.append(Estimate(c.value, low, high, level, n_q, n_s, "; ".join(notes), _robust_se(d), c.plugin_value - c.value))
+    return out
 
 
 def _check_pair(a: QueryFeatures, b: QueryFeatures) -> None:

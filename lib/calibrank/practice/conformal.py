@@ -100,9 +100,11 @@ def conformal_quantile(scores: np.ndarray, alpha: float) -> float:
     return float(s[rank - 1])
 
 
-def prediction_sets(pi: np.ndarray, qhat: float, score: str) -> np.ndarray:
-    """``[Q, K]`` boolean: candidate ``j`` is in the set of its query when ``s(x, j) <= qhat``."""
-    return candidate_scores(pi, score) <= qhat + 1e-12
+def prediction_sets(pi: np.ndarray, qhat: float, score: str, mask: np.ndarray | None = None) -> np.ndarray:
+    """``[Q, K]`` boolean: candidate ``j`` is in the set of its query when ``s(x, j) <= qhat`` (a padded slot
+    of ``mask`` never is)."""
+    sets = candidate_scores(pi, score) <= qhat + 1e-12
+    return sets if mask is None else sets & mask
 
 
 def _coverage_row(sets: np.ndarray, labels: np.ndarray, alpha: float) -> dict:

@@ -44,7 +44,14 @@ def drop_queries(pred: Predictions, exclude: frozenset[str] | set[str]) -> Predi
     keep = ~np.isin(pred.qids, np.array(sorted(exclude), dtype=str))
     if not keep.any():
         raise ValueError(f"{pred.meta.get('name', 'predictions')}: every query is excluded; nothing left to evaluate on")
-    return Predictions(pred.qids[keep], pred.labels[keep], pred.probs[keep], pred.samples[:, keep], meta=dict(pred.meta))
+    return _rows(pred, keep, dict(pred.meta))
+
+
+def _rows(pred: Predictions, rows: np.ndarray, meta: dict) -> Predictions:
+    """The queries at ``rows`` of ``pred``, with their mask and candidate ids."""
+    return Predictions(pred.qids[rows], pred.labels[rows], pred.probs[rows], pred.samples[:, rows], meta=meta,
+                       mask=None if pred.mask is None else pred.mask[rows],
+                       docids=None if pred.docids is None else pred.docids[rows])
 
 
 def _split_half(pred: Predictions, seed: int) -> tuple[Predictions, frozenset[str]]:
@@ -53,8 +60,7 @@ def _split_half(pred: Predictions, seed: int) -> tuple[Predictions, frozenset[st
         raise ValueError(f"{pred.meta.get('name', 'predictions')}: {q} test query; a held-out half needs at least 2")
     order = np.random.default_rng(seed).permutation(q)
     fit_rows = np.sort(order[: q // 2])
-    fit = Predictions(pred.qids[fit_rows], pred.labels[fit_rows], pred.probs[fit_rows], pred.samples[:, fit_rows],
-                      meta={**pred.meta, "fit_half": {"seed": int(seed), "queries": int(fit_rows.size)}})
+    fit = _rows(pred, fit_rows, {**pred.meta, "fit_half": {"seed": int(seed), "queries": int(fit_rows.size)}})
     return fit, frozenset(fit.qids.tolist())
 
 

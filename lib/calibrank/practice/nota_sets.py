@@ -102,7 +102,7 @@ from .fitdata import drop_queries, fit_data
 from .listwise import _top, candidate_distribution
 
 __all__ = ["DELTA", "GRID", "MIN_ANSWERED", "RISKS", "VIEWS", "Threshold", "binomial_pvalue", "class_probabilities",
-           "clopper_pearson_upper", "empty_set_nota", "lac_threshold", "ltt_threshold", "nota_conditions",
+           "clopper_pearson", "clopper_pearson_upper", "empty_set_nota", "lac_threshold", "ltt_threshold", "nota_conditions",
            "nota_conformal_table", "nota_threshold_table", "risk_counts", "top_answer"]
 
 VIEWS = ("pointwise", "softmax")
@@ -176,11 +176,12 @@ def clopper_pearson_upper(k: np.ndarray, n: np.ndarray, delta: float) -> np.ndar
     return np.where(k < n, ub, 1.0)
 
 
-def top_answer(probs: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def top_answer(probs: np.ndarray, labels: np.ndarray, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(confidence [Q], wrong [Q])``: the top candidate's probability and whether it is not relevant
-    (ties broken against the relevant one; on a NOTA query every answer is wrong)."""
+    (ties broken against the relevant one; on a NOTA query every answer is wrong; a padded slot of
+    ``mask`` is never the answer)."""
     p, y = np.asarray(probs, dtype=np.float64), np.asarray(labels)
-    top = _top(p, y)
+    top = _top(p, y, mask)
     rows = np.arange(p.shape[0])
     return p[rows, top], (y[rows, top] == 0)
 
@@ -273,11 +274,15 @@ def _macro_f1(y: np.ndarray, said_nota: np.ndarray) -> float:
     return float(f1_score(y, said_nota.astype(int), average="macro", labels=[0, 1], zero_division=0.0))
 
 
-def _cp(k: int, n: int) -> tuple[float, float]:
+def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Two-sided ``level`` Clopper-Pearson interval of ``k`` successes in ``n`` (scipy ``binomtest``); NaN when ``n = 0``."""
     if n == 0:
         return float("nan"), float("nan")
-    ci = stats.binomtest(int(k), int(n)).proportion_ci(confidence_level=0.95, method="exact")
+    ci = stats.binomtest(int(k), int(n)).proportion_ci(confidence_level=level, method="exact")
     return float(ci.low), float(ci.high)
+
+
+_cp = clopper_pearson
 
 
 def _cells(study, rankers: Iterable[str] | None, seed: int):

@@ -82,7 +82,8 @@ def correct_predictions(pred: Predictions, pi_train: float, pi_test: float | Non
     pi_test = 1.0 / k if pi_test is None else pi_test
     return Predictions(pred.qids, pred.labels, prior_correct(pred.probs, pi_train, pi_test),
                        prior_correct(pred.samples, pi_train, pi_test),
-                       meta={**pred.meta, "prior_correction": {"pi_train": pi_train, "pi_test": pi_test}})
+                       meta={**pred.meta, "prior_correction": {"pi_train": pi_train, "pi_test": pi_test}},
+                       mask=pred.mask, docids=pred.docids)
 
 
 def prior_ece_by_negatives(study, rankers: Iterable[str] | None = None, *, seed: int | None = None,

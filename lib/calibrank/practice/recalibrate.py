@@ -144,9 +144,12 @@ def fit_recalibrator(method: str, probs: np.ndarray, labels: np.ndarray, *, pi_t
 
 
 def recalibrate(pred: Predictions, recal: Recalibrator) -> Predictions:
-    """``pred`` with ``probs`` and every sample passed through ``recal``."""
-    return Predictions(pred.qids, pred.labels, np.clip(recal(pred.probs), 0.0, 1.0),
-                       np.clip(recal(pred.samples), 0.0, 1.0), meta={**pred.meta, "recalibrated": recal.method})
+    """``pred`` with ``probs`` and every sample passed through ``recal`` (a padded slot stays 0)."""
+    probs, samples = np.clip(recal(pred.probs), 0.0, 1.0), np.clip(recal(pred.samples), 0.0, 1.0)
+    if pred.mask is not None:
+        probs, samples = np.where(pred.mask, probs, 0.0), np.where(pred.mask, samples, 0.0)
+    return Predictions(pred.qids, pred.labels, probs, samples, meta={**pred.meta, "recalibrated": recal.method},
+                       mask=pred.mask, docids=pred.docids)
 
 
 def _test_conditions(study, ranker: str, train_corpus: str):

@@ -211,12 +211,17 @@ def selective_intervals(conf: np.ndarray, loss: np.ndarray, *, coverage: float =
 
 
 def confidences(pred) -> tuple[pd.DataFrame, np.ndarray]:
-    """``(confidence per query for each of :data:`CONFIDENCES` (NaN column where undefined), loss [Q])``."""
+    """``(confidence per query for each of :data:`CONFIDENCES` (NaN column where undefined), loss [Q])``.
+
+    The loss is 1 when the top-ranked candidate is not relevant (so on a query without a
+    relevant candidate every answer is wrong). With lists of different lengths a padded slot
+    holds probability 0, so the margin of a one-candidate list is its top probability.
+    """
     sig = query_signals(pred)
     probs = np.sort(pred.probs, axis=1)
     margin = probs[:, -1] - probs[:, -2] if probs.shape[1] > 1 else np.full(probs.shape[0], np.nan)
     conf = pd.DataFrame({"top prob": sig["top prob"].to_numpy(), "margin": margin, "-top var": -sig["top var"].to_numpy()})
-    return conf, 1.0 - sig["R@1"].to_numpy()
+    return conf, 1.0 - sig["top relevant"].to_numpy()
 
 
 def selective_table(study, rankers: Iterable[str] | None = None, *, coverage: float = COVERAGE,

@@ -1,0 +1,29 @@
+"""With several samples per score (MC Dropout passes, ensemble members): risk-aware re-ranking.
+
+``E[R] - b var[R] - 2b sum cov`` (Penha & Hauff 2021, section 3.2.4; :mod:`calibrank.risk`)
+with ``b`` chosen on the validation queries by R@1 from 0, 0.1, ..., 1 and applied to the
+test queries, against the mean ranker (paired t-test over test queries). Padded slots have no
+variance nor covariance and rank last. Without samples (S = 1) there is nothing to re-rank and
+the table is empty.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..predictions import Predictions
+from ..risk import risk_aware_table
+from .selfcheck import checked
+
+__all__ = ["risk_aware"]
+
+
+def risk_aware(valid: Predictions, test: Predictions) -> pd.DataFrame:
+    """One row (:func:`calibrank.risk.risk_aware_table`; R@1 over the relevant candidates of each list), or none
+    without samples."""
+    if test.n_samples < 2 or valid.n_samples < 2:
+        return pd.DataFrame(columns=["metric", "b", "valid_value", "mean_ranker", "risk_aware", "rel_change",
+                                     "pvalue", "n", "note"])
+    row = risk_aware_table(valid, test, metric="R@1")
+    return checked("risk-aware", pd.DataFrame([row]), keys=("b",), unit=("mean_ranker", "risk_aware", "valid_value"),
+                   nonneg=("n",))
