@@ -1,0 +1,2 @@
+def score_checkpoint(*a, **k):
+    raise NotImplementedError
