@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 
 from .scored import AssessError, ScoredRun, ScoreKind
 
-__all__ = ["Qrels", "Rows", "Locate", "assemble", "check_kind", "check_relevant_at", "factorize", "first_duplicate", "to_str_array"]
+__all__ = ["Qrels", "Rows", "Locate", "assemble", "check_kind", "check_relevant_at", "factorize", "first_duplicate", "to_str_array", "two_places"]
 
 Locate = Callable[[Sequence[int]], list[str]]
 
@@ -133,6 +133,12 @@ def _n_words(docid: np.ndarray) -> int:
     return -(-max(1, docid.dtype.itemsize // 4) // 2)
 
 
+def two_places(first: str, second: str) -> str:
+    """"f, line 3" and "f, line 9" as "f, lines 3 and 9"; places in two inputs stay whole."""
+    (fa, _, na), (fb, _, nb) = first.rpartition(", line "), second.rpartition(", line ")
+    return f"{fa}, lines {na} and {nb}" if fa and fa == fb else f"{first} and {second}"
+
+
 class _Collision(Exception):
     """Two different (qid, docid) pairs share a key: retry with another salt."""
 
@@ -185,7 +191,7 @@ class Qrels:
         _, qcode = np.unique(qids, return_inverse=True)
         dup = first_duplicate(qcode.astype(np.int64), docids)
         if dup is not None:
-            raise AssessError(f"{self.source}: (qid {qids[dup[0]]!r}, docid {docids[dup[0]]!r}) is judged twice "
+            raise AssessError(f"{self.source}: (qid {str(qids[dup[0]])!r}, docid {str(docids[dup[0]])!r}) is judged twice "
                               f"(entries {dup[0]} and {dup[1]}); expected one judgment per pair")
         object.__setattr__(self, "qids", qids)
         object.__setattr__(self, "docids", docids)
@@ -232,12 +238,12 @@ def _check_scores(rows: Rows, kind: ScoreKind) -> None:
     bad = ~np.isfinite(rows.score)
     if bad.any():
         i = int(np.argmax(bad))
-        raise AssessError(f"{rows.where(i)}: score {rows.score[i]!r} is not a finite number; expected a finite score")
+        raise AssessError(f"{rows.where(i)}: score {float(rows.score[i])!r} is not a finite number; expected a finite score")
     if kind is ScoreKind.probability:
         out = (rows.score < 0) | (rows.score > 1)
         if out.any():
             i = int(np.argmax(out))
-            raise AssessError(f"{rows.where(i)}: score {rows.score[i]!r} lies outside [0, 1], which kind='probability' "
+            raise AssessError(f"{rows.where(i)}: score {float(rows.score[i])!r} lies outside [0, 1], which kind='probability' "
                               "expects; say kind='logit' (sigmoid of the score) or kind='score' (any scale)")
 
 
@@ -255,9 +261,10 @@ def _check_rank_order(rows: Rows) -> None:
         i = int(np.argmax(clash))
         a, b = (i, i + 1) if order is None else (int(order[i]), int(order[i + 1]))
         la, lb = rows.locate([a, b])
-        warnings.warn(f"{rows.name}: ranks disagree with the scores' order in {int(clash.sum())} places (first: {la}, rank "
-                      f"{r[i]:g}, score {s[i]!r}; {lb}, rank {r[i + 1]:g}, score {s[i + 1]!r}); the scores decide the "
-                      "order, as in trec_eval", UserWarning, stacklevel=3)
+        n = int(clash.sum())
+        warnings.warn(f"{rows.name}: ranks disagree with the scores' order in {n} place{'s' if n > 1 else ''} (first: {la}, "
+                      f"rank {r[i]:g}, score {float(s[i])!r}; {lb}, rank {r[i + 1]:g}, score {float(s[i + 1])!r}); the "
+                      "scores decide the order, as in trec_eval", UserWarning, stacklevel=3)
 
 
 def _qrels_from_labels(base: Rows) -> Qrels:
@@ -265,7 +272,7 @@ def _qrels_from_labels(base: Rows) -> Qrels:
     bad = has & (base.label != np.round(base.label))
     if bad.any():
         i = int(np.argmax(bad))
-        raise AssessError(f"{base.where(i)}: label {base.label[i]!r} is not an integer grade; expected 0, 1, 2, ...")
+        raise AssessError(f"{base.where(i)}: label {float(base.label[i])!r} is not an integer grade; expected 0, 1, 2, ...")
     names = np.asarray(base.qnames, dtype=str)
     return Qrels(names[base.qcode[has]], base.docid[has], base.label[has].astype(np.int64), source=base.name)
 
@@ -296,11 +303,9 @@ def assemble(samples: Sequence[Rows], qrels: Qrels | None, *, kind: Any, relevan
         local = np.fromiter((index.setdefault(q, len(index)) for q in rows.qnames), np.int64, len(rows.qnames))
         qcodes.append(local[rows.qcode])
     names = list(index)
-    if qrels is None:
-        if any(r.label is None for r in samples):
-            raise AssessError(f"{source}: no qrels and no labels; give qrels or a label column")
-        qrels = _qrels_from_labels(base)
-    n_words = max([_n_words(r.docid) for r in samples] + [_n_words(qrels.docids)])
+    if qrels is None and any(r.label is None for r in samples):
+        raise AssessError(f"{source}: no qrels and no labels; give qrels or a label column")
+    n_words = max([_n_words(r.docid) for r in samples] + ([] if qrels is None else [_n_words(qrels.docids)]))
     for salt in range(_SALTS):
         try:
             return _assemble(samples, qcodes, names, qrels, kind, relevant_at, source, dict(meta or {}), n_words, salt)
@@ -354,8 +359,7 @@ def _sorted_keys(rows: Rows, qcode: np.ndarray, grid: _Grid, n_words: int, salt:
         if dup is None:
             raise _Collision
         i, j = dup
-        la, lb = rows.locate([i, j])
-        raise AssessError(f"{la} and {lb}: (qid {rows.qnames[rows.qcode[i]]!r}, docid {str(rows.docid[i])!r}) appears "
+        raise AssessError(f"{two_places(*rows.locate([i, j]))}: (qid {rows.qnames[rows.qcode[i]]!r}, docid {str(rows.docid[i])!r}) appears "
                           "twice; expected each candidate once per query")
     return order, ordered
 
@@ -389,7 +393,7 @@ def _search_rows(ordered: np.ndarray, counts: np.ndarray, rows: np.ndarray, keys
     return np.where(found, lo, -1)
 
 
-def _assemble(samples: Sequence[Rows], qcodes: list[np.ndarray], names: list[str], qrels: Qrels, kind: ScoreKind,
+def _assemble(samples: Sequence[Rows], qcodes: list[np.ndarray], names: list[str], qrels: Qrels | None, kind: ScoreKind,
               relevant_at: int, source: str, meta: dict[str, Any], n_words: int, salt: int) -> ScoredRun:
     nq = len(names)
     base, qb = samples[0], qcodes[0]
@@ -419,10 +423,12 @@ def _assemble(samples: Sequence[Rows], qcodes: list[np.ndarray], names: list[str
             if differ.any():
                 r, c = np.argwhere(differ)[0]
                 i = int(grid.rows()[r, c])
-                raise AssessError(f"{base.where(i)}: label {labels[0][r, c]!r} differs from the label {labels[-1][r, c]!r} "
+                raise AssessError(f"{base.where(i)}: label {float(labels[0][r, c])!r} differs from the label {float(labels[-1][r, c])!r} "
                                   f"that {rows.name} gives the same (qid, docid); expected one label per candidate")
 
-    # the qrels, joined on (qid, docid)
+    # the qrels (or the rows' own labels), joined on (qid, docid)
+    if qrels is None:
+        qrels = _qrels_from_labels(base)
     index = {q: i for i, q in enumerate(names)}
     qq = np.fromiter((index.get(q, -1) for q in qrels.qids.tolist()), np.int64, len(qrels))
     inrun = qq >= 0

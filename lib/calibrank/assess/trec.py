@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
-from .inputs import Locate, Qrels, Rows, first_duplicate, assemble, check_kind, check_relevant_at, factorize, to_str_array
+from .inputs import Locate, Qrels, Rows, first_duplicate, assemble, check_kind, check_relevant_at, factorize, to_str_array, two_places
 from .scored import AssessError, ScoredRun
 
 __all__ = ["read_qrels", "read_runs"]
@@ -135,8 +135,7 @@ def read_qrels(path: PathLike) -> Qrels:
     docids = to_str_array(table["docid"])
     dup = first_duplicate(qcode, docids)
     if dup is not None:
-        a, b = line_locator(path)(dup)
-        raise AssessError(f"{a} and {b}: (qid {table['qid'][dup[0]].as_py()!r}, docid {docids[dup[0]]!r}) is judged "
+        raise AssessError(f"{two_places(*line_locator(path)(dup))}: (qid {table['qid'][dup[0]].as_py()!r}, docid {str(docids[dup[0]])!r}) is judged "
                           "twice; expected one judgment per (qid, docid)")
     return Qrels(to_str_array(table["qid"]), docids, table["relevance"].to_numpy(), source=str(path))
 

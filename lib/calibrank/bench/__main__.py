@@ -26,6 +26,8 @@ Sections (each can be left out with ``--skip``):
   loop's GFLOP/s per precision on the same queries, and its fraction of the peak.
 - ``peak_memory`` (:mod:`calibrank.bench.memory`): peak resident memory of a training run and of
   PG-DRR's Gibbs sampler, each in a fresh subprocess beside its imports-only baseline.
+- ``assess_io`` (:mod:`calibrank.bench.assess_io`): reading a synthetic 7 M-line TREC run with
+  qrels against ir_measures' reader (lines/s, peak memory), and ranx's R@1 / MRR / nDCG@10 on it.
 
 Every ratio is written beside its target and whether it is met (``targets`` in each section).
 Results are merged into ``DIR/bench.json`` (other top-level sections are kept; ``machine``, from
@@ -51,12 +53,12 @@ from .render import write_results
 
 __all__ = ["SECTIONS", "main"]
 
-SECTIONS = ("bm25", "embedding", "peak", "training", "inference", "inference_flops", "memory")
+SECTIONS = ("bm25", "embedding", "peak", "training", "inference", "inference_flops", "memory", "assess_io")
 
 # --quick: the value of every option still at its default (sized for a few minutes on 2 cores)
 QUICK = {"n_responses": 5_000, "n_queries": 20, "n_embed": 1_000, "train_steps": 6,
          "train_warmup": 2, "inference_queries": 8, "inference_repeats": 2, "short_train_queries": 8,
-         "memory_train_steps": 3, "gibbs_sizes": [256], "gibbs_steps": 5}
+         "memory_train_steps": 3, "gibbs_sizes": [256], "gibbs_steps": 5, "assess_queries": 700, "assess_depth": 100}
 
 
 def _int_list(text: str) -> list[int]:
@@ -103,6 +105,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     g.add_argument("--gibbs-chains", type=int, default=None, help="Gibbs chains (default: the profile's pg_drr.gibbs_chains)")
     g.add_argument("--gibbs-steps", type=int, default=None, help="Gibbs steps (default: the profile's pg_drr.gibbs_steps)")
     g.add_argument("--memory-timeout", type=float, default=900.0, help="seconds allowed to each memory subprocess")
+    g = parser.add_argument_group("reading a user's run (assess_io)")
+    g.add_argument("--assess-queries", type=int, default=7000, help="queries of the synthetic TREC run")
+    g.add_argument("--assess-depth", type=int, default=1000, help="candidates per query of the synthetic TREC run")
+    g.add_argument("--assess-repeats", type=int, default=1, help="round-robin repeats of the three jobs (fastest kept)")
     args = parser.parse_args(argv)
     if args.quick:
         for name, value in QUICK.items():
@@ -112,7 +118,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if bad or not args.precisions:
         parser.error(f"--precisions must be a comma-separated subset of fp32,bf16, got {args.precisions}")
     for name in ("n_responses", "n_queries", "n_embed", "k", "train_steps", "train_warmup", "train_rounds", "inference_queries",
-                 "inference_repeats", "short_train_queries", "memory_train_steps", "peak_n", "peak_repeats"):
+                 "inference_repeats", "short_train_queries", "memory_train_steps", "peak_n", "peak_repeats", "assess_queries", "assess_depth",
+                 "assess_repeats"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be a positive integer, got {getattr(args, name)}")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -133,6 +140,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         _rankers(args, out, machine, peak)
         if "peak" not in args.skip and not {"training", "inference_flops"} <= set(args.skip):
             _peak_again(args, out)
+    if "assess_io" not in args.skip:
+        _assess_io(args, out, machine)
     log(f"wrote {Path(out) / 'bench.json'}, bench.md and bench.html")
     return 0
 
@@ -274,6 +283,16 @@ def _rankers(args: argparse.Namespace, out: Path, machine: dict[str, Any], peak:
                            device=device.type, timeout_s=args.memory_timeout)
         write_results(out, {SECTION: {**res, **common}})
         log(f"memory: training +{res['training'].get('increment_mb', float('nan')):.0f} MB")
+
+
+def _assess_io(args: argparse.Namespace, out: Path, machine: dict[str, Any]) -> None:
+    from .assess_io import SECTION, bench_assess_io
+
+    res = bench_assess_io(args.assess_queries, args.assess_depth, seed=args.seed, repeats=args.assess_repeats)
+    write_results(out, {SECTION: {**res, "machine": machine}})
+    ours, ref = res["calibrank"], res["ir_measures"]
+    log(f"assess_io: read_runs {ours.get('lines_per_s', float('nan')) / 1e6:.2f} M lines/s, peak {ours.get('peak_mb', float('nan')):.0f} MB; "
+        f"ir_measures {ref.get('lines_per_s', float('nan')) / 1e6:.2f} M lines/s (x{res['speedup_over_ir_measures']:.1f})")
 
 
 if __name__ == "__main__":
