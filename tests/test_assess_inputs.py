@@ -341,3 +341,31 @@ def test_load_hands_a_checkpoint_to_the_scorer(monkeypatch):
     inputs = load(checkpoint="model", queries="test.jsonl", valid_queries="valid.jsonl", passes=3, score="logit", relevant_at=2)
     assert calls == [("model", "test.jsonl", 3, {}), ("model", "valid.jsonl", 3, {})]
     assert inputs.test.relevant_at == 2 and inputs.test.kind is ScoreKind.logit
+
+
+# --------------------------------------------------------------------------- benchmark
+
+
+def test_bench_assess_io_tiny(tmp_path):
+    """The reading jobs run in their subprocesses and agree on what they read; no timing is checked."""
+    from calibrank.bench.assess_io import bench_assess_io
+
+    res = bench_assess_io(12, 8, seed=2, jobs=("calibrank", "ir_measures"), work_dir=tmp_path)
+    assert res["lines"] == 96 and res["ranx"] == {"skipped": True}
+    ours, ref = res["calibrank"], res["ir_measures"]
+    assert "error" not in ours and "error" not in ref, (ours, ref)
+    assert ours["candidates"] == ref["candidates"] == 96 and ours["queries"] == 12
+    assert ours["lines_per_s"] > 0 and ours["peak_mb"] >= ours["baseline_mb"] > 0
+    assert [t["figure"] for t in res["targets"]][:2] == ["read_runs lines/s (M)", "read_runs peak memory (GB)"]
+    json.dumps(res)
+
+
+@pytest.mark.slow
+def test_bench_assess_io_ranx(tmp_path):
+    """ranx's metrics on the synthetic run (numba compiles them first: minutes on a busy machine)."""
+    from calibrank.bench.assess_io import bench_assess_io
+
+    rx = bench_assess_io(12, 8, seed=2, jobs=("ranx",), work_dir=tmp_path)["ranx"]
+    assert "error" not in rx, rx
+    assert set(rx["metrics"]) == {"recall@1", "mrr", "ndcg@10"} and rx["metrics_agree"]
+    assert all(0 <= v <= 1 for v in rx["metrics"].values())

@@ -172,9 +172,13 @@ def run_child(job: str, run: Path, qrels: Path, *, timeout_s: float = 900.0) -> 
 
 
 def bench_assess_io(n_queries: int = 7000, depth: int = 1000, *, seed: int = 0, repeats: int = 1,
-                    work_dir: str | os.PathLike | None = None, timeout_s: float = 900.0) -> dict[str, Any]:
+                    jobs: Sequence[str] = _JOBS, work_dir: str | os.PathLike | None = None,
+                    timeout_s: float = 900.0) -> dict[str, Any]:
     """Write the synthetic run, then time each job ``repeats`` times, round robin (the fastest run of each is kept)."""
     repeats = positive_int(repeats, "repeats")
+    unknown = [j for j in jobs if j not in _JOBS]
+    if unknown or not jobs:
+        raise ValueError(f"jobs must be a non-empty subset of {_JOBS}, got {list(jobs)}")
     with tempfile.TemporaryDirectory(prefix="calibrank-bench-assess-", dir=work_dir) as tmp:
         t0 = time.perf_counter()
         run, qrels = make_synthetic_run(tmp, n_queries, depth, seed)
@@ -182,15 +186,15 @@ def bench_assess_io(n_queries: int = 7000, depth: int = 1000, *, seed: int = 0, 
         lines = n_queries * depth
         size_mb = run.stat().st_size / 2**20
         log(f"assess_io: synthetic run {n_queries} x {depth} = {lines:,} lines, {size_mb:.0f} MB (written in {write_s:.1f} s)")
-        runs: dict[str, list[dict[str, Any]]] = {job: [] for job in _JOBS}
+        runs: dict[str, list[dict[str, Any]]] = {job: [] for job in jobs}
         for _ in range(repeats):
-            for job in _JOBS:
+            for job in jobs:
                 res = run_child(job, run, qrels, timeout_s=timeout_s)
                 runs[job].append(res)
                 log(f"assess_io: {job}: " + (res["error"] if "error" in res else
                                              f"{res['seconds']:.2f} s, peak +{res['increment_mb']:.0f} MB"))
     best = {job: min((r for r in rs if "error" not in r), key=lambda r: r["seconds"], default=rs[-1]) for job, rs in runs.items()}
-    ours, ref, rx = best["calibrank"], best["ir_measures"], best["ranx"]
+    ours, ref, rx = (best.get(job, {"skipped": True}) for job in _JOBS)
     for res in (ours, ref):
         if "seconds" in res:
             res["lines_per_s"] = lines / res["seconds"]
