@@ -98,6 +98,31 @@ def test_samples_with_different_pairs_name_both_files_and_a_pair(tmp_path):
         read_runs([RUN, shorter], QRELS)
 
 
+def test_hash_collisions_are_retried_not_trusted(monkeypatch, tmp_path):
+    """With the first salt's keys cut to two bits, most pairs collide: the answers must not change."""
+    from calibrank.assess import inputs
+
+    expected = read_runs([RUN, RUN2], QRELS)
+    real = inputs._keys
+    salts = []
+
+    def coarse(q, d, n, salt):
+        salts.append(salt)
+        return real(q, d, n, salt) & np.uint64(3) if salt == 0 else real(q, d, n, salt)
+
+    monkeypatch.setattr(inputs, "_keys", coarse)
+    _assert_same(read_runs([RUN, RUN2], QRELS), expected)
+    assert 0 in salts and 1 in salts
+    with pytest.raises(AssessError, match=r"lines 1 and 4: \(qid 'q1', docid 'd1'\) appears twice"):
+        read_runs(_write(tmp_path, "d.run", GOOD + "q2 Q0 d1 1 0.5 t\nq1 Q0 d1 3 0.1 t\n"), QRELS)
+
+
+def test_crlf_lines_read_the_same(tmp_path):
+    crlf = tmp_path / "crlf.run"
+    crlf.write_bytes(RUN.read_bytes().replace(b"\n", b"\r\n"))
+    _assert_same(read_runs(crlf, QRELS), read_runs(RUN, QRELS))
+
+
 def test_gzip_and_qrels_object(tmp_path):
     import gzip
 
@@ -150,6 +175,8 @@ GOOD = "q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2 0.25 t\n"
     ("q1 Q0 d3 1 -inf t\n" + GOOD, "line 1", r"score -inf is not a finite number"),
     (GOOD + "q2 Q0 d1 1 0.5 t\nq1 Q0 d1 3 0.1 t\n", "lines 1 and 4", r"\(qid 'q1', docid 'd1'\) appears twice"),
     (" q1 Q0 d1 1 0.5\n", "line 1", r"5 whitespace-separated columns; expected 6"),
+    (GOOD + "q1 Q0 d3 3 0.1 \n", "line 3", r"5 whitespace-separated columns; expected 6"),
+    ("q1  d3 3 0.1 t\n" + GOOD, "line 1", r"5 whitespace-separated columns; expected 6"),
 ])
 def test_malformed_run_lines_are_named(tmp_path, text, line, what):
     run = _write(tmp_path, "bad.run", text)

@@ -346,22 +346,24 @@ class _Grid:
         return self(np.arange(len(self.order) if self.order is not None else int(self.counts.sum())), fill=-1)
 
 
-def _sorted_keys(rows: Rows, qcode: np.ndarray, grid: _Grid, n_words: int, salt: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(order, sorted)``: each query's keys sorted (padded slots last); a repeated (qid, docid) is an error."""
+def _sorted_keys(rows: Rows, qcode: np.ndarray, grid: _Grid, n_words: int, salt: int,
+                 need_order: bool) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """``(keys, order, sorted)`` per query (padded slots last; ``order`` only when asked for: an argsort costs
+    more than a sort); a repeated (qid, docid) is an error naming both lines."""
     keys = _keys(qcode, rows.docid, n_words, salt)
     if (keys == _PAD).any():
         raise _Collision
     kg = grid(keys, fill=_PAD)
-    order = np.argsort(kg, axis=1)
-    ordered = np.take_along_axis(kg, order, axis=1)
+    order = np.argsort(kg, axis=1) if need_order else None
+    ordered = np.take_along_axis(kg, order, axis=1) if need_order else np.sort(kg, axis=1)
     if ((ordered[:, 1:] == ordered[:, :-1]) & grid.mask[:, 1:]).any():
         dup = first_duplicate(qcode, rows.docid)
         if dup is None:
             raise _Collision
         i, j = dup
-        raise AssessError(f"{two_places(*rows.locate([i, j]))}: (qid {rows.qnames[rows.qcode[i]]!r}, docid {str(rows.docid[i])!r}) appears "
-                          "twice; expected each candidate once per query")
-    return order, ordered
+        raise AssessError(f"{two_places(*rows.locate([i, j]))}: (qid {rows.qnames[rows.qcode[i]]!r}, docid "
+                          f"{str(rows.docid[i])!r}) appears twice; expected each candidate once per query")
+    return kg, order, ordered
 
 
 def _not_same_pairs(base: Rows, rows: Rows, qb: np.ndarray, qr: np.ndarray, names: list[str], n_words: int,
@@ -377,20 +379,15 @@ def _not_same_pairs(base: Rows, rows: Rows, qb: np.ndarray, qr: np.ndarray, name
                        "expected the same candidates in every sample")
 
 
-def _search_rows(ordered: np.ndarray, counts: np.ndarray, rows: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    """For each (row, key): its position in ``ordered[row, :counts[row]]`` (sorted), or -1 where absent."""
-    lo = np.zeros(len(keys), np.int64)
-    hi = counts[rows].astype(np.int64)
-    while True:
-        active = lo < hi
-        if not active.any():
-            break
-        mid = (lo + hi) // 2
-        right = active & (ordered[rows, np.minimum(mid, ordered.shape[1] - 1)] < keys)
-        lo = np.where(right, mid + 1, lo)
-        hi = np.where(active & ~right, mid, hi)
-    found = (lo < counts[rows]) & (ordered[rows, np.minimum(lo, ordered.shape[1] - 1)] == keys)
-    return np.where(found, lo, -1)
+def _find_in_rows(kg: np.ndarray, rows: np.ndarray, keys: np.ndarray, chunk: int = 1 << 22) -> np.ndarray:
+    """For each (row, key): the column of ``kg[row]`` that holds the key, or -1 (rows hold distinct keys)."""
+    out = np.full(len(keys), -1, np.int64)
+    step = max(1, chunk // max(1, kg.shape[1]))
+    for start in range(0, len(keys), step):
+        eq = kg[rows[start:start + step]] == keys[start:start + step, None]
+        found = eq.any(axis=1)
+        out[start:start + step][found] = eq.argmax(axis=1)[found]
+    return out
 
 
 def _assemble(samples: Sequence[Rows], qcodes: list[np.ndarray], names: list[str], qrels: Qrels | None, kind: ScoreKind,
@@ -398,7 +395,7 @@ def _assemble(samples: Sequence[Rows], qcodes: list[np.ndarray], names: list[str
     nq = len(names)
     base, qb = samples[0], qcodes[0]
     grid = _Grid(qb, nq)
-    order_b, sorted_b = _sorted_keys(base, qb, grid, n_words, salt)
+    kg, order_b, sorted_b = _sorted_keys(base, qb, grid, n_words, salt, need_order=len(samples) > 1)
     docid = grid(base.docid, fill="")
     scores = [grid(base.score)]
     labels = [None if base.label is None else grid(base.label, fill=np.nan)]
@@ -406,7 +403,7 @@ def _assemble(samples: Sequence[Rows], qcodes: list[np.ndarray], names: list[str
         g = _Grid(qr, nq)
         if g.k != grid.k or not (g.counts == grid.counts).all():
             raise _not_same_pairs(base, rows, qb, qr, names, n_words, salt)
-        order_r, sorted_r = _sorted_keys(rows, qr, g, n_words, salt)
+        _, order_r, sorted_r = _sorted_keys(rows, qr, g, n_words, salt, need_order=True)
         if not (sorted_r == sorted_b).all():
             raise _not_same_pairs(base, rows, qb, qr, names, n_words, salt)
 
@@ -438,9 +435,12 @@ def _assemble(samples: Sequence[Rows], qcodes: list[np.ndarray], names: list[str
         raise AssessError(f"{base.name} shares no qid with {qrels.source}: run qids look like {names[:3]}, qrels qids "
                           f"like {sorted(set(qrels.qids.tolist()))[:3]}; expected the same query ids")
     q_code, q_docid, q_rel = qq[inrun], qrels.docids[inrun], qrels.relevance[inrun]
-    at = _search_rows(sorted_b, grid.counts, q_code, _keys(q_code, q_docid, n_words, salt))
+    keys_q = _keys(q_code, q_docid, n_words, salt)
+    if (keys_q == _PAD).any():
+        raise _Collision
+    at = _find_in_rows(kg, q_code, keys_q)
     hit = at >= 0
-    r, c = q_code[hit], order_b[q_code[hit], at[hit]]
+    r, c = q_code[hit], at[hit]
     if not (docid[r, c] == q_docid[hit]).all():
         raise _Collision
     relevance = np.zeros(docid.shape, np.int64)

@@ -57,17 +57,24 @@ def _normalised(data: bytes) -> bytes:
 
 
 def _parse(data: bytes, columns: Sequence[str], types: dict[str, pa.DataType]) -> pa.Table | None:
-    """The space-separated table, or None when arrow cannot read it (wrong column count, a value of the wrong type)."""
+    """The space-separated table, or None when arrow cannot read it (wrong column count, a value of the wrong type)
+    or a field is empty (a blank at the start or end of a line, or two in a row).
+
+    Only the columns in ``types`` are converted; the others (Q0, iter, tag) are checked to be
+    non-empty through the blanks around them, which costs less than converting them.
+    """
+    if b"  " in data or b" \n" in data or data.endswith(b" "):
+        return None
     try:
         table = pcsv.read_csv(
             pa.BufferReader(data),
             read_options=pcsv.ReadOptions(column_names=list(columns), block_size=1 << 24),
             parse_options=pcsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False),
-            convert_options=pcsv.ConvertOptions(column_types={c: types.get(c, pa.string()) for c in columns},
-                                                null_values=[""], strings_can_be_null=True))
+            convert_options=pcsv.ConvertOptions(column_types=types, include_columns=list(types), null_values=[""],
+                                                strings_can_be_null=True))
     except pa.ArrowInvalid:
         return None
-    return None if any(table[c].null_count for c in columns) else table
+    return None if any(table[c].null_count for c in types) else table
 
 
 def _first_bad_line(path: Path, data: bytes, columns: Sequence[str], numeric: dict[str, type]) -> str | None:
@@ -130,7 +137,8 @@ def line_locator(path: Path, data_rows_from: int = 0) -> Locate:
 def read_qrels(path: PathLike) -> Qrels:
     """The graded judgments of a TREC qrels file (``qid iter docid relevance``; ``iter`` is ignored)."""
     path = Path(path)
-    table = _read_whitespace_table(path, "TREC qrels", QRELS_COLUMNS, {"relevance": pa.int64()}, {"relevance": int})
+    table = _read_whitespace_table(path, "TREC qrels", QRELS_COLUMNS,
+                                   {"qid": pa.string(), "docid": pa.string(), "relevance": pa.int64()}, {"relevance": int})
     qcode, _ = factorize(table["qid"])
     docids = to_str_array(table["docid"])
     dup = first_duplicate(qcode, docids)
@@ -141,7 +149,9 @@ def read_qrels(path: PathLike) -> Qrels:
 
 
 def _run_rows(path: Path) -> Rows:
-    table = _read_whitespace_table(path, "TREC run", RUN_COLUMNS, {"score": pa.float64()}, {"score": float})
+    table = _read_whitespace_table(path, "TREC run", RUN_COLUMNS,
+                                   {"qid": pa.string(), "docid": pa.string(), "rank": pa.string(), "score": pa.float64()},
+                                   {"score": float})
     qcode, qnames = factorize(table["qid"])
     try:
         rank = pc.cast(table["rank"], pa.float64()).to_numpy()
