@@ -388,11 +388,15 @@ def test_bench_assess_io_tiny(tmp_path):
 
 
 @pytest.mark.slow
-def test_bench_assess_io_ranx(tmp_path):
-    """ranx's metrics on the synthetic run (numba compiles them first: minutes on a busy machine)."""
-    from calibrank.bench.assess_io import bench_assess_io
+def test_bench_main_runs_assess_io_with_ranx(tmp_path):
+    """``python -m calibrank.bench`` runs the section; ranx's metrics come out (numba compiles them: minutes when busy)."""
+    from calibrank.bench.__main__ import SECTIONS, main
 
-    rx = bench_assess_io(12, 8, seed=2, jobs=("ranx",), work_dir=tmp_path)["ranx"]
+    skip = [x for name in SECTIONS if name != "assess_io" for x in ("--skip", name)]
+    assert main(["--out", str(tmp_path), *skip, "--assess-queries", "12", "--assess-depth", "8", "--seed", "2"]) == 0
+    res = json.loads((tmp_path / "bench.json").read_text())["assess_io"]
+    rx = res["ranx"]
     assert "error" not in rx, rx
     assert set(rx["metrics"]) == {"recall@1", "mrr", "ndcg@10"} and rx["metrics_agree"]
     assert all(0 <= v <= 1 for v in rx["metrics"].values())
+    assert "read_runs lines/s (M)" in (tmp_path / "bench.md").read_text()

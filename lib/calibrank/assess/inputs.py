@@ -78,6 +78,15 @@ def factorize(arr: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
     return np.repeat(head_codes, np.diff(np.append(heads, n))), list(index)
 
 
+def _is_ascii(arr: pa.Array) -> bool:
+    """Every byte of the strings' values is below 128 (read from arrow's value buffer, no per-string work)."""
+    if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)) or arr.buffers()[2] is None:
+        return bool(pc.all(pc.string_is_ascii(arr)).as_py())
+    offsets = np.frombuffer(arr.buffers()[1], np.int64 if pa.types.is_large_string(arr.type) else np.int32)
+    lo, hi = int(offsets[arr.offset]), int(offsets[arr.offset + len(arr)])
+    return hi <= lo or int(np.frombuffer(arr.buffers()[2], np.uint8)[lo:hi].max()) < 128
+
+
 def to_str_array(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """A numpy ``str`` array of an arrow string column (ASCII goes through fixed-width bytes, with no Python objects).
 
@@ -89,7 +98,7 @@ def to_str_array(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
         return np.zeros(0, "U2")
     width = max(1, pc.max(pc.binary_length(arr)).as_py() or 0)
     width += width % 2
-    if pc.all(pc.string_is_ascii(arr)).as_py():
+    if _is_ascii(arr):
         fixed = pc.ascii_rpad(arr, width=width, padding="\x00").cast(pa.binary(width))
         raw = np.frombuffer(fixed.buffers()[1], np.uint8)[fixed.offset * width:(fixed.offset + len(fixed)) * width]
         return np.ascontiguousarray(raw.reshape(-1, width).astype(np.uint32)).view(f"<U{width}").ravel()
@@ -427,7 +436,8 @@ def _assemble(samples: Sequence[Rows], qcodes: list[np.ndarray], names: list[str
     if qrels is None:
         qrels = _qrels_from_labels(base)
     index = {q: i for i, q in enumerate(names)}
-    qq = np.fromiter((index.get(q, -1) for q in qrels.qids.tolist()), np.int64, len(qrels))
+    distinct, inverse = np.unique(qrels.qids, return_inverse=True)
+    qq = np.fromiter((index.get(q, -1) for q in distinct.tolist()), np.int64, len(distinct))[inverse]
     inrun = qq >= 0
     judged_q = np.zeros(nq, bool)
     judged_q[qq[inrun]] = True
@@ -454,7 +464,7 @@ def _assemble(samples: Sequence[Rows], qcodes: list[np.ndarray], names: list[str
     meta.update(files=[r_.name for r_ in samples], qrels=qrels.source, rows=len(qb), queries_in_run=nq,
                 dropped_queries=len(dropped), dropped_qids=dropped[:_SHOWN],
                 qrels_queries_not_in_run=int(np.unique(qrels.qids[~inrun]).size))
-    stacked = np.stack(scores)
+    stacked = scores[0][None] if len(scores) == 1 else np.stack(scores)
     keep = slice(None) if judged_q.all() else judged_q
     return ScoredRun(np.asarray(names, dtype=str)[keep], docid[keep], grid.mask[keep], stacked[:, keep], relevance[keep],
                      judged[keep], n_relevant[keep], kind, relevant_at, source, meta)

@@ -10,8 +10,9 @@ subprocess (``python -m calibrank.bench.assess_io --child JOB``) run one after t
 - ``ranx``: R@1, MRR and nDCG@10 with ``ranx.evaluate`` on the same run: building ranx's
   ``Qrels`` / ``Run`` from dicts, the first evaluation (numba compiles it) and a second one.
 
-Each job reports its wall time, lines/s and peak resident memory above its imports-only
-baseline (VmHWM, as in :mod:`calibrank.bench.memory`). The targets: >= 1 M lines/s and
+Each job reports its wall time, its CPU time (all threads; on a shared machine the wall time
+also holds the time spent waiting for a core), lines/s and peak resident memory above its
+imports-only baseline (VmHWM, as in :mod:`calibrank.bench.memory`). The targets: >= 1 M lines/s and
 <= 4 GB peak for ``read_runs``.
 """
 
@@ -115,6 +116,7 @@ def _child(job: str, run: str, qrels: str) -> dict[str, Any]:
         raise ValueError(f"job must be one of {_JOBS}, got {job!r}")
     baseline, source = peak_rss_mb()
     out: dict[str, Any] = {}
+    c0 = time.process_time()
     t0 = time.perf_counter()
     if job == "calibrank":
         scored = read_runs(run, qrels)
@@ -144,6 +146,7 @@ def _child(job: str, run: str, qrels: str) -> dict[str, Any]:
         out["metrics"] = {k: float(v) for k, v in again.items()}
         out["metrics_agree"] = all(abs(float(first[k]) - float(again[k])) < 1e-12 for k in first)
     out["seconds"] = time.perf_counter() - t0
+    out["cpu_s"] = time.process_time() - c0  # all threads: on a busy machine, what the job itself took
     peak = peak_rss_mb()[0]
     out.update(baseline_mb=baseline, peak_mb=peak, increment_mb=max(0.0, peak - baseline), rss_source=source)
     return out
