@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import warnings
 
@@ -10,13 +11,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from calibrank.assess import inputs
 from calibrank.assess import load as load_mod
 from calibrank.assess.inputs import Qrels
 from calibrank.assess.load import load
 from calibrank.assess.scored import AssessError, ScoreKind
 from calibrank.assess.tables import from_dataframe, read_table
 from calibrank.assess.trec import read_qrels, read_runs
-from calibrank.bench.assess_io import make_synthetic_run
+from calibrank.bench.__main__ import SECTIONS, main
+from calibrank.bench.assess_io import bench_assess_io, make_synthetic_run
 
 from conftest import FIXTURES
 
@@ -100,8 +103,6 @@ def test_samples_with_different_pairs_name_both_files_and_a_pair(tmp_path):
 
 def test_hash_collisions_are_retried_not_trusted(monkeypatch, tmp_path):
     """With the first salt's keys cut to two bits, most pairs collide: the answers must not change."""
-    from calibrank.assess import inputs
-
     expected = read_runs([RUN, RUN2], QRELS)
     real = inputs._keys
     salts = []
@@ -124,8 +125,6 @@ def test_crlf_lines_read_the_same(tmp_path):
 
 
 def test_gzip_and_qrels_object(tmp_path):
-    import gzip
-
     gz = tmp_path / "run.txt.gz"
     gz.write_bytes(gzip.compress(RUN.read_bytes()))
     a, b = read_runs(gz, read_qrels(QRELS)), read_runs(RUN, QRELS)
@@ -375,8 +374,6 @@ def test_load_hands_a_checkpoint_to_the_scorer(monkeypatch):
 
 def test_bench_assess_io_tiny(tmp_path):
     """The reading jobs run in their subprocesses and agree on what they read; no timing is checked."""
-    from calibrank.bench.assess_io import bench_assess_io
-
     res = bench_assess_io(12, 8, seed=2, jobs=("calibrank", "ir_measures"), work_dir=tmp_path)
     assert res["lines"] == 96 and res["ranx"] == {"skipped": True}
     ours, ref = res["calibrank"], res["ir_measures"]
@@ -390,8 +387,6 @@ def test_bench_assess_io_tiny(tmp_path):
 @pytest.mark.slow
 def test_bench_main_runs_assess_io_with_ranx(tmp_path):
     """``python -m calibrank.bench`` runs the section; ranx's metrics come out (numba compiles them: minutes when busy)."""
-    from calibrank.bench.__main__ import SECTIONS, main
-
     skip = [x for name in SECTIONS if name != "assess_io" for x in ("--skip", name)]
     assert main(["--out", str(tmp_path), *skip, "--assess-queries", "12", "--assess-depth", "8", "--seed", "2"]) == 0
     res = json.loads((tmp_path / "bench.json").read_text())["assess_io"]
