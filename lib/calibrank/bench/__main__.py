@@ -28,7 +28,9 @@ Sections (each can be left out with ``--skip``):
   PG-DRR's Gibbs sampler, each in a fresh subprocess beside its imports-only baseline.
 - ``assess_engine`` (``--skip assess``; :mod:`calibrank.bench.assess_engine`): wall time, CPU time and
   peak memory of a full assessment of a synthetic run of ``--assess-queries`` x
-  ``--assess-candidates`` pairs with 1,000 bootstrap resamples, in a fresh subprocess.
+  ``--assess-depth`` pairs with 1,000 bootstrap resamples, in a fresh subprocess.
+- ``assess_io`` (:mod:`calibrank.bench.assess_io`): reading a synthetic 7 M-line TREC run with
+  qrels against ir_measures' reader (lines/s, peak memory), and ranx's R@1 / MRR / nDCG@10 on it.
 
 Every ratio is written beside its target and whether it is met (``targets`` in each section).
 Results are merged into ``DIR/bench.json`` (other top-level sections are kept; ``machine``, from
@@ -54,12 +56,12 @@ from .render import write_results
 
 __all__ = ["SECTIONS", "main"]
 
-SECTIONS = ("bm25", "embedding", "peak", "training", "inference", "inference_flops", "memory", "assess")
+SECTIONS = ("bm25", "embedding", "peak", "training", "inference", "inference_flops", "memory", "assess_io", "assess")
 
 # --quick: the value of every option still at its default (sized for a few minutes on 2 cores)
 QUICK = {"n_responses": 5_000, "n_queries": 20, "n_embed": 1_000, "train_steps": 6,
          "train_warmup": 2, "inference_queries": 8, "inference_repeats": 2, "short_train_queries": 8,
-         "memory_train_steps": 3, "gibbs_sizes": [256], "gibbs_steps": 5, "assess_queries": 500}
+         "memory_train_steps": 3, "gibbs_sizes": [256], "gibbs_steps": 5, "assess_queries": 700, "assess_depth": 100}
 
 
 def _int_list(text: str) -> list[int]:
@@ -106,9 +108,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     g.add_argument("--gibbs-chains", type=int, default=None, help="Gibbs chains (default: the profile's pg_drr.gibbs_chains)")
     g.add_argument("--gibbs-steps", type=int, default=None, help="Gibbs steps (default: the profile's pg_drr.gibbs_steps)")
     g.add_argument("--memory-timeout", type=float, default=900.0, help="seconds allowed to each memory subprocess")
-    g = parser.add_argument_group("assess engine")
-    g.add_argument("--assess-queries", type=int, default=7000, help="queries of the synthetic test (and validation) run")
-    g.add_argument("--assess-candidates", type=int, default=1000, help="candidates per query of the synthetic runs")
+    g = parser.add_argument_group("a user's run: reading it (assess_io) and assessing it (assess)")
+    g.add_argument("--assess-queries", type=int, default=7000, help="queries of the synthetic run")
+    g.add_argument("--assess-depth", type=int, default=1000, help="candidates per query of the synthetic run")
+    g.add_argument("--assess-repeats", type=int, default=1, help="round-robin repeats of the three reading jobs (fastest kept)")
     args = parser.parse_args(argv)
     if args.quick:
         for name, value in QUICK.items():
@@ -118,8 +121,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if bad or not args.precisions:
         parser.error(f"--precisions must be a comma-separated subset of fp32,bf16, got {args.precisions}")
     for name in ("n_responses", "n_queries", "n_embed", "k", "train_steps", "train_warmup", "train_rounds", "inference_queries",
-                 "inference_repeats", "short_train_queries", "memory_train_steps", "peak_n", "peak_repeats",
-                 "assess_queries", "assess_candidates"):
+                 "inference_repeats", "short_train_queries", "memory_train_steps", "peak_n", "peak_repeats", "assess_queries", "assess_depth",
+                 "assess_repeats"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be a positive integer, got {getattr(args, name)}")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -140,6 +143,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         _rankers(args, out, machine, peak)
         if "peak" not in args.skip and not {"training", "inference_flops"} <= set(args.skip):
             _peak_again(args, out)
+    if "assess_io" not in args.skip:
+        _assess_io(args, out, machine)
     if "assess" not in args.skip:
         _assess(args, out, machine)
     log(f"wrote {Path(out) / 'bench.json'}, bench.md and bench.html")
@@ -149,8 +154,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _assess(args: argparse.Namespace, out: Path, machine: dict[str, Any]) -> None:
     from .assess_engine import SECTION, bench_assess
 
-    log(f"assess engine: {args.assess_queries} x {args.assess_candidates} pairs, 1000 resamples, in a subprocess")
-    res = bench_assess(args.assess_queries, args.assess_candidates, seed=args.seed)
+    log(f"assess engine: {args.assess_queries} x {args.assess_depth} pairs, 1000 resamples, in a subprocess")
+    res = bench_assess(args.assess_queries, args.assess_depth, seed=args.seed)
     write_results(out, {SECTION: {**res, "machine": machine}})
     log(f"assessed {res['pairs']} pairs in {res['seconds']:.1f} s ({res['cpu_seconds']:.1f} s CPU), "
         f"peak {res['peak_gb']:.2f} GB")
@@ -293,6 +298,16 @@ def _rankers(args: argparse.Namespace, out: Path, machine: dict[str, Any], peak:
                            device=device.type, timeout_s=args.memory_timeout)
         write_results(out, {SECTION: {**res, **common}})
         log(f"memory: training +{res['training'].get('increment_mb', float('nan')):.0f} MB")
+
+
+def _assess_io(args: argparse.Namespace, out: Path, machine: dict[str, Any]) -> None:
+    from .assess_io import SECTION, bench_assess_io
+
+    res = bench_assess_io(args.assess_queries, args.assess_depth, seed=args.seed, repeats=args.assess_repeats)
+    write_results(out, {SECTION: {**res, "machine": machine}})
+    ours, ref = res["calibrank"], res["ir_measures"]
+    log(f"assess_io: read_runs {ours.get('lines_per_s', float('nan')) / 1e6:.2f} M lines/s, peak {ours.get('peak_mb', float('nan')):.0f} MB; "
+        f"ir_measures {ref.get('lines_per_s', float('nan')) / 1e6:.2f} M lines/s (x{res['speedup_over_ir_measures']:.1f})")
 
 
 if __name__ == "__main__":

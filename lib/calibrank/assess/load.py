@@ -1,0 +1,170 @@
+"""What a user has (TREC runs and qrels, a score table, a checkpoint) as the two inputs an assessment needs.
+
+A recalibration map, a threshold or an abstention rule is fitted on one set of queries and
+judged on another. :func:`load` returns both (:class:`Inputs`: ``valid`` to fit on, ``test``
+to judge on) and the notes a report should print beside its numbers: how the queries were
+split, how much of the pool the qrels judge, which queries were left out and why.
+
+Without a validation input, the queries are split in two by a permutation drawn from ``seed``
+(the first half fits, the rest is judged); the same seed gives the same halves.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .checkpoint import score_checkpoint
+from .inputs import Qrels, check_kind, check_relevant_at
+from .scored import AssessError, ScoredRun
+from .tables import read_table
+from .trec import read_qrels, read_runs
+
+__all__ = ["Inputs", "load"]
+
+PathLike = str | os.PathLike
+Runs = PathLike | Sequence[PathLike]
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """``valid``: the queries to fit on; ``test``: the queries to judge on; ``notes``: sentences for the report."""
+
+    test: ScoredRun
+    valid: ScoredRun
+    notes: list[str]
+
+    def __post_init__(self) -> None:
+        for name in ("test", "valid"):
+            if not isinstance(getattr(self, name), ScoredRun):
+                raise AssessError(f"{name}: expected a ScoredRun, got {type(getattr(self, name)).__name__}")
+        if self.test.kind is not self.valid.kind:
+            raise AssessError(f"valid: its scores are {self.valid.kind.value} but the test scores are "
+                              f"{self.test.kind.value}; expected one kind of score")
+
+
+def _given(**named: Any) -> list[str]:
+    return [name for name, value in named.items() if value is not None]
+
+
+def _check_int(value: Any, name: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise AssessError(f"{name}: expected an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _check_params(run, qrels, valid_run, valid_qrels, table, valid_table, checkpoint, queries, valid_queries) -> None:
+    sources = _given(run=run, table=table, checkpoint=checkpoint)
+    if len(sources) != 1:
+        raise AssessError(f"run, table, checkpoint: expected exactly one of them, got "
+                          f"{' and '.join(sources) if sources else 'none'}")
+    pairs = {"valid_run": (valid_run, "run"), "valid_table": (valid_table, "table"), "queries": (queries, "checkpoint"),
+             "valid_queries": (valid_queries, "checkpoint")}
+    for name, (value, needs) in pairs.items():
+        if value is not None and sources[0] != needs:
+            raise AssessError(f"{name}: goes with {needs}=..., but {sources[0]}=... was given")
+    if run is not None and qrels is None:
+        raise AssessError("qrels: a TREC run needs qrels to judge its candidates")
+    if checkpoint is not None and queries is None:
+        raise AssessError("queries: a checkpoint needs the queries (JSONL) it is to score")
+    if valid_qrels is not None and valid_run is None and valid_table is None and valid_queries is None:
+        raise AssessError("valid_qrels: given without a validation input (valid_run, valid_table or valid_queries)")
+
+
+def _judgments(qrels: Qrels | PathLike | None) -> Qrels | None:
+    return qrels if qrels is None or isinstance(qrels, Qrels) else read_qrels(qrels)
+
+
+def _from_checkpoint(path: PathLike, queries: PathLike, qrels: Qrels | None, passes: int, relevant_at: int) -> ScoredRun:
+    scored = score_checkpoint(path, queries, passes=passes, **({"qrels": qrels} if qrels is not None else {}))
+    return scored if scored.relevant_at == relevant_at else dataclasses.replace(scored, relevant_at=relevant_at)
+
+
+def _input_notes(scored: ScoredRun, role: str) -> list[str]:
+    notes = []
+    meta = scored.meta
+    if meta.get("dropped_queries"):
+        shown = ", ".join(map(repr, meta.get("dropped_qids", [])[:5]))
+        notes.append(f"{meta['dropped_queries']} of the {meta.get('queries_in_run')} queries of {scored.source} have no "
+                     f"qrels entry and are left out, as trec_eval does (e.g. {shown}).")
+    if scored.n_samples > 1:
+        notes.append(f"{scored.source}: {scored.n_samples} samples of each score{f' ({role})' if role else ''}.")
+    frac = scored.judged_fraction
+    note = (f"The qrels judge {100 * frac:.1f}% of the candidates of {scored.source}{f' ({role})' if role else ''}; "
+            "unjudged candidates count as non-relevant.")
+    if frac < 0.5:
+        note += (" That is under half: calibration measured on an unjudged pool is biased low (relevant documents that "
+                 "nobody judged count as misses).")
+    notes.append(note)
+    return notes
+
+
+def _no_relevant_note(scored: ScoredRun, role: str) -> str | None:
+    n = int((~scored.answerable).sum())
+    if not n:
+        return None
+    return (f"{n} of the {len(scored.qids)} {role} queries have no relevant candidate: they are kept as none-of-the-above "
+            "cases and left out of the ranking metrics.")
+
+
+def load(*, run: Runs | None = None, qrels: Qrels | PathLike | None = None, valid_run: Runs | None = None,
+         valid_qrels: Qrels | PathLike | None = None, table: PathLike | None = None, valid_table: PathLike | None = None,
+         checkpoint: PathLike | None = None, queries: PathLike | None = None, valid_queries: PathLike | None = None,
+         passes: int = 0, score: Any = "score", relevant_at: int = 1, seed: int = 0) -> Inputs:
+    """The test and validation inputs of one ranker, with notes.
+
+    Exactly one of ``run`` (TREC run file(s), with ``qrels``; a list = samples), ``table`` (a
+    score table; ``qrels`` when it has no label column) or ``checkpoint`` (a local
+    cross-encoder, scored on ``queries`` with ``passes`` MC Dropout passes, 0 = deterministic).
+    The matching ``valid_*`` input, judged by ``valid_qrels`` (default: ``qrels``), is fitted
+    on; without one, a seeded half of the queries is. ``score``: what a score is
+    (``probability``, ``logit``, ``score``); ``relevant_at``: the lowest relevant grade.
+    """
+    kind = check_kind(score, "score")
+    relevant_at = check_relevant_at(relevant_at)
+    seed = _check_int(seed, "seed", 0)
+    passes = _check_int(passes, "passes", 0)
+    _check_params(run, qrels, valid_run, valid_qrels, table, valid_table, checkpoint, queries, valid_queries)
+    qrels = _judgments(qrels)
+    valid_qrels = _judgments(valid_qrels) if valid_qrels is not None else qrels
+    if run is not None:
+        full = read_runs(run, qrels, kind=kind, relevant_at=relevant_at)
+        valid = None if valid_run is None else read_runs(valid_run, valid_qrels, kind=kind, relevant_at=relevant_at)
+    elif table is not None:
+        full = read_table(table, qrels=qrels, kind=kind, relevant_at=relevant_at)
+        valid = None if valid_table is None else read_table(valid_table, qrels=valid_qrels, kind=kind, relevant_at=relevant_at)
+    else:
+        full = _from_checkpoint(checkpoint, queries, qrels, passes, relevant_at)
+        valid = None if valid_queries is None else _from_checkpoint(checkpoint, valid_queries, valid_qrels, passes, relevant_at)
+
+    notes: list[str] = []
+    if valid is None:
+        n = len(full.qids)
+        if n < 2:
+            raise AssessError(f"{full.source}: {n} query with judgments; expected at least 2 to split into a half to fit "
+                              "on and a half to judge on (or give a validation input)")
+        perm = np.random.default_rng(seed).permutation(n)
+        fit, judge = np.sort(perm[: n // 2]), np.sort(perm[n // 2:])
+        notes.append(f"No validation run was given: recalibration maps and thresholds are fitted on a seeded half "
+                     f"(seed {seed}) of the queries ({len(fit)} queries), judged on the other half ({len(judge)} queries).")
+        notes += _input_notes(full, "")
+        valid, test = full.subset(fit), full.subset(judge)
+        valid.meta["split"] = {"seed": seed, "half": "fit", "queries": len(fit), "of": n}
+        test.meta["split"] = {"seed": seed, "half": "judge", "queries": len(judge), "of": n}
+    else:
+        test = full
+        notes.append(f"Fitted on {valid.source} ({len(valid.qids)} queries), judged on {test.source} "
+                     f"({len(test.qids)} queries).")
+        shared = np.intersect1d(valid.qids, test.qids)
+        if len(shared):
+            notes.append(f"{len(shared)} queries are in both the validation and the test input (e.g. {shared[0]!r}): "
+                         "what is fitted on them is also judged on them, so the test figures are optimistic.")
+        notes += _input_notes(valid, "validation") + _input_notes(test, "test")
+    notes += [n for n in (_no_relevant_note(valid, "validation"), _no_relevant_note(test, "test")) if n]
+    notes.append(f"A candidate counts as relevant when its grade is at least {relevant_at}.")
+    return Inputs(test=test, valid=valid, notes=notes)
