@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 from pathlib import Path
 
@@ -103,8 +102,6 @@ def test_make_assess_passes_each_run_and_refuses_a_quote():
     assert bad.returncode != 0 and "RUN: a value holding a single quote is refused" in bad.stderr
 
 
-@pytest.mark.skipif(importlib.util.find_spec("calibrank.assess.load") is None,
-                    reason="the readers (calibrank.assess.load) are not on this branch")
 def test_the_command_runs_the_notebook_into_the_report_folder(tmp_root, tmp_path):
     rng = np.random.default_rng(0)
     runs, qrels = [], []

@@ -6,7 +6,6 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import importlib.util
 
 import ir_measures
 import matplotlib.pyplot as plt
@@ -18,6 +17,7 @@ from ir_measures import AP, RR, R, nDCG, P
 from calibrank.assess import figures
 from calibrank.assess.calibration import NO_SCALE
 from calibrank.assess.engine import Assessment, assess
+from calibrank.assess.load import load
 from calibrank.assess.ranking import per_query
 from calibrank.assess.scored import AssessError, ScoredRun
 from calibrank.assess.selfcheck import checked
@@ -347,10 +347,7 @@ def test_a_padded_slot_is_never_ranked_in_a_set_or_on_top():
     assert np.array_equal(wrong, zero.lengths > 1)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("calibrank.assess.load") is None,
-                    reason="the readers (calibrank.assess.load) are not on this branch")
 def test_the_seeded_split_is_reproducible_and_assessed_the_same(tmp_path, trec_pair):
-    from calibrank.assess.load import load
 
     run, qrels = trec_pair
     run_path, qrels_path = tmp_path / "r.trec", tmp_path / "q.txt"
