@@ -30,7 +30,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from .. import losses
 from ..backbone import Backbone, load_backbone
+from ..codekey import code_hash, package_versions
 from ..config import HEAD_DROPOUT, ConfigError, ContextStyle, Pooling, TrainingConfig, build_section
 from ..data.schema import RankingQuery
 from ..data.splits import TURN_SEP, UTTERANCE_SEP
@@ -42,10 +44,12 @@ from ..training import (Pairs, TrainResult, collate, encode_pairs, length_batche
                         use_bf16)
 
 __all__ = ["CrossEncoder", "Ranker", "TrainedModel", "distinct_pairs", "encode_features", "head_param_groups", "init_cosine_head",
-           "queries_version", "checked", "ranker_settings", "sigmoid", "MODEL_CACHE_VERSION"]
+           "queries_version", "checked", "ranker_settings", "sigmoid", "MODEL_PACKAGES"]
 
-#: Bumped whenever a change to the model or the loop changes the trained weights (part of cache keys).
-MODEL_CACHE_VERSION = 3
+#: The installed packages whose version is part of a trained model's key (the code of calibrank
+#: itself enters as :func:`calibrank.codekey.code_hash`): they compute the forward and backward
+#: passes, tokenise the text and draw the batch order.
+MODEL_PACKAGES = ("torch", "transformers", "tokenizers", "numpy")
 _NOT_IN_KEY = ("log_every", "checkpoint_every", "eval_batch_size")
 _IN_KEY_UNLESS_DEFAULT = {"schedule": "linear", "selection": "best"}
 #: ``segments`` pooling: the head starts as ``SEGMENT_COSINE_WEIGHT * cos(u, v) + SEGMENT_COSINE_BIAS``.
@@ -287,7 +291,8 @@ class Ranker(ABC):
 
         Training settings that only change logging, checkpointing or evaluation batch size are
         left out; the validation set is in (early selection depends on it), and so are the
-        resolved precision and :data:`MODEL_CACHE_VERSION` (bumped when the loop changes).
+        resolved precision, the code the training reaches (:meth:`training_code`) and the
+        versions of :data:`MODEL_PACKAGES`.
         """
         settings = dataclasses.asdict(self.training)
         settings = {k: (v.value if hasattr(v, "value") else v) for k, v in settings.items() if k not in _NOT_IN_KEY}
@@ -295,9 +300,35 @@ class Ranker(ABC):
             if settings.get(key) == default:
                 settings.pop(key)
         parts = {"kind": kind, "seed": seed, "training": settings, "context": self.context_style.value,
-                 "bf16": use_bf16(self.training.precision, self.device), "version": MODEL_CACHE_VERSION,
+                 "bf16": use_bf16(self.training.precision, self.device), "code": self.training_code(),
+                 "packages": package_versions(MODEL_PACKAGES),
                  "data": queries_version(train), "valid": queries_version(valid) if valid else None, "extra": extra or {}}
         return f"{kind}-seed{seed}-{stable_hash(parts, 12)}"
+
+    def training_loss(self) -> Callable[..., torch.Tensor] | None:
+        """The function of :mod:`calibrank.losses` that :meth:`_loss` trains with (None: none of them).
+
+        Which loss a ranker uses is a setting read at run time, so the model key covers the code
+        of this one and of no other loss (:meth:`training_code`).
+        """
+        return losses.binary_cross_entropy
+
+    def training_code(self) -> str:
+        """A hash of the code that trains this ranker's models (:func:`calibrank.codekey.code_hash`).
+
+        The walk starts at :meth:`_train` of this ranker's class (and so reaches :meth:`_build`,
+        :meth:`_loss`, :meth:`_encode`, :meth:`_validator`, :meth:`_train_hooks`, the training
+        loop and the backbone through them) and at :meth:`training_loss`'s function; the other
+        losses are not followed. Rankers that train the same model (``bert``, ``mc_dropout``,
+        ``temperature``, the ensemble's members) reach the same code and share it.
+        """
+        loss = self.training_loss()
+        return code_hash((type(self), "_train"), *([loss] if loss is not None else []), opaque=(losses,))
+
+    def _train_hooks(self) -> dict[str, Any]:
+        """Keyword arguments of :func:`calibrank.training.train_model` beyond the loss (``param_groups``,
+        ``on_epoch_start``): part of how this ranker trains, so part of :meth:`training_code`."""
+        return {}
 
     def _validator(self, tokenizer, valid: Sequence[RankingQuery]):
         pairs = self._encode(tokenizer, valid)
@@ -328,7 +359,7 @@ class Ranker(ABC):
         return [self.models_dir / self._model_key(self.kind, seed, train, valid, self._model_key_extra())
                 for seed in self.model_seeds()]
 
-    def _train(self, seed: int, train: Sequence[RankingQuery], valid: Sequence[RankingQuery], **hooks: Any) -> TrainedModel:
+    def _train(self, seed: int, train: Sequence[RankingQuery], valid: Sequence[RankingQuery]) -> TrainedModel:
         """Train (or load from the cache) one model of this ranker's kind with ``seed``."""
         model, backbone = self._build(seed)
         workdir = self.models_dir / self._model_key(self.kind, seed, train, valid, self._model_key_extra())
@@ -344,7 +375,7 @@ class Ranker(ABC):
                 seed=seed,
                 validate=self._validator(backbone.tokenizer, valid) if valid else None,
                 device=self.device,
-                **hooks,
+                **self._train_hooks(),
             )
         model.to(self.device)
         return TrainedModel(model=model, backbone=backbone, result=done, workdir=workdir)
