@@ -19,8 +19,11 @@ arguments of its constructor take the section's defaults and are checked by the 
 from __future__ import annotations
 
 import dataclasses
+import io
+import logging
 import math
 import time
+import zipfile
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -39,7 +42,7 @@ from ..data.splits import TURN_SEP, UTTERANCE_SEP
 from ..losses import binary_cross_entropy
 from ..metrics.ranking import recall_at_k
 from ..predictions import Predictions
-from ..runs import atomic_path, stable_hash
+from ..runs import atomic_recorded, check_recorded, stable_hash
 from ..training import (Pairs, TrainResult, collate, encode_pairs, length_batches, load_trained, score_pairs, train_model,
                         use_bf16)
 
@@ -50,6 +53,7 @@ __all__ = ["CrossEncoder", "Ranker", "TrainedModel", "distinct_pairs", "encode_f
 #: itself enters as :func:`calibrank.codekey.code_hash`): they compute the forward and backward
 #: passes, tokenise the text and draw the batch order.
 MODEL_PACKAGES = ("torch", "transformers", "tokenizers", "numpy")
+log = logging.getLogger(__name__)
 _NOT_IN_KEY = ("log_every", "checkpoint_every", "eval_batch_size")
 _IN_KEY_UNLESS_DEFAULT = {"schedule": "linear", "selection": "best"}
 #: ``segments`` pooling: the head starts as ``SEGMENT_COSINE_WEIGHT * cos(u, v) + SEGMENT_COSINE_BIAS``.
@@ -88,6 +92,25 @@ def checked(where: str, check: Callable[..., Any], *args: Any) -> Any:
         return check(*args)
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}") from None
+
+
+def _read_logits(path: Path, n_pairs: int) -> tuple[np.ndarray, float] | None:
+    """The logits ``[S, n_pairs]`` and seconds cached in ``path``; None when there is no sound file there
+    (missing; not the bytes recorded beside it; not a readable .npz of that shape), logged unless missing."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    try:
+        check_recorded(path, data)
+        with np.load(io.BytesIO(data), allow_pickle=False) as z:
+            logits, seconds = z["logits"], float(z["seconds"])
+        if logits.ndim != 2 or logits.shape[1] != n_pairs:
+            raise ValueError(f"{path}: logits of shape {logits.shape}, expected [S, {n_pairs}]")
+    except (ValueError, KeyError, OSError, EOFError, zipfile.BadZipFile) as exc:
+        log.warning("%s: the cached logits are not used (%s); scoring again", path, str(exc).removeprefix(f"{path}: "))
+        return None
+    return logits, seconds
 
 
 class CrossEncoder(nn.Module):
@@ -390,24 +413,26 @@ class Ranker(ABC):
         """Logits ``[S, Q, K]`` of a trained model on ``queries`` and the seconds the scoring took.
 
         With :attr:`reuse_logits`, the logits come from the model folder's cache when the same
-        model scored the same queries with the same settings before; the seconds are then those
-        of that first scoring (what the ranker costs, not what reading a file costs).
+        model scored the same queries with the same settings and the same scoring code before; the
+        seconds are then those of that first scoring (what the ranker costs, not what reading a
+        file costs). A cache file whose bytes are not the ones recorded beside it (truncated,
+        altered) is logged and computed again.
         """
         pairs = self._encode(trained.backbone.tokenizer, queries)
-        score = kw.pop("score", None)  # score(trained, pairs) -> [S, N] in place of score_pairs (keyed by kw)
+        score = kw.pop("score", None)  # score(trained, pairs) -> [S, N] in place of score_pairs (keyed by kw and its code)
         settings = {"passes": 1, "dropout": False, "seed": 0, **kw}
         path = None
         if self.reuse_logits and "forward" not in kw:
+            code = code_hash((type(self), "_timed_logits"), *([score] if score is not None else []), opaque=(losses,))
             key = stable_hash({"queries": queries_version(queries), "scoring": settings, "precision": self.training.precision.value
                                if hasattr(self.training.precision, "value") else self.training.precision,
                                "eval_batch_size": self.training.eval_batch_size, "device": self.device.type,
-                               "context": self.context_style.value}, 16)
+                               "context": self.context_style.value, "code": code}, 16)
             path = trained.workdir / "logits" / f"{key}.npz"
-            if path.exists():
-                with np.load(path) as z:
-                    logits, seconds = z["logits"], float(z["seconds"])
-                if logits.shape[1:] == (len(pairs),):
-                    return logits.reshape(logits.shape[0], len(queries), pairs.n_candidates), seconds
+            cached = _read_logits(path, len(pairs))
+            if cached is not None:
+                logits, seconds = cached
+                return logits.reshape(logits.shape[0], len(queries), pairs.n_candidates), seconds
         t0 = time.perf_counter()
         if score is not None:
             logits = score(trained, pairs)
@@ -416,8 +441,7 @@ class Ranker(ABC):
                                  precision=self.training.precision, **kw)
         seconds = time.perf_counter() - t0
         if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with atomic_path(path) as tmp:
+            with atomic_recorded(path) as tmp:
                 with open(tmp, "wb") as fh:
                     np.savez(fh, logits=logits, seconds=np.float64(seconds))
         return logits.reshape(logits.shape[0], len(queries), pairs.n_candidates), seconds
