@@ -83,6 +83,38 @@ def test_editing_the_focal_loss_changes_the_keys_of_the_models_trained_with_it_a
     assert here == {name: before[name] for name in here}
 
 
+NEGATIVE_KEYS = textwrap.dedent("""
+    import json
+    from calibrank.data.schema import Example
+    from calibrank.negatives import queries_cache_path
+
+    examples = [Example(f"e{{i}}", (f"context {{i}}",), f"response {{i}}", f"d{{i}}", "test") for i in range(4)]
+    print(json.dumps({{s: queries_cache_path(examples, corpus="c", split="test", sampler=s, k=2, seed=0).name
+                      for s in ("random", "bm25", "mixed")}}))
+""")
+
+
+def test_editing_the_bm25_sampler_changes_the_negatives_cache_keys_of_the_samplers_that_use_it(tmp_path):
+    lib = tmp_path / "lib"
+    shutil.copytree(REPO / "lib", lib, ignore=shutil.ignore_patterns("__pycache__"))
+
+    def keys():
+        env = {**os.environ, "PYTHONPATH": str(lib), "OMP_NUM_THREADS": "1"}
+        proc = subprocess.run([sys.executable, "-c", NEGATIVE_KEYS.format()], env=env, capture_output=True, text=True,
+                              timeout=300)
+        assert proc.returncode == 0, proc.stderr[-4000:]
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    before = keys()
+    negatives = lib / "calibrank" / "negatives.py"
+    text = negatives.read_text(encoding="utf-8")
+    edited = "if score > 0 and ok(int(doc)):"
+    assert edited in text
+    negatives.write_text(text.replace(edited, "if score >= 0 and ok(int(doc)):"), encoding="utf-8")
+    after = keys()
+    assert {s for s in before if after[s] != before[s]} == {"bm25", "mixed"}
+
+
 def test_each_ranker_trains_with_the_loss_its_key_covers(monkeypatch):
     """``training_loss()`` (what the model key covers) is the loss ``_loss`` calls."""
     import torch

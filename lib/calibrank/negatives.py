@@ -52,7 +52,9 @@ Invariants, shared by every sampler (and checked by ``tests/test_negatives.py``)
 :func:`build_queries` turns examples into :class:`~calibrank.data.schema.RankingQuery` records
 (true response + k negatives, in a per-query seeded shuffled order) and :func:`cached_queries`
 does the same through a Parquet cache under ``data/cache/negatives`` keyed by everything that
-determines the result (corpus, split, sampler, k, seed, params, and a hash of the data). Each
+determines the result (corpus, split, sampler, k, seed, params, a hash of the data, and the code
+that draws them: the sampler's class and :func:`build_queries` with what they reach,
+:mod:`calibrank.codekey`). Each
 entry (and each cached embedding matrix) carries the sha256 recorded when it was written; one
 that does not match it is rebuilt, with a warning naming the file.
 """
@@ -74,6 +76,7 @@ from typing import Any
 import numpy as np
 
 from . import runs
+from .codekey import code_hash, package_versions
 from .config import SamplerName
 from .data.io import read_queries, write_queries
 from .data.schema import DataError, Example, RankingQuery, normalise_text
@@ -101,8 +104,9 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: Bumped whenever a change in this module changes which negatives are drawn (part of cache keys).
-ALGORITHM_VERSION = 4
+#: The installed packages whose version is part of a negatives cache key (the code of calibrank
+#: itself enters as :func:`calibrank.codekey.code_hash` of the sampler and :func:`build_queries`).
+SAMPLER_PACKAGES = ("numpy", "bm25s", "faiss-cpu", "sentence-transformers", "torch")
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 _TOKEN_PATTERN = r"(?u)\b\w\w+\b"  # bm25s' (and scikit-learn's) default
 _WORDS = re.compile(_TOKEN_PATTERN)
@@ -735,7 +739,8 @@ def queries_cache_path(
         params=dict(params or {}),
         data=data_version(examples, pool),
         dialogues=None if pool_dialogues is None else runs.stable_hash(list(pool_dialogues)),
-        algo=ALGORITHM_VERSION,
+        code=code_hash(build_queries, _sampler_class(sampler)),
+        packages=package_versions(SAMPLER_PACKAGES),
     )
     return runs.cache_dir("negatives") / f"{key}.parquet"
 
