@@ -17,8 +17,10 @@ query ids, leaving the last good checkpoint in place.
 
 Files in a model's folder: ``checkpoint.safetensors`` (weights, optimizer moments, RNG state;
 the loop's counters in its metadata), ``best.safetensors`` (the best weights so far),
-``model.safetensors`` and ``train.json`` (the finished model and its history). Every file is
-written to a temporary name unique to the writing process and renamed.
+``model.safetensors`` and ``train.json`` (the finished model and its history, with the sha256 of
+``model.safetensors``; written after it). Every file is written to a temporary name unique to
+the writing process and renamed. A finished model whose weights do not have the recorded
+sha256 (changed after training) is trained again, not used (:func:`load_trained`).
 
 One trainer per model. Training holds the model folder's lock (:func:`calibrank.runs.exclusive`,
 ``.<folder>.lock`` beside it) from the first look at its checkpoint to the removal of
