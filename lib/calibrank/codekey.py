@@ -97,15 +97,17 @@ def _is_main_guard(stmt: ast.stmt) -> bool:
 
 
 def _source_of(name: str) -> Path | None:
-    module = sys.modules.get(name)
-    spec = getattr(module, "__spec__", None) if module is not None else None
-    if spec is None:
-        try:
-            spec = importlib.util.find_spec(name)
-        except (ImportError, ValueError, AttributeError):
-            return None
-    origin = getattr(spec, "origin", None) if spec is not None else None
-    return Path(origin) if origin and origin.endswith(".py") else None
+    """The source file of module ``name`` of an imported package, found on disk (nothing is imported)."""
+    top, *parts = name.split(".")
+    package = sys.modules.get(top)
+    init = getattr(package, "__file__", None)
+    if not init or Path(init).name != "__init__.py":
+        return None
+    base = Path(init).parent.joinpath(*parts)
+    for candidate in (base / "__init__.py", base.with_name(base.name + ".py") if parts else None):
+        if candidate is not None and candidate.is_file():
+            return candidate
+    return None
 
 
 def _parse(name: str) -> _Module | None:
@@ -246,6 +248,8 @@ class _Walk:
         if head not in mod.imports:
             return None
         target, attr = mod.imports[head]
+        if not _in_package(target, self.package):
+            return None  # torch, numpy, ...: their versions are keyed instead
         current: str | tuple[str, str] | None = target if attr is None else self._attribute(target, attr)
         for part in rest:
             if not isinstance(current, str):
@@ -307,7 +311,7 @@ class _Walk:
             self._follow(module, stmt)
 
     def whole_module(self, module: str) -> None:
-        mod = _parse(module)
+        mod = _parse(module) if _in_package(module, self.package) else None
         if mod is None or ("module", module) in self.seen:
             return
         self.seen.add(("module", module))
