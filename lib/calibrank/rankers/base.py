@@ -8,8 +8,10 @@ and a sigmoid is the same model (see :mod:`calibrank.losses`).
 
 :class:`Ranker` is the interface: ``fit(train, valid)`` then ``predict(queries) ->
 Predictions``. Trained weights are cached in a folder named by what determines them
-(backbone, training settings, training data, head, seed), so rankers that share a trained
-model (``bert``, ``mc_dropout``, ``temperature``, ensemble member 0) train it once.
+(backbone, training settings, training data, head, seed, the code the training reaches and the
+versions of the packages that run it), so rankers that share a trained model (``bert``,
+``mc_dropout``, ``temperature``, ensemble member 0) train it once, and a change to the code
+retrains the models whose training reaches it.
 
 A ranker's own settings are its section of the profile (:mod:`calibrank.config`): the keyword
 arguments of its constructor take the section's defaults and are checked by the section's rules
