@@ -58,7 +58,7 @@ def test_blank_final_line_and_negative_first_rows(tmp_path):
 
 def test_crlf_is_stripped_and_blank_utterances_dropped(tmp_path):
     path = tmp_path / "crlf.tsv"
-    path.write_bytes("1\thello\t \tthere\tgeneral kenobi\r\n0\thello\tno\r\n\r\n".encode("utf-8"))
+    path.write_bytes("1\thello\t \tthere\tgeneral kenobi\r\n0\thello\t \tthere\tno\r\n\r\n".encode("utf-8"))
     (ex,) = read_tsv(path, "s", "valid")
     assert ex.context == ("hello", "there")
     assert ex.response == "general kenobi"

@@ -127,8 +127,9 @@ HOLDER = textwrap.dedent("""
     with runs.exclusive(sys.argv[1], what="test"):
         print("held", flush=True)
         time.sleep(float(sys.argv[2]))
-        if len(sys.argv) > 3:
+        if len(sys.argv) > 3:  # the result, then the sha256 recorded for it, as a writer puts them in place
             os.replace(sys.argv[3], sys.argv[1])
+            runs.record_digest(sys.argv[1], runs.sha256_file(sys.argv[1]))
 """)
 
 

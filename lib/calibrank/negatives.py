@@ -52,7 +52,11 @@ Invariants, shared by every sampler (and checked by ``tests/test_negatives.py``)
 :func:`build_queries` turns examples into :class:`~calibrank.data.schema.RankingQuery` records
 (true response + k negatives, in a per-query seeded shuffled order) and :func:`cached_queries`
 does the same through a Parquet cache under ``data/cache/negatives`` keyed by everything that
-determines the result (corpus, split, sampler, k, seed, params, and a hash of the data).
+determines the result (corpus, split, sampler, k, seed, params, a hash of the data, and the code
+that draws them: the sampler's class and :func:`build_queries` with what they reach,
+:mod:`calibrank.codekey`). Each
+entry (and each cached embedding matrix) carries the sha256 recorded when it was written; one
+that does not match it is rebuilt, with a warning naming the file.
 """
 
 from __future__ import annotations
@@ -61,6 +65,8 @@ import abc
 import dataclasses
 import hashlib
 import inspect
+import io
+import logging
 import os
 import re
 from collections.abc import Sequence
@@ -70,6 +76,7 @@ from typing import Any
 import numpy as np
 
 from . import runs
+from .codekey import code_hash, package_versions
 from .config import SamplerName
 from .data.io import read_queries, write_queries
 from .data.schema import DataError, Example, RankingQuery, normalise_text
@@ -95,8 +102,11 @@ __all__ = [
     "queries_cache_path",
 ]
 
-#: Bumped whenever a change in this module changes which negatives are drawn (part of cache keys).
-ALGORITHM_VERSION = 4
+log = logging.getLogger(__name__)
+
+#: The installed packages whose version is part of a negatives cache key (the code of calibrank
+#: itself enters as :func:`calibrank.codekey.code_hash` of the sampler and :func:`build_queries`).
+SAMPLER_PACKAGES = ("numpy", "bm25s", "faiss-cpu", "sentence-transformers", "torch")
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 _TOKEN_PATTERN = r"(?u)\b\w\w+\b"  # bm25s' (and scikit-learn's) default
 _WORDS = re.compile(_TOKEN_PATTERN)
@@ -547,21 +557,28 @@ def cached_embeddings(texts: Sequence[str], model: str = DEFAULT_EMBEDDING_MODEL
         emb = _read_embeddings(dest, len(texts))  # written by the process we waited for
         if emb is None:
             emb = encode(load_embedding_model(model, device), texts, batch_size=batch_size, precision=precision)
-            with runs.atomic_path(dest) as tmp:
+            with runs.atomic_recorded(dest) as tmp:
                 with open(tmp, "wb") as fh:  # a file object: np.save would append ".npy" to a bare path
                     np.save(fh, emb, allow_pickle=False)
     return emb
 
 
 def _read_embeddings(dest: Path, n: int) -> np.ndarray | None:
-    """The cached embeddings at ``dest``, or None when there are none or they are unreadable (then recomputed)."""
-    if not dest.exists():
+    """The cached embeddings at ``dest``, or None when there are none or they are not sound (then recomputed):
+    bytes other than those recorded beside the file, or not a float32 ``[n, d]`` array (logged)."""
+    try:
+        data = dest.read_bytes()
+    except FileNotFoundError:
         return None
     try:
-        emb = np.load(dest, allow_pickle=False)
-    except (OSError, ValueError):
+        runs.check_recorded(dest, data)
+        emb = np.load(io.BytesIO(data), allow_pickle=False)
+        if not (emb.dtype == np.float32 and emb.ndim == 2 and emb.shape[0] == n):
+            raise ValueError(f"{dest}: a {emb.dtype} array of shape {emb.shape}, expected float32 [{n}, d]")
+    except (OSError, ValueError, EOFError) as exc:
+        log.warning("embedding cache entry %s is rebuilt: %s", dest, str(exc).removeprefix(f"{dest}: "))
         return None
-    return emb if emb.dtype == np.float32 and emb.ndim == 2 and emb.shape[0] == n else None
+    return emb
 
 
 def stable_model_hash(path: Path) -> str:
@@ -722,7 +739,8 @@ def queries_cache_path(
         params=dict(params or {}),
         data=data_version(examples, pool),
         dialogues=None if pool_dialogues is None else runs.stable_hash(list(pool_dialogues)),
-        algo=ALGORITHM_VERSION,
+        code=code_hash(build_queries, _sampler_class(sampler)),
+        packages=package_versions(SAMPLER_PACKAGES),
     )
     return runs.cache_dir("negatives") / f"{key}.parquet"
 
@@ -769,11 +787,19 @@ def cached_queries(
 
 
 def _read_cached_queries(dest: Path, examples: Sequence[Example]) -> list[RankingQuery] | None:
-    """The cache entry at ``dest`` when it is readable and covers ``examples`` in order; None otherwise (then rebuilt)."""
-    if not dest.exists():
-        return None
+    """The cache entry at ``dest`` when it is sound and covers ``examples`` in order; None otherwise (then rebuilt).
+
+    Not sound: not readable Parquet, or bytes other than those recorded beside it when it was
+    written (an interrupted or later write, an edit); logged with the file's name.
+    """
     try:
         queries = read_queries(dest)
-    except (DataError, FileNotFoundError):
-        return None  # a corrupt cache file is rebuilt
-    return queries if [q.qid for q in queries] == [e.eid for e in examples] else None
+    except FileNotFoundError:
+        return None
+    except DataError as exc:
+        log.warning("negatives cache entry %s is rebuilt: %s", dest, str(exc).removeprefix(f"{dest}: "))
+        return None
+    if [q.qid for q in queries] != [e.eid for e in examples]:
+        log.warning("negatives cache entry %s is rebuilt: it holds other queries than the examples it is keyed by", dest)
+        return None
+    return queries

@@ -10,22 +10,30 @@ trained on); the validation and test splits get every evaluation sampler with ``
 negatives (9: one relevant among ten). Files go under ``runs/<profile>/queries/<corpus>/``
 and a ``manifest.json`` lists them; later notebooks find query sets through
 :func:`load_query_set` only.
+
+Every file a step writes here carries the sha256 recorded when it was written
+(:mod:`calibrank.data.io`); a file read by a later step that does not match it (changed since,
+or its writer did not finish) is a :class:`~calibrank.data.schema.DataError` naming the file and
+the step to rerun.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from .config import Config, SamplerName
-from .data.io import read_examples, read_queries, write_examples, write_queries
+from .data.io import read_examples, read_queries, read_table, write_examples, write_queries, write_table
 from .data.schema import DataError, Example, RankingQuery
 from .data.splits import SPLITS
-from .runs import atomic_path, read_json, run_dir, stable_hash, write_json
+from .runs import read_json, run_dir, stable_hash, write_json
+
+T = TypeVar("T")
 
 __all__ = [
     "MissingStepError",
@@ -65,8 +73,8 @@ def prepare_data(cfg: Config) -> dict:
         entry = {"dialogues": cs.n_dialogues, "examples": {}, "pool": {}, "data_version": {}}
         for split in SPLITS:
             write_examples(out / f"{split}.examples.parquet", cs.examples[split])
-            with atomic_path(out / f"{split}.pool.parquet") as tmp:
-                pq.write_table(pa.table({"response": cs.pools[split], "dialogue_id": cs.pool_dialogues[split]}), tmp)
+            write_table(out / f"{split}.pool.parquet",
+                        pa.table({"response": cs.pools[split], "dialogue_id": cs.pool_dialogues[split]}))
             entry["examples"][split] = len(cs.examples[split])
             entry["pool"][split] = len(cs.pools[split])
             entry["data_version"][split] = stable_hash(
@@ -84,9 +92,19 @@ def _need(path: Path, target: str) -> Path:
     return path
 
 
+def _input(read: Callable[[Path], T], path: Path, target: str) -> T:
+    """``read(path)`` of a file an earlier step wrote; a :class:`DataError` (unreadable, or not the bytes
+    recorded when it was written) says which step to rerun."""
+    try:
+        return read(path)
+    except DataError as exc:
+        raise DataError(f"{exc}; rerun `{target}`") from None
+
+
 def load_examples(cfg: Config, corpus: str, split: str) -> list[Example]:
     path = _data_dir(cfg, str(getattr(corpus, "value", corpus))) / f"{split}.examples.parquet"
-    return read_examples(_need(path, f"make nb-01_data PROFILE={cfg.profile}"))
+    target = f"make nb-01_data PROFILE={cfg.profile}"
+    return _input(read_examples, _need(path, target), target)
 
 
 def load_pool(cfg: Config, corpus: str, split: str) -> list[str]:
@@ -97,12 +115,7 @@ def load_pool(cfg: Config, corpus: str, split: str) -> list[str]:
 def load_pool_table(cfg: Config, corpus: str, split: str) -> dict[str, list[str]]:
     """A split's response pool: ``response`` texts and the ``dialogue_id`` each comes from."""
     path = _data_dir(cfg, str(getattr(corpus, "value", corpus))) / f"{split}.pool.parquet"
-    try:
-        table = pq.read_table(_need(path, f"make nb-01_data PROFILE={cfg.profile}"))
-    except (pa.ArrowInvalid, OSError) as exc:
-        if isinstance(exc, MissingStepError):
-            raise
-        raise DataError(f"{path}: not a readable Parquet file ({exc}); rerun `make nb-01_data PROFILE={cfg.profile}`") from exc
+    table = _input(read_table, _need(path, f"make nb-01_data PROFILE={cfg.profile}"), f"make nb-01_data PROFILE={cfg.profile}")
     if "dialogue_id" not in table.column_names:
         raise MissingStepError(f"{path} has no dialogue_id column (written by an older version): "
                                f"rerun `make nb-01_data PROFILE={cfg.profile}`")
@@ -179,7 +192,8 @@ def load_query_set(cfg: Config, corpus: str, split: str, sampler: str | SamplerN
     neg = cfg.negatives
     k = k if k is not None else (neg.train_k if split == "train" else neg.eval_k)
     spec = QuerySetSpec(str(getattr(corpus, "value", corpus)), split, SamplerName(sampler), k)
-    return read_queries(_need(query_set_path(cfg, spec), f"make nb-02_negatives PROFILE={cfg.profile}"))
+    target = f"make nb-02_negatives PROFILE={cfg.profile}"
+    return _input(read_queries, _need(query_set_path(cfg, spec), target), target)
 
 
 def load_manifest(cfg: Config) -> dict:

@@ -11,6 +11,12 @@ Every write goes to a temporary file in the destination folder and is renamed ov
 destination only once complete, so a reader never sees a half-written file: an interrupted
 write leaves the old file (or none) and a stray ``.tmp-*`` file that nothing reads.
 
+Files that are read back carry the sha256 of their bytes, recorded when they were written:
+:func:`atomic_recorded` renames the file into place and then writes ``<name>.sha256`` beside
+it (``sha256sum`` format, itself written atomically), last; :func:`check_recorded` compares
+the bytes a reader got with it. A write that was interrupted, or a file changed afterwards,
+has no matching record: a cache is then rebuilt, an input is an error naming the file.
+
 Temporary names carry their writer: ``.tmp-<name>.pid<PID>@<host>.<random>``. An error
 deletes the file at once; a writer that is killed cannot, and :func:`sweep_temp` removes its
 file later: only when the writer process is dead (checked on this host; a file of another
@@ -58,6 +64,12 @@ __all__ = [
     "cache_key",
     "stable_hash",
     "atomic_path",
+    "sha256_file",
+    "DigestMismatch",
+    "digest_path",
+    "atomic_recorded",
+    "record_digest",
+    "check_recorded",
     "write_json",
     "read_json",
     "decode_error_position",
@@ -155,6 +167,64 @@ def sha256_file(path: str | os.PathLike) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+class DigestMismatch(ValueError):
+    """A file's bytes are not the ones recorded when it was written; the message names the file and the record."""
+
+
+def digest_path(path: str | os.PathLike) -> Path:
+    """Where the sha256 of ``path`` is recorded: ``<name>.sha256`` beside it."""
+    path = Path(path)
+    return path.with_name(path.name + ".sha256")
+
+
+def record_digest(path: str | os.PathLike, digest: str) -> Path:
+    """Record ``digest`` (hex sha256 of ``path``'s bytes) beside ``path``, atomically; returns the record."""
+    path = Path(path)
+    dest = digest_path(path)
+    with atomic_path(dest) as tmp:
+        tmp.write_text(f"{digest}  {path.name}\n", encoding="utf-8")
+    return dest
+
+
+@contextlib.contextmanager
+def atomic_recorded(dest: str | os.PathLike) -> Iterator[Path]:
+    """:func:`atomic_path`, and then the sha256 of what was written recorded beside ``dest`` (:func:`record_digest`).
+
+    The record is written after the file is in place: a reader that finds a record matching
+    the file's bytes reads a file that was written completely.
+    """
+    with atomic_path(dest) as tmp:
+        yield tmp
+        digest = sha256_file(tmp)
+    record_digest(dest, digest)
+
+
+def check_recorded(path: str | os.PathLike, data: bytes, expected: str | None = None,
+                   record: str | os.PathLike | None = None) -> None:
+    """Raise :class:`DigestMismatch` unless ``data`` (the bytes read from ``path``) has the sha256 recorded for it.
+
+    The record is ``expected`` (a hex digest kept elsewhere, e.g. in a model's ``train.json``,
+    named by ``record``) or, by default, the ``.sha256`` file beside ``path``. One hash of the
+    bytes the caller parses: what was checked is what is used.
+    """
+    path = Path(path)
+    where = Path(record) if record is not None else digest_path(path)
+    if expected is None:
+        try:
+            text = where.read_text(encoding="utf-8")
+        except (FileNotFoundError, UnicodeDecodeError):
+            text = ""
+        parts = text.split()
+        if not parts or not re.fullmatch(r"[0-9a-f]{64}", parts[0]):
+            raise DigestMismatch(f"{path}: no sha256 was recorded for it ({where} is missing or unreadable): "
+                                 f"its writer did not finish, or an older version wrote it")
+        expected = parts[0]
+    got = hashlib.sha256(data).hexdigest()
+    if got != expected:
+        raise DigestMismatch(f"{path}: sha256 {got} differs from {expected} recorded in {where} when it was "
+                             f"written: the file changed since")
 
 
 def write_json(dest: str | os.PathLike, obj: Any) -> Path:

@@ -17,8 +17,10 @@ query ids, leaving the last good checkpoint in place.
 
 Files in a model's folder: ``checkpoint.safetensors`` (weights, optimizer moments, RNG state;
 the loop's counters in its metadata), ``best.safetensors`` (the best weights so far),
-``model.safetensors`` and ``train.json`` (the finished model and its history). Every file is
-written to a temporary name unique to the writing process and renamed.
+``model.safetensors`` and ``train.json`` (the finished model and its history, with the sha256 of
+``model.safetensors``; written after it). Every file is written to a temporary name unique to
+the writing process and renamed. A finished model whose weights do not have the recorded
+sha256 (changed after training) is trained again, not used (:func:`load_trained`).
 
 One trainer per model. Training holds the model folder's lock (:func:`calibrank.runs.exclusive`,
 ``.<folder>.lock`` beside it) from the first look at its checkpoint to the removal of
@@ -80,13 +82,14 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from safetensors.torch import load as load_safetensors
 from safetensors.torch import load_file, save_file
 from torch import nn
 
 from .config import ContextStyle, Precision, Schedule, Selection, TrainingConfig
 from .data.schema import DataError, RankingQuery
 from .data.splits import format_context
-from .runs import atomic_path, exclusive, read_json, sweep_temp, write_json
+from .runs import atomic_path, check_recorded, exclusive, read_json, sha256_file, sweep_temp, write_json
 
 __all__ = [
     "Pairs",
@@ -257,20 +260,42 @@ def _autocast(device: torch.device, enabled: bool):
 # ----------------------------------------------------------------------------- weights I/O
 
 
-def save_weights(model: nn.Module, path: Path, metadata: dict | None = None) -> None:
+def save_weights(model: nn.Module, path: Path, metadata: dict | None = None) -> str:
+    """Write the model's weights to ``path`` (safetensors), atomically; return the sha256 of the bytes written.
+
+    The caller records the hash where the file's readers look for it (``train.json``, written
+    after the weights, for a finished model).
+    """
     tensors = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
     with atomic_path(path) as tmp:
         save_file(tensors, str(tmp), metadata={"calibrank": json.dumps(metadata or {})})
+        digest = sha256_file(tmp)
+    return digest
 
 
-def load_weights(model: nn.Module, path: Path) -> None:
+def load_weights(model: nn.Module, path: Path, sha256: str | None = None, record: Path | None = None) -> None:
+    """Load the weights in ``path`` into ``model``; the file is read once.
+
+    With ``sha256`` (recorded in ``record``) the bytes are checked first: a file that differs
+    raises :class:`calibrank.runs.DigestMismatch` and the model is left as it was. A file that
+    is not safetensors, or whose tensors do not fit the model, raises ``ValueError`` naming it,
+    also before any weight is changed.
+    """
+    data = Path(path).read_bytes()
+    if sha256 is not None:
+        check_recorded(path, data, sha256, record)
     try:
-        state = load_file(str(path))
+        state = load_safetensors(data)
     except Exception as exc:  # safetensors raises its own error type for a truncated or foreign file
         raise ValueError(f"{path}: not a readable safetensors file ({exc})") from exc
-    missing, unexpected = model.load_state_dict(state, strict=False)
-    if missing or unexpected:
-        raise ValueError(f"{path}: weights do not fit the model (missing {missing[:3]}, unexpected {unexpected[:3]})")
+    own = model.state_dict()
+    missing = [k for k in own if k not in state]
+    unexpected = [k for k in state if k not in own]
+    shapes = [k for k in own if k in state and tuple(state[k].shape) != tuple(own[k].shape)]
+    if missing or unexpected or shapes:
+        raise ValueError(f"{path}: weights do not fit the model (missing {missing[:3]}, unexpected {unexpected[:3]}, "
+                         f"other shapes {shapes[:3]})")
+    model.load_state_dict(state, strict=True)
 
 
 def _save_checkpoint(path: Path, model: nn.Module, optimizer: torch.optim.Optimizer, state: dict,
@@ -626,8 +651,8 @@ def _train_model(
     else:
         result.best_step = step
     if main:
-        save_weights(model, workdir / "model.safetensors", {"step": result.best_step})
-        write_json(workdir / "train.json", result.to_dict())
+        digest = save_weights(model, workdir / "model.safetensors", {"step": result.best_step})
+        write_json(workdir / "train.json", {**result.to_dict(), "model_sha256": digest})
         ckpt_path.unlink(missing_ok=True)
         best_path.unlink(missing_ok=True)
     if world > 1:
@@ -665,20 +690,38 @@ def _share_loss(ddp: nn.Module, train: Pairs, index: np.ndarray, rank: int, worl
 
 def is_trained(workdir: Path) -> bool:
     """Whether ``workdir`` holds a finished model. Both files are renamed into place only once
-    complete, ``train.json`` last, so a model a concurrent trainer is still writing is not finished."""
+    complete, ``train.json`` last, so a model a concurrent trainer is still writing is not finished.
+    Only their presence is looked at (cheap): :func:`load_trained` checks the weights' bytes."""
     return (workdir / "model.safetensors").exists() and (workdir / "train.json").exists()
 
 
 def load_trained(model: nn.Module, workdir: Path) -> TrainResult | None:
-    """Load a finished model from ``workdir`` if there is one (:func:`is_trained`); None otherwise."""
+    """Load a finished model from ``workdir`` if there is a sound one; None otherwise (then it is trained again).
+
+    ``model.safetensors`` must have the sha256 that ``train.json`` (written after it) recorded:
+    weights changed after training, a ``train.json`` that is not a training history or records
+    no hash, or weights that do not fit the model are logged as a warning naming the file and
+    give None, with ``model`` left as it was.
+    """
     if not is_trained(workdir):
         return None
-    load_weights(model, workdir / "model.safetensors")
-    history = read_json(workdir / "train.json")
+    record = workdir / "train.json"
     try:
-        return TrainResult(**history)
-    except TypeError as exc:
-        raise ValueError(f"{workdir / 'train.json'}: not a training history ({exc}); remove the folder to retrain") from None
+        history = read_json(record)
+        if not isinstance(history, dict):
+            raise ValueError(f"{record}: expected a JSON object (a training history), got {type(history).__name__}")
+        digest = history.pop("model_sha256", None)
+        if not isinstance(digest, str):
+            raise ValueError(f"{record} records no sha256 of model.safetensors (written by an older version)")
+        try:
+            result = TrainResult(**history)
+        except TypeError as exc:
+            raise ValueError(f"{record}: not a training history ({exc})") from None
+        load_weights(model, workdir / "model.safetensors", sha256=digest, record=record)
+    except (ValueError, OSError) as exc:  # DigestMismatch and JSON errors are ValueErrors
+        log.warning("%s; training this model again", exc)  # the message names the file
+        return None
+    return result
 
 
 # ----------------------------------------------------------------------------- scoring

@@ -50,7 +50,8 @@ import py7zr
 import requests
 
 from .. import runs
-from .published import PUBLISHED, expected_files, homepage
+from .published import PUBLISHED, SUMS, check_sums, expected_files, homepage, read_sums
+from .schema import DataError
 
 __all__ = ["SUMS", "DownloadFailed", "Member", "Recipe", "recipe", "fetch", "drive_url", "main", "verify"]
 
@@ -82,11 +83,6 @@ class Recipe:
     sha256: tuple[tuple[str, str], ...] = ()  # (drive id, sha256 of the file Drive serves) where known
 
 
-SUMS = "SHA256SUMS"
-"""The checksum file ``fetch`` keeps beside a dataset's installed files (``sha256sum`` format)."""
-
-
-
 def _write_sums(dest: Path, targets: dict[str, Path]) -> None:
     lines = [f"{runs.sha256_file(p)}  {p.name}" for p in sorted(targets.values(), key=lambda q: q.name)]
     with runs.atomic_path(dest / SUMS) as tmp:
@@ -97,24 +93,18 @@ def verify(name: str, dest: Path | None = None) -> dict[str, str]:
     """Check a dataset's installed files against their ``SHA256SUMS``; ``{file name: sha256}``.
 
     Raises DownloadFailed naming the first file that is missing or differs, with both hashes.
+    (:func:`calibrank.data.published.load_published` makes the same check whenever it reads them.)
     """
     dest = Path(dest) if dest is not None else runs.raw_dir(name)
     sums_path = dest / SUMS
-    recorded: dict[str, str] = {}
-    for lineno, line in enumerate(sums_path.read_text(encoding="utf-8").splitlines(), start=1):
-        parts = line.split()
-        if len(parts) != 2 or not re.fullmatch(r"[0-9a-f]{64}", parts[0]):
-            raise DownloadFailed(f"{sums_path}:{lineno}: expected '<sha256>  <file name>', got {line!r}")
-        recorded[parts[1]] = parts[0]
-    for fname, expected in recorded.items():
-        path = dest / fname
-        if not path.is_file():
-            raise DownloadFailed(f"{path}: listed in {sums_path} but missing; rerun `make data DATASET={name}`")
-        got = runs.sha256_file(path)
-        if got != expected:
-            raise DownloadFailed(f"{path}: sha256 {got} differs from {expected} recorded in {sums_path} when it was "
-                                 f"installed (changed or truncated since?); download it again with "
-                                 f"`python -m calibrank.data.download {name} --force`")
+    try:
+        recorded = read_sums(sums_path)
+        for fname in recorded:
+            if not (dest / fname).is_file():
+                raise DownloadFailed(f"{dest / fname}: listed in {sums_path} but missing; rerun `make data DATASET={name}`")
+        check_sums(name, [dest / fname for fname in recorded], dest)
+    except DataError as exc:
+        raise DownloadFailed(str(exc)) from None
     return recorded
 
 

@@ -1,7 +1,11 @@
 """Reading and writing examples and ranking queries as Parquet (open format, atomic writes), and reading text files.
 
 Every read error is a :class:`DataError` naming the file (and, for text, the line and column
-of the first byte that is not UTF-8).
+of the first byte that is not UTF-8). A Parquet file written here gets the sha256 of its bytes
+recorded beside it, last (:func:`calibrank.runs.atomic_recorded`), and a reader here checks
+the bytes it parsed against that record: a file changed after it was written, or one whose
+writer did not finish, is a :class:`DataError` naming it (a caller that keeps a cache rebuilds
+the entry instead).
 """
 
 from __future__ import annotations
@@ -13,10 +17,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..runs import atomic_path, decode_error_position
+from ..runs import DigestMismatch, atomic_recorded, check_recorded, decode_error_position
 from .schema import DataError, Example, RankingQuery
 
-__all__ = ["write_queries", "read_queries", "write_examples", "read_examples", "read_utf8"]
+__all__ = ["write_queries", "read_queries", "write_examples", "read_examples", "read_table", "write_table", "read_utf8"]
 
 _QUERY_SCHEMA = pa.schema(
     [
@@ -37,14 +41,37 @@ _EXAMPLE_SCHEMA = pa.schema(
 )
 
 
-def _read(path: str | os.PathLike, schema: pa.Schema) -> pa.Table:
+def read_table(path: str | os.PathLike) -> pa.Table:
+    """The Parquet table in ``path``, read once: parsed, then checked against the sha256 recorded beside it.
+
+    Raises ``FileNotFoundError`` when there is no file and :class:`DataError` naming it when it is
+    not readable Parquet or its bytes are not the recorded ones.
+    """
     path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: no such file")
     try:
-        table = pq.read_table(path)
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path}: no such file") from None
+    try:
+        table = pq.read_table(pa.BufferReader(data))
     except (pa.ArrowInvalid, OSError) as exc:
         raise DataError(f"{path}: not a readable Parquet file ({exc})") from exc
+    try:
+        check_recorded(path, data)
+    except DigestMismatch as exc:
+        raise DataError(str(exc)) from None
+    return table
+
+
+def write_table(path: str | os.PathLike, table: pa.Table) -> Path:
+    """Write ``table`` to ``path`` (Parquet) atomically, with its sha256 recorded beside it."""
+    with atomic_recorded(path) as tmp:
+        pq.write_table(table, tmp)
+    return Path(path)
+
+
+def _read(path: str | os.PathLike, schema: pa.Schema) -> pa.Table:
+    table = read_table(path)
     missing = [n for n in schema.names if n not in table.column_names]
     if missing:
         raise DataError(f"{path}: missing columns {missing}; expected {schema.names}")
@@ -52,7 +79,7 @@ def _read(path: str | os.PathLike, schema: pa.Schema) -> pa.Table:
 
 
 def write_queries(path: str | os.PathLike, queries: Sequence[RankingQuery]) -> Path:
-    """Write ranking queries to ``path`` (Parquet), atomically."""
+    """Write ranking queries to ``path`` (Parquet), atomically, with the sha256 record :func:`read_queries` checks."""
     table = pa.table(
         {
             "qid": [q.qid for q in queries],
@@ -62,9 +89,7 @@ def write_queries(path: str | os.PathLike, queries: Sequence[RankingQuery]) -> P
         },
         schema=_QUERY_SCHEMA,
     )
-    with atomic_path(path) as tmp:
-        pq.write_table(table, tmp)
-    return Path(path)
+    return write_table(path, table)
 
 
 def read_queries(path: str | os.PathLike) -> list[RankingQuery]:
@@ -76,7 +101,8 @@ def read_queries(path: str | os.PathLike) -> list[RankingQuery]:
 
 
 def write_examples(path: str | os.PathLike, examples: Sequence[Example]) -> Path:
-    """Write (context, true response) examples to ``path`` (Parquet), atomically."""
+    """Write (context, true response) examples to ``path`` (Parquet), atomically, with the sha256 record
+    :func:`read_examples` checks."""
     table = pa.table(
         {
             "eid": [e.eid for e in examples],
@@ -87,9 +113,7 @@ def write_examples(path: str | os.PathLike, examples: Sequence[Example]) -> Path
         },
         schema=_EXAMPLE_SCHEMA,
     )
-    with atomic_path(path) as tmp:
-        pq.write_table(table, tmp)
-    return Path(path)
+    return write_table(path, table)
 
 
 def read_examples(path: str | os.PathLike) -> list[Example]:

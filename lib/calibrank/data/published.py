@@ -8,19 +8,31 @@ Canonical layout below ``root`` (default ``runs.raw_dir(name)`` = ``<project>/da
   first half and ``test`` the second half of the dev file's examples that have a correct answer
   (``n // 2`` examples in valid, the rest in test).
 
-``make data DATASET=<name>`` (:mod:`.download`) fetches the files into that layout.
+``make data DATASET=<name>`` (:mod:`.download`) fetches the files into that layout and records
+their sha256 in ``SHA256SUMS`` beside them (``sha256sum`` format). :func:`load_published` checks
+every file it reads against that record: a file that changed since (or one the record does not
+list) is a :class:`DataError` naming it. A folder without ``SHA256SUMS`` (files placed by hand,
+never seen by ``make data``) is read with a warning saying so.
 """
 
 from __future__ import annotations
 
+import logging
+import re
 from pathlib import Path
 
 from .. import runs
 from .dstc8 import read_dstc8
-from .schema import Example
+from .schema import DataError, Example
 from .tsv import read_tsv
 
-__all__ = ["PUBLISHED", "SPLITS", "expected_files", "homepage", "load_published", "missing_hint"]
+__all__ = ["PUBLISHED", "SPLITS", "SUMS", "expected_files", "homepage", "load_published", "missing_hint", "read_sums",
+           "check_sums"]
+
+log = logging.getLogger(__name__)
+
+SUMS = "SHA256SUMS"
+"""The checksum file beside a dataset's installed files (``sha256sum`` format)."""
 
 PUBLISHED = ("msdialog", "mantis", "udc_dstc8")
 SPLITS = ("train", "valid", "test")
@@ -62,12 +74,54 @@ def missing_hint(name: str, paths: list[Path]) -> str:
     )
 
 
+def read_sums(path: Path) -> dict[str, str]:
+    """``{file name: sha256}`` from a ``SHA256SUMS`` file; a malformed line is a :class:`DataError` naming it."""
+    recorded: dict[str, str] = {}
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path}: not UTF-8 text ({exc.reason})") from None
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        parts = line.split()
+        if len(parts) != 2 or not re.fullmatch(r"[0-9a-f]{64}", parts[0]):
+            raise DataError(f"{path}:{lineno}: expected '<sha256>  <file name>', got {line!r}")
+        recorded[parts[1].lstrip("*")] = parts[0]
+    return recorded
+
+
+def check_sums(name: str, paths: list[Path], root: Path) -> None:
+    """Check ``paths`` (files of dataset ``name`` in ``root``) against ``root/SHA256SUMS``.
+
+    Raises :class:`DataError` naming the first file that is not listed or whose sha256 differs
+    from the recorded one; without a ``SHA256SUMS`` the files are not checked (a warning says so).
+    """
+    sums_path = Path(root) / SUMS
+    if not sums_path.is_file():
+        log.warning("%s: no %s beside the files of %s, so they are read unchecked; `make data DATASET=%s` records "
+                    "their sha256 (files placed by hand too)", root, SUMS, name, name)
+        return
+    recorded = read_sums(sums_path)
+    for path in paths:
+        expected = recorded.get(path.name)
+        if expected is None:
+            raise DataError(f"{path}: not listed in {sums_path}; rerun `make data DATASET={name}` to record it")
+        got = runs.sha256_file(path)
+        if got != expected:
+            raise DataError(f"{path}: sha256 {got} differs from {expected} recorded in {sums_path} when it was "
+                            f"installed (changed or truncated since?); download it again with "
+                            f"`python -m calibrank.data.download {name} --force`")
+
+
 def load_published(name: str, root: Path | None = None) -> dict[str, list[Example]]:
-    """The ``train``, ``valid`` and ``test`` examples of a published dataset (true responses only)."""
+    """The ``train``, ``valid`` and ``test`` examples of a published dataset (true responses only).
+
+    Every file is checked against the dataset's ``SHA256SUMS`` before it is read (:func:`check_sums`).
+    """
     files = expected_files(name, root)
     missing = [p for p in files.values() if not p.is_file()]
     if missing:
         raise FileNotFoundError(missing_hint(name, missing))
+    check_sums(name, list(files.values()), next(iter(files.values())).parent)
     if name == "udc_dstc8":
         dev = read_dstc8(files["dev"], name, split="dev")
         half = len(dev) // 2

@@ -13,8 +13,10 @@ What we keep: only label-1 rows, as :class:`Example` (the study samples its own 
 every row is validated. Blank lines are skipped (e.g. a trailing blank line), a trailing ``\\r``
 is removed, and blank context utterances are dropped. Errors raise :class:`DataError` naming the
 file and the 1-based line number: bytes that are not UTF-8 (with the column), fewer than 3
-columns, a label other than ``0``/``1``, and, on a label-1 row, an all-blank context or a
-blank candidate.
+columns, a label other than ``0``/``1``, a label-0 row with another number of columns than the
+row before it (a negative repeats the context of the row it follows), a last row without its
+newline (the file was cut off: the row's last column may be a fragment), and, on a label-1
+row, an all-blank context or a blank candidate.
 
 ``eid`` is ``f"{source}-{split}-L{line}"``. ``dialogue_id`` is the eid of the first row of a
 chain of consecutive label-1 rows in which each row's context starts with the previous row's
@@ -51,6 +53,7 @@ def read_tsv(
     counts = {"rows": 0, "positives": 0, "negatives": 0, "blank_lines": 0}
     examples: list[Example] = []
     prev: Example | None = None
+    prev_row: tuple[int, int] | None = None  # (line, columns) of the last non-blank row
     with path.open("rb") as handle:
         for lineno, raw_bytes in enumerate(handle, start=1):
             try:
@@ -64,6 +67,9 @@ def read_tsv(
                 continue
             counts["rows"] += 1
             where = f"{path}:{lineno}"
+            if not raw.endswith("\n"):
+                raise DataError(f"{where}: the file ends without a newline after this row, so the row may be cut off "
+                                f"(an interrupted download or copy?); expected every row to end with a newline")
             cols = line.split("\t")
             if len(cols) < 3:
                 raise DataError(
@@ -73,7 +79,11 @@ def read_tsv(
             label = cols[0]
             if label not in _LABELS:
                 raise DataError(f"{where}: expected label '0' or '1' in the first column, got {label[:20]!r}")
+            row, prev_row = prev_row, (lineno, len(cols))
             if label == "0":
+                if row is not None and row[1] != len(cols):
+                    raise DataError(f"{where}: expected {row[1]} tab-separated columns like line {row[0]} (a negative "
+                                    f"repeats the context of the row before it), got {len(cols)}")
                 counts["negatives"] += 1
                 continue
             context = tuple(u for u in cols[1:-1] if u.strip())

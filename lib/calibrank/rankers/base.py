@@ -8,8 +8,10 @@ and a sigmoid is the same model (see :mod:`calibrank.losses`).
 
 :class:`Ranker` is the interface: ``fit(train, valid)`` then ``predict(queries) ->
 Predictions``. Trained weights are cached in a folder named by what determines them
-(backbone, training settings, training data, head, seed), so rankers that share a trained
-model (``bert``, ``mc_dropout``, ``temperature``, ensemble member 0) train it once.
+(backbone, training settings, training data, head, seed, the code the training reaches and the
+versions of the packages that run it), so rankers that share a trained model (``bert``,
+``mc_dropout``, ``temperature``, ensemble member 0) train it once, and a change to the code
+retrains the models whose training reaches it.
 
 A ranker's own settings are its section of the profile (:mod:`calibrank.config`): the keyword
 arguments of its constructor take the section's defaults and are checked by the section's rules
@@ -19,8 +21,11 @@ arguments of its constructor take the section's defaults and are checked by the 
 from __future__ import annotations
 
 import dataclasses
+import io
+import logging
 import math
 import time
+import zipfile
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -30,22 +35,27 @@ import numpy as np
 import torch
 from torch import nn
 
+from .. import losses
 from ..backbone import Backbone, load_backbone
+from ..codekey import code_hash, package_versions
 from ..config import HEAD_DROPOUT, ConfigError, ContextStyle, Pooling, TrainingConfig, build_section
 from ..data.schema import RankingQuery
 from ..data.splits import TURN_SEP, UTTERANCE_SEP
 from ..losses import binary_cross_entropy
 from ..metrics.ranking import recall_at_k
 from ..predictions import Predictions
-from ..runs import atomic_path, stable_hash
+from ..runs import atomic_recorded, check_recorded, stable_hash
 from ..training import (Pairs, TrainResult, collate, encode_pairs, length_batches, load_trained, score_pairs, train_model,
                         use_bf16)
 
 __all__ = ["CrossEncoder", "Ranker", "TrainedModel", "distinct_pairs", "encode_features", "head_param_groups", "init_cosine_head",
-           "queries_version", "checked", "ranker_settings", "sigmoid", "MODEL_CACHE_VERSION"]
+           "queries_version", "checked", "ranker_settings", "sigmoid", "MODEL_PACKAGES"]
 
-#: Bumped whenever a change to the model or the loop changes the trained weights (part of cache keys).
-MODEL_CACHE_VERSION = 3
+#: The installed packages whose version is part of a trained model's key (the code of calibrank
+#: itself enters as :func:`calibrank.codekey.code_hash`): they compute the forward and backward
+#: passes, tokenise the text and draw the batch order.
+MODEL_PACKAGES = ("torch", "transformers", "tokenizers", "numpy")
+log = logging.getLogger(__name__)
 _NOT_IN_KEY = ("log_every", "checkpoint_every", "eval_batch_size")
 _IN_KEY_UNLESS_DEFAULT = {"schedule": "linear", "selection": "best"}
 #: ``segments`` pooling: the head starts as ``SEGMENT_COSINE_WEIGHT * cos(u, v) + SEGMENT_COSINE_BIAS``.
@@ -84,6 +94,25 @@ def checked(where: str, check: Callable[..., Any], *args: Any) -> Any:
         return check(*args)
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}") from None
+
+
+def _read_logits(path: Path, n_pairs: int) -> tuple[np.ndarray, float] | None:
+    """The logits ``[S, n_pairs]`` and seconds cached in ``path``; None when there is no sound file there
+    (missing; not the bytes recorded beside it; not a readable .npz of that shape), logged unless missing."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    try:
+        check_recorded(path, data)
+        with np.load(io.BytesIO(data), allow_pickle=False) as z:
+            logits, seconds = z["logits"], float(z["seconds"])
+        if logits.ndim != 2 or logits.shape[1] != n_pairs:
+            raise ValueError(f"{path}: logits of shape {logits.shape}, expected [S, {n_pairs}]")
+    except (ValueError, KeyError, OSError, EOFError, zipfile.BadZipFile) as exc:
+        log.warning("%s: the cached logits are not used (%s); scoring again", path, str(exc).removeprefix(f"{path}: "))
+        return None
+    return logits, seconds
 
 
 class CrossEncoder(nn.Module):
@@ -287,7 +316,8 @@ class Ranker(ABC):
 
         Training settings that only change logging, checkpointing or evaluation batch size are
         left out; the validation set is in (early selection depends on it), and so are the
-        resolved precision and :data:`MODEL_CACHE_VERSION` (bumped when the loop changes).
+        resolved precision, the code the training reaches (:meth:`training_code`) and the
+        versions of :data:`MODEL_PACKAGES`.
         """
         settings = dataclasses.asdict(self.training)
         settings = {k: (v.value if hasattr(v, "value") else v) for k, v in settings.items() if k not in _NOT_IN_KEY}
@@ -295,9 +325,35 @@ class Ranker(ABC):
             if settings.get(key) == default:
                 settings.pop(key)
         parts = {"kind": kind, "seed": seed, "training": settings, "context": self.context_style.value,
-                 "bf16": use_bf16(self.training.precision, self.device), "version": MODEL_CACHE_VERSION,
+                 "bf16": use_bf16(self.training.precision, self.device), "code": self.training_code(),
+                 "packages": package_versions(MODEL_PACKAGES),
                  "data": queries_version(train), "valid": queries_version(valid) if valid else None, "extra": extra or {}}
         return f"{kind}-seed{seed}-{stable_hash(parts, 12)}"
+
+    def training_loss(self) -> Callable[..., torch.Tensor] | None:
+        """The function of :mod:`calibrank.losses` that :meth:`_loss` trains with (None: none of them).
+
+        Which loss a ranker uses is a setting read at run time, so the model key covers the code
+        of this one and of no other loss (:meth:`training_code`).
+        """
+        return losses.binary_cross_entropy
+
+    def training_code(self) -> str:
+        """A hash of the code that trains this ranker's models (:func:`calibrank.codekey.code_hash`).
+
+        The walk starts at :meth:`_train` of this ranker's class (and so reaches :meth:`_build`,
+        :meth:`_loss`, :meth:`_encode`, :meth:`_validator`, :meth:`_train_hooks`, the training
+        loop and the backbone through them) and at :meth:`training_loss`'s function; the other
+        losses are not followed. Rankers that train the same model (``bert``, ``mc_dropout``,
+        ``temperature``, the ensemble's members) reach the same code and share it.
+        """
+        loss = self.training_loss()
+        return code_hash((type(self), "_train"), *([loss] if loss is not None else []), opaque=(losses,))
+
+    def _train_hooks(self) -> dict[str, Any]:
+        """Keyword arguments of :func:`calibrank.training.train_model` beyond the loss (``param_groups``,
+        ``on_epoch_start``): part of how this ranker trains, so part of :meth:`training_code`."""
+        return {}
 
     def _validator(self, tokenizer, valid: Sequence[RankingQuery]):
         pairs = self._encode(tokenizer, valid)
@@ -328,7 +384,7 @@ class Ranker(ABC):
         return [self.models_dir / self._model_key(self.kind, seed, train, valid, self._model_key_extra())
                 for seed in self.model_seeds()]
 
-    def _train(self, seed: int, train: Sequence[RankingQuery], valid: Sequence[RankingQuery], **hooks: Any) -> TrainedModel:
+    def _train(self, seed: int, train: Sequence[RankingQuery], valid: Sequence[RankingQuery]) -> TrainedModel:
         """Train (or load from the cache) one model of this ranker's kind with ``seed``."""
         model, backbone = self._build(seed)
         workdir = self.models_dir / self._model_key(self.kind, seed, train, valid, self._model_key_extra())
@@ -344,7 +400,7 @@ class Ranker(ABC):
                 seed=seed,
                 validate=self._validator(backbone.tokenizer, valid) if valid else None,
                 device=self.device,
-                **hooks,
+                **self._train_hooks(),
             )
         model.to(self.device)
         return TrainedModel(model=model, backbone=backbone, result=done, workdir=workdir)
@@ -359,24 +415,26 @@ class Ranker(ABC):
         """Logits ``[S, Q, K]`` of a trained model on ``queries`` and the seconds the scoring took.
 
         With :attr:`reuse_logits`, the logits come from the model folder's cache when the same
-        model scored the same queries with the same settings before; the seconds are then those
-        of that first scoring (what the ranker costs, not what reading a file costs).
+        model scored the same queries with the same settings and the same scoring code before; the
+        seconds are then those of that first scoring (what the ranker costs, not what reading a
+        file costs). A cache file whose bytes are not the ones recorded beside it (truncated,
+        altered) is logged and computed again.
         """
         pairs = self._encode(trained.backbone.tokenizer, queries)
-        score = kw.pop("score", None)  # score(trained, pairs) -> [S, N] in place of score_pairs (keyed by kw)
+        score = kw.pop("score", None)  # score(trained, pairs) -> [S, N] in place of score_pairs (keyed by kw and its code)
         settings = {"passes": 1, "dropout": False, "seed": 0, **kw}
         path = None
         if self.reuse_logits and "forward" not in kw:
+            code = code_hash((type(self), "_timed_logits"), *([score] if score is not None else []), opaque=(losses,))
             key = stable_hash({"queries": queries_version(queries), "scoring": settings, "precision": self.training.precision.value
                                if hasattr(self.training.precision, "value") else self.training.precision,
                                "eval_batch_size": self.training.eval_batch_size, "device": self.device.type,
-                               "context": self.context_style.value}, 16)
+                               "context": self.context_style.value, "code": code}, 16)
             path = trained.workdir / "logits" / f"{key}.npz"
-            if path.exists():
-                with np.load(path) as z:
-                    logits, seconds = z["logits"], float(z["seconds"])
-                if logits.shape[1:] == (len(pairs),):
-                    return logits.reshape(logits.shape[0], len(queries), pairs.n_candidates), seconds
+            cached = _read_logits(path, len(pairs))
+            if cached is not None:
+                logits, seconds = cached
+                return logits.reshape(logits.shape[0], len(queries), pairs.n_candidates), seconds
         t0 = time.perf_counter()
         if score is not None:
             logits = score(trained, pairs)
@@ -385,8 +443,7 @@ class Ranker(ABC):
                                  precision=self.training.precision, **kw)
         seconds = time.perf_counter() - t0
         if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with atomic_path(path) as tmp:
+            with atomic_recorded(path) as tmp:
                 with open(tmp, "wb") as fh:
                     np.savez(fh, logits=logits, seconds=np.float64(seconds))
         return logits.reshape(logits.shape[0], len(queries), pairs.n_candidates), seconds

@@ -60,6 +60,9 @@ class FocalRanker(DeterministicRanker):
     def _model_key_extra(self) -> dict:
         return {"loss": "focal", "focal_gamma": self.focal_gamma}
 
+    def training_loss(self):
+        return focal
+
     def _from_logits(self, queries, logits, seconds, extra=None):
         return super()._from_logits(queries, logits, seconds, {"focal_gamma": self.focal_gamma, **(extra or {})})
 

@@ -499,13 +499,19 @@ class PGDRRRanker(Ranker):
     def _model_key_extra(self) -> dict:
         return self.params()
 
+    def _train_hooks(self) -> dict[str, Any]:
+        return {"param_groups": self._param_groups}
+
+    def training_loss(self) -> None:
+        return None  # the Fisher-identity loss of calibrank.gp, reached through _loss
+
     # -------------------------------------------------------------- interface
     def fit(self, train: Sequence[RankingQuery], valid: Sequence[RankingQuery] = ()) -> "PGDRRRanker":
         if not train:
             raise ValueError(f"{self.name}: no training queries")
         self._fit_queries = train
         try:
-            self.trained = self._train(self.seed, train, valid, param_groups=self._param_groups)
+            self.trained = self._train(self.seed, train, valid)
         finally:
             self._fit_queries = ()
         self.state = self._load_or_compute_posterior(self.trained, train)

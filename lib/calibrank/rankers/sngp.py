@@ -299,11 +299,16 @@ class SNGPRanker(Ranker):
     def _model_key_extra(self) -> dict:
         return self.params()
 
+    def _train_hooks(self) -> dict[str, Any]:
+        return {"on_epoch_start": self._reset_precision,
+                "param_groups": lambda model: head_param_groups(model, self.head_lr)}
+
+    def training_loss(self):
+        return focal if self.loss == SNGPLoss.focal else binary_cross_entropy
+
     # -------------------------------------------------------------- interface
     def fit(self, train: Sequence[RankingQuery], valid: Sequence[RankingQuery] = ()) -> "SNGPRanker":
-        self.trained = self._train(self.seed, train, valid,
-                                   on_epoch_start=self._reset_precision,
-                                   param_groups=lambda model: head_param_groups(model, self.head_lr))
+        self.trained = self._train(self.seed, train, valid)
         self.fit_seconds = self.trained.result.seconds
         return self
 
