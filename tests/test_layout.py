@@ -11,7 +11,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 LIB = ROOT / "lib" / "calibrank"
 #: Subpackages whose docstring lists its modules one by one as ":mod:`.name`".
-LISTED = ("analysis", "practice", "bench", "gp", "metrics")
+LISTED = ("analysis", "practice", "bench", "gp", "metrics", "assess")
 
 
 def _modules(folder: Path) -> set[str]:

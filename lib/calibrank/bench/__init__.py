@@ -13,6 +13,8 @@
   ``inference_flops``, the scoring loop's GFLOP/s per precision.
 - :mod:`.memory`: ``peak_memory`` of a training run and of PG-DRR's Gibbs sampler, each in a fresh
   subprocess (``python -m calibrank.bench.memory --child``).
+- :mod:`.assess_io`: ``assess_io``, reading a synthetic 7 M-line TREC run with its qrels against
+  ir_measures' reader (lines/s, peak memory), and ranx's ranking metrics on the same run.
 - :mod:`.assess_engine`: ``assess_engine``, wall time, CPU time and peak memory of a full
   assessment (:func:`calibrank.assess.engine.assess`) of a synthetic run at scale, in a subprocess.
 - :mod:`.common`: logging, ratios and the target check shown beside each ratio.
