@@ -147,10 +147,6 @@ class Timings:
                 raise ValueError(f"{clock}: expected {len(self.order)} seconds for each of {sorted(names)}; "
                                  f"got {({k: np.shape(v) for k, v in got.items()})}")
 
-    @property
-    def names(self) -> list[str]:
-        return sorted(self.order[0])
-
     def position(self, name: str) -> list[int]:
         """Where ``name`` ran in each round (0 = first)."""
         return [r.index(name) for r in self.order]
