@@ -16,8 +16,8 @@ from calibrank.config import load_config
 from calibrank.rankers import make_ranker
 from rankfix import learnable_queries, tiny_training
 
-#: Iterations of the fake rankers' unit of work: about 0.05 s of CPU on one core.
-UNIT = 1_000_000
+#: Iterations of the fake rankers' unit of work: about 0.035 s of CPU on one core.
+UNIT = 750_000
 
 
 def _work(units: float, unit: int = UNIT) -> int:
@@ -91,10 +91,10 @@ def test_cpu_time_ratio_holds_while_another_process_spins():
     calls = {"bert": lambda: _work(1), "triple": lambda: _work(3)}
     _work(1)  # warm
     with _Busy():
-        timings, _ = efficiency.time_interleaved(calls, repeats=5, seed=0)
-    per_repeat = timings.cpu["triple"] / timings.cpu["bert"]
-    assert np.median(per_repeat) == pytest.approx(3.0, rel=0.2)
-    assert np.median(timings.cpu["triple"]) / np.median(timings.cpu["bert"]) == pytest.approx(3.0, rel=0.2)
+        timings, _ = efficiency.time_interleaved(calls, repeats=7, seed=0)
+    per_repeat = timings.cpu["triple"] / timings.cpu["bert"]  # repeat r of each ran in round r
+    assert np.median(per_repeat) == pytest.approx(3.0, rel=0.2), timings.cpu
+    assert timings.cpu["triple"].min() / timings.cpu["bert"].min() == pytest.approx(3.0, rel=0.2), timings.cpu
     # single-threaded work is billed no more CPU than the time that passed
     for name in calls:
         assert (timings.cpu[name] <= timings.wall[name] * 1.05 + 1e-3).all()
@@ -128,7 +128,7 @@ def test_measure_efficiency_rows_and_claims_on_fake_rankers(monkeypatch):
     assert m.loc["mc_dropout", "samples"] == 3 and m.loc["sngp", "parameters"] == 110
 
     table = efficiency.efficiency_table(measured).set_index("ranker")
-    assert table.loc["mc_dropout", "ratio_to_bert"] == pytest.approx(3.0, rel=0.2)
+    assert 2.0 < table.loc["mc_dropout", "ratio_to_bert"] < 4.5  # 3x the work (the ratio's precision: above)
     assert table.loc["mc_dropout", "ratio_to_bert"] == table.loc["mc_dropout", "cpu ratio"]
     assert {"wall ms/query", "wall ratio", "wall ratio lo", "wall ratio hi"} <= set(table.columns)
     claims = verdicts.summary(verdicts.efficiency_claims(table.reset_index())).set_index("method")
@@ -205,7 +205,7 @@ def test_temperature_scores_once_like_bert_and_divides_its_logits(bert_and_tempe
 
 def test_temperature_costs_what_bert_costs_on_the_cpu_clock(bert_and_temperature):
     bert, temp = bert_and_temperature
-    queries = learnable_queries(40, 9, seed=6)
-    timings, _ = efficiency.time_rankers({"bert": bert, "temperature": temp}, queries, repeats=5, seed=1)
+    queries = learnable_queries(80, 9, seed=6)
+    timings, _ = efficiency.time_rankers({"bert": bert, "temperature": temp}, queries, repeats=7, seed=1)
     ratio = np.median(timings.cpu["temperature"] / timings.cpu["bert"])
-    assert ratio == pytest.approx(1.0, abs=0.15)
+    assert ratio == pytest.approx(1.0, abs=0.15), (timings.cpu, timings.wall)
