@@ -12,12 +12,12 @@ bert's model and divides by its scalar, as a user of a temperature-scaled bert d
 
 Two clocks per call: the process CPU time (:func:`time.process_time`, every thread of the
 process) and the wall time (:func:`time.perf_counter`). Other work on the machine stretches the
-wall time of a call by however long the scheduler kept it waiting; it leaves the CPU time of
-single-threaded work unchanged, because waiting is not billed. With several intra-op threads
-it is billed after all: a thread that reaches a barrier while its peer is descheduled spins,
-and the spinning grows with the load. So the timed calls run with ``threads`` intra-op threads
-(one by default) and, on a CPU, the CPU time decides (``clock``); on a GPU the work is not on
-the CPU clock and the wall time decides.
+wall time of a call by however long the scheduler kept it waiting; the CPU time of
+single-threaded work does not count the waiting, only what sharing a core costs in caches. With
+several intra-op threads the waiting is billed after all: a thread that reaches a barrier while
+its peer is descheduled spins, and the spinning grows with the load. So the timed calls run
+with ``threads`` intra-op threads (one by default) and, on a CPU, the CPU time decides
+(``clock``); on a GPU the work is not on the CPU clock and the wall time decides.
 
 The calls are interleaved (:func:`interleaved_order`): round r times every ranker once, in an
 order drawn from the seed, so a burst of load falls on each ranker alike and no ranker always
