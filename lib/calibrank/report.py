@@ -370,10 +370,12 @@ def _comparison_html(tables: Mapping[str, pd.DataFrame]) -> str:
             parts.append(f"<h4>{_esc(title)}</h4><p>{_esc(text)}</p>{_frame_html(comp[key])}")
     eff = tables.get("efficiency")
     if eff is not None and not eff.empty:
-        cols = [c for c in ("ranker", "params (M)", "ms/query", "ratio_to_bert", "PG-DRR ms", "PG-DRR ratio", "GPF-BERT ratio")
-                if c in eff.columns]
+        cols = [c for c in ("ranker", "params (M)", "clock", "ms/query", "ratio_to_bert", "wall ms/query", "wall ratio",
+                            "PG-DRR ms", "PG-DRR ratio", "GPF-BERT ratio") if c in eff.columns]
         parts.append("<h4>Efficiency</h4><p>It shows our inference time per query and its ratio to bert (one run, same "
-                     "queries) beside PG-DRR's Table 2 (ms, and the same ratio) and GPF-BERT's Table 3 ratios.</p>"
+                     "queries) on the clock that decides the cost claims (<code>clock</code>: process CPU time on a CPU) "
+                     "and on the wall clock, beside PG-DRR's Table 2 (ms, and the same ratio) and GPF-BERT's Table 3 "
+                     "ratios.</p>"
                      + _frame_html(eff[cols]))
     if not parts:
         return "<p class='muted'>No analysis tables yet: run notebooks 04–07.</p>"

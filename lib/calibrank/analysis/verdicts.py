@@ -339,12 +339,14 @@ def efficiency_claims(eff: pd.DataFrame) -> pd.DataFrame:
     """PG-DRR Table 2 / GPF-BERT Table 3: MC Dropout and the ensemble cost several times bert's
     inference, the GP rankers little (less than MC Dropout).
 
-    From :func:`calibrank.efficiency.efficiency_table`: the effect is the mean per-repeat ratio
-    minus 1 (``mc_dropout``, ``ensemble``: against bert, claimed greater than 0) or the GP
-    ranker's ratio over MC Dropout's minus 1 (claimed less than 0), repeat by repeat (the
-    rankers were timed round robin); the interval is a Student-t interval over the repeats and
-    the p-values a one-sample t-test (``scipy.stats.ttest_1samp``), undefined with fewer than 2
-    repeats. Timings depend on the machine: the unit is the repeat, not the query.
+    From :func:`calibrank.efficiency.efficiency_table`, on the clock that decides (its ``clock``
+    column: process CPU time on a CPU, which other work on the machine does not move; wall time
+    on a GPU). The effect is the mean per-repeat ratio minus 1 (``mc_dropout``, ``ensemble``:
+    against bert, claimed greater than 0) or the GP ranker's ratio over MC Dropout's minus 1
+    (claimed less than 0), repeat by repeat (repeat r of every ranker ran in round r); the
+    interval is a Student-t interval over the repeats and the p-values a one-sample t-test
+    (``scipy.stats.ttest_1samp``), undefined with fewer than 2 repeats. The note gives the
+    other clock's ratio. Timings depend on the machine: the unit is the repeat, not the query.
     """
     from ..efficiency import PAPER_EFFICIENCY
 
@@ -353,36 +355,49 @@ def efficiency_claims(eff: pd.DataFrame) -> pd.DataFrame:
         return _frame(rows)
     ratios = {r: np.array([float(x) for x in str(v).split()]) if isinstance(v, str) and v.strip() else np.array([])
               for r, v in zip(eff["ranker"], eff["ratio per repeat"])}
+    clock = str(eff["clock"].iloc[0]) if "clock" in eff.columns else ""
+    clock_name = {"cpu": "process CPU time", "wall": "wall time"}.get(clock, "")
+    other = {"cpu": "wall", "wall": "cpu"}.get(clock)
+    other_ratio = (dict(zip(eff["ranker"], eff[f"{other} ratio"])) if other and f"{other} ratio" in eff.columns else {})
     paper = PAPER_EFFICIENCY.set_index("ranker")
 
     def paper_ratio(r: str) -> float:
         vals = [paper.loc[r, c] for c in ("PG-DRR ratio", "GPF-BERT ratio") if r in paper.index and np.isfinite(paper.loc[r, c])]
         return float(np.mean(vals)) if vals else float("nan")
 
-    def add(method: str, claim: str, values: np.ndarray, direction: str, paper_effect: float) -> None:
+    def beside(method: str, over: str | None) -> str:
+        """The other clock's ratio of medians, for the note."""
+        if method not in other_ratio or (over is not None and over not in other_ratio):
+            return ""
+        value = other_ratio[method] / (other_ratio[over] if over is not None else 1.0)
+        return f"{'wall' if other == 'wall' else 'CPU'}-time ratio {value:.2f}" + (f" of {over}'s" if over else "")
+
+    def add(method: str, claim: str, values: np.ndarray, direction: str, paper_effect: float, note: str) -> None:
+        # the test over the timing repeats: its effect, interval and p-values (and what it could detect) come from
+        # ``values``, one per repeat
         mean, lo, hi = mean_ci(values) if values.size else (float("nan"),) * 3
         if values.size >= 2 and np.ptp(values) > 0:
             p = float(_sps.ttest_1samp(values, 0.0, alternative=direction).pvalue)
             p_opp = float(_sps.ttest_1samp(values, 0.0, alternative=_OPPOSITE[direction]).pvalue)
-            note = ""
         else:
             p = p_opp = float("nan")
-            note = f"no test: {values.size} repeat(s)"
+            note = "; ".join(filter(None, [f"no test: {values.size} repeat(s)", note]))
+        test = f"one-sample t-test over {values.size} timing repeats" + (f" of {clock_name}" if clock_name else "")
         rows.append({"paper": "PG-DRR Table 2 / GPF-BERT Table 3", "claim": claim, "method": method,
                      "direction": direction, "paper effect": paper_effect, "ours": mean, "lo": lo, "hi": hi,
                      "unit": "relative change", "p": p, "p opposite": p_opp, "conditions": 1, "seeds": 1,
-                     "test": f"one-sample t-test over {values.size} timing repeats", "protocol": "", "note": note})
+                     "test": test, "protocol": "", "note": note})
 
     for method in registry.claimed_by(registry.Papers.penha_hauff):
         if method in ratios and ratios[method].size:
             add(method, f"{method} costs more inference time than bert", ratios[method] - 1.0, "greater",
-                paper_ratio(method) - 1.0)
+                paper_ratio(method) - 1.0, beside(method, None))
     mc = ratios.get("mc_dropout", np.array([]))
     for method in registry.claimed_by(registry.Papers.gp_2023):
         own = ratios.get(method, np.array([]))
         if own.size and own.size == mc.size:
             add(method, f"{method} costs less inference time than MC Dropout", own / mc - 1.0, "less",
-                paper_ratio(method) / paper_ratio("mc_dropout") - 1.0)
+                paper_ratio(method) / paper_ratio("mc_dropout") - 1.0, beside(method, "mc_dropout"))
     return _frame(rows)
 
 

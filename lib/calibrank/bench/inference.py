@@ -3,8 +3,9 @@
 What is measured: the time of each ranker's ``predict`` on the same seeded test queries of the
 in-domain corpus (each query: all ``1 + k`` candidates scored, tokenisation included), by
 :func:`calibrank.efficiency.measure_efficiency`: every ranker loaded first and warmed up, then
-``repeats`` rounds that time each ranker in turn (round robin, so a change of machine load hits
-all alike); the median per query counts and the ratio of medians to ``bert``
+``repeats`` rounds that time each ranker in turn (interleaved, so a change of machine load hits
+all alike) on the process CPU time where the rankers run on the CPU; the median per query counts and the ratio of
+medians to ``bert``
 (:func:`calibrank.efficiency.efficiency_table`) is set beside its target:
 
 - single-pass rankers (``temperature``, ``focal``, ``sngp``, ``gpf_bert``, ``pg_drr``: one encoder pass,
@@ -186,7 +187,9 @@ def bench_inference(cfg: Config, *, n_queries: int = 50, repeats: int = 3, warmu
         "models_from_short_training": sorted(n for n, s in source.items() if s != "profile model cache"),
         "rankers": out_rankers,
         "targets": targets,
-        "note": "median of round-robin repeats; ratio = median ms/query over bert's; tokenisation included",
+        "clock": str(first["clock"]),
+        "note": (f"median of interleaved repeats at one intra-op thread, {first['clock']} clock (calibrank.efficiency); "
+                 "ratio = median ms/query over bert's; tokenisation included"),
     }
 
 

@@ -1,0 +1,211 @@
+"""Tests of calibrank.efficiency: interleaved timing on two clocks, and the cost claims decided on CPU time."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import time
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from calibrank import efficiency
+from calibrank.analysis import verdicts
+from calibrank.config import load_config
+from calibrank.rankers import make_ranker
+from rankfix import learnable_queries, tiny_training
+
+#: Iterations of the fake rankers' unit of work: about 0.035 s of CPU on one core.
+UNIT = 750_000
+
+
+def _work(units: float, unit: int = UNIT) -> int:
+    """A fixed number of CPU-bound operations (pure Python, one thread)."""
+    total = 0
+    for i in range(int(units * unit)):
+        total += i & 7
+    return total
+
+
+def _spin(stop, seconds: float) -> None:
+    """Keep a core busy until ``stop`` is set or ``seconds`` have passed."""
+    deadline = time.monotonic() + seconds
+    x = 0
+    while not stop.is_set() and time.monotonic() < deadline:
+        for _ in range(10_000):
+            x += 1
+
+
+class _Busy:
+    """A background process spinning on another core while the block runs (at most ``seconds``)."""
+
+    def __init__(self, seconds: float = 15.0) -> None:
+        ctx = mp.get_context("fork")  # the child only spins: nothing to re-import
+        self.stop = ctx.Event()
+        self.proc = ctx.Process(target=_spin, args=(self.stop, seconds), daemon=True)
+
+    def __enter__(self):
+        self.proc.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.proc.join(timeout=5)
+        if self.proc.is_alive():
+            self.proc.terminate()
+            self.proc.join()
+
+
+# ------------------------------------------------------------------------------ the order of the timed calls
+def test_interleaved_order_is_rounds_of_seeded_permutations():
+    names = ["bert", "mc_dropout", "ensemble", "sngp"]
+    order = efficiency.interleaved_order(names, 6, seed=3)
+    assert len(order) == 6 and all(sorted(r) == sorted(names) for r in order)
+    assert order == efficiency.interleaved_order(names, 6, seed=3)  # same seed, same order
+    assert order != efficiency.interleaved_order(names, 6, seed=4)
+    assert len(set(order)) > 1  # drawn anew each round
+    rng = np.random.default_rng(3)
+    assert order == [tuple(names[i] for i in rng.permutation(4)) for _ in range(6)]
+    with pytest.raises(ValueError, match="distinct"):
+        efficiency.interleaved_order(["bert", "bert"], 2, seed=0)
+    with pytest.raises(ValueError, match="repeats must be a positive integer"):
+        efficiency.interleaved_order(names, 0, seed=0)
+
+
+def test_calls_run_round_by_round_in_the_drawn_order():
+    log: list[str] = []
+    calls = {name: (lambda name=name: log.append(name) or len(log)) for name in ("a", "b", "c")}
+    timings, last = efficiency.time_interleaved(calls, repeats=4, seed=11)
+    assert log == [name for round_ in timings.order for name in round_]  # round r entirely before round r + 1
+    assert timings.order == tuple(efficiency.interleaved_order(["a", "b", "c"], 4, seed=11))
+    assert all(timings.cpu[n].shape == timings.wall[n].shape == (4,) for n in "abc")
+    assert timings.position("a") == [r.index("a") for r in timings.order]
+    assert last["a"] == len(log) - log[::-1].index("a")  # the result of a's last call
+    with pytest.raises(ValueError, match="every round must time each ranker once"):
+        efficiency.Timings(order=(("a", "b"), ("a",)), cpu={}, wall={})
+
+
+# ------------------------------------------------------------------------------ CPU time under load
+def test_cpu_time_ratio_holds_while_another_process_spins():
+    calls = {"bert": lambda: _work(1), "triple": lambda: _work(3)}
+    _work(1)  # warm
+    with _Busy():
+        timings, _ = efficiency.time_interleaved(calls, repeats=7, seed=0)
+    per_repeat = timings.cpu["triple"] / timings.cpu["bert"]  # repeat r of each ran in round r
+    assert np.median(per_repeat) == pytest.approx(3.0, rel=0.2), timings.cpu
+    assert timings.cpu["triple"].min() / timings.cpu["bert"].min() == pytest.approx(3.0, rel=0.2), timings.cpu
+    # single-threaded work is billed no more CPU than the time that passed
+    for name in calls:
+        assert (timings.cpu[name] <= timings.wall[name] * 1.05 + 1e-3).all()
+
+
+def _fake_ranker(units: int, parameters: int, samples: int = 1):
+    def predict(queries):
+        _work(units, UNIT // 4)
+        return SimpleNamespace(meta={"n_parameters": parameters}, n_samples=samples)
+
+    return SimpleNamespace(predict=predict, device="cpu", reuse_logits=True)
+
+
+def test_measure_efficiency_rows_and_claims_on_fake_rankers(monkeypatch):
+    cfg = load_config("smoke")
+    fakes = {"bert": _fake_ranker(1, 100), "mc_dropout": _fake_ranker(3, 100, samples=3), "sngp": _fake_ranker(1, 110)}
+    queries = [SimpleNamespace(qid=f"q{i}") for i in range(10)]
+    monkeypatch.setattr(efficiency, "train_ranker", lambda _cfg, name, _tc: fakes[name])
+    monkeypatch.setattr(efficiency, "efficiency_queries", lambda _cfg, n, **kw: (
+        queries[:n], {"corpus": "chitchat", "sampler": "mixed", "queries": n, "candidates": 10, "seed": kw["seed"]}))
+    measured = efficiency.measure_efficiency(cfg, n_queries=10, repeats=4, warmup_queries=2, seed=5,
+                                             rankers=list(fakes), train_corpus="chitchat", threads=None)
+    assert all(f.reuse_logits for f in fakes.values())  # restored after timing
+    m = measured.set_index("ranker")
+    assert (m["clock"] == "cpu").all() and (m["ms/query"] == m["cpu ms/query"]).all()
+    order = efficiency.interleaved_order(list(fakes), 4, seed=5)
+    assert m.loc["sngp", "position per repeat"] == " ".join(str(r.index("sngp")) for r in order)
+    cpu = np.array(m.loc["mc_dropout", "cpu ms/query per repeat"].split(), dtype=float)
+    assert m.loc["mc_dropout", "cpu ms/query"] == pytest.approx(np.median(cpu), rel=1e-5)
+    assert m.loc["mc_dropout", "cpu ms/query (fastest)"] == pytest.approx(cpu.min(), rel=1e-5)
+    assert m.loc["mc_dropout", "samples"] == 3 and m.loc["sngp", "parameters"] == 110
+
+    table = efficiency.efficiency_table(measured).set_index("ranker")
+    assert 2.0 < table.loc["mc_dropout", "ratio_to_bert"] < 4.5  # 3x the work (the ratio's precision: above)
+    assert table.loc["mc_dropout", "ratio_to_bert"] == table.loc["mc_dropout", "cpu ratio"]
+    assert {"wall ms/query", "wall ratio", "wall ratio lo", "wall ratio hi"} <= set(table.columns)
+    claims = verdicts.summary(verdicts.efficiency_claims(table.reset_index())).set_index("method")
+    assert claims.loc["mc_dropout", "verdict"] == "replicates"
+    assert claims.loc["sngp", "verdict"] == "replicates"  # 1x against MC Dropout's 3x
+    assert claims.loc["mc_dropout", "test"].endswith("4 timing repeats of process CPU time")
+    assert claims.loc["mc_dropout", "note"].startswith("wall-time ratio ")
+
+
+def test_claims_follow_the_cpu_clock_when_the_wall_clock_is_noisy():
+    # MC Dropout: 5x bert on CPU time every repeat; the wall clock caught a burst of load on bert's second repeat
+    measured = pd.DataFrame({
+        "ranker": ["bert", "mc_dropout"], "parameters": [100, 100], "clock": ["cpu", "cpu"],
+        "ms/query": [2.0, 10.0], "ms/query per repeat": ["2 2.02 1.98", "10 10.2 9.8"],
+        "cpu ms/query": [2.0, 10.0], "cpu ms/query per repeat": ["2 2.02 1.98", "10 10.2 9.8"],
+        "wall ms/query": [2.1, 10.6], "wall ms/query per repeat": ["2.1 30 2.0", "10.5 10.6 60"]})
+    table = efficiency.efficiency_table(measured).set_index("ranker")
+    wall = np.array([10.5 / 2.1, 10.6 / 30, 60 / 2.0])
+    assert table.loc["mc_dropout", "wall ratio lo"] < 1 < table.loc["mc_dropout", "wall ratio hi"]  # wall: undecided
+    assert table.loc["mc_dropout", "wall ratio"] == pytest.approx(10.6 / 2.1)
+    assert np.isclose(table.loc["mc_dropout", ["wall ratio lo", "wall ratio hi"]].mean(), wall.mean())
+    assert 4.5 < table.loc["mc_dropout", "ratio lo"] <= table.loc["mc_dropout", "ratio hi"] < 5.5
+    claims = verdicts.summary(verdicts.efficiency_claims(table.reset_index())).set_index("method")
+    assert claims.loc["mc_dropout", "verdict"] == "replicates"
+    assert claims.loc["mc_dropout", "ours"] == pytest.approx(4.0, abs=0.01)
+    assert claims.loc["mc_dropout", "note"] == f"wall-time ratio {10.6 / 2.1:.2f}"
+    view = efficiency.clock_view(table.reset_index(), "wall").set_index("ranker")
+    assert view.loc["mc_dropout", "ratio_to_bert"] == table.loc["mc_dropout", "wall ratio"]
+    assert view.loc["mc_dropout", "ms/query"] == 10.6
+    with pytest.raises(ValueError, match="clock must be one of"):
+        efficiency.clock_view(table, "gpu")
+    with pytest.raises(ValueError, match="no wall columns"):
+        efficiency.clock_view(table.drop(columns=["wall ratio"]), "wall")
+
+
+def test_deciding_clock():
+    assert efficiency.deciding_clock(["cpu", "cpu"]) == "cpu"
+    assert efficiency.deciding_clock(["cpu", "cuda:0"]) == "wall"
+
+
+# ------------------------------------------------------------------------------ temperature scaling is bert's work
+@pytest.fixture(scope="module")
+def bert_and_temperature(tmp_path_factory):
+    models = tmp_path_factory.mktemp("models")
+    train, valid = learnable_queries(32, 3, seed=1), learnable_queries(16, 3, seed=2)
+    training = tiny_training(epochs=1)
+    bert = make_ranker("bert", training=training, models_dir=models, seed=0).fit(train, valid)
+    temp = make_ranker("temperature", training=training, models_dir=models, seed=0).fit(train, valid)
+    return bert, temp
+
+
+def test_temperature_scores_once_like_bert_and_divides_its_logits(bert_and_temperature):
+    import calibrank.rankers.base as base
+
+    bert, temp = bert_and_temperature
+    queries = learnable_queries(20, 9, seed=5)
+    real, calls = base.score_pairs, []
+
+    def counting(model, pairs, **kw):
+        calls.append((id(model), len(pairs)))
+        return real(model, pairs, **kw)
+
+    base.score_pairs = counting
+    try:
+        timings, last = efficiency.time_rankers({"bert": bert, "temperature": temp}, queries, repeats=2, seed=0)
+    finally:
+        base.score_pairs = real
+    # warm-up and two repeats each: every call scores all pairs once, with the same model weights
+    assert len(calls) == 6 and {n for _, n in calls} == {40, 200}
+    assert bert.reuse_logits and temp.reuse_logits  # restored
+    z = np.log(last["bert"].probs) - np.log1p(-last["bert"].probs)
+    np.testing.assert_allclose(last["temperature"].probs, 1 / (1 + np.exp(-z / temp.temperature)), rtol=1e-6)
+
+
+def test_temperature_costs_what_bert_costs_on_the_cpu_clock(bert_and_temperature):
+    bert, temp = bert_and_temperature
+    queries = learnable_queries(80, 9, seed=6)
+    timings, _ = efficiency.time_rankers({"bert": bert, "temperature": temp}, queries, repeats=7, seed=1)
+    ratio = np.median(timings.cpu["temperature"] / timings.cpu["bert"])
+    assert ratio == pytest.approx(1.0, abs=0.15), (timings.cpu, timings.wall)
