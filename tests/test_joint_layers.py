@@ -205,3 +205,60 @@ def test_rankers_train_and_predict_with_separate_lower_layers(tmp_path, name):
     assert pred.probs.shape == (8, 4) and np.isfinite(pred.samples).all()
     assert max(len(x) for x in encode_pairs(ranker.trained.backbone.tokenizer, test, max_length=16,
                                             max_response_length=8).input_ids) == 16  # a full-width batch was scored
+
+
+def test_probe_trains_each_setting_at_equal_steps_beside_the_biencoder_on_the_same_queries(tmp_root, capsys):
+    """``python -m calibrank.probe_joint`` end to end on a cut-down smoke profile (2-layer tiny BERT)."""
+    import json
+
+    import pandas as pd
+
+    from calibrank.probe_joint import COLUMNS, main
+
+    (tmp_root / "params" / "probe.yaml").write_text(
+        "extends: smoke\nprofile: probe\ndata: {max_examples: {train: 16, valid: 8, test: 8}}\n"
+        "negatives: {eval: [mixed, random]}\n")
+    out = tmp_root / "probe-out"
+    argv = ["probe", "--joint-layers", "0", "2", "null", "--heads", "segments", "pooler", "--seeds", "3",
+            "--train-examples", "12", "--resamples", "100", "--out", str(out)]
+    assert main(argv) == 0
+    assert "query sets built" in capsys.readouterr().out
+    table = pd.read_csv(out / "joint_layers.csv", keep_default_na=False, na_values=[""])
+    assert list(table.columns) == COLUMNS
+    skipped = table[table["stage"].isna()]
+    assert skipped[["joint_layers", "head"]].values.tolist() == [["0", "pooler"]]
+    assert "could not depend on the response" in skipped["note"].iloc[0]
+    rows = table[table["stage"].notna()]
+    assert len(rows) == 5 * 2 * 4  # settings x (start, trained) x (2 corpora x 2 samplers)
+    assert set(rows["shift"]) == {"in distribution", "cross-NS", "cross-domain", "cross-domain + cross-NS"}
+    assert (rows["queries"] == 8).all()
+    # the bi-encoder is scored once per condition: the same numbers beside every setting
+    assert (rows.groupby(["corpus", "sampler"])["biencoder R@1"].nunique() == 1).all()
+    assert ((rows["R@1 low"] <= rows["R@1"] + 1e-9) & (rows["R@1"] <= rows["R@1 high"] + 1e-9)).all()
+    np.testing.assert_allclose(rows["diff"], rows["R@1"] - rows["biencoder R@1"], atol=1e-3)
+    assert (rows["above_biencoder_interval"] == (rows["R@1"] > rows["biencoder high"])).all()
+    trained = rows[rows["stage"] == "trained"]
+    assert trained["steps"].nunique() == 1 and trained["steps"].iloc[0] > 0  # equal steps for every setting
+    # every layer joint through the layer-by-layer path trains to the numbers of the encoder's own forward
+    key = ["head", "stage", "corpus", "sampler"]
+    every = rows[rows["joint_layers"] == "2"].set_index(key)["R@1"].sort_index()
+    null = rows[rows["joint_layers"] == "null"].set_index(key)["R@1"].sort_index()
+    pd.testing.assert_series_equal(every, null)
+    assert json.loads((out / "run.json").read_text())["seeds"] == [3]
+    assert "| 0 | segments | 3 | trained |" in (out / "summary.md").read_text()
+    # a second run reads the query sets and the trained models back
+    assert main(argv[:2] + ["0", "--heads", "segments"] + argv[8:]) == 0
+    assert "query sets reused" in capsys.readouterr().out
+    again = pd.read_csv(out / "joint_layers.csv")
+    first = rows[(rows["joint_layers"] == "0") & (rows["head"] == "segments")]
+    np.testing.assert_allclose(again["R@1"], first["R@1"])
+    np.testing.assert_allclose(again["train_seconds"].dropna(), first["train_seconds"].dropna())
+
+
+def test_probe_refuses_settings_the_backbone_cannot_have(tmp_root, capsys):
+    from calibrank.probe_joint import main
+
+    assert main(["smoke", "--joint-layers", "3", "--heads", "segments", "--out", str(tmp_root / "x")]) == 1
+    err = capsys.readouterr().err
+    assert "--joint-layers: joint_layers: expected null or 0..2 (tiny-random has 2 encoder layers), got 3" in err
+    assert not (tmp_root / "x").exists()
