@@ -344,12 +344,13 @@ BACKBONE_LAYERS = {"all-MiniLM-L6-v2": 6, "sentence-transformers/all-MiniLM-L6-v
                    "bert-base-cased": 12, "bert-base-uncased": 12}
 
 
-def check_joint_layers(joint_layers: Any, *, pooling: Any = Pooling.segments, n_layers: int | None = None,
+def check_joint_layers(joint_layers: Any, *, pooling: Any = None, n_layers: int | None = None,
                        backbone: str = "") -> int | None:
     """``joint_layers``: null (every layer joint) or 0..``n_layers`` (when the layer count is known).
 
-    With no joint layer BERT's pooler reads the context's ``[CLS]`` alone, so a score on it could
-    not depend on the response: ``joint_layers: 0`` needs ``pooling`` ``segments`` or ``mean``.
+    With no joint layer BERT's pooler reads the context's ``[CLS]`` alone, so a score on it could not
+    depend on the response: ``joint_layers: 0`` needs ``pooling`` ``segments`` or ``mean`` (checked
+    when ``pooling`` is given).
     """
     if joint_layers is None:
         return None
@@ -358,7 +359,7 @@ def check_joint_layers(joint_layers: Any, *, pooling: Any = Pooling.segments, n_
     if n_layers is not None and joint_layers > n_layers:
         raise _err("joint_layers", f"expected null or 0..{n_layers} ({backbone or 'the backbone'} has {n_layers} "
                                    f"encoder layers), got {joint_layers}")
-    if joint_layers == 0 and Pooling(pooling) is Pooling.pooler:
+    if joint_layers == 0 and pooling is not None and Pooling(pooling) is Pooling.pooler:
         raise _err("joint_layers", "0 joint layers with pooling 'pooler': the pooler reads the context's [CLS] alone, "
                                    "so the score could not depend on the response; use pooling segments or mean, "
                                    "or at least 1 joint layer")

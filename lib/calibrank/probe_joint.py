@@ -57,7 +57,7 @@ from .rankers.base import distinct_pairs, queries_version, sigmoid
 from .runs import atomic_path, write_json
 from .training import score_pairs, use_bf16
 
-__all__ = ["COLUMNS", "probe", "query_sets", "settings", "main"]
+__all__ = ["COLUMNS", "probe", "query_sets", "settings", "summary", "main"]
 
 #: The columns of ``joint_layers.csv``, in order.
 COLUMNS = ["joint_layers", "head", "seed", "stage", "corpus", "sampler", "shift", "queries", "R@1", "R@1 low", "R@1 high",
