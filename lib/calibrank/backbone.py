@@ -24,7 +24,7 @@ that the lower layers see each segment as they would see it alone, the response 
 own ``[CLS]``, positions from 0 and token type 0, as the context has. With ``N = 0`` the two
 segments never meet: the mean states of each are those of encoding it alone, and the cosine of
 the two means is the sentence-embedding similarity MiniLM was trained for (sentence-transformers'
-mean pooling), which the ``segments`` head starts from. ``N = L`` runs the layers one by one
+mean pooling) of the two texts as the ranker reads them, which the ``segments`` head starts from. ``N = L`` runs the layers one by one
 with the usual masks (the same numbers as the encoder's own forward); null calls that forward.
 """
 
