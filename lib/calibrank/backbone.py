@@ -14,6 +14,18 @@
 
 Special tokens (the first paper's ``[UTTERANCE_SEP]`` and ``[TURN_SEP]``) are added to the
 tokenizer and the embedding matrix is resized when they are asked for.
+
+Joint layers (``training.joint_layers``, :func:`encode`). The papers' cross-encoder attends
+across ``[CLS] context [SEP]`` and ``response [SEP]`` from the first layer on. With ``N`` joint
+layers out of ``L``, the lower ``L - N`` layers attend within each segment only and the top
+``N`` over the whole pair: late interaction as in PreTTR (MacAvaney et al., SIGIR 2020, sec. 3)
+and DC-BERT (Zhang et al. 2020), where the lower layers encode query and document apart. So
+that the lower layers see each segment as they would see it alone, the response then gets its
+own ``[CLS]``, positions from 0 and token type 0, as the context has. With ``N = 0`` the two
+segments never meet: the mean states of each are those of encoding it alone, and the cosine of
+the two means is the sentence-embedding similarity MiniLM was trained for (sentence-transformers'
+mean pooling) of the two texts as the ranker reads them, which the ``segments`` head starts from. ``N = L`` runs the layers one by one
+with the usual masks (the same numbers as the encoder's own forward); null calls that forward.
 """
 
 from __future__ import annotations
@@ -25,7 +37,9 @@ from pathlib import Path
 import torch
 from torch import nn
 
-__all__ = ["Backbone", "BackboneError", "load_backbone", "resolve_checkpoint", "MINILM", "TINY"]
+from .config import ConfigError, check_joint_layers
+
+__all__ = ["Backbone", "BackboneError", "Encoded", "encode", "load_backbone", "resolve_checkpoint", "MINILM", "TINY"]
 
 MINILM = "all-MiniLM-L6-v2"
 TINY = "tiny-random"
@@ -37,14 +51,111 @@ class BackboneError(ValueError):
 
 @dataclass
 class Backbone:
+    """A loaded encoder, its tokenizer, and how many of its top layers attend across the pair
+    (``joint_layers``: None = all; checked against the encoder's layer count)."""
+
     encoder: nn.Module
     tokenizer: object
     name: str
     hidden_size: int
+    joint_layers: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.joint_layers is None:
+            return
+        config = self.encoder.config
+        if getattr(config, "model_type", None) != "bert":
+            raise BackboneError(f"backbone {self.name!r}: training.joint_layers runs BERT's layers one by one, "
+                                f"and this encoder is a {type(self.encoder).__name__} (model_type "
+                                f"{getattr(config, 'model_type', None)!r}); use joint_layers: null")
+        try:
+            check_joint_layers(self.joint_layers, n_layers=int(config.num_hidden_layers), backbone=self.name)
+        except ConfigError as exc:
+            raise ConfigError(f"training.{exc}") from None
 
     @property
     def n_parameters(self) -> int:
         return sum(p.numel() for p in self.encoder.parameters())
+
+
+@dataclass
+class Encoded:
+    """What :func:`encode` gives: the last hidden states ``[B, W', d]``, the padding mask and the
+    segment (0 context, 1 response) of each of their positions ``[B, W']``, and BERT's pooler
+    output on position 0 (None without a pooler). ``W' = W + 1`` where the response got its own
+    ``[CLS]``."""
+
+    hidden: torch.Tensor
+    attention_mask: torch.Tensor
+    token_type_ids: torch.Tensor | None
+    pooled: torch.Tensor | None
+
+
+def _own_segments(input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor
+                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(ids, mask, segments, positions)`` ``[B, W + 1]`` of ``[CLS] ctx [SEP] [CLS] resp [SEP]``.
+
+    A copy of each row's first token (its ``[CLS]``) is put before the response, which starts at
+    the row's first position of token type 1 (context tokens come first, as
+    :func:`calibrank.training.encode_pairs` writes them); positions restart at 0 there. Padding
+    stays at the end, in segment 0, so that every query row attends to some key.
+    """
+    b, w = input_ids.shape
+    valid = attention_mask.bool()
+    start = ((token_type_ids == 0) & valid).sum(1, keepdim=True)  # [B, 1]: where the response starts
+    j = torch.arange(w + 1, device=input_ids.device).unsqueeze(0)  # [1, W + 1]
+    src = (j - (j > start).long()).clamp(max=w - 1)
+    inserted = j == start
+    ids = torch.where(inserted, input_ids[:, :1], input_ids.gather(1, src))
+    mask = torch.where(inserted, torch.ones_like(attention_mask[:, :1]), attention_mask.gather(1, src))
+    segments = ((j >= start) & mask.bool()).long()
+    positions = torch.where(j < start, j, j - start)
+    return ids, mask, segments, positions
+
+
+def _same_segment(segments: torch.Tensor):
+    """A ``transformers`` mask function: position ``q`` may attend to ``kv`` of its own segment only."""
+
+    def inner(batch_idx, head_idx, q_idx, kv_idx):
+        return segments[batch_idx, q_idx] == segments[batch_idx, kv_idx]
+
+    return inner
+
+
+def encode(encoder: nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+           token_type_ids: torch.Tensor | None = None, *, joint_layers: int | None = None) -> Encoded:
+    """Run a BERT encoder on ``[CLS] context [SEP] response [SEP]`` batches with ``joint_layers`` joint top layers.
+
+    ``joint_layers=None``: the encoder's own forward (every layer joint). Otherwise the
+    embeddings and each layer are called here, the lower ``L - joint_layers`` layers with a mask
+    that keeps each position to its own segment (and the response with its own ``[CLS]``,
+    positions and token type 0, see the module docstring), the top ones with the padding mask
+    alone. The masks are built by ``transformers``' own ``create_bidirectional_mask`` for the
+    encoder's attention implementation, so the fused SDPA kernel keeps running.
+    """
+    if joint_layers is None:
+        out = encoder(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
+        return Encoded(out.last_hidden_state, attention_mask, token_type_ids, getattr(out, "pooler_output", None))
+    from transformers.masking_utils import create_bidirectional_mask
+
+    layers = encoder.encoder.layer
+    own_layers = len(layers) - joint_layers
+    if own_layers > 0:
+        if token_type_ids is None:
+            raise ValueError("joint_layers below the number of layers needs token_type_ids (0 = context, 1 = response), "
+                             "as calibrank.training.collate makes them")
+        input_ids, attention_mask, token_type_ids, positions = _own_segments(input_ids, attention_mask, token_type_ids)
+        h = encoder.embeddings(input_ids=input_ids, token_type_ids=torch.zeros_like(input_ids), position_ids=positions)
+    else:
+        h = encoder.embeddings(input_ids=input_ids, token_type_ids=token_type_ids)
+    joint = create_bidirectional_mask(config=encoder.config, inputs_embeds=h, attention_mask=attention_mask)
+    own = None if own_layers <= 0 else create_bidirectional_mask(
+        config=encoder.config, inputs_embeds=h, attention_mask=attention_mask,
+        and_mask_function=_same_segment(token_type_ids))
+    for i, layer in enumerate(layers):
+        h = layer(h, own if i < own_layers else joint)
+    pooler = getattr(encoder, "pooler", None)
+    return Encoded(h, attention_mask, token_type_ids, pooler(h) if pooler is not None else None)
 
 
 def _minilm_path() -> Path:
@@ -95,11 +206,13 @@ def load_backbone(
     special_tokens: tuple[str, ...] = (),
     seed: int = 0,
     hidden_dropout: float | None = None,
+    joint_layers: int | None = None,
 ) -> Backbone:
     """Encoder (``transformers`` ``AutoModel``) and tokenizer for ``name``, offline.
 
     ``seed`` only matters for ``tiny-random`` (its initial weights); ``hidden_dropout``
-    overrides the checkpoint's hidden and attention dropout probability when given.
+    overrides the checkpoint's hidden and attention dropout probability when given;
+    ``joint_layers`` is how many top layers attend across the pair (:func:`encode`).
     """
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from transformers import AutoConfig, AutoModel, AutoTokenizer
@@ -135,4 +248,5 @@ def load_backbone(
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(seed)
                 encoder.resize_token_embeddings(len(tokenizer))
-    return Backbone(encoder=encoder, tokenizer=tokenizer, name=name, hidden_size=int(encoder.config.hidden_size))
+    return Backbone(encoder=encoder, tokenizer=tokenizer, name=name, hidden_size=int(encoder.config.hidden_size),
+                    joint_layers=joint_layers)

@@ -104,6 +104,8 @@ __all__ = [
     "check_dropout",
     "check_focal_gamma",
     "check_gp_batch_size",
+    "check_joint_layers",
+    "BACKBONE_LAYERS",
     "check_matern_nu",
     "check_momentum",
     "check_non_negative",
@@ -324,6 +326,9 @@ class TrainingConfig:
     from the left (the most recent turns are kept). A response longer than
     ``max_response_length`` tokens is cut from the right; with ``max_response_length: null`` a
     response that leaves no room for context is an error.
+
+    ``joint_layers``: how many of the encoder's top layers attend across context and response
+    (:func:`calibrank.backbone.encode`); null, the papers' cross-encoder, is all of them.
     """
 
     backbone: str = "all-MiniLM-L6-v2"
@@ -340,6 +345,7 @@ class TrainingConfig:
     grad_clip: float = 1.0
     hidden_dropout: float | None = None
     pooling: Pooling = Pooling.pooler
+    joint_layers: int | None = None
     precision: Precision = Precision.auto
     eval_every: int | None = None
     checkpoint_every: int = 100
@@ -369,6 +375,37 @@ class TrainingConfig:
             raise _err("hidden_dropout", f"expected null or a probability in [0, 1), got {self.hidden_dropout}")
         if self.eval_every is not None and self.eval_every < 1:
             raise _err("eval_every", f"expected null or a positive integer, got {self.eval_every}")
+        check_joint_layers(self.joint_layers, pooling=self.pooling, n_layers=BACKBONE_LAYERS.get(self.backbone),
+                           backbone=self.backbone)
+
+
+#: Encoder layers of the backbones the shipped profiles name, so that ``training.joint_layers`` is
+#: checked with the profile, before any weights load; any other backbone is checked when its
+#: encoder is loaded (:class:`calibrank.backbone.Backbone`).
+BACKBONE_LAYERS = {"all-MiniLM-L6-v2": 6, "sentence-transformers/all-MiniLM-L6-v2": 6, "tiny-random": 2,
+                   "bert-base-cased": 12, "bert-base-uncased": 12}
+
+
+def check_joint_layers(joint_layers: Any, *, pooling: Any = None, n_layers: int | None = None,
+                       backbone: str = "") -> int | None:
+    """``joint_layers``: null (every layer joint) or 0..``n_layers`` (when the layer count is known).
+
+    With no joint layer BERT's pooler reads the context's ``[CLS]`` alone, so a score on it could not
+    depend on the response: ``joint_layers: 0`` needs ``pooling`` ``segments`` or ``mean`` (checked
+    when ``pooling`` is given).
+    """
+    if joint_layers is None:
+        return None
+    if not (_is_int(joint_layers) and joint_layers >= 0):
+        raise _err("joint_layers", f"expected null (every layer joint) or an integer >= 0, got {joint_layers!r}")
+    if n_layers is not None and joint_layers > n_layers:
+        raise _err("joint_layers", f"expected null or 0..{n_layers} ({backbone or 'the backbone'} has {n_layers} "
+                                   f"encoder layers), got {joint_layers}")
+    if joint_layers == 0 and pooling is not None and Pooling(pooling) is Pooling.pooler:
+        raise _err("joint_layers", "0 joint layers with pooling 'pooler': the pooler reads the context's [CLS] alone, "
+                                   "so the score could not depend on the response; use pooling segments or mean, "
+                                   "or at least 1 joint layer")
+    return int(joint_layers)
 
 
 # ----------------------------------------------------------------------------- rankers

@@ -36,9 +36,9 @@ import torch
 from torch import nn
 
 from .. import losses
-from ..backbone import Backbone, load_backbone
+from ..backbone import Backbone, encode, load_backbone
 from ..codekey import code_hash, package_versions
-from ..config import HEAD_DROPOUT, ConfigError, ContextStyle, Pooling, TrainingConfig, build_section
+from ..config import HEAD_DROPOUT, ConfigError, ContextStyle, Pooling, TrainingConfig, build_section, check_joint_layers
 from ..data.schema import RankingQuery
 from ..data.splits import TURN_SEP, UTTERANCE_SEP
 from ..losses import binary_cross_entropy
@@ -57,7 +57,7 @@ __all__ = ["CrossEncoder", "Ranker", "TrainedModel", "distinct_pairs", "encode_f
 MODEL_PACKAGES = ("torch", "transformers", "tokenizers", "numpy")
 log = logging.getLogger(__name__)
 _NOT_IN_KEY = ("log_every", "checkpoint_every", "eval_batch_size")
-_IN_KEY_UNLESS_DEFAULT = {"schedule": "linear", "selection": "best"}
+_IN_KEY_UNLESS_DEFAULT = {"schedule": "linear", "selection": "best", "joint_layers": None}
 #: ``segments`` pooling: the head starts as ``SEGMENT_COSINE_WEIGHT * cos(u, v) + SEGMENT_COSINE_BIAS``.
 #: Measured on MiniLM's joint encodings of laptop training pairs: cos 0.77 +- 0.10 (true
 #: responses 0.78, negatives 0.76), so the start is a logit of about 0 with a spread of about 1.
@@ -116,13 +116,21 @@ def _read_logits(path: Path, n_pairs: int) -> tuple[np.ndarray, float] | None:
 
 
 class CrossEncoder(nn.Module):
-    """Encoder + dropout + linear head on the pooled [CLS] feature -> one relevance logit per pair."""
+    """Encoder + dropout + linear head on the pooled [CLS] feature -> one relevance logit per pair.
+
+    The encoder attends across context and response in its top ``backbone.joint_layers`` layers
+    (all by default; :func:`calibrank.backbone.encode`).
+    """
 
     def __init__(self, backbone: Backbone, *, head_dropout: float = HEAD_DROPOUT, seed: int = 0,
                  pooling: Pooling | str = Pooling.pooler) -> None:
         super().__init__()
         self.encoder = backbone.encoder
         self.pooling = Pooling(pooling)
+        try:
+            self.joint_layers = check_joint_layers(backbone.joint_layers, pooling=self.pooling)
+        except ConfigError as exc:
+            raise ConfigError(f"training.{exc}") from None
         pooler = getattr(self.encoder, "pooler", None)
         if self.pooling is not Pooling.pooler and pooler is not None:
             # Not in the path: frozen, so that no optimizer (or DDP's gradient reduction) waits for its gradient.
@@ -135,8 +143,9 @@ class CrossEncoder(nn.Module):
             init_cosine_head(self.head, backbone.hidden_size)
 
     def features(self, input_ids, attention_mask, token_type_ids=None) -> torch.Tensor:
-        out = self.encoder(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
-        h = out.last_hidden_state
+        out = encode(self.encoder, input_ids, attention_mask, token_type_ids, joint_layers=self.joint_layers)
+        # with separate lower layers the response has its own [CLS]: one more position per row
+        h, attention_mask, token_type_ids = out.hidden, out.attention_mask, out.token_type_ids
         if self.pooling is Pooling.mean:
             h = h.float()
             mask = attention_mask.unsqueeze(-1).to(h.dtype)
@@ -153,8 +162,7 @@ class CrossEncoder(nn.Module):
             u = torch.nn.functional.normalize(u, dim=-1)
             v = torch.nn.functional.normalize(v, dim=-1)
             return u * v * math.sqrt(u.shape[-1])
-        pooled = getattr(out, "pooler_output", None)
-        return pooled if pooled is not None else out.last_hidden_state[:, 0]
+        return out.pooled if out.pooled is not None else h[:, 0]
 
     def forward(self, input_ids, attention_mask, token_type_ids=None) -> torch.Tensor:
         pooled = self.features(input_ids, attention_mask, token_type_ids)
@@ -303,7 +311,8 @@ class Ranker(ABC):
 
     def _build(self, seed: int) -> tuple[CrossEncoder, Backbone]:
         backbone = load_backbone(
-            self.training.backbone, special_tokens=self._special_tokens(), seed=seed, hidden_dropout=self.training.hidden_dropout
+            self.training.backbone, special_tokens=self._special_tokens(), seed=seed, hidden_dropout=self.training.hidden_dropout,
+            joint_layers=self.training.joint_layers,
         )
         return CrossEncoder(backbone, seed=seed, pooling=self.training.pooling), backbone
 

@@ -231,8 +231,10 @@ class MCDropoutRanker(DeterministicRanker):
     # -------------------------------------------------------------- scoring
     def _score(self, trained, pairs: Pairs) -> np.ndarray:
         keys = [pairs.qids[i] for i in pairs.query_index]
+        # + 1: below its joint layers the encoder gives the response a [CLS] of its own (calibrank.backbone.encode)
+        width = self.training.max_length + (self.training.joint_layers is not None)
         return score_pairs_per_query(trained.model, pairs, keys, passes=self.passes, seed=self.seed,
-                                     max_length=self.training.max_length, batch_size=self.training.eval_batch_size,
+                                     max_length=width, batch_size=self.training.eval_batch_size,
                                      precision=self.training.precision)
 
     def _scoring(self) -> dict[str, Any]:
