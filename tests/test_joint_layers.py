@@ -153,7 +153,7 @@ def test_joint_layers_are_checked_in_the_profile_and_where_the_encoder_is_built(
                             ("two", "expected an integer or null, got 'two'"), ("1.5", "got 1.5")):
         with pytest.raises(ConfigError) as err:
             load_config(profile(f"  joint_layers: {value}\n"))
-        assert f"{tmp_path / 'x.yaml'}: training.joint_layers: " in str(err.value) and expected in str(err.value)
+        assert f"{tmp_path / 'x.yaml'}:line " in str(err.value) and ": training.joint_layers: " in str(err.value) and expected in str(err.value)
     with pytest.raises(ConfigError, match="training.joint_layers: 0 joint layers with pooling 'pooler'"):
         load_config(profile("  joint_layers: 0\n", pooling="pooler"))
     with pytest.raises(ConfigError, match=r"^joint_layers: expected null or 0\.\.2 \(tiny-random has 2"):

@@ -476,3 +476,15 @@ def test_nota_threshold_risk_row_and_abstention_row(nan):
     assert all(ax.get_ylabel() == "share answered NOTA" for ax in bottom)
     assert _legend(top[-1]) == ["bert", "mc_dropout"]
     assert _ticks(bottom[0]) == ["chitchat · bm25", "chatterbot · bm25"]
+
+
+def _two_training_corpora(table: pd.DataFrame) -> pd.DataFrame:
+    """The same rows once per training corpus, as a profile that trains on both corpora writes them."""
+    return pd.concat([table.assign(train_corpus=c) for c in ("chitchat", "chatterbot")], ignore_index=True)
+
+
+def test_practice_figures_name_the_training_corpus_when_there_are_several():
+    panels = pp.plot_recalibration(_two_training_corpora(_recalibration(False)))
+    assert _ticks(panels[0]) == ["bert (chitchat)", "mc_dropout (chitchat)", "bert (chatterbot)", "mc_dropout (chatterbot)"]
+    panels = pp.plot_conformal_coverage(_two_training_corpora(_conformal(False)))
+    assert _legend(panels[-1]) == ["bert (chitchat)", "mc_dropout (chitchat)", "bert (chatterbot)", "mc_dropout (chatterbot)"]

@@ -45,6 +45,13 @@ def plot_prior_ece(table: pd.DataFrame, *, shift: str = IN, ncols: int = 4, axes
     return panels
 
 
+def _with_model(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with a ``model`` column: the ranker, and its training corpus when the table holds several."""
+    if "train_corpus" in table and table["train_corpus"].nunique() > 1:
+        return table.assign(model=table["ranker"] + " (" + table["train_corpus"].astype(str) + ")")
+    return table.assign(model=table["ranker"])
+
+
 def plot_recalibration(table: pd.DataFrame, *, ncols: int = 4, axes=None):
     """ECE after each recalibrator (markers, 95% interval bars) per ranker, one panel per test condition; log scale.
 
@@ -52,14 +59,14 @@ def plot_recalibration(table: pd.DataFrame, *, ncols: int = 4, axes=None):
     """
     if table.empty:
         return _empty(axes)
-    groups = list(table.groupby(["corpus", "sampler"], sort=False))
+    groups = list(_with_model(table).groupby(["corpus", "sampler"], sort=False))
     panels = _panels(axes, len(groups), ncols, (3.6, 3.0))
     methods = list(dict.fromkeys(table["method"]))
     for ax, ((corpus, sampler), g) in zip(panels, groups):
-        rankers = list(dict.fromkeys(g["ranker"]))
+        rankers = list(dict.fromkeys(g["model"]))
         x = np.arange(len(rankers))
         for i, m in enumerate(methods):
-            r = g[g["method"] == m].set_index("ranker").reindex(rankers)
+            r = g[g["method"] == m].set_index("model").reindex(rankers)
             off = (i - (len(methods) - 1) / 2) * 0.8 / len(methods)
             err = np.vstack([(r["ECE"] - r["ECE lo"]).clip(lower=0), (r["ECE hi"] - r["ECE"]).clip(lower=0)])
             ax.errorbar(x + off, r["ECE"], yerr=err, fmt="o", ms=3, capsize=1.5, lw=0.8, label=m)
@@ -105,14 +112,14 @@ def plot_conformal_coverage(table: pd.DataFrame, *, axes=None):
     """
     if table.empty:
         return _empty(axes)
-    groups = list(table.groupby(["score", "alpha"], sort=False))
+    groups = list(_with_model(table).groupby(["score", "alpha"], sort=False))
     panels = _panels(axes, len(groups), 2, (5.6, 3.0), sharey=False)
     for ax, ((score, alpha), g) in zip(panels, groups):
         conds = list(dict.fromkeys(g["corpus"] + " · " + g["sampler"]))
         x = np.arange(len(conds))
-        rankers = list(dict.fromkeys(g["ranker"]))
+        rankers = list(dict.fromkeys(g["model"]))
         for i, ranker in enumerate(rankers):
-            r = g[g["ranker"] == ranker].assign(cond=lambda d: d["corpus"] + " · " + d["sampler"]).set_index("cond")
+            r = g[g["model"] == ranker].assign(cond=lambda d: d["corpus"] + " · " + d["sampler"]).set_index("cond")
             r = r.reindex(conds)
             off = (i - (len(rankers) - 1) / 2) * 0.7 / len(rankers)
             err = np.vstack([r["coverage"] - r["coverage lo"], r["coverage hi"] - r["coverage"]])
