@@ -395,3 +395,14 @@ def test_bench_main_runs_assess_io_with_ranx(tmp_path):
     assert set(rx["metrics"]) == {"recall@1", "mrr", "ndcg@10"} and rx["metrics_agree"]
     assert all(0 <= v <= 1 for v in rx["metrics"].values())
     assert "read_runs lines/s (M)" in (tmp_path / "bench.md").read_text()
+
+
+def test_the_note_tells_unretrieved_relevant_documents_from_queries_without_any(tmp_path):
+    run, qrels = tmp_path / "n.run", tmp_path / "n.qrels"
+    run.write_text("a Q0 d1 1 3.0 t\na Q0 d2 2 2.0 t\nb Q0 d1 1 3.0 t\nb Q0 d2 2 2.0 t\nc Q0 d1 1 1.0 t\n")
+    # a: relevant retrieved; b: relevant in the qrels, not retrieved; c: judged, nothing relevant
+    qrels.write_text("a 0 d1 1\nb 0 d9 1\nb 0 d1 0\nc 0 d1 0\n")
+    text = "\n".join(load(run=run, qrels=qrels, valid_run=run).notes)
+    assert "2 of the 3 test queries have no relevant candidate in their list" in text
+    assert "1 of them have a relevant document in the qrels that the run did not retrieve" in text
+    assert "1 have no relevant document in the qrels at all: the ranking metrics leave them out." in text

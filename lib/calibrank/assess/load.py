@@ -108,8 +108,15 @@ def _no_relevant_note(scored: ScoredRun, role: str) -> str | None:
     n = int((~scored.answerable).sum())
     if not n:
         return None
-    return (f"{n} of the {len(scored.qids)} {role} queries have no relevant candidate: they are kept as none-of-the-above "
-            "cases and left out of the ranking metrics.")
+    missed = int(((~scored.answerable) & (scored.n_relevant > 0)).sum())
+    text = (f"{n} of the {len(scored.qids)} {role} queries have no relevant candidate in their list: they are the "
+            "none-of-the-above cases of the abstention analyses.")
+    if missed:
+        text += (f" {missed} of them have a relevant document in the qrels that the run did not retrieve: the ranking "
+                 "metrics count them as misses, as trec_eval does;")
+    if n - missed:
+        text += f" {n - missed} have no relevant document in the qrels at all: the ranking metrics leave them out."
+    return text.rstrip(";") + ("." if text.endswith(";") else "")
 
 
 def load(*, run: Runs | None = None, qrels: Qrels | PathLike | None = None, valid_run: Runs | None = None,
