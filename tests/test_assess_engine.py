@@ -224,10 +224,23 @@ def test_a_score_has_no_calibration_as_given_and_the_table_says_why():
                **FAST)
     given = a.calibration.set_index("view").loc["as given"]
     assert np.isnan(given["ECE"]) and given["note"] == NO_SCALE
-    assert set(a.calibration["view"]) == {"as given", "platt", "isotonic", "beta"}
-    assert (a.calibration["view"] != "as given").sum() == 3
+    assert set(a.calibration["view"]) == {"as given", "platt", "isotonic", "beta", "base rate"}
+    assert (a.calibration["view"] != "as given").sum() == 4
     assert a.threshold["probabilities"].iloc[0] == "platt"
     assert "no probability scale" in a.finding("calibration")
+
+
+def test_the_base_rate_constant_stands_beside_every_map():
+    test, valid = synthetic(120, seed=5, prefix="t"), synthetic(100, seed=6, prefix="v")
+    a = assess(test, valid, **FAST)
+    base = a.calibration.set_index("view").loc["base rate"]
+    rate = valid.labels[valid.mask].mean()
+    assert base["params"] == f"p={rate:.4g}"
+    y = test.labels[test.mask]
+    assert base["Brier"] == pytest.approx(np.mean((rate - y) ** 2))  # a constant: Brier in closed form
+    assert base["ECE"] == pytest.approx(abs(rate - y.mean()))  # one bucket
+    assert "validation base rate" in a.finding("calibration")
+    assert figures.best_view(a.calibration) != "base rate"
 
 
 def test_a_small_validation_set_says_the_guarantee_cannot_hold():

@@ -106,7 +106,7 @@ def write_index(out: Path, name: str, notebook: str = NOTEBOOK) -> Path:
     summary = pd.read_csv(tables / "summary.csv", dtype={"notes": str}, keep_default_na=False)
     inputs = "; ".join(f"{r['split']}: {r['source']} ({r['kind']}, {r['queries']} queries, {r['candidates']} "
                        "candidates)" for _, r in summary.iterrows())
-    notes = [n for n in str(summary["notes"].iloc[0]).split("; ") if n] if len(summary) else []
+    notes = [n for n in str(summary["notes"].iloc[0]).split("\n") if n] if len(summary) else []
     page = _INDEX.render(name=name, inputs=inputs, notes=notes, findings=list(zip(findings["section"], findings["finding"])),
                          notebook=notebook, notebook_html=Path(notebook).with_suffix(".html").name,
                          tables=sorted(p.name for p in tables.glob("*.csv")))

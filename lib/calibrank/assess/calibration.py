@@ -13,7 +13,10 @@ validation queries alike:
   label is read), so that Platt scaling is a logistic regression on the raw score (exactly, within
   16 standard deviations of the mean, where the logit is clipped) and
   the isotonic map is the isotonic regression on it; temperature is left out for a score (its
-  logit would be the squash's, not the ranker's).
+  logit would be the squash's, not the ranker's);
+- ``base rate``: every candidate at the share of relevant validation candidates, the rule that
+  learns nothing from the scores. Its ECE is near 0 whenever few candidates are relevant, so a
+  small ECE means little until a view's Brier and NLL are read beside this one's.
 
 Calibration of each view on the test pairs (padded slots never count): ECE with equal-width
 and equal-mass buckets (eq. 1 of Penha & Hauff 2021), Brier and NLL, each with a 95% percentile
@@ -36,10 +39,11 @@ from ..predictions import Predictions
 from .scored import ScoredRun, ScoreKind
 from .selfcheck import checked
 
-__all__ = ["AS_GIVEN", "MAX_FIT_PAIRS", "METRICS", "N_BINS", "NO_SCALE", "View", "calibration_tables", "methods_for",
+__all__ = ["AS_GIVEN", "BASE_RATE", "MAX_FIT_PAIRS", "METRICS", "N_BINS", "NO_SCALE", "View", "calibration_tables", "methods_for",
            "predictions", "views", "working"]
 
 AS_GIVEN = "as given"
+BASE_RATE = "base rate"
 METRICS = ("ECE", "ECE equal-mass", "Brier", "NLL")
 N_BINS = 10
 MAX_FIT_PAIRS = 250_000
@@ -108,7 +112,12 @@ def views(test: ScoredRun, valid: ScoredRun, *, keep: Sequence[str] = (), max_fi
         params = ", ".join(f"{k}={v:.4g}" for k, v in recal.params.items())
         mapped_valid = predictions(valid, np.clip(recal(base_valid), 0.0, 1.0), method) if method in keep else None
         yield View(method, predictions(test, np.clip(recal(base_test), 0.0, 1.0), method), mapped_valid,
-                   "; ".join(p for p in (params, f"squash {squash_note}" if squash_note else "") if p), fitted_on)
+                   ", ".join(p for p in (params, f"squash {squash_note}" if squash_note else "") if p), fitted_on)
+    rate = float(valid.labels[valid.mask].mean())
+    constant = lambda run: np.full((1, *run.mask.shape), rate)  # noqa: E731 - one sample, padded slots zeroed
+    yield View(BASE_RATE, predictions(test, constant(test), BASE_RATE),
+               predictions(valid, constant(valid), BASE_RATE) if BASE_RATE in keep else None, f"p={rate:.4g}",
+               f"valid ({valid.qids.size} queries, the share of relevant candidates)")
 
 
 def working(kind: ScoreKind) -> str:

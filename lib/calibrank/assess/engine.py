@@ -115,7 +115,7 @@ def _summary(test: ScoredRun, valid: ScoredRun, notes: Sequence[str]) -> pd.Data
                      "shortest list": int(lengths.min()), "longest list": int(lengths.max()),
                      "relevant candidates": int(run.labels.sum()), "queries without a relevant candidate":
                      int((~run.answerable).sum()), "judged share": run.judged_fraction,
-                     "relevant_at": run.relevant_at, "notes": "; ".join(notes)})
+                     "relevant_at": run.relevant_at, "notes": "\n".join(notes)})
     return checked("summary", pd.DataFrame(rows), keys=("split",), unit=("judged share",),
                    nonneg=("queries", "candidates"))
 

@@ -20,7 +20,7 @@ def _ax(ax, size=(5.0, 4.0)):
 
 def best_view(calibration: pd.DataFrame) -> str | None:
     """The fitted map with the lowest test ECE (None when no map was fitted)."""
-    fitted = calibration[calibration["fitted_on"] != ""].dropna(subset=["ECE"])
+    fitted = calibration[(calibration["fitted_on"] != "") & (calibration["view"] != "base rate")].dropna(subset=["ECE"])
     return None if fitted.empty else str(fitted.loc[fitted["ECE"].idxmin(), "view"])
 
 

@@ -39,12 +39,20 @@ def _ranking(t: pd.DataFrame) -> dict:
                 f"[{_num(nd['value lo'])}, {_num(nd['value hi'])}].", r1["value"], r1["value lo"], r1["value hi"])
 
 
+def best_rate(base: pd.Series) -> str:
+    """The base rate as a percentage, from the view's ``params`` (``p=...``)."""
+    return f"{100 * float(str(base['params']).removeprefix('p=')):.2g}%"
+
+
 def _calibration(t: pd.DataFrame) -> dict:
-    fitted = t[t["fitted_on"] != ""].dropna(subset=["ECE"])
+    fitted = t[(t["fitted_on"] != "") & (t["view"] != "base rate")].dropna(subset=["ECE"])
     best = fitted.loc[fitted["ECE"].idxmin()]
     given = t[t["view"] == "as given"].iloc[0]
+    base = t[t["view"] == "base rate"].iloc[0]
     fit = (f"{best['view']} fitted on the validation queries gives ECE {_num(best['ECE'])} "
-           f"[{_num(best['ECE lo'])}, {_num(best['ECE hi'])}] on the test queries")
+           f"[{_num(best['ECE lo'])}, {_num(best['ECE hi'])}] and Brier {_num(best['Brier'])} on the test queries, "
+           f"where a constant at the validation base rate ({best_rate(base)}) gives ECE {_num(base['ECE'])} and Brier "
+           f"{_num(base['Brier'])}")
     if not np.isfinite(given["ECE"]):
         return _row(CALIBRATION, f"The scores have no probability scale; {fit}.", best["ECE"], best["ECE lo"],
                     best["ECE hi"])

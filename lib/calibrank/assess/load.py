@@ -95,7 +95,7 @@ def _input_notes(scored: ScoredRun, role: str) -> list[str]:
     if scored.n_samples > 1:
         notes.append(f"{scored.source}: {scored.n_samples} samples of each score{f' ({role})' if role else ''}.")
     frac = scored.judged_fraction
-    note = (f"The qrels judge {100 * frac:.1f}% of the candidates of {scored.source}{f' ({role})' if role else ''}; "
+    note = (f"The qrels judge {100 * frac:.1f}% of the candidates of {scored.source}{f' ({role})' if role else ''}: "
             "unjudged candidates count as non-relevant.")
     if frac < 0.5:
         note += (" That is under half: calibration measured on an unjudged pool is biased low (relevant documents that "
@@ -113,10 +113,10 @@ def _no_relevant_note(scored: ScoredRun, role: str) -> str | None:
             "none-of-the-above cases of the abstention analyses.")
     if missed:
         text += (f" {missed} of them have a relevant document in the qrels that the run did not retrieve: the ranking "
-                 "metrics count them as misses, as trec_eval does;")
+                 "metrics count them as misses, as trec_eval does.")
     if n - missed:
         text += f" {n - missed} have no relevant document in the qrels at all: the ranking metrics leave them out."
-    return text.rstrip(";") + ("." if text.endswith(";") else "")
+    return text
 
 
 def load(*, run: Runs | None = None, qrels: Qrels | PathLike | None = None, valid_run: Runs | None = None,
