@@ -162,24 +162,23 @@ def format_interval(value: float, lo: float, hi: float, digits: int = 3) -> str:
     return f"{value:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
 
 
-def format_change(value: float, lo: float, hi: float, mark: str = "") -> str:
-    """``"-12.3% [-20.1%, -4.0%] †"`` for a relative change; ``"n/a"`` when undefined."""
+def _signed(value: float, lo: float, hi: float, mark: str, spec: str) -> str:
     if not np.isfinite(value):
         return "n/a"
-    text = f"{value:+.1%}"
+    text = f"{value:{spec}}"
     if np.isfinite(lo) and np.isfinite(hi):
-        text += f" [{lo:+.1%}, {hi:+.1%}]"
+        text += f" [{lo:{spec}}, {hi:{spec}}]"
     return f"{text} {mark}".rstrip()
+
+
+def format_change(value: float, lo: float, hi: float, mark: str = "") -> str:
+    """``"-12.3% [-20.1%, -4.0%] †"`` for a relative change; ``"n/a"`` when undefined."""
+    return _signed(value, lo, hi, mark, "+.1%")
 
 
 def format_difference(value: float, lo: float, hi: float, mark: str = "") -> str:
     """``"-0.004 [-0.009, +0.001] †"`` for an absolute change; ``"n/a"`` when undefined."""
-    if not np.isfinite(value):
-        return "n/a"
-    text = f"{value:+.3f}"
-    if np.isfinite(lo) and np.isfinite(hi):
-        text += f" [{lo:+.3f}, {hi:+.3f}]"
-    return f"{text} {mark}".rstrip()
+    return _signed(value, lo, hi, mark, "+.3f")
 
 
 def _effect_label(x: float, unit: str) -> str:
