@@ -16,6 +16,11 @@ is_name = $(and $(filter 1,$(words $(1))),$(if $(call strip_chars,$(1),$(NAME_CH
 # The profiles are the params files beside this Makefile, whichever folder make runs in (`make -f
 # <checkout>/Makefile`): its folder is read before any other makefile is included.
 MAKEFILE_DIR := $(dir $(realpath $(lastword $(MAKEFILE_LIST))))
+# Paths below are relative to the checkout: `make -f <checkout>/Makefile` from another folder would
+# write .venv, runs/ and reports/ there. Say so instead (make -C <checkout> runs it in place).
+ifneq ($(realpath $(CURDIR))/,$(MAKEFILE_DIR))
+$(error run make in the checkout: make -C $(patsubst %/,%,$(MAKEFILE_DIR)) $(or $(MAKECMDGOALS),help) (this folder, $(CURDIR), is not $(MAKEFILE_DIR)))
+endif
 PROFILES := $(foreach p,$(sort $(patsubst $(MAKEFILE_DIR)params/%.yaml,%,$(wildcard $(MAKEFILE_DIR)params/*.yaml))),$(if $(call is_name,$(p)),$(p)))
 DATASETS := msdialog mantis udc_dstc8
 ifeq ($(and $(call is_name,$(value PROFILE)),$(filter $(value PROFILE),$(PROFILES))),)
@@ -240,13 +245,19 @@ bench: $(STAMP) ## speed benchmarks into reports/bench/
 # --- assess any ranker ------------------------------------------------------------------
 # The values reach the shell inside single quotes: a value holding one is refused before any shell
 # sees it. RUN and VALID_RUN may list several files (samples of one ranker), separated by spaces.
-ASSESS_VARS := RUN QRELS VALID_RUN VALID_QRELS SCORE RELEVANT_AT NAME SEED
+ASSESS_VARS := RUN QRELS VALID_RUN VALID_QRELS TABLE VALID_TABLE CHECKPOINT QUERIES VALID_QUERIES PASSES SCORE RELEVANT_AT NAME SEED
 $(foreach v,$(ASSESS_VARS),$(if $(findstring ',$(value $(v))),$(error $(v): a value holding a single quote is refused)))
 
-assess: $(STAMP) ## judge a ranker's run: make assess RUN=run.trec QRELS=qrels.txt [VALID_RUN= VALID_QRELS= SCORE= RELEVANT_AT= NAME=]
-	@test -n '$(value RUN)' -a -n '$(value QRELS)' || { echo "usage: make assess RUN=run.trec QRELS=qrels.txt [VALID_RUN=... VALID_QRELS=...] [SCORE=probability|logit|score] [RELEVANT_AT=1] [NAME=...]"; exit 2; }
-	$(BIN)/python -m calibrank.assess $(foreach r,$(value RUN),--run '$(r)') --qrels '$(value QRELS)' \
+assess: $(STAMP) ## judge a ranker's scores: make assess RUN=run.trec QRELS=qrels.txt | TABLE=scores.csv | CHECKPOINT=dir QUERIES=q.jsonl
+	@test -n '$(value RUN)$(value TABLE)$(value CHECKPOINT)' || { echo "usage: make assess RUN=run.trec QRELS=qrels.txt [VALID_RUN=... VALID_QRELS=...]"; \
+	  echo "                   | TABLE=scores.csv [QRELS=...] [VALID_TABLE=...]"; \
+	  echo "                   | CHECKPOINT=folder QUERIES=queries.jsonl [QRELS=...] [VALID_QUERIES=...] [PASSES=T]"; \
+	  echo "       [SCORE=probability|logit|score] [RELEVANT_AT=1] [SEED=0] [NAME=...]"; exit 2; }
+	$(BIN)/python -m calibrank.assess $(foreach r,$(value RUN),--run '$(r)') $(if $(value QRELS),--qrels '$(value QRELS)') \
 	  $(foreach r,$(value VALID_RUN),--valid-run '$(r)') $(if $(value VALID_QRELS),--valid-qrels '$(value VALID_QRELS)') \
+	  $(if $(value TABLE),--table '$(value TABLE)') $(if $(value VALID_TABLE),--valid-table '$(value VALID_TABLE)') \
+	  $(if $(value CHECKPOINT),--checkpoint '$(value CHECKPOINT)') $(if $(value QUERIES),--queries '$(value QUERIES)') \
+	  $(if $(value VALID_QUERIES),--valid-queries '$(value VALID_QUERIES)') $(if $(value PASSES),--passes '$(value PASSES)') \
 	  $(if $(value SCORE),--score '$(value SCORE)') $(if $(value RELEVANT_AT),--relevant-at '$(value RELEVANT_AT)') \
 	  $(if $(value SEED),--seed '$(value SEED)') $(if $(value NAME),--name '$(value NAME)')
 
