@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 from ir_measures import AP, RR, R, nDCG, P
 
+from calibrank.analysis.exports import _trec_lines
 from calibrank.assess import figures
 from calibrank.assess.calibration import NO_SCALE
 from calibrank.assess.engine import Assessment, assess
@@ -21,6 +22,7 @@ from calibrank.assess.load import load
 from calibrank.assess.ranking import per_query
 from calibrank.assess.scored import AssessError, ScoredRun
 from calibrank.assess.selfcheck import checked
+from calibrank.assess.trec import read_runs
 from calibrank.metrics.calibration import brier, ece
 from calibrank.metrics.ranking import rank_of_relevant, recall_at_k
 from calibrank.practice.conformal import conformal_quantile, prediction_sets, true_scores
@@ -189,6 +191,27 @@ def test_a_study_predictions_gets_the_study_numbers():
     assert row["qhat"] == pytest.approx(qhat, abs=1e-12)
     assert row["coverage"] == pytest.approx(sets[test.labels.astype(bool)].mean(), abs=1e-12)
     assert row["mean set size"] == pytest.approx(sets.sum(axis=1).mean(), abs=1e-12)
+
+
+def test_study_predictions_exported_as_trec_runs_get_the_study_numbers(tmp_path):
+    """Predictions written as a TREC run and qrels (as notebook 04 exports them), read back as any
+    user's run, give the numbers the study's functions give on the Predictions themselves."""
+    files = {}
+    for role, pred in (("test", study_predictions(300, 10, 1, "t")), ("valid", study_predictions(200, 10, 2, "v"))):
+        run_lines, qrel_lines = _trec_lines(pred, "bert")
+        (tmp_path / f"{role}.run").write_text("\n".join(run_lines) + "\n")
+        (tmp_path / f"{role}.qrels").write_text("\n".join(qrel_lines) + "\n")
+        files[role] = (pred, read_runs(tmp_path / f"{role}.run", tmp_path / f"{role}.qrels", kind="probability"))
+    test, scored = files["test"]
+    a = assess(scored, files["valid"][1], alpha=0.1, **FAST)
+    cal = a.calibration.set_index("view").loc["as given"]
+    assert cal["ECE"] == pytest.approx(ece(test.probs, test.labels), abs=1e-7)  # the run holds 8 decimals
+    assert cal["Brier"] == pytest.approx(brier(test.probs, test.labels), abs=1e-7)
+    r1 = a.ranking.set_index("measure").loc["R@1", "value"]
+    assert r1 == pytest.approx(recall_at_k(test.probs, test.labels, 1).mean(), abs=1e-12)
+    conf, loss = confidences(test)
+    aurc = a.abstain.set_index("confidence").loc["top prob", "AURC"]
+    assert aurc == pytest.approx(selective_scores(conf["top prob"].to_numpy(), loss).aurc, abs=1e-6)
 
 
 # ------------------------------------------------------------------------------ padding never counts
