@@ -3,8 +3,9 @@
 - A trained model's cache key covers the code its training reaches: editing the focal loss in a
   copy of the library changes the keys of the models trained with it (focal, gpf_bert) and no other.
 - Every artefact read back is checked against the sha256 recorded when it was written: an altered
-  cache is rebuilt (a model retrained, a negatives entry or a logits file computed again) with a
-  log line naming the file; an altered input (a query set, a corpus file) is an error naming it.
+  cache is rebuilt (a model retrained, a negatives entry, a logits file or a PG posterior computed
+  again, a training checkpoint not resumed from) with a log line naming the file; an altered input
+  (a query set, a corpus file) is an error naming it.
 - A TSV cut off mid-row is an error naming the file and line.
 """
 
