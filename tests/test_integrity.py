@@ -3,8 +3,9 @@
 - A trained model's cache key covers the code its training reaches: editing the focal loss in a
   copy of the library changes the keys of the models trained with it (focal, gpf_bert) and no other.
 - Every artefact read back is checked against the sha256 recorded when it was written: an altered
-  cache is rebuilt (a model retrained, a negatives entry or a logits file computed again) with a
-  log line naming the file; an altered input (a query set, a corpus file) is an error naming it.
+  cache is rebuilt (a model retrained, a negatives entry, a logits file or a PG posterior computed
+  again, a training checkpoint not resumed from) with a log line naming the file; an altered input
+  (a query set, a corpus file) is an error naming it.
 - A TSV cut off mid-row is an error naming the file and line.
 """
 
@@ -274,6 +275,75 @@ def test_a_negatives_cache_entry_with_a_label_moved_is_rebuilt(tmp_root, caplog)
         again = cached_queries(examples, **kw)
     assert again == first
     assert any(str(dest) in r.getMessage() for r in caplog.records), caplog.text
+
+
+def test_a_pg_posterior_cache_with_bytes_changed_is_computed_again(tmp_path, caplog):
+    from safetensors.torch import load_file, save_file
+
+    kw = dict(inducing=24, gibbs_chains=4, samples=5)
+    first = _fit("pg_drr", tmp_path, **kw)
+    expected = first.predict(TEST)  # from the posterior as computed (read back from the file just written)
+    (path,) = first.trained.workdir.glob("pg_posterior-*.safetensors")
+    good = path.read_bytes()
+    n = int.from_bytes(good[:8], "little")
+    tensors = load_file(str(path))
+    tensors["w"] = tensors["w"] * 3.0  # other Polya-Gamma draws: a well-formed file that predicts otherwise
+    save_file(tensors, str(path), metadata=json.loads(good[8:8 + n])["__metadata__"])
+    assert path.read_bytes() != good
+    with caplog.at_level(logging.WARNING):
+        again = _fit("pg_drr", tmp_path, **kw)
+    assert any(str(path) in r.getMessage() and "sha256" in r.getMessage() for r in caplog.records), caplog.text
+    assert again.trained.workdir == first.trained.workdir
+    runs.check_recorded(path, path.read_bytes())  # written again, with its record
+    pred = again.predict(TEST)
+    np.testing.assert_array_equal(pred.probs, expected.probs)
+    np.testing.assert_array_equal(pred.samples, expected.samples)
+
+
+def test_a_checkpoint_with_bytes_zeroed_is_not_resumed_from(tmp_path, caplog):
+    import torch
+    from safetensors.torch import load_file
+
+    from calibrank.backbone import load_backbone
+    from calibrank.losses import binary_cross_entropy
+    from calibrank.rankers.base import CrossEncoder
+    from calibrank.training import encode_pairs, train_model
+
+    def loss(model, batch, labels):
+        return binary_cross_entropy(model(**batch), labels)
+
+    def fresh():
+        return CrossEncoder(load_backbone("tiny-random", seed=0), seed=0)
+
+    class Interrupt(Exception):
+        pass
+
+    def stop_at_5(step):
+        if step == 5:
+            raise Interrupt
+
+    pairs = encode_pairs(load_backbone("tiny-random").tokenizer, TRAIN, max_length=40, max_response_length=16)
+    settings = tiny_training(epochs=1, checkpoint_every=4)  # 96 pairs in batches of 16: 6 steps
+    train_model(fresh(), loss, pairs, settings, tmp_path / "straight", seed=5)
+    with pytest.raises(Interrupt):
+        train_model(fresh(), loss, pairs, settings, tmp_path / "resumed", seed=5, on_step=stop_at_5)
+    path = tmp_path / "resumed" / "checkpoint.safetensors"
+    runs.check_recorded(path, path.read_bytes())  # written with its record
+    good = path.read_bytes()
+    data = bytearray(good)
+    start = len(data) // 2  # inside the tensors: the file still parses; skip moments that are zero already
+    start += next(i for i, byte in enumerate(data[start:]) if byte)
+    data[start: start + 4000] = bytes(4000)
+    path.write_bytes(bytes(data))
+    assert path.read_bytes() != good
+    with caplog.at_level(logging.WARNING):
+        result = train_model(fresh(), loss, pairs, settings, tmp_path / "resumed", seed=5)
+    assert any(str(path) in r.getMessage() and "sha256" in r.getMessage() for r in caplog.records), caplog.text
+    assert result.resumed_from == 0 and result.steps == 6  # trained from scratch
+    a = load_file(str(tmp_path / "straight" / "model.safetensors"))
+    b = load_file(str(tmp_path / "resumed" / "model.safetensors"))
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert not path.exists() and not runs.digest_path(path).exists()  # cleaned up when finished
 
 
 # ---------------------------------------------------------------- altered inputs are errors

@@ -20,7 +20,11 @@ the loop's counters in its metadata), ``best.safetensors`` (the best weights so 
 ``model.safetensors`` and ``train.json`` (the finished model and its history, with the sha256 of
 ``model.safetensors``; written after it). Every file is written to a temporary name unique to
 the writing process and renamed. A finished model whose weights do not have the recorded
-sha256 (changed after training) is trained again, not used (:func:`load_trained`).
+sha256 (changed after training) is trained again, not used (:func:`load_trained`). The
+checkpoint and the best weights have their sha256 recorded beside them (``<name>.sha256``,
+written last): a checkpoint without a matching record is not resumed from (training starts
+from scratch) and best weights without one are not used (the last step's are kept), each
+with a warning naming the file.
 
 One trainer per model. Training holds the model folder's lock (:func:`calibrank.runs.exclusive`,
 ``.<folder>.lock`` beside it) from the first look at its checkpoint to the removal of
@@ -83,13 +87,14 @@ from pathlib import Path
 import numpy as np
 import torch
 from safetensors.torch import load as load_safetensors
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 from torch import nn
 
 from .config import ContextStyle, Precision, Schedule, Selection, TrainingConfig
 from .data.schema import DataError, RankingQuery
 from .data.splits import format_context
-from .runs import atomic_path, check_recorded, exclusive, read_json, sha256_file, sweep_temp, write_json
+from .runs import (DigestMismatch, atomic_path, atomic_recorded, check_recorded, digest_path, exclusive, read_json,
+                   record_digest, sha256_file, sweep_temp, write_json)
 
 __all__ = [
     "Pairs",
@@ -104,6 +109,8 @@ __all__ = [
     "score_pairs",
     "save_weights",
     "load_weights",
+    "save_recorded",
+    "read_recorded",
 ]
 
 log = logging.getLogger(__name__)
@@ -273,16 +280,18 @@ def save_weights(model: nn.Module, path: Path, metadata: dict | None = None) -> 
     return digest
 
 
-def load_weights(model: nn.Module, path: Path, sha256: str | None = None, record: Path | None = None) -> None:
+def load_weights(model: nn.Module, path: Path, sha256: str | None = None, record: Path | None = None, *,
+                 recorded: bool = False) -> None:
     """Load the weights in ``path`` into ``model``; the file is read once.
 
-    With ``sha256`` (recorded in ``record``) the bytes are checked first: a file that differs
-    raises :class:`calibrank.runs.DigestMismatch` and the model is left as it was. A file that
-    is not safetensors, or whose tensors do not fit the model, raises ``ValueError`` naming it,
-    also before any weight is changed.
+    With ``sha256`` (recorded in ``record``), or with ``recorded`` (the sha256 recorded beside
+    the file, :func:`calibrank.runs.record_digest`), the bytes are checked first: a file that
+    differs raises :class:`calibrank.runs.DigestMismatch` and the model is left as it was. A
+    file that is not safetensors, or whose tensors do not fit the model, raises ``ValueError``
+    naming it, also before any weight is changed.
     """
     data = Path(path).read_bytes()
-    if sha256 is not None:
+    if sha256 is not None or recorded:
         check_recorded(path, data, sha256, record)
     try:
         state = load_safetensors(data)
@@ -296,6 +305,33 @@ def load_weights(model: nn.Module, path: Path, sha256: str | None = None, record
         raise ValueError(f"{path}: weights do not fit the model (missing {missing[:3]}, unexpected {unexpected[:3]}, "
                          f"other shapes {shapes[:3]})")
     model.load_state_dict(state, strict=True)
+
+
+def save_recorded(path: Path, tensors: dict[str, torch.Tensor], metadata: dict) -> None:
+    """Write ``tensors`` with ``metadata`` (JSON, under the ``calibrank`` key) to ``path``, atomically,
+    its sha256 recorded beside it last (:func:`calibrank.runs.atomic_recorded`)."""
+    with atomic_recorded(path) as tmp:
+        save_file(tensors, str(tmp), metadata={"calibrank": json.dumps(metadata)})
+
+
+def read_recorded(path: Path) -> tuple[dict[str, torch.Tensor], dict]:
+    """The tensors and ``calibrank`` metadata of a file written by :func:`save_recorded`; the file is read once.
+
+    Bytes that differ from the sha256 recorded beside the file, or no record, raise
+    :class:`calibrank.runs.DigestMismatch`; a file that is not such a safetensors file raises
+    ``ValueError`` naming it. ``FileNotFoundError`` when there is no file.
+    """
+    data = Path(path).read_bytes()
+    check_recorded(path, data)
+    try:
+        tensors = load_safetensors(data)
+        size = int.from_bytes(data[:8], "little")  # safetensors: header length, then the JSON header
+        metadata = json.loads(json.loads(data[8:8 + size])["__metadata__"]["calibrank"])
+    except Exception as exc:  # safetensors raises its own error type for a truncated or foreign file
+        raise ValueError(f"{path}: not a readable safetensors file with calibrank metadata ({exc})") from exc
+    if not isinstance(metadata, dict):
+        raise ValueError(f"{path}: calibrank metadata is a {type(metadata).__name__}, expected a JSON object")
+    return tensors, metadata
 
 
 def _save_checkpoint(path: Path, model: nn.Module, optimizer: torch.optim.Optimizer, state: dict,
@@ -313,18 +349,30 @@ def _save_checkpoint(path: Path, model: nn.Module, optimizer: torch.optim.Optimi
         tensors[f"rng/torch/rank{rank}"] = cpu_state
         if cuda_state is not None:
             tensors[f"rng/cuda/rank{rank}"] = cuda_state
-    meta = dict(state, param_groups=opt["param_groups"])
-    with atomic_path(path) as tmp:
-        save_file(tensors, str(tmp), metadata={"calibrank": json.dumps(meta)})
+    save_recorded(path, tensors, dict(state, param_groups=opt["param_groups"]))
 
 
-def _load_checkpoint(path: Path, model: nn.Module, optimizer: torch.optim.Optimizer, rank: int = 0) -> dict:
-    """Restore weights, optimizer and RNG state; ``rank`` > 0 takes that process's RNG state (data parallel)."""
-    from safetensors import safe_open
+def _read_checkpoint(path: Path) -> tuple[dict[str, torch.Tensor], dict] | None:
+    """The tensors and metadata of the checkpoint at ``path``; None when there is none to resume from:
+    missing, or not the bytes recorded beside it, or unreadable (logged, naming the file)."""
+    try:
+        tensors, meta = read_recorded(path)
+        lacking = sorted({"step", "result", "window", "param_groups"} - meta.keys())
+        if lacking:
+            raise ValueError(f"{path}: its metadata lacks {lacking}")
+    except FileNotFoundError:
+        return None
+    except (ValueError, OSError) as exc:  # DigestMismatch is a ValueError
+        log.warning("%s: not resumed from (%s); training starts from scratch", path, str(exc).removeprefix(f"{path}: "))
+        return None
+    return tensors, meta
 
-    with safe_open(str(path), framework="pt") as fh:
-        meta = json.loads(fh.metadata()["calibrank"])
-    tensors = load_file(str(path))
+
+def _load_checkpoint(path: Path, tensors: dict[str, torch.Tensor], meta: dict, model: nn.Module,
+                     optimizer: torch.optim.Optimizer, rank: int = 0) -> dict:
+    """Restore weights, optimizer and RNG state from a checkpoint read by :func:`_read_checkpoint`;
+    ``rank`` > 0 takes that process's RNG state (data parallel)."""
+    meta = dict(meta)
     model.load_state_dict({k[len("model/"):]: v for k, v in tensors.items() if k.startswith("model/")})
     opt_state: dict = {}
     for k, v in tensors.items():
@@ -546,8 +594,13 @@ def _train_model(
             from torch.nn.parallel import DistributedDataParallel
 
             dist.barrier()  # every process sees the same checkpoint (or none) before any trains on
-        if ckpt_path.exists():
-            meta = _load_checkpoint(ckpt_path, model, optimizer, rank)
+        checkpoint = _read_checkpoint(ckpt_path)
+        if world > 1:  # every process resumes, or none: a checkpoint one of them cannot read is not used
+            usable = torch.tensor([int(checkpoint is not None)], device=device)
+            dist.all_reduce(usable, op=dist.ReduceOp.MIN)
+            checkpoint = checkpoint if usable.item() else None
+        if checkpoint is not None:
+            meta = _load_checkpoint(ckpt_path, *checkpoint, model, optimizer, rank)
             step, result, window = meta["step"], TrainResult(**meta["result"]), meta["window"]
             result.resumed_from = step
             if main:
@@ -618,7 +671,7 @@ def _train_model(
                     if keep_best and not result.best_metric >= metric:  # also true when best is NaN
                         result.best_metric, result.best_step = metric, step
                         if main:
-                            save_weights(model, best_path, {"step": step, "metric": metric})
+                            record_digest(best_path, save_weights(model, best_path, {"step": step, "metric": metric}))
                 if step % settings.checkpoint_every == 0 and step < total:
                     result.seconds = time.perf_counter() - t0
                     state = {"step": step, "result": result.to_dict(), "window": window}
@@ -638,26 +691,36 @@ def _train_model(
     result.pairs_per_second = len(train) * settings.epochs / max(result.seconds, 1e-9)
     if world > 1:
         # Process 0 holds the selected weights (best.safetensors lives on its disk): every process takes them.
-        decision = [bool(validate is not None and best_path.exists())] if main else [False]
+        decision = [bool(validate is not None and _load_best(model, best_path))] if main else [False]
         dist.broadcast_object_list(decision, 0)
-        if decision[0]:
-            if main:
-                load_weights(model, best_path)
-        else:
+        if not decision[0]:
             result.best_step = step
         _broadcast_state(model, 0)
-    elif validate is not None and best_path.exists():
-        load_weights(model, best_path)
-    else:
+    elif not (validate is not None and _load_best(model, best_path)):
         result.best_step = step
     if main:
         digest = save_weights(model, workdir / "model.safetensors", {"step": result.best_step})
         write_json(workdir / "train.json", {**result.to_dict(), "model_sha256": digest})
-        ckpt_path.unlink(missing_ok=True)
-        best_path.unlink(missing_ok=True)
+        for path in (ckpt_path, best_path):
+            path.unlink(missing_ok=True)
+            digest_path(path).unlink(missing_ok=True)
     if world > 1:
         dist.barrier()  # the finished model is on disk before any process returns
     return result
+
+
+def _load_best(model: nn.Module, path: Path) -> bool:
+    """Load the best weights kept in ``path``; False, the model left as it was, when there are none
+    or they are not the bytes recorded beside them (logged, naming the file)."""
+    try:
+        load_weights(model, path, recorded=True)
+    except FileNotFoundError:
+        return False
+    except DigestMismatch as exc:
+        log.warning("%s: the best weights are not used (%s); the last step's weights are kept", path,
+                    str(exc).removeprefix(f"{path}: "))
+        return False
+    return True
 
 
 def _share_loss(ddp: nn.Module, train: Pairs, index: np.ndarray, rank: int, world: int, device: torch.device,

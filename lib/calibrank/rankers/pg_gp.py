@@ -48,8 +48,9 @@ the per-chain Gaussian predictive of eq. 14 is combined over chains by moment ma
 under the moment-matched marginal by Gauss-Hermite quadrature (eq. 15); ``samples`` = sigmoid
 of ``samples`` (30) seeded **joint** draws from the moment-matched Gaussian over each query's
 ``K`` candidates. The inducing pairs' indices, features, labels and the chains' ``w`` are
-stored beside the model (``pg_posterior-<hash>.safetensors`` in its cache folder), so a model
-loaded from the cache predicts identically without re-encoding anything. Validation during
+stored beside the model (``pg_posterior-<hash>.safetensors`` in its cache folder, its sha256
+recorded beside it), so a model loaded from the cache predicts identically without re-encoding
+anything; a file that does not match its record is computed again. Validation during
 training (early selection) uses the same posterior computed with the current encoder.
 
 Moment matching lets the ``C`` chains share one ``M x M`` matrix
@@ -96,7 +97,6 @@ Departures and choices
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 from collections.abc import Sequence
@@ -107,8 +107,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 import torch
-from safetensors import safe_open
-from safetensors.torch import load_file, save_file
 from torch import nn
 
 from ..backbone import Backbone
@@ -119,8 +117,8 @@ from ..gp import (PGPosterior, draw_joint, fisher_loss, gauss_hermite_sigmoid, g
                   rbf_kernel, select_inducing)
 from ..metrics.ranking import recall_at_k
 from ..predictions import Predictions
-from ..runs import atomic_path, stable_hash
-from ..training import TrainResult
+from ..runs import stable_hash
+from ..training import TrainResult, read_recorded, save_recorded
 from .base import (SEGMENT_COSINE_BIAS, SEGMENT_COSINE_WEIGHT, CrossEncoder, Ranker, TrainedModel, checked,
                    encode_features, ranker_settings, sigmoid)
 
@@ -247,6 +245,23 @@ class InducingPosterior:
             "w": self.w.detach().cpu().contiguous(),
             "jitter": torch.tensor(float(self.jitter), dtype=torch.float64),
         }
+
+
+def _read_posterior(path: Path) -> tuple[dict[str, torch.Tensor], dict] | None:
+    """The tensors and metadata of the inducing posterior cached in ``path``; None when there is no sound
+    file there (missing; not the bytes recorded beside it; unreadable), logged unless missing."""
+    try:
+        tensors, meta = read_recorded(path)
+        lacking = sorted({"index", "features", "labels", "w", "jitter"} - tensors.keys())
+        if lacking:
+            raise ValueError(f"{path}: it holds no {lacking}")
+    except FileNotFoundError:
+        return None
+    except (ValueError, OSError) as exc:  # DigestMismatch is a ValueError
+        log.warning("%s: the cached inducing posterior is not used (%s); computing it again", path,
+                    str(exc).removeprefix(f"{path}: "))
+        return None
+    return tensors, meta
 
 
 # ----------------------------------------------------------------------------- the ranker
@@ -411,17 +426,15 @@ class PGDRRRanker(Ranker):
         path = self._posterior_path(trained.workdir)
         model: PGCrossEncoder = trained.model  # type: ignore[assignment]
         device = next(model.parameters()).device
-        if not path.exists():
+        stored = _read_posterior(path)
+        if stored is None:
             index, pairs, labels = self._inducing_pairs(trained.backbone.tokenizer, train)
             state = self._compute_posterior(model, index, pairs, labels)
-            with atomic_path(path) as tmp:
-                save_file(state.tensors(), str(tmp),
-                          metadata={"calibrank": json.dumps({"params": self.prediction_params(),
-                                                             "model_step": trained.result.best_step})})
+            save_recorded(path, state.tensors(), {"params": self.prediction_params(),
+                                                  "model_step": trained.result.best_step})
+            stored = read_recorded(path)
         # always rebuilt from the stored tensors, so a fresh fit and a cached one predict identically
-        t = load_file(str(path))
-        with safe_open(str(path), framework="pt") as fh:
-            meta = json.loads(fh.metadata()["calibrank"])
+        t, meta = stored
         if meta.get("params") != self.prediction_params():
             raise ValueError(f"{path}: stored inducing posterior was made with {meta.get('params')}, "
                              f"not {self.prediction_params()}")
