@@ -33,7 +33,7 @@ logits it fits on (the test logits are ``bert``'s).
 start of a notebook (kernel, imports, writing it and its HTML), the negatives (BM25 indexes,
 the embedding sampler and the bi-encoder rule encode every validation and test response and
 context, costed as a fraction of a pair at the measured inference rate), the analyses (per
-Predictions file), the efficiency notebook (every ranker on 50 queries, 4 times), and the share
+Predictions file), the efficiency notebook (every ranker on 30 queries, 6 times, at one thread), and the share
 of a split's pairs that are distinct across its conditions before the query sets exist
 (:data:`DISTINCT_SHARE`; counted from the query sets once notebook 02 has built them).
 
@@ -117,9 +117,10 @@ ANALYSIS_PER_FILE_S = {"04_calibration": 0.1, "05_risk_aware": 0.02, "06_nota": 
 #: analysis): costed as the slowest analysis above.
 OTHER_NOTEBOOK_PER_FILE_S = 0.25
 ANALYSES = tuple(ANALYSIS_PER_FILE_S) + ("07_efficiency",)
-#: 07_efficiency: queries, timed calls per ranker (one warm-up on 4 queries, counted as a whole call, and 3 rounds).
-EFFICIENCY_QUERIES = 50
-EFFICIENCY_CALLS = 4
+#: 07_efficiency: queries, timed calls per ranker (one warm-up on 4 queries, counted as a whole call, and 5
+#: interleaved rounds), at one intra-op thread (notebook 07's defaults).
+EFFICIENCY_QUERIES = 30
+EFFICIENCY_CALLS = 6
 #: Seconds for ``python -m calibrank.report`` (the index page).
 INDEX_S = 8.0
 
@@ -584,7 +585,8 @@ def estimate(cfg: Config, rates: Rates, sizes: Sizes, *, jobs: int = 1, pending:
         else:
             passes += 1
     loads = sum(rk.ensemble.members if r is RankerName.ensemble else 1 for r in rk.names)
-    add("07_efficiency", "efficiency", inference=eff_pairs * passes / rates.solo_infer,
+    one_thread = rates.infer / rates.threads  # a lower bound of one thread's pairs/s (threads scale sublinearly)
+    add("07_efficiency", "efficiency", inference=eff_pairs * passes / one_thread,
         other=NOTEBOOK_OVERHEAD_S + loads * rates.backbone_load_s)
     add("index", "index", other=INDEX_S)
     known = {s.name for s in steps}
