@@ -174,44 +174,41 @@ def test_a_higher_relevant_at_keeps_ndcg_within_one_and_leaves_out_queries_witho
 
 
 # ------------------------------------------------------------------------------ one engine
-def test_a_study_predictions_gets_the_study_numbers():
-    test, valid = study_predictions(300, 10, 1, "t"), study_predictions(200, 10, 2, "v")
-    a = assess(as_scored(test), as_scored(valid), alpha=0.1, **FAST)
+def _assert_study_numbers(a: Assessment, test: Predictions, valid: Predictions, tol: float) -> None:
+    """The assessment's numbers are the study functions' numbers on the Predictions themselves."""
     cal = a.calibration.set_index("view").loc["as given"]
-    assert cal["ECE"] == pytest.approx(ece(test.probs, test.labels), abs=1e-12)
-    assert cal["Brier"] == pytest.approx(brier(test.probs, test.labels), abs=1e-12)
+    assert cal["ECE"] == pytest.approx(ece(test.probs, test.labels), abs=tol)
+    assert cal["Brier"] == pytest.approx(brier(test.probs, test.labels), abs=tol)
     r1 = a.ranking.set_index("measure").loc["R@1", "value"]
     assert r1 == pytest.approx(recall_at_k(test.probs, test.labels, 1).mean(), abs=1e-12)
     conf, loss = confidences(test)
     aurc = a.abstain.set_index("confidence").loc["top prob", "AURC"]
-    assert aurc == pytest.approx(selective_scores(conf["top prob"].to_numpy(), loss).aurc, abs=1e-12)
+    assert aurc == pytest.approx(selective_scores(conf["top prob"].to_numpy(), loss).aurc, abs=tol)
     qhat = conformal_quantile(true_scores(candidate_distribution(valid.probs), valid.labels, "LAC"), 0.1)
     sets = prediction_sets(candidate_distribution(test.probs), qhat, "LAC")
     row = a.conformal.set_index("alpha").loc[0.1]
-    assert row["qhat"] == pytest.approx(qhat, abs=1e-12)
+    assert row["qhat"] == pytest.approx(qhat, abs=tol)
     assert row["coverage"] == pytest.approx(sets[test.labels.astype(bool)].mean(), abs=1e-12)
     assert row["mean set size"] == pytest.approx(sets.sum(axis=1).mean(), abs=1e-12)
+
+
+def test_a_study_predictions_gets_the_study_numbers():
+    test, valid = study_predictions(300, 10, 1, "t"), study_predictions(200, 10, 2, "v")
+    _assert_study_numbers(assess(as_scored(test), as_scored(valid), alpha=0.1, **FAST), test, valid, tol=1e-12)
 
 
 def test_study_predictions_exported_as_trec_runs_get_the_study_numbers(tmp_path):
     """Predictions written as a TREC run and qrels (as notebook 04 exports them), read back as any
     user's run, give the numbers the study's functions give on the Predictions themselves."""
-    files = {}
+    preds, scored = {}, {}
     for role, pred in (("test", study_predictions(300, 10, 1, "t")), ("valid", study_predictions(200, 10, 2, "v"))):
         run_lines, qrel_lines = _trec_lines(pred, "bert")
         (tmp_path / f"{role}.run").write_text("\n".join(run_lines) + "\n")
         (tmp_path / f"{role}.qrels").write_text("\n".join(qrel_lines) + "\n")
-        files[role] = (pred, read_runs(tmp_path / f"{role}.run", tmp_path / f"{role}.qrels", kind="probability"))
-    test, scored = files["test"]
-    a = assess(scored, files["valid"][1], alpha=0.1, **FAST)
-    cal = a.calibration.set_index("view").loc["as given"]
-    assert cal["ECE"] == pytest.approx(ece(test.probs, test.labels), abs=1e-7)  # the run holds 8 decimals
-    assert cal["Brier"] == pytest.approx(brier(test.probs, test.labels), abs=1e-7)
-    r1 = a.ranking.set_index("measure").loc["R@1", "value"]
-    assert r1 == pytest.approx(recall_at_k(test.probs, test.labels, 1).mean(), abs=1e-12)
-    conf, loss = confidences(test)
-    aurc = a.abstain.set_index("confidence").loc["top prob", "AURC"]
-    assert aurc == pytest.approx(selective_scores(conf["top prob"].to_numpy(), loss).aurc, abs=1e-6)
+        preds[role] = pred
+        scored[role] = read_runs(tmp_path / f"{role}.run", tmp_path / f"{role}.qrels", kind="probability")
+    a = assess(scored["test"], scored["valid"], alpha=0.1, **FAST)
+    _assert_study_numbers(a, preds["test"], preds["valid"], tol=1e-6)  # the run holds 8 decimals
 
 
 # ------------------------------------------------------------------------------ padding never counts
