@@ -141,15 +141,21 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _query_from(record: Any) -> TextQuery:
-    if not isinstance(record, dict):
-        raise AssessError(f"expected a JSON object with qid, query or context, and candidates, got {type(record).__name__}")
-    unknown = sorted(set(record) - _QUERY_KEYS)
+def _check_object(value: Any, name: str, allowed: frozenset[str] | set[str], required: tuple[str, ...], what: str,
+                  *, where: str = "") -> None:
+    """Raise unless ``value`` is a JSON object with every ``required`` key and no key outside ``allowed``."""
+    if not isinstance(value, dict):
+        raise AssessError(f"{where}expected {what}, got {type(value).__name__}")
+    unknown = sorted(set(value) - set(allowed))
     if unknown:
-        raise AssessError(f"unknown key(s) {unknown}; a query has {sorted(_QUERY_KEYS)}")
-    for key in ("qid", "candidates"):
-        if key not in record:
-            raise AssessError(f"missing {key!r}; a query has {sorted(_QUERY_KEYS)}")
+        raise AssessError(f"{where}unknown key(s) {unknown}; a {name} has {sorted(allowed)}")
+    for key in required:
+        if key not in value:
+            raise AssessError(f"{where}missing {key!r}; a {name} has {sorted(allowed)}")
+
+
+def _query_from(record: Any) -> TextQuery:
+    _check_object(record, "query", _QUERY_KEYS, ("qid", "candidates"), "a JSON object with qid, query or context, and candidates")
     if "query" in record and "context" in record:
         raise AssessError("both 'query' and 'context' given; expected one")
     if "query" not in record and "context" not in record:
@@ -160,14 +166,8 @@ def _query_from(record: Any) -> TextQuery:
         raise AssessError(f"query {qid!r}: candidates: expected a list, got {type(cands).__name__}")
     candidates = []
     for i, c in enumerate(cands):
-        if not isinstance(c, dict):
-            raise AssessError(f"query {qid!r}: candidate {i}: expected an object with docid and text, got {type(c).__name__}")
-        unknown = sorted(set(c) - _CANDIDATE_KEYS)
-        if unknown:
-            raise AssessError(f"query {qid!r}: candidate {i}: unknown key(s) {unknown}; a candidate has {sorted(_CANDIDATE_KEYS)}")
-        for key in ("docid", "text"):
-            if key not in c:
-                raise AssessError(f"query {qid!r}: candidate {i}: missing {key!r}")
+        _check_object(c, "candidate", _CANDIDATE_KEYS, ("docid", "text"), "an object with docid and text",
+                      where=f"query {qid!r}: candidate {i}: ")
         try:
             candidates.append(Candidate(c["docid"], c["text"], c.get("label")))
         except AssessError as exc:
