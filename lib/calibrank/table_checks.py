@@ -22,6 +22,8 @@ import pandas as pd
 
 __all__ = [
     "TOLERANCE",
+    "TableError",
+    "raise_problems",
     "count_problems",
     "describe",
     "fmt",
@@ -34,6 +36,17 @@ __all__ = [
 
 TOLERANCE = 1e-12
 """Rounding slack of a comparison that holds exactly in exact arithmetic."""
+
+
+class TableError(ValueError):
+    """A table an analysis built breaks one of its invariants; the message names table, row and expectation."""
+
+
+def raise_problems(problems: Sequence[str], limit: int = 5) -> None:
+    """Raise :class:`TableError` listing the first ``limit`` problem sentences, if there are any."""
+    if problems:
+        more = f" (and {len(problems) - limit} more)" if len(problems) > limit else ""
+        raise TableError("; ".join(problems[:limit]) + more)
 
 
 def fmt(value: Any) -> str:
