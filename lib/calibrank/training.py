@@ -1,75 +1,19 @@
 """The one training loop of every ranker, and batched scoring.
 
-A pointwise cross-encoder (Penha & Hauff 2021, sec. 3.2): each (context, candidate) pair is
-encoded as ``[CLS] context [SEP] candidate [SEP]`` and a head on the pooled ``[CLS]`` feature
-gives one relevance logit. What varies between rankers is the head and the loss, which plug in
-(:class:`calibrank.rankers.base.CrossEncoder`, :mod:`calibrank.losses`).
+A pointwise cross-encoder (Penha & Hauff 2021, sec. 3.2) scores ``[CLS] context [SEP]
+candidate [SEP]`` with one relevance logit; rankers differ only in head and loss
+(:class:`calibrank.rankers.base.CrossEncoder`, :mod:`calibrank.losses`). The loop: AdamW,
+linear warm-up and decay (``schedule: linear``) or a constant lr (the first paper's code),
+gradient clipping, bf16 autocast where supported, length-sorted batches, early selection on a
+validation metric (``selection: last`` keeps the last step, as the first paper's code) and
+checkpoints from which an interrupted run resumes to the same weights.
 
-The loop: AdamW (fused kernel), linear warm-up then linear decay (``schedule: linear``) or a constant lr
-(``constant``, the first paper's code), gradient clipping, bf16 autocast where the
-hardware supports it, dynamic padding over length-sorted batches, a progress bar and a logged
-loss every ``log_every`` steps, a validation metric every ``eval_every`` steps and at the end
-of each epoch with the best weights kept (early selection; ``selection: last`` keeps the last step's
-weights, as the first paper's code), and a checkpoint every
-``checkpoint_every`` steps from which an interrupted run resumes to the same weights as an
-uninterrupted one. A non-finite loss stops training with the step number and the batch's
-query ids, leaving the last good checkpoint in place.
-
-Files in a model's folder: ``checkpoint.safetensors`` (weights, optimizer moments, RNG state;
-the loop's counters in its metadata), ``best.safetensors`` (the best weights so far),
-``model.safetensors`` and ``train.json`` (the finished model and its history, with the sha256 of
-``model.safetensors``; written after it). Every file is written to a temporary name unique to
-the writing process and renamed. A finished model whose weights do not have the recorded
-sha256 (changed after training) is trained again, not used (:func:`load_trained`). The
-checkpoint and the best weights have their sha256 recorded beside them (``<name>.sha256``,
-written last): a checkpoint without a matching record is not resumed from (training starts
-from scratch) and best weights without one are not used (the last step's are kept), each
-with a warning naming the file.
-
-One trainer per model. Training holds the model folder's lock (:func:`calibrank.runs.exclusive`,
-``.<folder>.lock`` beside it) from the first look at its checkpoint to the removal of
-``best.safetensors`` at the end. A second process asked for the same model (two ``python -m
-calibrank.grid train`` of one model, two notebooks sharing the ``bert`` model) waits, saying
-which process it waits for, and then loads the finished model instead of training it again:
-both end with the same weights. A trainer that dies releases the lock with its process; the
-next one resumes from its checkpoint and sweeps its temporary files. In a data-parallel run
-process 0 takes the lock; the others wait for it in the process group (at most the group's
-timeout).
-
-Reproducibility and threads. Bit-identical weights need the same hardware, torch build,
-precision and number of intra-op threads (``torch.get_num_threads()``, set by
-``OMP_NUM_THREADS``): the order in which a multi-threaded kernel sums its partial results
-changes the last bits of a float, and training amplifies them. The thread count is not part
-of the model cache key, on purpose: a model cached by a run with 1 thread is reused by a run
-with 4 (the Makefile gives each notebook ``cores / jobs`` threads, so the same model may be
-asked for with different counts), and the two would otherwise train the same model twice.
-The cache therefore promises the model of the first run that trained it; a model trained
-again with another thread count may differ in the last bits, and its R@1 and ECE by the
-noise that such rounding causes. A rerun with the same thread count (and resume after an
-interruption, as the tests check with one thread) gives identical weights.
-
-One model on several GPUs (data parallel). Launched by ``torchrun`` (``WORLD_SIZE`` > 1 in
-the environment), the loop joins the process group (NCCL on CUDA, gloo on CPU; one that is
-already initialised is used as it is), puts each process on the GPU ``LOCAL_RANK`` names and
-wraps the model in :class:`~torch.nn.parallel.DistributedDataParallel`. Every process draws
-the same seeded global batches of ``training.batch_size`` pairs and takes a contiguous share of
-each (sizes differ by at most one pair); each share's mean loss is weighted by
-``share size x world size / batch size`` before the backward pass, so the gradient that DDP
-averages is exactly that of the mean loss over the whole global batch, and the update is the
-single-process one (up to floating-point rounding). The learning-rate schedule, step count,
-checkpoints and early selection are counted in global batches, as in one process. Process 0
-alone validates (the metric is broadcast, so every process makes the same early-selection
-decision), writes checkpoints (with every process's RNG state), ``model.safetensors`` and
-``train.json``, and shows progress; at the end its selected weights are broadcast, so every
-process returns the same model. An interrupted run resumes from its checkpoint as in one
-process. Only losses that are a mean of per-pair terms give the single-process update: the GP
-rankers' losses are not (``sngp``/``gpf_bert`` accumulate a precision matrix over the epoch's
-batches, ``pg_drr`` conditions its GP on the whole batch), so :mod:`calibrank.grid` refuses to
-train them in several processes. To train one model of a profile on N GPUs of one node::
-
-    torchrun --standalone --nproc_per_node=N -m calibrank.grid train PROFILE RANKER CORPUS [--seed S] [--member M]
-
-(on CPU the same command trains with gloo, which is how the tests check it).
+Every file is written under a temporary name and renamed, with its sha256 recorded; weights
+whose bytes do not match their record are not used. One process trains a model at a time
+(:func:`calibrank.runs.exclusive`); others wait and load its result. Under ``torchrun`` one
+model trains data-parallel with the single-process update. Why the thread count is not part
+of the cache key, and how the data-parallel update is kept exact: docs/decisions.md,
+"Training: reproducibility and several processes".
 """
 
 from __future__ import annotations
@@ -211,9 +155,8 @@ def encode_pairs(
 def length_batches(lengths: np.ndarray, batch_size: int, *, seed: int | None = None, epoch: int = 0, bucket: int = 50) -> list[np.ndarray]:
     """Index batches of similar lengths (less padding).
 
-    With a seed (training): a permutation seeded by (seed, epoch), cut into buckets of
-    ``bucket`` batches, each sorted by length and cut into batches, and the batches shuffled.
-    Without (inference): sorted by length, longest first.
+    With a seed (training): a permutation seeded by (seed, epoch), sorted by length within buckets
+    of ``bucket`` batches, the batches shuffled. Without (inference): longest first.
     """
     n = len(lengths)
     if seed is None:
@@ -284,11 +227,9 @@ def load_weights(model: nn.Module, path: Path, sha256: str | None = None, record
                  recorded: bool = False) -> None:
     """Load the weights in ``path`` into ``model``; the file is read once.
 
-    With ``sha256`` (recorded in ``record``), or with ``recorded`` (the sha256 recorded beside
-    the file, :func:`calibrank.runs.record_digest`), the bytes are checked first: a file that
-    differs raises :class:`calibrank.runs.DigestMismatch` and the model is left as it was. A
-    file that is not safetensors, or whose tensors do not fit the model, raises ``ValueError``
-    naming it, also before any weight is changed.
+    Bytes that differ from ``sha256`` or from the ``recorded`` digest raise
+    :class:`calibrank.runs.DigestMismatch`; a file that is not safetensors or does not fit the
+    model raises ``ValueError`` naming it. Either way, no weight is changed.
     """
     data = Path(path).read_bytes()
     if sha256 is not None or recorded:
@@ -317,9 +258,8 @@ def save_recorded(path: Path, tensors: dict[str, torch.Tensor], metadata: dict) 
 def read_recorded(path: Path) -> tuple[dict[str, torch.Tensor], dict]:
     """The tensors and ``calibrank`` metadata of a file written by :func:`save_recorded`; the file is read once.
 
-    Bytes that differ from the sha256 recorded beside the file, or no record, raise
-    :class:`calibrank.runs.DigestMismatch`; a file that is not such a safetensors file raises
-    ``ValueError`` naming it. ``FileNotFoundError`` when there is no file.
+    No record, or bytes that differ from it, raise :class:`calibrank.runs.DigestMismatch`; a file
+    that is not such a safetensors file raises ``ValueError`` naming it.
     """
     data = Path(path).read_bytes()
     check_recorded(path, data)
@@ -396,11 +336,9 @@ def _load_checkpoint(path: Path, tensors: dict[str, torch.Tensor], meta: dict, m
 def setup_distributed(device: torch.device | None = None) -> tuple[int, int, torch.device]:
     """``(rank, world size, device)`` of this process; joins the process group under ``torchrun``.
 
-    Outside a multi-process launch (no ``WORLD_SIZE`` > 1 and no initialised process group)
-    nothing happens: ``(0, 1, device or cpu)``. Under ``torchrun`` a CUDA (or unspecified)
-    device becomes ``cuda:LOCAL_RANK`` (made the current device, so a plain ``"cuda"`` means it
-    too) when CUDA is available, and the process group is initialised with NCCL there, with
-    gloo on CPU, unless it already is.
+    Outside a multi-process launch nothing happens: ``(0, 1, device or cpu)``. Under ``torchrun``
+    the device becomes ``cuda:LOCAL_RANK`` when CUDA is available, and the group uses NCCL there,
+    gloo on CPU, unless it is already initialised.
     """
     import torch.distributed as dist
 
@@ -510,17 +448,11 @@ def train_model(
 ) -> TrainResult:
     """Train ``model`` on ``train`` pairs; write ``model.safetensors`` and ``train.json`` in ``workdir``.
 
-    ``loss_fn(model, batch, labels)`` returns the scalar loss of a batch. ``validate(model)``
-    returns a metric to maximise (early selection). ``param_groups(model)`` may split the
-    parameters into groups with their own ``lr`` (e.g. a GP layer's). ``on_step(step)`` runs
-    after every optimizer step (tests use it to interrupt a run). The torch RNG is seeded from
-    ``seed`` inside a forked RNG context, so the caller's global state is left as it was.
-    Under ``torchrun`` the model trains data-parallel (module docstring); ``device`` then
-    defaults to the process's GPU.
-
-    Holds the lock of ``workdir`` while it trains (process 0 of a data-parallel run). When the
-    lock was held by another trainer of the same model, that trainer's finished model is
-    loaded into ``model`` and its result returned, without training.
+    ``loss_fn(model, batch, labels)`` gives a batch's scalar loss, ``validate(model)`` a metric to
+    maximise (early selection), ``param_groups(model)`` optional groups with their own ``lr``,
+    ``on_step(step)`` runs after each update. The torch RNG is seeded from ``seed`` in a forked
+    context, leaving the caller's state as it was. When another trainer held the lock of
+    ``workdir``, its finished model is loaded and returned without training.
     """
     rank, world, device = setup_distributed(device)
     main = rank == 0
@@ -725,14 +657,11 @@ def _load_best(model: nn.Module, path: Path) -> bool:
 
 def _share_loss(ddp: nn.Module, train: Pairs, index: np.ndarray, rank: int, world: int, device: torch.device,
                 bf16: bool) -> tuple[torch.Tensor, float]:
-    """This process's weighted loss on its contiguous share of a global batch, and the global batch's mean loss.
+    """This process's weighted loss on its share of a global batch, and the global batch's mean loss.
 
-    The share's mean loss is weighted by ``n_share x world / n_batch``: DDP averages the
-    gradients over processes, so the result is the gradient of the mean over the whole batch.
-    A process whose share is empty (a global batch smaller than the world) runs its forward
-    pass on the batch's first pair with weight 0, so that every process takes part in the
-    gradient exchange. The mean loss and a non-finite flag are summed over processes in one
-    exchange: every process sees the same (possibly non-finite) loss and stops together.
+    The share's mean is weighted by ``n_share x world / n_batch``, so DDP's average of gradients is
+    the gradient of the whole batch's mean. An empty share runs the batch's first pair with weight
+    0, so every process joins the gradient exchange; the non-finite flag is shared so all stop together.
     """
     import torch.distributed as dist
 
@@ -761,10 +690,8 @@ def is_trained(workdir: Path) -> bool:
 def load_trained(model: nn.Module, workdir: Path) -> TrainResult | None:
     """Load a finished model from ``workdir`` if there is a sound one; None otherwise (then it is trained again).
 
-    ``model.safetensors`` must have the sha256 that ``train.json`` (written after it) recorded:
-    weights changed after training, a ``train.json`` that is not a training history or records
-    no hash, or weights that do not fit the model are logged as a warning naming the file and
-    give None, with ``model`` left as it was.
+    ``model.safetensors`` must have the sha256 that ``train.json`` recorded; anything else is
+    logged as a warning naming the file and gives None, with ``model`` left as it was.
     """
     if not is_trained(workdir):
         return None
