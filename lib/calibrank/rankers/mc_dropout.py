@@ -1,49 +1,22 @@
 """``mc_dropout``: S-BERT^D of Penha & Hauff (2021, sec. 3.2), MC Dropout (Gal & Ghahramani 2016).
 
-The fine-tuned ``bert`` model (the same trained weights, from the shared cache) with its
-dropout on at test time: T stochastic forward passes give T joint samples of the
-probabilities of a query's candidates. ``probs`` is the mean of the T sampled probabilities;
-the variance across passes is the uncertainty. How a pass draws its masks is
-``masks`` (:class:`calibrank.choices.DropoutMasks`), recorded in the Predictions' meta:
+The ``bert`` model's weights with dropout on at test time: T stochastic passes give T joint
+samples of a query's candidate probabilities; ``probs`` is their mean. ``masks``
+(:class:`calibrank.choices.DropoutMasks`) says how a pass draws its masks:
 
-``per_query`` (the default)
-    One dropout mask per query and pass, shared by all of the query's K candidates: each pass
-    is one sampled sub-network that scores the whole list, so the covariances between a
-    query's candidates (the risk-aware score's sum of covariances) are covariances of one
-    model's scores, not of K independent networks. A query's mask is a function of
-    (seed, pass, query id, dropout site) only (:func:`mask_seeds`), not of the batch it lands
-    in, so the same query gets the same mask in every condition and scoring each distinct
-    (query, candidate) pair once is exact (:meth:`MCDropoutRanker.predict_many`).
+``per_query`` (default)
+    One mask per query and pass, shared by the query's candidates, so each pass is one
+    sampled sub-network scoring the whole list and the covariances that risk-aware ranking
+    sums are those of one model. A mask depends on (seed, pass, query id, site) only
+    (:func:`mask_seeds`), so scoring each distinct pair once is exact. Attention-probability
+    dropout is applied to value vectors (``(P * M) V = P (m * V)`` when ``M_ij = m_j``), which keeps
+    the fused attention kernel. Departure: every position attending to key j loses it together
+    (each weight is still dropped with probability p).
+``per_pair`` (the first paper's implementation)
+    Every dropout layer in training mode, a fresh mask for each pair
+    (:func:`calibrank.training.score_pairs`).
 
-    * Hidden-state dropout (embeddings, attention output, feed-forward output, the head): a
-      mask ``[max_length, d]`` per query and site (``[d]`` on the pooled feature), cut to the
-      batch's width and broadcast over the query's candidates: the same position and unit is
-      dropped in every candidate.
-    * Attention-probability dropout: a mask per query, layer, head and *key position*,
-      applied to the value vectors. Dropping key j's value is exactly attention-probability
-      dropout of column j (``(P * M) V = P (m * V)`` when ``M_ij = m_j``), so the fused
-      attention kernel (which has no dropout) keeps running. Departure: training dropped each
-      weight ``P_ij`` on its own; here every position attending to j loses it together (each
-      weight is still dropped with probability p).
-
-    The model stays in eval mode and the masks are multiplied in by forward hooks (each query's
-    rows of a batch by one broadcast slice). In a batch of width W a pass draws ``13 W d``
-    numbers (1 + 2 per layer hidden sites of MiniLM) per query with pairs in it, where per-pair
-    masks draw ``W (13 d + 6 * 12 W)`` per pair.
-
-``per_pair`` (the first paper's implementation, which ran the passes over whole batches)
-    Every dropout layer in training mode, the attention-probability dropout included, a fresh
-    mask for each pair from one torch RNG seeded with the ranker's seed
-    (:func:`calibrank.training.score_pairs`). The numbers are those of earlier versions.
-
-Cost. Measured side by side in one process (all-MiniLM-L6-v2, laptop max_length 96, bf16,
-2 CPU threads, T = 5, the same 120-400 test pairs): per-pair masks cost 10.7-13x ``bert``:
-with attention-probability dropout on, PyTorch leaves its fused attention kernel for the plain
-matrix path and draws a random number per attention weight (batch x heads x L x L per layer),
-so one pass costs 2-3 deterministic ones. Per-query masks keep the fused kernel, run the
-batches of :func:`calibrank.training.score_pairs` (a query's rows ordered together, one mask
-slice each) and draw fewer numbers (per query, not per pair; no L x L ones): 5.1x ``bert`` on a quiet machine (5.6-7x under
-load from other processes); drawing and applying the masks is about 5% of a pass.
+Cost against ``bert``: docs/decisions.md, "Cost of MC Dropout's masks".
 """
 
 from __future__ import annotations

@@ -1,98 +1,27 @@
 """``pg_drr``: PG-DRR (Ye et al., AAAI 2023): a GP output layer with Pólya-Gamma augmentation.
 
-The model
----------
-The pointwise cross-encoder of :mod:`.base` whose dense output layer is replaced by a
-Gaussian-process layer on the pooled ``[CLS]`` feature (sec. 3.3): the logits ``g`` of a set
-of pairs are ``N(m, K)`` with ``K_ij = k(z_i, z_j)``, ``z = A h + c`` a learnable linear
-projection of the pooled feature ``h`` and ``m(z) = m0 + v^T z`` a learnable linear mean
-function (``mean_function="linear"``; ``"constant"``: ``m0`` only). Kernel
-(``kernel``): RBF (eq. 4; default) with ``length_scale`` 1 and ``output_scale`` 8 (the prior
-variance, see :mod:`calibrank.gp.polya_gamma`), or the ablation's Matérn (``nu``) and linear
-kernels (sec. 5.3). Length and output scale are fixed (sec. 4.4: "fix length scale").
+The cross-encoder of :mod:`.base` with its dense output layer replaced by a GP on the pooled
+feature (sec. 3.3): logits ``g ~ N(m, K)``, ``K_ij = k(z_i, z_j)``, with ``z = A h + c`` a
+learnable projection and ``m(z)`` a learnable mean. The kernel is RBF (eq. 4; Matérn and
+linear for the ablation of sec. 5.3) with fixed scales (sec. 4.4). The projection and mean
+are read from the paper's parameter count (Table 2: +0.59M over BERT, one 768 x 768 layer) and
+its separate GP learning rate (sec. 4.4).
 
-Why a projection and a mean (the paper's GP layer has learnable parts): sec. 4.4 gives the
-GP layer its own learning rate because it "is not fine-tuned", so it has trainable
-parameters; Table 2 counts 108.90M parameters against BERT's 108.31M, +0.59M, which is one
-768 x 768 linear layer (589,824 weights + 768 biases); and sec. 1 speaks of improving "the
-parameters of the mean and covariance functions". So the layer here is a ``d x d`` linear map
-(``projection=True``) and a mean function (``learn_mean=True``: the constant ``m0`` is learnt;
-``mean_function="linear"`` adds the ``d`` weights ``v``, which the parameter count, rounded to
-0.01M, cannot tell apart). The mean function is trained with ``gp_lr`` (default 3e-3); the
-projection with the encoder at ``training.lr`` (or at ``projection_lr`` when given).
+Training (Algorithm 1): each mini-batch is the GP's conditioning set; Gibbs sampling of the
+Pólya-Gamma variables (:func:`calibrank.gp.gibbs_gp`) gives ``w`` and the loss is the
+negative Fisher-identity objective (eq. 13, :func:`calibrank.gp.fisher_loss`). The Gibbs draws
+are seeded from the loop's torch RNG, so training is reproducible and resumable.
 
-Training (Algorithm 1)
-----------------------
-Each mini-batch is the GP's conditioning set: ``K`` is the batch's kernel matrix; ``gibbs_steps``
-(10) Gibbs steps of ``gibbs_chains`` (30) chains started from the prior give ``w``
-(:func:`calibrank.gp.gibbs_gp`), and the loss is the negative Fisher-identity objective
-(:func:`calibrank.gp.fisher_loss`, eq. 13) with ``w`` detached; its gradient reaches the encoder,
-the projection and the mean through ``K`` and ``m``. The Gibbs draws use a numpy generator seeded
-from the training loop's torch RNG, so training is reproducible and a resumed run draws what
-an uninterrupted one would.
+Prediction (eqs. 14-15): Gibbs runs once on a seeded, label-stratified inducing set of
+training pairs (:func:`calibrank.gp.select_inducing`); each chain's Gaussian predictive is
+combined over chains by moment matching; ``probs`` is ``E[sigmoid(g*)]`` by Gauss-Hermite
+quadrature and ``samples`` are seeded joint draws per query. The inducing posterior is stored
+beside the model, with its sha256 recorded.
 
-Batches of whole queries are *not* needed: the model is pointwise, the likelihood factorises
-over pairs, and the GP conditions on any set of labelled pairs; batches are the loop's usual
-length-sorted random batches of pairs. A batch needs at least 2 pairs (``training.batch_size``
->= 2 is checked); a last batch of a single pair (when the number of training pairs is 1 more
-than a multiple of the batch size) contributes a zero loss (no conditioning set), which is
-logged as such in the history.
-
-Prediction (eq. 14, 15)
------------------------
-A seeded, label-stratified **inducing set** of ``inducing`` training pairs (capped at the
-number of training pairs; :func:`calibrank.gp.select_inducing`) is encoded with the final
-encoder (eval mode), Gibbs runs once on it (same steps and chains), and for test pairs ``x*``
-the per-chain Gaussian predictive of eq. 14 is combined over chains by moment matching
-(mean of means; mean covariance plus covariance of the means). ``probs`` = ``E[sigmoid(g*)]``
-under the moment-matched marginal by Gauss-Hermite quadrature (eq. 15); ``samples`` = sigmoid
-of ``samples`` (30) seeded **joint** draws from the moment-matched Gaussian over each query's
-``K`` candidates. The inducing pairs' indices, features, labels and the chains' ``w`` are
-stored beside the model (``pg_posterior-<hash>.safetensors`` in its cache folder, its sha256
-recorded beside it), so a model loaded from the cache predicts identically without re-encoding
-anything; a file that does not match its record is computed again. Validation during
-training (early selection) uses the same posterior computed with the current encoder.
-
-Moment matching lets the ``C`` chains share one ``M x M`` matrix
-``Q = mean_c (K + W_c^-1)^-1``, so the predictive costs ``O(M^2 N)`` for ``N`` test pairs
-instead of ``O(C M^2 N)``.
-
-Departures and choices
-----------------------
-* What the GP conditions on at test time is not stated in the paper (the public code was not
-  found): the inducing set above is our choice; ``inducing`` trades cost for fidelity.
-* How chains are combined is not stated: moment matching (above).
-* The projection and the mean function are inferred from the paper's parameter count and
-  wording (above); the kernel scales are fixed as in sec. 4.4.
-* Departure: a **linear** mean function ``m0 + v^T z`` (default) rather than a constant, with
-  ``v`` initialised as the dense output layer it stands in for. With a constant mean the
-  only path from the labels to the encoder is the kernel matrix of a 16-pair batch of pairs
-  from 16 different queries; on the laptop profile (MiniLM pooled features of norm ~1.2 and
-  pairwise distances ~0.4-1, length scale 1, so ``K`` is nearly the constant 8 at the start)
-  the cheapest way to raise the batch likelihood of balanced labels is to decorrelate all
-  pairs, and training did just that: the pairwise distances of ``z`` grew from ~0.6 to ~2.8
-  (off-diagonal ``K`` from ~7 to ~0.2, where the RBF's gradient vanishes) while a logistic
-  probe on the trained ``z`` ranked at chance (test R10@1 0.03-0.08), and so did the GP
-  (0.085). The linear mean gives the labels a direct path: the Fisher-identity gradient with
-  respect to ``m(z_i)`` is ``[(K + W^-1)^-1 (W^-1 kappa - m)]_i``, a logistic-like residual,
-  and the GP models what the mean leaves over (eq. 10 carries a general mean; eq. 14 then
-  adds ``m(x*)``).
-* Departure: the projection ``A`` is trained at the encoder's rate, not at ``gp_lr``. A
-  3e-3 Adam rate on a freshly initialised ``d x d`` map (entries ~0.03) rewrites it within a
-  few dozen steps, and with the kernel-driven decorrelation above it is what scattered ``z``
-  (the paper's 3e-3 is for "the GP layer", which has no such matrix in a GPyTorch-style GP
-  layer). ``projection_lr`` restores a separate rate.
-* The linear mean alone did not fix training (laptop profile, length scale 1: validation R@1
-  0.09-0.13, a logistic probe on ``z`` at chance): the kernel path still dominated the
-  encoder's gradient. ``dK_ij/dz_i = K_ij (z_j - z_i) / l^2`` with ``K_ij ~ 8`` makes the
-  kernel term ~8x the mean term when the features' spread is below the length scale, and it
-  decorrelates rather than ranks. The length scale must be set relative to the feature spread
-  (sec. 4.4's 1 was for BERT-base [CLS] features of norm ~15): with MiniLM's pooled features
-  (spread ~0.5-1.3) a length scale of 4 cuts the kernel term 16x. So, for the laptop profile,
-  ``length_scale: 4`` with the paper's ``gp_lr`` 3e-3 for the mean function: in-domain test
-  R10@1 0.58 and 0.57 with seeds 13 and 14 (bert: 0.585, 0.58). With the mean function at
-  the encoder's rate (5e-5) it reached 0.48: like ``sngp``'s output weights, the mean's
-  weights ``v`` set the range of the logits and grow too slowly at that rate.
+Departures (the paper does not state them, or the laptop profile needs them): the inducing set
+and moment matching; a linear mean ``m0 + v^T z`` rather than a constant; the projection
+trained at the encoder's rate, not ``gp_lr``. Why: docs/decisions.md, "Settings of the GP and
+focal rankers on laptop".
 """
 
 from __future__ import annotations
@@ -277,14 +206,13 @@ class PGDRRRanker(Ranker):
         length_scale: kernel length scale (> 0).
         output_scale: kernel output scale = prior variance (> 0).
         nu: Matérn smoothness, one of 0.5, 1.5, 2.5 (only with ``kernel="matern"``).
-        gibbs_steps: Gibbs steps T (>= 1), in training and prediction.
-        gibbs_chains: parallel chains N (>= 1), in training and prediction.
+        gibbs_steps, gibbs_chains: Gibbs steps and parallel chains (>= 1), in training and prediction.
         gp_lr: learning rate of the GP layer's mean function (> 0).
         projection: learnable ``d x d`` projection of the pooled feature.
         learn_mean: learnable constant ``m0`` of the prior mean (else 0).
         mean_function: ``"linear"`` (``m0 + v^T z``) or ``"constant"`` (``m0``).
         projection_lr: learning rate of the projection (``None``: the encoder's ``training.lr``).
-        inducing: inducing-set size M (>= 2) for prediction (capped at the number of training pairs).
+        inducing: inducing-set size (>= 2) for prediction, capped at the training pairs.
         samples: joint posterior draws per query (>= 1).
         quadrature_points: Gauss-Hermite nodes for ``probs`` (>= 1).
         head_dropout: dropout on the pooled feature before the GP layer in training.

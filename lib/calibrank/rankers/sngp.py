@@ -1,69 +1,23 @@
 """``sngp``: SNGP cross-encoder (Liu et al. 2020) as used by GPF-BERT (Ye et al., ICASSP 2023, sec. 2.1).
 
-The model
----------
-The pointwise cross-encoder of :mod:`.base` with two changes:
+The cross-encoder of :mod:`.base` with two changes: **spectral normalisation** (GPF-BERT eq. 1,
+:class:`calibrank.gp.SpectralNormLinear`) of the pooler's dense layer (``"pooler"``), of every
+encoder linear layer (``"all"``, the paper's "each residual layer") or of none; and a
+**random-Fourier-feature GP** output layer (:class:`calibrank.gp.RandomFeatureGP`, eqs. 2-5).
 
-* **spectral normalisation** (GPF-BERT eq. 1; :class:`calibrank.gp.SpectralNormLinear`) of the
-  pooler's dense layer (``spectral_norm="pooler"``, the BERT-scale practice of SNGP), of every
-  linear layer of the encoder (``"all"``: the paper's "each residual layer"; it rescales the
-  pretrained weights, so it is an ablation) or of none (``"none"``). ``sn_bound`` is the bound
-  ``c`` and ``sn_power_iterations`` the power-iteration steps per training forward pass;
-* the dense output layer is replaced by a **random-Fourier-feature GP**
-  (:class:`calibrank.gp.RandomFeatureGP`, eqs. 2-5) on the (dropped-out, in training) pooled
-  feature: ``n_features`` features, ``length_scale``, ``feature_scale``, ``ridge`` (prior
-  precision of the output weights), ``momentum`` (``None``: the exact sum of eq. 4, else the
-  moving average of eq. 5) and ``mean_field_factor`` (lambda = pi/8).
+Training minimises BCE (``sngp``) or focal loss (``gpf_bert``) on the posterior-mean logits
+``Phi^T beta``; the **Laplace precision** ``P = ridge I + sum p(1-p) Phi Phi^T`` (eq. 4, or
+eq. 5's moving average with ``momentum``) is reset each epoch and updated in each training step.
+``P`` is a model buffer, saved with the weights. Prediction per query: the joint Gaussian
+``N(Phi^T beta, Phi P^-1 Phi^T)`` of its candidates' logits; ``probs`` is the sigmoid of the
+mean-field logit ``m / sqrt(1 + lambda var)`` (lambda = pi/8), ``samples`` sigmoids of seeded
+joint draws (:func:`calibrank.gp.draw_joint`).
 
-Training
---------
-The one training loop of :mod:`calibrank.training`, with
-
-* the loss on the GP **posterior-mean** logits ``Phi^T beta``: binary cross-entropy
-  (``loss="bce"``, SNGP) or focal loss (``loss="focal"``, GPF-BERT; ``focal_gamma`` a number
-  >= 0 or ``"adaptive"``, :func:`calibrank.losses.focal`);
-* the **Laplace precision** ``P = ridge I + sum p(1-p) Phi Phi^T`` reset to ``ridge I`` at the
-  start of every epoch (the loop's ``on_epoch_start`` hook) and updated in every training
-  step from the step's features and logits (inside the loss, the only place the model is in
-  training mode). So the finished model's ``P`` holds the last epoch (exact sum) or its
-  moving average. Evaluation never writes ``P``: the update is only called from the training
-  loss, and :meth:`RandomFeatureGP.update_precision` raises in eval mode.
-* ``P`` (and the spectral-norm vectors ``u, v``) are model buffers: they are saved in
-  ``model.safetensors`` (and in checkpoints and the early-selection snapshot, so a resumed
-  run and the selected best weights carry the ``P`` that goes with them), and a model loaded
-  from the cache has the same predictive variance.
-
-Prediction
-----------
-For each query, the joint Gaussian of its ``K`` candidates' logits,
-``N(Phi^T beta, Phi Sigma Phi^T)`` with ``Sigma = P^-1``:
-
-* ``probs`` = sigmoid of the **mean-field logits** ``m / sqrt(1 + lambda var)`` (Lu et al.
-  2020), what GPF-BERT reports;
-* ``samples`` = sigmoid of ``samples`` (S) **joint draws** from that Gaussian per query
-  (:func:`calibrank.gp.draw_joint`), seeded by the ranker's seed (numpy ``Generator``), so that
-  covariances between a query's candidates are real. The samples' mean is not ``probs`` (the
-  mean-field logit is an approximation of ``E[sigmoid(g)]``); both are recorded.
-
-Departures and choices (see also :mod:`calibrank.gp.random_features`)
-----------------------------------------------------------------------
-* One logit and a sigmoid (binary pointwise ranker) for the paper's 2-class softmax.
-* ``momentum=None`` (exact sum, eq. 4 as written) is the default; eq. 5's moving average is
-  ``momentum=0.999``-style. With the exact sum and ``training.eval_every`` set, a model
-  selected mid-epoch carries the precision of a partial epoch.
-* The precision is accumulated from training-mode features (dropout on), as SNGP does, not
-  recomputed by an extra pass over the training data at the final weights.
-* The GP output weights ``beta`` start from a seeded draw of the dense layer's default
-  initialisation ``U(-1/sqrt(L), 1/sqrt(L))`` (``output_init="dense"``), not from zero. The
-  papers do not say how ``beta`` is initialised; zero is a saddle for fine-tuning: the
-  encoder receives no gradient until ``beta`` has grown, and ``beta``'s own gradient is
-  dominated by the feature component that all pairs share (the pooled features of MiniLM
-  have norm ~1.2 and pairwise distances ~0.4-1, so at length scale 1 the random features of
-  any two pairs have correlation 0.6-0.95) times the batch's label imbalance, which flips
-  sign from batch to batch. On the laptop profile the training loss stayed at ``log 2`` for
-  the first ~250 of 500 steps (validation R@1 0.45 at the end against 0.575 for ``bert``).
-  A draw from the prior ``N(0, I / ridge)`` (``"prior"``) avoids the saddle but starts from
-  logits of standard deviation ~1 that training must first undo (BCE 0.73 after 120 steps).
+Departures: one logit and a sigmoid for the paper's 2-class softmax; ``P`` comes from
+training-mode features (as SNGP does), so a model selected mid-epoch carries a partial epoch's
+``P``; ``beta`` starts from a seeded draw of a dense layer's initialisation, not zero (a saddle
+for fine-tuning). Why, and the laptop settings: docs/decisions.md, "Settings of the GP and
+focal rankers on laptop".
 """
 
 from __future__ import annotations
@@ -188,16 +142,8 @@ class SNGPRanker(Ranker):
         sn_bound: spectral-norm bound ``c`` (> 0).
         sn_power_iterations: power-iteration steps per training forward (>= 1).
         n_features: random features ``L`` (>= 1).
-        length_scale: RBF length scale of the random features (> 0; eq. 2). Set it
-            against the spread of the pooled features: over distances well below ``l`` the
-            features are close to linear in ``h``, and the encoder's gradient through them,
-            ``J(h)^T beta``, keeps its direction from one input to the next, as through a dense
-            head; over distances near ``l`` it turns from input to input and fine-tuning leaves
-            the loss plateau at ``log 2`` late. MiniLM's pooled features have pairwise distances
-            0.4-1.2; on the laptop profile (``head_lr`` 3e-3, validation R@1 at steps 250 / 500,
-            test R10@1) ``l = 1`` gave 0.30 / 0.44 (test 0.405, ``head_lr`` 1e-3), ``l = 2``
-            0.35 / 0.50 (0.475) and ``l = 4`` 0.50 / 0.55 (0.55; seeds 14 and 15: 0.58 and
-            0.445, bert 0.58 and 0.56).
+        length_scale: RBF length scale of the random features (> 0; eq. 2); set it against the
+            spread of the pooled features.
         feature_scale: multiplier of the features (> 0).
         ridge: prior precision of the output weights (> 0; eq. 4).
         momentum: ``None`` (exact sum over the last epoch) or in (0, 1) (eq. 5).
@@ -206,20 +152,11 @@ class SNGPRanker(Ranker):
         loss: ``"bce"`` or ``"focal"``.
         focal_gamma: focal-loss gamma (>= 0) or ``"adaptive"`` (used with ``loss="focal"``).
         head_dropout: dropout on the pooled feature before the GP layer.
-        output_init: initial GP output weights beta: ``"dense"`` (a seeded draw of
-            ``U(-1/sqrt(L), 1/sqrt(L))``), ``"prior"`` (``N(0, I / ridge)``) or ``"zero"``
-            (see :mod:`calibrank.gp.random_features` for why zero stalls fine-tuning).
-        head_lr: learning rate of the GP output layer beta (``None``: the encoder's
-            ``training.lr``, one rate for the whole model as in GPF-BERT). The random features
-            are bounded (``||Phi|| <= sqrt(2) s``), so the encoder cannot widen the logits'
-            range as it does through a dense head (there the pooled features, of norm ~1.2 at
-            the start, can grow to ``sqrt(d)``): ``||beta||`` alone sets it, and at the
-            encoder's rate beta barely grows in a short run. PG-DRR (sec. 4.4) gives its GP
-            layer a rate of its own, 3e-3, because it "is not fine-tuned"; the laptop profile
-            does the same here. Measured on the laptop profile
-            (MiniLM, lr 5e-5, 500 steps, in-domain test R10@1 of bert 0.585): at length scale 1
-            and ``head_lr=None`` the probabilities stayed within 0.42-0.58, the training BCE at
-            0.67 and R10@1 at 0.355; ``head_lr=1e-3`` alone gave 0.405.
+        output_init: initial ``beta``: ``"dense"`` (a seeded draw of ``U(-1/sqrt(L), 1/sqrt(L))``),
+            ``"prior"`` (``N(0, I / ridge)``) or ``"zero"``.
+        head_lr: learning rate of ``beta`` (``None``: the encoder's ``training.lr``, as GPF-BERT).
+            The random features are bounded, so ``||beta||`` alone sets the logits' range; PG-DRR
+            (sec. 4.4) gives its GP layer a rate of its own for the same reason.
     """
 
     name = "sngp"
