@@ -1,44 +1,17 @@
 """Calibration metrics of predicted probabilities of relevance, pointwise over (query, candidate) pairs.
 
-``probs`` (any shape; flattened) are predicted probabilities in [0, 1] and ``labels`` the 0/1
-relevance of the same pairs; ``n`` is the number of pairs.
+- ECE, eq. 1 of Penha & Hauff (EACL 2021): ``sum_i |B_i| / n * |avg(B_i) - rel(B_i) / |B_i||``
+  over ``c`` buckets, empty buckets 0. The paper's public code used 50 buckets and divided by
+  their number; we follow the equation (10 buckets by default), so numbers differ from that code.
+- Debiased ECE (Kumar, Liang & Ma, NeurIPS 2019, sec. 5): the plug-in ECE is biased upward;
+  each bucket's term is ``2 |g_i| - E|g_i'|`` with ``g_i' ~ N(g_i, ybar_i (1 - ybar_i) / |B_i|)``,
+  the expectation taken in closed form (a folded normal's mean), so it is deterministic.
+- MCE (Naeini et al. 2015), Brier score, and NLL with ``p`` clipped to ``[1e-7, 1 - 1e-7]``.
 
-- Expected calibration error, exactly eq. 1 of Penha & Hauff (EACL 2021)::
-
-      ECE = sum_{i=1..c} |B_i| / n * | avg(B_i) - rel(B_i) / |B_i| |
-
-  where the predictions are split into ``c`` buckets ``B_i``, ``avg(B_i)`` is the mean predicted
-  probability in the bucket and ``rel(B_i)`` its number of relevant pairs. Empty buckets
-  contribute 0. Note: the first paper's public code used 50 buckets and divided the sum by the
-  number of buckets; we do neither (the default is 10 buckets and the sum is weighted by
-  ``|B_i| / n`` as in the equation), so numbers are not comparable with that code's output.
-- Debiased ECE (Kumar, Liang & Ma, NeurIPS 2019, "Verified uncertainty calibration", sec. 5):
-  eq. 1's plug-in estimate is biased upward, because the absolute value of a noisy bucket gap
-  ``g_i = avg(B_i) - rel(B_i)/|B_i|`` is on average larger than the absolute value of its mean.
-  Kumar et al. estimate that bias by redrawing each bucket's label mean from
-  ``N(ybar_i, ybar_i (1 - ybar_i) / |B_i|)`` and subtract it: ``sum_i |B_i|/n (2 |g_i| - E|g_i'|)``
-  with ``g_i' ~ N(g_i, ybar_i (1 - ybar_i) / |B_i|)``. We take that expectation in closed form
-  (the mean of a folded normal) instead of by Monte Carlo, so the estimate is deterministic.
-  It can be slightly negative for a well-calibrated model; ``ece - ece_debiased`` is the
-  estimated plug-in bias (never negative).
-- Maximum calibration error (Naeini, Cooper & Hauskrecht, AAAI 2015): the largest gap
-  ``| avg(B_i) - rel(B_i) / |B_i| |`` over the non-empty buckets.
-- Brier score (Brier, 1950): ``(1/n) sum (p - y)^2``.
-- Negative log-likelihood (binary log loss): ``-(1/n) sum [y log p + (1 - y) log(1 - p)]``, with
-  ``p`` clipped to ``[eps, 1 - eps]``, ``eps = 1e-7``, so that a confident mistake costs
-  ``-log(1e-7) ~ 16.1`` instead of infinity.
-
-Buckets (``strategy``):
-
-- ``"uniform"``: ``c`` equal-width buckets on [0, 1], edges ``e_j = j / c``. A bucket is closed on
-  the right, ``(e_{j}, e_{j+1}]``, as in Guo et al. (ICML 2017) and
-  ``sklearn.calibration.calibration_curve``; the first bucket is ``[0, e_1]``, so 0.0 goes in the
-  first bucket and 1.0 in the last.
-- ``"quantile"``: equal-mass buckets, edges at the ``j / c`` quantiles of ``probs`` (linear
-  interpolation, first edge = min, last edge = max), same right-closed rule. Equal predictions
-  always land in the same bucket, whatever their order: when many predictions are tied (typical
-  for negatives scored near 0) edges coincide and the buckets between them are empty, so there
-  can be fewer than ``c`` non-empty buckets and their sizes are only roughly equal.
+Buckets (``strategy``): ``"uniform"``, ``c`` equal-width buckets closed on the right as in
+``sklearn.calibration.calibration_curve`` (0.0 in the first, 1.0 in the last); ``"quantile"``,
+equal-mass buckets at the ``j / c`` quantiles, where tied predictions share a bucket, so some
+buckets may be empty.
 """
 
 from __future__ import annotations
@@ -181,9 +154,8 @@ def reliability_curve(
 def ece(probs: np.ndarray, labels: np.ndarray, n_bins: int = 10, strategy: str = "uniform") -> float:
     """Expected calibration error, eq. 1 of Penha & Hauff (2021): ``sum_i |B_i|/n |avg(B_i) - rel(B_i)/|B_i||``.
 
-    ``strategy="uniform"``: ``n_bins`` equal-width buckets on [0, 1]; ``"quantile"``: equal-mass
-    buckets. Empty buckets contribute 0. Not divided by the number of buckets (the first paper's
-    public code did that, with 50 buckets).
+    ``strategy="uniform"``: ``n_bins`` equal-width buckets on [0, 1]; ``"quantile"``: equal-mass.
+    Empty buckets contribute 0.
     """
     return reliability_curve(probs, labels, n_bins, strategy).ece
 
@@ -204,11 +176,10 @@ def folded_normal_mean(mu: np.ndarray, var: np.ndarray) -> np.ndarray:
 
 
 def debiased_gap_sum(sum_gap: np.ndarray, count: np.ndarray, sum_y: np.ndarray) -> np.ndarray:
-    """``sum_i (2 |g_i| - E|g_i'|) |B_i|`` over the last axis from per-bucket sums (see the module
-    docstring): ``sum_gap = sum_{B_i} (p - y)``, ``count = |B_i|``, ``sum_y = rel(B_i)``.
+    """``sum_i (2 |g_i| - E|g_i'|) |B_i|`` over the last axis from per-bucket sums (module docstring).
 
-    Shared by :func:`ece_debiased` and the resampling in :mod:`calibrank.metrics.resample`;
-    empty buckets contribute 0.
+    ``sum_gap = sum_{B_i} (p - y)``, ``count = |B_i|``, ``sum_y = rel(B_i)``; shared by
+    :func:`ece_debiased` and :mod:`calibrank.metrics.resample`.
     """
     with np.errstate(invalid="ignore", divide="ignore"):
         n = np.where(count > 0, count, 1.0)

@@ -1,37 +1,15 @@
 """Ranking metrics for conversation response ranking, per query and averaged.
 
-Every query has the same number ``K`` of candidate responses (usually 1 relevant + 9 negatives);
-``scores`` and ``labels`` are arrays of shape ``[Q, K]``. Candidates are ranked by decreasing
-score, and with ``rel_i`` the 0/1 label at 1-based position ``i`` and ``R`` the number of relevant
-candidates of the query:
+``scores`` and ``labels`` are ``[Q, K]``; candidates rank by decreasing score. With ``rel_i``
+the label at position ``i`` and ``R`` the relevant count: recall ``R_n@k = sum_{i<=k} rel_i / R``;
+AP ``(1/R) sum_i rel_i P@i`` (Manning et al. 2008, ch. 8); RR ``1 / rank of the first relevant``;
+nDCG@k with log2 discount (Järvelin & Kekäläinen 2002).
 
-- Recall ``R_n@k`` (n = K):      ``sum_{i<=k} rel_i / R``
-- Average precision (AP):       ``(1/R) sum_i rel_i * P@i`` with ``P@i = sum_{j<=i} rel_j / i``
-  (Manning, Raghavan & Schuetze, *Introduction to Information Retrieval*, 2008, ch. 8); MAP is its mean.
-- Reciprocal rank (RR):         ``1 / (position of the first relevant)``; MRR is its mean
-  (Voorhees, TREC-8 QA track, 1999).
-- nDCG@k (binary gains, log2 discount; Jaervelin & Kekaelaeinen, TOIS 2002):
-  ``DCG@k / IDCG@k`` with ``DCG@k = sum_{i<=k} rel_i / log2(i + 1)`` and ``IDCG@k`` the DCG@k of
-  the ideal ranking (all ``R`` relevant first).
-
-Ties are counted against the relevant candidate (pessimistic): a relevant candidate is placed
-below every non-relevant candidate with an equal score, and the order of the input never
-decides. The first paper's public evaluation code let a tie favour the relevant candidate,
-which inflates scores, most visibly for a ranker that outputs (near-)constant probabilities:
-a ranker giving every candidate the same score gets R@1 = 0 here, not 1. (Relevant candidates
-tied among themselves are interchangeable, so their relative order does not matter.)
-
-A query with no relevant candidate (they exist in the none-of-the-above task) gets NaN in
-the per-query arrays; :func:`ranking_metrics` averages over the other queries and reports how
-many there were. ``k`` larger than ``K`` means "all candidates".
-
-Lists of different lengths (a user's run) come padded with ``mask [Q, K]`` (True for a
-candidate): a padded slot ranks below every candidate of its query and never counts.
-``n_relevant [Q]`` (the relevant documents the qrels hold, retrieved or not) replaces the
-relevant candidates in the list as the denominator of recall and AP, as trec_eval counts
-them; ``gains [Q, K]`` (graded relevance) and ``ideal_gains [Q, M]`` (the grades of the query's
-judged documents) give trec_eval's ``ndcg_cut`` with linear gains. Without them every number
-is the same as before.
+Ties count against the relevant candidate, so a constant ranker gets R@1 = 0; the first
+paper's code let ties favour it, which inflates scores. A query with no relevant candidate gets
+NaN and is left out of the means. For a user's run, ``mask`` marks real candidates of padded
+lists, ``n_relevant`` the qrels' relevant count (recall and AP as trec_eval), and
+``gains`` / ``ideal_gains`` graded nDCG as trec_eval's ``ndcg_cut``.
 """
 
 from __future__ import annotations
@@ -101,8 +79,7 @@ def _order(s: np.ndarray, tie: np.ndarray, mask: np.ndarray | None) -> np.ndarra
     """Positions by decreasing score, the lower ``tie`` key first among equal scores, padded slots last.
 
     ``np.lexsort`` sorts by its last key first: padded after real, then decreasing score, then
-    increasing label (or grade), so a relevant candidate is always placed after the
-    non-relevant ones it is tied with.
+    increasing label, so a relevant candidate follows the non-relevant ones it ties with.
     """
     if mask is None:
         return np.lexsort((tie, -s), axis=1)
@@ -173,11 +150,9 @@ def _check_n_relevant(n_relevant: np.ndarray | None, rel: np.ndarray) -> np.ndar
 
 def recall_at_k(scores: np.ndarray, labels: np.ndarray, k: int, *, mask: np.ndarray | None = None,
                 n_relevant: np.ndarray | None = None) -> np.ndarray:
-    """Per-query recall ``R_n@k`` (n = K): relevant candidates in the top k / relevant candidates
-    (or ``n_relevant``, the qrels' count, as trec_eval).
+    """Per-query recall ``R_n@k``: relevant candidates in the top k / relevant candidates (or ``n_relevant``).
 
-    Pessimistic ties (see the module docstring). Returns shape [Q]; NaN for a query without
-    a relevant candidate.
+    Pessimistic ties; shape [Q], NaN for a query without a relevant candidate.
     """
     k = _check_k(k)
     s, y = _check_inputs(scores, labels)
@@ -229,10 +204,8 @@ def per_query_ranking(scores: np.ndarray, labels: np.ndarray, ks: Iterable[int] 
                       gains: np.ndarray | None = None, ideal_gains: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """Every per-query ranking metric from one sort: ``R@k`` for ``ks``, ``P@1``, ``AP``, ``RR``, ``nDCG@<ndcg_k>``.
 
-    Each value is ``[Q]``, NaN for a query without a relevant document (none in the list, or
-    ``n_relevant = 0``). ``gains`` (graded relevance of each candidate; ties broken against
-    the higher grade) and ``ideal_gains`` (the grades of the query's judged documents, default
-    ``gains``) make nDCG graded, as trec_eval's ``ndcg_cut``; without them it is binary.
+    Each is ``[Q]``, NaN for a query without a relevant document. ``gains`` and ``ideal_gains`` make
+    nDCG graded as trec_eval's ``ndcg_cut``; without them it is binary.
     """
     ks = [_check_k(k, "ks entries") for k in ks]
     ndcg_k = _check_k(ndcg_k, "ndcg_k")
@@ -281,9 +254,8 @@ def ranking_metrics(
 ) -> dict[str, float]:
     """Mean ranking metrics over the queries that have at least one relevant candidate.
 
-    Returns ``{"R@k" for k in ks, "MAP", "MRR", "nDCG@<ndcg_k>", "queries"}``, where ``queries``
-    is the number of queries averaged over (those with a relevant candidate). With no such
-    query every mean is NaN. Pessimistic ties (see the module docstring).
+    Returns ``{"R@k" for k in ks, "MAP", "MRR", "nDCG@<ndcg_k>", "queries"}``, ``queries`` the number
+    averaged over; every mean is NaN when there is none.
     """
     ks = [_check_k(k, "ks entries") for k in ks]
     ndcg_k = _check_k(ndcg_k, "ndcg_k")

@@ -1,67 +1,22 @@
 """Uncertainty of set-level metrics by resampling test queries (and training seeds) with scipy.
 
-Every metric of the study (R@k, MAP, MRR, ECE, equal-mass ECE, Brier, NLL) is a function of
-*sums over queries* of a few per-query numbers (its "features"):
+Every metric of the study is a function of *sums over queries* of a few per-query features:
+a mean of per-query values (R@k, MAP, MRR) has features ``[v_q, 1]``; Brier and NLL
+``[sum_j loss_qj, K_q]``; ECE (eq. 1 of Penha & Hauff 2021) per bucket
+``[sum_{j in B_i, q} (p_j - y_j), |B_i ∩ q|]`` (equal-mass ECE keeps the full set's edges); the
+debiased ECE (Kumar et al. 2019) adds ``sum y_j`` per bucket. A resample is then a vector of
+query counts and the metric ``g(sum_q c_q f_q)``: one matrix product per batch of resamples.
+Values on the full set equal :mod:`calibrank.metrics` exactly (tested).
 
-- a mean of per-query values (R@k, MAP, MRR): features ``[v_q, 1]`` (``[0, 0]`` where ``v_q`` is
-  undefined, i.e. the query has no relevant candidate), metric ``= sum v / sum 1``;
-- Brier and NLL: features ``[sum_j loss_qj, K_q]``, metric ``= sum loss / sum K``;
-- ECE, eq. 1 of Penha & Hauff (2021), ``sum_i |B_i|/n |avg(B_i) - rel(B_i)/|B_i||``
-  ``= sum_i |sum_{j in B_i} (p_j - y_j)| / n``: features per bucket ``[sum_{j in B_i, q} (p_j - y_j),
-  |B_i ∩ q|]``. Equal-mass ECE keeps the bucket edges of the full test set in every resample
-  (recomputing them per resample would make the metric non-additive; the interval of the
-  equal-mass ECE therefore treats its edges as fixed, a small departure from a full bootstrap).
-- Debiased ECE (``"ECE debiased"``, :func:`calibrank.metrics.calibration.ece_debiased`, Kumar,
-  Liang & Ma 2019): features per bucket ``[sum (p_j - y_j), |B_i ∩ q|, sum y_j]``, from which
-  each bucket's gap, its label mean and so its sampling variance follow.
+- :func:`interval`: percentile bootstrap (``scipy.stats.bootstrap``) over queries, and over
+  seeds too when there are several; a debiased statistic's distribution is centred on its estimate.
+- :func:`compare`: effect of A over B with a paired permutation test over queries
+  (``scipy.stats.permutation_test``), one-sided in the claimed direction; conditions that share
+  queries are resampled and permuted jointly.
+- :func:`detectable_effect`: the smallest effect such a test detects with a given power.
 
-So a resample of queries is a vector of counts ``c_q`` (how often query ``q`` is drawn) and the
-metric is ``g(sum_q c_q f_q)``: one matrix product per resample batch, which is what makes
-thousands of resamples per cell cheap. Values on the full set equal the metric functions of
-:mod:`calibrank.metrics` exactly (tested).
-
-Resampling, with scipy doing every draw:
-
-- **Interval** (:func:`interval`, :func:`compare`): percentile bootstrap,
-  ``scipy.stats.bootstrap(method="percentile")``, bias-corrected where the metric has a
-  ``plugin``. The plug-in ECE is biased upward (the absolute value of a noisy bucket gap grows
-  with noise), and each resample adds that noise once more, so its percentile interval sits
-  above the estimate when the calibration error is small (MC Dropout's balanced ECE 0.025 with
-  interval [0.026, 0.083] on a laptop run). The debiased ECE of a resample still carries the
-  resampling's own added noise (it estimates the full set's plug-in ECE, not the debiased
-  one), so the distribution of a debiased statistic (a cell, or an effect with a debiased side)
-  is moved to have its median at the full-set estimate before its percentiles are read (and
-  before the unpaired p-values): the interval always holds its estimate, and its width is the
-  bootstrap's. ``tests/test_resample.py`` checks coverage of a known true ECE (about nominal
-  where the ECE is well above its noise; conservative with sparse buckets; below nominal at a
-  true ECE of 0, where no estimator of an absolute value is unbiased). The resampling unit is
-  the query with all its candidates. With several training seeds the seeds are a second,
-  independent sample (``paired=False``): each resample draws queries and seeds with replacement, and the statistic
-  is the mean over the drawn seeds of the metric on the drawn queries. This two-stage bootstrap
-  covers both sources of variation a reader cares about: another test set, and another
-  training run. With one seed the interval covers test-query sampling only, and the result
-  says so in ``note``.
-- **Test** (:func:`compare`): a paired permutation test over queries,
-  ``scipy.stats.permutation_test(permutation_type="samples")``: under the null the two rankers
-  are exchangeable on every query, so each query's two sets of predictions are swapped at
-  random (one swap per query, applied to every seed and every condition that holds the query).
-  One-sided in the direction a paper claims. With several seeds the statistic is the mean
-  effect over seeds, so the test is conditional on the trained seeds: it asks whether these
-  runs differ on these queries; the interval is what carries the seed-to-seed variation.
-- **Power** (:func:`detectable_effect`): the smallest true effect in the claimed direction
-  that a one-sided test at level ``alpha`` detects with probability ``power``,
-  ``(z_{1-alpha} + z_power) * SE``, SE the bootstrap's standard error (:attr:`Comparison.se`,
-  read from the distribution's central 68.3% so that a few wild resamples of a ratio do not
-  dominate it), or Student-t quantiles where the test is a t-test.
-- **Several conditions at once** (a claim made across test conditions): the effect is the mean
-  over conditions of the per-condition effect. Conditions in the same ``group`` (the same test
-  corpus: its samplers share the test contexts) are resampled and permuted *jointly* by query
-  id, conditions of different groups independently, so shared queries are never counted as
-  independent evidence.
-
-Degenerate cases are reported, never hidden: a metric that is the same in every resample gives
-the interval ``[value, value]`` and a note; a resample where the metric is undefined (no query
-with a relevant candidate) gives NaN and the note counts them.
+Degenerate cases are reported in ``note``, never hidden. Why these choices:
+docs/decisions.md, "Resampling protocol".
 """
 
 from __future__ import annotations
@@ -104,12 +59,9 @@ _BATCH = 250
 class QueryFeatures:
     """Per-query features of one metric for one ranker on one query set, one row per training seed.
 
-    ``values [S, Q, D]``; ``reduce`` maps summed features ``[..., D]`` to the metric ``[...]``;
-    ``qids [Q]``; ``source`` names the Predictions file (for errors); ``data_hash`` is its
-    sidecar's hash of the test data (compared before a paired comparison). ``plugin``: for a
-    debiased metric, the plug-in statistic of the same features (the estimate minus it is the
-    reported bias; its bootstrap distribution is centred on the estimate, see the module
-    docstring); ``None`` when ``reduce`` is its own plug-in.
+    ``values [S, Q, D]``; ``reduce`` maps summed features ``[..., D]`` to the metric; ``source``
+    names the Predictions file (for errors); ``data_hash`` is compared before a paired comparison.
+    ``plugin``: for a debiased metric, the plug-in statistic of the same features (else ``None``).
     """
 
     metric: str
@@ -155,11 +107,9 @@ class Estimate:
 class Comparison:
     """Effect of ranker A over ranker B: ``a - b`` (or ``(a - b) / b`` when ``relative``), its interval and one-sided p.
 
-    ``pvalue`` tests the null "A and B are exchangeable on every query" against ``alternative``
-    (``"less"``: A's metric is lower); ``pvalue_opposite`` is the same test in the other
-    direction (so a significant change the wrong way is seen as such; NaN for a two-sided
-    test). ``a`` and ``b`` are the two metrics (means over conditions and seeds). ``se`` is the
-    bootstrap standard error of the effect (:func:`detectable_effect` turns it into power).
+    ``pvalue`` tests "A and B are exchangeable on every query" against ``alternative``;
+    ``pvalue_opposite`` the other direction (NaN for a two-sided test). ``se`` is the bootstrap
+    standard error of the effect, read from its central 68.3% (:func:`detectable_effect`).
     """
 
     value: float
@@ -415,11 +365,9 @@ def detectable_effect(se: float | np.ndarray, *, alpha: float = 0.05, power: flo
                       n_tests: int = 1) -> float | np.ndarray:
     """Smallest true effect a one-sided test at level ``alpha / n_tests`` detects with probability ``power``.
 
-    ``(q_{1 - alpha / n_tests} + q_power) * se``, ``q`` the standard normal quantile, or Student
-    t's with ``df`` degrees of freedom (a t-test over conditions or timing repeats). ``n_tests``
-    > 1 gives the Bonferroni level, which bounds Holm's across that many rows from above: an
-    effect this large is detected at least this often whatever the other rows' p-values. NaN
-    where ``se`` is NaN or ``df`` < 1.
+    ``(q_{1 - alpha / n_tests} + q_power) * se``, ``q`` the standard normal quantile or Student t's
+    with ``df`` degrees of freedom. The Bonferroni level bounds Holm's across ``n_tests`` rows.
+    NaN where ``se`` is NaN or ``df`` < 1.
     """
     for name, x in (("alpha", alpha), ("power", power)):
         if isinstance(x, bool) or not isinstance(x, (int, float, np.floating)) or not 0.0 < x < 1.0:
@@ -543,17 +491,11 @@ def compare(
 ) -> Comparison:
     """Effect of A over B, averaged over conditions: interval and one-sided p-values.
 
-    ``a[i]`` and ``b[i]`` are what is compared on condition ``i``. ``groups[i]`` names the
-    resampling group of ``a[i]`` (``b_groups[i]`` of ``b[i]``, default the same): Predictions
-    of one group share their queries by qid and are resampled jointly (default: every
-    condition its own group). ``alternative="less"`` when the claim is that A's metric is lower
-    (e.g. ECE), ``"greater"`` when higher (e.g. R@1). ``relative`` gives ``(a - b) / b``.
-
-    ``paired=True`` (two rankers on the same queries; an error names both sources otherwise):
-    the p-values come from the paired permutation test. ``paired=False`` (e.g. one ranker on
-    two test sets, in distribution against shifted): there is nothing to permute, so the
-    p-values are those of the percentile bootstrap, ``(1 + #{effect* on the null side of 0}) /
-    (1 + R)``, the test that the reported interval inverts.
+    ``a[i]`` and ``b[i]`` are compared on condition ``i``; Predictions in the same ``groups[i]``
+    (``b_groups[i]``) share queries by qid and are resampled jointly. ``alternative`` is the
+    claimed direction (``"less"`` for ECE, ``"greater"`` for R@1); ``relative`` gives ``(a - b) / b``.
+    ``paired=True``: p-values of the paired permutation test. ``paired=False`` (one ranker on two
+    test sets): the percentile bootstrap's ``(1 + #{effect* on the null side of 0}) / (1 + R)``.
     """
     _check_level(level)
     _check_resamples(n_resamples)

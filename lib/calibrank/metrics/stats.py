@@ -1,18 +1,10 @@
 """Significance tests, multiple-comparison correction and confidence intervals for comparing rankers.
 
-- Paired t-test (``scipy.stats.ttest_rel``) on per-query values ``a_i``, ``b_i``: with
-  differences ``d_i = a_i - b_i``, ``t = mean(d) / (sd(d) / sqrt(n))`` on ``n - 1`` degrees of
-  freedom. When the test is undefined (fewer than 2 pairs, or differences with zero variance)
-  the statistic and p-value are NaN and ``note`` says why: never a made-up p-value.
-- Holm-Bonferroni (Holm, Scand. J. Statistics 1979), step-down: with the ``m`` p-values sorted
-  ``p_(1) <= ... <= p_(m)``, the adjusted ``p~_(i) = min(1, max_{j <= i} (m - j + 1) p_(j))``.
-- Student-t confidence interval for a mean: ``mean +/- t_{(1+level)/2, n-1} * s / sqrt(n)``.
-- Relative change ``(new - base) / base``.
-
-Per-query metric arrays hold NaN for queries where a metric is undefined (no relevant
-candidate); by default (``nan_policy="omit"``) :func:`paired_ttest` drops every pair with a NaN
-on either side and :func:`mean_ci` drops NaN values. ``nan_policy="raise"`` makes NaN an error.
-Infinite values are always an error.
+Paired t-test (``scipy.stats.ttest_rel``) on per-query values, Holm-Bonferroni step-down
+correction (Holm 1979), Student-t intervals of a mean, and relative change. An undefined test
+(fewer than 2 pairs, zero-variance differences) gives NaN with a ``note``, never a made-up
+p-value. NaN per-query values (no relevant candidate) are dropped (``nan_policy="omit"``) or
+rejected (``"raise"``); infinite values are always an error.
 """
 
 from __future__ import annotations
@@ -76,10 +68,8 @@ def paired_ttest(
 ) -> TTestResult:
     """Paired t-test of ``a`` against ``b`` (same queries, same order) with ``scipy.stats.ttest_rel``.
 
-    Returns NaN statistic and p-value, with a ``note``, when there are fewer than 2 pairs or the
-    differences ``a - b`` have zero variance (all equal up to a relative ``1e-12`` of the data's
-    scale), where the t statistic is undefined or infinite. Pairs with a NaN on either side are
-    dropped (``nan_policy="omit"``, noted) or rejected (``"raise"``).
+    NaN statistic and p-value, with a ``note``, for fewer than 2 pairs or differences of zero
+    variance (up to a relative ``1e-12``). Pairs with a NaN are dropped (``"omit"``) or rejected.
     """
     _check_nan_policy(nan_policy)
     if alternative not in _ALTERNATIVES:
@@ -110,9 +100,8 @@ def paired_ttest(
 def holm(pvalues: np.ndarray) -> np.ndarray:
     """Holm-Bonferroni adjusted p-values, same shape as ``pvalues``.
 
-    Step-down: ``p~_(i) = min(1, max_{j <= i} (m - j + 1) p_(j))`` over the sorted p-values, so
-    the adjusted values keep the order of the raw ones and never exceed 1. NaN entries stay NaN
-    and do not count in ``m``. Tied p-values get the same adjusted value.
+    ``p~_(i) = min(1, max_{j <= i} (m - j + 1) p_(j))`` over the sorted p-values; NaN entries stay
+    NaN and do not count in ``m``.
     """
     p = np.asarray(pvalues)
     if not (np.issubdtype(p.dtype, np.number) or p.dtype == bool) or np.iscomplexobj(p):
