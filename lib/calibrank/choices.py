@@ -1,10 +1,8 @@
-"""Every named choice a profile offers, one list per option.
+"""Every named choice a profile offers, one ``str`` enum per option.
 
-Each option is a ``str`` enum: a member compares equal to its name (``Pooling.mean == "mean"``),
-so a module can take either. The config (:mod:`calibrank.config`) reads params files into these
-members and the modules that act on an option check their arguments against the same enum, so a
-choice is added or renamed in one place. The module imports nothing but the standard library:
-the config and the command-line tools load it without torch.
+A member compares equal to its name (``Pooling.mean == "mean"``); the config and the modules
+that act on an option check against the same enum, so a choice is added in one place.
+Standard library only, so command-line tools load it without torch.
 """
 
 from __future__ import annotations
@@ -123,13 +121,10 @@ class Selection(str, enum.Enum):
 class Pooling(str, enum.Enum):
     """The feature the ranker's head reads (:class:`calibrank.rankers.base.CrossEncoder`).
 
-    ``pooler``: BERT's pooler (dense + tanh over the last ``[CLS]`` state), the first paper's
-    head. ``mean``: the attention-masked mean of the last hidden states, the feature a
-    sentence-transformers checkpoint such as all-MiniLM-L6-v2 was fine-tuned to produce (its
-    pooler predates that fine-tuning). ``segments``: ``sqrt(d) * u * v`` with ``u`` / ``v`` the
-    unit-length means of the last hidden states over the context / response tokens of the
-    joint encoding; the head starts as a scaled cosine of the two (the sentence-embedding
-    objective MiniLM was trained with) and the encoder still attends across the pair.
+    ``pooler``: BERT's pooler (dense + tanh over ``[CLS]``), the first paper's head. ``mean``: the
+    masked mean of the last hidden states, what sentence-transformers checkpoints were fine-tuned
+    to produce. ``segments``: ``sqrt(d) * u * v`` with ``u`` / ``v`` the unit means over context /
+    response tokens; the head starts as a scaled cosine of the two.
     """
 
     pooler = "pooler"
@@ -159,10 +154,8 @@ class SNGPLoss(str, enum.Enum):
 class DropoutMasks(str, enum.Enum):
     """How ``mc_dropout`` draws its dropout masks in a pass (:mod:`calibrank.rankers.mc_dropout`).
 
-    ``per_query``: one mask per query and pass, shared by all of the query's candidates (one
-    sampled sub-network scores the whole list), drawn from (seed, pass, query id) so that a
-    query gets the same mask in every condition it appears in. ``per_pair``: a fresh mask for
-    every (context, candidate) pair, as the first paper's implementation drew them.
+    ``per_query``: one mask per query and pass, shared by its candidates and drawn from (seed, pass,
+    query id). ``per_pair``: a fresh mask per pair, as the first paper's implementation.
     """
 
     per_query = "per_query"

@@ -1,32 +1,14 @@
 """The code a cached result depends on: a hash of the definitions its computation can reach.
 
-A trained model is cached under everything that determines its weights (settings, data, seed,
-precision) and the code that trains it (:meth:`calibrank.rankers.base.Ranker.model_dirs`);
-:func:`code_hash` is that last part, so that a change to the code retrains the models whose
-training reaches it, and only those. It reads the package's source with :mod:`ast`:
-
-- the roots are objects: a function, a class, or ``(cls, "name")``, the member ``name`` as an
-  instance of ``cls`` finds it (its method resolution order), e.g. ``(type(ranker), "_train")``;
-- from a definition the walk follows every name it uses that is defined at the top level of a
-  module of the same package, directly or through its imports (``from .x import f``, ``x.f``,
-  ``x.y.f``); ``self.name``, ``cls.name`` and ``super().name`` in a root member, resolved on
-  the root's class; and the whole body of any class it names (its methods may be called on
-  any of its instances). Names used only in ``raise`` statements are not followed: an error
-  makes no result;
-- a module's top-level statements that bind no name (a registration loop) are added when they
-  use a reached definition of their module;
-- each definition enters the hash as its syntax tree without docstrings
-  (:func:`ast.dump`): comments, docstrings and layout change no key, and neither does the
-  folder the package is installed in. Names outside the package (torch, numpy) are not
-  followed: :func:`package_versions` covers them;
-- ``opaque``: modules whose functions the walk does not follow. A ranker picks its loss from
-  :mod:`calibrank.losses` by its settings at run time; the walk cannot tell which one from the
-  source, so that module is opaque and the ranker gives the loss it trains with as a root.
-
-What a walk cannot see: code reached only through a value chosen at run time (a callable
-stored on an instance, ``getattr`` with a computed name); those are given as roots. Parsed
-modules are kept for the life of the process (:func:`forget` drops them): the key describes the
-code this process imported.
+A trained model is cached under its settings, data, seed and the code that trains it; a change
+to that code retrains exactly the models whose training reaches it. :func:`code_hash` walks the
+package's source with :mod:`ast` from root objects (a function, a class, or ``(cls, "name")``),
+following names defined at the top level of the package's modules (directly or through
+imports), ``self``/``cls``/``super()`` members of the root's class, and whole classes it names;
+names used only in ``raise`` are not followed. Each definition enters as its syntax tree without
+docstrings, so comments and layout change no key. Outside the package, :func:`package_versions`
+covers dependencies. ``opaque`` modules (:mod:`calibrank.losses`, whose loss is chosen at run
+time) are not followed: code reached only through run-time values must be given as a root.
 """
 
 from __future__ import annotations
@@ -404,10 +386,8 @@ def _root_key(obj: Any) -> Any:
 def code_hash(*roots: Any, opaque: Iterable[types.ModuleType | str] = (), length: int = 16) -> str:
     """A hash of the code ``roots`` reach within their package (module docstring), ``length`` hex digits.
 
-    Each root is a function, a class, a module, a bound method, a :func:`functools.partial` (its
-    function), or ``(cls, "name")``. The walk stays inside the top-level package of the first
-    root. ``opaque``: modules (or their names) whose functions are not followed from other
-    definitions (given as roots, they are).
+    Roots: functions, classes, modules, bound methods, :func:`functools.partial` objects, or
+    ``(cls, "name")``. ``opaque`` modules are not followed from other definitions.
     """
     if not roots:
         raise ValueError("code_hash: give at least one root")

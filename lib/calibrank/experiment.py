@@ -1,16 +1,11 @@
 """One ranker trained on one corpus and evaluated on every condition of the profile (notebook ``03_train``).
 
-Evaluation conditions are every corpus of the profile (the training corpus: in-domain; the
-others: cross-domain shift) times every evaluation sampler (the training sampler: in
-distribution; the others: cross-negative-sampling shift), on the validation and the test
-split. Each condition's :class:`~calibrank.predictions.Predictions` go to
-``runs/<profile>/predictions/<ranker>/<train corpus>/<corpus>-<split>-<sampler>-k<k>.npz``
-(the main training seed; further seeds of ``rankers.seeds`` add ``-seed<N>`` before ``.npz``),
-where every later analysis finds them through :func:`load_predictions`.
-
-Validation conditions are predicted only for rankers with a predictive distribution (S > 1):
-the risk-aware analysis chooses its b on them; nothing reads a deterministic ranker's
-validation Predictions (temperature scaling fits on the bert model's validation logits itself).
+A condition is a corpus (the training one: in-domain; others: cross-domain shift) times an
+evaluation sampler (the training one: in distribution; others: cross-negative-sampling shift),
+on the validation or test split. Predictions go to
+``runs/<profile>/predictions/<ranker>/<train corpus>/<corpus>-<split>-<sampler>-k<k>[-seed<N>].npz``
+(:func:`load_predictions`). Validation conditions are predicted only for rankers with S > 1:
+only risk-aware ranking reads them, to choose its b.
 """
 
 from __future__ import annotations
@@ -123,11 +118,8 @@ def train_ranker(cfg: Config, ranker: str | RankerName, train_corpus: str | Corp
 def predict_conditions(cfg: Config, ranker: Ranker, train_corpus: str | Corpus) -> pd.DataFrame:
     """Predictions of a fitted ranker on every condition, written to disk; a summary table.
 
-    The conditions of one split share their contexts and true responses across samplers (and
-    often negatives): they are predicted together (:meth:`Ranker.predict_many`, one call per
-    split), so a ranker whose per-pair scores do not depend on the rest of the list scores each
-    distinct pair once and assembles every condition from those scores (the same Predictions as
-    one :meth:`Ranker.predict` per condition; see :func:`predict_split`).
+    The conditions of one split share contexts and responses, so they are predicted together
+    (:func:`predict_split`): the same Predictions as one :meth:`Ranker.predict` per condition.
     """
     corpus = Corpus(train_corpus)
     rows = []
@@ -170,9 +162,7 @@ def predict_split_conditions(cfg: Config, ranker: Ranker):
 def predict_split(ranker: Ranker, query_sets: list) -> list[Predictions]:
     """Predictions of ``ranker`` on each query set of one split: :meth:`Ranker.predict_many`.
 
-    Rankers that share pairs (``bert``, ``temperature``, ``focal``, ``ensemble``, ``mc_dropout``
-    with per-query masks, whose masks follow the query id; the GP rankers' encoder features,
-    their joint draws being made per set) score each distinct (context, response) pair once;
+    Rankers whose pair scores do not depend on the rest of the list score each distinct pair once;
     ``mc_dropout`` with per-pair masks predicts each set on its own.
     """
     return ranker.predict_many(query_sets)

@@ -1,27 +1,15 @@
-"""The Predictions container every ranker returns (contract 2 of the design).
+"""The Predictions container every ranker returns.
 
-For one ranker on one query set:
+For one ranker on one query set: ``qids [Q]``; ``labels [Q, K]`` (0/1); ``probs [Q, K]``, the
+probability of relevance that calibration is measured on; ``samples [S, Q, K]``, S joint draws
+of its predictive distribution (1 for a deterministic model, T dropout passes, M ensemble
+members, or GP draws joint over a query's candidates, so covariances are real); optional
+``mask [Q, K]`` for padded lists of different lengths (a padded slot holds zeros and is left out
+by every analysis) and ``docids [Q, K]``. ``mean``, ``var`` and ``cov`` are population moments
+of ``samples``, as the first paper's code used.
 
-- ``qids [Q]``: query ids, in the query set's order;
-- ``labels [Q, K]``: 0/1 relevance of each candidate;
-- ``probs [Q, K]``: the method's probability of relevance (what calibration is measured on);
-- ``samples [S, Q, K]``: S joint draws of the predictive distribution of that probability:
-  S = 1 for a deterministic model, T dropout passes, M ensemble members, or S posterior draws
-  of a GP drawn jointly over a query's candidates, so that covariances between the
-  candidates of a query are real;
-- ``mask [Q, K]`` (optional): True where a query has a candidate. Lists of different lengths
-  (a user's run: top-100 for one query, top-37 for another) are padded to the longest; a
-  padded slot holds label 0, probability 0 and sample 0, and every analysis that reads a
-  mask leaves it out. None means every slot is a candidate (the study's query sets);
-- ``docids [Q, K]`` (optional): each candidate's id ('' in a padded slot).
-
-``mean``, ``var`` and ``cov`` per query derive from ``samples`` (population moments, as the
-first paper's code used). Samples live in probability space, like ``probs``; the risk-aware
-analysis may map them to logits with :func:`logit`.
-
-On disk: ``<name>.npz`` (arrays) and ``<name>.json`` (sidecar: ranker, params, seed, data
-hash, timings, parameter count), both written atomically, the sidecar last. A reader checks
-both and their agreement, so a half-written pair is never read back.
+On disk: ``<name>.npz`` and a ``<name>.json`` sidecar (ranker, params, seed, data hash,
+timings), both atomic, the sidecar last and checked against the arrays.
 """
 
 from __future__ import annotations

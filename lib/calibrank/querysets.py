@@ -1,20 +1,12 @@
 """The query sets of a profile: examples per corpus and split, and ranking queries per sampler.
 
-Step 1 (notebook ``01_data``, :func:`prepare_data`): every corpus of the profile is read,
-split by dialogue and cut into examples; each split's examples and its response pool are
-written under ``runs/<profile>/data/<corpus>/``.
-
-Step 2 (notebook ``02_negatives``, :func:`build_query_sets`): the training split gets the
-training sampler with ``train_k`` negatives (1 by default: the balanced set the first paper
-trained on); the validation and test splits get every evaluation sampler with ``eval_k``
-negatives (9: one relevant among ten). Files go under ``runs/<profile>/queries/<corpus>/``
-and a ``manifest.json`` lists them; later notebooks find query sets through
-:func:`load_query_set` only.
-
-Every file a step writes here carries the sha256 recorded when it was written
-(:mod:`calibrank.data.io`); a file read by a later step that does not match it (changed since,
-or its writer did not finish) is a :class:`~calibrank.data.schema.DataError` naming the file and
-the step to rerun.
+:func:`prepare_data` (notebook ``01_data``) reads, splits by dialogue and cuts each corpus into
+examples under ``runs/<profile>/data/<corpus>/``. :func:`build_query_sets` (``02_negatives``)
+gives the training split the training sampler with ``train_k`` negatives (1: the balanced set
+the first paper trained on) and the other splits every evaluation sampler with ``eval_k`` (9),
+under ``runs/<profile>/queries/<corpus>/`` with a ``manifest.json``; later notebooks read them
+through :func:`load_query_set`. A file whose sha256 does not match its record is a
+:class:`~calibrank.data.schema.DataError` naming the file and the step to rerun.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """What each ranker is, written once: every part of the project that needs to know reads it here.
 
-For each ranker (:class:`calibrank.choices.RankerName`) one :class:`RankerInfo`: its name in the
-papers, its family, the trained model it loads instead of training its own, whether its
-training is exact under data parallelism, how many samples S its Predictions hold under a
-profile, and whose claims it is tested against. :mod:`calibrank.grid` (which models to train,
-and the Makefile's dependency lines through ``python -m calibrank.grid make-deps``),
-:mod:`calibrank.experiment` (the S a Predictions file must have), :mod:`calibrank.eta` (the work
-a profile implies), :mod:`calibrank.analysis` (display names, the families, which rankers each
-paper's claims are about) all read it. Torch-free.
-
-A new ranker is a class in :mod:`calibrank.rankers` and one entry here.
+One :class:`RankerInfo` per ranker (:class:`calibrank.choices.RankerName`): its name in the
+papers, family, the model it shares, whether data-parallel training is exact, its sample count
+S under a profile, and whose claims it is tested against. Torch-free. A new ranker is a class
+in :mod:`calibrank.rankers` and one entry here.
 """
 
 from __future__ import annotations

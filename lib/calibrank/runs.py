@@ -1,41 +1,19 @@
 """Where things live on disk, how cached results are keyed, and how files are written.
 
-Layout below the project root (``CALIBRANK_ROOT`` overrides it):
+Below the project root (``CALIBRANK_ROOT`` overrides it): ``data/raw/<dataset>/`` research
+datasets, ``data/cache/<kind>/`` derived data shared by profiles, ``runs/<profile>/`` one
+profile's artefacts, ``reports/<profile>/`` executed notebooks and HTML.
 
-- ``data/raw/<dataset>/``      downloaded research datasets (``make data DATASET=...``)
-- ``data/cache/<kind>/``       cached derived data (negatives, embeddings), shared by profiles
-- ``runs/<profile>/``          artefacts of one profile's run (query sets, predictions, metrics)
-- ``reports/<profile>/``       executed notebooks and HTML
+A reader never sees a half-written file: every write goes to a temporary name in the
+destination folder and is renamed when complete (:func:`atomic_path`); files that are read back
+get the sha256 of their bytes recorded beside them, last (:func:`atomic_recorded`,
+:func:`check_recorded`), so an interrupted or altered file has no matching record. Temporary
+names carry their writer's pid and host, so :func:`sweep_temp` removes only dead writers'
+files. Concurrent builders of one result take :func:`exclusive`, a ``flock`` beside it.
 
-Every write goes to a temporary file in the destination folder and is renamed over the
-destination only once complete, so a reader never sees a half-written file: an interrupted
-write leaves the old file (or none) and a stray ``.tmp-*`` file that nothing reads.
-
-Files that are read back carry the sha256 of their bytes, recorded when they were written:
-:func:`atomic_recorded` renames the file into place and then writes ``<name>.sha256`` beside
-it (``sha256sum`` format, itself written atomically), last; :func:`check_recorded` compares
-the bytes a reader got with it. A write that was interrupted, or a file changed afterwards,
-has no matching record: a cache is then rebuilt, an input is an error naming the file.
-
-Temporary names carry their writer: ``.tmp-<name>.pid<PID>@<host>.<random>``. An error
-deletes the file at once; a writer that is killed cannot, and :func:`sweep_temp` removes its
-file later: only when the writer process is dead (checked on this host; a file of another
-host is left alone), or, for a temporary name without a writer (older versions), when it was
-last written before the sweeping run started. A live process's temporary file is never
-removed. The Makefile's papermill notebooks follow the same naming.
-
-Concurrent writers of one cached result (a trained model, a negatives cache entry) take
-:func:`exclusive`, a ``flock`` on a lock file beside the result, ``.<name>.lock``, holding the
-owner's pid and host. The second process waits for the first and then finds its result; the
-kernel drops the lock of a process that dies, so a stale lock file is simply taken over.
-A lock file is removed by its owner on release (and by :func:`sweep_temp` when left by a
-process that died), and a waiter that finds it gone or replaced tries again, so two
-processes never both hold one result.
-
-``python -m calibrank.runs sweep [--started EPOCH] DIR...`` sweeps folders (the Makefile runs
-it before each notebook); ``python -m calibrank.runs predictions PROFILE`` prints, one line
-per notebook-03 run, the run's name and the Predictions files it writes (for the Makefile's
-dependency graph).
+``python -m calibrank.runs sweep [--started EPOCH] DIR...`` sweeps folders (before each
+notebook); ``python -m calibrank.runs predictions PROFILE`` lists each notebook-03 run's
+Predictions files (for the Makefile).
 """
 
 from __future__ import annotations
@@ -308,10 +286,9 @@ def _alive(pid: int) -> bool:
 def sweep_temp(folder: str | os.PathLike, started: float | None = None) -> list[Path]:
     """Remove the leftovers of dead writers in ``folder``; return what was removed.
 
-    A ``.tmp-*`` file goes when its writer (named in it, :func:`owner_tag`) is a dead process
-    of this host, or, when the name names no writer, when it was last written before
-    ``started`` (default: when this process started, :data:`RUN_STARTED`). Files of live
-    processes and of other hosts stay. A lock file (``.*.lock``) goes when no process holds it.
+    A ``.tmp-*`` file goes when its writer (:func:`owner_tag`) is a dead process of this host, or,
+    naming no writer, when it was last written before ``started`` (default :data:`RUN_STARTED`).
+    A lock file goes when no process holds it. Files of live processes and other hosts stay.
     """
     folder = Path(folder)
     started = RUN_STARTED if started is None else started
@@ -400,11 +377,9 @@ _HELD: set[Path] = set()
 def exclusive(dest: str | os.PathLike, *, what: str | None = None, wait: bool | float = True) -> Iterator[Path]:
     """Hold the exclusive lock of the result ``dest`` (a file or folder) for the ``with`` block; yield the lock file.
 
-    ``wait``: True waits as long as the holder works (saying once, as a logged warning, whom
-    it waits for); a number of seconds waits at most that long; False does not wait. When
-    the wait ends without the lock, :class:`LockHeld` names the lock file and its holder.
-    The caller re-checks for the result after acquiring: the holder may have made it.
-    A lock already held by this process raises ``RuntimeError`` (flock would wait for itself).
+    ``wait``: True waits as long as the holder works, a number at most that many seconds, False not
+    at all; without the lock, :class:`LockHeld` names the lock file and its holder. The caller
+    re-checks for the result after acquiring. A lock this process already holds raises ``RuntimeError``.
     """
     path = lock_path(dest).resolve()
     what = what or str(dest)

@@ -1,65 +1,24 @@
 """The study's numbers: every table and figure of notebooks 04-06, computed from the profile's Predictions.
 
-Compute only (DataFrames and arrays); :mod:`calibrank.plots` draws, the notebooks show, and
-:mod:`calibrank.report` assembles the front page. Everything reads the Predictions files of
-notebook 03 (:func:`load_study`); no model is run here, and importing it does not import torch.
+The notebooks' one import; the work is in :mod:`calibrank.analysis`, one module per question.
+Compute only: no model runs here and torch is not imported; :mod:`calibrank.plots` draws.
+Every number carries a 95% bootstrap interval over test queries (and seeds, when several), and
+comparisons are one-sided paired permutation tests, Holm-corrected within a table
+(:mod:`calibrank.metrics.resample`).
 
-This module is the notebooks' one import: the work is done in :mod:`calibrank.analysis`, one
-module per question — :mod:`~calibrank.analysis.load` (the Study), :mod:`~calibrank.analysis.calibration`
-(04), :mod:`~calibrank.analysis.risk_aware` (05), :mod:`~calibrank.analysis.nota_tables` (06),
-:mod:`~calibrank.analysis.papers` (the papers' numbers), :mod:`~calibrank.analysis.verdicts`
-(what replicates), :mod:`~calibrank.analysis.exports` (CSV and TREC files), with
-:mod:`~calibrank.analysis.uncertainty` and :mod:`~calibrank.analysis.subsets` under them.
+- :func:`table1` (Penha & Hauff 2021, Table 1): R10@1 and ECE of ``bert`` under cross-domain and
+  cross-negative-sampling shift; the paper's balanced ECE is computed on the relevant candidate
+  and one seeded negative per query (:func:`subset_negatives`).
+- :func:`table2` (Table 2): relative change of the balanced ECE of each ranker over ``bert``.
+- :func:`ece_by_negatives` (Figure 2): ECE as negatives per query grow from 1 to k, nested subsets.
+- :func:`risk_sweep`, :func:`table3` (Figure 3, Table 3, :mod:`calibrank.risk`);
+  :func:`nota_table` (Tables 4-5, :mod:`calibrank.nota`).
+- :func:`paper2023_tables`: PG-DRR Tables 1, 3 and GPF-BERT Tables 1-2 (random negatives).
+- :func:`metrics_table`, :func:`interval_table`, :func:`reliability_table`,
+  :func:`paper_comparison`, :func:`write_trec_runs`, :func:`export_tables`.
 
-What is computed, and from which paper:
-
-Uncertainty. Every number a table shows carries a 95% interval (:mod:`calibrank.analysis.uncertainty`,
-resampling through :mod:`calibrank.metrics.resample`): a percentile bootstrap over test queries,
-and over training seeds too when the profile has several (with one seed every table says "1
-training seed: intervals cover test-query sampling only"). Comparisons of two rankers are
-paired permutation tests over test queries, one-sided in the direction the paper claims, Holm-
-corrected across the cells of one table; ``†`` marks a significant improvement, ``worse`` a
-significant change the other way.
-
-- :func:`metrics_table`: per ranker x training corpus x condition x seed, R@1, MAP, MRR, ECE
-  on all ``1 + k`` candidates and on the balanced 1:1 set, Brier, NLL, mean variance (point
-  values per run); :func:`interval_table` the same metrics per cell, seeds together, with
-  intervals; :func:`baseline_interval_table` for the rules that learn nothing.
-- :func:`table1` (Penha & Hauff 2021, Table 1): R10@1 and ECE of ``bert`` on every test
-  condition (cross-domain x cross-negative-sampling). The paper computes this ECE on a
-  balanced set (1 relevant : 1 non-relevant); we derive it from the k = 9 Predictions by
-  keeping the relevant candidate and one negative drawn per query with a seed
-  (:func:`subset_negatives`), and also give the ECE on all candidates.
-- :func:`table2` (Table 2): relative change of the balanced ECE of every other ranker over
-  ``bert``, per condition, with its interval and the one-sided test that ECE is lower. The
-  paper's Student's t-tests are not described further; ECE is a sum over queries, so a test
-  over queries is defined here (:mod:`calibrank.metrics.resample`).
-- :func:`ece_by_negatives` (Figure 2): ECE as the number of non-relevant candidates per
-  query grows from 1 to k, each query keeping its relevant candidate and the first n of
-  its negatives in one seeded random order, so the subsets are nested: n = 1 is the
-  balanced set of Table 1 and n = k is the full query; with a band per curve.
-- :func:`reliability_table`: reliability-diagram buckets per ranker (10 equal-width buckets).
-- :func:`risk_sweep` and :func:`table3` (Figure 3, Table 3) through :mod:`calibrank.risk`;
-  Table 3 chooses b on the validation split of the training condition by default.
-- :func:`nota_table` (Tables 4-5) through :mod:`calibrank.nota`.
-- :func:`paper2023_tables`: the 2023 papers' layout (PG-DRR Tables 1 and 3, GPF-BERT Tables
-  1-2): R10@1, MAP and ECE on all candidates with intervals, in-domain and under domain shift,
-  and the protocol each side used. Those papers evaluated with 1 + 9 *random* negatives, so
-  the random sampler is used when the profile has it.
-- :func:`write_trec_runs` and :func:`export_tables`: TREC run files and CSV copies of every
-  table under ``reports/<profile>/``, written atomically.
-- :func:`paper_comparison`: the papers' own numbers (the constants below) beside ours;
-  the replication verdicts are :mod:`calibrank.analysis.verdicts`.
-
-Seeds. notebook 03 writes one Predictions file per ranker, training corpus and condition
-(``<condition>.npz``) for the main training seed (the first of ``rankers.seeds``). The other
-seeds of the profile sit beside it as ``<condition>-seed<N>.npz``; :func:`load_study` requires
-every seed the profile lists (files of seeds it does not list are ignored) and tells seeds
-apart by ``meta["seed"]``. Tables use every seed; analyses that need one prediction per
-query (Figure 2, reliability, NOTA, TREC runs) use the main seed.
-
-Ties. Ranking metrics count ties against the relevant candidate
-(:mod:`calibrank.metrics.ranking`): a ranker that gives equal scores gets no credit.
+:func:`load_study` requires every training seed the profile lists; analyses that need one
+prediction per query (Figure 2, reliability, NOTA, TREC runs) use the main seed.
 """
 
 from __future__ import annotations
