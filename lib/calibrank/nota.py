@@ -1,32 +1,13 @@
 """None-of-the-above (NOTA) prediction from a ranker's scores and uncertainties.
 
-Penha & Hauff (EACL 2021), sections 4 and 5.3, Tables 4-5: is there a correct response among
-the candidates or not? For half of the queries (seeded) the relevant response is removed and
-the label is NOTA (1); for the other half one negative is removed instead and the label is
-answerable (ANSW, 0), so that every query keeps ``K - 1`` candidates and the number of
-candidates says nothing about the label. A classifier sees, per query:
-
-- ``E[R]`` (``space="mean"``): the ``K - 1`` remaining candidates' mean predicted
-  probabilities, sorted in decreasing order;
-- ``+var`` (``space="mean+var"``): in addition their variances over the S samples of the
-  predictive distribution, in the same order (each variance stays with its candidate). The
-  paper's ``+var[R^E]`` combines the means of one ranker (MC Dropout) with the variances of
-  another (the ensemble): pass the other ranker's :class:`NotaSet` as ``var_from`` (build it
-  with :meth:`NotaSet.apply`, so the same candidates are removed).
-
-The classifier is scikit-learn's random forest (the paper names "Random Forest" and no
-settings: scikit-learn's defaults, 100 trees), evaluated by stratified 5-fold
-cross-validation with macro-F1 per fold; input spaces are compared by paired t-tests over the
-folds (the same folds for every space), Holm-corrected across the compared spaces.
-
-Everything works on :class:`~calibrank.predictions.Predictions`: removing a candidate is
-subsetting ``labels``/``probs``/``samples``, so no model is run again. Moments are population
-moments over the samples, in probability space.
-
-Leakage. Every feature of a query is computed from its remaining ``K - 1`` candidates only:
-the removed candidate's samples are dropped before any moment is taken. The first paper's
-public code could keep the removed relevant response's variance in a NOTA row, which tells
-the classifier which rows are NOTA; we do not (see the tests).
+Penha & Hauff (EACL 2021, secs. 4 and 5.3, Tables 4-5): is there a correct response among the
+candidates? For a seeded half of the queries the relevant response is removed (NOTA); for the
+other half one negative is, so every query keeps ``K - 1`` candidates. A random forest
+(scikit-learn's defaults: the paper gives no settings) reads the sorted mean probabilities
+``E[R]`` and, for ``+var``, their variances (possibly another ranker's, as the paper's
+``+var[R^E]``); stratified 5-fold macro-F1, input spaces compared by paired t-tests over folds,
+Holm-corrected. Every feature comes from the remaining candidates only: the first paper's
+public code could keep the removed response's variance in a NOTA row, which leaks the label.
 """
 
 from __future__ import annotations
@@ -127,11 +108,8 @@ def _keep_mask(q: int, k: int, removed: np.ndarray) -> np.ndarray:
 def make_nota_set(pred: Predictions, *, seed: int, fraction: float = 0.5) -> NotaSet:
     """Remove the relevant candidate of ``round(fraction * Q)`` queries (NOTA) and one negative elsewhere.
 
-    The NOTA queries are a uniformly random subset of exactly ``floor(fraction * Q + 1/2)``
-    queries; each answerable query loses one of its negatives, drawn uniformly. Both draws
-    come from ``numpy.random.default_rng(seed)``: the same Predictions and seed give the same
-    set. Every query must have exactly one relevant candidate (else removing "the" relevant one
-    would not make it unanswerable) and at least 2 candidates.
+    Both draws come from ``numpy.random.default_rng(seed)``. Every query needs exactly one
+    relevant candidate and at least 2 candidates.
     """
     if not isinstance(pred, Predictions):
         raise TypeError(f"pred must be a calibrank Predictions; got {type(pred).__name__}")
@@ -177,12 +155,9 @@ def make_nota_set(pred: Predictions, *, seed: int, fraction: float = 0.5) -> Not
 def nota_features(nota_set: NotaSet, space: str = "mean", *, var_from: NotaSet | None = None) -> np.ndarray:
     """Features ``X [Q, F]`` of a NOTA set, from its remaining ``K - 1`` candidates only.
 
-    ``space="mean"``: the candidates' mean probabilities (over samples) sorted descending
-    (``F = K - 1``). ``space="mean+var"``: followed by their population variances in the same
-    order (``F = 2 (K - 1)``), i.e. column ``K - 1 + j`` is the variance of the candidate whose
-    mean is in column ``j``. ``var_from``: take the variances from another ranker's NOTA set
-    built by ``nota_set.apply(...)`` (same queries, same removed candidates), as the paper's
-    ``+var[R^E]``; the order is still that of ``nota_set``'s means.
+    ``space="mean"``: mean probabilities sorted descending (``F = K - 1``); ``"mean+var"``: then
+    their variances in the same order. ``var_from``: variances from another ranker's set built by
+    ``nota_set.apply(...)`` (the paper's ``+var[R^E]``).
     """
     if not isinstance(nota_set, NotaSet):
         raise TypeError(f"nota_set must be a NotaSet; got {type(nota_set).__name__}")
@@ -261,10 +236,8 @@ def cross_validate_nota(
 ) -> NotaResult:
     """Stratified ``folds``-fold cross-validation of a random forest; macro-F1 per fold.
 
-    ``RandomForestClassifier(n_estimators, random_state=seed)`` with scikit-learn's other
-    defaults (the paper gives no settings) and ``StratifiedKFold(folds, shuffle=True,
-    random_state=seed)``: the same ``y`` and seed give the same folds for every input space,
-    so per-fold scores can be paired. Each class needs at least ``folds`` examples.
+    Forest and folds are seeded by ``seed``, so every input space gets the same folds and per-fold
+    scores can be paired. Each class needs at least ``folds`` examples.
     """
     seed = _check_seed(seed)
     for name, v in (("folds", folds), ("n_estimators", n_estimators)):
@@ -302,17 +275,11 @@ def cross_validate_nota(
 def compare_inputs(results: dict[str, NotaResult], base: str = "E[R]", *, alpha: float = 0.05) -> pd.DataFrame:
     """One row per input space (``base`` first): macro-F1 mean, sd and 95% interval over folds, change over ``base``.
 
-    Columns: ``input``, ``f1_mean``, ``f1_sd``, ``f1_lo``, ``f1_hi`` (Student-t interval of the
-    mean over folds), ``folds``, ``rel_change`` (``(mean - base mean) / base mean``),
-    ``statistic`` and ``pvalue`` of the paired t-test over folds against the base, one-sided
-    in the paper's direction (the input space *raises* F1), ``pvalue_worse`` (the other tail),
-    ``pvalue_holm`` / ``pvalue_worse_holm`` (Holm across the compared, non-base spaces),
-    ``significant`` (``pvalue_holm < alpha``: a significant gain) and ``note``. The base row
-    and untestable comparisons (fewer than 2 folds, differences with zero variance) have NaN
-    p-values and a note. The results must come from the same folds (same count, and the same
-    seed, number of examples and labels wherever those are recorded), else ValueError.
-    Folds share training data, so the t-test over folds is optimistic (Dietterich 1998); the
-    first paper used it, and so do we, saying so.
+    Each non-base row has the paired t-test over folds against ``base``, one-sided in the paper's
+    direction (``pvalue``; ``pvalue_worse`` the other tail), Holm-corrected across spaces, and
+    ``significant``; untestable rows have NaN and a ``note``. Results from different folds are a
+    ValueError. Folds share training data, so the t-test is optimistic (Dietterich 1998); the first
+    paper used it, and so do we.
     """
     if not isinstance(results, dict) or not results:
         raise ValueError("results must be a non-empty dict {input space: NotaResult}")

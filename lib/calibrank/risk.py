@@ -1,39 +1,18 @@
 """Risk-aware ranking with the predictive distribution of a stochastic ranker (RA-BERT).
 
-Penha & Hauff (EACL 2021), section 3.2.4 (eq. 7 of the talk slides), after the portfolio view
-of ranking of Wang & Zhu (SIGIR 2009) and Zuccon et al. (ECIR 2011): with ``R_r`` the
-predictive distribution of candidate ``r`` (the S draws of MC Dropout or of an ensemble),
+Penha & Hauff (EACL 2021, sec. 3.2.4), after the portfolio view of Wang & Zhu (SIGIR 2009):
+with ``R_r`` the S-sample predictive distribution of candidate ``r``,
 
     RA(U, r) = E[R_r] - b * var[R_r] - 2b * sum_{i != r} cov[R_r, R_i]
 
-where the sum runs over the other ``n - 1`` candidates of the same query and ``b`` sets the
-aversion (``b > 0``) or predilection (``b < 0``) towards risk. ``b = 0`` is the mean ranker
-(S-BERT); with ``S = 1`` (a deterministic model) every variance and covariance is 0 and the
-score is the mean for every ``b``: there is no risk information.
-
-Moments are population moments over the S samples (divide by S), as in the paper's code.
-A padded slot (Predictions ``mask``) holds the same sample in every draw: it has no variance
-and no covariance with the candidates, and the ranking metrics put it below every candidate.
-Two spaces (``space``):
-
-- ``"logit"`` (default): each sample is first mapped to its logit ``log p - log(1 - p)``
-  (probabilities clipped to ``[1e-7, 1 - 1e-7]``, :func:`calibrank.predictions.logit`) and the
-  mean, variances and covariances are those of the logits. This is what the paper's public
-  code did. Note that the ``b = 0`` ranker is then the mean *logit*, whose order can differ
-  from that of the mean probability ``E[R]`` that the paper calls S-BERT;
-  :func:`risk_aware_table` reports both.
-- ``"prob"``: the moments of the probabilities themselves, as eq. 7 is written.
-
-The paper's sum covers all other candidates of the query (as here). In Wang & Zhu's
-portfolio ranking the covariance sum covers only the documents already ranked above (a
-greedy selection); we follow the paper, not that variant. ``covariance=False`` drops the
-covariance term (``E - b var``), an ablation the paper does not report.
-
-The protocol of Table 3: sweep ``b`` over 0, 0.1, ..., 1 (Figure 3), choose the ``b`` with the
-best R10@1 on the validation set (ties go to the smallest ``|b|``, the least change from the
-mean ranker), apply it to the test set and compare with the mean ranker by a paired t-test
-over queries on the per-query R@1 values. Ranking metrics break ties pessimistically
-(:mod:`calibrank.metrics.ranking`).
+over the query's other candidates; ``b > 0`` is risk aversion, ``b = 0`` the mean ranker, and
+with ``S = 1`` there is no risk information. Moments are population moments (divide by S) in
+logit space by default, as the paper's public code did (``space="prob"``: as the equation is
+written); the ``b = 0`` ranker is then the mean logit, so :func:`risk_aware_table` also reports
+the mean probability. We follow the paper's sum over all other candidates, not Wang & Zhu's
+greedy sum over those ranked above. Table 3's protocol: ``b`` chosen on validation R10@1 over
+0, 0.1, ..., 1 (ties to the smallest ``|b|``), applied to test, and compared with the mean
+ranker by a paired t-test over queries.
 """
 
 from __future__ import annotations
@@ -164,9 +143,8 @@ def risk_penalty(pred: Predictions, *, space: str = "logit", covariance: bool = 
 def risk_scores(pred: Predictions, b: float, *, space: str = "logit", covariance: bool = True) -> np.ndarray:
     """RA-BERT scores ``[Q, K]``: ``E[R_r] - b var[R_r] - 2b sum_{i != r} cov[R_r, R_i]``.
 
-    Population moments over the ``S`` samples of ``pred``, in logit space (default, as the
-    paper's code) or probability space (``space="prob"``); see the module docstring. With
-    ``b = 0`` or ``S = 1`` the result is the mean (of the logits or of the probabilities).
+    Population moments over the ``S`` samples, in logit (default) or probability space; with
+    ``b = 0`` or ``S = 1`` the result is the mean.
     """
     _check_pred(pred)
     _check_space(space)
@@ -203,10 +181,8 @@ def sweep_b(
 ) -> pd.DataFrame:
     """One row per ``b`` (in the given order) for the Figure 3 curves.
 
-    Columns: ``b``, ``metric`` (its name), ``value`` (mean over the queries with a relevant
-    candidate), ``rel_change`` (relative change over the mean ranker, ``b = 0``, whether or not
-    0 is in ``bs``), ``n_queries`` (queries averaged), ``per_query`` (the per-query values, an
-    array of length Q with NaN for queries without a relevant candidate: kept for paired tests).
+    Columns: ``b``, ``metric``, ``value``, ``rel_change`` (over ``b = 0``, whether or not 0 is in
+    ``bs``), ``n_queries`` and ``per_query`` (NaN where undefined; kept for paired tests).
     """
     _check_pred(pred)
     _check_space(space)
@@ -266,16 +242,11 @@ def risk_aware_table(
 ) -> dict[str, Any]:
     """One cell of Table 3: ``b`` chosen on validation, RA ranker vs the mean ranker on test.
 
-    Returns a dict (one DataFrame row) with ``b``, ``metric``, ``valid_value`` (validation
-    metric at the chosen b), ``mean_ranker`` (test metric at ``b = 0``, same ``space``),
-    ``risk_aware`` (test metric at the chosen b), ``rel_change`` ((risk_aware - mean_ranker) /
-    mean_ranker), ``prob_mean_ranker`` (test metric of the mean probability ``E[R]``, the
-    paper's S-BERT; equal to ``mean_ranker`` when ``space="prob"``), the paired t-test over test
-    queries of the per-query values (``statistic``, ``pvalue``, ``n``), ``significant``
-    (``pvalue < alpha``, two-sided; read the direction from ``rel_change``), ``S_valid``,
-    ``S_test``, ``space``, ``covariance`` and ``note``. The p-value is NaN, with a note, when
-    the test cannot run: ``S = 1`` (no risk information), ``b = 0`` chosen, or identical
-    per-query values.
+    One row with the chosen ``b``, its ``valid_value``, the test metric of the mean ranker and of
+    the RA ranker, ``rel_change``, ``prob_mean_ranker`` (the mean probability, the paper's S-BERT),
+    a two-sided paired t-test over test queries (``statistic``, ``pvalue``, ``n``, ``significant``)
+    and a ``note`` saying why the p-value is NaN when the test cannot run (``S = 1``, ``b = 0``
+    chosen, identical values).
     """
     _check_pred(valid_pred, "valid_pred")
     _check_pred(test_pred, "test_pred")

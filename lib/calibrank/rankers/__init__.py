@@ -13,10 +13,7 @@ name                    method
 ``pg_drr``              GP output layer, Pólya-Gamma Gibbs, Fisher-identity loss (AAAI 2023)
 ======================  =========================================================
 
-A ranker's own keyword arguments are the fields of its section of the profile
-(:mod:`calibrank.config`: ``passes`` and ``masks``, ``members``, ``focal_gamma`` for the ``focal`` section's
-``gamma``, and every field of the ``sngp``, ``gpf_bert`` and ``pg_drr`` sections), with the
-section's defaults and checks.
+A ranker's keyword arguments are the fields of its profile section (:mod:`calibrank.config`).
 """
 
 from __future__ import annotations

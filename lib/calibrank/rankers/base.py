@@ -1,21 +1,13 @@
 """What every ranker shares: the cross-encoder model, the model cache, and scoring into Predictions.
 
 :class:`CrossEncoder` is the pointwise BERT ranker of Penha & Hauff (2021, sec. 3.2): the
-encoder reads ``[CLS] context [SEP] candidate [SEP]``; a dropout and a linear layer on the
-pooled ``[CLS]`` feature (BERT's pooler: a dense layer with tanh over the last ``[CLS]``
-state) give one relevance logit. The paper's head gives two logits and a softmax; one logit
-and a sigmoid is the same model (see :mod:`calibrank.losses`).
-
-:class:`Ranker` is the interface: ``fit(train, valid)`` then ``predict(queries) ->
-Predictions``. Trained weights are cached in a folder named by what determines them
-(backbone, training settings, training data, head, seed, the code the training reaches and the
-versions of the packages that run it), so rankers that share a trained model (``bert``,
-``mc_dropout``, ``temperature``, ensemble member 0) train it once, and a change to the code
-retrains the models whose training reaches it.
-
-A ranker's own settings are its section of the profile (:mod:`calibrank.config`): the keyword
-arguments of its constructor take the section's defaults and are checked by the section's rules
-(:func:`ranker_settings`), whether they come from a params file or from code.
+encoder reads ``[CLS] context [SEP] candidate [SEP]`` and dropout plus a linear layer on the
+pooled feature give one relevance logit (the paper's two logits and softmax are the same model).
+:class:`Ranker` is the interface, ``fit(train, valid)`` then ``predict(queries) -> Predictions``.
+Trained weights are cached under everything that determines them, the training code included
+(:mod:`calibrank.codekey`), so rankers that share a model (``bert``, ``mc_dropout``,
+``temperature``, ensemble member 0) train it once. A ranker's keyword arguments are its profile
+section's fields, with its defaults and checks (:func:`ranker_settings`).
 """
 
 from __future__ import annotations
@@ -77,10 +69,8 @@ def queries_version(queries: Sequence[RankingQuery]) -> str:
 def ranker_settings(section: type, where: str, kw: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     """Split a ranker's keyword arguments into its config section and the rest (:class:`Ranker`'s own).
 
-    The arguments that are fields of ``section`` build it with :func:`calibrank.config.build_section`:
-    the section's defaults fill the others and its checks run (a :class:`~calibrank.config.ConfigError`,
-    a ``ValueError``, naming ``where`` and the argument). An argument that is no field is left to
-    :class:`Ranker`, which refuses it (a ``TypeError``).
+    Fields of ``section`` build it with :func:`calibrank.config.build_section` (its defaults and
+    checks, errors naming ``where``); other arguments go to :class:`Ranker`, which refuses unknown ones.
     """
     fields = {f.name for f in dataclasses.fields(section)}
     values = {k: v for k, v in kw.items() if k in fields}
@@ -176,12 +166,9 @@ def distinct_pairs(query_sets: Sequence[Sequence[RankingQuery]], *, by_query: bo
                    ) -> tuple[list[RankingQuery], list[np.ndarray]]:
     """The distinct (context, candidate) pairs of several query sets, and where each set's pairs are.
 
-    Returns ``(union, index)``: ``union`` holds one single-candidate query per distinct pair
-    (keyed by ``(context, candidate)``, or ``(qid, context, candidate)`` with ``by_query``),
-    in order of first appearance, with the qid of the first query it appears in; ``index[i]``
-    is the ``[Q_i, K_i]`` array of the union positions of set ``i``'s pairs. The samplers of
-    one corpus share contexts and true responses (and often negatives), so the union is
-    smaller than the sum of the sets.
+    Returns ``(union, index)``: one single-candidate query per distinct pair (keyed also by qid with
+    ``by_query``), in order of first appearance, and per set the ``[Q_i, K_i]`` union positions of
+    its pairs. The samplers of one corpus share contexts and true responses, so the union is smaller.
     """
     seen: dict[tuple, int] = {}
     union: list[RankingQuery] = []
@@ -223,10 +210,8 @@ def encode_features(
 ) -> torch.Tensor:
     """Feature vectors ``[N, d]`` (float32, on the model's device) of every pair, in eval mode.
 
-    ``fn(model, batch)`` gives the vectors of a batch (default: ``model.features(**batch)``,
-    the pooled [CLS] feature). The vector counterpart of :func:`calibrank.training.score_pairs`
-    (which returns one number per pair): same length-sorted batches, same autocast rule. The GP
-    rankers read their output layer's inputs with it.
+    ``fn(model, batch)`` gives a batch's vectors (default ``model.features``); the vector
+    counterpart of :func:`calibrank.training.score_pairs`, with the same batches and autocast.
     """
     device = next(model.parameters()).device
     bf16 = use_bf16(precision, device)
@@ -323,10 +308,8 @@ class Ranker(ABC):
                    extra: dict | None = None) -> str:
         """The trained-model cache folder: everything that changes the selected weights, nothing that does not.
 
-        Training settings that only change logging, checkpointing or evaluation batch size are
-        left out; the validation set is in (early selection depends on it), and so are the
-        resolved precision, the code the training reaches (:meth:`training_code`) and the
-        versions of :data:`MODEL_PACKAGES`.
+        Logging, checkpointing and evaluation batch size are left out; the validation set (early
+        selection), the precision, :meth:`training_code` and :data:`MODEL_PACKAGES` versions are in.
         """
         settings = dataclasses.asdict(self.training)
         settings = {k: (v.value if hasattr(v, "value") else v) for k, v in settings.items() if k not in _NOT_IN_KEY}
@@ -350,11 +333,8 @@ class Ranker(ABC):
     def training_code(self) -> str:
         """A hash of the code that trains this ranker's models (:func:`calibrank.codekey.code_hash`).
 
-        The walk starts at :meth:`_train` of this ranker's class (and so reaches :meth:`_build`,
-        :meth:`_loss`, :meth:`_encode`, :meth:`_validator`, :meth:`_train_hooks`, the training
-        loop and the backbone through them) and at :meth:`training_loss`'s function; the other
-        losses are not followed. Rankers that train the same model (``bert``, ``mc_dropout``,
-        ``temperature``, the ensemble's members) reach the same code and share it.
+        The walk starts at :meth:`_train` (reaching the loop and the backbone) and at
+        :meth:`training_loss`'s function; rankers that train the same model reach the same code.
         """
         loss = self.training_loss()
         return code_hash((type(self), "_train"), *([loss] if loss is not None else []), opaque=(losses,))
@@ -423,11 +403,9 @@ class Ranker(ABC):
     def _timed_logits(self, trained: TrainedModel, queries: Sequence[RankingQuery], **kw: Any) -> tuple[np.ndarray, float]:
         """Logits ``[S, Q, K]`` of a trained model on ``queries`` and the seconds the scoring took.
 
-        With :attr:`reuse_logits`, the logits come from the model folder's cache when the same
-        model scored the same queries with the same settings and the same scoring code before; the
-        seconds are then those of that first scoring (what the ranker costs, not what reading a
-        file costs). A cache file whose bytes are not the ones recorded beside it (truncated,
-        altered) is logged and computed again.
+        With :attr:`reuse_logits`, logits of the same model, queries, settings and scoring code come
+        from the model folder's cache, with the seconds of that first scoring; a cache file that does
+        not match its record is computed again.
         """
         pairs = self._encode(trained.backbone.tokenizer, queries)
         score = kw.pop("score", None)  # score(trained, pairs) -> [S, N] in place of score_pairs (keyed by kw and its code)
@@ -461,10 +439,8 @@ class Ranker(ABC):
                        **kw: Any) -> list[tuple[np.ndarray, float, dict]]:
         """``(logits [S, Q, K], seconds, meta)`` of each query set, scoring each distinct pair once.
 
-        The distinct pairs of all ``query_sets`` (:func:`distinct_pairs`; keyed by the query id
-        too when :attr:`pair_key_has_query`) are scored by one :meth:`_timed_logits` call and each
-        set's logits are gathered from theirs. A set's ``seconds`` are its share (by pairs) of
-        that scoring; ``meta["shared_scoring"]`` records the whole.
+        The distinct pairs (:func:`distinct_pairs`) are scored in one :meth:`_timed_logits` call; a
+        set's seconds are its share by pairs, ``meta["shared_scoring"]`` the whole.
         """
         union, index = distinct_pairs(query_sets, by_query=self.pair_key_has_query)
         logits, seconds = self._timed_logits(trained, union, **kw)
@@ -478,9 +454,8 @@ class Ranker(ABC):
                          features: Callable[[Sequence[RankingQuery]], torch.Tensor]) -> list[tuple[torch.Tensor, float, dict]]:
         """``(features [Q*K, d], seconds, meta)`` of each query set, encoding each distinct pair once.
 
-        For the GP rankers: ``features(queries)`` gives the per-pair inputs of their output layer
-        (deterministic, one row per pair in query order); the joint Gaussian of each query and its
-        seeded draws are then computed per query set from its rows, as :meth:`predict` does.
+        For the GP rankers: each set's joint Gaussian and seeded draws are then computed from its rows,
+        as :meth:`predict` does.
         """
         union, index = distinct_pairs(query_sets)
         feats, seconds = self.timed(features, union)

@@ -1,9 +1,8 @@
 """``ensemble``: S-BERT^E of Penha & Hauff (2021, sec. 3.2), Deep Ensembles (Lakshminarayanan et al. 2017).
 
-M cross-encoders that differ only in their seed (head initialisation, data order, dropout
-masks), each trained by the same loop. Member 0 uses the ranker's seed, so it is the ``bert``
-ranker's model; member i > 0 a seed spawned from (seed, i) (:meth:`EnsembleRanker.member_seeds`).
-Every member is cached on its own: adding a member trains only the new one. Each member gives one sample; ``probs`` is the members' mean probability.
+M cross-encoders that differ only in their seed, each trained by the same loop and cached on
+its own. Member 0 is the ``bert`` model; member i > 0 uses a seed spawned from (seed, i). Each
+member gives one sample; ``probs`` is their mean.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """``temperature``: post-hoc temperature scaling (Guo et al. 2017) of the ``bert`` ranker.
 
-A standard calibration baseline that none of the three papers ran. One scalar T > 0 divides
-the trained model's logits, p = sigmoid(z / T), fitted by minimising the negative
-log-likelihood of the validation pairs (1-D bounded search over log T). Rankings are
-unchanged (a monotone map); only the probabilities move.
+A standard calibration baseline that none of the three papers ran: ``p = sigmoid(z / T)`` with
+T fitted by the validation pairs' negative log-likelihood. Rankings are unchanged.
 """
 
 from __future__ import annotations
