@@ -513,8 +513,8 @@ def _train_model(
     for g in groups:
         g.setdefault("lr", settings.lr)
         g["base_lr"] = g["lr"]
-    # The fused kernel does the update of all parameters in one pass: 12 ms against 93 ms per
-    # step for MiniLM on one CPU thread (~15% of a training step), same update up to rounding.
+    # The fused kernel updates all parameters in one pass: the same update up to rounding, faster
+    # (docs/decisions.md, "Fused AdamW").
     optimizer = torch.optim.AdamW(groups, lr=settings.lr, weight_decay=settings.weight_decay, fused=True)
 
     with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):

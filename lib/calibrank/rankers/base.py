@@ -51,8 +51,8 @@ log = logging.getLogger(__name__)
 _NOT_IN_KEY = ("log_every", "checkpoint_every", "eval_batch_size")
 _IN_KEY_UNLESS_DEFAULT = {"schedule": "linear", "selection": "best", "joint_layers": None}
 #: ``segments`` pooling: the head starts as ``SEGMENT_COSINE_WEIGHT * cos(u, v) + SEGMENT_COSINE_BIAS``.
-#: Measured on MiniLM's joint encodings of laptop training pairs: cos 0.77 +- 0.10 (true
-#: responses 0.78, negatives 0.76), so the start is a logit of about 0 with a spread of about 1.
+#: Set so that on MiniLM the start is a logit of about 0 with a spread of about 1
+#: (docs/decisions.md, "Start of the segments head").
 SEGMENT_COSINE_WEIGHT = 10.0
 SEGMENT_COSINE_BIAS = -7.7
 
