@@ -1,12 +1,9 @@
 """Reader for the English part of ``chatterbot-corpus`` (YAML files, one per category).
 
-Each file holds ``categories: [...]`` and ``conversations: [[utt, utt, ...], ...]``; each inner
-list is one scripted dialogue, alternating speakers, oldest first. Most are a question and
-its answer. A few entries of the shipped files are malformed (``trivia.yml`` has a question and
-answer written as one string instead of a list): with ``strict=False`` (the default) they are
-skipped with a logged warning naming file and entry, with ``strict=True`` they are errors.
-Values are read as plain strings (YAML 1.1 would turn ``yes`` into ``True`` and
-``3.14`` into a float, which would corrupt responses). The category is the dialogue's domain.
+Each file holds ``categories`` and ``conversations``, lists of scripted utterances, oldest
+first; the category is the dialogue's domain. Malformed entries (``trivia.yml`` has one) are
+skipped with a warning naming file and entry, or are errors with ``strict=True``. Values are
+read as plain strings (YAML 1.1 would turn ``yes`` into ``True``).
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """Reader for the Chit-Chat Challenge corpus shipped by the PyPI package ``chitchat-dataset``.
 
-The package ships one JSON file mapping a conversation id to ``{"messages": [[msg, ...], ...],
-"prompt": str, ...}``: each inner list is one turn, i.e. consecutive messages of one sender,
-each message ``{"sender", "text", "timestamp"}``. We join the messages of a turn with a space
-into one utterance. The corpus has a few empty messages (33 of ~260k): they are dropped, and a
-turn left without text is dropped with them (adjacent turns of the same sender then merge).
-Conversations with a single speaker have no response to rank and are kept as one-utterance
-dialogues (they yield no examples).
+One JSON file maps a conversation id to its ``messages``, a list of turns, each a list of one
+sender's messages; a turn's messages are joined with a space into one utterance. Empty messages
+are dropped, and a turn left without text with them (adjacent turns of one sender then merge).
+Single-speaker conversations are kept but yield no examples.
 """
 
 from __future__ import annotations

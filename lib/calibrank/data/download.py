@@ -1,34 +1,15 @@
 """Download recipes for the published corpora: ``python -m calibrank.data.download DATASET [--dest DIR] [--force]``.
 
 Each recipe fetches the Google Drive file that the first paper's code (Penha & Hauff,
-``transformer_rankers``) downloads, extracts the files it needs and moves them to the
-canonical names of :mod:`.published` (default destination ``data/raw/<dataset>``):
+``transformer_rankers``) downloads and installs the files :mod:`.published` expects under
+``data/raw/<dataset>``: ``msdialog`` (a tar.gz of ``train``/``valid``/``test.tsv``), ``mantis`` (the
+newer Drive file, else the older 7z of ``data_*_easy.tsv``; members matched by name, every TSV
+checked to start with a 0/1 label) and ``udc_dstc8`` (a zip of the DSTC8 task-1 Ubuntu JSON).
 
-- ``msdialog``: Drive id ``1R_c8b7Yi0wChA_du3eKDtnOGuYTqVhnY``, a tar.gz holding
-  ``MSDialog/train.tsv``, ``MSDialog/valid.tsv``, ``MSDialog/test.tsv``.
-- ``mantis``: Drive id ``17Uj9EwyGGCk9w_LIqDjlTx1y4MU7xxPv``, then, if Drive refuses it or its
-  content does not fit, the older ``1nf_JRR7zIcCLrzvL_vRsuzBxDcD_3g6N``. The older file is a 7z
-  archive holding ``data_train_easy.tsv``, ``data_dev_easy.tsv``, ``data_test_easy.tsv`` (and
-  ``*_lookup.txt`` files we do not use). The newer file's members are not documented; the code
-  that uses it expects ``train.tsv``, ``valid.tsv``, ``test.tsv``. Members are therefore matched
-  by base name (those names first, then a train / dev|valid / test name pattern) and every
-  extracted TSV must start with a ``0``/``1`` label column.
-- ``udc_dstc8``: Drive id ``1Ypu-tIu4nT3rZ86bcqAx-lKeNomyve5N``, a zip holding
-  ``ubuntu/task-1.ubuntu.train.json`` and ``ubuntu/task-1.ubuntu.dev.json``.
-
-The archive type (zip, 7z, tar with any compression) is read from the file's first bytes.
-
-Checksums. A recipe may pin the sha256 of each Drive file (``Recipe.sha256``); a download whose
-archive does not match is refused. The published files carry no checksums and none could be
-pinned here without fetching them, so the pins are empty and the first download is trusted:
-``fetch`` then writes ``SHA256SUMS`` beside the installed files (``sha256sum -c SHA256SUMS``
-checks them by hand) and every later ``fetch`` verifies them, so a file changed or truncated
-after installation is an error naming it rather than a silently different corpus. Files put
-in place by hand get their ``SHA256SUMS`` written the first time ``fetch`` finds them.
-Everything is downloaded and extracted into a ``.tmp-download-*`` folder inside the destination,
-then moved into place with ``os.replace``; on any failure that folder is removed, so nothing
-half-written is left behind. Network failures (this includes a machine without internet
-access) end the command with one paragraph on stderr and exit code 2, without a traceback.
+The published files carry no checksums, so the first download is trusted and ``SHA256SUMS`` is
+written beside the files; every later ``fetch`` verifies it. Everything is extracted into a
+``.tmp-download-*`` folder and moved into place, so a failure leaves nothing half-written; a
+network failure exits with code 2 and one paragraph on stderr.
 """
 
 from __future__ import annotations

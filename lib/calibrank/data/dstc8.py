@@ -1,28 +1,12 @@
 """Reader for UDC_DSTC8: DSTC8 track 2 (NOESIS II), subtask 1, Ubuntu (``task-1.ubuntu.*.json``).
 
-Format: one JSON list of examples, each an object with
-
-- ``example-id``: the example's id;
-- ``messages-so-far``: the context, a list of ``{"speaker", "utterance", ...}``, oldest first;
-- ``options-for-correct-answers``: a list holding the true response as ``{"candidate-id",
-  "utterance"}``; it can be EMPTY (no correct answer among the options): such an example is
-  dropped and counted;
-- ``options-for-next``: the 100 candidates (not used: the study samples its own negatives).
-
-Speaker names of the form ``participant_N`` that occur inside utterances are removed, as the
-reference preprocessing of the first paper does ("participant_1: hi" -> "hi", "participant_3
-try this" -> "try this"): the token, a following ':' or ',' and the whitespace around it.
-This is applied to context utterances and to the true response. An utterance left empty by it
-is dropped from the context; an example left without context or response is dropped and counted.
-
-The file is parsed one example at a time (the train file is large). Errors raise
-:class:`DataError` naming the file and, for a bad example, its line, 0-based index and
-``example-id``: bytes that are not UTF-8 (with line and column), malformed JSON (with the line
-number), a top level that is not a list, an example that is not an object or lacks
-``messages-so-far`` / ``options-for-correct-answers``. Example ids are checked on every
-example, dropped ones included, since they make the examples' ids: each must be present, a
-string or an integer, of one type throughout the file (``7`` and ``"7"`` would give one id),
-and unique.
+One JSON list of examples: ``example-id``, ``messages-so-far`` (the context, oldest first) and
+``options-for-correct-answers`` (the true response; when empty the example is dropped and
+counted). The study samples its own negatives, so ``options-for-next`` is not read. Speaker
+names ``participant_N`` inside utterances are removed, as the first paper's preprocessing does.
+The file is parsed one example at a time; errors are :class:`DataError` naming the file and the
+example's line, index and id. Example ids must be present, unique and of one type (``7`` and
+``"7"`` would give one id).
 """
 
 from __future__ import annotations
@@ -60,10 +44,8 @@ def read_dstc8(
 ) -> list[Example]:
     """The examples of a DSTC8 subtask-1 file that have a correct answer, in file order.
 
-    ``eid`` is ``f"{source}-{split}-{example-id}"`` (``f"{source}-{example-id}"`` without a
-    split); ``dialogue_id`` is the eid (examples of this corpus are not linked to each other).
-    ``stats``, if given, is filled with counts: ``examples`` (in the file), ``kept``,
-    ``no_correct_answer`` and ``empty_after_stripping`` (dropped).
+    ``eid`` is ``f"{source}-{split}-{example-id}"``; ``dialogue_id`` is the eid. ``stats``, if given,
+    gets the counts ``examples``, ``kept``, ``no_correct_answer`` and ``empty_after_stripping``.
     """
     path = Path(path)
     if not path.exists():

@@ -1,11 +1,8 @@
-"""Reading and writing examples and ranking queries as Parquet (open format, atomic writes), and reading text files.
+"""Reading and writing examples and ranking queries as Parquet (atomic writes), and reading text files.
 
-Every read error is a :class:`DataError` naming the file (and, for text, the line and column
-of the first byte that is not UTF-8). A Parquet file written here gets the sha256 of its bytes
-recorded beside it, last (:func:`calibrank.runs.atomic_recorded`), and a reader here checks
-the bytes it parsed against that record: a file changed after it was written, or one whose
-writer did not finish, is a :class:`DataError` naming it (a caller that keeps a cache rebuilds
-the entry instead).
+Every read error is a :class:`DataError` naming the file (for text, the line and column of the
+first byte that is not UTF-8). Parquet files get their sha256 recorded beside them and are
+checked against it when read (:func:`calibrank.runs.atomic_recorded`).
 """
 
 from __future__ import annotations

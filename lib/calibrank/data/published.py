@@ -1,18 +1,11 @@
 """The published response ranking corpora of the first paper: where their files live and how to load them.
 
-Canonical layout below ``root`` (default ``runs.raw_dir(name)`` = ``<project>/data/raw/<name>``):
-
-- ``msdialog`` and ``mantis``: ``train.tsv``, ``valid.tsv``, ``test.tsv`` (read by :mod:`.tsv`);
-- ``udc_dstc8``: ``task-1.ubuntu.train.json`` and ``task-1.ubuntu.dev.json`` (read by :mod:`.dstc8`).
-  DSTC8 released no labelled test file, so, as the first paper's code did, ``valid`` is the
-  first half and ``test`` the second half of the dev file's examples that have a correct answer
-  (``n // 2`` examples in valid, the rest in test).
-
-``make data DATASET=<name>`` (:mod:`.download`) fetches the files into that layout and records
-their sha256 in ``SHA256SUMS`` beside them (``sha256sum`` format). :func:`load_published` checks
-every file it reads against that record: a file that changed since (or one the record does not
-list) is a :class:`DataError` naming it. A folder without ``SHA256SUMS`` (files placed by hand,
-never seen by ``make data``) is read with a warning saying so.
+Below ``root`` (default ``data/raw/<name>``): ``train.tsv``, ``valid.tsv``, ``test.tsv`` for
+``msdialog`` and ``mantis`` (:mod:`.tsv`); ``task-1.ubuntu.train.json`` and ``.dev.json`` for
+``udc_dstc8`` (:mod:`.dstc8`), whose dev file is split in halves into valid and test, as the
+first paper's code did (DSTC8 released no labelled test file). :func:`load_published` checks
+every file against the ``SHA256SUMS`` that ``make data`` wrote; a folder without one is read
+with a warning.
 """
 
 from __future__ import annotations

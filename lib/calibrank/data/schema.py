@@ -1,17 +1,11 @@
-"""The typed shapes of the data layer (contract 1 of the design).
+"""The typed shapes of the data layer, from raw to rankable.
 
-Three records, from raw to rankable:
+- :class:`Dialogue`: one conversation, a list of utterances (one per turn), oldest first.
+- :class:`Example`: one (context, true response) pair, cut from a dialogue or read as is.
+- :class:`RankingQuery`: an example with negatives: ``qid``, ``context``, ``candidates`` and
+  ``labels`` (1 for the true response), aligned by position.
 
-- :class:`Dialogue`: one conversation as a list of utterances, oldest first. An utterance
-  is one *turn*: consecutive messages of the same speaker are joined into one utterance.
-- :class:`Example`: one (context, true response) pair cut from a dialogue, or read as is
-  from a corpus that ships pairs (MSDialog, MANtIS, UDC_DSTC8).
-- :class:`RankingQuery`: an example turned into a ranking problem by a negative sampler:
-  ``qid``, ``context`` (utterances, oldest first), ``candidates`` (response texts) and
-  ``labels`` (1 for the true response, 0 for a negative), aligned by position.
-
-Every constructor validates its input, so a record that exists is well formed: no empty
-context, no empty response, labels in {0, 1}, candidates and labels of equal length.
+Every constructor validates its input, so a record that exists is well formed.
 """
 
 from __future__ import annotations
@@ -33,9 +27,8 @@ _NON_WORD = re.compile(r"[^\w\s]+")
 def normalise_text(text: str) -> str:
     """Canonical form used to decide that two responses are the same.
 
-    Case-folded, punctuation dropped, whitespace collapsed ("Yes, I do!" and "yes i do" are
-    the same response). A text of punctuation alone (":)") keeps its punctuation, so it
-    stays a response of its own.
+    Case-folded, punctuation dropped, whitespace collapsed ("Yes, I do!" == "yes i do"); a text of
+    punctuation alone (":)") keeps it, so it stays a response of its own.
     """
     folded = _WS.sub(" ", text).strip().casefold()
     words = _WS.sub(" ", _NON_WORD.sub(" ", folded)).strip()

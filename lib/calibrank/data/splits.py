@@ -1,14 +1,9 @@
 """Splits by dialogue, examples cut from dialogues, and context strings.
 
-- :func:`split_dialogues` assigns whole dialogues to train / valid / test with a seed, so no
-  dialogue contributes turns to two splits (a split by turn would leak the same
-  conversation into training and test).
-- :func:`dialogue_examples` turns a dialogue into (context, true response) examples: each
-  utterance after the first is a response to the utterances before it (``positions="all"``),
-  or only the last one is (``positions="last"``).
-- :func:`format_context` joins a context into one string, plainly or with the separators
-  of Penha & Hauff (2021): ``[UTTERANCE_SEP]`` after every utterance and ``[TURN_SEP]``
-  after every second one (the end of a turn), registered as special tokens by the backbone.
+:func:`split_dialogues` assigns whole dialogues to train / valid / test with a seed, so no
+conversation leaks across splits. :func:`dialogue_examples` makes each utterance after the first
+(``positions="all"``) or only the last a response to those before it. :func:`format_context`
+joins a context, plainly or with Penha & Hauff's (2021) ``[UTTERANCE_SEP]`` / ``[TURN_SEP]``.
 """
 
 from __future__ import annotations

@@ -67,11 +67,9 @@ def _jaccard(a: set[str], b: set[str]) -> float:
 def overlap_table(query_sets: Mapping[str, Sequence[RankingQuery]], echo: float = 0.5) -> pd.DataFrame:
     """Per query set: how much the true responses and the negatives overlap their context.
 
-    ``overlap``: Jaccard of the candidate's word set with the whole context's; ``closest turn``:
-    the largest Jaccard with any one context turn; ``echo share``: the share of candidates
-    whose closest-turn Jaccard is >= ``echo`` (near-copies of a context turn). When negatives
-    overlap their context far more than true responses do, "least overlap wins" separates
-    them without any notion of relevance: a shortcut a ranker can learn.
+    ``overlap``: Jaccard of the candidate's words with the whole context's; ``closest turn``: the
+    largest Jaccard with one turn; ``echo share``: candidates whose closest turn reaches ``echo``.
+    Negatives that overlap far more than true responses let "least overlap wins" rank them: a shortcut.
     """
     rows = []
     for name, queries in query_sets.items():

@@ -1,26 +1,12 @@
-"""Reader for MSDialog and MANtIS as distributed by Penha & Hauff (response ranking TSV files).
+r"""Reader for MSDialog and MANtIS as distributed by Penha & Hauff (response ranking TSV files).
 
-Format: UTF-8 text, no header, one candidate per line::
-
-    label \\t utt_1 \\t ... \\t utt_n \\t candidate
-
-``label`` is ``1`` for the true response to the context ``utt_1 .. utt_n`` (oldest first) and
-``0`` for a pre-sampled negative. Each label-1 row is followed by its negatives (9 in MSDialog
-and MANtIS), and successive label-1 rows of one conversation grow their context by the previous
-turn: the context of turn k+1 is the context of turn k followed by its true response.
-
-What we keep: only label-1 rows, as :class:`Example` (the study samples its own negatives), but
-every row is validated. Blank lines are skipped (e.g. a trailing blank line), a trailing ``\\r``
-is removed, and blank context utterances are dropped. Errors raise :class:`DataError` naming the
-file and the 1-based line number: bytes that are not UTF-8 (with the column), fewer than 3
-columns, a label other than ``0``/``1``, a label-0 row with another number of columns than the
-row before it (a negative repeats the context of the row it follows), a last row without its
-newline (the file was cut off: the row's last column may be a fragment), and, on a label-1
-row, an all-blank context or a blank candidate.
-
-``eid`` is ``f"{source}-{split}-L{line}"``. ``dialogue_id`` is the eid of the first row of a
-chain of consecutive label-1 rows in which each row's context starts with the previous row's
-context followed by the previous row's response. The file is read as a stream, line by line.
+UTF-8, no header, one candidate per line: ``label \t utt_1 \t ... \t utt_n \t candidate``, a
+label-1 row (the true response) followed by its pre-sampled label-0 negatives. Only label-1 rows
+become :class:`Example` records (the study samples its own negatives), but every row is checked:
+errors are :class:`DataError` naming the file and 1-based line (bad UTF-8, too few columns, a
+label not 0/1, a negative whose column count differs from the row before, a last row without
+its newline, a blank context or candidate). ``eid`` is ``f"{source}-{split}-L{line}"``; a chain
+of label-1 rows whose contexts grow by the previous turn shares one ``dialogue_id``.
 """
 
 from __future__ import annotations
