@@ -1,16 +1,10 @@
 """Answer with the top candidate or abstain, per query: risk against coverage for several confidences.
 
-The loss of a query is 1 when its top-ranked candidate is not relevant (a query whose list
-holds no relevant candidate is always answered wrongly); a confidence orders the queries and
-:mod:`calibrank.practice.selective` gives the risk-coverage curve, AURC, E-AURC, AUGRC and the
-risk at 80% coverage with 95% bootstrap intervals over test queries. Confidences:
-
-- ``top prob``, ``margin`` (top minus second probability) and, with samples (S > 1),
-  ``-top var`` (:func:`calibrank.practice.selective.confidences`);
-- ``list``: the probability that the top answer is right from the whole shape of the list, a
-  logistic regression on the ``m`` largest probabilities in decreasing order (``m`` = the
-  shortest list, at most 10), fitted on the validation queries (after Gisserot-Boukhlef et al.
-  2024, who learn a query's confidence from its sorted scores).
+A query's loss is 1 when its top candidate is not relevant; each confidence orders the queries
+and :mod:`calibrank.practice.selective` gives the risk-coverage curve, AURC, E-AURC, AUGRC and
+the risk at 80% coverage with 95% intervals. Confidences: ``top prob``, ``margin``, ``-top var``
+(S > 1), and ``list``, a logistic regression on the sorted top probabilities fitted on
+validation queries (after Gisserot-Boukhlef et al. 2024).
 """
 
 from __future__ import annotations

@@ -1,27 +1,13 @@
 """How well the scores read as probabilities: as given, and after each map fitted on the validation queries.
 
-A *view* is one way of reading the scores as probabilities of relevance, on the test and the
-validation queries alike:
-
-- ``as given``: a ``probability`` as is, a ``logit`` through the sigmoid; a ``score`` has no
-  probability scale and no such view;
-- ``platt``, ``isotonic``, ``beta``, ``temperature``: a map of
-  :func:`calibrank.practice.recalibrate.fit_recalibrator` fitted on the validation pairs only and
-  applied to each sample of the test pairs (the probability is the mean over samples, as
-  :meth:`ScoredRun.to_predictions` has it). A ``score`` first goes through a fixed increasing squash
-  ``sigmoid((s - m) / d)`` (``m``, ``d``: mean and standard deviation of the validation scores; no
-  label is read), so that Platt scaling is a logistic regression on the raw score (exactly, within
-  16 standard deviations of the mean, where the logit is clipped) and
-  the isotonic map is the isotonic regression on it; temperature is left out for a score (its
-  logit would be the squash's, not the ranker's);
-- ``base rate``: every candidate at the share of relevant validation candidates, the rule that
-  learns nothing from the scores. Its ECE is near 0 whenever few candidates are relevant, so a
-  small ECE means little until a view's Brier and NLL are read beside this one's.
-
-Calibration of each view on the test pairs (padded slots never count): ECE with equal-width
-and equal-mass buckets (eq. 1 of Penha & Hauff 2021), Brier and NLL, each with a 95% percentile
-bootstrap interval over test queries (:func:`calibrank.metrics.resample.intervals`); the
-reliability buckets of each view (:func:`calibrank.metrics.calibration.reliability_curve`).
+Views: ``as given`` (a probability as is, a logit through the sigmoid; none for a bare
+``score``); ``platt``, ``isotonic``, ``beta``, ``temperature``
+(:func:`calibrank.practice.recalibrate.fit_recalibrator`), fitted on validation pairs only; a
+bare score first goes through a label-free squash ``sigmoid((s - m) / d)``, so Platt scaling is
+a logistic regression on the raw score; and ``base rate``, every candidate at the validation
+share of relevant ones, whose near-zero ECE shows that ECE alone means little without Brier and
+NLL beside it. Each view on the test pairs: ECE (eq. 1 of Penha & Hauff 2021, equal-width and
+equal-mass), Brier and NLL with 95% query-bootstrap intervals, and reliability buckets.
 """
 
 from __future__ import annotations
@@ -94,9 +80,8 @@ def views(test: ScoredRun, valid: ScoredRun, *, keep: Sequence[str] = (), max_fi
           seed: int = 0) -> Iterator[View]:
     """Yield the :class:`View` s in order: ``as given`` (not for a score), then each fitted map.
 
-    A map is fitted on at most ``max_fit_pairs`` validation pairs (a seeded sample beyond: a map
-    of one to three parameters, or a monotone step map, is pinned down long before millions of
-    pairs). Only the views named in ``keep`` carry their ``valid`` Predictions (None for the others).
+    A map is fitted on at most ``max_fit_pairs`` validation pairs (a seeded sample beyond); only the
+    views named in ``keep`` carry their ``valid`` Predictions.
     """
     if test.kind is not ScoreKind.score:
         base_test, base_valid, squash_note = test.probabilities(), valid.probabilities(), ""

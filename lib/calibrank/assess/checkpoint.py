@@ -1,26 +1,11 @@
 """A local Hugging Face cross-encoder checkpoint scored on a user's queries.
 
-Any ``AutoModelForSequenceClassification`` folder with one or two labels (a
-sentence-transformers ``CrossEncoder`` folder is one: config.json, weights, tokenizer) is read
-offline and scores every (query, candidate) pair of a JSONL of queries. Its relevance logit
-is the score (:attr:`ScoreKind.logit`): the single logit of a one-label head, or
-``logit_1 - logit_0`` of a two-label head, the log-odds of its softmax's class 1 ("relevant"),
-so that the sigmoid of the score is that softmax probability.
-
-``passes=T`` scores every pair T times with dropout on: Monte-Carlo Dropout (Gal &
-Ghahramani 2016) for any checkpoint, no training, whose point prediction is the mean of the T
-samples (S-BERT^D = E[R^D_r], Penha & Hauff 2021, sec. 3.2.3). The checkpoint's own dropout
-layers draw their masks as in training, for each pair apart (the study's ``mc_dropout`` ranker
-instead shares one mask among a query's candidates).
-
-A pair is tokenised as the checkpoint's own tokenizer joins two texts
-(``[CLS] query [SEP] candidate [SEP]`` for BERT). A pair longer than ``max_length`` loses
-tokens of the query only (``only_first``): from the end of a ``query`` string, on the
-tokenizer's own side, and from the oldest turns of a ``context``, as the study's rankers keep
-the most recent context. Only a candidate too long to leave one query token is cut as well
-(``longest_first``).
-
-The JSONL holds one query per line::
+Any offline ``AutoModelForSequenceClassification`` folder with one or two labels scores every
+(query, candidate) pair of a JSONL of queries; the score is its relevance logit (with two
+labels, ``logit_1 - logit_0``). ``passes=T`` scores each pair T times with the checkpoint's own
+dropout on, a mask per pair: MC Dropout (Gal & Ghahramani 2016; S-BERT^D of Penha & Hauff 2021,
+sec. 3.2.3) without training. A pair too long for ``max_length`` loses query tokens first, the
+oldest turns of a ``context``, as the study's rankers do. One query per line::
 
     {"qid": "q1", "query": "text" | "context": ["oldest turn", ..., "latest turn"],
      "candidates": [{"docid": "d1", "text": "...", "label": 1}, ...]}
@@ -224,10 +209,8 @@ def read_queries(path: str | os.PathLike) -> list[TextQuery]:
 def load_checkpoint(path: str | os.PathLike) -> tuple[torch.nn.Module, Any, int]:
     """``(model, tokenizer, n_labels)`` of a local sequence-classification checkpoint, in eval mode, fp32.
 
-    Read with local files only. Refused, naming the folder: no config.json, weights or tokenizer;
-    an architecture that is not ``*ForSequenceClassification``; more than two labels; weights
-    that lack part of the model (a head that would be initialised at random); a tokenizer with
-    more tokens than the model embeds.
+    Refused, naming the folder: missing config, weights or tokenizer; not ``*ForSequenceClassification``;
+    more than two labels; weights that leave part of the model random; a tokenizer larger than the embeddings.
     """
     folder = Path(path)
     if not folder.is_dir():
@@ -416,10 +399,8 @@ def score_checkpoint(
 ) -> ScoredRun:
     """The checkpoint at ``path`` scored on ``queries`` (a JSONL path or :class:`TextQuery` records).
 
-    ``passes=0``: one deterministic score per candidate (S = 1). ``passes=T > 0``: T passes with
-    dropout on, the MC Dropout samples (S = T), drawn from ``seed``: the same seed gives the same
-    numbers. Scores are relevance logits (``kind=logit``). Labels come from the candidates'
-    ``label`` fields or from ``qrels`` (``qid -> {docid: grade}``), never both.
+    ``passes=0``: one deterministic logit per candidate (S = 1); ``passes=T``: T MC Dropout samples
+    drawn from ``seed``. Labels come from the candidates' ``label`` fields or from ``qrels``, never both.
     """
     for name, value, low in (("passes", passes, 0), ("batch_size", batch_size, 1), ("max_length", max_length, 4),
                              ("relevant_at", relevant_at, 1)):

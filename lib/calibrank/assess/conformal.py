@@ -1,18 +1,10 @@
 """Conformal shortlists: a set of each query's candidates that holds a relevant one with probability >= 1 - alpha.
 
-Split conformal with the LAC score (:mod:`calibrank.practice.conformal`) on the candidate
-distribution ``softmax(logit(p))`` over each query's own list
-(:func:`calibrank.practice.listwise.candidate_distribution`; a padded slot has probability 0
-and never enters a set). A query may have several relevant candidates: its calibration score
-is the smallest LAC score among them, so the set is calibrated to hold at least one. The
-quantile is computed on the validation queries that have a relevant candidate and applied to
-the test queries; with too few of them for ``alpha`` the row says the guarantee cannot hold.
-
-Reported per ``alpha`` on the test queries: coverage of the queries with a relevant candidate
-(95% Clopper-Pearson), mean set size, empty sets; where test queries without a relevant
-candidate exist, an empty set read as "none of the above": the share of those queries with an
-empty set (NOTA recall, no guarantee) and of answerable queries with one (false NOTA, at most
-``alpha`` in expectation under exchangeability).
+Split conformal with the LAC score (:mod:`calibrank.practice.conformal`) on each query's
+``softmax(logit(p))`` over its own list; a query's calibration score is the smallest among its
+relevant candidates, so the set holds at least one. Calibrated on validation queries with a
+relevant candidate, reported on test: coverage (95% Clopper-Pearson), set size, empty sets, and
+where some test queries have no relevant candidate, an empty set read as "none of the above".
 """
 
 from __future__ import annotations

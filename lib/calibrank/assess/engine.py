@@ -1,14 +1,9 @@
 """Judge any ranker's scores: :func:`assess` runs every analysis of the study on a :class:`ScoredRun`.
 
-One engine: each section calls the library's own functions (metrics, resampling, recalibration,
-selective prediction, conformal sets, Learn then Test, risk-aware ranking) on Predictions
-built from the run, so a study ranker converted to a ScoredRun gets the study's numbers.
-Everything fitted (recalibration maps, the list confidence, the certified threshold, conformal
-quantiles, the risk aversion ``b``) is fitted on ``valid`` and reported on ``test``; no number
-fitted on test queries is shown as a test number.
-
-The later sections read the *working* probabilities: as given, or Platt's map fitted on
-``valid`` for a score without a probability scale (:func:`calibrank.assess.calibration.working`).
+Each section calls the library's own functions on Predictions built from the run, so a study
+ranker converted to a ScoredRun gets the study's numbers. Everything fitted (recalibration
+maps, thresholds, conformal quantiles, ``b``) is fitted on ``valid`` and reported on ``test``.
+Later sections read the working probabilities (:func:`calibrank.assess.calibration.working`).
 """
 
 from __future__ import annotations
@@ -124,10 +119,9 @@ def assess(test: ScoredRun, valid: ScoredRun, *, seed: int = 0, n_resamples: int
            alpha: float = 0.1, delta: float = 0.1, k: Sequence[int] = (1, 5, 10), notes: Sequence[str] = ()) -> Assessment:
     """Every section on ``test``, with what is fitted fitted on ``valid``.
 
-    ``level``: the bootstrap intervals' confidence (selective scores and Clopper-Pearson intervals
-    are 95%); ``alpha``: the miscoverage of the shortlists and ``1 -`` the precision the certified
-    threshold targets, at confidence ``1 - delta``; ``k``: the recall cut-offs; ``seed`` seeds
-    every resampling.
+    ``level``: the bootstrap intervals' confidence; ``alpha``: the shortlists' miscoverage and
+    ``1 -`` the certified precision, at confidence ``1 - delta``; ``k``: recall cut-offs; ``seed``
+    seeds every resampling.
     """
     ks = _check_args(seed, n_resamples, level, alpha, delta, k)
     _check_pair(test, valid)

@@ -1,18 +1,11 @@
 """Rows of (qid, docid, score) as a reader found them, checked and assembled into a :class:`ScoredRun`.
 
-Every reader (TREC runs in :mod:`.trec`, score tables and DataFrames in :mod:`.tables`) hands
-over one :class:`Rows` per sample; :func:`assemble` checks them and lays them out as padded
-``[S, Q, K]`` arrays, with the qrels joined on (qid, docid).
-
-How the qrels are read follows trec_eval: a query of the run that the qrels never mention is
-left out (and counted in ``meta["dropped_queries"]``); a candidate the qrels do not judge counts
-as non-relevant and is marked unjudged; ``n_relevant`` counts every relevant judgment of a
-query, retrieved or not (the denominator of recall and average precision).
-
-The checks are vectorised; a line number is looked up (a second, slow pass over the file) only
-once a check has failed. Candidates are matched through 64-bit hashes of (query, docid); every
-match is then compared string for string, and the rare hash collision is retried with another
-salt, so a hash never decides an answer.
+Each reader hands over one :class:`Rows` per sample; :func:`assemble` checks them and lays them
+out as padded ``[S, Q, K]`` arrays with the qrels joined, as trec_eval reads qrels: queries the
+qrels never mention are left out (``meta["dropped_queries"]``), unjudged candidates count as
+non-relevant, and ``n_relevant`` counts every relevant judgment. Checks are vectorised; a line
+number is looked up only to word an error. Candidates match through 64-bit hashes, each match
+then compared string for string, so a hash never decides an answer.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """What a user has (TREC runs and qrels, a score table, a checkpoint) as the two inputs an assessment needs.
 
-A recalibration map, a threshold or an abstention rule is fitted on one set of queries and
-judged on another. :func:`load` returns both (:class:`Inputs`: ``valid`` to fit on, ``test``
-to judge on) and the notes a report should print beside its numbers: how the queries were
-split, how much of the pool the qrels judge, which queries were left out and why.
-
-Without a validation input, the queries are split in two by a permutation drawn from ``seed``
-(the first half fits, the rest is judged); the same seed gives the same halves.
+Maps, thresholds and abstention rules are fitted on one set of queries and judged on another:
+:func:`load` returns both (:class:`Inputs`: ``valid``, ``test``) with notes on how queries were
+split, judged or left out. Without a validation input, a permutation drawn from ``seed`` splits
+the queries in halves.
 """
 
 from __future__ import annotations
@@ -125,12 +122,10 @@ def load(*, run: Runs | None = None, qrels: Qrels | PathLike | None = None, vali
          passes: int = 0, score: Any = "score", relevant_at: int = 1, seed: int = 0) -> Inputs:
     """The test and validation inputs of one ranker, with notes.
 
-    Exactly one of ``run`` (TREC run file(s), with ``qrels``; a list = samples), ``table`` (a
-    score table; ``qrels`` when it has no label column) or ``checkpoint`` (a local
-    cross-encoder, scored on ``queries`` with ``passes`` MC Dropout passes, 0 = deterministic).
-    The matching ``valid_*`` input, judged by ``valid_qrels`` (default: ``qrels``), is fitted
-    on; without one, a seeded half of the queries is. ``score``: what a score is
-    (``probability``, ``logit``, ``score``); ``relevant_at``: the lowest relevant grade.
+    Exactly one of ``run`` (TREC file(s) with ``qrels``; several = samples), ``table`` or
+    ``checkpoint`` (scored on ``queries`` with ``passes`` MC Dropout passes); the matching
+    ``valid_*`` input is fitted on, else a seeded half of the queries. ``score``: what a score is;
+    ``relevant_at``: the lowest relevant grade.
     """
     kind = check_kind(score, "score")
     relevant_at = check_relevant_at(relevant_at)

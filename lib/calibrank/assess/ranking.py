@@ -1,22 +1,11 @@
 """How well the run ranks: trec_eval's measures with a query-bootstrap interval.
 
-Candidates are ranked by their mean score over samples; ties count against the relevant
-candidate and a padded slot ranks last (:func:`calibrank.metrics.ranking.per_query_ranking`).
-As trec_eval (and ``ir_measures``) count them:
-
-- ``R@k``: relevant documents in the top k over ``n_relevant``, the relevant documents the
-  qrels hold for the query, retrieved or not;
-- ``P@1``: the top candidate is relevant;
-- ``MRR`` (mean reciprocal rank, 0 when no relevant document was retrieved) and ``MAP``
-  (average precision over ``n_relevant``);
-- ``nDCG@10``: linear gains from the graded relevance (``ndcg_cut``: every positive grade is a
-  gain, also one below ``relevant_at``); the ideal ranking holds the grades of the graded
-  candidates in the list, and every relevant document of the qrels that the list lacks at the
-  lowest relevant grade (its grade is not in the run). With ``relevant_at = 1`` this is
-  trec_eval's number whenever the qrels' missing documents have grade 1.
-
-A query whose qrels hold no relevant document has no value and is left out; the table counts
-them. Intervals: 95% percentile bootstrap over queries (:func:`calibrank.metrics.resample.intervals`).
+Candidates rank by their mean score over samples, ties against the relevant one, padded slots
+last (:func:`calibrank.metrics.ranking.per_query_ranking`). As trec_eval counts them: ``R@k``
+and ``MAP`` over ``n_relevant`` (relevant documents in the qrels, retrieved or not), ``P@1``,
+``MRR``, and ``nDCG@10`` with linear graded gains (``ndcg_cut``), the ideal ranking holding the
+qrels' relevant documents missing from the list at the lowest relevant grade. A query without a
+relevant document is left out and counted. 95% percentile bootstrap over queries.
 """
 
 from __future__ import annotations

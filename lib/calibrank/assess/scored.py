@@ -1,14 +1,9 @@
 """A ranker's scores as the user gave them: ragged lists, graded qrels, several samples.
 
-``ScoredRun`` holds one ranker's raw scores on a set of queries before they are read as
-probabilities. Lists keep their own lengths (padded to the longest with a mask); unjudged
-candidates count as non-relevant and are remembered as unjudged, so a report can say how much
-of the pool the qrels cover. Several runs of one ranker (MC Dropout passes, ensemble members,
-seeds) are its samples, ``scores [S, Q, K]``.
-
-What a score is decides how it becomes a probability (:class:`ScoreKind`): ``probability``
-as is, ``logit`` through the sigmoid, ``score`` (any scale: BM25, an LLM's margin) only
-through a map fitted on labelled data, never as given.
+``ScoredRun`` holds raw scores before they are read as probabilities: lists padded with a mask,
+unjudged candidates non-relevant but remembered, several runs of one ranker as samples
+``scores [S, Q, K]``. :class:`ScoreKind` says how a score becomes a probability: ``probability``
+as is, ``logit`` through the sigmoid, ``score`` (any scale) only through a map fitted on labels.
 """
 
 from __future__ import annotations

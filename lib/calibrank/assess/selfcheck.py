@@ -1,11 +1,9 @@
 """Every table of an assessment checks itself where it is built.
 
-:func:`checked` raises :class:`~calibrank.assess.scored.AssessError` naming the table, the row
-(its key columns) and the value when a number is impossible: an interval whose ends are out of
-order, a mean outside its own percentile interval, a proportion outside [0, 1], a negative
-size. Intervals of non-additive statistics (ECE, AURC) can legitimately sit beside their
-estimate (see :mod:`calibrank.metrics.resample`), so only the columns named in ``inside`` must
-lie inside theirs.
+:func:`checked` raises :class:`~calibrank.assess.scored.AssessError` naming the table, row and
+value of an impossible number: interval ends out of order, a proportion outside [0, 1], a
+negative size, a value outside its interval for the columns in ``inside`` (non-additive
+statistics such as ECE may sit outside theirs, :mod:`calibrank.metrics.resample`).
 """
 
 from __future__ import annotations

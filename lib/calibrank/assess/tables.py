@@ -1,14 +1,9 @@
 """Score tables (CSV, TSV, Parquet, JSONL) and DataFrames: one row per (qid, docid) with its score.
 
-Columns: ``qid``, ``docid``, ``score``; ``label`` (an integer grade; empty or null: unjudged)
-unless qrels judge the rows; ``sample`` (optional) tells the samples of one ranker apart (MC
-Dropout passes, ensemble members): each value is one sample, in sorted order, and every sample
-must hold the same (qid, docid) pairs. Any other column is an error, so that a mistyped name
-is not silently ignored. Ids are read as strings (``007`` stays ``007``).
-
-The format follows the suffix: ``.csv``, ``.tsv`` / ``.tab``, ``.parquet`` / ``.pq``,
-``.jsonl`` / ``.ndjson``. Arrow reads each; a problem it reports is looked up again row by row
-only to name its line.
+Columns: ``qid``, ``docid``, ``score``; ``label`` (integer grade, empty = unjudged) unless qrels
+judge the rows; optional ``sample``, one value per sample, each holding the same pairs. Any other
+column is an error. Ids are strings (``007`` stays). The format follows the suffix; arrow reads
+each, and a problem is looked up row by row only to name its line.
 """
 
 from __future__ import annotations

@@ -1,20 +1,11 @@
 """Keep the candidates with ``p >= t``: precision and recall against the threshold, and a certified threshold.
 
-Over the test candidates (every query's list; padded slots never count), for each ``t`` of
-:data:`GRID`: ``precision(t)`` = relevant kept / kept, ``recall(t)`` = relevant kept / relevant
-candidates, each with a 95% percentile bootstrap band over test queries. Per query the kept
-and relevant-kept counts at every ``t`` are its sufficient statistics, so a resample is a
-counts vector and every band of every ``t`` is one matrix product
-(:func:`calibrank.practice.intervals.bootstrap_interval`).
-
-The Learn-then-Test threshold (Angelopoulos et al. 2021) for ``precision >= 1 - alpha`` at
-confidence ``1 - delta`` is chosen on the validation candidates by
-:func:`calibrank.practice.nota_sets.ltt_threshold` (risk ``wrong answer`` with the candidate as
-the unit: fixed-sequence binomial tests from the highest threshold down, Clopper-Pearson
-bounds). The guarantee treats candidates as exchangeable draws; the candidates of one query
-are not independent, which it does not account for. With fewer validation candidates than
-``ceil(ln delta / ln(1 - alpha))`` relevant ones (the fewest for which even an error-free
-threshold is certified) or than the tests' minimum, the guarantee cannot hold and the row says so.
+For each ``t`` of :data:`GRID`, precision and recall over the test candidates with 95% bootstrap
+bands over queries (one matrix product per band set). The Learn-then-Test threshold
+(Angelopoulos et al. 2021) for ``precision >= 1 - alpha`` at confidence ``1 - delta`` is chosen on
+validation candidates (:func:`calibrank.practice.nota_sets.ltt_threshold`). Its guarantee treats
+candidates as exchangeable, which a query's candidates are not; with too few validation
+candidates for any certified threshold, the row says so.
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
 """TREC run files (``qid Q0 docid rank score tag``) and qrels (``qid iter docid relevance``).
 
-A file is what ir_measures' ``read_trec_run`` / ``read_trec_qrels`` accept: one entry per
-non-blank line, fields separated by any mix of spaces and tabs, a score any float
-(scientific notation included), a grade an integer; ``.gz`` files are read through gzip.
-Stricter than they are: a score must be finite and a (qid, docid) may appear only once.
-Several run files are samples of one ranker (MC Dropout passes, ensemble members) and must
-hold the same (qid, docid) pairs. The rank column does not order anything: the scores do, as
-in trec_eval; ranks that disagree with the scores raise a warning.
-
-Files are parsed by arrow's multithreaded CSV reader on the bytes (tabs turned into spaces;
-runs of blanks collapsed only when the first parse shows them); a malformed file is read a
-second time, line by line, only to name its first bad line.
+What ir_measures' ``read_trec_run`` / ``read_trec_qrels`` accept (any blanks between fields,
+``.gz`` through gzip), and stricter: scores finite, each (qid, docid) once. Several run files are
+samples of one ranker and must hold the same pairs. Scores order, not the rank column (ranks
+that disagree warn). Arrow's CSV reader parses the bytes; a bad file is read again line by line
+only to name its first bad line.
 """
 
 from __future__ import annotations
@@ -56,11 +50,9 @@ def _normalised(data: bytes) -> bytes:
 
 
 def _parse(data: bytes, columns: Sequence[str], types: dict[str, pa.DataType]) -> pa.Table | None:
-    """The space-separated table, or None when arrow cannot read it (wrong column count, a value of the wrong type)
-    or a field is empty (a blank at the start or end of a line, or two in a row).
+    """The space-separated table, or None when arrow cannot read it or a field is empty.
 
-    Only the columns in ``types`` are converted; the others (Q0, iter, tag) are checked to be
-    non-empty through the blanks around them, which costs less than converting them.
+    Only the columns in ``types`` are converted; the others are checked to be non-empty.
     """
     if b"  " in data or b" \n" in data or data.endswith(b" "):
         return None

@@ -1,10 +1,7 @@
 """With several samples per score (MC Dropout passes, ensemble members): risk-aware re-ranking.
 
-``E[R] - b var[R] - 2b sum cov`` (Penha & Hauff 2021, section 3.2.4; :mod:`calibrank.risk`)
-with ``b`` chosen on the validation queries by R@1 from 0, 0.1, ..., 1 and applied to the
-test queries, against the mean ranker (paired t-test over test queries). Padded slots have no
-variance nor covariance and rank last. Without samples (S = 1) there is nothing to re-rank and
-the table is empty.
+``E[R] - b var[R] - 2b sum cov`` (Penha & Hauff 2021, sec. 3.2.4; :mod:`calibrank.risk`), ``b``
+chosen on validation R@1 and compared on test with the mean ranker. Empty when S = 1.
 """
 
 from __future__ import annotations
