@@ -113,13 +113,10 @@ class _PerQueryMasks:
         return output
 
     def _masks(self, site: int, p: float, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-        """Scaled keep-masks ``[U, *shape]`` (0 or 1 / (1 - p), in ``dtype``) of the batch's queries at ``site``
-        in the current pass.
+        """Scaled keep-masks ``[U, *shape]`` (0 or 1 / (1 - p)) of the batch's queries at ``site`` in this pass.
 
-        For a ``[width, d]`` site the numbers are the first ``width`` rows of the query's
-        ``[max_length, d]`` mask: torch draws uniform numbers on the CPU one after the other, so a
-        shorter draw from the same seed is a prefix of a longer one (checked by the tests), and a
-        query's mask does not depend on the width of the batch it is in.
+        A ``[width, d]`` site takes the first ``width`` rows of the query's ``[max_length, d]`` mask (a
+        shorter CPU draw from one seed is a prefix of a longer one), so a mask does not depend on the batch.
         """
         g = self._generator
         uniform = torch.empty((len(self.keys), *shape), dtype=torch.float32)

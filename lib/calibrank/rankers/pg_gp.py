@@ -64,10 +64,9 @@ _D = PGDRRConfig  # the defaults
 class PGHead(nn.Module):
     """The GP layer's learnable parts: projection ``z = A h + c`` (or identity) and the prior mean function.
 
-    The prior mean is ``m(z) = m0 + v^T z`` (``mean_function="linear"``; ``v`` initialised as the
-    dense output layer it stands in for, uniform in +-1/sqrt(d), so that the encoder receives a
-    gradient through the mean from the first step) or the constant ``m0`` (``"constant"``).
-    ``m0`` is learnable with ``learn_mean`` (else 0); ``v`` exists only for the linear mean.
+    ``m(z) = m0 + v^T z`` (``mean_function="linear"``, ``v`` initialised as a dense output layer so
+    the encoder gets a gradient from the first step) or ``m0`` (``"constant"``); ``m0`` is learnt
+    with ``learn_mean``, else 0.
     """
 
     mean: torch.Tensor
