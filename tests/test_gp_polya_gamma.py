@@ -423,9 +423,11 @@ def test_the_pg_drr_section_reads_the_layers_defaults() -> None:
     section = PGDRRConfig()
     assert (section.length_scale, section.output_scale) == (1.0, 8.0)
     for kernel in (rbf_kernel, matern_kernel, linear_kernel):
-        assert (default(kernel, "length_scale"), default(kernel, "output_scale")) == (section.length_scale, section.output_scale)
+        assert default(kernel, "length_scale") == section.length_scale
+        assert default(kernel, "output_scale") == section.output_scale
     assert default(matern_kernel, "nu") == section.nu == 2.5
-    assert (default(gibbs_gp, "n_steps"), default(gibbs_gp, "n_chains")) == (section.gibbs_steps, section.gibbs_chains) == (10, 30)
+    assert (default(gibbs_gp, "n_steps"), default(gibbs_gp, "n_chains")) == (section.gibbs_steps, section.gibbs_chains)
+    assert (section.gibbs_steps, section.gibbs_chains) == (10, 30)
     assert default(gauss_hermite_sigmoid, "n_points") == section.quadrature_points == 20
     with pytest.raises(ConfigError, match=r"^nu: expected one of 0.5, 1.5, 2.5 \(Matérn smoothness\), got 2.0$"):
         PolyaGammaSettings(nu=2.0)

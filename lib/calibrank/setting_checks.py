@@ -124,7 +124,8 @@ def check_focal_gamma(key: str, gamma: Any) -> float | str:
             return FocalGamma(gamma).value
         except ValueError:
             hint = close_match(gamma, [m.value for m in FocalGamma])
-            raise error(key, f"expected a number >= 0 or one of {choice_names(FocalGamma)}, got {gamma!r}{hint}") from None
+            raise error(key, f"expected a number >= 0 or one of {choice_names(FocalGamma)}, "
+                             f"got {gamma!r}{hint}") from None
     if not (is_number(gamma) and gamma >= 0):
         raise error(key, f"a focal-loss gamma must be >= 0 (or one of {choice_names(FocalGamma)}), got {gamma!r}")
     return float(gamma)

@@ -135,9 +135,10 @@ class RandomFeatureGP(nn.Module):
     ) -> None:
         super().__init__()
         check_count("in_features", in_features)
-        output_init = RandomFeatureSettings(n_features=n_features, length_scale=length_scale,
-                                            feature_scale=feature_scale, ridge=ridge, momentum=momentum,
-                                            mean_field_factor=mean_field_factor, output_init=output_init).output_init.value
+        settings = RandomFeatureSettings(n_features=n_features, length_scale=length_scale,
+                                         feature_scale=feature_scale, ridge=ridge, momentum=momentum,
+                                         mean_field_factor=mean_field_factor, output_init=output_init)
+        output_init = settings.output_init.value
         self.in_features = int(in_features)
         self.n_features = int(n_features)
         self.length_scale = float(length_scale)

@@ -15,7 +15,8 @@ from ..choices import RFOutputInit
 from ..setting_checks import (check_choice, check_count, check_matern_nu, check_momentum, check_non_negative,
                               check_positive)
 
-__all__ = ["MAX_FEATURES", "PolyaGammaSettings", "RandomFeatureSettings", "SpectralNormSettings", "check_random_features"]
+__all__ = ["MAX_FEATURES", "PolyaGammaSettings", "RandomFeatureSettings", "SpectralNormSettings",
+           "check_random_features"]
 
 #: Random features or inducing pairs of a GP layer: it holds a square matrix of this side (1 GiB in fp32).
 MAX_FEATURES = 16384
