@@ -9,15 +9,14 @@ import pytest
 import torch
 from scipy import integrate
 
-from calibrank.gp import (
+from calibrank.gp.gaussian import draw_joint, jittered_cholesky
+from calibrank.gp.polya_gamma import (
     PGPosterior,
-    draw_joint,
     fisher_loss,
     gauss_hermite_sigmoid,
     gibbs_gp,
     gp_predictive,
     gp_predictive_joint,
-    jittered_cholesky,
     linear_kernel,
     log_likelihood_given_w,
     matern_kernel,
@@ -408,3 +407,27 @@ def test_select_inducing_is_stratified_and_seeded() -> None:
         select_inducing(labels, 1, np.random.default_rng(0))
     with pytest.raises(ValueError, match="size"):
         select_inducing(labels, 10_000, np.random.default_rng(0))
+
+
+def test_the_pg_drr_section_reads_the_layers_defaults() -> None:
+    """PG-DRR's settings (sec. 4.4) are the functions' defaults, and the ``pg_drr`` section of a profile reads them."""
+    import inspect
+
+    from calibrank.config import PGDRRConfig
+    from calibrank.gp.settings import PolyaGammaSettings
+    from calibrank.setting_checks import ConfigError
+
+    def default(fn, name):
+        return inspect.signature(fn).parameters[name].default
+
+    section = PGDRRConfig()
+    assert (section.length_scale, section.output_scale) == (1.0, 8.0)
+    for kernel in (rbf_kernel, matern_kernel, linear_kernel):
+        assert default(kernel, "length_scale") == section.length_scale
+        assert default(kernel, "output_scale") == section.output_scale
+    assert default(matern_kernel, "nu") == section.nu == 2.5
+    assert (default(gibbs_gp, "n_steps"), default(gibbs_gp, "n_chains")) == (section.gibbs_steps, section.gibbs_chains)
+    assert (section.gibbs_steps, section.gibbs_chains) == (10, 30)
+    assert default(gauss_hermite_sigmoid, "n_points") == section.quadrature_points == 20
+    with pytest.raises(ConfigError, match=r"^nu: expected one of 0.5, 1.5, 2.5 \(Matérn smoothness\), got 2.0$"):
+        PolyaGammaSettings(nu=2.0)

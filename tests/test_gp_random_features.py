@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from calibrank.gp import RandomFeatureGP
+from calibrank.gp.random_features import RandomFeatureGP
 
 
 def _inputs(n: int, d: int, seed: int, scale: float = 1.0) -> torch.Tensor:
@@ -250,3 +250,32 @@ def test_exact_precision_shrinks_the_variance_as_data_grows_and_eq5_does_not() -
     # eq. 5 with m = 0.999 averages per-batch terms: its precision stays below one batch's worth of
     # data, so the variance barely moves with 16x the data, and stays far above the exact one
     assert moving[2] > 0.8 * moving[0] and moving[2] > 10 * exact[2]
+
+
+def test_the_sngp_sections_read_the_layers_defaults() -> None:
+    """Every argument of the layer that a profile sets defaults to the same value in both."""
+    import inspect
+
+    from calibrank.config import GPFBertConfig, SNGPConfig
+
+    params = inspect.signature(RandomFeatureGP).parameters
+    names = ("n_features", "length_scale", "feature_scale", "ridge", "momentum", "mean_field_factor", "output_init")
+    layer = {n: params[n].default for n in names}
+    assert layer["mean_field_factor"] == math.pi / 8 and layer["momentum"] is None and layer["output_init"] == "dense"
+    for section in (SNGPConfig(), GPFBertConfig()):
+        assert {n: getattr(section, n) for n in names} == layer
+
+
+def test_the_settings_check_themselves_where_they_are_built() -> None:
+    from calibrank.choices import RFOutputInit
+    from calibrank.gp.settings import MAX_FEATURES, RandomFeatureSettings
+    from calibrank.setting_checks import ConfigError
+
+    assert RandomFeatureSettings(output_init="prior").output_init is RFOutputInit.prior
+    with pytest.raises(ConfigError, match=rf"^n_features: expected at most {MAX_FEATURES} "):
+        RandomFeatureSettings(n_features=MAX_FEATURES + 1)
+    with pytest.raises(ConfigError, match=r"^output_init: expected one of 'dense', 'prior', 'zero', got 'priors' "
+                                          r"\(did you mean 'prior'\?\)$"):
+        RandomFeatureSettings(output_init="priors")
+    with pytest.raises(ConfigError, match=r"^momentum: expected null \(exact sum\) or a number in \(0, 1\), got 1$"):
+        RandomFeatureGP(3, n_features=4, momentum=1)

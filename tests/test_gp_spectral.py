@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch import nn
 
-from calibrank.gp import SpectralNormLinear, apply_spectral_norm
+from calibrank.gp.spectral import SpectralNormLinear, apply_spectral_norm
 
 
 def _linear_with_singular_values(s: list[float], out_f: int = 12, in_f: int = 20, seed: int = 0) -> nn.Linear:
@@ -134,3 +134,22 @@ def test_validation(kwargs: dict, match: str) -> None:
 def test_rejects_non_linear() -> None:
     with pytest.raises(ValueError, match="linear"):
         SpectralNormLinear(nn.Conv1d(1, 1, 1))  # type: ignore[arg-type]
+
+
+def test_the_sngp_sections_read_the_layers_defaults_and_rules() -> None:
+    """``sn_bound`` and ``sn_power_iterations`` of a profile default to the layer's own arguments, and a value
+    the layer refuses is refused by the settings with the same words."""
+    import inspect
+
+    from calibrank.config import GPFBertConfig, SNGPConfig
+    from calibrank.gp.settings import SpectralNormSettings
+    from calibrank.setting_checks import ConfigError
+
+    params = inspect.signature(SpectralNormLinear).parameters
+    for section in (SNGPConfig(), GPFBertConfig()):
+        assert (section.sn_bound, section.sn_power_iterations) == \
+            (params["bound"].default, params["n_power_iterations"].default) == (0.95, 1)
+    with pytest.raises(ConfigError, match=r"^n_power_iterations: expected a positive integer, got 0$"):
+        SpectralNormSettings(n_power_iterations=0)
+    with pytest.raises(ConfigError, match=r"^bound: expected a positive number, got -1.0$"):
+        SpectralNormLinear(nn.Linear(3, 2), bound=-1.0)

@@ -9,7 +9,8 @@ from torch import nn
 
 from calibrank.config import GPFBertConfig, PGDRRConfig, SNGPConfig
 from calibrank.data.schema import RankingQuery
-from calibrank.gp import SpectralNormLinear, draw_joint
+from calibrank.gp.gaussian import draw_joint
+from calibrank.gp.spectral import SpectralNormLinear
 from calibrank.gp.polya_gamma import gauss_hermite_sigmoid
 from calibrank.losses import binary_cross_entropy, focal
 from calibrank.rankers.base import encode_features
@@ -95,7 +96,7 @@ def test_sngp_training_loss_is_bce_on_the_gp_mean(models_dir):
 
 def test_sngp_output_weights_start_from_a_seeded_random_draw(sngp, models_dir):
     """Default ``output_init="dense"``: beta ~ U(+-1/sqrt(L)) as a dense layer; ``"prior"``: N(0, I / ridge)."""
-    from calibrank.gp import RandomFeatureGP
+    from calibrank.gp.random_features import RandomFeatureGP
 
     draws = [RandomFeatureGP(16, 4000, ridge=4.0, seed=s).output.weight.detach() for s in (0, 0, 1)]
     assert torch.equal(draws[0], draws[1]) and not torch.equal(draws[0], draws[2])

@@ -98,3 +98,66 @@ def test_a_toy_ranker_enters_a_profile_and_the_grid(registered):
     assert grid.shared_runs(cfg) == {"toy-chitchat": "bert-chitchat", "toy-chitchat-seed1": "bert-chitchat-seed1"}
     assert not any(m.name.startswith("toy-") for m in grid.grid_models(cfg))
     assert expected_samples(cfg, "toy") == 1
+
+
+def _module_imports(path, name, is_package):
+    """The package's modules that ``name`` imports when it loads (imports in function bodies excluded)."""
+    import ast
+
+    package = name.split(".") if is_package else name.split(".")[:-1]
+    found = set()
+
+    def visit(body):
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            if isinstance(node, ast.Import):
+                found.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = package[:len(package) - node.level + 1] if node.level else []
+                module = ".".join([*base, *([node.module] if node.module else [])])
+                found.update({module, *(f"{module}.{a.name}" for a in node.names)})
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.stmt):
+                    visit([child])
+
+    visit(ast.parse(path.read_text(encoding="utf-8")).body)
+    return found
+
+
+def test_the_package_imports_form_no_cycle():
+    """Imports point down: following the imports a module runs when it loads never leads back to it."""
+    from pathlib import Path
+
+    import calibrank
+
+    root = Path(calibrank.__file__).parent
+    modules = {}
+    for path in root.rglob("*.py"):
+        parts = path.relative_to(root.parent).with_suffix("").parts
+        is_package = parts[-1] == "__init__"
+        modules[".".join(parts[:-1] if is_package else parts)] = (path, is_package)
+    graph = {}
+    for name, (path, is_package) in modules.items():
+        parents = {".".join(name.split(".")[:i]) for i in range(1, name.count(".") + 1)}
+        graph[name] = {m for m in _module_imports(path, name, is_package) if m in modules and m != name} - parents
+    assert graph["calibrank.config"] >= {"calibrank.registry", "calibrank.profile_schema"}  # the walk sees imports
+
+    state = {}
+
+    def cycle_from(name, trail):
+        state[name] = "open"
+        for dep in sorted(graph[name]):
+            if state.get(dep) == "open":
+                return [*trail[trail.index(dep):], dep] if dep in trail else [name, dep]
+            if dep not in state:
+                found = cycle_from(dep, [*trail, dep])
+                if found:
+                    return found
+        state[name] = "done"
+        return None
+
+    for name in sorted(graph):
+        if name not in state:
+            cycle = cycle_from(name, [name])
+            assert cycle is None, "import cycle: " + " -> ".join(cycle)

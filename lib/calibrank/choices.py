@@ -173,7 +173,7 @@ class FocalGamma(str, enum.Enum):
 
 class RFOutputInit(str, enum.Enum):
     """Start of the output weights of the random-feature GP layer (``sngp``, ``gpf_bert``;
-    :class:`calibrank.gp.RandomFeatureGP`)."""
+    :class:`calibrank.gp.random_features.RandomFeatureGP`)."""
 
     dense = "dense"
     prior = "prior"
@@ -195,5 +195,5 @@ class GPMeanFunction(str, enum.Enum):
     linear = "linear"
 
 
-#: Smoothness values ``nu`` of the Matérn kernel with a closed form (:func:`calibrank.gp.matern_kernel`).
+#: Smoothness values ``nu`` of the Matérn kernel with a closed form (:func:`calibrank.gp.polya_gamma.matern_kernel`).
 MATERN_NU = (0.5, 1.5, 2.5)

@@ -8,6 +8,8 @@
   ``gamma`` is a number >= 0 or ``"adaptive"``: the sample-dependent gamma of Mukhoti et al.
   (2020, "FLSD-53"), :data:`ADAPTIVE_LOW` (5) where ``p_t <`` :data:`ADAPTIVE_THRESHOLD` (0.2)
   and :data:`ADAPTIVE_HIGH` (3) otherwise, chosen per pair from the current (detached) ``p_t``.
+  ``gamma`` has no default here: GPF-BERT leaves it open, and the ranker that trains with the
+  loss gives it (its section of the profile, :class:`calibrank.config.FocalConfig`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from .choices import FocalGamma
-from .config import FocalConfig, check_focal_gamma
+from .setting_checks import check_focal_gamma
 
 __all__ = ["binary_cross_entropy", "focal", "ADAPTIVE_THRESHOLD", "ADAPTIVE_LOW", "ADAPTIVE_HIGH"]
 
@@ -31,7 +33,7 @@ def binary_cross_entropy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Te
     return F.binary_cross_entropy_with_logits(logits.float(), labels.float())
 
 
-def focal(logits: torch.Tensor, labels: torch.Tensor, gamma: float | str = FocalConfig.gamma) -> torch.Tensor:
+def focal(logits: torch.Tensor, labels: torch.Tensor, gamma: float | str) -> torch.Tensor:
     """Mean focal loss ``-(1 - p_t)^gamma log p_t`` (GPF-BERT eq. 6) with a fixed ``gamma`` >= 0 or ``"adaptive"``.
 
     Raises:

@@ -11,12 +11,9 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .choices import RankerName
-
-if TYPE_CHECKING:
-    from .config import Config
 
 __all__ = ["Family", "Papers", "RankerInfo", "RANKERS", "RegisteredName", "claimed_by", "info", "key", "of_family", "register", "trained_model"]
 
@@ -46,17 +43,19 @@ class RankerInfo:
     (MC Dropout and temperature scaling reuse ``bert``'s weights of the same seed);
     ``first_member_shares``: for an ensemble, the ranker whose model is member 0;
     ``data_parallel``: training is a mean over pairs, so data-parallel training is exact;
-    ``samples``: S of its Predictions under a profile; ``members``: models it trains per seed.
+    ``samples``: S of its Predictions under a profile; ``members``: models it trains per seed. Both take
+    the profile (:class:`calibrank.config.Config`), which this module does not import: the config
+    reads the registry, so the registry stays below it.
     """
 
     name: str
     display: str
     family: Family
-    samples: Callable[["Config"], int]
+    samples: Callable[[Any], int]
     shares: str | None = None
     first_member_shares: str | None = None
     data_parallel: bool = False
-    members: Callable[["Config"], int] = lambda cfg: 1
+    members: Callable[[Any], int] = lambda cfg: 1
     papers: tuple[Papers, ...] = ()
 
 

@@ -14,7 +14,7 @@ What is computed
 Two ladders
 -----------
 * :data:`KERNEL_JITTERS` (0, then 1e-6 ... 1e-2 of the mean diagonal): for a GP's prior kernel
-  matrix (PG-DRR's Gibbs sampler, :func:`calibrank.gp.gibbs_gp`), where the jitter found is added
+  matrix (PG-DRR's Gibbs sampler, :func:`calibrank.gp.polya_gamma.gibbs_gp`), where the jitter found is added
   to the kernel throughout and recorded.
 * :data:`SAMPLE_JITTERS` (0, then 1e-9 ... 1e-3): for a predictive covariance that is only
   factorised to draw from it (SNGP's ``Phi Sigma Phi^T`` has rank at most the number of random

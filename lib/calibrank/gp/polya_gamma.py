@@ -52,7 +52,7 @@ Cholesky factor, batched over chains:
 * conditional draw (Matheron's rule): with ``f ~ N(a, K)`` and ``xi ~ N(0, I)``,
   ``g = f - K W^1/2 B^-1 (W^1/2 f + xi)`` has exactly the law ``N(Sigma (K^-1 mu + kappa), Sigma)``;
   only ``f`` needs a square root of ``K``: its Cholesky factor with jitter escalation
-  (0, then 1e-6 ... 1e-2 times the mean diagonal; :func:`calibrank.gp.jittered_cholesky`), and
+  (0, then 1e-6 ... 1e-2 times the mean diagonal; :func:`calibrank.gp.gaussian.jittered_cholesky`), and
   the jitter used is then added to ``K`` throughout (recorded in ``GibbsResult.jitter``);
 * predictive: ``(K + W^-1)^-1 (W^-1 kappa - mu) = kappa - W^1/2 B^-1 W^1/2 a`` and
   ``K*^T (K + W^-1)^-1 K* = ||R^-1 W^1/2 K*||^2`` with ``B = R R^T``.
@@ -99,8 +99,9 @@ from typing import Literal
 import numpy as np
 import torch
 
-from ..config import PGDRRConfig, check_matern_nu
+from ..setting_checks import check_matern_nu
 from .gaussian import jittered_cholesky
+from .settings import PolyaGammaSettings
 
 __all__ = [
     "sample_pg",
@@ -120,8 +121,8 @@ __all__ = [
 ]
 
 Scale = float | torch.Tensor
-#: PG-DRR's settings (sec. 4.4) are the defaults of the functions below, from the one place they are written.
-_PG = PGDRRConfig
+#: PG-DRR's settings (sec. 4.4) are the defaults of the functions below.
+_PG = PolyaGammaSettings
 
 
 # ====================================================================== Pólya-Gamma draws
@@ -244,7 +245,7 @@ def linear_kernel(
 
     Its diagonal is ``output_scale * ||x / l||^2`` (not constant); with raw 768-d BERT
     features choose ``length_scale`` of the order of the feature norm. Rank <= d, so ``K`` is
-    singular once n > d (the Gibbs sampler copes; see :func:`calibrank.gp.jittered_cholesky`).
+    singular once n > d (the Gibbs sampler copes; see :func:`calibrank.gp.gaussian.jittered_cholesky`).
     """
     _check_scale(length_scale, "length_scale")
     _check_scale(output_scale, "output_scale")

@@ -49,30 +49,25 @@ Departures from the paper and why
   variances than the exact sum; this is a property of eq. 5 and kept.
 * ``length_scale`` divides ``W h`` (equivalently ``W ~ N(0, 1 / l^2)``); the paper fixes
   ``W ~ N(0, 1)``, i.e. ``l = 1``. BERT-scale practice draws the features "with a small
-  scale", which here is a large ``length_scale``. ``l`` only means something against the
-  spread of ``h``: the laptop profile uses 4 for MiniLM's pooled features (pairwise distances
-  0.4-1.2; see :class:`calibrank.rankers.SNGPRanker` for what 1, 2 and 4 gave). ``feature_scale`` multiplies ``Phi`` (the
-  prior output scale is its square); 1 gives eq. 2 exactly.
+  scale", which here is a large ``length_scale``: ``l`` only means something against the spread
+  of ``h``. ``feature_scale`` multiplies ``Phi`` (the prior output scale is its square); 1 gives
+  eq. 2 exactly.
 * The output layer ``beta`` starts from a seeded random draw; the paper states only the
   prior ``beta ~ N(0, I)``. Default ``output_init="dense"``: PyTorch's initialisation of the
-  dense layer it replaces, ``U(-1/sqrt(L), 1/sqrt(L))`` (initial logits ~0.02, but a
-  non-zero gradient into the encoder from the first step). ``"prior"`` draws from
-  ``N(0, I / ridge)`` (initial logits of standard deviation ~1 that training must first
-  undo: on the laptop profile the BCE was still 0.73 after 120 steps); ``"zero"`` (all
-  logits 0, p = 1/2) is a saddle for fine-tuning and is not recommended: at ``beta = 0`` the
-  gradient into the encoder is exactly zero, and the gradient into ``beta``,
-  ``sum_i (p_i - y_i) Phi_i``, is dominated by the component shared by all ``Phi_i`` (with a
-  length scale larger than the feature spread, ``Phi`` of any two inputs are strongly
-  correlated) times the batch's label imbalance, which changes sign from batch to batch.
-  Training then sits at the loss ``log 2`` for hundreds of steps (laptop profile: the first
-  ~250 of 500 steps). An optional output bias (``bias=True``) is a point estimate without
-  posterior variance (eq. 3 has none; off by default).
-* ``sample_logits`` adds a small diagonal jitter where needed (:func:`calibrank.gp.draw_joint`,
+  dense layer it replaces, ``U(-1/sqrt(L), 1/sqrt(L))`` (small initial logits, but a non-zero
+  gradient into the encoder from the first step). ``"prior"`` draws from ``N(0, I / ridge)``
+  (initial logits of standard deviation ~1 that training must first undo); ``"zero"`` (all
+  logits 0, p = 1/2) is a saddle for fine-tuning: at ``beta = 0`` the gradient into the encoder
+  is exactly zero, and the gradient into ``beta``, ``sum_i (p_i - y_i) Phi_i``, is dominated by
+  the component shared by all ``Phi_i`` times the batch's label imbalance, which changes sign
+  from batch to batch, so training sits at the loss ``log 2``. An optional output bias
+  (``bias=True``) is a point estimate without posterior variance (eq. 3 has none; off by default).
+* ``sample_logits`` adds a small diagonal jitter where needed (:func:`calibrank.gp.gaussian.draw_joint`,
   escalating from 1e-9 to 1e-3 of the mean variance) because ``Phi Sigma Phi^T`` has rank <= L
   and can be numerically singular for near-duplicate candidates.
 
-Defaults and ranges are those of :class:`calibrank.config.RandomFeatureGPConfig` (one source for
-the layer, the ``sngp`` / ``gpf_bert`` rankers and their params sections).
+Defaults and ranges: :class:`calibrank.gp.settings.RandomFeatureSettings`, which the ``sngp`` and
+``gpf_bert`` sections of a profile read too.
 """
 
 from __future__ import annotations
@@ -83,12 +78,13 @@ import torch
 from torch import nn
 
 from ..choices import RFOutputInit
-from ..config import RandomFeatureGPConfig, check_count, check_random_features
+from ..setting_checks import check_count
 from .gaussian import draw_joint
+from .settings import RandomFeatureSettings
 
 __all__ = ["RandomFeatureGP"]
 
-_D = RandomFeatureGPConfig  # the defaults
+_D = RandomFeatureSettings  # the defaults
 
 
 class RandomFeatureGP(nn.Module):
@@ -111,7 +107,7 @@ class RandomFeatureGP(nn.Module):
         output_init: ``"dense"`` (``beta ~ U(-1/sqrt(L), 1/sqrt(L))``), ``"prior"``
             (``N(0, I / ridge)``) or ``"zero"`` (:class:`calibrank.choices.RFOutputInit`).
 
-    Defaults: those of :class:`calibrank.config.RandomFeatureGPConfig`.
+    Defaults and ranges: :class:`calibrank.gp.settings.RandomFeatureSettings`.
 
     Raises:
         ConfigError (a ValueError): for any argument outside the ranges above, naming it.
@@ -139,9 +135,10 @@ class RandomFeatureGP(nn.Module):
     ) -> None:
         super().__init__()
         check_count("in_features", in_features)
-        output_init = check_random_features(n_features=n_features, length_scale=length_scale,
-                                            feature_scale=feature_scale, ridge=ridge, momentum=momentum,
-                                            mean_field_factor=mean_field_factor, output_init=output_init).value
+        settings = RandomFeatureSettings(n_features=n_features, length_scale=length_scale,
+                                         feature_scale=feature_scale, ridge=ridge, momentum=momentum,
+                                         mean_field_factor=mean_field_factor, output_init=output_init)
+        output_init = settings.output_init.value
         self.in_features = int(in_features)
         self.n_features = int(n_features)
         self.length_scale = float(length_scale)
@@ -317,7 +314,7 @@ class RandomFeatureGP(nn.Module):
     def sample_logits(
         self, h: torch.Tensor, n_samples: int, *, generator: torch.Generator
     ) -> torch.Tensor:
-        """Joint draws ``[n_samples, N]`` from ``N(mean, Phi Sigma Phi^T)`` (:func:`calibrank.gp.draw_joint`).
+        """Joint draws ``[n_samples, N]`` from ``N(mean, Phi Sigma Phi^T)`` (:func:`calibrank.gp.gaussian.draw_joint`).
 
         ``generator`` is required (no global RNG state); the standard normals are drawn on its device.
         """

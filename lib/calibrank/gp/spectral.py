@@ -41,7 +41,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ..config import RandomFeatureGPConfig, check_count, check_positive
+from .settings import SpectralNormSettings
 
 __all__ = ["SpectralNormLinear", "apply_spectral_norm"]
 
@@ -64,12 +64,13 @@ class SpectralNormLinear(nn.Module):
         seed: seed of the ``torch.Generator`` that draws the initial ``u`` and ``v``.
         n_init_iterations: power-iteration steps run once at construction (>= 0).
 
-    ``bound`` and ``n_power_iterations`` default to ``sn_bound`` and ``sn_power_iterations`` of
-    :class:`calibrank.config.RandomFeatureGPConfig`.
+    ``bound`` and ``n_power_iterations`` default to and are checked by
+    :class:`calibrank.gp.settings.SpectralNormSettings`.
 
     Raises:
-        ValueError: ``bound <= 0``, ``n_power_iterations < 1`` or ``n_init_iterations < 0``,
-            or ``linear`` is not an ``nn.Linear``.
+        ValueError: ``bound <= 0`` or ``n_power_iterations < 1`` (a
+            :class:`calibrank.setting_checks.ConfigError` naming it), ``n_init_iterations < 0``, or
+            ``linear`` is not an ``nn.Linear``.
     """
 
     u: torch.Tensor
@@ -81,8 +82,8 @@ class SpectralNormLinear(nn.Module):
     def __init__(
         self,
         linear: nn.Linear,
-        bound: float = RandomFeatureGPConfig.sn_bound,
-        n_power_iterations: int = RandomFeatureGPConfig.sn_power_iterations,
+        bound: float = SpectralNormSettings.bound,
+        n_power_iterations: int = SpectralNormSettings.n_power_iterations,
         *,
         seed: int = 0,
         n_init_iterations: int = 15,
@@ -90,8 +91,7 @@ class SpectralNormLinear(nn.Module):
         super().__init__()
         if not isinstance(linear, nn.Linear):
             raise ValueError(f"linear must be a torch.nn.Linear, got {type(linear).__name__}")
-        check_positive("bound", bound)  # the rules of the sngp sections' sn_bound and sn_power_iterations
-        check_count("n_power_iterations", n_power_iterations)
+        SpectralNormSettings(bound=bound, n_power_iterations=n_power_iterations)
         if int(n_init_iterations) != n_init_iterations or n_init_iterations < 0:
             raise ValueError(f"n_init_iterations must be an integer >= 0, got {n_init_iterations}")
         self.linear = linear
@@ -170,8 +170,8 @@ class SpectralNormLinear(nn.Module):
 
 def apply_spectral_norm(
     module: nn.Linear,
-    bound: float = RandomFeatureGPConfig.sn_bound,
-    n_power_iterations: int = RandomFeatureGPConfig.sn_power_iterations,
+    bound: float = SpectralNormSettings.bound,
+    n_power_iterations: int = SpectralNormSettings.n_power_iterations,
     *,
     seed: int = 0,
 ) -> SpectralNormLinear:

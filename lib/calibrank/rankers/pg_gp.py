@@ -42,8 +42,9 @@ from ..backbone import Backbone
 from ..choices import GPKernel, GPMeanFunction, Pooling
 from ..config import PGDRRConfig, check_choice, check_gp_batch_size
 from ..data.schema import RankingQuery
-from ..gp import (PGPosterior, draw_joint, fisher_loss, gauss_hermite_sigmoid, gibbs_gp, linear_kernel, matern_kernel,
-                  rbf_kernel, select_inducing)
+from ..gp.gaussian import draw_joint
+from ..gp.polya_gamma import (PGPosterior, fisher_loss, gauss_hermite_sigmoid, gibbs_gp, linear_kernel, matern_kernel,
+                              rbf_kernel, select_inducing)
 from ..metrics.ranking import recall_at_k
 from ..predictions import Predictions
 from ..runs import stable_hash

@@ -33,7 +33,9 @@ from ..backbone import Backbone
 from ..choices import FocalGamma, Pooling, SNGPLoss, SpectralNormPlacement
 from ..config import RandomFeatureGPConfig, SNGPConfig, check_choice, check_spectral_norm_placement
 from ..data.schema import RankingQuery
-from ..gp import RandomFeatureGP, SpectralNormLinear, draw_joint
+from ..gp.gaussian import draw_joint
+from ..gp.random_features import RandomFeatureGP
+from ..gp.spectral import SpectralNormLinear
 from ..losses import binary_cross_entropy, focal
 from ..predictions import Predictions
 from ..training import TrainResult
