@@ -583,10 +583,10 @@ def test_b_sweep_bands_each_line_when_the_table_gives_its_interval():
 def test_reliability_grid_facets_a_table_of_several_conditions_by_condition_and_ranker():
     two = pd.concat([_reliability(False), _reliability(True).assign(condition="chatterbot-bm25-test")], ignore_index=True)
     panels = plots.plot_reliability_grid(two)
-    assert [ax.get_title() for ax in panels] == ["bert, chitchat → chitchat-bm25-test (ECE 0.120)",
-                                                 "mc_dropout, chitchat → chitchat-bm25-test (ECE 0.050)",
-                                                 "bert, chitchat → chatterbot-bm25-test (ECE 0.120)",
-                                                 "mc_dropout, chitchat → chatterbot-bm25-test (ECE 0.050)"]
+    assert [ax.get_title() for ax in panels] == ["chitchat → chitchat-bm25-test\nbert (ECE 0.120)",
+                                                 "chitchat → chitchat-bm25-test\nmc_dropout (ECE 0.050)",
+                                                 "chitchat → chatterbot-bm25-test\nbert (ECE 0.120)",
+                                                 "chitchat → chatterbot-bm25-test\nmc_dropout (ECE 0.050)"]
     assert [len(ax.patches) for ax in panels] == [5, 5, 4, 5]  # each panel its own condition's buckets
     assert [ax.get_ylabel() for ax in panels] == ["fraction relevant", "", "fraction relevant", ""]  # one per row
     # a ranker missing on one condition: its panel there is hidden, the others keep their place

@@ -208,8 +208,8 @@ def plot_reliability_grid(table: pd.DataFrame, *, ncols: int = 4, axes=None):
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1.08)
         ax.set_xlabel("predicted P(relevant)")
-        name = f"{ranker}, {tc} → {condition}" if several else ranker
-        ax.set_title(f"{name} (ECE {sub['ECE'].iloc[0]:.3f})")
+        where_line = f"{tc} → {condition}\n" if several else ""
+        ax.set_title(f"{where_line}{ranker} (ECE {sub['ECE'].iloc[0]:.3f})")
     for ax in panels[:: len(rankers) if several else max(1, min(ncols, len(panels)))]:
         ax.set_ylabel("fraction relevant")
     panels[0].legend(loc="upper left", fontsize=7)  # one legend: every panel draws the same marks
