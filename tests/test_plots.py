@@ -14,6 +14,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
+import seaborn as sns  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 
 from calibrank import plots, plots_practice as pp  # noqa: E402
@@ -36,6 +37,11 @@ def _legend(ax) -> list[str]:
 
 def _ticks(ax, axis: str = "x") -> list[str]:
     return [t.get_text() for t in (ax.get_xticklabels() if axis == "x" else ax.get_yticklabels())]
+
+
+def _cells(ax) -> dict[tuple[int, int], str]:
+    """The annotated cells of a heatmap as {(row, column): text}, read from where each text sits."""
+    return {(int(t.get_position()[1]), int(t.get_position()[0])): t.get_text() for t in ax.texts}
 
 
 def _where(ranker: str, corpus: str = "chitchat", sampler: str = "bm25", shift: str = IN) -> dict:
@@ -339,8 +345,8 @@ def test_shift_detection_heatmap_per_shift_kind(nan):
     assert [ax.get_title() for ax in panels] == ["cross-domain: AUROC", "cross-NS: AUROC"]
     assert _ticks(panels[0], "y") == ["bert", "mc_dropout"]
     assert _ticks(panels[0]) == ["1 - max prob", "entropy", "mean var"]
-    cells = [t.get_text() for t in panels[0].texts]
-    assert cells == ["0.60", "" if nan else "0.60", "", "0.60", "0.60", "0.60"]  # bert has no variance signal
+    bert = {(0, 0): "0.60"} if nan else {(0, 0): "0.60", (0, 1): "0.60"}  # bert has no variance signal
+    assert _cells(panels[0]) == {**bert, (1, 0): "0.60", (1, 1): "0.60", (1, 2): "0.60"}  # a NaN cell stays blank
 
 
 def test_shift_detection_keeps_a_signal_with_no_auroc_as_blank_cells():
@@ -348,7 +354,7 @@ def test_shift_detection_keeps_a_signal_with_no_auroc_as_blank_cells():
     table.loc[table["signal"] == "entropy", "AUROC"] = NAN
     panels = pp.plot_shift_detection(table)
     assert _ticks(panels[0]) == ["1 - max prob", "entropy", "mean var"]
-    assert [t.get_text() for t in panels[0].texts] == ["0.60", "", "", "0.60", "", "0.60"]
+    assert _cells(panels[0]) == {(0, 0): "0.60", (1, 0): "0.60", (1, 2): "0.60"}
 
 
 @pytest.mark.parametrize("nan", [False, True])
@@ -376,7 +382,7 @@ def test_performance_prediction_in_distribution_and_under_shift(nan):
     assert [ax.get_title() for ax in panels] == ["in distribution: tau with RR", "under shift: tau with RR"]
     assert _ticks(panels[0], "y") == ["bert", "mc_dropout"] and _ticks(panels[0]) == ["1 - max prob", "entropy"]
     r1 = pp.plot_performance_prediction(_qpp(nan), target="R@1")
-    assert r1[0].get_title() == "in distribution: tau with R@1" and r1[0].texts[0].get_text() == "-0.10"
+    assert r1[0].get_title() == "in distribution: tau with R@1" and _cells(r1[0])[(0, 0)] == "-0.10"
 
 
 def _listwise(empty_bucket: bool) -> pd.DataFrame:
@@ -488,3 +494,109 @@ def test_practice_figures_name_the_training_corpus_when_there_are_several():
     assert _ticks(panels[0]) == ["bert (chitchat)", "mc_dropout (chitchat)", "bert (chatterbot)", "mc_dropout (chatterbot)"]
     panels = pp.plot_conformal_coverage(_two_training_corpora(_conformal(False)))
     assert _legend(panels[-1]) == ["bert (chitchat)", "mc_dropout (chitchat)", "bert (chatterbot)", "mc_dropout (chatterbot)"]
+
+
+# ---------------------------------------------------------------------------------------------- one look
+FIGURES = [
+    (plots.plot_reliability_grid, lambda: _reliability(False)), (plots.plot_ece_by_negatives, lambda: _ece_by_negatives(False)),
+    (plots.plot_b_sweep, lambda: _sweep(False)), (plots.plot_nota_bars, lambda: _nota(False)),
+    (pp.plot_prior_ece, lambda: _prior(False)), (pp.plot_recalibration, lambda: _recalibration(False)),
+    (pp.plot_risk_coverage, lambda: _curves(False)), (pp.plot_conformal_coverage, lambda: _conformal(False)),
+    (pp.plot_shift_detection, lambda: _shift(False)), (pp.plot_performance_prediction, lambda: _qpp(False)),
+    (pp.plot_listwise_reliability, lambda: _listwise(False)), (pp.plot_aurc_intervals, lambda: _selective(False)),
+    (pp.plot_shift_auroc_intervals, lambda: _shift(False)), (pp.plot_nota_f1, lambda: _nota_conformal(False)),
+    (pp.plot_nota_threshold, lambda: _nota_threshold(False)),
+]
+
+
+@pytest.mark.parametrize("fn, table", FIGURES, ids=[fn.__name__ for fn, _ in FIGURES])
+def test_every_figure_is_drawn_in_the_one_style_and_leaves_the_callers_settings_alone(fn, table):
+    before = dict(matplotlib.rcParams)
+    panels = fn(table())
+    with plots.style():
+        looks = {k: matplotlib.rcParams[k] for k in ("axes.edgecolor", "axes.titlesize", "legend.frameon")}
+    ax = panels[0]
+    assert matplotlib.colors.same_color(ax.spines["left"].get_edgecolor(), looks["axes.edgecolor"])
+    assert ax.title.get_fontsize() == pytest.approx(looks["axes.titlesize"])
+    legends = [a.get_legend() for a in panels if a.get_legend() is not None]
+    assert all(not leg.get_frame_on() for leg in legends) and looks["legend.frameon"] is False
+    assert dict(matplotlib.rcParams) == before  # the style is a context, not a global setting
+
+
+def test_the_style_is_seaborns_whitegrid_theme():
+    with plots.style():
+        _, ax = plt.subplots()
+        assert matplotlib.rcParams["axes.grid"] and matplotlib.rcParams["axes.facecolor"] == "white"
+        assert matplotlib.rcParams["font.size"] == pytest.approx(9.6)  # seaborn's paper scale
+    assert ax.yaxis.get_gridlines()[0].get_visible()
+
+
+def test_a_ranker_has_one_colour_whatever_else_a_figure_shows():
+    from calibrank.registry import RANKERS
+
+    palette = sns.color_palette(plots.RANKER_PALETTE, len(RANKERS) + 2)
+    alone, among = plots.ranker_colors(["mc_dropout"]), plots.ranker_colors(["sngp", "bert", "mc_dropout"])
+    assert alone["mc_dropout"] == among["mc_dropout"] == palette[list(RANKERS).index("mc_dropout")]
+    every = plots.ranker_colors(["theirs", *RANKERS, "mine"])  # names nobody registered follow the registered
+    assert list(every.values()) == [palette[len(RANKERS)], *palette[: len(RANKERS)], palette[len(RANKERS) + 1]]
+    assert len(set(every.values())) == min(len(RANKERS) + 2, 10)  # ten distinct colours before they repeat
+
+
+def _colour(artist) -> tuple:
+    return matplotlib.colors.to_rgb(artist.get_color() if hasattr(artist, "get_color") else artist.get_facecolor())
+
+
+def test_the_same_ranker_is_drawn_in_the_same_colour_in_different_figures():
+    bert = plots.ranker_colors(["bert"])["bert"]
+    reliability = plots.plot_reliability_grid(_reliability(False))[0]  # bert's panel: bars in bert's colour
+    assert all(np.allclose(matplotlib.colors.to_rgb(p.get_facecolor()), bert) for p in reliability.patches)
+    figure2 = plots.plot_ece_by_negatives(_ece_by_negatives(False))[0]
+    assert np.allclose(_colour(figure2.get_lines()[0]), bert)  # bert's line
+    assert np.allclose(figure2.collections[0].get_facecolor()[0][:3], bert)  # and its band
+    threshold = pp.plot_nota_threshold(_nota_threshold(False))[0]
+    handles, labels = threshold.get_legend_handles_labels()
+    assert np.allclose(matplotlib.colors.to_rgb(handles[labels.index("bert")][0].get_color()), bert)
+    # several training corpora: the ranker keeps its colour, the corpus changes the marker
+    conformal = pp.plot_conformal_coverage(_two_training_corpora(_conformal(False)))[0]
+    handles, labels = conformal.get_legend_handles_labels()
+    first, second = handles[labels.index("bert (chitchat)")][0], handles[labels.index("bert (chatterbot)")][0]
+    assert np.allclose(_colour(first), bert) and np.allclose(_colour(second), bert)
+    assert first.get_marker() != second.get_marker()
+
+
+def test_a_condition_has_one_colour_in_every_panel_of_the_b_sweep():
+    panels = plots.plot_b_sweep(_sweep(False))
+    assert [_colour(line) for line in panels[0].get_lines()[:2]] == [_colour(line) for line in panels[1].get_lines()[:2]]
+    assert _colour(panels[0].get_lines()[0]) != _colour(panels[0].get_lines()[1])
+
+
+def test_b_sweep_bands_each_line_when_the_table_gives_its_interval():
+    t = _sweep(False).assign(**{"rel_change_bert lo": lambda d: d["rel_change_bert"] - 0.01,
+                               "rel_change_bert hi": lambda d: d["rel_change_bert"] + 0.02})
+    panels = plots.plot_b_sweep(t)
+    assert len(panels[0].collections) == 2  # one band per condition
+    band = panels[0].collections[0].get_paths()[0].vertices[:, 1]
+    assert band.min() == pytest.approx(-1.0) and band.max() == pytest.approx(7.0)  # in percent, the given bounds
+    assert len(plots.plot_b_sweep(_sweep(False))[0].collections) == 0  # no interval columns: no band
+
+
+def test_reliability_grid_facets_a_table_of_several_conditions_by_condition_and_ranker():
+    two = pd.concat([_reliability(False), _reliability(True).assign(condition="chatterbot-bm25-test")], ignore_index=True)
+    panels = plots.plot_reliability_grid(two)
+    assert [ax.get_title() for ax in panels] == ["chitchat → chitchat-bm25-test\nbert (ECE 0.120)",
+                                                 "chitchat → chitchat-bm25-test\nmc_dropout (ECE 0.050)",
+                                                 "chitchat → chatterbot-bm25-test\nbert (ECE 0.120)",
+                                                 "chitchat → chatterbot-bm25-test\nmc_dropout (ECE 0.050)"]
+    assert [len(ax.patches) for ax in panels] == [5, 5, 4, 5]  # each panel its own condition's buckets
+    assert [ax.get_ylabel() for ax in panels] == ["fraction relevant", "", "fraction relevant", ""]  # one per row
+    # a ranker missing on one condition: its panel there is hidden, the others keep their place
+    panels = plots.plot_reliability_grid(two[~((two["ranker"] == "bert") & (two["condition"] == "chatterbot-bm25-test"))])
+    assert [ax.get_visible() for ax in panels] == [True, True, False, True]
+
+
+def test_the_plotting_functions_keep_their_signatures():
+    import inspect
+
+    sig = inspect.signature(plots.plot_b_sweep)
+    assert list(sig.parameters) == ["table", "y", "ncols", "axes"] and sig.parameters["y"].default == "rel_change_bert"
+    assert list(inspect.signature(pp.plot_prior_ece).parameters) == ["table", "shift", "ncols", "axes"]

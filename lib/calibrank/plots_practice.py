@@ -1,24 +1,33 @@
-"""Figures of notebook 08 (:mod:`calibrank.practice`), drawn from its tables (no computation of results here)."""
+"""Figures of notebook 08 (:mod:`calibrank.practice`), drawn from its tables (no computation of results here).
+
+In the look of :mod:`calibrank.plots`: every function draws under its :func:`~calibrank.plots.style`, a
+ranker has its :func:`~calibrank.plots.ranker_colors` colour (and, when a table holds several training
+corpora, one marker per corpus), any other category its :func:`~calibrank.plots.category_colors` colour.
+"""
 
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+import seaborn as sns
 
-from .plots import _panels
+from .plots import _panels, band, category_colors, ranker_colors, styled
 
 __all__ = ["plot_aurc_intervals", "plot_conformal_coverage", "plot_listwise_reliability", "plot_nota_f1",
            "plot_nota_threshold", "plot_performance_prediction", "plot_prior_ece", "plot_recalibration",
            "plot_risk_coverage", "plot_shift_auroc_intervals", "plot_shift_detection"]
 
 IN = "in distribution"
+CORPUS_MARKERS = ("o", "s", "^", "D", "v")
+"""Markers of the training corpora, in the order a table lists them."""
 
 
 def _empty(axes):
     return _panels(axes, 0, 1, (4.0, 2.0))
 
 
+@styled
 def plot_prior_ece(table: pd.DataFrame, *, shift: str = IN, ncols: int = 4, axes=None):
     """ECE against non-relevant candidates per query, before (dashed) and after (solid) the prior correction.
 
@@ -30,18 +39,21 @@ def plot_prior_ece(table: pd.DataFrame, *, shift: str = IN, ncols: int = 4, axes
     if sub.empty:
         return _empty(axes)
     rankers = list(dict.fromkeys(sub["ranker"]))
-    several = sub[["corpus", "sampler"]].drop_duplicates().shape[0] > 1
+    conds = list(dict.fromkeys(zip(sub["corpus"], sub["sampler"])))
+    lines = (("ECE raw", "--", "as trained"), ("ECE corrected", "-", "prior-corrected"))
+    colors = category_colors((c, col) for c in conds for col, _, _ in lines)
     panels = _panels(axes, len(rankers), ncols, (3.0, 2.7))
     for ax, ranker in zip(panels, rankers):
         for (corpus, sampler), g in sub[sub["ranker"] == ranker].groupby(["corpus", "sampler"], sort=False):
-            for col, style, label in (("ECE raw", "--", "as trained"), ("ECE corrected", "-", "prior-corrected")):
-                label = f"{corpus} · {sampler}: {label}" if several else label
-                (line,) = ax.plot(g["n_nonrel"], g[col], style, marker="o", ms=3, label=label)
-                ax.fill_between(g["n_nonrel"], g[f"{col} lo"], g[f"{col} hi"], color=line.get_color(), alpha=0.15, lw=0)
-        ax.set_title(ranker, fontsize=10)
+            for col, ls, label in lines:
+                label = f"{corpus} · {sampler}: {label}" if len(conds) > 1 else label
+                color = colors[((corpus, sampler), col)]
+                ax.plot(g["n_nonrel"], g[col], ls=ls, marker="o", ms=3, color=color, label=label)
+                band(ax, g["n_nonrel"], g[f"{col} lo"], g[f"{col} hi"], color)
+        ax.set_title(ranker)
         ax.set_xlabel("non-relevant candidates per query")
     panels[0].set_ylabel(f"ECE ({shift})")
-    panels[0].legend(frameon=False, fontsize=8)
+    panels[0].legend()
     return panels
 
 
@@ -52,6 +64,37 @@ def _with_model(table: pd.DataFrame) -> pd.DataFrame:
     return table.assign(model=table["ranker"])
 
 
+def _model_look(table: pd.DataFrame) -> tuple[dict, dict]:
+    """Colour and marker of each ``model`` of :func:`_with_model`: its ranker's colour, its training corpus's marker."""
+    rows = table.drop_duplicates("model")
+    colors = ranker_colors(rows["ranker"])
+    corpora = list(dict.fromkeys(rows["train_corpus"])) if "train_corpus" in rows else []
+    markers = {m: CORPUS_MARKERS[corpora.index(tc) % len(CORPUS_MARKERS)] if corpora else "o"
+               for m, tc in zip(rows["model"], rows["train_corpus"] if corpora else rows["model"])}
+    return {m: colors[r] for m, r in zip(rows["model"], rows["ranker"])}, markers
+
+
+def _dots(ax, g: pd.DataFrame, x: str, hue: str, y: str, lo: str | None = None, hi: str | None = None, *,
+          colors: dict, markers: dict | None = None, order: list | None = None, rotation: float = 30):
+    """One marker per ``x`` value and ``hue`` value (dodged), with ``[lo, hi]`` bars when given, in the colour
+    (and marker) of its ``hue`` value; returns the x labels."""
+    xs = order if order is not None else list(dict.fromkeys(g[x]))
+    hues = list(dict.fromkeys(g[hue]))
+    pos = np.arange(len(xs))
+    for i, h in enumerate(hues):
+        r = g[g[hue] == h].drop_duplicates(x).set_index(x).reindex(xs)
+        off = (i - (len(hues) - 1) / 2) * 0.7 / max(len(hues), 1)
+        err = None
+        if lo is not None and hi is not None:
+            err = np.vstack([(r[y] - r[lo]).clip(lower=0), (r[hi] - r[y]).clip(lower=0)])
+        ax.errorbar(pos + off, r[y], yerr=err, fmt=(markers or {}).get(h, "o"), ms=4, capsize=1.5, lw=0.9,
+                    color=colors[h], label=h)
+    ax.set_xticks(pos, xs, rotation=rotation, ha="right")
+    ax.grid(False, axis="x")  # categories, not a scale
+    return xs
+
+
+@styled
 def plot_recalibration(table: pd.DataFrame, *, ncols: int = 4, axes=None):
     """ECE after each recalibrator (markers, 95% interval bars) per ranker, one panel per test condition; log scale.
 
@@ -61,23 +104,17 @@ def plot_recalibration(table: pd.DataFrame, *, ncols: int = 4, axes=None):
         return _empty(axes)
     groups = list(_with_model(table).groupby(["corpus", "sampler"], sort=False))
     panels = _panels(axes, len(groups), ncols, (3.6, 3.0))
-    methods = list(dict.fromkeys(table["method"]))
+    colors = category_colors(table["method"])
     for ax, ((corpus, sampler), g) in zip(panels, groups):
-        rankers = list(dict.fromkeys(g["model"]))
-        x = np.arange(len(rankers))
-        for i, m in enumerate(methods):
-            r = g[g["method"] == m].set_index("model").reindex(rankers)
-            off = (i - (len(methods) - 1) / 2) * 0.8 / len(methods)
-            err = np.vstack([(r["ECE"] - r["ECE lo"]).clip(lower=0), (r["ECE hi"] - r["ECE"]).clip(lower=0)])
-            ax.errorbar(x + off, r["ECE"], yerr=err, fmt="o", ms=3, capsize=1.5, lw=0.8, label=m)
+        _dots(ax, g, "model", "method", "ECE", "ECE lo", "ECE hi", colors=colors, rotation=45)
         ax.set_yscale("log")
-        ax.set_xticks(x, rankers, rotation=45, ha="right", fontsize=7)
-        ax.set_title(f"{corpus} · {sampler} ({g['shift'].iloc[0]})", fontsize=9)
+        ax.set_title(f"{corpus} · {sampler} ({g['shift'].iloc[0]})")
     panels[0].set_ylabel("ECE (log scale)")
-    panels[-1].legend(frameon=False, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    panels[-1].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return panels
 
 
+@styled
 def plot_risk_coverage(curves: pd.DataFrame, *, ncols: int = 4, axes=None):
     """Risk-coverage curves (selective risk against coverage), one panel per ranker, one line per confidence.
 
@@ -88,22 +125,24 @@ def plot_risk_coverage(curves: pd.DataFrame, *, ncols: int = 4, axes=None):
         return _empty(axes)
     rankers = list(dict.fromkeys(curves["ranker"]))
     panels = _panels(axes, len(rankers), ncols, (3.0, 2.7))
+    colors = category_colors(curves["confidence"])
     for ax, ranker in zip(panels, rankers):
         sub = curves[curves["ranker"] == ranker]
         for conf, g in sub.groupby("confidence", sort=False):
-            ax.plot(g["coverage"], g["selective risk"], lw=1.2, label=conf)
+            ax.plot(g["coverage"], g["selective risk"], lw=1.4, color=colors[conf], label=conf)
         full = sub["selective risk"][np.isclose(sub["coverage"], 1.0)].dropna()
         if len(full):
             ax.axhline(full.iloc[0], ls=":", color="grey", lw=1)
         ax.set_ylim(0, 1)
-        ax.set_title(ranker, fontsize=10)
+        ax.set_title(ranker)
         ax.set_xlabel("coverage (share of queries answered)")
     panels[0].set_ylabel("risk (wrong top response)")
     fullest = max(panels, key=lambda ax: len(ax.get_legend_handles_labels()[0]))  # a panel with every confidence
-    fullest.legend(frameon=False, fontsize=8)
+    fullest.legend()
     return panels
 
 
+@styled
 def plot_conformal_coverage(table: pd.DataFrame, *, axes=None):
     """Empirical coverage of the conformal sets per test condition, one marker per ranker with its
     Clopper-Pearson interval; one panel per score x alpha; the dashed line is the target 1 - alpha.
@@ -112,36 +151,33 @@ def plot_conformal_coverage(table: pd.DataFrame, *, axes=None):
     """
     if table.empty:
         return _empty(axes)
-    groups = list(_with_model(table).groupby(["score", "alpha"], sort=False))
+    t = _with_model(table)
+    t = t.assign(condition=t["corpus"] + " · " + t["sampler"])
+    colors, markers = _model_look(t)
+    groups = list(t.groupby(["score", "alpha"], sort=False))
     panels = _panels(axes, len(groups), 2, (5.6, 3.0), sharey=False)
     for ax, ((score, alpha), g) in zip(panels, groups):
-        conds = list(dict.fromkeys(g["corpus"] + " · " + g["sampler"]))
-        x = np.arange(len(conds))
-        rankers = list(dict.fromkeys(g["model"]))
-        for i, ranker in enumerate(rankers):
-            r = g[g["model"] == ranker].assign(cond=lambda d: d["corpus"] + " · " + d["sampler"]).set_index("cond")
-            r = r.reindex(conds)
-            off = (i - (len(rankers) - 1) / 2) * 0.7 / len(rankers)
-            err = np.vstack([r["coverage"] - r["coverage lo"], r["coverage hi"] - r["coverage"]])
-            ax.errorbar(x + off, r["coverage"], yerr=err, fmt="o", ms=3, capsize=1.5, lw=0.8, label=ranker)
+        _dots(ax, g, "condition", "model", "coverage", "coverage lo", "coverage hi", colors=colors, markers=markers,
+              rotation=20)
         ax.axhline(1 - alpha, ls="--", color="black", lw=1)
-        ax.set_xticks(x, conds, rotation=20, ha="right", fontsize=7)
-        ax.set_title(f"{score}, alpha = {alpha:g} (target {1 - alpha:.2f})", fontsize=10)
+        ax.set_title(f"{score}, alpha = {alpha:g} (target {1 - alpha:.2f})")
         ax.set_ylabel("coverage of the true response")
-    panels[-1].legend(frameon=False, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    panels[-1].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return panels
 
 
 def _heatmap(ax, wide: pd.DataFrame, *, vmin: float, vmax: float, cmap: str, title: str):
-    im = ax.imshow(wide.to_numpy(dtype=float), vmin=vmin, vmax=vmax, cmap=cmap, aspect="auto")
-    ax.set_xticks(range(wide.shape[1]), wide.columns, rotation=30, ha="right", fontsize=8)
-    ax.set_yticks(range(wide.shape[0]), wide.index, fontsize=8)
-    for (i, j), v in np.ndenumerate(wide.to_numpy(dtype=float)):
-        ax.text(j, i, "" if np.isnan(v) else f"{v:.2f}", ha="center", va="center", fontsize=7)
-    ax.set_title(title, fontsize=10)
-    return im
+    """``wide`` as annotated cells (two decimals; a NaN cell left blank) on a fixed colour scale; returns the mesh."""
+    sns.heatmap(wide.astype(float), vmin=vmin, vmax=vmax, cmap=cmap, annot=True, fmt=".2f", annot_kws={"fontsize": 7},
+                cbar=False, linewidths=0.5, xticklabels=True, yticklabels=True, ax=ax)
+    ax.set_xticks(ax.get_xticks(), wide.columns, rotation=30, ha="right")
+    ax.set_yticks(ax.get_yticks(), wide.index, rotation=0)
+    ax.set(xlabel="", ylabel="", title=title)
+    ax.grid(False)
+    return ax.collections[0]
 
 
+@styled
 def plot_shift_detection(table: pd.DataFrame, *, axes=None):
     """AUROC of each uncertainty signal for telling shifted from in-distribution queries, mean over the
     conditions of each shift kind: one heatmap per kind (rows rankers, columns signals; 0.5 = chance).
@@ -156,11 +192,12 @@ def plot_shift_detection(table: pd.DataFrame, *, axes=None):
     for ax, kind in zip(panels, kinds):
         wide = table[table["shift"] == kind].pivot_table(index="ranker", columns="signal", values="AUROC", aggfunc="mean",
                                                          dropna=False)  # a signal with no AUROC stays, as blank cells
-        im = _heatmap(ax, wide.reindex(rankers), vmin=0.0, vmax=1.0, cmap="RdBu_r", title=f"{kind}: AUROC")
-    plt.colorbar(im, ax=panels, shrink=0.8)
+        mesh = _heatmap(ax, wide.reindex(rankers), vmin=0.0, vmax=1.0, cmap="RdBu_r", title=f"{kind}: AUROC")
+    plt.colorbar(mesh, ax=panels, shrink=0.8)
     return panels
 
 
+@styled
 def plot_performance_prediction(table: pd.DataFrame, *, target: str = "RR", axes=None):
     """Kendall's tau between each signal and the query's ``target`` (RR or R@1), mean over conditions,
     in distribution and under shift: heatmaps (rows rankers, columns signals; negative = useful).
@@ -175,11 +212,12 @@ def plot_performance_prediction(table: pd.DataFrame, *, target: str = "RR", axes
     rankers = list(dict.fromkeys(table["ranker"]))
     for ax, s in zip(panels, settings):
         wide = t[t["setting"] == s].pivot_table(index="ranker", columns="signal", values=f"tau {target}", aggfunc="mean")
-        im = _heatmap(ax, wide.reindex(rankers), vmin=-0.5, vmax=0.5, cmap="RdBu", title=f"{s}: tau with {target}")
-    plt.colorbar(im, ax=panels, shrink=0.8)
+        mesh = _heatmap(ax, wide.reindex(rankers), vmin=-0.5, vmax=0.5, cmap="RdBu", title=f"{s}: tau with {target}")
+    plt.colorbar(mesh, ax=panels, shrink=0.8)
     return panels
 
 
+@styled
 def plot_listwise_reliability(table: pd.DataFrame, *, ncols: int = 4, axes=None):
     """Reliability of the pointwise probabilities and of the top label of the candidate softmax, one panel
     per ranker (fraction relevant / correct against mean predicted, non-empty buckets; diagonal = calibrated).
@@ -190,39 +228,25 @@ def plot_listwise_reliability(table: pd.DataFrame, *, ncols: int = 4, axes=None)
         return _empty(axes)
     rankers = list(dict.fromkeys(table["ranker"]))
     panels = _panels(axes, len(rankers), ncols, (3.0, 3.0))
+    colors = category_colors(table["view"])
     for ax, ranker in zip(panels, rankers):
         sub = table[table["ranker"] == ranker]
         for view, g in sub.groupby("view", sort=False):
             ece = g["ECE"].iloc[0]  # one value per view; read before dropping empty buckets (there may be none left)
             g = g[g["count"] > 0]
-            ax.plot(g["mean_predicted"], g["fraction_positive"], marker="o", ms=3, label=f"{view} (ECE {ece:.3f})")
+            ax.plot(g["mean_predicted"], g["fraction_positive"], marker="o", ms=3, color=colors[view],
+                    label=f"{view} (ECE {ece:.3f})")
         ax.plot([0, 1], [0, 1], "--", color="grey", lw=1)
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)
-        ax.set_title(ranker, fontsize=10)
+        ax.set_title(ranker)
         ax.set_xlabel("mean predicted")
-        ax.legend(frameon=False, fontsize=7)
+        ax.legend(fontsize=7)
     panels[0].set_ylabel("fraction relevant / correct")
     return panels
 
 
-def _dots(ax, g: pd.DataFrame, x: str, hue: str, y: str, lo: str | None = None, hi: str | None = None,
-          order: list | None = None):
-    """One marker per ``x`` value and ``hue`` value (dodged), with ``[lo, hi]`` bars when given; returns the x labels."""
-    xs = order if order is not None else list(dict.fromkeys(g[x]))
-    hues = list(dict.fromkeys(g[hue]))
-    pos = np.arange(len(xs))
-    for i, h in enumerate(hues):
-        r = g[g[hue] == h].drop_duplicates(x).set_index(x).reindex(xs)
-        off = (i - (len(hues) - 1) / 2) * 0.7 / max(len(hues), 1)
-        err = None
-        if lo is not None and hi is not None:
-            err = np.vstack([(r[y] - r[lo]).clip(lower=0), (r[hi] - r[y]).clip(lower=0)])
-        ax.errorbar(pos + off, r[y], yerr=err, fmt="o", ms=3, capsize=1.5, lw=0.8, label=h)
-    ax.set_xticks(pos, xs, rotation=30, ha="right", fontsize=7)
-    return xs
-
-
+@styled
 def plot_aurc_intervals(table: pd.DataFrame, *, shift: str = IN, axes=None):
     """AURC (markers) with its 95% bootstrap interval over queries (bars) per ranker, one marker per
     confidence score, on the conditions of ``shift`` (default in distribution; one panel per condition).
@@ -234,14 +258,16 @@ def plot_aurc_intervals(table: pd.DataFrame, *, shift: str = IN, axes=None):
         return _empty(axes)
     groups = list(sub.groupby(["corpus", "sampler"], sort=False))
     panels = _panels(axes, len(groups), 3, (4.6, 3.0), sharey=False)
+    colors = category_colors(table["confidence"])
     for ax, ((corpus, sampler), g) in zip(panels, groups):
-        _dots(ax, g, "ranker", "confidence", "AURC", "AURC lo", "AURC hi")
-        ax.set_title(f"{corpus} · {sampler} ({shift})", fontsize=9)
+        _dots(ax, g, "ranker", "confidence", "AURC", "AURC lo", "AURC hi", colors=colors)
+        ax.set_title(f"{corpus} · {sampler} ({shift})")
         ax.set_ylabel("AURC (lower = better abstention)")
-    panels[-1].legend(frameon=False, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    panels[-1].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return panels
 
 
+@styled
 def plot_shift_auroc_intervals(table: pd.DataFrame, *, ncols: int = 4, axes=None):
     """AUROC of each signal for flagging shifted queries (markers) with its 95% bootstrap interval
     (bars) per ranker, one panel per shifted test condition; the dashed line is chance (0.5).
@@ -252,16 +278,18 @@ def plot_shift_auroc_intervals(table: pd.DataFrame, *, ncols: int = 4, axes=None
         return _empty(axes)
     groups = list(table.groupby(["corpus", "sampler"], sort=False))
     panels = _panels(axes, len(groups), ncols, (3.6, 3.0))
+    colors = category_colors(table["signal"])
     for ax, ((corpus, sampler), g) in zip(panels, groups):
-        _dots(ax, g, "ranker", "signal", "AUROC", "AUROC lo", "AUROC hi")
+        _dots(ax, g, "ranker", "signal", "AUROC", "AUROC lo", "AUROC hi", colors=colors)
         ax.axhline(0.5, ls="--", color="black", lw=1)
         ax.set_ylim(0, 1)
-        ax.set_title(f"{corpus} · {sampler} ({g['shift'].iloc[0]})", fontsize=8)
+        ax.set_title(f"{corpus} · {sampler} ({g['shift'].iloc[0]})")
     panels[0].set_ylabel("AUROC (shifted vs in distribution)")
-    panels[-1].legend(frameon=False, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    panels[-1].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return panels
 
 
+@styled
 def plot_nota_f1(table: pd.DataFrame, *, axes=None):
     """NOTA macro-F1 of the empty-conformal-set rule per NOTA condition, one marker per ranker, one
     panel per view x alpha; black crosses: notebook 06's random forest on the same NOTA set, where run.
@@ -274,17 +302,19 @@ def plot_nota_f1(table: pd.DataFrame, *, axes=None):
     t = t.assign(condition=t["corpus"] + " · " + t["sampler"])
     groups = list(t.groupby(["view", "alpha"], sort=False))
     panels = _panels(axes, len(groups), 2, (5.0, 3.0))
+    colors = ranker_colors(t["ranker"])
     for ax, ((view, alpha), g) in zip(panels, groups):
-        conds = _dots(ax, g, "condition", "ranker", "F1")
+        conds = _dots(ax, g, "condition", "ranker", "F1", colors=colors)
         forest = g[g["F1 forest"].notna()].drop_duplicates("condition").set_index("condition").reindex(conds)
         ax.plot(np.arange(len(conds)), forest["F1 forest"], "kx", ms=7, label="random forest (06, E[R])")
         ax.set_ylim(0, 1)
-        ax.set_title(f"empty {view} LAC set, alpha = {alpha:g}", fontsize=10)
+        ax.set_title(f"empty {view} LAC set, alpha = {alpha:g}")
     panels[0].set_ylabel("NOTA macro-F1")
-    panels[-1].legend(frameon=False, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    panels[-1].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return panels
 
 
+@styled
 def plot_nota_threshold(table: pd.DataFrame, *, axes=None):
     """The Learn-then-Test threshold on test: achieved risk with its 95% Clopper-Pearson interval
     (top row; dashed: the target) and the share of queries answered NOTA (bottom row), per NOTA
@@ -298,16 +328,17 @@ def plot_nota_threshold(table: pd.DataFrame, *, axes=None):
     t = table.assign(condition=table["corpus"] + " · " + table["sampler"])
     risks = list(dict.fromkeys(t["risk"]))
     panels = _panels(axes, 2 * len(risks), len(risks), (4.6, 2.8), sharey=False)
+    colors = ranker_colors(t["ranker"])
     for j, risk in enumerate(risks):
         g = t[t["risk"] == risk]
         top, bottom = panels[j], panels[len(risks) + j]
-        _dots(top, g, "condition", "ranker", "achieved risk", "risk lo", "risk hi")
+        _dots(top, g, "condition", "ranker", "achieved risk", "risk lo", "risk hi", colors=colors)
         top.axhline(g["target"].iloc[0], ls="--", color="black", lw=1)
         top.set_ylim(0, 1)
-        top.set_title(f"{risk} <= {g['target'].iloc[0]:g} (delta = {g['delta'].iloc[0]:g})", fontsize=10)
+        top.set_title(f"{risk} <= {g['target'].iloc[0]:g} (delta = {g['delta'].iloc[0]:g})")
         top.set_ylabel(f"achieved {risk} rate")
-        _dots(bottom, g, "condition", "ranker", "abstention")
+        _dots(bottom, g, "condition", "ranker", "abstention", colors=colors)
         bottom.set_ylim(0, 1.02)
         bottom.set_ylabel("share answered NOTA")
-    panels[len(risks) - 1].legend(frameon=False, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    panels[len(risks) - 1].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return panels
