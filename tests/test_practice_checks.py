@@ -2,7 +2,7 @@
 
 On a synthetic study every table is built without a TableError and agrees with the tables it relates
 to; a corrupted input (a Predictions file of another shape, a collaborator that returns a wrong
-number, a table given twice a row) makes the builder raise a TableError naming table, row and
+number, a table with a row twice) makes the builder raise a TableError naming table, row and
 expectation."""
 
 from __future__ import annotations
