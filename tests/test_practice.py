@@ -555,6 +555,6 @@ def test_the_practice_layer_does_not_import_torch():
 
     code = ("import sys, calibrank.practice.prior, calibrank.practice.recalibrate, calibrank.practice.selective, "
             "calibrank.practice.conformal, calibrank.practice.signals, calibrank.practice.findings, "
-            "calibrank.practice.nota_sets, calibrank.practice.intervals, "
+            "calibrank.practice.nota_sets, calibrank.practice.intervals, calibrank.practice.cells, "
             "calibrank.plots_practice; sys.exit('torch' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

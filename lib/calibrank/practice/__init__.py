@@ -17,7 +17,10 @@ Computed from the Predictions of notebook 03 only (no model is run). One concern
 - :mod:`.nota_sets`: "none of the above" from an empty conformal set, and from a threshold on
   the top probability certified by Learn then Test, beside notebook 06's random forest;
 - :mod:`.findings`: one sentence per finding, computed from the tables;
-- :mod:`.checks`: what notebook 08 asserts about its tables, as lists of problems.
+- :mod:`.cells`: the rows of every table (a ranker x test condition cell) and which rows a study implies.
+
+Every table checks itself where it is built: a row that breaks an invariant raises
+:class:`calibrank.table_checks.TableError` naming the table, the row and what was expected.
 
 Nothing here imports torch.
 """

@@ -38,6 +38,8 @@ import pandas as pd
 from scipy import stats
 
 from ..predictions import Predictions
+from ..table_checks import describe, in_range, raise_problems, rows_failing
+from .cells import CELL, rows_problems, study_cells
 from .fitdata import drop_queries, fit_data
 from .listwise import candidate_distribution
 
@@ -125,7 +127,8 @@ def conformal_table(study, rankers: Iterable[str] | None = None, alphas: Sequenc
     ``hi``: 95% Clopper-Pearson interval; ``below target``: the whole interval is below
     ``1 - alpha`` (coverage broken, beyond sampling error); ``target`` = ``1 - alpha``. When the
     calibration queries are too few for ``alpha`` (:func:`conformal_quantile`), the row has no
-    coverage (NaN) and ``note`` says why.
+    coverage (NaN) and ``note`` says why. Raises :class:`~calibrank.table_checks.TableError` naming a
+    row that breaks an invariant of :func:`_table_problems`.
     """
     rows = []
     for ranker in rankers if rankers is not None else study.rankers:
@@ -155,4 +158,35 @@ def conformal_table(study, rankers: Iterable[str] | None = None, alphas: Sequenc
                             sets = prediction_sets(candidate_distribution(pred.probs), qhat, score)
                             row.update(_coverage_row(sets, pred.labels, alpha))
                         rows.append({**row, "note": note})
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    raise_problems(_table_problems(study, table, rankers, alphas, scores))
+    return table
+
+
+def _table_problems(study, table: pd.DataFrame, rankers: Iterable[str] | None, alphas: Sequence[float],
+                    scores: Sequence[str]) -> list[str]:
+    """One row per cell, score and alpha; a row without coverage says it had too few calibration queries;
+    a row with one has enough for its alpha, the coverage inside its interval and a mean set size in
+    [0, K]; a smaller alpha gives coverage and sets at least as large (its quantile is at least as large)."""
+    name, keys = "conformal", (*CELL, "score", "alpha")
+    cells = study_cells(study, rankers)
+    problems = rows_problems(name, table, keys, [(*c, s, a) for c in cells for s in scores for a in alphas],
+                             what=f"{len(cells)} cells x {len(scores)} scores x {len(alphas)} alphas")
+    if table.empty:
+        return problems
+    bare = table[table["coverage"].isna()]
+    problems += rows_failing(name, bare, bare["note"].str.contains("too few", regex=False), keys,
+                             "a note saying why there is no coverage (too few calibration queries)", ["note"])
+    ok = table[table["note"] == ""]
+    problems += rows_failing(name, ok, (ok["coverage lo"] <= ok["coverage"]) & (ok["coverage"] <= ok["coverage hi"]),
+                             keys, "coverage lo <= coverage <= coverage hi", ["coverage lo", "coverage", "coverage hi"])
+    problems += in_range(name, ok, "mean set size", keys, 0, study.k + 1)
+    problems += rows_failing(name, ok, ok["n_cal"] >= ok["alpha"].map(min_calibration_queries), keys,
+                             "n_cal >= min_calibration_queries(alpha) (ceil(1 / alpha - 1))", ["n_cal", "alpha"])
+    small, large = min(alphas), max(alphas)
+    pair = ok[ok["alpha"] == small].merge(ok[ok["alpha"] == large], on=[*CELL, "score"], suffixes=("", " large"))
+    for col in ("coverage", "mean set size"):
+        for _, r in pair[pair[col] < pair[f"{col} large"]].iterrows():
+            problems.append(f"{name}: {describe(r, (*CELL, 'score'))}: expected {col} at alpha {small:g} >= at alpha "
+                            f"{large:g}, found {r[col]:.6g} vs {r[f'{col} large']:.6g}")
+    return problems

@@ -19,6 +19,9 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from ..table_checks import raise_problems, rows_failing
+from .recalibrate import recalibration_best
+
 __all__ = ["OPTIONAL", "REQUIRED", "SECTIONS", "findings_table"]
 
 REQUIRED = ("prior_summary", "prior_by_negatives", "recalibration", "selective", "conformal", "shift_detection",
@@ -36,6 +39,10 @@ LISTWISE = "7 listwise calibration"
 NOTA = "8 none of the above"
 SECTIONS = (PRIOR_SHIFT, RECALIBRATION, ABSTAIN, CONFORMAL, FLAGGING, PERFORMANCE, LISTWISE, NOTA)
 """The sections of the findings table, in order; the last (none of the above) only when :data:`OPTIONAL` tables are given."""
+_SOURCE = {PRIOR_SHIFT: "prior_summary", RECALIBRATION: "recalibration", ABSTAIN: "selective", CONFORMAL: "conformal",
+           FLAGGING: "shift_detection", PERFORMANCE: "performance_prediction", LISTWISE: "listwise",
+           NOTA: "nota_threshold"}
+"""The table whose rows always give a section at least one finding."""
 
 
 def _pct(x: float) -> str:
@@ -81,8 +88,6 @@ def _prior(summary: pd.DataFrame, by_n: pd.DataFrame) -> list[dict]:
 
 
 def _recalibration(table: pd.DataFrame) -> list[dict]:
-    from .recalibrate import recalibration_best
-
     rows = []
     best = recalibration_best(table)
     for setting, grp in best.groupby("setting", sort=False):
@@ -276,10 +281,15 @@ def _nota_threshold(table: pd.DataFrame) -> list[dict]:
 
 def findings_table(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     """Every finding as one row (see the module docstring); ``tables`` holds each key of :data:`REQUIRED`
-    and optionally those of :data:`OPTIONAL`."""
+    and optionally those of :data:`OPTIONAL`. Raises :class:`~calibrank.table_checks.TableError` when a
+    section whose table has rows has no finding, or a finding is not a sentence with a number about at
+    least one cell."""
     missing = [k for k in REQUIRED if k not in tables]
     if missing:
         raise KeyError(f"findings_table needs the tables {list(REQUIRED)}; missing {missing}")
+    unknown = [k for k in tables if k not in REQUIRED + OPTIONAL]
+    if unknown:
+        raise KeyError(f"findings_table takes the tables {list(REQUIRED + OPTIONAL)}; unknown {unknown}")
     rows = (_prior(tables["prior_summary"], tables["prior_by_negatives"]) + _recalibration(tables["recalibration"])
             + _selective(tables["selective"]) + _conformal(tables["conformal"]) + _shift(tables["shift_detection"])
             + _qpp(tables["performance_prediction"]) + _listwise(tables["listwise"]))
@@ -287,4 +297,22 @@ def findings_table(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
         rows += _nota_conformal(tables["nota_conformal"])
     if "nota_threshold" in tables:
         rows += _nota_threshold(tables["nota_threshold"])
-    return pd.DataFrame(rows, columns=["section", "finding", "ranker", "value", "lo", "hi", "reference", "cells"])
+    found = pd.DataFrame(rows, columns=["section", "finding", "ranker", "value", "lo", "hi", "reference", "cells"])
+    raise_problems(_problems(found, tables))
+    return found
+
+
+def _problems(found: pd.DataFrame, tables: Mapping[str, pd.DataFrame]) -> list[str]:
+    """A finding for each section whose table (:data:`_SOURCE`) has rows; each a sentence (more than 20
+    characters) with a number, about at least one cell."""
+    name, keys = "findings", ("section", "ranker")
+    have = set(found["section"])
+    problems = [f"{name}: expected a finding of section {section!r} (its table {src!r} has {len(tables[src])} rows), "
+                "found none" for section, src in _SOURCE.items()
+                if src in tables and len(tables[src]) and section not in have]
+    text = found["finding"].astype("string")
+    problems += rows_failing(name, found, text.str.len() > 20, keys, "a sentence (more than 20 characters)",
+                             ["finding"])
+    problems += rows_failing(name, found, text.str.contains(r"\d"), keys, "a finding with a number", ["finding"])
+    problems += rows_failing(name, found, found["cells"] >= 1, keys, "cells >= 1", ["cells"])
+    return problems

@@ -36,6 +36,17 @@ class FitData:
     exclude: frozenset[str]
     fitted_on: str
 
+    def __post_init__(self):
+        """One of the two rules, and under either no fitting query is evaluated: validation queries are not
+        test queries (nothing to exclude); a half of test is excluded from every test condition."""
+        expected = {VALIDATION: frozenset(), TEST_HALF: frozenset(self.pred.qids.tolist())}
+        if self.fitted_on not in expected:
+            raise ValueError(f"fitted_on must be one of {list(expected)}; got {self.fitted_on!r}")
+        if self.exclude != expected[self.fitted_on]:
+            raise ValueError(f"fitted on {self.fitted_on!r}: expected to exclude "
+                             f"{'nothing' if self.fitted_on == VALIDATION else 'exactly the fitting queries'} "
+                             f"from evaluation, found {len(self.exclude)} excluded query ids")
+
 
 def drop_queries(pred: Predictions, exclude: frozenset[str] | set[str]) -> Predictions:
     """``pred`` without the queries whose id is in ``exclude`` (``pred`` itself when none is)."""

@@ -37,10 +37,13 @@ import numpy as np
 import pandas as pd
 
 from ..analysis import uncertainty as unc
+from ..analysis.calibration import default_condition
 from ..metrics.calibration import ece, reliability_curve
 from ..metrics.ranking import per_query_ranking, recall_at_k
 from ..metrics.resample import features, interval
 from ..predictions import Predictions, logit
+from ..table_checks import TOLERANCE, in_range, raise_problems
+from .cells import CELL, rows_problems, study_cells
 
 __all__ = ["SIGNALS", "VARIANCE_SIGNALS", "candidate_distribution", "listwise_calibration", "listwise_reliability",
            "query_signals", "top_label"]
@@ -114,7 +117,9 @@ def listwise_calibration(study, rankers: Iterable[str] | None = None, *, n_resam
 
     Each with its 95% bootstrap interval over queries (main training seed); ``R@1`` and
     ``mean confidence`` (mean of ``max_j pi_j``) show the direction of a top-label gap
-    (confidence above R@1 = over-confident).
+    (confidence above R@1 = over-confident). Raises :class:`~calibrank.table_checks.TableError` when a
+    cell has no row, or an ECE is not in [0, 1], or the mean confidence not in [1 / K, 1] (the largest of K
+    probabilities that sum to 1).
     """
     rows = []
     for ranker, tc, cond in study.cells("test", rankers):
@@ -128,15 +133,21 @@ def listwise_calibration(study, rankers: Iterable[str] | None = None, *, n_resam
         row["R@1"] = float(top.labels.mean())
         row["mean confidence"] = float(top.probs.mean())
         rows.append(row)
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    name = "listwise"
+    problems = rows_problems(name, table, CELL, study_cells(study, rankers), what="one per ranker x test condition")
+    if not table.empty:
+        for col in ("pointwise ECE", "top-label ECE"):
+            problems += in_range(name, table, col, CELL, 0, 1)
+        problems += in_range(name, table, "mean confidence", CELL, 1 / (study.k + 1) - TOLERANCE, 1 + TOLERANCE)
+    raise_problems(problems)
+    return table
 
 
 def listwise_reliability(study, condition=None, train_corpus: str | None = None, *, n_bins: int = 10,
                          rankers: Iterable[str] | None = None) -> pd.DataFrame:
     """Reliability buckets of both views on one condition (default: in distribution), one row per
     ranker x view (``pointwise`` / ``top label``) x bucket, as :func:`calibrank.study.reliability_table`."""
-    from ..study import default_condition
-
     tc = train_corpus or study.train_corpora[0]
     cond = condition or default_condition(study, tc)
     rows = []

@@ -97,6 +97,9 @@ from scipy import stats
 from sklearn.metrics import f1_score
 
 from .. import nota as nota_task
+from ..analysis.nota_tables import nota_means_ranker
+from ..table_checks import TOLERANCE, in_range, raise_problems, rows_failing
+from .cells import CELL, rows_problems
 from .conformal import ALPHAS, conformal_quantile
 from .fitdata import drop_queries, fit_data
 from .listwise import _top, candidate_distribution
@@ -320,10 +323,9 @@ def nota_conformal_table(study, rankers: Iterable[str] | None = None, *, alphas:
     ``mean set size``, ``F1`` (macro, the conformal rule) and ``F1 forest`` (notebook 06's random
     forest on the ranker's sorted probabilities, ``E[R]``, mean over folds, on the same NOTA set;
     computed for ``forest_rankers``, default the ranker whose means notebook 06 uses, NaN for the
-    others: one forest costs seconds). The seed is the profile seed, as notebook 06.
+    others: one forest costs seconds). The seed is the profile seed, as notebook 06. Raises
+    :class:`~calibrank.table_checks.TableError` naming a row that breaks an invariant of :func:`_conformal_problems`.
     """
-    from ..study import nota_means_ranker
-
     for v in views:
         if v not in VIEWS:
             raise ValueError(f"views: each must be one of {VIEWS}; got {v!r}")
@@ -361,7 +363,9 @@ def nota_conformal_table(study, rankers: Iterable[str] | None = None, *, alphas:
                                     "mean set size": float(sets.sum(axis=1).mean()), "F1": _macro_f1(y, said)})
                     row["F1 forest"] = forest_f1.get(cond.name, np.nan)
                     rows.append({**row, "note": note})
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    raise_problems(_conformal_problems(study, table, rankers, views, alphas))
+    return table
 
 
 def nota_threshold_table(study, rankers: Iterable[str] | None = None, *, risks: Mapping[str, float] = RISKS,
@@ -375,7 +379,8 @@ def nota_threshold_table(study, rankers: Iterable[str] | None = None, *, risks: 
     ``above target`` (the whole interval above the target: control broken beyond sampling
     error), ``risk answering all`` (for ``wrong answer``: the share of wrong top answers when
     every query is answered, what a threshold has to improve on), ``abstention`` (share of
-    queries where NOTA is said), ``false NOTA``, ``NOTA recall`` and ``F1`` (macro, as notebook 06).
+    queries where NOTA is said), ``false NOTA``, ``NOTA recall`` and ``F1`` (macro, as notebook 06). Raises
+    :class:`~calibrank.table_checks.TableError` naming a row that breaks an invariant of :func:`_threshold_problems`.
     """
     seed = study.cfg.seed
     rows = []
@@ -403,4 +408,60 @@ def nota_threshold_table(study, rankers: Iterable[str] | None = None, *, risks: 
                              "abstention": _share(~answered),
                              "false NOTA": _share((~answered)[ans]), "NOTA recall": _share((~answered)[~ans]),
                              "F1": _macro_f1(y, ~answered)})
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    raise_problems(_threshold_problems(study, table, rankers, risks))
+    return table
+
+
+def _nota_cells(study, rankers: Iterable[str] | None) -> list[tuple]:
+    """Every ranker x training corpus x NOTA condition (:func:`nota_conditions`), as values of :data:`CELL`."""
+    return [(r, tc, c.corpus, c.sampler) for r in (rankers if rankers is not None else study.rankers)
+            for tc in study.train_corpora for c in nota_conditions(study, tc)]
+
+
+def _conformal_problems(study, table: pd.DataFrame, rankers: Iterable[str] | None, views: Sequence[str],
+                        alphas: Sequence[float]) -> list[str]:
+    """One row per NOTA cell, view and alpha; a row with a coverage has NOTA queries (half of the set), a macro-F1
+    in [0, 1] and ``false NOTA <= 1 - coverage`` (an empty set misses the true response)."""
+    name, keys = "NOTA conformal", (*CELL, "view", "alpha")
+    cells = _nota_cells(study, rankers)
+    problems = rows_problems(name, table, keys, [(*c, v, a) for c in cells for v in views for a in alphas],
+                             what=f"{len(cells)} NOTA cells x {len(views)} views x {len(alphas)} alphas")
+    if table.empty:
+        return problems
+    ok = table[table["note"] == ""]
+    problems += rows_failing(name, ok, ok["NOTA queries"] > 0, keys, "NOTA queries > 0", ["NOTA queries"])
+    problems += in_range(name, ok, "F1", keys, 0, 1)
+    problems += rows_failing(name, ok, ok["false NOTA"] <= 1 - ok["coverage"] + TOLERANCE, keys,
+                             "false NOTA <= 1 - coverage (an empty set misses the true response)",
+                             ["false NOTA", "coverage"])
+    return problems
+
+
+def _threshold_problems(study, table: pd.DataFrame, rankers: Iterable[str] | None,
+                        risks: Mapping[str, float]) -> list[str]:
+    """One row per NOTA cell and risk; without a threshold (inf) the rule always abstains and has no achieved
+    risk; a threshold is certified on calibration (``cal UCB <= target``); the false-NOTA threshold is always
+    certified (0 is safe) and its achieved risk is its false-NOTA rate; abstention and macro-F1 in [0, 1]."""
+    name, keys = "NOTA threshold", (*CELL, "risk")
+    cells = _nota_cells(study, rankers)
+    problems = rows_problems(name, table, keys, [(*c, r) for c in cells for r in risks],
+                             what=f"{len(cells)} NOTA cells x {len(risks)} risks")
+    if table.empty:
+        return problems
+    never = np.isinf(table["threshold"].to_numpy(dtype=float))
+    no, yes = table[never], table[~never]
+    problems += rows_failing(name, no, no["abstention"] == 1, keys, "abstention 1 without a threshold (inf)",
+                             ["abstention"])
+    problems += rows_failing(name, no, no["achieved risk"].isna(), keys, "no achieved risk without a threshold (inf)",
+                             ["achieved risk"])
+    problems += rows_failing(name, yes, yes["cal UCB"] <= yes["target"] + TOLERANCE, keys,
+                             "cal UCB <= target (certified on calibration)", ["cal UCB", "target", "threshold"])
+    fn = table[table["risk"] == "false NOTA"]
+    problems += rows_failing(name, fn, fn["certified"].eq(True), keys, "a certified false-NOTA threshold",
+                             ["certified"])
+    problems += rows_failing(name, fn, np.isclose(fn["achieved risk"], fn["false NOTA"]), keys,
+                             "achieved risk = false NOTA", ["achieved risk", "false NOTA"])
+    for col in ("abstention", "F1"):
+        problems += in_range(name, table, col, keys, 0, 1)
+    return problems

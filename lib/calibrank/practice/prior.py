@@ -35,6 +35,8 @@ from ..analysis.subsets import subset_negatives
 from ..metrics.calibration import ece
 from ..metrics.resample import compare, features, interval
 from ..predictions import Predictions
+from ..table_checks import in_range, raise_problems, rows_failing
+from .cells import CELL, rows_problems, study_cells
 
 __all__ = ["correct_predictions", "prior_correct", "prior_ece_by_negatives", "prior_odds_ratio", "prior_summary",
            "train_prior"]
@@ -95,6 +97,7 @@ def prior_ece_by_negatives(study, rankers: Iterable[str] | None = None, *, seed:
     ``hi``), the priors used (``pi_train`` from the profile's ``negatives.train_k``,
     ``pi_test = 1 / (n + 1)``) and ``removed`` = ``1 - corrected / raw``. Subsets: seed
     ``seed`` (default the profile seed), nested in n, the same candidates for every ranker.
+    Checked as built (:func:`_by_negatives_problems`).
     """
     seed = study.cfg.seed if seed is None else seed
     pi_train = train_prior(study.cfg.negatives.train_k)
@@ -114,7 +117,9 @@ def prior_ece_by_negatives(study, rankers: Iterable[str] | None = None, *, seed:
             row["removed"] = 1.0 - row["ECE corrected"] / row["ECE raw"] if row["ECE raw"] > 0 else np.nan
             row["queries"] = int(pred.labels.shape[0])
             rows.append(row)
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    raise_problems(_by_negatives_problems(study, table, rankers))
+    return table
 
 
 def prior_summary(study, rankers: Iterable[str] | None = None, *, n_resamples: int = unc.N_RESAMPLES) -> pd.DataFrame:
@@ -123,7 +128,8 @@ def prior_summary(study, rankers: Iterable[str] | None = None, *, n_resamples: i
     ``removed = 1 - ECE corrected / ECE raw`` with its 95% bootstrap interval (``removed lo`` /
     ``removed hi``, queries resampled jointly for both) and ``pvalue``: one-sided paired
     permutation test over queries that the corrected ECE is lower
-    (:func:`calibrank.metrics.resample.compare`, ``relative=True``). Main training seed.
+    (:func:`calibrank.metrics.resample.compare`, ``relative=True``). Main training seed. Checked as
+    built (:func:`_summary_problems`).
     """
     pi_train = train_prior(study.cfg.negatives.train_k)
     rows = []
@@ -137,4 +143,44 @@ def prior_summary(study, rankers: Iterable[str] | None = None, *, n_resamples: i
                      "pi_test": 1.0 / pred.labels.shape[1], "ECE raw": c.b, "ECE corrected": c.a,
                      "removed": -c.value, "removed lo": -c.high, "removed hi": -c.low, "pvalue": c.pvalue,
                      "queries": c.n_queries, "note": c.note})
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    raise_problems(_summary_problems(study, table, rankers))
+    return table
+
+
+def _by_negatives_problems(study, table: pd.DataFrame, rankers: Iterable[str] | None) -> list[str]:
+    """One row per cell and n = 1..k; ECEs in [0, 1] with ordered intervals; nothing corrected where
+    ``pi_test = pi_train`` (Bayes' rule with ``r = 1`` is the identity)."""
+    name, keys = "prior ECE by negatives", (*CELL, "n_nonrel")
+    cells = study_cells(study, rankers)
+    problems = rows_problems(name, table, keys, [(*c, n) for c in cells for n in range(1, study.k + 1)],
+                             what=f"{len(cells)} cells x n = 1..{study.k}")
+    if table.empty:
+        return problems
+    for col in ("ECE raw", "ECE corrected"):
+        problems += in_range(name, table, col, keys, 0, 1)
+        problems += rows_failing(name, table, table[f"{col} lo"] <= table[f"{col} hi"], keys,
+                                 f"{col} lo <= {col} hi", [f"{col} lo", f"{col} hi"])
+    same = table[np.isclose(table["pi_test"], table["pi_train"])]
+    problems += rows_failing(name, same, np.isclose(same["ECE corrected"], same["ECE raw"]), keys,
+                             "ECE corrected = ECE raw where pi_test = pi_train (nothing to correct)",
+                             ["ECE corrected", "ECE raw"])
+    return problems
+
+
+def _summary_problems(study, table: pd.DataFrame, rankers: Iterable[str] | None) -> list[str]:
+    """One row per cell, ECEs in [0, 1]; where the raw ECE is positive (else the share is undefined),
+    ``removed = 1 - corrected / raw`` with an ordered interval and a p-value in [0, 1]."""
+    name = "prior summary"
+    problems = rows_problems(name, table, CELL, study_cells(study, rankers), what="one per ranker x test condition")
+    if table.empty:
+        return problems
+    for col in ("ECE raw", "ECE corrected"):
+        problems += in_range(name, table, col, CELL, 0, 1)
+    pos = table[table["ECE raw"] > 0]
+    problems += rows_failing(name, pos, np.isclose(pos["removed"], 1 - pos["ECE corrected"] / pos["ECE raw"]), CELL,
+                             "removed = 1 - ECE corrected / ECE raw", ["removed", "ECE corrected", "ECE raw"])
+    problems += rows_failing(name, pos, pos["removed lo"] <= pos["removed hi"], CELL, "removed lo <= removed hi",
+                             ["removed lo", "removed hi"])
+    problems += in_range(name, pos, "pvalue", CELL, 0, 1)
+    return problems

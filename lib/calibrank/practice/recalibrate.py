@@ -40,6 +40,8 @@ from ..analysis import uncertainty as unc
 from ..metrics.calibration import ece
 from ..metrics.resample import features, interval
 from ..predictions import Predictions, logit
+from ..table_checks import in_range, raise_problems
+from .cells import CELL, rows_problems, study_cells
 from .fitdata import drop_queries, fit_data
 from .prior import prior_correct, train_prior
 
@@ -162,7 +164,8 @@ def recalibration_table(study, rankers: Iterable[str] | None = None, methods: Se
 
     Fitted once per ranker and training corpus on :func:`~calibrank.practice.fitdata.fit_data`
     (``fitted_on`` says which rule) and applied to every test condition (main training seed);
-    ``queries``: the queries evaluated. Columns ``ECE``, ``ECE lo``, ``ECE hi``, ``params``.
+    ``queries``: the queries evaluated. Columns ``ECE``, ``ECE lo``, ``ECE hi``, ``params``. Raises
+    :class:`~calibrank.table_checks.TableError` when a row is missing or an ECE is not in [0, 1].
     """
     pi_train = train_prior(study.cfg.negatives.train_k)
     rows = []
@@ -181,12 +184,19 @@ def recalibration_table(study, rankers: Iterable[str] | None = None, methods: Se
                                  "fit_queries": int(fd.pred.labels.shape[0]), "queries": int(p.labels.shape[0]),
                                  "ECE": ece(p.probs, p.labels), "ECE lo": est.low, "ECE hi": est.high,
                                  "params": ", ".join(f"{k}={v:.3g}" for k, v in recal.params.items())})
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    name, keys = "recalibration", (*CELL, "method")
+    cells = study_cells(study, rankers)
+    problems = rows_problems(name, table, keys, [(*c, m) for c in cells for m in methods],
+                             what=f"{len(cells)} cells x {len(methods)} methods")
+    raise_problems(problems if table.empty else problems + in_range(name, table, "ECE", keys, 0, 1))
+    return table
 
 
 def recalibration_best(table: pd.DataFrame) -> pd.DataFrame:
     """Which recalibrator is best: per method, mean ECE and the number of cells (ranker x condition) it wins,
-    in distribution and under shift (every other condition)."""
+    in distribution and under shift (every other condition). Raises :class:`~calibrank.table_checks.TableError`
+    when the cells won in a setting do not add up to its cells (a cell of ``table`` twice, or not for every method)."""
     t = table.assign(setting=np.where(table["shift"] == "in distribution", "in distribution", "under shift"))
     keys = ["ranker", "train_corpus", "corpus", "sampler"]
     winner = t.loc[t.groupby(keys)["ECE"].idxmin(), keys + ["method"]].rename(columns={"method": "best"})
@@ -198,4 +208,8 @@ def recalibration_best(table: pd.DataFrame) -> pd.DataFrame:
                      "cells won": int((grp["best"] == m).sum()), "cells": len(cells)})
     out = pd.DataFrame(rows).sort_values(["setting", "mean ECE"]).reset_index(drop=True)
     out["rank"] = out.groupby("setting")["mean ECE"].rank(method="min").astype(int)
+    won = out.groupby("setting", sort=False).agg(won=("cells won", "sum"), cells=("cells", "first"))
+    raise_problems([f"best recalibrator: setting={setting}: expected the cells won to add up to the {r['cells']} "
+                    f"cells (one winner per cell), found {r['won']}" for setting, r in won.iterrows()
+                    if r["won"] != r["cells"]])
     return out

@@ -46,7 +46,10 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
+from ..analysis.calibration import default_condition
+from ..table_checks import TOLERANCE, describe, in_range, raise_problems, rows_failing
 from . import intervals
+from .cells import CELL, rows_problems, study_cells
 from .listwise import query_signals
 
 __all__ = ["CONFIDENCES", "COVERAGE", "SelectiveScores", "confidences", "risk_column", "risk_coverage",
@@ -229,7 +232,8 @@ def selective_table(study, rankers: Iterable[str] | None = None, *, coverage: fl
     """One row per ranker x test condition x confidence score (main training seed): ``AURC``,
     ``E-AURC``, ``AUGRC``, ``risk@<coverage>``, each followed by ``<name> lo`` / ``<name> hi``
     (95% bootstrap interval over test queries, :func:`selective_intervals`, seeded with the
-    profile seed), and the full-coverage ``risk``; ``-top var`` only for rankers with S > 1."""
+    profile seed), and the full-coverage ``risk``; ``-top var`` only for rankers with S > 1. Raises
+    :class:`~calibrank.table_checks.TableError` naming a row that breaks an invariant of :func:`_table_problems`."""
     label = risk_column(coverage)
     rows = []
     for ranker, tc, cond in study.cells("test", rankers):
@@ -247,14 +251,41 @@ def selective_table(study, rankers: Iterable[str] | None = None, *, coverage: fl
                                               (label, s.risk_at_coverage))):
                 row.update({col: value, f"{col} lo": float(lo[j]), f"{col} hi": float(hi[j])})
             rows.append({**row, "risk": s.risk})
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    raise_problems(_table_problems(study, table, rankers, label))
+    return table
+
+
+def _table_problems(study, table: pd.DataFrame, rankers: Iterable[str] | None, risk_at: str) -> list[str]:
+    """One row per cell and confidence (``-top var`` exactly for the study's rankers with S > 1); AURC and
+    ``risk_at`` in [0, 1], ``E-AURC >= 0`` (no confidence beats the oracle), ``AUGRC <= AURC`` (``g(i) <= r(i)``),
+    each interval ordered; one full-coverage risk per cell (the loss does not depend on the confidence)."""
+    name, keys = "selective", (*CELL, "confidence")
+    stochastic = set(study.stochastic_rankers())
+    problems = rows_problems(name, table, keys, [(*c, conf) for c in study_cells(study, rankers) for conf in CONFIDENCES
+                                                 if conf != "-top var" or c[0] in stochastic])
+    if table.empty:
+        return problems
+    problems += rows_failing(name, table, table["E-AURC"] >= -TOLERANCE, keys, f"E-AURC >= 0 (within {TOLERANCE:g})",
+                             ["E-AURC"])
+    problems += rows_failing(name, table, table["AUGRC"] <= table["AURC"] + TOLERANCE, keys,
+                             f"AUGRC <= AURC (within {TOLERANCE:g})", ["AUGRC", "AURC"])
+    for col in ("AURC", risk_at):
+        problems += in_range(name, table, col, keys, 0, 1)
+    for col in ("AURC", "E-AURC", "AUGRC", risk_at):
+        lo, hi = table[f"{col} lo"], table[f"{col} hi"]
+        problems += rows_failing(name, table, lo <= hi + TOLERANCE, keys,
+                                 f"{col} lo <= {col} hi (within {TOLERANCE:g})", [f"{col} lo", f"{col} hi"])
+    for cell, n in table.groupby(list(CELL), sort=False)["risk"].nunique(dropna=False).items():
+        if n != 1:
+            problems.append(f"{name}: {describe(dict(zip(CELL, cell)), CELL)}: expected one risk for every confidence "
+                            f"(the loss does not depend on it), found {n} values")
+    return problems
 
 
 def selective_curves(study, condition=None, train_corpus: str | None = None,
                      rankers: Iterable[str] | None = None) -> pd.DataFrame:
     """Risk-coverage curves on one condition (default: in distribution): one row per ranker x confidence x coverage."""
-    from ..study import default_condition
-
     tc = train_corpus or study.train_corpora[0]
     cond = condition or default_condition(study, tc)
     frames = []

@@ -30,7 +30,10 @@ import pandas as pd
 from scipy import stats
 from sklearn.metrics import roc_auc_score
 
+from ..analysis.calibration import default_condition
+from ..table_checks import in_range, raise_problems, rows_failing
 from . import intervals
+from .cells import CELL, rows_problems
 from .listwise import SIGNALS, VARIANCE_SIGNALS, query_signals
 
 __all__ = ["auroc_batch", "auroc_interval", "performance_prediction", "shift_detection"]
@@ -108,10 +111,9 @@ def shift_detection(study, rankers: Iterable[str] | None = None, *,
     One row per ranker x training corpus x shifted test condition x signal (main training seed),
     with ``AUROC``, ``AUROC lo`` / ``AUROC hi`` (95% bootstrap interval over queries, see the
     module docstring), ``paired`` (the two sides share their queries), ``in-distribution
-    queries``, ``shifted queries`` and the mean signal on each side.
+    queries``, ``shifted queries`` and the mean signal on each side. Raises
+    :class:`~calibrank.table_checks.TableError` naming a row that breaks an invariant of :func:`_shift_problems`.
     """
-    from ..study import default_condition
-
     rows = []
     for ranker in rankers if rankers is not None else study.rankers:
         for tc in study.train_corpora:
@@ -135,14 +137,18 @@ def shift_detection(study, rankers: Iterable[str] | None = None, *,
                                  "in-distribution queries": len(sig_in), "shifted queries": len(sig_out),
                                  "mean signal in distribution": float(sig_in[s].mean()),
                                  "mean signal shifted": float(sig_out[s].mean())})
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    raise_problems(_shift_problems(study, table, rankers))
+    return table
 
 
 def performance_prediction(study, rankers: Iterable[str] | None = None) -> pd.DataFrame:
     """Kendall's tau-b between each signal and each query's ``RR`` and ``R@1``, per ranker x test condition.
 
     Columns ``tau RR``, ``p RR``, ``tau R@1``, ``p R@1`` (two-sided p-values of scipy); tau is NaN
-    when the signal or the target is constant on the condition.
+    when the signal or the target is constant on the condition. Raises
+    :class:`~calibrank.table_checks.TableError` naming a row that breaks an invariant of
+    :func:`_performance_problems`.
     """
     rows = []
     for ranker, tc, cond in study.cells("test", rankers):
@@ -160,4 +166,44 @@ def performance_prediction(study, rankers: Iterable[str] | None = None) -> pd.Da
                     tau, p = float(res.statistic), float(res.pvalue)
                 row[f"tau {target}"], row[f"p {target}"] = tau, p
             rows.append(row)
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    raise_problems(_performance_problems(study, table, rankers))
+    return table
+
+
+def _expected_signals(study, rankers: Iterable[str] | None, shifted_only: bool) -> list[tuple]:
+    """The rows of :data:`CELL` and ``signal`` the study implies: the variance signals for its rankers with S > 1
+    only; with ``shifted_only``, the test conditions other than each training corpus's in-distribution one."""
+    stochastic = set(study.stochastic_rankers())
+    home = {tc: default_condition(study, tc).name for tc in study.train_corpora}
+    return [(r, tc, c.corpus, c.sampler, s) for r, tc, c in study.cells("test", rankers)
+            if not (shifted_only and c.name == home[tc])
+            for s in SIGNALS if r in stochastic or s not in VARIANCE_SIGNALS]
+
+
+def _shift_problems(study, table: pd.DataFrame, rankers: Iterable[str] | None) -> list[str]:
+    """One row per ranker x training corpus x shifted condition x signal, each a shifted condition by
+    :meth:`~calibrank.analysis.load.Study.shift`; AUROC in [0, 1] inside an ordered interval."""
+    name, keys = "shift detection", (*CELL, "signal")
+    problems = rows_problems(name, table, keys, _expected_signals(study, rankers, shifted_only=True),
+                             what="ranker x training corpus x shifted condition x its signals")
+    if table.empty:
+        return problems
+    problems += rows_failing(name, table, table["shift"] != "in distribution", keys,
+                             "a shifted condition (not 'in distribution')", ["shift"])
+    problems += in_range(name, table, "AUROC", keys, 0, 1)
+    problems += rows_failing(name, table, table["AUROC lo"] <= table["AUROC hi"], keys, "AUROC lo <= AUROC hi",
+                             ["AUROC lo", "AUROC hi"])
+    return problems
+
+
+def _performance_problems(study, table: pd.DataFrame, rankers: Iterable[str] | None) -> list[str]:
+    """One row per cell and signal; tau in [-1, 1] and p-values in [0, 1], NaN where a signal is constant."""
+    name, keys = "performance prediction", (*CELL, "signal")
+    problems = rows_problems(name, table, keys, _expected_signals(study, rankers, shifted_only=False),
+                             what="ranker x test condition x its signals")
+    if table.empty:
+        return problems
+    for col, (low, high) in {"tau RR": (-1, 1), "tau R@1": (-1, 1), "p RR": (0, 1), "p R@1": (0, 1)}.items():
+        problems += in_range(name, table, col, keys, low, high, allow_nan=True)
+    return problems
