@@ -63,10 +63,10 @@ def t(built):
     return {k: (v.copy() if isinstance(v, pd.DataFrame) else dict(v)) for k, v in built[2].items()}
 
 
-def raises(check, *args, words: tuple[str, ...]) -> None:
-    """``check(*args)`` raises TableError and one of its problems names every one of ``words``."""
+def raises(check, *args, words: tuple[str, ...], **kwargs) -> None:
+    """``check(*args, **kwargs)`` raises TableError and one of its problems names every one of ``words``."""
     with pytest.raises(TableError) as err:
-        check(*args)
+        check(*args, **kwargs)
     assert any(all(w in p for w in words) for p in str(err.value).split("; ")), str(err.value)
 
 
@@ -252,6 +252,10 @@ def test_nota_names_the_condition_and_input(t, input_, changes, words):
            words=("nota", "table=Table 5 (cross-NS)", "sampler=random", f"input={input_}", *words))
     raises(nota_tables._check_nota, _drop(t["nota"], {**where, "input": "+var[ensemble]"}), 3, 5,
            words=("sampler=random", "expected 3 inputs", "found 2: E[R], +var[mc_dropout]"))
+
+
+def test_nota_without_a_condition_is_named(study):
+    raises(st.nota_table, study, split="nosuch", words=("nota: no rows", "expected at least one condition"))
 
 
 def test_a_study_trained_on_both_corpora_builds_every_table(tmp_path):
