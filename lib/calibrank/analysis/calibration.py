@@ -170,7 +170,7 @@ def _conditions(study: Study) -> list[tuple[str, str, str]]:
 
 def _check_table1(study: Study, table: pd.DataFrame, name: str) -> None:
     """One row per training corpus x test condition, no NaN, R@1 in [0, 1], both ECEs in [0, 1), one
-    in-distribution row per training corpus (on its own corpus, with the training sampler)."""
+    in-distribution row per training corpus."""
     keys = ("train_corpus", "corpus", "sampler")
     problems = rows_expected(name, table, keys, _conditions(study))
     problems += not_nan(name, table, table.columns, keys)
