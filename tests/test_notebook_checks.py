@@ -1,31 +1,24 @@
-"""Tests of calibrank.checks (notebooks 01, 02, 03 and 07): tables built as the notebooks build them pass,
-and every defect each check looks for is reported with its table and row."""
+"""The tables of notebooks 01, 02, 03 and 07 check themselves where they are built: built from good inputs
+they pass, and every defect raises TableError naming the table, the row and what was expected."""
 
 from __future__ import annotations
-
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from calibrank import checks
+from calibrank import baselines, efficiency, experiment
 from calibrank.config import load_config
 from calibrank.data import stats
 from calibrank.data.schema import Example, RankingQuery
-from calibrank.efficiency import efficiency_table
 from calibrank.experiment import expected_samples, ranker_conditions, shift_kind
+
+from test_analysis_checks import raises
 
 
 @pytest.fixture(scope="module")
 def cfg():
     return load_config("smoke")
-
-
-def _has(problems: list[str], *parts: str) -> None:
-    """Some problem names every part (table, row, expectation)."""
-    assert any(all(p in msg for p in parts) for msg in problems), (parts, problems)
 
 
 def _set(table: pd.DataFrame, mask, column: str, value) -> pd.DataFrame:
@@ -37,42 +30,32 @@ def _set(table: pd.DataFrame, mask, column: str, value) -> pd.DataFrame:
 # ------------------------------------------------------------------------------ 01 data
 def _examples() -> dict:
     """Two corpora, three splits, every dialogue in one split (``<corpus>-<split>-d<i>``)."""
-    out = {}
-    for corpus, n in (("chitchat", 3), ("chatterbot", 2)):
-        out[corpus] = {split: [Example(f"{corpus}-{split}-{i}", (f"hello {i}", "how are you"), f"fine thanks {i}",
-                                       dialogue_id=f"{corpus}-{split}-d{i // 2}", domain="chat")
-                               for i in range(n * (3 if split == "train" else 1))]
-                       for split in ("train", "valid", "test")}
-    return out
+    return {corpus: {split: [Example(f"{corpus}-{split}-{i}", (f"hello {i}", "how are you"), f"fine thanks {i}",
+                                     dialogue_id=f"{corpus}-{split}-d{i // 2}", domain="chat")
+                             for i in range(n * (3 if split == "train" else 1))] for split in ("train", "valid", "test")}
+            for corpus, n in (("chitchat", 3), ("chatterbot", 2))}
 
 
-def _summary(examples: dict) -> dict:
-    """What :func:`calibrank.querysets.prepare_data` returns for ``examples`` (a pool of 2 responses per example)."""
+def _summary(examples: dict, pool: int = 2) -> dict:
+    """What :func:`calibrank.querysets.prepare_data` returns for ``examples`` (``pool`` responses per example)."""
     return {"corpora": {c: {"dialogues": {s: len({e.dialogue_id for e in exs}) for s, exs in splits.items()},
-                            "pool": {s: 2 * len(exs) for s, exs in splits.items()}}
+                            "pool": {s: pool * len(exs) for s, exs in splits.items()}}
                         for c, splits in examples.items()}}
 
 
-def test_corpus_table_problems():
+def test_the_corpus_table(cfg):
     examples = _examples()
-    table = stats.corpus_table(examples, _summary(examples))
-    f = checks.corpus_table_problems
-    assert f(table, examples) == []
-    row = (table["corpus"] == "chatterbot") & (table["split"] == "valid")
-    _has(f(table[~row], examples), "corpus table: 0 rows for corpus=chatterbot, split=valid, expected 1")
-    _has(f(pd.concat([table, table[row]]), examples), "corpus table: 2 rows for corpus=chatterbot, split=valid")
-    where = "corpus=chatterbot, split=valid"
-    _has(f(_set(table, row, "examples", 0), examples), f"corpus table: {where}: expected examples > 0",
-         "found examples 0")
-    _has(f(_set(table, row, "examples", np.nan), examples), f"{where}: expected examples > 0")
-    _has(f(_set(table, row, "response pool", 1), examples), f"{where}: expected a response pool at least as "
-         "large as the examples, found response pool 1, examples 2")
-    leaky = {c: dict(splits) for c, splits in examples.items()}
-    leaky["chitchat"]["test"] = [*leaky["chitchat"]["test"],
-                                 Example("x", ("hi",), "yo", dialogue_id="chitchat-train-d0")]
-    _has(f(stats.corpus_table(leaky, _summary(leaky)), leaky), "examples: split by dialogue expected",
-         "chitchat: 1 dialogues in both train and test")
-    _has(f(table.drop(columns="response pool"), examples), "corpus table: no column 'response pool'")
+    assert len(stats.corpus_table(examples, _summary(examples))) == 6
+    raises(stats.corpus_table, examples, _summary(examples, pool=0), words=(
+        "corpus table: corpus=chitchat, split=train: expected a response pool at least as large as the examples",
+        "found response pool 0, examples 9"))
+    empty = {**examples, "chatterbot": {**examples["chatterbot"], "valid": []}}
+    with pytest.warns(RuntimeWarning):  # the mean length of no examples
+        raises(stats.corpus_table, empty, _summary(empty), words=("corpus=chatterbot, split=valid: expected examples > 0",))
+    leaky = {**examples, "chitchat": {**examples["chitchat"], "test": [
+        *examples["chitchat"]["test"], Example("x", ("hi",), "yo", dialogue_id="chitchat-train-d0")]}}
+    raises(stats.corpus_table, leaky, _summary(leaky), words=(
+        "corpus table: split by dialogue expected", "chitchat: 1 dialogues in both train and test"))
 
 
 # ------------------------------------------------------------------------------ 02 negatives
@@ -81,78 +64,72 @@ def _query(qid: str, negatives: list[str]) -> RankingQuery:
                         ("sure why not", *negatives), (1,) + (0,) * len(negatives))
 
 
-def _overlap(cfg) -> pd.DataFrame:
-    """The overlap table of test query sets where BM25 negatives repeat the context and random ones do not."""
+def _query_sets(cfg, bm25: str = "i like green apples") -> dict:
+    """Test query sets where BM25 negatives repeat the context (``bm25``) and random ones do not."""
     k = cfg.negatives.eval_k
-    sets = {}
-    for corpus in cfg.data.corpora:
-        for sampler, negs in (("random", [f"the weather is nice {j}" for j in range(k)]),
-                              ("bm25", [f"i like green apples {j}" for j in range(k)]),
-                              ("mixed", [f"green weather {j}" for j in range(k)])):
-            sets[f"{corpus.value}/test-{sampler}-k{k}"] = [_query(f"q{i}", negs) for i in range(3)]
-    return stats.overlap_table(sets)
+    return {f"{corpus.value}/test-{sampler}-k{k}": [_query(f"q{i}", [f"{negs} {j}" for j in range(k)]) for i in range(3)]
+            for corpus in cfg.data.corpora
+            for sampler, negs in (("random", "the weather is nice"), ("bm25", bm25), ("mixed", "green weather"))}
 
 
-def test_overlap_problems(cfg):
-    overlap = _overlap(cfg)
-    f = checks.overlap_problems
-    assert f(cfg, overlap) == []
-    bm25 = overlap["query set"] == "chatterbot/test-bm25-k9"
-    low = _set(overlap, bm25, "overlap negatives", 0.0)
-    _has(f(cfg, low), "overlap table: chatterbot: expected the BM25 negatives (chatterbot/test-bm25-k9) to overlap",
-         "more than the random ones (chatterbot/test-random-k9), found overlap negatives 0 vs")
-    _has(f(cfg, _set(overlap, bm25, "overlap negatives", np.nan)), "chatterbot: expected the BM25", "found overlap "
-         "negatives nan")
-    _has(f(cfg, pd.concat([overlap, overlap[bm25]])), "overlap table: 2 rows for chatterbot/test-bm25-k9, expected 1")
-    assert f(cfg, low[~bm25]) == []  # no BM25 query set of that corpus: nothing to compare
-    _has(f(cfg, overlap.rename(columns={"overlap negatives": "overlap"})), "no column 'overlap negatives'")
+def test_the_overlap_table(cfg):
+    assert len(stats.overlap_table(_query_sets(cfg))) == 3 * len(cfg.data.corpora)
+    raises(stats.overlap_table, _query_sets(cfg, bm25="the weather is nice today"), words=(
+        "overlap table: chatterbot: expected the BM25 negatives (chatterbot/test-bm25-k9) to overlap",
+        "more than the random ones (chatterbot/test-random-k9), found overlap negatives 0 vs"))
+    alone = {name: qs for name, qs in _query_sets(cfg, bm25="the weather").items() if "random" not in name}
+    assert len(stats.overlap_table(alone)) == 2 * len(cfg.data.corpora)  # no random set: nothing to compare
+
+
+def test_the_rules_that_learn_nothing(cfg):
+    k, keys = cfg.negatives.eval_k, ("baseline", "train_corpus", "corpus", "split", "sampler")
+    runs = pd.DataFrame([{"baseline": n.value, "train_corpus": tc.value, "corpus": c.corpus, "split": c.split,
+                          "sampler": c.sampler, f"R{k + 1}@1": 1 / (k + 1), "queries": 100}
+                         for n in baselines.BaselineName for tc in cfg.rankers.train_corpora
+                         for c in experiment.eval_conditions(cfg)])
+    baselines._check_baselines(cfg, runs)
+    raises(baselines._check_baselines, cfg, runs.iloc[1:], words=("baselines", "0 rows for", ", ".join(
+        f"{c}={runs[c].iloc[0]}" for c in keys)))
+    leak = _set(runs, runs["baseline"] == "random", f"R{k + 1}@1", 0.5)
+    raises(baselines._check_baselines, cfg, leak, words=("baselines: baseline=random", "within 4 standard errors of chance",
+                                                        "found R10@1 0.5, queries 100"))
 
 
 # ------------------------------------------------------------------------------ 03 train
 def _run_summary(cfg, ranker: str) -> pd.DataFrame:
     """A summary with the columns of :func:`calibrank.experiment.predict_conditions`, one row per condition."""
     s = expected_samples(cfg, ranker)
-    rows = [{"corpus": c.corpus, "split": c.split, "sampler": c.sampler,
-             "shift": shift_kind(c, "chitchat", cfg.negatives.train.value), "queries": 24, "samples": s,
-             f"R{c.k + 1}@1": 0.1 + 0.02 * i, "ECE": 0.3 - 0.01 * i, "mean var": 0.002 * (s > 1), "ms/query": 3.5}
-            for i, c in enumerate(ranker_conditions(cfg, ranker))]
-    return pd.DataFrame(rows)
+    return pd.DataFrame([{"corpus": c.corpus, "split": c.split, "sampler": c.sampler,
+                          "shift": shift_kind(c, "chitchat", cfg.negatives.train.value), "queries": 24, "samples": s,
+                          f"R{c.k + 1}@1": 0.1 + 0.02 * i, "ECE": 0.3 - 0.01 * i, "mean var": 0.002 * (s > 1),
+                          "ms/query": 3.5} for i, c in enumerate(ranker_conditions(cfg, ranker))])
 
 
 @pytest.mark.parametrize("ranker", ["bert", "mc_dropout"])
-def test_run_summary_problems(cfg, ranker):
-    summary = _run_summary(cfg, ranker)
-    f = checks.run_summary_problems
-    s = expected_samples(cfg, ranker)
-    assert (s > 1) == (ranker == "mc_dropout") and f(cfg, ranker, summary) == []
+def test_the_run_summary(cfg, ranker):
+    summary, s, check = _run_summary(cfg, ranker), expected_samples(cfg, ranker), experiment._check_run_summary
+    assert (s > 1) == (ranker == "mc_dropout")
+    check(cfg, ranker, summary)
     name = f"run summary of {ranker}"
     row = (summary["corpus"] == "chatterbot") & (summary["split"] == "test") & (summary["sampler"] == "bm25")
     where = "corpus=chatterbot, split=test, sampler=bm25"
-    dropped = f(cfg, ranker, summary[~row])
-    _has(dropped, f"{name}: {len(summary) - 1} rows, expected {len(summary)}")
-    _has(dropped, f"{name}: 0 rows for {where}, expected 1")
-    _has(f(cfg, ranker, pd.concat([summary, summary[row]])), f"{name}: 2 rows for {where}")
-    _has(f(cfg, ranker, _set(summary, row, "R10@1", 1.2)), f"{name}: {where}: expected R10@1 in [0, 1]",
-         "found R10@1 1.2")
-    _has(f(cfg, ranker, _set(summary, row, "ECE", np.nan)), where, "expected ECE in [0, 1], found ECE nan")
-    _has(f(cfg, ranker, _set(summary, row, "samples", s + 1)), where, f"expected samples {s}", f"found samples {s + 1}")
-    if s > 1:
-        _has(f(cfg, ranker, _set(summary, row, "mean var", 0.0)), where, "expected mean var > 0")
-    else:
-        _has(f(cfg, ranker, _set(summary, row, "mean var", 1e-6)), where, "expected mean var 0 (a deterministic ranker")
-    _has(f(cfg, ranker, summary.drop(columns="R10@1")), "no column 'R10@1'")
+    raises(check, cfg, ranker, summary[~row], words=(f"{name}: {len(summary) - 1} rows, expected {len(summary)}",))
+    raises(check, cfg, ranker, pd.concat([summary, summary[row]]), words=(f"{name}: 2 rows for {where}",))
+    raises(check, cfg, ranker, _set(summary, row, "R10@1", 1.2), words=(f"{name}: {where}: expected R10@1 in [0, 1]",))
+    raises(check, cfg, ranker, _set(summary, row, "ECE", np.nan), words=(where, "expected ECE in [0, 1], found ECE nan"))
+    raises(check, cfg, ranker, _set(summary, row, "samples", s + 1), words=(where, f"expected samples {s}"))
+    raises(check, cfg, ranker, _set(summary, row, "mean var", 1e-6 if s == 1 else 0.0),
+           words=(where, "expected mean var 0 (a deterministic ranker" if s == 1 else "expected mean var > 0"))
 
 
 def test_the_validation_conditions_are_expected_for_a_ranker_with_samples_only(cfg):
-    """A deterministic ranker's summary with validation rows, or a stochastic one's without, is wrong."""
     mc = _run_summary(cfg, "mc_dropout")
     valid = mc["split"] == "valid"
-    assert valid.any()
-    _has(checks.run_summary_problems(cfg, "mc_dropout", mc[~valid]),
-         "0 rows for corpus=chitchat, split=valid, sampler=mixed")
+    raises(experiment._check_run_summary, cfg, "mc_dropout", mc[~valid],
+           words=("0 rows for corpus=chitchat, split=valid, sampler=mixed",))
     bert = pd.concat([_run_summary(cfg, "bert"), mc[valid].assign(samples=1, **{"mean var": 0.0})])
-    _has(checks.run_summary_problems(cfg, "bert", bert), "unexpected row",
-         "for corpus=chitchat, split=valid, sampler=mixed, expected none")
+    raises(experiment._check_run_summary, cfg, "bert", bert,
+           words=("unexpected row", "for corpus=chitchat, split=valid, sampler=mixed, expected none"))
 
 
 # ------------------------------------------------------------------------------ 07 efficiency
@@ -168,45 +145,31 @@ def _measured(cfg, repeats: int = 3) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def test_measured_efficiency_problems(cfg):
-    measured = _measured(cfg)
-    f = checks.measured_efficiency_problems
-    assert len(measured) == len(cfg.rankers.names) > 2 and f(cfg, measured) == []
-    name = "measured efficiency"
-    sngp = measured["ranker"] == "sngp"
-    dropped = f(cfg, measured[~sngp])
-    _has(dropped, f"{name}: {len(measured) - 1} rows, expected {len(measured)}")
-    _has(dropped, f"{name}: 0 rows for ranker=sngp, expected 1")
-    _has(f(cfg, _set(measured, sngp, "ranker", "bm25")), "1 unexpected row for ranker=bm25")
-    _has(f(cfg, _set(measured, sngp, "parameters", 0)), f"{name}: ranker=sngp: expected parameters > 0",
-         "found parameters 0")
-    _has(f(cfg, _set(measured, sngp, "ms/query", np.nan)), "ranker=sngp: expected ms/query > 0, found ms/query nan")
-    _has(f(cfg, _set(measured, sngp, "ms/query (fastest)", 1e6)),
-         "ranker=sngp: expected ms/query (fastest) <= ms/query")
-    _has(f(cfg, _set(measured, sngp, "queries", 23)), "expected one value of queries", "found 2: ['23', '24']")
-    _has(f(cfg, _set(measured, sngp, "corpus", "chatterbot")), "expected one value of corpus",
-         "['chatterbot', 'chitchat']")
+def test_the_measured_efficiency(cfg):
+    measured, names, check = _measured(cfg), [r.value for r in cfg.rankers.names], efficiency._check_measured
+    check(measured, names)
+    name, sngp = "measured efficiency", measured["ranker"] == "sngp"
+    raises(check, measured[~sngp], names, words=(f"{name}: {len(measured) - 1} rows, expected {len(measured)}",))
+    raises(check, _set(measured, sngp, "ranker", "bm25"), names, words=("1 unexpected row for ranker=bm25",))
+    raises(check, _set(measured, sngp, "parameters", 0), names, words=(f"{name}: ranker=sngp: expected parameters > 0",))
+    raises(check, _set(measured, sngp, "ms/query", np.nan), names, words=("ranker=sngp: expected ms/query > 0",))
+    raises(check, _set(measured, sngp, "ms/query (fastest)", 1e6), names,
+           words=("ranker=sngp: expected ms/query (fastest) <= ms/query",))
+    raises(check, _set(measured, sngp, "queries", 23), names, words=("expected one value of queries", "found 2: ['23', '24']"))
+    raises(check, _set(measured, sngp, "corpus", "chatterbot"), names, words=("expected one value of corpus",))
 
 
-def test_efficiency_table_problems(cfg):
-    table = efficiency_table(_measured(cfg))
-    f = checks.efficiency_table_problems
-    assert f(table, 3) == []
-    name = "efficiency table"
-    bert, gp = table["ranker"] == "bert", table["ranker"] == "gpf_bert"
-    for col in ("params (M)", "ms/query", "ratio_to_bert"):
-        _has(f(_set(table, gp, col, np.nan), 3), f"{name}: ranker=gpf_bert: expected a value of {col}, found {col} nan")
-    _has(f(_set(table, bert, "ratio_to_bert", 1.1), 3), f"{name}: ranker=bert: expected ratio_to_bert 1 (within 1e-12)",
-         "found ratio_to_bert 1.1")
-    _has(f(table[~bert], 3), f"{name}: no bert row, expected one")
-    _has(f(table, 2), f"{name}: ranker=bert: expected repeats 2, found repeats 3")
-    _has(f(_set(table, gp, "ratio lo", 99.0), 3), f"{name}: ranker=gpf_bert: expected ratio lo <= ratio hi (3 repeats "
-         "give an interval), found ratio lo 99")
-    _has(f(_set(table, gp, "ratio hi", np.nan), 3), "ranker=gpf_bert: expected ratio lo <= ratio hi")
-    one = efficiency_table(_measured(cfg, repeats=1))
-    assert one[["ratio lo", "ratio hi"]].isna().all().all() and f(one, 1) == []  # one repeat: no interval to check
-
-
-def test_the_notebook_checks_do_not_import_torch():
-    code = "import sys, calibrank.checks; sys.exit('torch' in sys.modules)"
-    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+def test_the_efficiency_table(cfg):
+    measured, f, name = _measured(cfg), efficiency.efficiency_table, "efficiency table"
+    table = f(measured)
+    gp = measured["ranker"] == "gpf_bert"
+    for col, value in (("parameters", np.nan), ("ms/query", np.nan)):
+        raises(f, _set(measured, gp, col, value), words=(f"{name}: ranker=gpf_bert: expected a value of",))
+    raises(f, measured[measured["ranker"] != "bert"], words=(f"{name}: no bert row, expected one",))
+    raises(f, _set(measured, gp, "ms/query per repeat", "1 2"), words=(f"{name}: ranker=gpf_bert: expected repeats 3 (as bert)",))
+    raises(efficiency._check_efficiency, _set(table, table["ranker"] == "bert", "ratio_to_bert", 1.1), "bert",
+           words=(f"{name}: ranker=bert: expected ratio_to_bert 1 (within 1e-12)", "found ratio_to_bert 1.1"))
+    raises(efficiency._check_efficiency, _set(table, table["ranker"] == "gpf_bert", "ratio lo", 99.0), "bert",
+           words=("ranker=gpf_bert: expected ratio lo <= ratio hi (3 repeats give an interval)", "found ratio lo 99"))
+    one = f(_measured(cfg, repeats=1))  # one repeat: no interval to check
+    assert one[["ratio lo", "ratio hi"]].isna().all().all()

@@ -44,6 +44,7 @@ import numpy as np
 from .data.schema import RankingQuery
 from .negatives import words as _words
 from .predictions import Predictions
+from .table_checks import raise_problems, rows_expected, rows_failing
 
 __all__ = [
     "BaselineName",
@@ -247,8 +248,27 @@ def compute_baselines(cfg) -> "pd.DataFrame":
                 pred.save(baselines_path(cfg, name, tc.value, c))
                 rows.append({"baseline": name.value, "train_corpus": tc.value, "corpus": c.corpus, "split": c.split,
                              "sampler": c.sampler, f"R{c.k + 1}@1": float(np.nanmean(recall_at_k(pred.probs, pred.labels, 1))),
-                             "ECE": ece(pred.probs, pred.labels)})
-    return pd.DataFrame(rows)
+                             "ECE": ece(pred.probs, pred.labels), "queries": len(queries[c.name])})
+    out = pd.DataFrame(rows)
+    _check_baselines(cfg, out)
+    return out.drop(columns="queries")
+
+
+def _check_baselines(cfg, runs: "pd.DataFrame") -> None:
+    """Every rule x training corpus x evaluation condition once, and the random rule within four standard
+    errors of chance (1/K) on each: a random rule that is not at chance means the candidates' order leaks the label."""
+    from .experiment import eval_conditions
+
+    name, keys = "baselines", ("baseline", "train_corpus", "corpus", "split", "sampler")
+    recall = f"R{cfg.negatives.eval_k + 1}@1"
+    problems = rows_expected(name, runs, keys, [(n.value, tc.value, c.corpus, c.split, c.sampler) for n in BaselineName
+                                                for tc in cfg.rankers.train_corpora for c in eval_conditions(cfg)])
+    chance = 1.0 / (cfg.negatives.eval_k + 1)
+    random = runs[runs["baseline"] == BaselineName.random.value]
+    at_chance = (random[recall] - chance).abs() <= 4 * np.sqrt(chance * (1 - chance) / random["queries"])
+    problems += rows_failing(name, random, at_chance, keys, f"{recall} within 4 standard errors of chance {chance:.3f}",
+                             [recall, "queries"])
+    raise_problems(problems)
 
 
 def load_baseline(cfg, name: str | BaselineName, train_corpus: str, condition) -> Predictions:
@@ -279,32 +299,6 @@ def best_baselines(cfg, train_corpus: str, split: str = "test") -> "pd.DataFrame
 
 #: A trained ranker within this much R@1 of a rule that learns nothing, in distribution, gets a warning.
 SHORTCUT_MARGIN = 0.05
-
-
-def baseline_problems(cfg, runs: "pd.DataFrame") -> list[str]:
-    """What is wrong with :func:`compute_baselines`' output (empty when all is well).
-
-    Every rule x training corpus x condition has a row and a file, and the random rule is
-    within four standard errors of chance (1/K) on each condition: a rule that is not at
-    chance there means the candidates' order leaks the label.
-    """
-    from .experiment import eval_conditions
-
-    problems = []
-    recall = f"R{cfg.negatives.eval_k + 1}@1"
-    for tc in cfg.rankers.train_corpora:
-        for c in eval_conditions(cfg):
-            for name in BaselineName:
-                sel = runs[(runs["baseline"] == name.value) & (runs["train_corpus"] == tc.value) & (runs["corpus"] == c.corpus)
-                           & (runs["split"] == c.split) & (runs["sampler"] == c.sampler)]
-                if len(sel) != 1 or not baselines_path(cfg, name, tc.value, c).exists():
-                    problems.append(f"{name.value}/{tc.value}/{c.name}: missing")
-                    continue
-                if name is BaselineName.random:
-                    p, q = 1.0 / (c.k + 1), len(load_baseline(cfg, name, tc.value, c).qids)
-                    if abs(float(sel[recall].iloc[0]) - p) > 4 * np.sqrt(p * (1 - p) / q):
-                        problems.append(f"random on {c.name}: {recall} {float(sel[recall].iloc[0]):.3f}, chance is {p:.3f}")
-    return problems
 
 
 def beside_best(cfg, summary: "pd.DataFrame", train_corpus: str) -> "pd.DataFrame":

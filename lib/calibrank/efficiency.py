@@ -57,8 +57,9 @@ import pandas as pd
 
 from .config import Config, load_config
 from .experiment import train_ranker
-from .metrics.stats import mean_ci
+from .metrics.stats import MIN_CI_VALUES, mean_ci
 from .querysets import load_query_set
+from .table_checks import TOLERANCE, not_nan, raise_problems, rows_expected, rows_failing
 
 __all__ = ["CLOCKS", "PAPER_EFFICIENCY", "Timings", "clock_view", "deciding_clock", "efficiency_queries",
            "efficiency_table", "interleaved_order", "machine", "machine_info", "measure_efficiency", "time_interleaved",
@@ -282,7 +283,25 @@ def measure_efficiency(
                     "queries": info["queries"], "candidates": info["candidates"], "device": devices[name],
                     "threads": threads, "corpus": info["corpus"], "sampler": info["sampler"]})
         rows.append(row)
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)
+    _check_measured(out, names)
+    return out
+
+
+def _check_measured(table: pd.DataFrame, names: Sequence[str]) -> None:
+    """One row per ranker timed, parameters > 0, a positive median time no faster than the fastest round,
+    every ranker timed on the same queries of one corpus."""
+    name, keys = "measured efficiency", ("ranker",)
+    problems = rows_expected(name, table, keys, [(r,) for r in names], what="one per ranker timed")
+    problems += rows_failing(name, table, table["parameters"] > 0, keys, "parameters > 0", ["parameters"])
+    problems += rows_failing(name, table, table["ms/query"] > 0, keys, "ms/query > 0", ["ms/query"])
+    problems += rows_failing(name, table, table["ms/query (fastest)"] <= table["ms/query"], keys,
+                             "ms/query (fastest) <= ms/query (the median)", ["ms/query (fastest)", "ms/query"])
+    for column, why in (("queries", "every ranker timed on the same queries"), ("corpus", "every ranker timed on one corpus")):
+        if table[column].nunique(dropna=False) > 1:
+            problems.append(f"{name}: expected one value of {column} ({why}), found "
+                            f"{table[column].nunique(dropna=False)}: {sorted(map(str, table[column].unique()))}")
+    raise_problems(problems)
 
 
 def _repeats(value: Any) -> np.ndarray:
@@ -346,7 +365,31 @@ def efficiency_table(measured: pd.DataFrame, baseline: str = "bert", level: floa
             out = out.assign(**{f"{clock} ms/query": r["ms"], f"{clock} ratio": r["ratio"], f"{clock} ratio lo": r["lo"],
                                 f"{clock} ratio hi": r["hi"]})
     paper = PAPER_EFFICIENCY[["ranker", "PG-DRR ms", "PG-DRR ratio", "GPF-BERT ratio"]]
-    return out.merge(paper, on="ranker", how="left")
+    out = out.merge(paper, on="ranker", how="left")
+    _check_efficiency(out, baseline)
+    for clock in CLOCKS:
+        if f"{clock} ratio" in out.columns:
+            _check_efficiency(clock_view(out, clock), baseline, f"efficiency table ({clock} clock)")
+    return out
+
+
+def _check_efficiency(table: pd.DataFrame, baseline: str, name: str = "efficiency table") -> None:
+    """No NaN in ``params (M)``, ``ms/query``, ``ratio_to_bert``; ``baseline``'s ratio is 1; every ranker timed
+    as often as ``baseline``; with enough repeats for an interval, ``ratio lo`` <= ``ratio hi``."""
+    keys = ("ranker",)
+    base = table[table["ranker"] == baseline]
+    if base.empty:
+        raise_problems([f"{name}: no {baseline} row, expected one (the ratios are to it)"])
+    problems = not_nan(name, table, ["params (M)", "ms/query", "ratio_to_bert"], keys)
+    problems += rows_failing(name, base, (base["ratio_to_bert"] - 1).abs() < TOLERANCE, keys,
+                             f"ratio_to_bert 1 (within {TOLERANCE:g}) for {baseline} itself", ["ratio_to_bert"])
+    repeats = int(base["repeats"].iloc[0])
+    problems += rows_failing(name, table, table["repeats"] == repeats, keys, f"repeats {repeats} (as {baseline})",
+                             ["repeats"])
+    if repeats >= MIN_CI_VALUES:
+        problems += rows_failing(name, table, table["ratio lo"] <= table["ratio hi"], keys,
+                                 f"ratio lo <= ratio hi ({repeats} repeats give an interval)", ["ratio lo", "ratio hi"])
+    raise_problems(problems)
 
 
 def clock_view(table: pd.DataFrame, clock: str) -> pd.DataFrame:

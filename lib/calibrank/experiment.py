@@ -24,6 +24,7 @@ from .metrics.ranking import recall_at_k
 from .predictions import Predictions
 from .querysets import MissingStepError, load_query_set
 from .runs import project_root, run_dir
+from .table_checks import in_range, raise_problems, rows_expected, rows_failing
 
 if TYPE_CHECKING:  # the rankers (and torch) load only when a model is trained or run
     from .rankers import Ranker
@@ -120,16 +121,17 @@ def predict_conditions(cfg: Config, ranker: Ranker, train_corpus: str | Corpus) 
 
     The conditions of one split share contexts and responses, so they are predicted together
     (:func:`predict_split`): the same Predictions as one :meth:`Ranker.predict` per condition.
+    The summary is checked (:func:`_check_run_summary`) before any file is written.
     """
     corpus = Corpus(train_corpus)
     rows = []
-    for cond, queries, pred in predict_split_conditions(cfg, ranker):
+    predicted = predict_split_conditions(cfg, ranker)
+    for cond, queries, pred in predicted:
         pred.meta.update(
             {"profile": cfg.profile, "train_corpus": corpus.value, "condition": cond.name,
              "in_domain": cond.corpus == corpus.value, "train_sampler": cfg.negatives.train.value,
              "name": f"{ranker.name}/{corpus.value}/{cond.name}"}
         )
-        pred.save(predictions_path(cfg, ranker.name, corpus, cond, ranker.seed))
         rows.append(
             {
                 "corpus": cond.corpus,
@@ -144,7 +146,29 @@ def predict_conditions(cfg: Config, ranker: Ranker, train_corpus: str | Corpus) 
                 "ms/query": pred.meta["inference_ms_per_query"],
             }
         )
-    return pd.DataFrame(rows)
+    summary = pd.DataFrame(rows)
+    _check_run_summary(cfg, ranker.name, summary)
+    for cond, _, pred in predicted:
+        pred.save(predictions_path(cfg, ranker.name, corpus, cond, ranker.seed))
+    return summary
+
+
+def _check_run_summary(cfg: Config, ranker: str, summary: pd.DataFrame) -> None:
+    """One row per condition of :func:`ranker_conditions`; ``R<k+1>@1`` and ``ECE`` in [0, 1]; ``samples`` =
+    S of the ranker under the profile (:func:`expected_samples`); ``mean var`` > 0 when S > 1, else 0."""
+    name, keys = f"run summary of {ranker}", ("corpus", "split", "sampler")
+    s = expected_samples(cfg, ranker)
+    problems = rows_expected(name, summary, keys, [(c.corpus, c.split, c.sampler) for c in ranker_conditions(cfg, ranker)],
+                             what="one per condition the ranker is predicted on")
+    for col in (f"R{cfg.negatives.eval_k + 1}@1", "ECE"):
+        problems += in_range(name, summary, col, keys, 0, 1)
+    problems += rows_failing(name, summary, summary["samples"] == s, keys,
+                             f"samples {s} (S of {ranker} under profile {cfg.profile!r})", ["samples"])
+    if s > 1:
+        ok, expected = summary["mean var"] > 0, f"mean var > 0 (S = {s} samples)"
+    else:
+        ok, expected = summary["mean var"] == 0, "mean var 0 (a deterministic ranker, S = 1)"
+    raise_problems(problems + rows_failing(name, summary, ok, keys, expected, ["mean var"]))
 
 
 def predict_split_conditions(cfg: Config, ranker: Ranker):

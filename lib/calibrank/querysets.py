@@ -23,7 +23,9 @@ from .config import Config, SamplerName
 from .data.io import read_examples, read_queries, read_table, write_examples, write_queries, write_table
 from .data.schema import DataError, Example, RankingQuery
 from .data.splits import SPLITS
+from .data.stats import split_leaks
 from .runs import read_json, run_dir, stable_hash, write_json
+from .table_checks import raise_problems
 
 T = TypeVar("T")
 
@@ -162,6 +164,7 @@ def build_query_sets(cfg: Config) -> dict:
             pool_dialogues=pool["dialogue_id"],
             params=cfg.negatives.params_for(spec.sampler),
         )
+        raise_problems(query_set_problems(cfg, {spec.name: queries}))
         path = write_queries(query_set_path(cfg, spec), queries)
         manifest["query_sets"].append(
             {
@@ -199,20 +202,6 @@ def load_query_sets(cfg: Config, split: str | None = None, corpus: str | None = 
         if (split is None or spec.split == split) and (corpus is None or spec.corpus == str(getattr(corpus, "value", corpus))):
             out[spec.name] = load_query_set(cfg, spec.corpus, spec.split, spec.sampler, spec.k)
     return out
-
-
-def split_leaks(examples: dict[str, dict[str, list[Example]]]) -> list[str]:
-    """Dialogues that sit in two splits of one corpus (empty when the split is by dialogue, as it must be)."""
-    problems = []
-    for corpus, splits in examples.items():
-        ids = {s: {e.dialogue_id for e in exs} for s, exs in splits.items()}
-        names = list(ids)
-        for i, a in enumerate(names):
-            for b in names[i + 1:]:
-                shared = ids[a] & ids[b]
-                if shared:
-                    problems.append(f"{corpus}: {len(shared)} dialogues in both {a} and {b}, e.g. {sorted(shared)[0]!r}")
-    return problems
 
 
 def query_set_problems(cfg: Config, query_sets: dict[str, list[RankingQuery]]) -> list[str]:

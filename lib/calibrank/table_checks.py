@@ -1,9 +1,9 @@
-"""Building blocks of the notebooks' table checks: each returns problem sentences naming the table,
-the row and what was expected (against what was found); an empty list when all is well.
+"""Building blocks of the tables' invariants: each returns problem sentences naming the table, the row
+and what was expected (against what was found); an empty list when all is well.
 
-The checks of the notebooks (:mod:`calibrank.checks` for 01-03 and 07, :mod:`calibrank.analysis.checks`
-for 04-06, :mod:`calibrank.practice.checks` for 08) are written with these, and the notebooks assert
-that the list is empty (as :func:`calibrank.querysets.query_set_problems` does for the query sets).
+A function that builds a table runs its invariants at its end and raises :class:`TableError` with
+:func:`raise_problems` (notebooks 01-07); :mod:`calibrank.practice.checks` lists the problems of
+notebook 08's tables.
 
 Every helper takes the table's name first, then the table. A row is named by its key columns with
 their values (:func:`describe`: ``ranker=bert, corpus=chitchat``) and a problem reads

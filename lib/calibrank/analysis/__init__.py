@@ -12,8 +12,10 @@ One module per question, none importing torch (a test checks it):
 - :mod:`.verdicts`: one row per claim and method with one of four verdicts;
 - :mod:`.exports`: CSV tables and TREC run files;
 - :mod:`.uncertainty`: intervals, paired tests, Holm and the marks of every table;
-- :mod:`.subsets`: candidate subsets of Predictions (the balanced set, Figure 2's nested sets);
-- :mod:`.checks`: what notebooks 04-06 assert about their tables, as lists of problems.
+- :mod:`.subsets`: candidate subsets of Predictions (the balanced set, Figure 2's nested sets).
+
+Every table checks itself where it is built: a broken invariant is a
+:class:`calibrank.table_checks.TableError` naming the table, the row and what was expected.
 
 :mod:`calibrank.study` re-exports what the notebooks call. The analyses beyond the papers
 (notebook 08) are :mod:`calibrank.practice`.

@@ -12,9 +12,14 @@ from ..experiment import Condition
 from ..metrics.calibration import brier, ece, nll, reliability_curve
 from ..metrics.ranking import ranking_metrics
 from ..predictions import Predictions
+from ..table_checks import TOLERANCE, describe, fmt, in_range, not_nan, raise_problems, rows_expected, rows_failing
 from . import uncertainty as unc
 from .subsets import subset_negatives
-from .load import BASELINE, Study
+from .load import BASELINE, CELL_KEYS, Study
+
+MEAN_METRICS = ("R@1", "MAP", "MRR")
+"""Metrics that are means of per-query values: their bootstrap interval contains the value (a
+percentile interval of a biased statistic such as ECE need not)."""
 
 
 # ------------------------------------------------------------------------------ metrics
@@ -58,7 +63,15 @@ def metrics_table(study: Study, split: str = "test", rankers: Iterable[str] | No
                     **_cell_metrics(pred, study.cfg.seed),
                 }
             )
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)
+    _check_metrics(out, study.expected_cells(split, rankers))
+    return out
+
+
+def _check_metrics(table: pd.DataFrame, cells: list[tuple[str, ...]]) -> None:
+    """Every cell (one row per seed), no NaN metric."""
+    raise_problems(rows_expected("metrics (distinct cells)", table[list(CELL_KEYS)].drop_duplicates(), CELL_KEYS, cells)
+                   + not_nan("metrics", table, [*unc.CELL_METRICS, "mean var"], [*CELL_KEYS, "seed"]))
 
 
 _KEYS = ["train_corpus", "corpus", "sampler", "shift"]
@@ -81,7 +94,27 @@ def interval_table(study: Study, split: str = "test", rankers: Iterable[str] | N
         rows.append({"ranker": ranker, "train_corpus": tc, "corpus": cond.corpus, "sampler": cond.sampler,
                      "shift": study.shift(cond, tc),
                      **_interval_row(study.runs(ranker, tc, cond), study.cfg.seed, n_resamples)})
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)
+    _check_intervals(out, study.expected_cells(split, rankers))
+    return out
+
+
+def _check_intervals(table: pd.DataFrame, cells: list[tuple[str, ...]]) -> None:
+    """Every cell once; each metric of :data:`.uncertainty.INTERVAL_METRICS` with a value and an interval,
+    ``lo <= hi``; the value inside its interval for :data:`MEAN_METRICS` and every debiased ECE."""
+    name = "intervals"
+    problems = rows_expected(name, table, CELL_KEYS, cells)
+    for m in unc.INTERVAL_METRICS:
+        lo, hi = f"{m} lo", f"{m} hi"
+        finite = table[[m, lo, hi]].notna().all(axis=1)
+        problems += rows_failing(name, table, finite, CELL_KEYS, f"no NaN in {m} and its interval", [m, lo, hi])
+        problems += rows_failing(name, table, ~finite | (table[lo] <= table[hi]), CELL_KEYS, f"{lo} <= {hi}", [lo, hi])
+    for m in (*MEAN_METRICS, *(f"{e} debiased" for e in unc.ECE_METRICS)):
+        lo, hi = f"{m} lo", f"{m} hi"
+        inside = (table[lo] <= table[m] + TOLERANCE) & (table[m] <= table[hi] + TOLERANCE)
+        problems += rows_failing(name, table, inside, CELL_KEYS,
+                                 f"{m} inside its interval, {lo} <= {m} <= {hi} (within {TOLERANCE:g})", [lo, m, hi])
+    raise_problems(problems)
 
 
 def baseline_interval_table(study: Study, split: str = "test", *, n_resamples: int = unc.N_RESAMPLES) -> pd.DataFrame:
@@ -125,7 +158,31 @@ def table1(study: Study, intervals: pd.DataFrame | None = None, ranker: str = BA
             out[dst + suffix] = iv[src + suffix].to_numpy()
     out["queries"] = iv["queries"].to_numpy()
     out["seeds"] = iv["seeds"].to_numpy()
-    return out.reset_index(drop=True)
+    out = out.reset_index(drop=True)
+    _check_table1(study, out, "table1" if ranker == BASELINE else f"table1 of {ranker}")
+    return out
+
+
+def _conditions(study: Study) -> list[tuple[str, str, str]]:
+    """``(train corpus, test corpus, sampler)`` of every test condition of every training corpus."""
+    return [(tc, c.corpus, c.sampler) for tc in study.train_corpora for c in study.test_conditions()]
+
+
+def _check_table1(study: Study, table: pd.DataFrame, name: str) -> None:
+    """One row per training corpus x test condition, no NaN, R@1 in [0, 1], both ECEs in [0, 1), one
+    in-distribution row per training corpus."""
+    keys = ("train_corpus", "corpus", "sampler")
+    problems = rows_expected(name, table, keys, _conditions(study))
+    problems += not_nan(name, table, table.columns, keys)
+    problems += in_range(name, table, study.recall_label, keys, 0, 1, allow_nan=True)  # NaN: reported above
+    for c in ("ECE 1:1", f"ECE 1:{study.k}"):
+        problems += in_range(name, table, c, keys, 0, 1, high_open=True, allow_nan=True)
+    in_dist = table[table["shift"] == "in distribution"]["train_corpus"].value_counts()
+    problems += [f"{name}: train_corpus={tc}: expected 1 in-distribution row, found {int(in_dist.get(tc, 0))}"
+                 for tc in study.train_corpora if in_dist.get(tc, 0) != 1]
+    problems += [f"{name}: train_corpus={tc}: expected no in-distribution row (not a training corpus), found {int(n)}"
+                 for tc, n in in_dist.items() if tc not in study.train_corpora]
+    raise_problems(problems)
 
 
 def baseline_metrics_table(study: Study, split: str = "test") -> pd.DataFrame:
@@ -140,8 +197,14 @@ def baseline_metrics_table(study: Study, split: str = "test") -> pd.DataFrame:
 
 def table1_reference(study: Study, baseline_intervals: pd.DataFrame) -> pd.DataFrame:
     """Table 1's columns for each no-learning rule: the reference rows a reader compares ``bert`` with."""
-    return pd.concat([table1(study, baseline_intervals, ranker=r).assign(ranker=r)
-                      for r in dict.fromkeys(baseline_intervals["ranker"])], ignore_index=True)
+    from ..baselines import BaselineName
+
+    out = pd.concat([table1(study, baseline_intervals, ranker=r).assign(ranker=r)
+                     for r in dict.fromkeys(baseline_intervals["ranker"])], ignore_index=True)
+    raise_problems(rows_expected("table1 rules", out, ("ranker", "train_corpus", "corpus", "sampler"),
+                                 [(f"baseline:{n.value}", *cond) for n in BaselineName for cond in _conditions(study)],
+                                 what="one per rule of calibrank.baselines.BaselineName and condition"))
+    return out
 
 
 def _value_metrics(df: pd.DataFrame) -> list[str]:
@@ -231,7 +294,29 @@ def table2(study: Study, *, ece_column: str = "ECE 1:1", n_resamples: int = unc.
                          f"{ece_column} debiased bert": c["b"], f"{ece_column} debiased ranker": c["a"],
                          "change": c["change"], "lo": c["lo"], "hi": c["hi"], "seeds": len(own),
                          "pvalue": c["pvalue"], "pvalue_worse": c["pvalue_worse"], "note": c["note"]})
-    return _marked(rows)
+    out = _marked(rows)
+    _check_table2(study, out)
+    return out
+
+
+def _check_table2(study: Study, table: pd.DataFrame) -> None:
+    """Every ranker but ``bert`` on every cell; a change everywhere, inside ``[lo, hi]`` (where there is an
+    interval); p-values in [0, 1] where defined; ``†`` only on a decrease and ``worse`` only on a rise."""
+    name = "table2"
+    problems = rows_expected(name, table, CELL_KEYS, study.expected_cells(rankers=[r for r in study.rankers if r != BASELINE]))
+    if table.empty:
+        raise_problems(problems)
+        return
+    problems += not_nan(name, table, ["change"], CELL_KEYS) + unc.compared_problems(name, table, CELL_KEYS)
+    mark, change = table["mark"], table["change"]
+    inside = (table["lo"] <= change + TOLERANCE) & (change <= table["hi"] + TOLERANCE)
+    problems += rows_failing(name, table, inside | table["lo"].isna(), CELL_KEYS, "change inside [lo, hi]",
+                             ["lo", "change", "hi"])
+    problems += rows_failing(name, table, ~((mark == unc.IMPROVED) & (change >= 0)), CELL_KEYS,
+                             f"the mark {unc.IMPROVED} on a decrease only (change < 0)", ["mark", "change"])
+    problems += rows_failing(name, table, ~((mark == unc.WORSE) & (change <= 0)), CELL_KEYS,
+                             f"the mark {unc.WORSE!r} on a rise only (change > 0)", ["mark", "change"])
+    raise_problems(problems)
 
 
 def _plain_ece(runs: list[Predictions], metric: str, seed: int) -> float:
@@ -282,7 +367,27 @@ def ece_by_negatives(
                  "ECE debiased": est.value, "ECE debiased lo": est.low, "ECE debiased hi": est.high,
                  "ECE bias": est.bias, "pairs": int(sub.labels.size)}
             )
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)
+    _check_figure2(study, out, split, rankers, seed)
+    return out
+
+
+def _check_figure2(study: Study, table: pd.DataFrame, split: str, rankers: Iterable[str] | None, seed: int) -> None:
+    """Every cell at n = 1..k, ECE in [0, 1]; with the profile seed, ``bert``'s ends are the balanced
+    (n = 1) and full (n = k) ECE of its main seed in :func:`metrics_table` (within :data:`TOLERANCE`)."""
+    name, keys = "figure2", (*CELL_KEYS, "n_nonrel")
+    problems = rows_expected(name, table, keys, [(*cell, n) for cell in study.expected_cells(split, rankers)
+                                                 for n in range(1, study.k + 1)])
+    problems += in_range(name, table, "ECE", keys, 0, 1)
+    ends = table[(table["ranker"] == BASELINE) & table["n_nonrel"].isin([1, study.k])]
+    for _, row in ends.iterrows() if seed == study.cfg.seed else ():
+        cond = study.condition(row["corpus"], row["sampler"], split)
+        column = "ECE 1:1" if row["n_nonrel"] == 1 else "ECE"
+        want = _cell_metrics(study.get(BASELINE, row["train_corpus"], cond), study.cfg.seed)[column]
+        if not abs(row["ECE"] - want) <= TOLERANCE:
+            problems.append(f"{name}: {describe(row, keys)}: expected metrics' {column} of seed {study.main_seed} "
+                            f"({fmt(want)}, within {TOLERANCE:g}), found ECE {fmt(row['ECE'])}")
+    raise_problems(problems)
 
 
 # ------------------------------------------------------------------------------ reliability
@@ -326,7 +431,21 @@ def reliability_table(
                  "fraction_positive": float(curve.fraction_positive[i]),
                  "count": int(curve.counts[i]), "ECE": curve.ece}
             )
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)
+    _check_reliability(out, list(rankers if rankers is not None else study.rankers), n_bins)
+    return out
+
+
+def _check_reliability(table: pd.DataFrame, rankers: list[str], n_bins: int) -> None:
+    """``n_bins`` buckets per ranker, the same number of pairs for every ranker, fractions of relevant pairs in [0, 1]."""
+    name = "reliability"
+    problems = rows_expected(name, table, ("ranker", "bin"), [(r, b) for r in rankers for b in range(n_bins)])
+    totals = table.groupby("ranker", sort=False)["count"].sum()
+    if totals.nunique() > 1:
+        problems.append(f"{name}: bucket counts sum to {', '.join(f'{r}: {n}' for r, n in totals.items())}, "
+                        "expected one total (the same pairs) for every ranker")
+    problems += in_range(name, table, "fraction_positive", ("ranker", "bin"), 0, 1, allow_nan=True)
+    raise_problems(problems)
 
 
 # ------------------------------------------------------------------------------ 2023 layout
@@ -387,5 +506,15 @@ def paper2023_tables(study: Study, intervals: pd.DataFrame, sampler: str | None 
     summ["protocol"] = protocol_note(study)
     cols = ["train on", "test on", "ranker", rl, "MAP", "ECE", "ECE debiased", "ECE bias", "seeds", "protocol", *numbers]
     in_dom = summ["train_corpus"] == summ["corpus"]
-    return {"in-domain": summ.loc[in_dom, cols].reset_index(drop=True),
-            "shift": summ.loc[~in_dom, cols].reset_index(drop=True)}
+    out = {"in-domain": summ.loc[in_dom, cols].reset_index(drop=True),
+           "shift": summ.loc[~in_dom, cols].reset_index(drop=True)}
+    _check_paper2023(study, out["in-domain"], [*dict.fromkeys([*study.rankers, *intervals["ranker"]])])
+    return out
+
+
+def _check_paper2023(study: Study, table: pd.DataFrame, rankers: list[str]) -> None:
+    """The in-domain table: one row per ranker of the profile (and rule of the intervals) and training corpus,
+    with R@1, MAP and ECE."""
+    name, keys = "paper2023 in-domain", ("ranker", "train on")
+    problems = rows_expected(name, table, keys, [(r, tc) for r in rankers for tc in study.train_corpora])
+    raise_problems(problems + not_nan(name, table, ("R@1 mean", "MAP mean", "ECE mean"), keys))

@@ -15,6 +15,7 @@ from ..config import Config, load_config, training_seeds
 from ..experiment import Condition, eval_conditions, load_predictions, predictions_path, ranker_conditions, shift_kind
 from ..predictions import Predictions, PredictionsError
 from ..querysets import MissingStepError
+from ..table_checks import raise_problems, rows_expected, rows_failing
 
 
 BASELINE = "bert"
@@ -22,6 +23,9 @@ BASELINE = "bert"
 
 GP_RANKERS = registry.of_family(registry.Family.gp)
 """Rankers with a Gaussian-process output layer (the 2023 papers), from :mod:`calibrank.registry`."""
+
+CELL_KEYS = ("ranker", "train_corpus", "corpus", "sampler")
+"""The columns that name one cell of a table: ranker x training corpus x test condition."""
 
 DISPLAY_NAMES = {name: entry.display for name, entry in registry.RANKERS.items()}
 """Each ranker's name in the papers, from :mod:`calibrank.registry` (as it was at import; :func:`display_name` reads it now)."""
@@ -145,6 +149,12 @@ class Study:
         return {"train_corpus": train_corpus, "corpus": condition.corpus, "sampler": condition.sampler,
                 "shift": self.shift(condition, train_corpus)}
 
+    def expected_cells(self, split: str = "test", rankers: Iterable[str] | None = None) -> list[tuple[str, ...]]:
+        """The :data:`CELL_KEYS` of every cell the profile predicts on ``split`` (validation: S > 1 only,
+        :func:`calibrank.experiment.ranker_conditions`): the rows a table over cells must hold."""
+        return [(r, tc, c.corpus, c.sampler) for r in (rankers if rankers is not None else self.rankers)
+                for tc in self.train_corpora for c in ranker_conditions(self.cfg, r) if c.split == split]
+
     def cells(self, split: str = "test", rankers: Iterable[str] | None = None):
         """``(ranker, train_corpus, condition)`` for every cell of ``split`` that has Predictions
         (validation cells exist for stochastic rankers only)."""
@@ -195,4 +205,16 @@ def overview(study: Study) -> pd.DataFrame:
         seeds = sorted({s for _, tc, c in cells for s in study.seeds(r, tc, by_name[c])})
         rows.append({"ranker": r, "method": display_name(r), "S": study.n_samples(r),
                      "seeds": ", ".join(map(str, seeds)), "Predictions files": sum(len(study.paths[k]) for k in cells)})
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)
+    _check_overview(study, out)
+    return out
+
+
+def _check_overview(study: Study, table: pd.DataFrame) -> None:
+    """One row per ranker of the profile; S >= 1, and S > 1 for the stochastic family (:mod:`calibrank.registry`)."""
+    name, keys = "rankers", ("ranker",)
+    samples = pd.to_numeric(table["S"], errors="coerce")
+    stochastic = table["ranker"].isin(registry.of_family(registry.Family.stochastic))
+    raise_problems(rows_expected(name, table, keys, [(r,) for r in study.rankers])
+                   + rows_failing(name, table, samples >= 1, keys, "S >= 1", ["S"])
+                   + rows_failing(name, table, ~stochastic | (samples > 1), keys, "S > 1 for a stochastic ranker", ["S"]))

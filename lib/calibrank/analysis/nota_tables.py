@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from ..metrics.stats import holm
+from ..table_checks import describe, in_range, not_nan, raise_problems, rows_failing
 from . import uncertainty as unc
 from .load import Study, with_keys
 
@@ -71,7 +72,7 @@ def nota_table(
             cmp = nota.compare_inputs(results, "E[R]", alpha=alpha)
             rows.append(with_keys(cmp, table=table, **study.cell_keys(tc, cond), means_from=means_from))
     if not rows:
-        return pd.DataFrame()
+        raise_problems([f"nota: no rows, expected at least one condition of split {split!r}"])
     out = pd.concat(rows, ignore_index=True)
     out = out.sort_values("table", kind="stable", ignore_index=True)
     # Holm across the compared cells of each table (Table 4, Table 5), not per condition
@@ -84,7 +85,27 @@ def nota_table(
     out["mark"] = np.where(better, unc.IMPROVED, np.where(worse, unc.WORSE, ""))
     out["F1 [95% CI]"] = [unc.format_interval(m, lo, hi) + (f" {mk}" if mk else "")
                           for m, lo, hi, mk in zip(out["f1_mean"], out["f1_lo"], out["f1_hi"], out["mark"])]
+    _check_nota(out, 1 + len(var_sources), folds)
     return out
+
+
+def _check_nota(table: pd.DataFrame, n_inputs: int, folds: int) -> None:
+    """``n_inputs`` inputs (E[R] and one +var per stochastic ranker) on every condition, macro-F1 in [0, 1]
+    with an sd over ``folds`` folds, p-values in [0, 1] for the compared inputs and none for E[R], ``†``
+    only on a gain."""
+    name, cond = "nota", ("table", "train_corpus", "corpus", "sampler")
+    keys = (*cond, "input")
+    problems = [f"{name}: {describe(dict(zip(cond, key)), cond)}: expected {n_inputs} inputs (E[R] and +var per "
+                f"stochastic ranker), found {len(inputs)}: {', '.join(inputs)}"
+                for key, inputs in table.groupby(list(cond), sort=False)["input"] if len(inputs) != n_inputs]
+    problems += in_range(name, table, "f1_mean", keys, 0, 1) + not_nan(name, table, ["f1_sd"], keys)
+    problems += rows_failing(name, table, table["folds"] == folds, keys, f"folds {folds}", ["folds"])
+    problems += in_range(name, table, "pvalue", keys, 0, 1, allow_nan=True)
+    problems += rows_failing(name, table, ~((table["input"] == "E[R]") & table["pvalue"].notna()), keys,
+                             "no pvalue on the base input E[R] (nothing to compare)", ["pvalue"])
+    problems += rows_failing(name, table, ~((table["mark"] == unc.IMPROVED) & (table["rel_change"] <= 0)), keys,
+                             f"the mark {unc.IMPROVED} on a gain only (rel_change > 0)", ["mark", "rel_change"])
+    raise_problems(problems)
 
 
 def nota_wide(nt: pd.DataFrame) -> pd.DataFrame:

@@ -10,9 +10,10 @@ import pandas as pd
 from ..experiment import Condition
 from ..metrics.ranking import recall_at_k
 from ..metrics.stats import relative_change
+from ..table_checks import in_range, raise_problems, rows_expected, rows_failing
 from . import uncertainty as unc
 from .calibration import _marked
-from .load import BASELINE, Study, with_keys
+from .load import BASELINE, CELL_KEYS, Study, with_keys
 
 
 # ------------------------------------------------------------------------------ risk (05)
@@ -44,9 +45,21 @@ def risk_sweep(study: Study, bs: Iterable[float] | None = None, *, split: str = 
         else:
             df["rel_change_bert"] = np.nan
         frames.append(with_keys(df, ranker=ranker, **study.cell_keys(tc, cond)))
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
+    out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
         columns=["ranker", "train_corpus", "corpus", "sampler", "shift", "b", "metric", "value", "rel_change", "n_queries",
                  "rel_change_bert"])
+    _check_sweep(out, [(*cell, float(b)) for cell in study.expected_cells(split, study.stochastic_rankers())
+                       for b in grid])
+    return out
+
+
+def _check_sweep(table: pd.DataFrame, rows: list[tuple]) -> None:
+    """Every stochastic ranker's cell at each b of the grid (``rows``); b and R@1 in [0, 1]; no change at b = 0."""
+    name, keys = "sweep", (*CELL_KEYS, "b")
+    at0 = (table["b"] == 0) & table["rel_change"].notna() & (table["rel_change"] != 0)
+    raise_problems(rows_expected(name, table, keys, rows) + in_range(name, table, "b", keys, 0, 1)
+                   + in_range(name, table, "value", keys, 0, 1)
+                   + rows_failing(name, table, ~at0, keys, "rel_change 0 at b = 0 (or NaN where R@1 is 0)", ["rel_change"]))
 
 
 B_FROM = ("training", "target")
@@ -112,7 +125,23 @@ def table3(study: Study, bs: Iterable[float] | None = None, *, space: str = "log
                      "mean_ranker": c["b"], "risk_aware": c["a"], "prob_mean_ranker": prob,
                      "rel_change": c["rel_change"], "lo": c["lo"], "hi": c["hi"], "pvalue": c["pvalue"],
                      "pvalue_worse": c["pvalue_worse"], "S": runs[0].n_samples, "space": space, "note": "; ".join(notes)})
-    return _marked(rows)
+    out = _marked(rows)
+    _check_table3(study, out)
+    return out
+
+
+def _check_table3(study: Study, table: pd.DataFrame) -> None:
+    """Every stochastic ranker's test cell once, S > 1, b and the three R@1 values in [0, 1], p-values in
+    [0, 1] where defined, known marks."""
+    name = "table3"
+    problems = rows_expected(name, table, CELL_KEYS, study.expected_cells(rankers=study.stochastic_rankers()))
+    if not table.empty:
+        problems += rows_failing(name, table, pd.to_numeric(table["S"], errors="coerce") > 1, CELL_KEYS,
+                                 "S > 1 (a stochastic ranker)", ["S"])
+        for c in ("b", "mean_ranker", "risk_aware", "prob_mean_ranker"):
+            problems += in_range(name, table, c, CELL_KEYS, 0, 1)
+        problems += unc.compared_problems(name, table, CELL_KEYS)
+    raise_problems(problems)
 
 
 def table3_wide(t3: pd.DataFrame) -> pd.DataFrame:

@@ -33,6 +33,7 @@ import pandas as pd
 from ..metrics.resample import ONE_SEED_NOTE, compare, detectable_effect, features, interval
 from ..metrics.stats import holm
 from ..predictions import Predictions
+from ..table_checks import in_range, rows_failing
 from .subsets import subset_negatives
 
 __all__ = [
@@ -45,7 +46,9 @@ __all__ = [
     "MARKS_LEGEND",
     "N_RESAMPLES",
     "ONE_SEED_NOTE",
+    "MARKS",
     "cell_comparison",
+    "compared_problems",
     "cell_estimates",
     "detectable_effect",
     "format_change",
@@ -61,6 +64,8 @@ N_RESAMPLES = 2000
 ALPHA = 0.05
 POWER = 0.8
 IMPROVED, WORSE = "†", "worse"
+MARKS = (IMPROVED, WORSE, "")
+"""The marks a compared cell may carry (:func:`mark_table`)."""
 MARKS_LEGEND = (
     f"{IMPROVED} = significant improvement (one-sided paired permutation test over test queries, "
     f"Holm-corrected across the cells of this table, p < {ALPHA}); '{WORSE}' = a significant change in the "
@@ -151,6 +156,12 @@ def mark_table(df: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
     worse = out["pvalue_worse_holm"].fillna(1.0) < alpha
     out["mark"] = np.where(better, IMPROVED, np.where(worse, WORSE, ""))
     return out
+
+
+def compared_problems(name: str, df: pd.DataFrame, keys: Sequence[str]) -> list[str]:
+    """Rows of a compared table (:func:`mark_table`) whose p-value is outside [0, 1] (NaN: no test) or whose mark is unknown."""
+    return in_range(name, df, "pvalue", keys, 0, 1, allow_nan=True) + rows_failing(
+        name, df, df["mark"].isin(MARKS), keys, f"one of the marks {', '.join(map(repr, MARKS))}", ["mark"])
 
 
 def format_interval(value: float, lo: float, hi: float, digits: int = 3) -> str:

@@ -53,6 +53,7 @@ from scipy import stats as _sps
 from .. import registry
 from ..metrics.resample import QueryFeatures, compare, features
 from ..metrics.stats import holm, mean_ci
+from ..table_checks import raise_problems, rows_failing
 from . import uncertainty as unc
 from .subsets import subset_negatives
 
@@ -74,6 +75,9 @@ CLAIM_COLUMNS = ["paper", "claim", "method", "direction", "paper effect", "ours"
                  "conditions", "seeds", "test", "protocol", "note", "se", "df"]
 """``se``: standard error of ``ours`` behind the test (bootstrap, or of the mean for a t-test);
 ``df``: the t-test's degrees of freedom (NaN for a bootstrap or permutation test)."""
+
+PAPERS_2023_PATTERN = "PG-DRR|GPF-BERT"
+"""The 2023 papers: the only ones whose claims concern the Gaussian-process rankers."""
 
 PH = "Penha & Hauff 2021"
 ECE = "ECE debiased"
@@ -247,7 +251,24 @@ def calibration_claims(study, *, n_resamples: int = unc.N_RESAMPLES) -> pd.DataF
                     rows.append(claim_row(paper_name, f"{method} has {what} than bert ({setting})", method, direction,
                                           paper_eff, a, b, groups=[c.corpus for _, c in cells], relative=relative,
                                           seed=seed, protocol=proto23, n_resamples=n_resamples))
-    return _frame(rows)
+    out = _frame(rows)
+    _check_calibration_claims(out)
+    return out
+
+
+def _check_calibration_claims(claims: pd.DataFrame) -> None:
+    """At least one claim; a Gaussian-process ranker in the 2023 papers' claims only, and those papers'
+    claims about such rankers only (never pooled into the first paper's)."""
+    if claims.empty:
+        raise_problems(["claims: no rows, expected at least one claim"])
+    keys = ("paper", "claim", "method")
+    gp = claims["method"].isin(registry.of_family(registry.Family.gp))
+    of_2023 = claims["paper"].str.contains(PAPERS_2023_PATTERN)
+    raise_problems(rows_failing("claims", claims, ~gp | of_2023, keys,
+                                "a Gaussian-process ranker in a 2023 paper only (PG-DRR or GPF-BERT)", ["paper"])
+                   + rows_failing("claims", claims, gp | ~of_2023, keys, "a Gaussian-process ranker "
+                                  f"({', '.join(registry.of_family(registry.Family.gp))}) in a 2023 paper's claim",
+                                  ["method"]))
 
 
 def _ph_ece_change(method: str) -> float:
@@ -429,4 +450,15 @@ def summary(claims: Mapping[str, pd.DataFrame] | pd.DataFrame, alpha: float = un
     out["power"] = [unc.power_text(v in (VERDICTS[0], VERDICTS[3]), x, pe, d, u) for v, x, pe, d, u in
                     zip(out["verdict"], out["detectable"], pd.to_numeric(out["paper effect"], errors="coerce"),
                         out["direction"], out["unit"])]
+    _check_summary(out)
     return out
+
+
+def _check_summary(table: pd.DataFrame) -> None:
+    """Every verdict one of :data:`VERDICTS`; a row that is not significant says what it could have detected."""
+    keys = ("paper", "claim", "method")
+    undecided = table["verdict"].isin(VERDICTS[1:3])
+    raise_problems(rows_failing("claims", table, table["verdict"].isin(VERDICTS), keys,
+                                f"one of the verdicts {', '.join(VERDICTS)}", ["verdict"])
+                   + rows_failing("claims", table, ~undecided | (table["power"].str.len() > 0), keys,
+                                  "a row that is not significant to say what it could have detected", ["verdict", "power"]))

@@ -3,6 +3,7 @@
 Lengths are counted in whitespace tokens (words), independent of any model's tokenizer.
 The lexical overlap of a candidate with its context is the Jaccard similarity of their
 lower-cased word sets: it shows how much harder BM25 negatives are than random ones.
+Each table checks itself where it is built (:class:`calibrank.table_checks.TableError`).
 """
 
 from __future__ import annotations
@@ -13,11 +14,14 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ..table_checks import fmt, raise_problems, rows_expected, rows_failing
 from .schema import Example, RankingQuery
 
-__all__ = ["corpus_table", "length_frame", "overlap_table", "side_by_side"]
+__all__ = ["corpus_table", "length_frame", "overlap_table", "side_by_side", "split_leaks"]
 
 _WORD = re.compile(r"\w+")
+_TEST_SET = re.compile(r"^(?P<corpus>[^/]+)/test-(?P<sampler>random|bm25)-k(?P<k>\d+)$")
+"""A test query set of the random or the BM25 sampler, by its name (``<corpus>/<split>-<sampler>-k<k>``)."""
 
 
 def _words(text: str) -> list[str]:
@@ -46,7 +50,34 @@ def corpus_table(examples: Mapping[str, Mapping[str, Sequence[Example]]], summar
                     "domains": len({e.domain for e in exs}),
                 }
             )
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)
+    _check_corpus_table(out, examples)
+    return out
+
+
+def split_leaks(examples: Mapping[str, Mapping[str, Sequence[Example]]]) -> list[str]:
+    """Dialogues that sit in two splits of one corpus (empty when the split is by dialogue, as it must be)."""
+    problems = []
+    for corpus, splits in examples.items():
+        ids = {s: {e.dialogue_id for e in exs} for s, exs in splits.items()}
+        names = list(ids)
+        for i, a in enumerate(names):
+            for b in names[i + 1:]:
+                shared = ids[a] & ids[b]
+                if shared:
+                    problems.append(f"{corpus}: {len(shared)} dialogues in both {a} and {b}, e.g. {sorted(shared)[0]!r}")
+    return problems
+
+
+def _check_corpus_table(table: pd.DataFrame, examples: Mapping[str, Mapping[str, Sequence[Example]]]) -> None:
+    """One row per corpus x split, each with examples and a response pool at least as large; no dialogue
+    in two splits of one corpus (:func:`split_leaks`)."""
+    name, keys = "corpus table", ("corpus", "split")
+    raise_problems(rows_expected(name, table, keys, [(c, s) for c, splits in examples.items() for s in splits])
+                   + rows_failing(name, table, table["examples"] > 0, keys, "examples > 0", ["examples"])
+                   + rows_failing(name, table, table["response pool"] >= table["examples"], keys,
+                                  "a response pool at least as large as the examples", ["response pool", "examples"])
+                   + [f"{name}: split by dialogue expected, found {leak}" for leak in split_leaks(examples)])
 
 
 def length_frame(examples: Mapping[str, Mapping[str, Sequence[Example]]]) -> pd.DataFrame:
@@ -98,7 +129,28 @@ def overlap_table(query_sets: Mapping[str, Sequence[RankingQuery]], echo: float 
                 "echo share negatives": mean([float(x >= echo) for x in parts[0]["turn"]]),
             }
         )
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)
+    _check_overlap(out)
+    return out
+
+
+def _check_overlap(table: pd.DataFrame) -> None:
+    """On every corpus whose test split has a random and a BM25 query set (of one k), the BM25 negatives
+    overlap their context more than the random ones: BM25 picks them for sharing the context's words."""
+    sets = {}
+    for _, row in table.iterrows():
+        m = _TEST_SET.match(str(row["query set"]))
+        if m:
+            sets.setdefault((m["corpus"], m["k"]), {})[m["sampler"]] = row
+    problems = []
+    for (corpus, _), pair in sets.items():
+        if len(pair) == 2:
+            b, r = float(pair["bm25"]["overlap negatives"]), float(pair["random"]["overlap negatives"])
+            if not b > r:
+                problems.append(f"overlap table: {corpus}: expected the BM25 negatives ({pair['bm25']['query set']}) "
+                                f"to overlap their context more than the random ones ({pair['random']['query set']}), "
+                                f"found overlap negatives {fmt(b)} vs {fmt(r)}")
+    raise_problems(problems)
 
 
 def side_by_side(by_sampler: Mapping[str, Sequence[RankingQuery]], n: int = 3, per_query: int = 3, seed: int = 0) -> pd.DataFrame:
