@@ -17,7 +17,10 @@
   ir_measures' reader (lines/s, peak memory), and ranx's ranking metrics on the same run.
 - :mod:`.assess_engine`: ``assess_engine``, wall time, CPU time and peak memory of a full
   assessment (:func:`calibrank.assess.engine.assess`) of a synthetic run at scale, in a subprocess.
-- :mod:`.common`: logging, ratios and the target check shown beside each ratio.
+- :mod:`.common`: logging, ratios, the target check shown beside each ratio, and the launcher of a
+  section's fresh subprocess.
+- :mod:`.probe_joint`: not a ``make bench`` section; ``bert`` trained per ``training.joint_layers``
+  and head at equal steps, against the zero-shot bi-encoder on the same test queries.
 - :mod:`.render`: ``bench.json`` merged and rendered as markdown and HTML.
 
 The machine a run took place on is described by :func:`calibrank.efficiency.machine_info`.
