@@ -30,7 +30,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pcsv
 
-from .common import emit, log, positive_int, ratio, run_child, target
+from . import common
+from .common import emit, log, positive_int, ratio, target
 from .memory import peak_rss_mb
 
 __all__ = ["SECTION", "make_synthetic_run", "bench_assess_io", "run_child"]
@@ -158,7 +159,7 @@ def _qrels_rows(path: str):
 
 def run_child(job: str, run: Path, qrels: Path, *, timeout_s: float = 900.0) -> dict[str, Any]:
     """One job in a fresh subprocess; its measurements, or ``{"error": ...}``."""
-    return run_child("assess_io", [job, str(run), str(qrels)], timeout_s=timeout_s,
+    return common.run_child("assess_io", [job, str(run), str(qrels)], timeout_s=timeout_s,
                      env={"NUMBA_DISABLE_PERFORMANCE_WARNINGS": "1"})
 
 
