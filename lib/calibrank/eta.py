@@ -171,8 +171,8 @@ def progress(profile: str, step: str, seconds: float | None, run_start: float | 
     """``[12:03 elapsed] STEP done (4:10, estimate 3:50); ~14 min left (6 steps)``, or ``STEP done (4:10)`` without an
     estimate of this run. What is left: the pending steps whose output is not newer than the run's start."""
     own, path = (f"{_clock(seconds)}, " if seconds is not None else ""), eta_path(profile)
-    est, data = read_eta(path) if run_start is not None and path.exists() else (None, {"started": -1.0})
-    if abs(float(data["started"]) - (run_start or 0.0)) > 1.0:
+    est, data = read_eta(path) if run_start is not None and path.exists() else (None, None)
+    if est is None or abs(float(data["started"]) - run_start) > 1.0:  # no estimate of this run
         return f"{step} done" + (f" ({own[:-2]})" if own else "")
     outs = {s.name: project_root() / ("runs" if "-member" in s.name else "reports") / profile / (
         f"grid/{s.name}.json" if "-member" in s.name else "index.html" if s.name == "index" else f"{s.name}.ipynb")
