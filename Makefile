@@ -240,7 +240,7 @@ unit: $(STAMP) ## unit tests only
 	$(BIN)/python -m pytest tests -p no:cacheprovider
 
 bench: $(STAMP) ## speed benchmarks into reports/bench/
-	$(BIN)/python -m calibrank.bench --out reports/bench
+	$(BIN)/python -m benchmarks --out reports/bench
 
 # --- assess any ranker ------------------------------------------------------------------
 # The values reach the shell inside single quotes: a value holding one is refused before any shell

@@ -323,7 +323,7 @@ def test_the_figures_draw_with_labelled_axes():
 
 # ------------------------------------------------------------------------------ the bench entry
 def test_the_bench_entry_measures_a_full_assessment_in_a_subprocess():
-    from calibrank.bench.assess_engine import bench_assess
+    from benchmarks.assess_engine import bench_assess
 
     res = bench_assess(60, 30, n_resamples=20)
     assert res["pairs"] <= 60 * 30 and res["pairs"] > 60 * 15

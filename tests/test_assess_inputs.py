@@ -18,8 +18,8 @@ from calibrank.assess.load import load
 from calibrank.assess.scored import AssessError, ScoreKind
 from calibrank.assess.tables import from_dataframe, read_table
 from calibrank.assess.trec import read_qrels, read_runs
-from calibrank.bench.__main__ import SECTIONS, main
-from calibrank.bench.assess_io import bench_assess_io, make_synthetic_run
+from benchmarks.__main__ import SECTIONS, main
+from benchmarks.assess_io import bench_assess_io, make_synthetic_run
 
 from conftest import FIXTURES
 
@@ -386,7 +386,7 @@ def test_bench_assess_io_tiny(tmp_path):
 
 @pytest.mark.slow
 def test_bench_main_runs_assess_io_with_ranx(tmp_path):
-    """``python -m calibrank.bench`` runs the section; ranx's metrics come out (numba compiles them: minutes when busy)."""
+    """``python -m benchmarks`` runs the section; ranx's metrics come out (numba compiles them: minutes when busy)."""
     skip = [x for name in SECTIONS if name != "assess_io" for x in ("--skip", name)]
     assert main(["--out", str(tmp_path), *skip, "--assess-queries", "12", "--assess-depth", "8", "--seed", "2"]) == 0
     res = json.loads((tmp_path / "bench.json").read_text())["assess_io"]

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
+from conftest import REPO
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from calibrank.bench import render, retrieval  # noqa: E402
-from calibrank.bench.__main__ import main  # noqa: E402
+from benchmarks import render, retrieval  # noqa: E402
+from benchmarks.__main__ import main  # noqa: E402
 
 K = 5
 
@@ -135,12 +139,12 @@ def test_main_end_to_end_tiny(tmp_path):
 
 # --------------------------------------------------------------------------- ranker sections
 
-from calibrank.bench import __main__ as bench_main  # noqa: E402
-from calibrank.bench import common as bench_common  # noqa: E402
-from calibrank.bench import flops as bench_flops  # noqa: E402
-from calibrank.bench import inference as bench_inference  # noqa: E402
-from calibrank.bench import memory as bench_memory  # noqa: E402
-from calibrank.bench import training as bench_training  # noqa: E402
+from benchmarks import __main__ as bench_main  # noqa: E402
+from benchmarks import common as bench_common  # noqa: E402
+from benchmarks import flops as bench_flops  # noqa: E402
+from benchmarks import inference as bench_inference  # noqa: E402
+from benchmarks import memory as bench_memory  # noqa: E402
+from benchmarks import training as bench_training  # noqa: E402
 from calibrank.config import load_config  # noqa: E402
 from rankfix import learnable_queries, tiny_training  # noqa: E402
 
@@ -318,13 +322,33 @@ def test_markdown_shows_ratios_beside_targets(tmp_path):
 
 
 def test_make_bench_entry_point():
-    """``make bench`` runs ``python -m calibrank.bench``: the subpackage's command line."""
+    """``make bench`` runs ``python -m benchmarks`` from the repository root."""
     import subprocess
     import sys
 
-    proc = subprocess.run([sys.executable, "-m", "calibrank.bench", "--help"], capture_output=True, text=True, check=False)
+
+    recipe = (REPO / "Makefile").read_text().split("\nbench:", 1)[1].split("\n\n", 1)[0]
+    assert "$(BIN)/python -m benchmarks --out reports/bench" in recipe
+    proc = subprocess.run([sys.executable, "-m", "benchmarks", "--help"], capture_output=True, text=True, check=False,
+                          cwd=REPO)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith("usage: python -m calibrank.bench") and "--out" in proc.stdout
+    assert proc.stdout.startswith("usage: python -m benchmarks") and "--out" in proc.stdout
+
+
+def test_the_library_never_imports_the_benchmarks():
+    """Imports point down: ``benchmarks`` reads ``calibrank``, never the other way round."""
+    import ast
+
+
+    found = []
+    for path in sorted((REPO / "lib").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            found += [f"{path.relative_to(REPO)}:{node.lineno}" for n in names if n.split(".")[0] == "benchmarks"]
+    assert found == []
+    assert not (REPO / "lib" / "calibrank" / "bench").exists()
+    assert not (REPO / "lib" / "calibrank" / "probe_joint.py").exists()
 
 
 # --------------------------------------------------------------------------- how close to the limit

@@ -208,12 +208,12 @@ def test_rankers_train_and_predict_with_separate_lower_layers(tmp_path, name):
 
 
 def test_probe_trains_each_setting_at_equal_steps_beside_the_biencoder_on_the_same_queries(tmp_root, capsys):
-    """``python -m calibrank.probe_joint`` end to end on a cut-down smoke profile (2-layer tiny BERT)."""
+    """``python -m benchmarks.probe_joint`` end to end on a cut-down smoke profile (2-layer tiny BERT)."""
     import json
 
     import pandas as pd
 
-    from calibrank.probe_joint import COLUMNS, main
+    from benchmarks.probe_joint import COLUMNS, main
 
     (tmp_root / "params" / "probe.yaml").write_text(
         "extends: smoke\nprofile: probe\ndata: {max_examples: {train: 16, valid: 8, test: 8}}\n"
@@ -256,7 +256,7 @@ def test_probe_trains_each_setting_at_equal_steps_beside_the_biencoder_on_the_sa
 
 
 def test_probe_refuses_settings_the_backbone_cannot_have(tmp_root, capsys):
-    from calibrank.probe_joint import main
+    from benchmarks.probe_joint import main
 
     assert main(["smoke", "--joint-layers", "3", "--heads", "segments", "--out", str(tmp_root / "x")]) == 1
     err = capsys.readouterr().err

@@ -11,7 +11,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 LIB = ROOT / "lib" / "calibrank"
 #: Subpackages whose docstring lists its modules one by one as ":mod:`.name`".
-LISTED = ("analysis", "practice", "bench", "gp", "metrics", "assess")
+LISTED = ("analysis", "practice", "gp", "metrics", "assess")
 
 
 def _modules(folder: Path) -> set[str]:
@@ -23,6 +23,11 @@ def test_each_subpackage_docstring_lists_exactly_its_modules(package):
     doc = importlib.import_module(f"calibrank.{package}").__doc__ or ""
     listed = set(re.findall(r":mod:`\.(\w+)`", doc))
     assert listed == _modules(LIB / package), f"calibrank.{package}: docstring lists {sorted(listed)}"
+
+
+def test_the_benchmarks_docstring_lists_exactly_its_modules():
+    doc = importlib.import_module("benchmarks").__doc__ or ""
+    assert set(re.findall(r":mod:`\.(\w+)`", doc)) == _modules(ROOT / "benchmarks")
 
 
 def test_the_readme_layout_names_every_module_and_subpackage():

@@ -33,7 +33,7 @@ MSDialog with bert-base (PG-DRR: milliseconds; GPF-BERT: minutes for the whole t
 here as the ratio to BERT); ours are on the profile's backbone and machine, so compare ratios.
 
 Where timings ran: :func:`machine_info` (CPU, cores, torch threads, bf16 support, GPU, library
-versions) is the one description of the machine; the benchmarks (:mod:`calibrank.bench`) store it
+versions) is the one description of the machine; the benchmarks (``benchmarks/``, beside the library) store it
 beside their figures, and :func:`machine` puts it in one line for this module's notebook and the
 report.
 """

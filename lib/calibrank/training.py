@@ -418,6 +418,9 @@ class TrainResult:
     seconds: float = 0.0
     pairs_per_second: float = 0.0
     resumed_from: int = 0
+    validation_seconds: float = 0.0  # part of ``seconds`` spent in ``validate``
+    train_pairs_per_second: float = 0.0  # training pairs x epochs over the seconds not spent validating
+    threads: int = 0  # torch's intra-op threads while training
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -590,12 +593,14 @@ def _train_model(
                     window = [0.0, 0]
                 end_of_epoch = (b == len(batches) - 1)
                 if validate is not None and ((settings.eval_every and step % settings.eval_every == 0) or end_of_epoch):
+                    v0 = time.perf_counter()
                     if world > 1:  # process 0 validates; all follow its metric
                         shared = torch.tensor([float(validate(model)) if main else 0.0], dtype=torch.float64, device=device)
                         dist.broadcast(shared, 0)
                         metric = float(shared.item())
                     else:
                         metric = float(validate(model))
+                    result.validation_seconds += time.perf_counter() - v0
                     model.train()
                     result.validation.append({"step": step, "metric": metric})
                     if main:
@@ -621,6 +626,8 @@ def _train_model(
     result.steps = step
     result.seconds = time.perf_counter() - t0
     result.pairs_per_second = len(train) * settings.epochs / max(result.seconds, 1e-9)
+    result.train_pairs_per_second = len(train) * settings.epochs / max(result.seconds - result.validation_seconds, 1e-9)
+    result.threads = torch.get_num_threads()
     if world > 1:
         # Process 0 holds the selected weights (best.safetensors lives on its disk): every process takes them.
         decision = [bool(validate is not None and _load_best(model, best_path))] if main else [False]

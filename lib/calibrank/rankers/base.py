@@ -162,6 +162,11 @@ class CrossEncoder(nn.Module):
             return self.head(self.dropout(pooled.float())).squeeze(-1)
 
 
+def _rate(pairs: int, passes: int, seconds: float) -> dict:
+    """A scoring's passes and its pairs/s (pairs x passes over its seconds; None when too fast to time)."""
+    return {"passes": int(passes), "pairs_per_second": round(pairs * passes / seconds, 2) if seconds > 0 else None}
+
+
 def distinct_pairs(query_sets: Sequence[Sequence[RankingQuery]], *, by_query: bool = False
                    ) -> tuple[list[RankingQuery], list[np.ndarray]]:
     """The distinct (context, candidate) pairs of several query sets, and where each set's pairs are.
@@ -447,7 +452,7 @@ class Ranker(ABC):
         flat = logits[:, :, 0]
         total = sum(int(ix.size) for ix in index)
         shared = {"query_sets": len(query_sets), "pairs": total, "distinct_pairs": len(union),
-                  "seconds": round(seconds, 3)}
+                  "seconds": round(seconds, 3), **_rate(len(union), logits.shape[0], seconds)}
         return [(flat[:, ix], seconds * ix.size / total, {"shared_scoring": shared}) for ix in index]
 
     def _shared_features(self, query_sets: Sequence[Sequence[RankingQuery]],
@@ -461,7 +466,7 @@ class Ranker(ABC):
         feats, seconds = self.timed(features, union)
         total = sum(int(ix.size) for ix in index)
         shared = {"query_sets": len(query_sets), "pairs": total, "distinct_pairs": len(union),
-                  "seconds": round(seconds, 3)}
+                  "seconds": round(seconds, 3), **_rate(len(union), 1, seconds)}
         return [(feats[torch.as_tensor(ix.reshape(-1), device=feats.device)], seconds * ix.size / total,
                  {"shared_scoring": shared}) for ix in index]
 

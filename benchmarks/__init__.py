@@ -1,4 +1,4 @@
-"""Speed and memory benchmarks (``make bench``, ``python -m calibrank.bench``), each figure measured side by side.
+"""Speed and memory benchmarks (``make bench``, ``python -m benchmarks``), each figure measured side by side.
 
 - :mod:`.__main__`: the command line; runs the sections below and writes ``bench.json``,
   ``bench.md`` and ``bench.html``.
@@ -12,12 +12,15 @@
 - :mod:`.inference`: ``inference_per_query``, every ranker against ``bert`` on the same queries;
   ``inference_flops``, the scoring loop's GFLOP/s per precision.
 - :mod:`.memory`: ``peak_memory`` of a training run and of PG-DRR's Gibbs sampler, each in a fresh
-  subprocess (``python -m calibrank.bench.memory --child``).
+  subprocess (``python -m benchmarks.memory --child``).
 - :mod:`.assess_io`: ``assess_io``, reading a synthetic 7 M-line TREC run with its qrels against
   ir_measures' reader (lines/s, peak memory), and ranx's ranking metrics on the same run.
 - :mod:`.assess_engine`: ``assess_engine``, wall time, CPU time and peak memory of a full
   assessment (:func:`calibrank.assess.engine.assess`) of a synthetic run at scale, in a subprocess.
-- :mod:`.common`: logging, ratios and the target check shown beside each ratio.
+- :mod:`.common`: logging, ratios, the target check shown beside each ratio, and the launcher of a
+  section's fresh subprocess.
+- :mod:`.probe_joint`: not a ``make bench`` section; ``bert`` trained per ``training.joint_layers``
+  and head at equal steps, against the zero-shot bi-encoder on the same test queries.
 - :mod:`.render`: ``bench.json`` merged and rendered as markdown and HTML.
 
 The machine a run took place on is described by :func:`calibrank.efficiency.machine_info`.

@@ -1,6 +1,6 @@
 """Speed and memory benchmarks, each figure measured side by side in one run.
 
-``python -m calibrank.bench [--out DIR] [--profile laptop] [--skip SECTION] [--quick] ...``
+``python -m benchmarks [--out DIR] [--profile laptop] [--skip SECTION] [--quick] ...``
 
 ``--quick`` shrinks every size and repeat count left at its default (a few minutes on
 2 cores instead of the better part of an hour); its figures are noisier and say so in
@@ -8,34 +8,34 @@
 
 Sections (each can be left out with ``--skip``):
 
-- ``matmul_peak`` (``--skip peak``; :mod:`calibrank.bench.flops`): the machine's ``torch.mm``
+- ``matmul_peak`` (``--skip peak``; :mod:`benchmarks.flops`): the machine's ``torch.mm``
   GFLOP/s per precision (fp32; bf16 where the hardware has it), the denominator of every
   ``fraction_of_peak`` below; measured before the loops and again after them, the higher kept
   (a shared machine can be busy during one of them). When skipped, the peak already in
   ``DIR/bench.json`` is used if it was taken on the same CPU with the same thread count.
 
-- ``negatives_bm25``, ``negatives_embedding`` (:mod:`calibrank.bench.retrieval`): the retrieval
+- ``negatives_bm25``, ``negatives_embedding`` (:mod:`benchmarks.retrieval`): the retrieval
   behind the negative samplers, on real chit-chat data; MiniLM encodings are cached as .npy, so
   reruns skip encoding.
-- ``training_throughput`` (:mod:`calibrank.bench.training`): training pairs/s of our loop against
+- ``training_throughput`` (:mod:`benchmarks.training`): training pairs/s of our loop against
   sentence-transformers' ``CrossEncoder.fit`` on the same backbone weights, pairs and settings,
   at fp32 and bf16 side by side, with each loop's achieved GFLOP/s and fraction of the peak.
-- ``inference_per_query`` (:mod:`calibrank.bench.inference`): ms per query of every ranker of the
+- ``inference_per_query`` (:mod:`benchmarks.inference`): ms per query of every ranker of the
   profile against ``bert`` on the same queries, round robin.
-- ``inference_flops`` (:func:`calibrank.bench.inference.bench_inference_flops`): the scoring
+- ``inference_flops`` (:func:`benchmarks.inference.bench_inference_flops`): the scoring
   loop's GFLOP/s per precision on the same queries, and its fraction of the peak.
-- ``peak_memory`` (:mod:`calibrank.bench.memory`): peak resident memory of a training run and of
+- ``peak_memory`` (:mod:`benchmarks.memory`): peak resident memory of a training run and of
   PG-DRR's Gibbs sampler, each in a fresh subprocess beside its imports-only baseline.
-- ``assess_engine`` (``--skip assess``; :mod:`calibrank.bench.assess_engine`): wall time, CPU time and
+- ``assess_engine`` (``--skip assess``; :mod:`benchmarks.assess_engine`): wall time, CPU time and
   peak memory of a full assessment of a synthetic run of ``--assess-queries`` x
   ``--assess-depth`` pairs with 1,000 bootstrap resamples, in a fresh subprocess.
-- ``assess_io`` (:mod:`calibrank.bench.assess_io`): reading a synthetic 7 M-line TREC run with
+- ``assess_io`` (:mod:`benchmarks.assess_io`): reading a synthetic 7 M-line TREC run with
   qrels against ir_measures' reader (lines/s, peak memory), and ranx's R@1 / MRR / nDCG@10 on it.
 
 Every ratio is written beside its target and whether it is met (``targets`` in each section).
 Results are merged into ``DIR/bench.json`` (other top-level sections are kept; ``machine``, from
 :func:`calibrank.efficiency.machine_info`, is the latest run's) and rendered in ``DIR/bench.md``
-and ``DIR/bench.html`` (:mod:`calibrank.bench.render`), which list every ratio in one table under
+and ``DIR/bench.html`` (:mod:`benchmarks.render`), which list every ratio in one table under
 the machine the run took place on; all files are written atomically.
 """
 
@@ -48,8 +48,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .. import runs
-from ..efficiency import machine_info
+from calibrank import runs
+from calibrank.efficiency import machine_info
 from .common import log
 from .retrieval import SECTION_BM25, SECTION_EMBEDDING, bench_bm25, bench_embedding, chitchat_workload
 from .render import write_results
@@ -72,7 +72,7 @@ def _int_list(text: str) -> list[int]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m calibrank.bench", description=__doc__.split("\n\n")[0].strip())
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n\n")[0].strip())
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: reports/bench under the project root)")
     parser.add_argument("--skip", choices=SECTIONS, action="append", default=[], help="leave a section out (repeatable)")
     parser.add_argument("--seed", type=int, default=0)
@@ -209,7 +209,7 @@ def _peak_again(args: argparse.Namespace, out: Path) -> None:
 
 
 def _negatives(args: argparse.Namespace, out: Path, machine: dict[str, Any]) -> None:
-    from ..negatives import DEFAULT_EMBEDDING_MODEL, cached_embeddings, embeddings_cache_path, query_text
+    from calibrank.negatives import DEFAULT_EMBEDDING_MODEL, cached_embeddings, embeddings_cache_path, query_text
 
     qu = args.query_utterances or None
     log(f"loading chitchat: {args.n_responses} responses, {args.n_queries} queries")
@@ -253,8 +253,8 @@ def _negatives(args: argparse.Namespace, out: Path, machine: dict[str, Any]) -> 
 
 def _rankers(args: argparse.Namespace, out: Path, machine: dict[str, Any], peak: dict[str, float] | None = None) -> None:
     """The sections on the profile's rankers: training throughput, inference per query and its FLOP/s, peak memory."""
-    from ..config import load_config
-    from ..querysets import load_query_set
+    from calibrank.config import load_config
+    from calibrank.querysets import load_query_set
 
     cfg = load_config(args.profile)
     device = _device(args)

@@ -1,6 +1,6 @@
 """How many joint layers? ``bert`` trained at equal steps for each ``training.joint_layers`` and head.
 
-``python -m calibrank.probe_joint PROFILE --joint-layers 0 2 4 6 --heads segments pooler --seeds 13
+``python -m benchmarks.probe_joint PROFILE --joint-layers 0 2 4 6 --heads segments pooler --seeds 13
 [--train-examples N] [--corpus C] [--device auto|cpu|cuda] [--models DIR] [--resamples R] --out DIR``
 
 For every (joint layers, head, seed) the profile's ``bert`` is trained on the profile's training
@@ -44,18 +44,18 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .baselines import BaselineName, baseline_predictions, baseline_scores
-from .config import BACKBONE_LAYERS, Config, ConfigError, Pooling, check_joint_layers, load_config
-from .data.schema import RankingQuery
-from .efficiency import machine_info
-from .experiment import Condition, eval_conditions, models_dir as profile_models_dir, shift_kind
-from .metrics.resample import compare, features, interval
-from .predictions import Predictions
-from .querysets import MissingStepError, build_query_sets, load_query_set, prepare_data
-from .rankers import make_ranker
-from .rankers.base import distinct_pairs, queries_version, sigmoid
-from .runs import atomic_path, write_json
-from .training import score_pairs, use_bf16
+from calibrank.baselines import BaselineName, baseline_predictions, baseline_scores
+from calibrank.config import BACKBONE_LAYERS, Config, ConfigError, Pooling, check_joint_layers, load_config
+from calibrank.data.schema import RankingQuery
+from calibrank.efficiency import machine_info
+from calibrank.experiment import Condition, eval_conditions, models_dir as profile_models_dir, shift_kind
+from calibrank.metrics.resample import compare, features, interval
+from calibrank.predictions import Predictions
+from calibrank.querysets import MissingStepError, build_query_sets, load_query_set, prepare_data
+from calibrank.rankers import make_ranker
+from calibrank.rankers.base import distinct_pairs, queries_version, sigmoid
+from calibrank.runs import atomic_path, write_json
+from calibrank.training import score_pairs, use_bf16
 
 __all__ = ["COLUMNS", "probe", "query_sets", "settings", "summary", "main"]
 
@@ -232,7 +232,7 @@ def _joint_value(text: str) -> int | None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m calibrank.probe_joint", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m benchmarks.probe_joint", description=__doc__.split("\n")[0])
     p.add_argument("profile")
     p.add_argument("--joint-layers", nargs="+", type=_joint_value, required=True,
                    help="values of training.joint_layers (integers, or null for every layer joint)")

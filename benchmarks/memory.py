@@ -1,6 +1,6 @@
 """``peak_memory``: peak resident memory of a training run and of PG-DRR's Pólya-Gamma Gibbs sampler.
 
-What is measured: each job runs in a fresh Python subprocess (``python -m calibrank.bench.memory
+What is measured: each job runs in a fresh Python subprocess (``python -m benchmarks.memory
 --child SPEC``) that first imports what every job needs (torch, transformers' BERT, calibrank's
 training loop, rankers and GP code) and reads its own peak resident set size
 as the *baseline*; then it runs the job and reads the peak again. The peak is the process's
@@ -30,8 +30,6 @@ import argparse
 import dataclasses
 import enum
 import json
-import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -39,13 +37,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..config import PGDRRConfig
-from .common import log, positive_int
+from calibrank.config import PGDRRConfig
+from .common import emit, log, positive_int, run_child
 
 __all__ = ["SECTION", "bench_memory", "run_job", "gibbs_estimate_mb", "available_mb"]
 
 SECTION = "peak_memory"
-_MARK = "CALIBRANK_BENCH_MEMORY "
 
 
 def _maxrss_mb() -> float:
@@ -100,9 +97,9 @@ def _child(spec: dict[str, Any]) -> dict[str, Any]:
     import torch
     from transformers import BertModel  # noqa: F401  (part of the common baseline)
 
-    from ..gp import polya_gamma
-    from ..rankers import base  # noqa: F401
-    from .. import training  # noqa: F401
+    from calibrank.gp import polya_gamma
+    from calibrank.rankers import base  # noqa: F401
+    from calibrank import training  # noqa: F401
 
     baseline, source = peak_rss_mb()
     device = torch.device(spec.get("device") or "cpu")
@@ -112,10 +109,10 @@ def _child(spec: dict[str, Any]) -> dict[str, Any]:
     info: dict[str, Any] = {}
     job = spec["job"]
     if job == "train":
-        from ..backbone import load_backbone
-        from ..config import Precision, TrainingConfig
-        from ..data.io import read_queries
-        from ..losses import binary_cross_entropy
+        from calibrank.backbone import load_backbone
+        from calibrank.config import Precision, TrainingConfig
+        from calibrank.data.io import read_queries
+        from calibrank.losses import binary_cross_entropy
         from .training import _take_pairs
 
         raw = dict(spec["settings"])
@@ -159,17 +156,8 @@ def _child(spec: dict[str, Any]) -> dict[str, Any]:
 
 def run_job(spec: dict[str, Any], *, timeout_s: float = 900.0) -> dict[str, Any]:
     """Run one job in a fresh subprocess; its measurements, or ``{"error": ...}`` when it failed or timed out."""
-    cmd = [sys.executable, "-m", "calibrank.bench.memory", "--child", json.dumps(spec)]
-    env = dict(os.environ, TQDM_DISABLE="1", TOKENIZERS_PARALLELISM="false")
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env)
-    except subprocess.TimeoutExpired:
-        return {"error": f"timed out after {timeout_s:g} s (raise --memory-timeout)"}
-    for line in reversed(proc.stdout.splitlines()):
-        if line.startswith(_MARK):
-            return json.loads(line[len(_MARK):])
-    tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
-    return {"error": f"exit status {proc.returncode}: {' | '.join(tail)}"}
+    return run_child("memory", [json.dumps(spec)], timeout_s=timeout_s,
+                     env={"TQDM_DISABLE": "1", "TOKENIZERS_PARALLELISM": "false"}, hint=" (raise --memory-timeout)")
 
 
 def _plain_settings(settings) -> dict[str, Any]:
@@ -181,7 +169,7 @@ def bench_memory(queries, settings, *, train_steps: int = 10, gibbs_sizes: Seque
                  feature_dim: int = 384, laptop_inducing: int = 256,
                  seed: int = 0, context_style: str = "plain", device: str = "cpu", timeout_s: float = 900.0) -> dict[str, Any]:
     """Peak RSS (and its increment over the imports-only baseline) of a training run and of the Gibbs sampler at each size."""
-    from ..data.io import write_queries
+    from calibrank.data.io import write_queries
 
     train_steps = positive_int(train_steps, "train_steps")
     gibbs_chains = positive_int(gibbs_chains, "gibbs_chains")
@@ -222,11 +210,11 @@ def bench_memory(queries, settings, *, train_steps: int = 10, gibbs_sizes: Seque
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m calibrank.bench.memory", description="one peak-memory job (child side)")
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.memory", description="one peak-memory job (child side)")
     parser.add_argument("--child", required=True, help="the job as JSON")
     args = parser.parse_args(argv)
     result = _child(json.loads(args.child))
-    print(_MARK + json.dumps(result), flush=True)
+    emit(result)
     return 0
 
 

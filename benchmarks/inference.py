@@ -28,7 +28,7 @@ same seeded test queries with :func:`calibrank.training.score_pairs` (length-buc
 ``eval_batch_size``, tokenisation done before and not timed) at fp32 and, where the hardware has
 it, bf16 autocast; precisions alternate round robin over ``repeats`` rounds after one untimed
 batch each, and the median time counts. FLOPs are counted from the encoder's configuration and
-the padded batch shapes recorded as it runs (:mod:`calibrank.bench.flops`); ``gflop_per_s`` over
+the padded batch shapes recorded as it runs (:mod:`benchmarks.flops`); ``gflop_per_s`` over
 the median time, and ``fraction_of_peak`` its share of the matmul peak of the same precision.
 """
 
@@ -45,7 +45,7 @@ from unittest import mock
 
 import numpy as np
 
-from ..config import Config, RankerName
+from calibrank.config import Config, RankerName
 from .common import log, positive_int, ratio, target
 
 __all__ = ["SECTION", "SECTION_FLOPS", "SINGLE_PASS", "SINGLE_PASS_TARGET", "bench_inference", "bench_inference_flops",
@@ -64,8 +64,8 @@ class _NotCached(Exception):
 
 def cached_ranker(cfg: Config, name: str, train_corpus: str):
     """The ranker fitted from the profile's model cache, or None when fitting it would train a model."""
-    from .. import experiment
-    from ..rankers import base
+    from calibrank import experiment
+    from calibrank.rankers import base
 
     def _refuse(*_args, **_kw):
         raise _NotCached
@@ -91,8 +91,8 @@ def short_trained_ranker(cfg: Config, name: str, train_corpus: str, models_dir: 
     ``n_train`` is raised to the queries PG-DRR's inducing set needs. Models are cached in
     ``models_dir`` (rankers sharing a model, e.g. ``bert`` and ``mc_dropout``, train it once).
     """
-    from ..querysets import load_query_set
-    from ..rankers import ranker_from_config
+    from calibrank.querysets import load_query_set
+    from calibrank.rankers import ranker_from_config
 
     n_train = positive_int(n_train, "n_train")
     n_valid = positive_int(n_valid, "n_valid", minimum=2)
@@ -120,7 +120,7 @@ def bench_inference(cfg: Config, *, n_queries: int = 50, repeats: int = 3, warmu
     ``use_cache=False`` always builds the rankers by the short training (in ``models_dir``, a
     temporary folder by default).
     """
-    from .. import efficiency
+    from calibrank import efficiency
 
     n_queries = positive_int(n_queries, "n_queries")
     repeats = positive_int(repeats, "repeats")
@@ -197,14 +197,14 @@ def bench_inference_flops(cfg: Config, *, n_queries: int = 50, repeats: int = 3,
                           device=None, peak_gflop_per_s: dict[str, float] | None = None, seed: int = 0) -> dict[str, Any]:
     """GFLOP/s of the ``bert`` cross-encoder's scoring loop per precision, and its fraction of the matmul peak.
 
-    ``peak_gflop_per_s``: precision -> GFLOP/s (:func:`calibrank.bench.flops.measure_peak`).
+    ``peak_gflop_per_s``: precision -> GFLOP/s (:func:`benchmarks.flops.measure_peak`).
     """
     import torch
 
-    from ..backbone import load_backbone
-    from ..efficiency import efficiency_queries
-    from ..rankers.base import CrossEncoder
-    from ..training import encode_pairs, score_pairs
+    from calibrank.backbone import load_backbone
+    from calibrank.efficiency import efficiency_queries
+    from calibrank.rankers.base import CrossEncoder
+    from calibrank.training import encode_pairs, score_pairs
     from .flops import ShapeRecorder, available_precisions, utilisation
     from .training import _take_pairs
 

@@ -2,7 +2,7 @@
 
 On a synthetic run of ``n_queries x depth`` lines (:func:`make_synthetic_run`, seeded; 7,000 x
 1,000 = 7 M lines, ~300 MB by default) with graded qrels, it measures, each job in a fresh
-subprocess (``python -m calibrank.bench.assess_io --child JOB``) run one after the other:
+subprocess (``python -m benchmarks.assess_io --child JOB``) run one after the other:
 
 - ``calibrank``: :func:`calibrank.assess.trec.read_runs` (qrels included) to a ``ScoredRun``;
 - ``ir_measures``: ``ir_measures.read_trec_run`` and ``read_trec_qrels`` materialised as lists
@@ -12,17 +12,14 @@ subprocess (``python -m calibrank.bench.assess_io --child JOB``) run one after t
 
 Each job reports its wall time, its CPU time (all threads; on a shared machine the wall time
 also holds the time spent waiting for a core), lines/s and peak resident memory above its
-imports-only baseline (VmHWM, as in :mod:`calibrank.bench.memory`). The targets: >= 1 M lines/s and
+imports-only baseline (VmHWM, as in :mod:`benchmarks.memory`). The targets: >= 1 M lines/s and
 <= 4 GB peak for ``read_runs``.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -33,13 +30,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pcsv
 
-from .common import log, positive_int, ratio, target
+from . import common
+from .common import emit, log, positive_int, ratio, target
 from .memory import peak_rss_mb
 
 __all__ = ["SECTION", "make_synthetic_run", "bench_assess_io", "run_child"]
 
 SECTION = "assess_io"
-_MARK = "CALIBRANK_BENCH_ASSESS_IO "
 _JOBS = ("calibrank", "ir_measures", "ranx")
 _METRICS = ("recall@1", "mrr", "ndcg@10")
 
@@ -105,13 +102,13 @@ def make_synthetic_run(out_dir: str | os.PathLike, n_queries: int = 7000, depth:
 
 def _child(job: str, run: str, qrels: str) -> dict[str, Any]:
     if job == "calibrank":
-        from ..assess.trec import read_runs
+        from calibrank.assess.trec import read_runs
     elif job == "ir_measures":
         import ir_measures
     elif job == "ranx":
         import ranx
 
-        from ..assess.trec import read_runs
+        from calibrank.assess.trec import read_runs
     else:
         raise ValueError(f"job must be one of {_JOBS}, got {job!r}")
     baseline, source = peak_rss_mb()
@@ -162,16 +159,8 @@ def _qrels_rows(path: str):
 
 def run_child(job: str, run: Path, qrels: Path, *, timeout_s: float = 900.0) -> dict[str, Any]:
     """One job in a fresh subprocess; its measurements, or ``{"error": ...}``."""
-    cmd = [sys.executable, "-m", "calibrank.bench.assess_io", "--child", job, str(run), str(qrels)]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=dict(os.environ, NUMBA_DISABLE_PERFORMANCE_WARNINGS="1"))
-    except subprocess.TimeoutExpired:
-        return {"error": f"timed out after {timeout_s:g} s"}
-    for line in reversed(proc.stdout.splitlines()):
-        if line.startswith(_MARK):
-            return json.loads(line[len(_MARK):])
-    tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
-    return {"error": f"exit status {proc.returncode}: {' | '.join(tail)}"}
+    return common.run_child("assess_io", [job, str(run), str(qrels)], timeout_s=timeout_s,
+                     env={"NUMBA_DISABLE_PERFORMANCE_WARNINGS": "1"})
 
 
 def bench_assess_io(n_queries: int = 7000, depth: int = 1000, *, seed: int = 0, repeats: int = 1,
@@ -216,11 +205,11 @@ def bench_assess_io(n_queries: int = 7000, depth: int = 1000, *, seed: int = 0, 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m calibrank.bench.assess_io", description="one assess_io job (child side)")
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.assess_io", description="one assess_io job (child side)")
     parser.add_argument("--child", nargs=3, metavar=("JOB", "RUN", "QRELS"), required=True)
     args = parser.parse_args(argv)
     result = _child(*args.child)
-    print(_MARK + json.dumps(result), flush=True)
+    emit(result)
     return 0
 
 

@@ -4,7 +4,7 @@ A synthetic :class:`~calibrank.assess.scored.ScoredRun` of ``queries`` x ``candi
 (graded relevance, some queries without a relevant candidate, one list in ten shorter than the
 rest, logits that track the grade) is assessed by :func:`calibrank.assess.engine.assess` with
 every section and ``n_resamples`` bootstrap resamples, against a validation run of the same
-size. The job runs in a fresh subprocess (``python -m calibrank.bench.assess_engine --child``)
+size. The job runs in a fresh subprocess (``python -m benchmarks.assess_engine --child``)
 that builds both runs (``build_peak_gb``: the peak resident set size while building them, the
 candidate ids' strings above all), resets the peak (Linux ``clear_refs``), reads the resident
 set as the baseline, assesses, and reads the peak again: ``peak_gb`` is the process's peak
@@ -17,17 +17,14 @@ load, the CPU time much less). Targets: at most 120 s and 4 GB.
 from __future__ import annotations
 
 import argparse
-import json
 import resource
-import subprocess
-import sys
 import time
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from .common import target
+from .common import emit, run_child, target
 
 __all__ = ["SECTION", "TARGETS", "bench_assess", "synthetic_run"]
 
@@ -37,7 +34,7 @@ TARGETS = {"seconds": 120.0, "peak_gb": 4.0}
 
 def synthetic_run(queries: int, candidates: int, *, seed: int, prefix: str):
     """A ragged ScoredRun of logits: grades 0-2, 5% of the queries without a relevant candidate."""
-    from ..assess.scored import ScoredRun
+    from calibrank.assess.scored import ScoredRun
 
     rng = np.random.default_rng(seed)
     lengths = np.where(rng.random(queries) < 0.1, rng.integers(candidates // 2, candidates + 1, queries), candidates)
@@ -70,7 +67,7 @@ def _reset_peak() -> bool:
 
 
 def _child(queries: int, candidates: int, n_resamples: int, seed: int) -> dict[str, Any]:
-    from ..assess.engine import assess
+    from calibrank.assess.engine import assess
 
     test = synthetic_run(queries, candidates, seed=seed, prefix="t")
     valid = synthetic_run(queries, candidates, seed=seed + 1, prefix="v")
@@ -92,18 +89,17 @@ def _child(queries: int, candidates: int, n_resamples: int, seed: int) -> dict[s
 def bench_assess(queries: int = 7000, candidates: int = 1000, *, n_resamples: int = 1000, seed: int = 0,
                  timeout: float = 900.0) -> dict[str, Any]:
     """The section's result: the child's measurements and each against its target."""
-    cmd = [sys.executable, "-m", "calibrank.bench.assess_engine", "--child", "--queries", str(queries),
-           "--candidates", str(candidates), "--n-resamples", str(n_resamples), "--seed", str(seed)]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"assess_engine child failed ({done.returncode}): {done.stderr[-2000:]}")
-    out = json.loads(done.stdout.strip().splitlines()[-1])
+    args = ["--queries", str(queries), "--candidates", str(candidates), "--n-resamples", str(n_resamples),
+            "--seed", str(seed)]
+    out = run_child("assess_engine", args, timeout_s=timeout)
+    if "error" in out:
+        raise RuntimeError(f"assess_engine child failed: {out['error']}")
     out["targets"] = [target(f"assess {queries} x {candidates}: {k}", out[k], "<=", v) for k, v in TARGETS.items()]
     return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m calibrank.bench.assess_engine", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.assess_engine", description=__doc__.split("\n\n")[0])
     parser.add_argument("--child", action="store_true", help="run the measurement in this process and print JSON")
     parser.add_argument("--queries", type=int, default=7000)
     parser.add_argument("--candidates", type=int, default=1000)
@@ -117,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = _child(args.queries, args.candidates, args.n_resamples, args.seed)
     else:
         result = bench_assess(args.queries, args.candidates, n_resamples=args.n_resamples, seed=args.seed)
-    print(json.dumps(result))
+    emit(result)
     return 0
 
 

@@ -3,7 +3,7 @@
 What is measured: training pairs per second over a fixed number of optimizer steps (after a few
 untimed warm-up steps, which pay for lazy initialisation and the trainer's setup), for each
 precision of ``precisions`` the hardware runs natively (fp32 always; bf16 on a CPU with
-AVX512-BF16 or AMX, or a GPU with bf16; :func:`calibrank.bench.flops.available_precisions`), of
+AVX512-BF16 or AMX, or a GPU with bf16; :func:`benchmarks.flops.available_precisions`), of
 
 - ``calibrank_<precision>``: :func:`calibrank.training.train_model` on a
   :class:`calibrank.rankers.base.CrossEncoder` (fused AdamW, length-bucketed batches with dynamic
@@ -25,9 +25,9 @@ keyed by the sentence-transformers variant), each beside its target; ``ratio_def
 default (``training.precision: auto``) over ``fit``'s default (fp32).
 
 How close to the limit: every pass through the encoder is recorded
-(:class:`calibrank.bench.flops.ShapeRecorder`) and the timed steps' FLOPs are counted from the
+(:class:`benchmarks.flops.ShapeRecorder`) and the timed steps' FLOPs are counted from the
 model's configuration and the padded batch shapes (3 x forward,
-:func:`calibrank.bench.flops.encoder_forward_flops`); ``gflop_per_s`` is that count over the
+:func:`benchmarks.flops.encoder_forward_flops`); ``gflop_per_s`` is that count over the
 timed loop seconds (ours: without the tokenisation share; sentence-transformers: with the
 tokenisation it does inside its loop), and ``fraction_of_peak`` its share of the matmul peak of
 the same precision (section ``matmul_peak``) when one was measured.
@@ -58,9 +58,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..config import ContextStyle, TrainingConfig
-from ..data.schema import RankingQuery
-from ..data.splits import format_context
+from calibrank.config import ContextStyle, TrainingConfig
+from calibrank.data.schema import RankingQuery
+from calibrank.data.splits import format_context
 from .common import log, positive_int, ratio, target
 from .flops import ShapeRecorder, available_precisions, utilisation
 
@@ -84,7 +84,7 @@ def st_fit_available() -> tuple[bool, str]:
 
 def _take_pairs(pairs, n: int):
     """The first ``n`` tokenised pairs (query order) as a :class:`calibrank.training.Pairs`."""
-    from ..training import Pairs
+    from calibrank.training import Pairs
 
     return Pairs(
         input_ids=pairs.input_ids[:n],
@@ -140,10 +140,10 @@ def run_calibrank(queries: Sequence[RankingQuery], settings: TrainingConfig, *, 
 
     ``precision`` (``fp32``, ``bf16``) overrides ``settings.precision``.
     """
-    from ..backbone import load_backbone
-    from ..losses import binary_cross_entropy
-    from ..rankers.base import CrossEncoder
-    from ..training import encode_pairs, train_model, use_bf16
+    from calibrank.backbone import load_backbone
+    from calibrank.losses import binary_cross_entropy
+    from calibrank.rankers.base import CrossEncoder
+    from calibrank.training import encode_pairs, train_model, use_bf16
 
     device = device or torch.device("cpu")
     if precision is not None:
@@ -242,7 +242,7 @@ def _timed_trainer(ends: list[float], info: dict[str, Any], *, bf16: bool = Fals
 
 def _st_checkpoint(settings: TrainingConfig, seed: int, workdir: Path) -> str:
     """A folder sentence-transformers can load with the backbone's weights (MiniLM's own; tiny-random saved)."""
-    from ..backbone import TINY, load_backbone, resolve_checkpoint
+    from calibrank.backbone import TINY, load_backbone, resolve_checkpoint
 
     if settings.backbone != TINY:  # MiniLM's local folder, another local folder, or a name in the local HF cache
         return str(resolve_checkpoint(settings.backbone))
@@ -330,7 +330,7 @@ def bench_training(queries: Sequence[RankingQuery], settings: TrainingConfig, *,
     ``precisions_skipped``). Results are keyed ``<implementation>_<precision>``. ``rounds``
     repeats every variant (alternating the order); each variant's figure is its median pairs/s.
     Model loading is outside every timing. ``peak_gflop_per_s`` (precision -> GFLOP/s, from
-    :func:`calibrank.bench.flops.measure_peak`) adds each variant's ``fraction_of_peak``.
+    :func:`benchmarks.flops.measure_peak`) adds each variant's ``fraction_of_peak``.
     """
     warmup = positive_int(warmup, "warmup", minimum=1)
     steps = positive_int(steps, "steps")
@@ -407,7 +407,7 @@ def bench_training(queries: Sequence[RankingQuery], settings: TrainingConfig, *,
                               TARGET_SPEEDUP))
     out["ratio_ours_over"] = ratios
     if "st" in variants and "fp32" in precisions:  # each side's default: ours training.precision (auto), fit's fp32
-        from ..training import use_bf16
+        from calibrank.training import use_bf16
 
         ours = "bf16" if use_bf16(settings.precision, device) else "fp32"
         if f"calibrank_{ours}" in out:
