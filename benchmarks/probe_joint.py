@@ -48,7 +48,7 @@ from calibrank.baselines import BaselineName, baseline_predictions, baseline_sco
 from calibrank.config import BACKBONE_LAYERS, Config, ConfigError, Pooling, check_joint_layers, load_config
 from calibrank.data.schema import RankingQuery
 from calibrank.efficiency import machine_info
-from calibrank.experiment import Condition, eval_conditions, models_dir as profile_models_dir, shift_kind
+from calibrank.conditions import Condition, eval_conditions, models_dir as profile_models_dir, shift_kind
 from calibrank.metrics.resample import compare, features, interval
 from calibrank.predictions import Predictions
 from calibrank.querysets import MissingStepError, build_query_sets, load_query_set, prepare_data

@@ -263,7 +263,7 @@ def test_a_study_trained_on_both_corpora_builds_every_table(tmp_path):
     import shutil
 
     from calibrank import baselines as bl
-    from calibrank.experiment import eval_conditions
+    from calibrank.conditions import eval_conditions
 
     with project_root(tmp_path):
         data = st.load_study(write_synthetic_study(tmp_path, train_corpora=("chitchat", "chatterbot"), domain_drop=True))

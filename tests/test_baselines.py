@@ -138,7 +138,7 @@ def test_ranking_check_flags_a_shortcut_and_a_ranker_below_chance():
 def write_rule_predictions(cfg, n: int = 8, seed: int = 0) -> None:
     """Predictions of every rule on every test condition of ``cfg`` (trained on chitchat): random scores,
     the relevant candidate first, ``n`` queries."""
-    from calibrank.experiment import eval_conditions
+    from calibrank.conditions import eval_conditions
 
     rng = np.random.default_rng(seed)
     for c in eval_conditions(cfg, ("test",)):
@@ -153,7 +153,7 @@ def write_rule_predictions(cfg, n: int = 8, seed: int = 0) -> None:
 def test_table1_shows_the_rules_as_reference_rows(tmp_root):
     from calibrank import study as st
     from calibrank.config import load_config
-    from calibrank.experiment import eval_conditions
+    from calibrank.conditions import eval_conditions
 
     cfg = load_config("smoke", {"rankers.names": ["bert"], "rankers.seeds": [0]})
     write_rule_predictions(cfg)

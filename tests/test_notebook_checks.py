@@ -7,11 +7,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibrank import baselines, efficiency, experiment
+from calibrank import baselines, conditions, efficiency, experiment
 from calibrank.config import load_config
 from calibrank.data import stats
 from calibrank.data.schema import Example, RankingQuery
-from calibrank.experiment import expected_samples, ranker_conditions, shift_kind
+from calibrank.conditions import expected_samples, ranker_conditions, shift_kind
 
 from test_analysis_checks import raises
 
@@ -86,7 +86,7 @@ def test_the_rules_that_learn_nothing(cfg):
     runs = pd.DataFrame([{"baseline": n.value, "train_corpus": tc.value, "corpus": c.corpus, "split": c.split,
                           "sampler": c.sampler, f"R{k + 1}@1": 1 / (k + 1), "queries": 100}
                          for n in baselines.BaselineName for tc in cfg.rankers.train_corpora
-                         for c in experiment.eval_conditions(cfg)])
+                         for c in conditions.eval_conditions(cfg)])
     baselines._check_baselines(cfg, runs)
     raises(baselines._check_baselines, cfg, runs.iloc[1:], words=("baselines", "0 rows for", ", ".join(
         f"{c}={runs[c].iloc[0]}" for c in keys)))

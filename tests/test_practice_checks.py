@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from calibrank import study as st
-from calibrank.experiment import eval_conditions, predictions_path, ranker_conditions
+from calibrank.conditions import eval_conditions, predictions_path, ranker_conditions
 from calibrank.practice import (conformal, findings, fitdata, listwise, nota_sets, prior, recalibrate, selective,
                                 signals)
 from calibrank.practice.cells import CELL, study_cells

@@ -11,7 +11,7 @@ import pytest
 from calibrank import grid, registry
 from calibrank import study as st
 from calibrank.config import load_config
-from calibrank.experiment import eval_conditions, expected_samples, predictions_path
+from calibrank.conditions import eval_conditions, expected_samples, predictions_path
 from calibrank.predictions import Predictions
 
 

@@ -20,7 +20,7 @@ from scipy import stats
 from calibrank import study as st
 from calibrank.config import load_config
 from calibrank.efficiency import PAPER_EFFICIENCY, efficiency_table
-from calibrank.experiment import eval_conditions, predictions_path, ranker_conditions
+from calibrank.conditions import eval_conditions, predictions_path, ranker_conditions
 from calibrank.predictions import Predictions, PredictionsError
 from calibrank.querysets import MissingStepError
 

@@ -210,7 +210,7 @@ def compute_baselines(cfg) -> "pd.DataFrame":
     """
     import pandas as pd
 
-    from .experiment import Condition, eval_conditions
+    from .conditions import Condition, eval_conditions
     from .metrics.calibration import ece
     from .metrics.ranking import recall_at_k
     from .querysets import load_pool, load_query_set
@@ -257,7 +257,7 @@ def compute_baselines(cfg) -> "pd.DataFrame":
 def _check_baselines(cfg, runs: "pd.DataFrame") -> None:
     """Every rule x training corpus x evaluation condition once, and the random rule within four standard
     errors of chance (1/K) on each: a random rule that is not at chance means the candidates' order leaks the label."""
-    from .experiment import eval_conditions
+    from .conditions import eval_conditions
 
     name, keys = "baselines", ("baseline", "train_corpus", "corpus", "split", "sampler")
     recall = f"R{cfg.negatives.eval_k + 1}@1"
@@ -284,7 +284,7 @@ def best_baselines(cfg, train_corpus: str, split: str = "test") -> "pd.DataFrame
     """Per condition of ``split``: each rule's R@1 and the best of them (the bar a trained ranker must clear)."""
     import pandas as pd
 
-    from .experiment import eval_conditions
+    from .conditions import eval_conditions
     from .metrics.ranking import recall_at_k
 
     rows = []

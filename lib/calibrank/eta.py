@@ -23,7 +23,7 @@ from . import registry
 from .config import ConfigError, RankerName, load_config, parse_run_name, train_runs
 from .data.corpora import load_corpus
 from .data.schema import RankingQuery
-from .experiment import ranker_conditions
+from .conditions import ranker_conditions
 from .grid import run_models, trained_models
 from .rankers import make_ranker
 from .runs import project_root, read_json, write_json

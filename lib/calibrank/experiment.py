@@ -1,119 +1,38 @@
 """One ranker trained on one corpus and evaluated on every condition of the profile (notebook ``03_train``).
 
-A condition is a corpus (the training one: in-domain; others: cross-domain shift) times an
-evaluation sampler (the training one: in distribution; others: cross-negative-sampling shift),
-on the validation or test split. Predictions go to
-``runs/<profile>/predictions/<ranker>/<train corpus>/<corpus>-<split>-<sampler>-k<k>[-seed<N>].npz``
-(:func:`load_predictions`). Validation conditions are predicted only for rankers with S > 1:
-only risk-aware ranking reads them, to choose its b.
+The conditions and the paths of their Predictions are :mod:`calibrank.conditions`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING
-
 import numpy as np
 import pandas as pd
 
-from . import registry
-from .config import Config, Corpus, RankerName, run_name, training_seeds
+from .conditions import (expected_samples, models_dir, predictions_path, ranker_conditions, shift_kind,
+                         training_queries, training_seed)
+from .config import Config, Corpus, RankerName
 from .metrics.calibration import ece
 from .metrics.ranking import recall_at_k
 from .predictions import Predictions
-from .querysets import MissingStepError, load_query_set
-from .runs import project_root, run_dir
+from .querysets import load_query_set
+from .rankers import Ranker, ranker_from_config
 from .table_checks import in_range, raise_problems, rows_expected, rows_failing
 
-if TYPE_CHECKING:  # the rankers (and torch) load only when a model is trained or run
-    from .rankers import Ranker
-
 __all__ = [
-    "Condition",
-    "eval_conditions",
-    "ranker_conditions",
-    "models_dir",
-    "predictions_path",
-    "train_ranker",
-    "training_queries",
     "predict_conditions",
     "predict_split",
     "predict_split_conditions",
-    "load_predictions",
+    "train_ranker",
     "training_frames",
-    "expected_samples",
 ]
-
-
-@dataclass(frozen=True)
-class Condition:
-    corpus: str
-    split: str
-    sampler: str
-    k: int
-
-    @property
-    def name(self) -> str:
-        return f"{self.corpus}-{self.split}-{self.sampler}-k{self.k}"
-
-
-def eval_conditions(cfg: Config, splits: tuple[str, ...] = ("valid", "test")) -> list[Condition]:
-    return [
-        Condition(c.value, split, s.value, cfg.negatives.eval_k)
-        for c in cfg.data.corpora
-        for split in splits
-        for s in cfg.negatives.eval
-    ]
-
-
-def ranker_conditions(cfg: Config, ranker: str | RankerName) -> list[Condition]:
-    """The conditions a ranker is predicted on: every test condition, and the validation ones when S > 1."""
-    splits = ("valid", "test") if expected_samples(cfg, ranker) > 1 else ("test",)
-    return eval_conditions(cfg, splits)
-
-
-def models_dir(cfg: Config, train_corpus: str | Corpus) -> Path:
-    return run_dir(cfg.profile, "models", Corpus(train_corpus).value)
-
-
-def _seed(cfg: Config, seed: int | None) -> int:
-    seeds = training_seeds(cfg)
-    if seed is None:
-        return seeds[0]
-    if seed not in seeds:
-        raise ValueError(f"seed {seed} is not among the training seeds of profile {cfg.profile!r} "
-                         f"(rankers.seeds: {list(seeds)})")
-    return int(seed)
-
-
-def predictions_path(cfg: Config, ranker: str | RankerName, train_corpus: str | Corpus, condition: Condition,
-                     seed: int | None = None) -> Path:
-    """``<condition>.npz`` for the main seed, ``<condition>-seed<N>.npz`` for the others (a path only:
-    the folder is made when the file is written)."""
-    folder = project_root() / "runs" / cfg.profile / "predictions" / registry.info(ranker).name / Corpus(train_corpus).value
-    seed = _seed(cfg, seed)
-    suffix = "" if seed == training_seeds(cfg)[0] else f"-seed{seed}"
-    return folder / f"{condition.name}{suffix}.npz"
-
-
-def training_queries(cfg: Config, train_corpus: str | Corpus):
-    """(train, valid) queries of a training corpus: the training sampler's, validation for early selection."""
-    corpus = Corpus(train_corpus)
-    if corpus not in cfg.rankers.train_corpora:
-        raise ValueError(f"train_corpus {corpus.value!r} is not in rankers.train_corpora of profile {cfg.profile!r}")
-    return (load_query_set(cfg, corpus.value, "train", cfg.negatives.train),
-            load_query_set(cfg, corpus.value, "valid", cfg.negatives.train))
 
 
 def train_ranker(cfg: Config, ranker: str | RankerName, train_corpus: str | Corpus, device=None,
                  seed: int | None = None) -> Ranker:
     """Fit ``ranker`` with a training ``seed`` of the profile (default: the main one) on ``train_corpus``."""
     train, valid = training_queries(cfg, train_corpus)
-    from .rankers import ranker_from_config
-
     return ranker_from_config(cfg, ranker, models_dir(cfg, train_corpus), device=device,
-                              seed=_seed(cfg, seed)).fit(train, valid)
+                              seed=training_seed(cfg, seed)).fit(train, valid)
 
 
 def predict_conditions(cfg: Config, ranker: Ranker, train_corpus: str | Corpus) -> pd.DataFrame:
@@ -192,26 +111,6 @@ def predict_split(ranker: Ranker, query_sets: list) -> list[Predictions]:
     return ranker.predict_many(query_sets)
 
 
-def shift_kind(cond: Condition, train_corpus: str, train_sampler: str) -> str:
-    """``in distribution``, ``cross-domain``, ``cross-NS`` (another negative sampler) or
-    ``cross-domain + cross-NS``: the one naming notebook 03 and the analyses use."""
-    parts = []
-    if cond.corpus != train_corpus:
-        parts.append("cross-domain")
-    if cond.sampler != train_sampler:
-        parts.append("cross-NS")
-    return " + ".join(parts) or "in distribution"
-
-
-def load_predictions(cfg: Config, ranker: str | RankerName, train_corpus: str | Corpus, condition: Condition,
-                     seed: int | None = None) -> Predictions:
-    path = predictions_path(cfg, ranker, train_corpus, condition, seed)
-    if not path.exists():
-        run = run_name(ranker, train_corpus, _seed(cfg, seed), cfg)
-        raise MissingStepError(f"{path} does not exist: run `make nb-03_train-{run} PROFILE={cfg.profile}` first")
-    return Predictions.load(path)
-
-
 def training_frames(ranker: Ranker) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(loss history, validation metric) of every model behind the ranker, with a ``model`` column."""
     hist, val = [], []
@@ -219,11 +118,3 @@ def training_frames(ranker: Ranker) -> tuple[pd.DataFrame, pd.DataFrame]:
         hist.extend({"model": i, **h} for h in res.history)
         val.extend({"model": i, **v} for v in res.validation)
     return pd.DataFrame(hist, columns=["model", "step", "epoch", "loss", "lr"]), pd.DataFrame(val, columns=["model", "step", "metric"])
-
-
-def expected_samples(cfg: Config, ranker: str | RankerName) -> int:
-    """S of a ranker's Predictions under the profile: 1, T passes, M members or S posterior draws
-    (:mod:`calibrank.registry`)."""
-    from . import registry
-
-    return int(registry.info(ranker).samples(cfg))

@@ -436,7 +436,7 @@ def exclusive(dest: str | os.PathLike, *, what: str | None = None, wait: bool | 
 
 def _print_predictions(profile: str) -> None:
     from .config import load_config, parse_run_name, train_runs
-    from .experiment import predictions_path, ranker_conditions
+    from .conditions import predictions_path, ranker_conditions
 
     cfg = load_config(profile)
     root = project_root()

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ..config import training_seeds
-from ..experiment import Condition
+from ..conditions import Condition
 from ..metrics.calibration import brier, ece, nll, reliability_curve
 from ..metrics.ranking import ranking_metrics
 from ..predictions import Predictions

@@ -12,7 +12,7 @@ import pandas as pd
 
 from .. import registry
 from ..config import Config, load_config, training_seeds
-from ..experiment import Condition, eval_conditions, load_predictions, predictions_path, ranker_conditions, shift_kind
+from ..conditions import Condition, eval_conditions, load_predictions, predictions_path, ranker_conditions, shift_kind
 from ..predictions import Predictions, PredictionsError
 from ..querysets import MissingStepError
 from ..table_checks import raise_problems, rows_expected, rows_failing
@@ -141,7 +141,7 @@ class Study:
 
     def shift(self, condition: Condition, train_corpus: str) -> str:
         """``in distribution``, ``cross-domain``, ``cross-NS`` or ``cross-domain + cross-NS``
-        (:func:`calibrank.experiment.shift_kind`, as notebook 03 names it)."""
+        (:func:`calibrank.conditions.shift_kind`, as notebook 03 names it)."""
         return shift_kind(condition, train_corpus, self.train_sampler)
 
     def cell_keys(self, train_corpus: str, condition: Condition) -> dict[str, str]:
@@ -151,7 +151,7 @@ class Study:
 
     def expected_cells(self, split: str = "test", rankers: Iterable[str] | None = None) -> list[tuple[str, ...]]:
         """The :data:`CELL_KEYS` of every cell the profile predicts on ``split`` (validation: S > 1 only,
-        :func:`calibrank.experiment.ranker_conditions`): the rows a table over cells must hold."""
+        :func:`calibrank.conditions.ranker_conditions`): the rows a table over cells must hold."""
         return [(r, tc, c.corpus, c.sampler) for r in (rankers if rankers is not None else self.rankers)
                 for tc in self.train_corpora for c in ranker_conditions(self.cfg, r) if c.split == split]
 

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
-from ..experiment import Condition
+from ..conditions import Condition
 from ..metrics.ranking import recall_at_k
 from ..metrics.stats import relative_change
 from ..table_checks import in_range, raise_problems, rows_expected, rows_failing
