@@ -99,7 +99,7 @@ def _child(spec: dict[str, Any]) -> dict[str, Any]:
 
     from calibrank.gp import polya_gamma
     from calibrank.rankers import base  # noqa: F401
-    from calibrank import training  # noqa: F401
+    from calibrank import precision, training  # noqa: F401
 
     baseline, source = peak_rss_mb()
     device = torch.device(spec.get("device") or "cpu")
@@ -130,7 +130,7 @@ def _child(spec: dict[str, Any]) -> dict[str, Any]:
         with tempfile.TemporaryDirectory(prefix="calibrank-bench-mem-") as tmp:
             res = training.train_model(model, lambda m, b, y: binary_cross_entropy(m(**b), y), pairs, settings, Path(tmp),
                                        seed=int(spec["seed"]), device=device)
-        info.update(steps_run=res.steps, bf16=training.use_bf16(settings.precision, device),
+        info.update(steps_run=res.steps, bf16=precision.use_bf16(settings.precision, device),
                     parameters=sum(p.numel() for p in model.parameters()))
     elif job == "gibbs":
         n, dim = int(spec["n"]), int(spec["dim"])

@@ -55,7 +55,8 @@ from calibrank.querysets import MissingStepError, build_query_sets, load_query_s
 from calibrank.rankers import make_ranker
 from calibrank.rankers.base import distinct_pairs, queries_version, sigmoid
 from calibrank.runs import atomic_path, write_json
-from calibrank.training import score_pairs, use_bf16
+from calibrank.precision import use_bf16
+from calibrank.training import score_pairs
 
 __all__ = ["COLUMNS", "probe", "query_sets", "settings", "summary", "main"]
 

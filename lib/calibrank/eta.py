@@ -27,7 +27,8 @@ from .conditions import ranker_conditions
 from .grid import run_models, trained_models
 from .rankers import make_ranker
 from .runs import project_root, read_json, write_json
-from .training import score_pairs, train_model, use_bf16
+from .precision import use_bf16
+from .training import score_pairs, train_model
 
 _SOLO = ("data", "negatives", "efficiency", "index")  # phases whose steps run alone
 _KEYS = {"profile", "created", "started", "jobs", "cores", "seconds", "rates", "steps"}

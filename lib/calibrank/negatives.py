@@ -21,6 +21,7 @@ the queries in a Parquet cache keyed by everything that determines them (:mod:`c
 from __future__ import annotations
 
 import abc
+import contextlib
 import dataclasses
 import hashlib
 import inspect
@@ -39,6 +40,7 @@ from .codekey import code_hash, package_versions
 from .config import SamplerName
 from .data.io import read_queries, write_queries
 from .data.schema import DataError, Example, RankingQuery, normalise_text
+from .precision import use_bf16
 
 __all__ = [
     "SamplerName",
@@ -458,11 +460,7 @@ def encode(model, texts: Sequence[str], batch_size: int = 64, precision: str = "
     ``precision`` ``auto`` (or ``bf16``) encodes under bf16 autocast where the hardware supports
     it; pooling and normalisation stay in float32.
     """
-    import contextlib
-
     import torch
-
-    from .training import use_bf16
 
     device = torch.device(model.device)
     bf16 = use_bf16(precision, device)
@@ -491,8 +489,6 @@ def embeddings_cache_path(texts: Sequence[str], model: str = DEFAULT_EMBEDDING_M
 def _resolved_precision(precision: str, device: str | None = None) -> str:
     """``bf16`` or ``fp32``: what ``precision`` (fp32 / bf16 / auto) means on this machine."""
     import torch
-
-    from .training import use_bf16
 
     dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     return "bf16" if use_bf16(precision, dev) else "fp32"

@@ -37,6 +37,7 @@ from torch import nn
 from .config import ContextStyle, Precision, Schedule, Selection, TrainingConfig
 from .data.schema import DataError, RankingQuery
 from .data.splits import format_context
+from .precision import use_bf16
 from .runs import (DigestMismatch, atomic_path, atomic_recorded, check_recorded, digest_path, exclusive, read_json,
                    record_digest, sha256_file, sweep_temp, write_json)
 
@@ -47,7 +48,6 @@ __all__ = [
     "encode_pairs",
     "length_batches",
     "collate",
-    "use_bf16",
     "train_model",
     "setup_distributed",
     "score_pairs",
@@ -187,20 +187,6 @@ def collate(pairs: Pairs, index: np.ndarray, pad_id: int = 0) -> dict[str, torch
 
 
 # ----------------------------------------------------------------------------- precision
-
-
-def use_bf16(precision: Precision | str, device: torch.device) -> bool:
-    precision = Precision(precision)
-    if precision is Precision.fp32:
-        return False
-    if device.type == "cuda":
-        supported = torch.cuda.is_bf16_supported()
-    else:
-        probe = getattr(torch.cpu, "_is_avx512_bf16_supported", None)
-        supported = bool(probe()) if probe is not None else False
-    if precision is Precision.bf16 and not supported:
-        log.warning("bf16 asked for but not supported on %s: using fp32", device)
-    return supported
 
 
 def _autocast(device: torch.device, enabled: bool):

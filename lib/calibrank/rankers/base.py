@@ -35,10 +35,10 @@ from ..data.schema import RankingQuery
 from ..data.splits import TURN_SEP, UTTERANCE_SEP
 from ..losses import binary_cross_entropy
 from ..metrics.ranking import recall_at_k
+from ..precision import use_bf16
 from ..predictions import Predictions
 from ..runs import atomic_recorded, check_recorded, stable_hash
-from ..training import (Pairs, TrainResult, collate, encode_pairs, length_batches, load_trained, score_pairs, train_model,
-                        use_bf16)
+from ..training import Pairs, TrainResult, collate, encode_pairs, length_batches, load_trained, score_pairs, train_model
 
 __all__ = ["CrossEncoder", "Ranker", "TrainedModel", "distinct_pairs", "encode_features", "head_param_groups", "init_cosine_head",
            "queries_version", "checked", "ranker_settings", "sigmoid", "MODEL_PACKAGES"]
