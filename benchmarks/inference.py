@@ -146,9 +146,8 @@ def bench_inference(cfg: Config, *, n_queries: int = 50, repeats: int = 3, warmu
             fitted[name] = short_trained_ranker(cfg, name, tc, short_dir, n_train=short_train_queries)
             source[name] = f"short training: 1 epoch on {n_short} {tc} training queries (timing only, not a trained model)"
         log(f"inference_per_query: timing {len(names)} rankers x {repeats} rounds on {n_queries} queries")
-        with mock.patch.object(efficiency, "train_ranker", lambda _cfg, name, *_args, **_kw: fitted[name]):
-            measured = efficiency.measure_efficiency(cfg, n_queries=n_queries, repeats=repeats, warmup_queries=warmup_queries,
-                                                     rankers=names, train_corpus=tc)
+        measured = efficiency.measure_efficiency(cfg, {name: fitted[name] for name in names}, n_queries=n_queries,
+                                                 repeats=repeats, warmup_queries=warmup_queries, train_corpus=tc)
     table = efficiency.efficiency_table(measured)
     base_ms = float(measured.loc[measured["ranker"] == "bert", "ms/query"].iloc[0])
     out_rankers: dict[str, Any] = {}

@@ -112,11 +112,10 @@ def test_measure_efficiency_rows_and_claims_on_fake_rankers(monkeypatch):
     cfg = load_config("smoke")
     fakes = {"bert": _fake_ranker(1, 100), "mc_dropout": _fake_ranker(3, 100, samples=3), "sngp": _fake_ranker(1, 110)}
     queries = [SimpleNamespace(qid=f"q{i}") for i in range(10)]
-    monkeypatch.setattr(efficiency, "train_ranker", lambda _cfg, name, _tc: fakes[name])
     monkeypatch.setattr(efficiency, "efficiency_queries", lambda _cfg, n, **kw: (
         queries[:n], {"corpus": "chitchat", "sampler": "mixed", "queries": n, "candidates": 10, "seed": kw["seed"]}))
-    measured = efficiency.measure_efficiency(cfg, n_queries=10, repeats=4, warmup_queries=2, seed=5,
-                                             rankers=list(fakes), train_corpus="chitchat", threads=None)
+    measured = efficiency.measure_efficiency(cfg, fakes, n_queries=10, repeats=4, warmup_queries=2, seed=5,
+                                             train_corpus="chitchat", threads=None)
     assert all(f.reuse_logits for f in fakes.values())  # restored after timing
     m = measured.set_index("ranker")
     assert (m["clock"] == "cpu").all() and (m["ms/query"] == m["cpu ms/query"]).all()

@@ -5,7 +5,7 @@ the cost of the uncertainty methods with the deterministic BERT ranker. The timi
 notebook 03 records in each Predictions file come from separate processes, on different
 query sets and possibly under different load, so they are not comparable with each other.
 :func:`measure_efficiency` instead loads every ranker of the profile from the model cache
-(:func:`calibrank.experiment.train_ranker` reuses trained models and does not retrain) and
+(:func:`calibrank.experiment.trained_rankers` reuses trained models and does not retrain) and
 times each one's ``predict`` on the *same* seeded subset of test queries of the in-domain
 corpus, with the logits cache switched off (every call scores; ``temperature`` rescores with
 bert's model and divides by its scalar, as a user of a temperature-scaled bert does).
@@ -56,7 +56,6 @@ import numpy as np
 import pandas as pd
 
 from .config import Config, load_config
-from .experiment import train_ranker
 from .metrics.stats import MIN_CI_VALUES, mean_ci
 from .querysets import load_query_set
 from .table_checks import TOLERANCE, not_nan, raise_problems, rows_expected, rows_failing
@@ -240,11 +239,11 @@ def _per_query_ms(seconds: np.ndarray, n_queries: int) -> tuple[float, float, st
 
 def measure_efficiency(
     profile: str | Config,
+    models: Mapping[str, Any],
     *,
     n_queries: int = 30,
     repeats: int = 5,
     warmup_queries: int = 4,
-    rankers: Iterable[str] | None = None,
     train_corpus: str | None = None,
     seed: int | None = None,
     threads: int | None = 1,
@@ -257,15 +256,14 @@ def measure_efficiency(
     repeat`` under that clock (median, fastest and every repeat per query, in round order),
     the same three under each clock (``cpu ms/query`` ..., ``wall ms/query`` ...), ``position
     per repeat`` (where the ranker ran in each round), ``samples`` (S), ``queries``,
-    ``candidates``, ``device``, ``threads``, ``corpus``, ``sampler``. Rankers are loaded from the
-    model cache (run notebook 03 first, or they are trained here).
+    ``candidates``, ``device``, ``threads``, ``corpus``, ``sampler``. ``models`` are the fitted rankers
+    by name, trained on ``train_corpus`` (:func:`calibrank.experiment.trained_rankers`).
     """
     cfg = profile if isinstance(profile, Config) else load_config(profile)
     repeats = _positive(repeats, "repeats")
     tc = train_corpus or cfg.rankers.train_corpora[0].value
     queries, info = efficiency_queries(cfg, n_queries, corpus=tc, seed=seed)
-    names = list(rankers) if rankers is not None else [r.value for r in cfg.rankers.names]
-    models = {name: train_ranker(cfg, name, tc) for name in names}
+    names = list(models)
     timings, last = time_rankers(models, queries, repeats=repeats, warmup_queries=warmup_queries, seed=info["seed"],
                                  threads=threads)
     devices = {name: str(getattr(models[name], "device", "cpu")) for name in names}

@@ -5,6 +5,8 @@ The conditions and the paths of their Predictions are :mod:`calibrank.conditions
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 import pandas as pd
 
@@ -23,6 +25,7 @@ __all__ = [
     "predict_split",
     "predict_split_conditions",
     "train_ranker",
+    "trained_rankers",
     "training_frames",
 ]
 
@@ -33,6 +36,15 @@ def train_ranker(cfg: Config, ranker: str | RankerName, train_corpus: str | Corp
     train, valid = training_queries(cfg, train_corpus)
     return ranker_from_config(cfg, ranker, models_dir(cfg, train_corpus), device=device,
                               seed=training_seed(cfg, seed)).fit(train, valid)
+
+
+def trained_rankers(cfg: Config, names: Iterable[str | RankerName] | None = None,
+                    train_corpus: str | Corpus | None = None) -> dict[str, Ranker]:
+    """Every ranker of ``names`` (default: the profile's) fitted on ``train_corpus`` (default: the first
+    training corpus) with the main seed: from the model cache when notebook 03 trained it."""
+    corpus = Corpus(train_corpus or cfg.rankers.train_corpora[0])
+    names = [RankerName(n).value for n in names] if names is not None else [r.value for r in cfg.rankers.names]
+    return {name: train_ranker(cfg, name, corpus) for name in names}
 
 
 def predict_conditions(cfg: Config, ranker: Ranker, train_corpus: str | Corpus) -> pd.DataFrame:
