@@ -40,10 +40,17 @@ from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
+import pandas as pd
+from sklearn.linear_model import LogisticRegression
 
+from .conditions import Condition, eval_conditions
 from .data.schema import RankingQuery
-from .negatives import words as _words
+from .metrics.calibration import ece
+from .metrics.ranking import recall_at_k
+from .negatives import encode, load_embedding_model, query_text, words as _words
 from .predictions import Predictions
+from .querysets import MissingStepError, load_pool, load_query_set
+from .runs import run_dir
 from .table_checks import raise_problems, rows_expected, rows_failing
 
 __all__ = [
@@ -109,8 +116,6 @@ def bm25_overlap(queries: Sequence[RankingQuery], stats: BM25Stats) -> np.ndarra
 
 
 def _biencoder(queries: Sequence[RankingQuery], model: str, precision: str, batch_size: int) -> np.ndarray:
-    from .negatives import encode, load_embedding_model, query_text
-
     enc = load_embedding_model(model)
     texts = list(dict.fromkeys(c for q in queries for c in q.candidates))
     where = {t: i for i, t in enumerate(texts)}
@@ -152,7 +157,6 @@ def platt_fit(scores: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
     logit of the base rate: calibration must not turn a rule into its opposite, so such a
     rule's probabilities are the base rate and only its own scores order the candidates.
     """
-    from sklearn.linear_model import LogisticRegression
 
     x = np.asarray(scores, dtype=np.float64).reshape(-1, 1)
     y = np.asarray(labels).reshape(-1).astype(int)
@@ -196,7 +200,6 @@ def baseline_predictions(name: str | BaselineName, queries: Sequence[RankingQuer
 # ------------------------------------------------------------------ the profile's baselines
 def baselines_path(cfg, name: str | BaselineName, train_corpus: str, condition) -> "Path":
     """``runs/<profile>/baselines/<name>/<train corpus>/<condition>.npz`` (Platt fitted for that training corpus)."""
-    from .runs import run_dir
 
     return run_dir(cfg.profile, "baselines", BaselineName(name).value, str(train_corpus)) / f"{condition.name}.npz"
 
@@ -208,12 +211,6 @@ def compute_baselines(cfg) -> "pd.DataFrame":
     validation split under the training sampler and applied to every condition. Returns one
     row per rule x training corpus x condition with R@1 and ECE.
     """
-    import pandas as pd
-
-    from .conditions import Condition, eval_conditions
-    from .metrics.calibration import ece
-    from .metrics.ranking import recall_at_k
-    from .querysets import load_pool, load_query_set
 
     conds = eval_conditions(cfg)
     train_sampler = cfg.negatives.train.value
@@ -257,7 +254,6 @@ def compute_baselines(cfg) -> "pd.DataFrame":
 def _check_baselines(cfg, runs: "pd.DataFrame") -> None:
     """Every rule x training corpus x evaluation condition once, and the random rule within four standard
     errors of chance (1/K) on each: a random rule that is not at chance means the candidates' order leaks the label."""
-    from .conditions import eval_conditions
 
     name, keys = "baselines", ("baseline", "train_corpus", "corpus", "split", "sampler")
     recall = f"R{cfg.negatives.eval_k + 1}@1"
@@ -272,8 +268,6 @@ def _check_baselines(cfg, runs: "pd.DataFrame") -> None:
 
 
 def load_baseline(cfg, name: str | BaselineName, train_corpus: str, condition) -> Predictions:
-    from .querysets import MissingStepError
-
     path = baselines_path(cfg, name, train_corpus, condition)
     if not path.exists():
         raise MissingStepError(f"{path} does not exist: run `make nb-02_negatives PROFILE={cfg.profile}` first")
@@ -282,10 +276,6 @@ def load_baseline(cfg, name: str | BaselineName, train_corpus: str, condition) -
 
 def best_baselines(cfg, train_corpus: str, split: str = "test") -> "pd.DataFrame":
     """Per condition of ``split``: each rule's R@1 and the best of them (the bar a trained ranker must clear)."""
-    import pandas as pd
-
-    from .conditions import eval_conditions
-    from .metrics.ranking import recall_at_k
 
     rows = []
     for c in eval_conditions(cfg, (split,)):
@@ -320,7 +310,6 @@ def ranking_check(metrics: "pd.DataFrame", baseline_metrics: "pd.DataFrame", k: 
     ``metrics`` / ``baseline_metrics`` are :func:`calibrank.study.metrics_table` /
     :func:`calibrank.study.baseline_metrics_table` (the ``metrics_all`` / ``baselines_all`` CSVs).
     """
-    import pandas as pd
 
     keys = ["ranker", "train_corpus", "corpus", "sampler", "shift"]
     m = metrics.groupby(keys, sort=False)["R@1"].mean().reset_index()

@@ -20,10 +20,12 @@ from typing import TypeVar
 import pyarrow as pa
 
 from .config import Config, SamplerName
+from .data.corpora import load_corpus
 from .data.io import read_examples, read_queries, read_table, write_examples, write_queries, write_table
 from .data.schema import DataError, Example, RankingQuery
 from .data.splits import SPLITS
 from .data.stats import split_leaks
+from .negatives import cached_queries
 from .runs import read_json, run_dir, stable_hash, write_json
 from .table_checks import raise_problems
 
@@ -57,7 +59,6 @@ def _data_dir(cfg: Config, corpus: str) -> Path:
 
 def prepare_data(cfg: Config) -> dict:
     """Read, split and cut every corpus of the profile; write examples and pools; return a summary."""
-    from .data.corpora import load_corpus
 
     summary = {"profile": cfg.profile, "seed": cfg.seed, "corpora": {}}
     for corpus in cfg.data.corpora:
@@ -147,7 +148,6 @@ def query_set_path(cfg: Config, spec: QuerySetSpec) -> Path:
 
 def build_query_sets(cfg: Config) -> dict:
     """Build (or read from the negatives cache) every query set of the profile; write a manifest."""
-    from .negatives import cached_queries
 
     manifest = {"profile": cfg.profile, "seed": cfg.seed, "query_sets": []}
     for spec in query_set_specs(cfg):

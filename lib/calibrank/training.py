@@ -30,16 +30,29 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from safetensors.torch import load as load_safetensors
-from safetensors.torch import save_file
+import torch.distributed as dist
+from safetensors.torch import load as load_safetensors, save_file
 from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+from tqdm import tqdm
 
 from .config import ContextStyle, Precision, Schedule, Selection, TrainingConfig
 from .data.schema import DataError, RankingQuery
 from .data.splits import format_context
 from .precision import use_bf16
-from .runs import (DigestMismatch, atomic_path, atomic_recorded, check_recorded, digest_path, exclusive, read_json,
-                   record_digest, sha256_file, sweep_temp, write_json)
+from .runs import (
+    DigestMismatch,
+    atomic_path,
+    atomic_recorded,
+    check_recorded,
+    digest_path,
+    exclusive,
+    read_json,
+    record_digest,
+    sha256_file,
+    sweep_temp,
+    write_json,
+)
 
 __all__ = [
     "Pairs",
@@ -326,7 +339,6 @@ def setup_distributed(device: torch.device | None = None) -> tuple[int, int, tor
     the device becomes ``cuda:LOCAL_RANK`` when CUDA is available, and the group uses NCCL there,
     gloo on CPU, unless it is already initialised.
     """
-    import torch.distributed as dist
 
     initialised = dist.is_available() and dist.is_initialized()
     try:
@@ -384,8 +396,6 @@ class _LossOf(nn.Module):
 
 
 def _broadcast_state(model: nn.Module, src: int = 0) -> None:
-    import torch.distributed as dist
-
     with torch.no_grad():
         for tensor in model.state_dict().values():
             dist.broadcast(tensor, src)
@@ -453,7 +463,6 @@ def train_model(
             sweep_temp(workdir)  # leftovers of a trainer of this model that died
             finished = load_trained(model, workdir)  # made by the trainer we waited for
         if world > 1:
-            import torch.distributed as dist
 
             shared = [finished.to_dict() if finished is not None else None]
             dist.broadcast_object_list(shared, 0)
@@ -488,7 +497,6 @@ def _train_model(
     device: torch.device,
 ) -> TrainResult:
     """The loop of :func:`train_model`, run while this process holds the model's lock."""
-    from tqdm import tqdm  # plain text bar: tqdm.auto needs ipywidgets inside notebooks
 
     main = rank == 0
     bf16 = use_bf16(settings.precision, device)
@@ -511,8 +519,6 @@ def _train_model(
         result = TrainResult()
         step, window = 0, [0.0, 0]  # loss sum and count since the last logged step
         if world > 1:
-            import torch.distributed as dist
-            from torch.nn.parallel import DistributedDataParallel
 
             dist.barrier()  # every process sees the same checkpoint (or none) before any trains on
         checkpoint = _read_checkpoint(ckpt_path)
@@ -656,7 +662,6 @@ def _share_loss(ddp: nn.Module, train: Pairs, index: np.ndarray, rank: int, worl
     the gradient of the whole batch's mean. An empty share runs the batch's first pair with weight
     0, so every process joins the gradient exchange; the non-finite flag is shared so all stop together.
     """
-    import torch.distributed as dist
 
     share = np.array_split(index, world)[rank]
     part = share if len(share) else index[:1]

@@ -7,15 +7,17 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
-from ..config import training_seeds
+from ..baselines import DISPLAY_NAMES as RULES, BaselineName, load_baseline
 from ..conditions import Condition
+from ..config import training_seeds
 from ..metrics.calibration import brier, ece, nll, reliability_curve
 from ..metrics.ranking import ranking_metrics
+from ..metrics.resample import features, interval
 from ..predictions import Predictions
 from ..table_checks import TOLERANCE, describe, fmt, in_range, not_nan, raise_problems, rows_expected, rows_failing
 from . import uncertainty as unc
-from .subsets import subset_negatives
 from .load import BASELINE, CELL_KEYS, Study
+from .subsets import subset_negatives
 
 MEAN_METRICS = ("R@1", "MAP", "MRR")
 """Metrics that are means of per-query values: their bootstrap interval contains the value (a
@@ -125,7 +127,6 @@ def baseline_interval_table(study: Study, split: str = "test", *, n_resamples: i
 
 def _baseline_cells(study: Study, split: str):
     """``(row keys, Predictions)`` of every rule x training corpus x condition of ``split``."""
-    from ..baselines import BaselineName, load_baseline
 
     for name in BaselineName:
         for tc in study.train_corpora:
@@ -197,7 +198,6 @@ def baseline_metrics_table(study: Study, split: str = "test") -> pd.DataFrame:
 
 def table1_reference(study: Study, baseline_intervals: pd.DataFrame) -> pd.DataFrame:
     """Table 1's columns for each no-learning rule: the reference rows a reader compares ``bert`` with."""
-    from ..baselines import BaselineName
 
     out = pd.concat([table1(study, baseline_intervals, ranker=r).assign(ranker=r)
                      for r in dict.fromkeys(baseline_intervals["ranker"])], ignore_index=True)
@@ -219,7 +219,6 @@ def table1_wide(t1: pd.DataFrame, reference: pd.DataFrame | None = None) -> pd.D
     With ``reference`` (:func:`table1_reference`), the rules that learn nothing follow as rows
     of their own ("least overlap (Platt on chitchat)").
     """
-    from ..baselines import DISPLAY_NAMES as RULES
 
     t = t1.copy()
     t["row"] = "bert trained on " + t["train_corpus"]
@@ -351,7 +350,6 @@ def ece_by_negatives(
     number of (query, candidate) pairs). Candidates are nested subsets
     (:func:`subset_negatives` with ``seed``, default the profile seed); n = k is the full query.
     """
-    from ..metrics.resample import features, interval
 
     seed = study.cfg.seed if seed is None else seed
     rows = []

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-
 import numpy as np
 import pandas as pd
 
+from .. import nota
 from ..metrics.stats import holm
 from ..table_checks import describe, in_range, not_nan, raise_problems, rows_failing
 from . import uncertainty as unc
 from .load import Study, with_keys
-
 
 # ------------------------------------------------------------------------------ NOTA (06)
 NOTA_FOLDS = 5
@@ -47,7 +46,6 @@ def nota_table(
     table; ``F1 [95% CI]`` is the mean over folds with its Student-t interval and the mark
     (``†`` significant gain, ``worse`` significant loss).
     """
-    from .. import nota
 
     seed = study.cfg.seed if seed is None else seed
     means_from = nota_means_ranker(study)

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
+from .. import risk
 from ..conditions import Condition
 from ..metrics.ranking import recall_at_k
 from ..metrics.stats import relative_change
@@ -18,8 +19,6 @@ from .load import BASELINE, CELL_KEYS, Study, with_keys
 
 # ------------------------------------------------------------------------------ risk (05)
 def _risk():
-    from .. import risk
-
     return risk
 
 

@@ -51,10 +51,15 @@ import pandas as pd
 from scipy import stats as _sps
 
 from .. import registry
+from ..efficiency import PAPER_EFFICIENCY
 from ..metrics.resample import QueryFeatures, compare, features
 from ..metrics.stats import holm, mean_ci
 from ..table_checks import raise_problems, rows_failing
 from . import uncertainty as unc
+from .calibration import PROTOCOL_2023, paper2023_sampler, protocol_note
+from .load import BASELINE
+from .papers import PAPERS_2023, PENHA_HAUFF as ph
+from .risk_aware import risk_aware_scores
 from .subsets import subset_negatives
 
 __all__ = [
@@ -120,8 +125,6 @@ def _frame(rows: list[dict]) -> pd.DataFrame:
 
 
 def _ph_mean(column: str, kinds: Sequence[str] | None = None) -> float:
-    from .papers import PENHA_HAUFF as ph
-
     rows = ph if kinds is None else ph[ph["shift"].isin(kinds)]
     return float(rows[column].mean()) if column in rows else float("nan")
 
@@ -133,7 +136,6 @@ def _change(shifted: float, ind: float, relative: bool) -> float:
 def _ph_shift_effect(metric: str, kind: str, relative: bool = True) -> float:
     """Mean over the paper's training corpora of (mean over its ``kind`` columns - in distribution),
     relative to in distribution or as a difference."""
-    from .papers import PENHA_HAUFF as ph
 
     out = []
     for _, grp in ph.groupby("train_corpus"):
@@ -145,7 +147,6 @@ def _ph_shift_effect(metric: str, kind: str, relative: bool = True) -> float:
 def _ph_cross_domain_effect(metric: str, relative: bool = True) -> float:
     """Mean over the paper's test corpora (its Table 1 columns) of (mean over the models trained
     elsewhere - the model trained there), relative or as a difference."""
-    from .papers import PENHA_HAUFF as ph
 
     out = []
     for corpus, grp in ph[ph["shift"].isin(["in distribution", "cross-domain"])].groupby("corpus"):
@@ -155,8 +156,6 @@ def _ph_cross_domain_effect(metric: str, relative: bool = True) -> float:
 
 
 def _protocol(study) -> str:
-    from .calibration import protocol_note
-
     return f"{PH_PROTOCOL}; {protocol_note(study)}"
 
 
@@ -166,9 +165,6 @@ def _balanced(study, runs):
 
 def calibration_claims(study, *, n_resamples: int = unc.N_RESAMPLES) -> pd.DataFrame:
     """Claims of Table 1, Figure 2 and Table 2 (Penha & Hauff) and of the 2023 papers' ECE and R@1 tables."""
-    from .calibration import PROTOCOL_2023, paper2023_sampler, protocol_note
-    from .load import BASELINE
-    from .papers import PAPERS_2023
 
     seed = study.cfg.seed
     rows: list[dict] = []
@@ -273,7 +269,6 @@ def _check_calibration_claims(claims: pd.DataFrame) -> None:
 
 def _ph_ece_change(method: str) -> float:
     """Penha & Hauff Table 2 as a difference: mean over its cells of (relative change x bert's balanced ECE, Table 1)."""
-    from .papers import PENHA_HAUFF as ph
 
     col = f"ECE change {method}"
     return float((ph[col] * ph["ECE 1:1"]).mean()) if col in ph else float("nan")
@@ -294,7 +289,6 @@ def _paper2023_effect(theirs: pd.DataFrame, method: str, col: str, relative: boo
 
 def risk_claims(study, *, b_from: str = "training", n_resamples: int = unc.N_RESAMPLES) -> pd.DataFrame:
     """Table 3 (Penha & Hauff): risk-aware R@1 above the mean ranker's, for ``mc_dropout`` and ``ensemble``."""
-    from .risk_aware import risk_aware_scores
 
     rows = []
     for method in registry.claimed_by(registry.Papers.penha_hauff):
@@ -326,7 +320,6 @@ def nota_claims(nota: pd.DataFrame, protocol: str = "") -> pd.DataFrame:
     is a Student-t interval over conditions and the p-values a one-sample t-test of the
     conditions' changes (``scipy.stats.ttest_1samp``), undefined with fewer than 2 conditions.
     """
-    from .papers import PENHA_HAUFF as ph
 
     rows = []
     if nota is None or nota.empty:
@@ -369,7 +362,6 @@ def efficiency_claims(eff: pd.DataFrame) -> pd.DataFrame:
     (``scipy.stats.ttest_1samp``), undefined with fewer than 2 repeats. The note gives the
     other clock's ratio. Timings depend on the machine: the unit is the repeat, not the query.
     """
-    from ..efficiency import PAPER_EFFICIENCY
 
     rows: list[dict] = []
     if eff is None or eff.empty or "ratio per repeat" not in eff.columns:

@@ -14,6 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..config import Corpus, DataConfig
+from .chatterbot import read_chatterbot
+from .chitchat import read_chitchat
+from .published import expected_files, load_published
 from .schema import DataError, Dialogue, Example
 from .splits import SPLITS, dialogue_examples, split_dialogues, subsample
 
@@ -37,11 +40,9 @@ def load_dialogues(name: str | Corpus) -> list[Dialogue]:
     """All dialogues of an offline corpus, in corpus order."""
     corpus = _corpus(name)
     if corpus is Corpus.chitchat:
-        from .chitchat import read_chitchat
 
         return read_chitchat()
     if corpus is Corpus.chatterbot:
-        from .chatterbot import read_chatterbot
 
         return read_chatterbot()
     raise DataError(f"corpus {corpus.value!r} ships (context, response) rows, not dialogues: use load_corpus")
@@ -77,7 +78,6 @@ def load_corpus(name: str | Corpus, data: DataConfig, seed: int) -> CorpusSplits
         full = {s: dialogue_examples(ds, data.positions, data.max_context_utterances) for s, ds in by_split.items()}
         n_dialogues = {s: len(ds) for s, ds in by_split.items()}
     else:
-        from .published import load_published
 
         full = load_published(corpus.value)
         if data.max_context_utterances is not None:
@@ -104,7 +104,6 @@ def _empty_split(corpus: Corpus, split: str, cap: int | None) -> str:
         return f"{where}; data.max_examples.{split} is 0"
     if corpus in OFFLINE:
         return f"{where}; raise data.max_dialogues or data.split.{split}"
-    from .published import expected_files
 
     files = ", ".join(str(p) for p in expected_files(corpus.value).values())
     return (f"{where}: its published files ({files}) hold no example with a true response for it; "
