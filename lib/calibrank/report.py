@@ -262,14 +262,13 @@ def _replication(tables: Mapping[str, pd.DataFrame]) -> dict | None:
         return None
     items = []
     for r in claims.to_dict("records"):
-        paper_effect = float(r["paper effect"])
-        items.append({"verdict": r["verdict"], "badge": _VERDICT_CLASS.get(r["verdict"], "na"), "claim": r["claim"],
-                      "method": r["method"], "paper": r["paper"], "conditions": int(r["conditions"]),
-                      "theirs": _effect(paper_effect, np.nan, np.nan, r["unit"]) if np.isfinite(paper_effect) else "no number",
+        theirs = float(r["paper effect"])
+        notes = r["note"].split("; ") if isinstance(r["note"], str) else []
+        items.append({**r, "badge": _VERDICT_CLASS.get(r["verdict"], "na"), "conditions": int(r["conditions"]),
+                      "theirs": _effect(theirs, np.nan, np.nan, r["unit"]) if np.isfinite(theirs) else "no number",
                       "ours": _effect(r["ours"], r["lo"], r["hi"], r["unit"]),
                       "power": r["power"] if isinstance(r.get("power"), str) else "",
-                      "note": "; ".join(p for p in str(r["note"] if isinstance(r["note"], str) else "").split("; ")
-                                        if p and p != ONE_SEED_NOTE)})
+                      "note": "; ".join(n for n in notes if n and n != ONE_SEED_NOTE)})
     counts = claims["verdict"].value_counts()
     return {"tally": ", ".join(f"{int(counts[v])} {v}" for v in VERDICTS if v in counts), "claims": items,
             "table": _frame(claims[_CLAIM_COLUMNS])}
