@@ -88,6 +88,7 @@ def _effect(value: float, lo: float, hi: float, unit: str) -> str:
     return f"{value:{fmt}}{band}"
 
 
+# every value the template shows is escaped; a name it uses that the page's context lacks is an error
 _TEMPLATES = jinja2.Environment(loader=jinja2.PackageLoader("calibrank", "templates"), autoescape=True,
                                 undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
 _TEMPLATES.filters.update(markdown=_inline_markdown, duration=_seconds, g=lambda x: f"{x:g}")
