@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import fnmatch
 import json
+import tomllib
+from html.parser import HTMLParser
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from calibrank import report, study as st
+from calibrank.analysis import verdicts
 from calibrank.efficiency import efficiency_table
 from test_study import write_synthetic_study
 
@@ -37,6 +42,39 @@ def _notebook(cells: list[dict], seconds: float, params: dict | None = None) -> 
                                        "parameters": params or {"profile": "smoke"}}}}
 
 
+class _Page(HTMLParser):
+    """What a reader sees: the text (entities decoded, whitespace collapsed, a space between blocks and
+    cells), the headings and the links."""
+
+    BLOCKS = {"p", "div", "table", "tr", "td", "th", "ul", "ol", "li", "h1", "h2", "h3", "h4", "h5", "br", "details",
+              "summary", "figure", "style", "title"}
+
+    def __init__(self, html: str):
+        super().__init__(convert_charrefs=True)
+        self.chunks, self.headings, self.links, self.tags, self._heading = [], [], [], [], None
+        self.feed(html)
+        self.text = " ".join("".join(self.chunks).split())
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        self.chunks.append(" " if tag in self.BLOCKS else "")
+        if tag in ("h1", "h2", "h3", "h4", "h5"):
+            self._heading = (tag, [])
+        if tag == "a":
+            self.links.append(dict(attrs).get("href"))
+
+    def handle_endtag(self, tag):
+        self.chunks.append(" " if tag in self.BLOCKS else "")
+        if self._heading and tag == self._heading[0]:
+            self.headings.append((tag, " ".join("".join(self._heading[1]).split())))
+            self._heading = None
+
+    def handle_data(self, data):
+        self.chunks.append(data)
+        if self._heading:
+            self._heading[1].append(data)
+
+
 def write_executed_notebooks(root) -> None:
     rdir = root / "reports" / "smoke"
     rdir.mkdir(parents=True, exist_ok=True)
@@ -61,56 +99,139 @@ def write_executed_notebooks(root) -> None:
         (rdir / f"{name}.ipynb").write_text(json.dumps(nb), encoding="utf-8")
 
 
-@pytest.fixture
-def built(tmp_root):
-    data = st.load_study(write_synthetic_study(tmp_root))
-    from calibrank.analysis import verdicts
-
+def export_study_tables(root, claim_suffix: str = "") -> None:
+    data = st.load_study(write_synthetic_study(root))
+    claims = verdicts.calibration_claims(data)
+    claims["claim"] = claims["claim"] + claim_suffix
     st.export_tables("smoke", {"table1_bert": st.table1(data), "table2_ece_change": st.table2(data),
                                "figure2_ece_by_negatives": st.ece_by_negatives(data),
                                "paper2023_in_domain": st.paper2023_tables(data, st.interval_table(data))["in-domain"],
-                               "claims_04_calibration": verdicts.calibration_claims(data)}, notebook="04_calibration")
+                               "claims_04_calibration": claims}, notebook="04_calibration")
     st.export_tables("smoke", {"efficiency": efficiency_table(pd.DataFrame(
         {"ranker": ["bert", "mc_dropout"], "parameters": [10, 10], "ms/query": [1.0, 4.0]}))}, notebook="07_efficiency")
     st.export_tables("smoke", {"findings_08": pd.DataFrame(
         {"section": ["1 prior shift"], "finding": ["Prior correction removes 95% of bert's ECE at 1:9"]})},
         notebook="08_beyond")
+
+
+@pytest.fixture
+def built(tmp_root):
+    export_study_tables(tmp_root)
     write_executed_notebooks(tmp_root)
     path = report.build_index("smoke")
     return path.read_text(encoding="utf-8")
 
 
 def test_report_has_every_section(built):
-    for title in report.SECTION_TITLES:
-        assert f">{title.replace(chr(39), '&#x27;')}</h2>" in built, title
+    page = _Page(built)
+    assert [h for tag, h in page.headings if tag == "h2"] == list(report.SECTION_TITLES)
     for title in ("01 · Data: dialogues into examples", "Corpus statistics", "Lengths", "03 · Train a ranker",
                   "04 · Calibration", "Table 1 · BERT under shift", "Table 1 · bert in and out of distribution",
                   "Wall time of each step"):
-        assert title in built, title
+        assert title in {h for _, h in page.headings}, title
+    assert [f"#{h}" for h in ("setup", "do-the-rankers-rank", "the-papers-numbers-beside-ours")] == \
+        [link for link in page.links if link in ("#setup", "#do-the-rankers-rank", "#the-papers-numbers-beside-ours")]
 
 
 def test_report_embeds_figures_and_tables_and_links(built):
+    page = _Page(built)
     assert built.count("data:image/png;base64,") == 3  # 01's figure and both 03 runs
-    assert "<style scoped>" not in built and "It shows bert&#x27;s R10@1 and ECE with <code>code</code>." in built
-    assert "The same in full." in built and "Writes CSV." not in built and "Nothing shown" not in built
-    assert "href='tables/table1_bert.csv'" in built and "href='tables/efficiency.csv'" in built
-    assert "href='01_data.html'" in built and "href='03_train-ensemble-chitchat.html'" in built
-    assert "41.5 s" in built  # total wall time of the four notebooks
+    assert "<style scoped>" not in built and "<code>code</code>" in built
+    assert "It shows bert's R10@1 and ECE with code." in page.text
+    assert "The same in full." in page.text and "Writes CSV." not in page.text and "Nothing shown" not in page.text
+    assert {"tables/table1_bert.csv", "tables/efficiency.csv", "01_data.html", "04_calibration.html",
+            "03_train-bert-chitchat.html", "03_train-ensemble-chitchat.html"} <= set(page.links)
+    assert "sum 41.5 s" in page.text  # total wall time of the four notebooks
     assert "<th>estimate</th>" not in built  # no reports/smoke/eta.json: no estimate column
+    assert "The estimate is the one" not in page.text
 
 
 def test_report_states_the_caveats_and_verdicts(built):
-    assert "MSDialog" in built and "MANtIS" in built and "UDC_DSTC8" in built
-    assert "Ties count against the relevant candidate" in built
-    assert "tiny, randomly initialised models" in built  # the smoke profile's backbone is tiny-random
-    assert "badge yes" in built and "replicates" in built
-    assert "ensemble has lower balanced ECE (debiased) than bert" in built
-    assert "mc_dropout has lower balanced ECE (debiased) than bert" in built
-    assert "(80% power)</b>" in built or "underpowered: the paper&#x27;s effect" in built  # beside a verdict that did not decide
+    page = _Page(built)
+    assert "MSDialog" in page.text and "MANtIS" in page.text and "UDC_DSTC8" in page.text
+    assert "Ties count against the relevant candidate" in page.text
+    assert "tiny, randomly initialised models" in page.text  # the smoke profile's backbone is tiny-random
+    assert 'class="badge yes"' in built and "replicates" in page.text
+    assert "ensemble has lower balanced ECE (debiased) than bert" in page.text
+    assert "mc_dropout has lower balanced ECE (debiased) than bert" in page.text
+    assert "(80% power)" in page.text or "underpowered: the paper's effect" in page.text  # beside an undecided verdict
     assert "<th>detectable</th>" in built and "<th>power</th>" in built
-    assert "These verdicts come from one training seed" in built
-    assert "<h4>Prior shift</h4>" in built and "Prior correction removes 95% of bert&#x27;s ECE at 1:9" in built  # the smoke profile lists one seed
-    assert "1 BM25 negative per positive" in built  # the protocol each side used
+    assert "These verdicts come from one training seed" in page.text  # the smoke profile lists one seed
+    assert ("h4", "Prior shift") in page.headings and "Prior correction removes 95% of bert's ECE at 1:9" in page.text
+    assert "1 BM25 negative per positive" in page.text  # the protocol each side used
+
+
+def test_every_text_from_data_is_escaped(tmp_root):
+    """A ``<script>`` in a claim, a ranker's name, a finding or a notebook's text reaches the reader as text."""
+    export_study_tables(tmp_root, claim_suffix=" <script>alert('claim')</script>")
+    st.export_tables("smoke", {"findings_08": pd.DataFrame(
+        {"section": ["1 <script>s</script>"], "finding": ["<script>alert('finding')</script>"]})}, notebook="08_beyond")
+    write_executed_notebooks(tmp_root)
+    rdir = tmp_root / "reports" / "smoke"
+    nb = json.loads((rdir / "03_train-bert-chitchat.ipynb").read_text(encoding="utf-8"))
+    nb["metadata"]["papermill"]["parameters"]["ranker"] = "<script>alert('ranker')</script>"
+    nb["cells"].append(_md("## <script>alert('title')</script>\n<img src=x onerror=alert(1)> and `<b>`"))
+    nb["cells"].append(_code(_figure()))
+    (rdir / "03_train-bert-chitchat.ipynb").write_text(json.dumps(nb), encoding="utf-8")
+    built = report.build_index("smoke").read_text(encoding="utf-8")
+    page = _Page(built)
+    assert "<script" not in built and "<img src=x" not in built
+    assert "script" not in page.tags and page.tags.count("img") == 4  # the figures only: 01's, both runs', the new one
+    for text in ("<script>alert('claim')</script>", "<script>alert('ranker')</script> trained on chitchat",
+                 "<script>alert('finding')</script>", "<script>alert('title')</script>", "<img src=x onerror=alert(1)>"):
+        assert text in page.text, text
+    assert "<code>&lt;b&gt;</code>" in built
+
+
+def test_notebook_markdown_is_rendered_and_its_links_kept(tmp_root):
+    rdir = tmp_root / "reports" / "smoke"
+    rdir.mkdir(parents=True)
+    nb = _notebook([_md("# T\nSee **bold**, *em* and [the paper](https://example.org/p.pdf)."),
+                    _md("## A [link](javascript:alert(1))\nfirst"), _code(_table())], 1.0)
+    (rdir / "01_data.ipynb").write_text(json.dumps(nb), encoding="utf-8")
+    built = report.build_index("smoke").read_text(encoding="utf-8")
+    assert "See <strong>bold</strong>, <em>em</em> and <a href=\"https://example.org/p.pdf\">the paper</a>." in built
+    assert "javascript:" not in _Page(built).links  # an unsafe link stays text
+
+
+def test_report_with_notebooks_only_says_what_is_missing(tmp_root):
+    write_executed_notebooks(tmp_root)
+    page = _Page(report.build_index("smoke").read_text(encoding="utf-8"))
+    for missing in ("No metrics yet (notebook 04 writes them).", "No claims tested yet: notebooks 04–06 test them.",
+                    "No analysis tables yet: run notebooks 04–07.", "No findings yet: notebook 08 writes them.",
+                    "Every table is also a CSV file: none yet.", "seeds in the Predictions: none yet",
+                    "not prepared yet (notebook 01)"):
+        assert missing in page.text, missing
+    assert not [link for link in page.links if link.startswith("tables/")]
+
+
+def test_report_folds_big_tables_and_the_full_version_of_a_table(tmp_root):
+    rdir = tmp_root / "reports" / "smoke"
+    rdir.mkdir(parents=True)
+    rows = "".join(f"<tr><td>{i}</td></tr>" for i in range(30))
+    nb = _notebook([_md("# T\nblurb"), _md("## Small\nshown"), _code(_table()),
+                    _md("## Big\nfolded"), _code(_table(f"<table><tr><th>a</th></tr>{rows}</table>")),
+                    _md("In full."), _code(_table())], 1.0)
+    (rdir / "01_data.ipynb").write_text(json.dumps(nb), encoding="utf-8")
+    built = report.build_index("smoke").read_text(encoding="utf-8")
+    assert built.count("<details><summary>show the table") == 2
+    assert "show the table (30 rows)" in built and "show the table (1 rows)" in built
+
+
+def test_report_shows_the_estimate_beside_each_step(tmp_root):
+    write_executed_notebooks(tmp_root)
+    steps = [{"name": name, "phase": "x", "seconds": sec, "training": 0.0, "inference": 0.0, "other": sec,
+              "after": None, "pending": True} for name, sec in (("01_data", 30.0), ("04_calibration", 150.0))]
+    eta = {"profile": "smoke", "created": "2026-01-01T09:00:00+00:00", "jobs": 2, "cores": 4, "seconds": 200.0,
+           "rates": {"device": "cpu", "bf16": False, "train": 12.34, "infer": 567.8, "threads": 1}, "steps": steps}
+    (tmp_root / "reports" / "smoke" / "eta.json").write_text(json.dumps(eta), encoding="utf-8")
+    built = report.build_index("smoke").read_text(encoding="utf-8")
+    page = _Page(built)
+    assert "<th>estimate</th>" in built
+    assert "01_data 3.5 s 30.0 s" in page.text and "03_train-bert-chitchat 12.0 s – " in page.text
+    assert "sum 41.5 s 3.0 min elapsed – " in page.text  # then the elapsed time calibrank.eta's schedule predicts
+    assert "(2026-01-01 09:00:00 UTC; 4 cores, cpu, bf16: no; measured 12.3 training and 568 inference pairs/s" \
+        in page.text and "for the 2 steps that run needed, 2 side by side" in page.text
 
 
 def test_report_without_notebooks_says_what_to_run(tmp_root):
@@ -127,3 +248,13 @@ def test_notebook_sections_split_on_headings():
     secs = report.notebook_sections(nb)
     assert [s["title"] for s in secs] == ["A", ""]
     assert [k for k, _ in secs[0]["outputs"]] == ["table", "png"] and secs[1]["parent"] == "A"
+
+
+def test_the_package_ships_its_templates():
+    """An installed calibrank finds the page's template and style: package-data lists every file they need."""
+    root = Path(__file__).resolve().parent.parent
+    patterns = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"][
+        "package-data"]["calibrank"]
+    files = [p.relative_to(root / "lib" / "calibrank").as_posix() for p in (root / "lib" / "calibrank" / "templates").iterdir()]
+    assert {"templates/report.html.j2", "templates/report.css"} <= set(files)
+    assert [f for f in files if not any(fnmatch.fnmatch(f, pat) for pat in patterns)] == []
