@@ -22,7 +22,7 @@ deletes the file at once; a writer that is killed cannot, and :func:`sweep_temp`
 file later: only when the writer process is dead (checked on this host; a file of another
 host is left alone), or, for a temporary name without a writer (older versions), when it was
 last written before the sweeping run started. A live process's temporary file is never
-removed. The Makefile's papermill notebooks follow the same naming.
+removed. The workflow's papermill notebooks follow the same naming.
 
 Concurrent writers of one cached result (a trained model, a negatives cache entry) take
 :func:`exclusive`, a ``flock`` on a lock file beside the result, ``.<name>.lock``, holding the
@@ -32,10 +32,8 @@ A lock file is removed by its owner on release (and by :func:`sweep_temp` when l
 process that died), and a waiter that finds it gone or replaced tries again, so two
 processes never both hold one result.
 
-``python -m calibrank.runs sweep [--started EPOCH] DIR...`` sweeps folders (the Makefile runs
-it before each notebook); ``python -m calibrank.runs predictions PROFILE`` prints, one line
-per notebook-03 run, the run's name and the Predictions files it writes (for the Makefile's
-dependency graph).
+``python -m calibrank.runs sweep [--started EPOCH] DIR...`` sweeps folders (``workflow/Snakefile``
+runs it before each notebook).
 """
 
 from __future__ import annotations
@@ -459,50 +457,20 @@ def exclusive(dest: str | os.PathLike, *, what: str | None = None, wait: bool | 
 # ----------------------------------------------------------------------------- command line
 
 
-def _print_predictions(profile: str) -> None:
-    from .config import load_config, parse_run_name, train_runs
-    from .experiment import predictions_path, ranker_conditions
-
-    cfg = load_config(profile)
-    root = project_root()
-    for run in train_runs(cfg):
-        ranker, corpus, seed = parse_run_name(run, cfg)
-        paths = [predictions_path(cfg, ranker, corpus, cond, seed) for cond in ranker_conditions(cfg, ranker)]
-        shown = []
-        for p in paths:
-            for f in (p, p.with_suffix(".json")):
-                try:
-                    shown.append(str(f.relative_to(root)))
-                except ValueError:
-                    shown.append(str(f))
-        print(run, *shown)
-
-
 def main(argv: list[str] | None = None) -> int:
-    """``sweep [--started EPOCH] DIR...`` and ``predictions PROFILE`` (module docstring)."""
+    """``sweep [--started EPOCH] DIR...`` (module docstring)."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m calibrank.runs", description="Temporary files and run outputs.")
+    parser = argparse.ArgumentParser(prog="python -m calibrank.runs", description="Temporary files of dead writers.")
     sub = parser.add_subparsers(dest="command", required=True)
     p_sweep = sub.add_parser("sweep", help="remove temporary files of dead writers and free lock files in DIR...")
     p_sweep.add_argument("dirs", nargs="+", metavar="DIR")
     p_sweep.add_argument("--started", type=float, default=None,
                          help="seconds since the epoch when this run started (default: now)")
-    p_pred = sub.add_parser("predictions", help="print each notebook-03 run and the Predictions files it writes")
-    p_pred.add_argument("profile", help="params/<profile>.yaml")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    if args.command == "sweep":
-        for folder in args.dirs:
-            for path in sweep_temp(folder, args.started):
-                print(f"removed {path}", file=sys.stderr)
-        return 0
-    from .config import ConfigError
-
-    try:
-        _print_predictions(args.profile)
-    except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    for folder in args.dirs:
+        for path in sweep_temp(folder, args.started):
+            print(f"removed {path}", file=sys.stderr)
     return 0
 
 
