@@ -78,6 +78,7 @@ help: ## list the targets
 	@echo "  make bench                                speed figures into reports/bench/bench.json and bench.md"
 	@echo "  make assess RUN=r.trec QRELS=q.txt [VALID_RUN=... VALID_QRELS=...] [SCORE=logit] [RELEVANT_AT=1] [NAME=...]"
 	@echo "                                            judge any ranker's run into reports/assess/NAME/index.html"
+	@echo "  make nb-STEP [PROFILE=...]                one notebook step (and the steps it reads), e.g. make nb-02_negatives"
 	@echo "  make clean / distclean                    remove generated outputs / also .venv and caches"
 
 setup: $(STAMP) ## create the virtual environment (idempotent)
@@ -105,6 +106,13 @@ report: $(STAMP) ## run the study for PROFILE (default laptop) into reports/PROF
 	$(BIN)/python -m calibrank.eta $(PROFILE) --jobs $(REPORT_JOBS) --cores $(NPROC) --started $(RUN_START) || true
 	CALIBRANK_RUN_START=$(RUN_START) $(SNAKEMAKE) --cores $(NPROC) --config profile=$(PROFILE) threads=$(THREADS)
 	@echo "report: $(REPORT)/index.html (wall time $$(( $$(date +%s) - $(RUN_START) )) s)"
+
+# One notebook step and the steps it reads: make nb-02_negatives, make nb-03_train-sngp-chitchat PROFILE=smoke.
+# The step name reaches snakemake's command line: it is checked like a profile's name.
+$(foreach g,$(filter nb-%,$(MAKECMDGOALS)),$(if $(call only_chars,$(g),$(NAME_CHARS)),,$(error $(g): a step's name is made of letters, digits, _ and -)))
+nb-%: $(STAMP)
+	@$(BIN)/python -m calibrank.config check $(PROFILE) >/dev/null
+	$(SNAKEMAKE) --cores $(NPROC) --config profile=$(PROFILE) threads=$(THREADS) $(REPORT)/$*.html
 
 # --- checks -----------------------------------------------------------------------------
 

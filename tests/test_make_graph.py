@@ -92,6 +92,17 @@ def test_make_refuses_report_jobs_that_is_not_a_whole_number(make_root, value):
     assert not (make_root / "x").exists()
 
 
+def test_one_step_is_a_snakemake_target_and_its_name_is_checked(make_root):
+    proc = _make(make_root, "-n", "nb-03_train-sngp-chitchat", "PROFILE=smoke")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1].endswith(" --config profile=smoke threads=" + proc.stdout.split("threads=")[1].split()[0]
+                                                 + " reports/smoke/03_train-sngp-chitchat.html")
+    for goal in ("nb-x;touch x", "nb-$(shell touch x)"):
+        proc = _make(make_root, "-n", goal, "PROFILE=smoke")
+        assert proc.returncode != 0 and "a step's name is made of letters, digits, _ and -" in proc.stderr
+        assert proc.stdout == "" and not (make_root / "x").exists()
+
+
 def test_make_report_prints_a_profile_error_first_and_alone(make_root):
     # the .venv is installed and newer than the setup files: `make report` runs no setup here
     assert _make(make_root, "-q", ".venv/.calibrank-installed").returncode == 0
