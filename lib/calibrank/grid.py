@@ -132,8 +132,8 @@ def run_models(cfg: Config) -> dict[str, list[str]]:
 
 def shared_runs(cfg: Config) -> dict[str, str]:
     """``{run: other run}`` for every notebook-03 run that loads a model another run of the profile
-    trains (:func:`calibrank.registry.trained_model`): it must wait for that run, so that ``make -j``
-    never trains one model twice."""
+    trains (:func:`calibrank.registry.trained_model`), e.g. ``mc_dropout-chitchat`` loads the model of
+    ``bert-chitchat``."""
     out = {}
     names = {r.value for r in cfg.rankers.names}
     for run in train_runs(cfg):
