@@ -103,7 +103,7 @@ def test_defaults_fill_omitted_sections(tmp_path):
 
 
 def test_training_seeds_name_the_runs_and_round_trip(tmp_root):
-    from calibrank.config import main, parse_run_name, run_name, train_runs, training_seeds
+    from calibrank.config import parse_run_name, run_name, train_runs, training_seeds
 
     cfg = load_config("smoke", {"rankers.names": ["bert", "pg_drr"], "rankers.seeds": [5, 2],
                                 "rankers.train_corpora": ["chitchat"]})
@@ -117,7 +117,6 @@ def test_training_seeds_name_the_runs_and_round_trip(tmp_root):
         load_config("smoke", {"rankers.seeds": [1, 1]})
     with pytest.raises(ConfigError, match=r"rankers\.seeds\[1\]"):
         load_config("smoke", {"rankers.seeds": [1, -2]})
-    assert main(["run-params", "smoke", "nonsense"]) == 1
 
 
 def test_config_and_choices_load_without_torch():
@@ -216,11 +215,11 @@ def test_extends_errors_name_the_file(tmp_root):
         load_config("f")
 
 
-def test_sources_lists_the_chain(tmp_root, capsys):
-    from calibrank.config import main
+def test_sources_lists_the_chain(tmp_root):
+    from calibrank.config import profile_sources
 
-    assert main(["sources", "laptop-3seeds"]) == 0
-    assert capsys.readouterr().out.split() == ["params/laptop-3seeds.yaml", "params/laptop.yaml"]
+    assert [p.relative_to(tmp_root).as_posix() for p in profile_sources("laptop-3seeds")] == \
+        ["params/laptop-3seeds.yaml", "params/laptop.yaml"]
 
 
 # ------------------------------------------------------------------ profiles read as written

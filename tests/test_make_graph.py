@@ -1,125 +1,138 @@
-"""The Makefile's graph for ``make report PROFILE=smoke``, read from a dry run (``make -n``) in a throw-away root.
+"""The Makefile: the user's goals and the checks of their arguments (the graph of runs is ``workflow/Snakefile``).
 
-``report``'s recipe calls ``$(MAKE)`` (setup, then ``-j index``), so make runs that recipe line even under ``-n``
-(with ``-n`` passed down to the sub-makes, which only print). The line also runs ``python -m calibrank.eta``, which
-times training steps: here ``BIN`` (the Makefile's ``.venv/bin``) points to a folder whose ``python`` is the
-project's except for ``-m calibrank.eta``, so the dry run executes nothing but the Makefile's own queries
-(``calibrank.config``, ``calibrank.grid``, ``calibrank.runs``) and ``calibrank.config check``.
+Read from dry runs (``make -n``) in a throw-away root holding the Makefile, params, notebooks and workflow/ with
+the installed ``.venv``: ``make report`` checks the profile, estimates, then runs snakemake on every core with the
+thread policy below; ``make test`` runs the unit tests and every notebook step under nbval in a root of its own; a
+value that is not a known name is refused before anything runs it.
 """
 
 from __future__ import annotations
 
 import os
-import re
+import shutil
 import subprocess
-import sys
-from collections import Counter
 from pathlib import Path
 
 import pytest
+import yaml
 
 REPO = Path(__file__).resolve().parent.parent
 OLD = (946684800, 946684800)  # 2000-01-01: older than the .venv's install stamp
 
 
-@pytest.fixture(scope="module")
-def dry_run(tmp_path_factory):
-    """(root, stdout) of ``make -n report PROFILE=smoke`` in a root with the Makefile, params and notebooks only."""
-    root = tmp_path_factory.mktemp("make-graph") / "project"
+@pytest.fixture
+def make_root(tmp_path) -> Path:
+    """A project root for ``make``: the Makefile, params, notebooks, workflow/ and the installed .venv, nothing made."""
+    root = tmp_path / "project"
     root.mkdir()
     for name in ("Makefile", "pyproject.toml", "constraints.txt"):
-        (root / name).write_bytes((REPO / name).read_bytes())
+        shutil.copy(REPO / name, root / name)
         os.utime(root / name, OLD)
-    for folder in ("params", "notebooks"):
-        (root / folder).mkdir()
-        for f in (REPO / folder).iterdir():
-            (root / folder / f.name).write_bytes(f.read_bytes())
-            os.utime(root / folder / f.name, OLD)
+    for folder in ("params", "notebooks", "workflow"):
+        shutil.copytree(REPO / folder, root / folder)
     (root / ".venv").symlink_to(REPO / ".venv")
-    stub = root.parent / "bin"
-    stub.mkdir()
-    (stub / "python").write_text('#!/bin/sh\nif [ "$1" = "-m" ] && [ "$2" = "calibrank.eta" ]; then exit 0; fi\n'
-                                 f'exec "{REPO / ".venv" / "bin" / "python"}" "$@"\n')
-    (stub / "python").chmod(0o755)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE") and k not in ("PROFILE", "DATASET", "JOBS")}
-    proc = subprocess.run(["make", "--no-print-directory", "-n", "report", "PROFILE=smoke", f"BIN={stub}"], cwd=root,
-                          env=dict(env, CALIBRANK_ROOT=str(root)), capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return root, proc.stdout
+    return root
 
 
-def _query(root: Path, module: str, *args: str) -> list[str]:
-    out = subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, check=True,
-                         env=dict(os.environ, CALIBRANK_ROOT=str(root))).stdout
-    return out.split()
+def _env(root: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("MAKE") and k not in ("PROFILE", "DATASET", "REPORT_JOBS")}
+    return dict(env, CALIBRANK_ROOT=str(root))
 
 
-def _notebook_runs(dry: str) -> list[tuple[str, str]]:
-    """(notebook, step) of each papermill run the dry run lists, in its order."""
-    runs = []
-    for m in re.finditer(r"tmp=reports/smoke/\.tmp-([\w-]+)\.pid.*?papermill notebooks/(\w+)\.ipynb \"\$tmp\"", dry, re.S):
-        runs.append((m.group(2), m.group(1)))
-    return runs
+def _make(root: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["make", "--no-print-directory", *args], cwd=root, env=_env(root), capture_output=True,
+                          text=True, timeout=120)
 
 
-def test_report_runs_each_notebook_once_and_notebook_03_once_per_training_run(dry_run):
-    root, dry = dry_run
-    runs = _notebook_runs(dry)
-    assert len(runs) == dry.count("papermill notebooks/")  # every papermill line was matched
-    per_notebook = Counter(nb for nb, _ in runs)
-    train_runs = _query(root, "calibrank.config", "train-runs", "smoke")
-    # 09_assess runs on a user's run (make assess), not in the study's report
-    notebooks = sorted(p.stem for p in (REPO / "notebooks").glob("*.ipynb") if p.stem != "09_assess")
-    assert notebooks == ["01_data", "02_negatives", "03_train", "04_calibration", "05_risk_aware", "06_nota",
-                         "07_efficiency", "08_beyond"]
-    assert per_notebook == {**{nb: 1 for nb in notebooks}, "03_train": len(train_runs)}
-    assert sorted(step for nb, step in runs if nb == "03_train") == sorted(f"03_train-{r}" for r in train_runs)
-    assert all(step == nb for nb, step in runs if nb != "03_train")
-    for run in train_runs:  # each 03 run gets its own parameters
-        assert f"calibrank.config run-params smoke {run})" in dry
-    # data flow: 01 before 02 before every 03 run before the analyses; 07 (timings) after every other notebook
-    order = [step for _, step in runs]
-    assert order[:2] == ["01_data", "02_negatives"]
-    assert set(order[2:2 + len(train_runs)]) == {f"03_train-{r}" for r in train_runs}
-    assert set(order[2 + len(train_runs):]) == {"04_calibration", "05_risk_aware", "06_nota", "08_beyond", "07_efficiency"}
-    assert order[-1] == "07_efficiency"
-
-
-def test_report_trains_each_further_ensemble_member_as_its_own_step(dry_run):
-    root, dry = dry_run
-    members = [m for tok in _query(root, "calibrank.grid", "members", "smoke") for m in tok.split("=")[1].split(",")]
-    assert members  # the smoke profile has an ensemble
-    listed = re.findall(r"calibrank\.grid train smoke ensemble (\w+) --seed (\d+) --member (\d+)", dry)
-    assert sorted(f"ensemble-{c}-seed{s}-member{m}" for c, s, m in listed) == sorted(members)
-
-
-def test_report_converts_every_step_to_html_and_ends_with_the_index(dry_run):
-    root, dry = dry_run
-    train_runs = _query(root, "calibrank.config", "train-runs", "smoke")
-    steps = {step for _, step in _notebook_runs(dry)}
-    html = re.findall(r"jupyter nbconvert --log-level WARN --to html reports/smoke/([\w-]+)\.ipynb", dry)
-    assert Counter(html) == Counter(steps) and len(html) == 7 + len(train_runs)
-    assert dry.count("-m calibrank.report smoke") == 1
-    index = dry.index("-m calibrank.report smoke")
-    assert all(m.start() < index for m in re.finditer(r"jupyter nbconvert", dry))  # the index comes after every page
-    # report: setup, the profile check, the estimate, then the graph above as `index`, in parallel
-    assert re.search(r"calibrank\.config check smoke && \\\n\{ \S+ -m calibrank\.eta smoke --jobs \d+", dry)
-    assert re.search(r"make --no-print-directory -j\d+ index PROFILE=smoke JOBS=\d+", dry)
-
-
-def test_a_dry_run_makes_nothing_but_the_makefiles_own_list_of_predictions(dry_run):
-    root, _ = dry_run
-    inputs = {"Makefile", "pyproject.toml", "constraints.txt", ".venv"} | {f"{d}/{f.name}" for d in ("params", "notebooks")
-                                                                         for f in (REPO / d).iterdir()}
-    files = set()
+def _files(root: Path) -> set[str]:
+    out = set()
     for folder, dirs, names in os.walk(root):  # never into the .venv link
-        files |= {str((Path(folder) / n).relative_to(root)) for n in names + [d for d in dirs if d == ".venv"]}
-    # make remakes the makefiles it includes even under -n: the cached Predictions list of the profile
-    assert files - inputs == {"build/make/predictions-smoke.mk"}
+        out |= {str((Path(folder) / n).relative_to(root)) for n in names + [d for d in dirs if d == ".venv"]}
+    return out
+
+
+@pytest.mark.parametrize("args, jobs", [(["PROFILE=smoke"], None), (["PROFILE=smoke", "REPORT_JOBS=1"], 1),
+                                        (["PROFILE=paper"], 1)])
+def test_report_checks_the_profile_estimates_and_runs_snakemake(make_root, args, jobs):
+    before = _files(make_root)
+    proc = _make(make_root, "-n", "report", *args)
+    assert proc.returncode == 0, proc.stderr
+    profile = args[0].split("=")[1]
+    cores = int(subprocess.run(["nproc"], env=_env(make_root), capture_output=True, text=True, check=True).stdout)
+    jobs = jobs or min(cores, 4)  # steps side by side: the cores up to 4; the paper profile one at a time
+    threads = max(1, cores // jobs)
+    lines = proc.stdout.splitlines()
+    assert lines[0] == f".venv/bin/python -m calibrank.config check {profile}"
+    assert lines[1].startswith(f".venv/bin/python -m calibrank.eta {profile} --jobs {jobs} --cores {cores} --started ")
+    assert lines[1].endswith(" || true")  # an estimate that cannot be made never stops the run
+    assert lines[2].endswith(f".venv/bin/snakemake -s workflow/Snakefile --workflow-profile workflow/profiles/local "
+                             f"--cores {cores} --config profile={profile} threads={threads}")
+    assert lines[2].startswith("CALIBRANK_RUN_START=")
+    assert len(lines) == 4 and lines[3].startswith('echo "report: reports/')
+    assert _files(make_root) == before  # a dry run runs nothing
+
+
+@pytest.mark.parametrize("value", ["smoke $(touch x)", "smoke;touch x", "$(shell touch x)", "smoke $$(touch x)", "../smoke",
+                                   "nosuch", "%"])
+def test_make_refuses_a_profile_or_dataset_that_is_not_a_known_name(make_root, value):
+    proc = _make(make_root, "-n", "report", f"PROFILE={value}")
+    assert proc.returncode != 0 and "PROFILE: expected one of " in proc.stderr and proc.stdout == ""
+    listed = proc.stderr.split("expected one of ", 1)[1].split(" (params", 1)[0].split()
+    assert sorted(listed) == sorted(p.stem for p in (REPO / "params").glob("*.yaml"))
+    proc = _make(make_root, "-n", "data", f"DATASET={value}")
+    assert proc.returncode != 0 and "DATASET: expected one of msdialog mantis udc_dstc8" in proc.stderr
+    assert not (make_root / "x").exists()
+
+
+@pytest.mark.parametrize("value", ["0", "1;touch x", "$(shell touch x)", "2 3", "-1"])
+def test_make_refuses_report_jobs_that_is_not_a_whole_number(make_root, value):
+    proc = _make(make_root, "-n", "report", "PROFILE=smoke", f"REPORT_JOBS={value}")
+    assert proc.returncode != 0 and "REPORT_JOBS: expected a whole number of at least 1" in proc.stderr
+    assert not (make_root / "x").exists()
+
+
+def test_one_step_is_a_snakemake_target_and_its_name_is_checked(make_root):
+    proc = _make(make_root, "-n", "nb-03_train-sngp-chitchat", "PROFILE=smoke")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1].endswith(" --config profile=smoke threads=" + proc.stdout.split("threads=")[1].split()[0]
+                                                 + " reports/smoke/03_train-sngp-chitchat.html")
+    for goal in ("nb-x;touch x", "nb-$(shell touch x)"):
+        proc = _make(make_root, "-n", goal, "PROFILE=smoke")
+        assert proc.returncode != 0 and "a step's name is made of letters, digits, _ and -" in proc.stderr
+        assert proc.stdout == "" and not (make_root / "x").exists()
+
+
+def test_make_report_prints_a_profile_error_first_and_alone(make_root):
+    # the .venv is installed and newer than the setup files: `make report` runs no setup here
+    assert _make(make_root, "-q", ".venv/.calibrank-installed").returncode == 0
+    raw = yaml.safe_load((make_root / "params" / "smoke.yaml").read_text())
+    raw["profile"] = "broken"
+    raw["training"]["epochz"] = 2
+    (make_root / "params" / "broken.yaml").write_text(yaml.safe_dump(raw))
+    before = _files(make_root)
+    proc = _make(make_root, "report", "PROFILE=broken")
+    assert proc.returncode != 0
+    assert proc.stdout == ""
+    first = proc.stderr.strip().splitlines()[0]
+    assert "broken.yaml" in first and "epochz" in first
+    assert _files(make_root) == before  # nothing estimated, nothing run
+
+
+def test_make_test_runs_the_unit_tests_and_every_notebook_step_in_its_own_root(make_root):
+    proc = _make(make_root, "-n", "test")
+    assert proc.returncode == 0, proc.stderr
+    dry = proc.stdout
+    assert "rm -rf build/nbval build/test-root && mkdir -p build/nbval build/test-root && cp -r params build/test-root/" in dry
+    # one prepared notebook per notebook step of the smoke profile (training jobs, "-", are the 03 notebooks' own)
+    assert ".venv/bin/python -m calibrank.grid steps smoke | while read -r step notebook params" in dry
+    assert '.venv/bin/papermill --prepare-only notebooks/$notebook.ipynb build/nbval/$step.ipynb $params' in dry
+    assert (f"CALIBRANK_ROOT={make_root}/build/test-root TQDM_DISABLE=1 .venv/bin/python -m pytest tests build/nbval "
+            "--nbval-lax --nbval-current-env -p no:cacheprovider") in dry
 
 
 def _make_elsewhere(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE") and k not in ("PROFILE", "DATASET", "JOBS")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE") and k not in ("PROFILE", "DATASET")}
     return subprocess.run(["make", "--no-print-directory", "-f", str(REPO / "Makefile"), "-n", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=120)
 

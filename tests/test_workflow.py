@@ -1,12 +1,12 @@
-"""The cluster path: ``workflow/Snakefile`` plans the profile's grid, and runs the smoke grid end to end.
+"""The graph of runs: ``calibrank.grid.steps`` and ``workflow/Snakefile``, which builds one rule per step.
 
-The dry runs check the plan against counts worked out here from the profile (one training job
-per model, never two for the ``bert`` model that ``mc_dropout``, ``temperature`` and ensemble
-member 0 share; one job per further ensemble member; one 03 run per ranker x corpus x seed).
-The smoke grid runs for real with the local executor on 2 cores in a throw-away project root,
-as a cluster would run it, and must leave every notebook, its HTML page and the index: that test
-runs every notebook again (as nbval does in ``make test``) and is marked ``slow``, off by default
-(``pytest -m slow tests/test_workflow.py`` runs it); the dry runs stay in the default set.
+The step list is checked against counts worked out by hand from the smoke profile and against
+invariants of any graph (each file made by one step, every step after the steps it reads). The
+Snakefile is checked by dry runs (``snakemake -n``) in a throw-away project root: the jobs it
+plans, their threads, commands and resources, its errors, and what it makes again when a
+Predictions file is deleted. The smoke graph also runs for real with the local executor; that
+test runs every notebook again (as nbval does in ``make test``) and is marked ``slow``, off by
+default (``pytest -m slow tests/test_workflow.py`` runs it).
 """
 
 from __future__ import annotations
@@ -16,48 +16,137 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 import yaml
 
 from calibrank import grid
-from calibrank.config import load_config, train_runs, training_seeds
+from calibrank.config import load_config, run_name, train_runs, training_seeds
+from calibrank.experiment import ranker_conditions
 
 REPO = Path(__file__).resolve().parent.parent
 SNAKEFILE = REPO / "workflow" / "Snakefile"
 SHARES_BERT = {"bert", "mc_dropout", "temperature", "ensemble"}
+NOTEBOOK_STEPS = ("01_data", "02_negatives", "04_calibration", "05_risk_aware", "06_nota", "08_beyond", "07_efficiency")
 
 
-def _snakemake(root: Path, *args: str, timeout: int = 120) -> subprocess.CompletedProcess:
+def _snakemake(root: Path, *args: str, timeout: int = 180) -> subprocess.CompletedProcess:
     env = dict(os.environ, CALIBRANK_ROOT=str(root))
     return subprocess.run([sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), *args], cwd=root, env=env,
                           capture_output=True, text=True, timeout=timeout)
 
 
-def _job_counts(output: str) -> dict[str, int]:
-    """The ``Job stats`` table of a snakemake run: jobs per rule."""
-    table = output[output.index("Job stats:"):]
-    counts = {}
-    for line in table.splitlines()[3:]:
-        m = re.fullmatch(r"\s*(\w+)\s+(\d+)\s*", line)
-        if not m:
-            break
-        counts[m.group(1)] = int(m.group(2))
-    return counts
+def _jobs(output: str) -> dict[str, dict]:
+    """The jobs of a dry run by rule name: threads, resources and shell command (``-p``)."""
+    jobs = {}
+    for block in re.split(r"\n(?=rule [\w-]+:\n)", output)[1:]:
+        name = block.split(":", 1)[0][len("rule "):]
+        threads = re.search(r"^    threads: (\d+)$", block, re.M)
+        resources = re.search(r"^    resources: (.*)$", block, re.M)
+        shell = re.search(r"^Shell command: (.*)$", block, re.M)
+        output_files = re.search(r"^    output: (.*)$", block, re.M)
+        jobs[name] = {"threads": int(threads.group(1)) if threads else 1,
+                      "resources": dict(kv.split("=", 1) for kv in resources.group(1).split(", ")) if resources else {},
+                      "shell": shell.group(1) if shell else "",
+                      "output": output_files.group(1).split(", ") if output_files else []}
+    return jobs
 
 
-def _expected(cfg) -> dict[str, int]:
-    names = {r.value for r in cfg.rankers.names}
-    cells = len(cfg.rankers.train_corpora) * len(training_seeds(cfg))
-    own_models = len(names - SHARES_BERT) + (1 if names & SHARES_BERT else 0)
-    members = cfg.rankers.ensemble.members - 1 if "ensemble" in names else 0
-    runs = len(names) * cells
-    counts = {"data": 1, "negatives": 1, "train": own_models * cells, "train_member": members * cells,
-              "predict": runs, "analysis": 3, "efficiency": 1, "html": 2 + runs + 4, "index": 1, "all": 1}
-    counts = {k: v for k, v in counts.items() if v}
-    counts["total"] = sum(counts.values())
-    return counts
+# ---------------------------------------------------------------- the step list
+
+
+def test_smoke_steps_match_a_hand_count(tmp_root):
+    cfg = load_config("smoke")
+    steps = grid.steps(cfg, threads=1, cores=2)
+    by_name = {s.name: s for s in steps}
+    assert len(by_name) == len(steps)
+    # smoke: 8 rankers x 2 training corpora x 2 seeds = 32 runs of notebook 03
+    runs = [s for s in steps if s.kind == "predict"]
+    assert len(runs) == 32 == len(cfg.rankers.names) * len(cfg.rankers.train_corpora) * len(training_seeds(cfg))
+    assert sorted(s.name for s in runs) == sorted(f"03_train-{r}" for r in train_runs(cfg))
+    # per corpus x seed: one bert model (bert, mc_dropout, temperature, ensemble member 0 load it), ensemble
+    # member 1, focal, sngp, gpf_bert, pg_drr: 6 models x 4 cells = 24 training jobs, each model once
+    trains = [s for s in steps if s.kind == "train"]
+    assert len(trains) == 24 and {s.model.name for s in trains} == {m.name for m in grid.grid_models(cfg)}
+    assert [s.name for s in steps if s.notebook and s.kind != "predict"] == [
+        "01_data", "02_negatives", "04_calibration", "05_risk_aware", "06_nota", "08_beyond", "07_efficiency"]
+    assert steps[0].name == "01_data" and steps[-1].name == "07_efficiency"
+
+    # what runs alone takes every core; the rest one thread each, so two go side by side on 2 cores
+    assert {s.name for s in steps if s.alone} == {"01_data", "02_negatives", "07_efficiency"}
+    assert all(s.threads == (2 if s.alone else 1) for s in steps)
+    assert {s.threads for s in grid.steps(cfg, threads=3, cores=2)} == {3}
+
+    # a run loads the models it shares: mc_dropout the bert model of its seed, the ensemble all its members
+    marker = lambda name: f"runs/smoke/grid/{name}.json"  # noqa: E731
+    assert marker("bert-chitchat-seed0") in by_name["03_train-mc_dropout-chitchat"].inputs
+    assert {marker("bert-chatterbot-seed1"), marker("ensemble-chatterbot-seed1-member1")} <= \
+        set(by_name["03_train-ensemble-chatterbot-seed1"].inputs)
+    assert by_name["03_train-temperature-chitchat-seed1"].parameters == \
+        {"profile": "smoke", "ranker": "temperature", "train_corpus": "chitchat", "seed": 1}
+    for step in runs:
+        p = step.parameters
+        assert step.name == f"03_train-{run_name(p['ranker'], p['train_corpus'], p['seed'], cfg)}"
+        # the executed notebook, then a .npz and a .json per condition it is predicted on
+        assert len(step.outputs) == 1 + 2 * len(ranker_conditions(cfg, p["ranker"]))
+    # a deterministic ranker is predicted on the 8 test conditions (2 corpora x 4 samplers), MC Dropout on the
+    # validation ones too; a further seed's files carry it in their name
+    assert len(by_name["03_train-bert-chitchat"].outputs) == 1 + 16
+    assert len(by_name["03_train-mc_dropout-chitchat"].outputs) == 1 + 32
+    assert "runs/smoke/predictions/sngp/chatterbot/chitchat-test-bm25-k9-seed1.npz" in \
+        by_name["03_train-sngp-chatterbot-seed1"].outputs
+
+
+@pytest.mark.parametrize("profile", ["smoke", "laptop-3seeds", "paper"])
+def test_every_step_comes_after_what_it_reads(tmp_root, profile):
+    cfg = load_config(profile)
+    steps = grid.steps(cfg, threads=1, cores=4)
+    made: dict[str, str] = {}
+    params = {f"params/{p}.yaml" for p in ([profile, "laptop"] if profile == "laptop-3seeds" else [profile])}
+    for step in steps:
+        for f in step.inputs:
+            assert f in made or f in params, (step.name, f)
+        assert params <= set(step.inputs)
+        for f in step.outputs:
+            assert f not in made, f"{f}: made by {made[f]} and {step.name}"
+            made[f] = step.name
+    predictions = {f for s in steps if s.kind == "predict" for f in s.outputs[1:]}
+    for name in grid.ANALYSES:
+        assert predictions <= set(next(s for s in steps if s.name == name).inputs)
+    last = steps[-1]
+    assert last.name == "07_efficiency" and last.alone
+    assert {s.outputs[0] for s in steps[:-1] if s.notebook} <= set(last.inputs)
+
+
+def test_steps_and_a_step_check_their_arguments(tmp_root):
+    cfg = load_config("smoke")
+    with pytest.raises(ValueError, match="threads: expected a positive integer, got 0"):
+        grid.steps(cfg, threads=0)
+    with pytest.raises(ValueError, match="cores: expected a positive integer, got 1.5"):
+        grid.steps(cfg, cores=1.5)
+    good = grid.steps(cfg)[0]
+    with pytest.raises(ValueError, match="kind: expected one of data, negatives, train"):
+        grid.Step(**{**good.__dict__, "kind": "plot"})
+    with pytest.raises(ValueError, match="a step runs a notebook or trains a model"):
+        grid.Step(**{**good.__dict__, "notebook": None})
+
+
+def test_steps_command_line_lists_each_step_with_its_parameters(tmp_root, capsys):
+    assert grid.main(["steps", "smoke"]) == 0
+    lines = [line.split() for line in capsys.readouterr().out.splitlines()]
+    cfg = load_config("smoke")
+    assert [line[0] for line in lines] == [s.name for s in grid.steps(cfg)]
+    assert ["03_train-ensemble-chitchat-seed1", "03_train", "-p", "profile", "smoke", "-p", "ranker", "ensemble",
+            "-p", "train_corpus", "chitchat", "-p", "seed", "1"] in lines
+    assert ["train-bert-chitchat-seed0", "-"] in lines
+    assert ["08_beyond", "08_beyond", "-p", "profile", "smoke"] in lines
+    assert grid.main(["steps", "nosuch"]) == 2
+    assert "known profiles" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- the grid's models
 
 
 @pytest.fixture
@@ -68,30 +157,6 @@ def grid_root(tmp_root) -> Path:
     raw.setdefault("rankers", {})["seeds"] = [42, 7, 1234]
     (tmp_root / "params" / "paper_seeds.yaml").write_text(yaml.safe_dump(raw))
     return tmp_root
-
-
-@pytest.mark.parametrize("profile", ["paper", "laptop", "paper_seeds"])
-def test_dry_run_plans_one_job_per_model_and_run(grid_root, profile):
-    cfg = load_config(profile)
-    proc = _snakemake(grid_root, "--workflow-profile", str(REPO / "workflow" / "profiles" / "slurm"),
-                      "--config", f"profile={profile}", "-n")
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    counts = _job_counts(proc.stdout + proc.stderr)
-    assert counts == _expected(cfg)
-    assert counts["predict"] == len(train_runs(cfg))
-    # GPU jobs ask for a GPU through the slurm plugin's `gpu` resource (sbatch --gpus)
-    text = proc.stdout + proc.stderr
-    assert re.search(r"rule train:.*?resources:[^\n]*gpu=1", text, re.S)
-    assert not (grid_root / "reports" / profile).exists()  # a dry run writes nothing
-
-
-def test_dry_run_errors_name_the_config_value(grid_root):
-    proc = _snakemake(grid_root, "--cores", "1", "-n")
-    assert proc.returncode != 0 and "'profile' is missing" in proc.stdout + proc.stderr
-    proc = _snakemake(grid_root, "--cores", "1", "-n", "--config", "profile=nosuch")
-    assert proc.returncode != 0 and "config value 'profile'" in proc.stdout + proc.stderr and "known profiles" in proc.stdout + proc.stderr
-    proc = _snakemake(grid_root, "--cores", "1", "-n", "--config", "profile=smoke", "train_gpus=two")
-    assert proc.returncode != 0 and "config value 'train_gpus'" in proc.stdout + proc.stderr
 
 
 def test_grid_models_share_the_bert_model(grid_root):
@@ -124,33 +189,135 @@ def test_grid_command_line_errors(grid_root, capsys):
     assert "member: ensemble needs --member" in capsys.readouterr().err
     assert grid.main(["train", "nosuch", "bert", "chitchat"]) == 2
     assert "known profiles" in capsys.readouterr().err
-    assert grid.main(["list", "smoke"]) == 0
-    assert "bert-chitchat-seed0 train smoke bert chitchat --seed 0" in capsys.readouterr().out
 
 
-def test_members_lists_each_ensemble_run_with_its_own_members(grid_root, capsys):
-    assert grid.main(["members", "paper_seeds"]) == 0
-    lines = dict(line.split("=") for line in capsys.readouterr().out.split())
-    cfg = load_config("paper_seeds")
-    runs = grid.run_models(cfg)
-    assert set(lines) == {r for r in runs if r.startswith("ensemble-")}
-    for run, members in lines.items():
-        assert members.split(",") == runs[run][1:]  # member 0 is the bert model, a dependency of its own
+# ---------------------------------------------------------------- the Snakefile (dry runs)
+
+
+@pytest.fixture(scope="module")
+def smoke_dry_run(tmp_path_factory):
+    """(root, jobs) of ``snakemake -n`` for the smoke profile on 2 cores, in a root holding params/ only."""
+    root = tmp_path_factory.mktemp("snakemake")
+    (root / "params").mkdir()
+    for f in (REPO / "params").glob("*.yaml"):
+        (root / "params" / f.name).write_bytes(f.read_bytes())
+    proc = _snakemake(root, "--workflow-profile", str(REPO / "workflow" / "profiles" / "local"), "--cores", "2",
+                      "--config", "profile=smoke", "-n")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return root, _jobs(proc.stdout + proc.stderr)
+
+
+def test_dry_run_plans_every_step_once_with_its_threads(smoke_dry_run, tmp_root):
+    root, jobs = smoke_dry_run
+    steps = grid.steps(load_config("smoke"), threads=1, cores=2)
+    pages = [s.name for s in steps if s.notebook]
+    assert set(jobs) == {s.name for s in steps} | {"html", "index", "all"}
+    assert set(NOTEBOOK_STEPS) <= set(pages)
+    for step in steps:
+        job = jobs[step.name]
+        assert job["threads"] == step.threads == (2 if step.name in ("01_data", "02_negatives", "07_efficiency") else 1)
+        assert job["output"] == list(step.outputs)
+        assert f"OMP_NUM_THREADS={step.threads} " in job["shell"]
+        assert f"calibrank.eta progress smoke {step.name} --seconds" in job["shell"]
+    bert = jobs["03_train-bert-chitchat-seed1"]["shell"]
+    assert "papermill " in bert and "/notebooks/03_train.ipynb" in bert
+    assert "-p profile smoke -p ranker bert -p train_corpus chitchat -p seed 1 " in bert
+    # the executed notebook is written under a temporary name holding the shell's pid and host, then renamed
+    assert 'tmp="reports/smoke/.tmp-03_train-bert-chitchat-seed1.pid$$@$(uname -n' in bert
+    assert 'mv "$tmp" reports/smoke/03_train-bert-chitchat-seed1.ipynb' in bert
+    assert "calibrank.runs sweep reports/smoke" in bert
+    assert "-m calibrank.grid train smoke ensemble chatterbot --seed 0 --member 1" in \
+        jobs["train-ensemble-chatterbot-seed0-member1"]["shell"]
+    assert "-m calibrank.report smoke" in jobs["index"]["shell"]
+    assert not (root / "reports").exists() and not (root / "runs").exists()  # a dry run makes nothing
+
+
+def _expected_kinds(cfg) -> dict[str, int]:
+    names = {r.value for r in cfg.rankers.names}
+    cells = len(cfg.rankers.train_corpora) * len(training_seeds(cfg))
+    own_models = len(names - SHARES_BERT) + (1 if names & SHARES_BERT else 0)
+    members = cfg.rankers.ensemble.members - 1 if "ensemble" in names else 0
+    return {"data": 1, "negatives": 1, "train": (own_models + members) * cells, "predict": len(names) * cells,
+            "analysis": 4, "efficiency": 1}
+
+
+def test_cluster_dry_run_asks_resources_by_kind(grid_root):
+    profile = "paper_seeds"  # the paper's grid with three training seeds
+    cfg = load_config(profile)
+    proc = _snakemake(grid_root, "--workflow-profile", str(REPO / "workflow" / "profiles" / "slurm"),
+                      "--config", f"profile={profile}", "-n")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    jobs = _jobs(proc.stdout + proc.stderr)
+    steps = grid.steps(cfg)
+    kinds = {k: sum(s.kind == k for s in steps) for k in grid.KINDS}
+    assert kinds == _expected_kinds(cfg)
+    assert set(jobs) == {s.name for s in steps} | {"html", "index", "all"}
+    # the slurm profile's set-resources name kinds: every training job gets the training time, and a GPU
+    for step in steps:
+        res = jobs[step.name]["resources"]
+        assert res["runtime"] == {"data": "60", "negatives": "120", "train": "720", "predict": "240", "analysis": "120",
+                                  "efficiency": "240"}[step.kind], step.name
+        assert res.get("gpu") == ("1" if step.kind in ("negatives", "train", "predict", "efficiency") else None)
+    assert not (grid_root / "reports" / profile).exists()
+
+
+def test_dry_run_errors_name_the_config_value(grid_root):
+    def error(*config):
+        proc = _snakemake(grid_root, "--cores", "1", "-n", *(["--config", *config] if config else []))
+        assert proc.returncode != 0
+        return proc.stdout + proc.stderr
+
+    assert "config value 'profile' is missing" in error()
+    text = error("profile=smoke;touch x")
+    assert "config value 'profile': expected one of laptop, laptop-3seeds, paper, paper2023, paper_seeds, smoke" in text
+    assert "'smoke;touch x'" in text and not (grid_root / "x").exists()
+    assert "config value 'train_gpus': expected a whole number of at least 1, got 'two'" in error("profile=smoke", "train_gpus=two")
+    assert "config value 'thread': unknown key; expected profile, threads, gpus, train_gpus" in error("profile=smoke", "thread=2")
+
+
+def test_a_deleted_predictions_file_makes_its_run_and_what_reads_it_again(tmp_root):
+    """Every output present and newer than what it reads: nothing to do. One 03 run's Predictions file deleted:
+    that run, the notebooks that read it, their pages and the index are made again, nothing else."""
+    steps = grid.steps(load_config("smoke"))
+    pages = [s.name for s in steps if s.notebook]
+    made = [f for s in steps for f in s.outputs] + [f"reports/smoke/{p}.html" for p in pages] + ["reports/smoke/index.html"]
+    t = time.time() + 60
+    for i, rel in enumerate(made):
+        path = tmp_root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("{}")
+        os.utime(path, (t + i, t + i))
+    proc = _snakemake(tmp_root, "--cores", "2", "--config", "profile=smoke", "-n")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Nothing to be done" in proc.stdout + proc.stderr
+
+    run = next(s for s in steps if s.name == "03_train-sngp-chitchat")
+    (tmp_root / run.outputs[3]).unlink()
+    proc = _snakemake(tmp_root, "--cores", "2", "--config", "profile=smoke", "-n")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    jobs = _jobs(proc.stdout + proc.stderr)
+    again = ["03_train-sngp-chitchat", "04_calibration", "05_risk_aware", "06_nota", "08_beyond", "07_efficiency"]
+    assert set(jobs) == {*again, "html", "index", "all"}
+    counts = re.search(r"\n\s*html\s+(\d+)\n", proc.stdout + proc.stderr)
+    assert counts and int(counts.group(1)) == len(again)
+
+
+# ---------------------------------------------------------------- the smoke graph, for real
 
 
 @pytest.mark.slow  # minutes: it runs every notebook, as nbval does in `make test`; run it with `pytest -m slow`
-def test_smoke_grid_runs_with_the_local_executor(tmp_root):
+def test_smoke_graph_runs_with_the_local_executor(tmp_root):
     """Every notebook of the smoke profile, each model trained once in its own job, two jobs at a time."""
     cfg = load_config("smoke")
     proc = _snakemake(tmp_root, "--workflow-profile", str(REPO / "workflow" / "profiles" / "local"),
-                      "--cores", "2", "--config", "profile=smoke", timeout=2400)
+                      "--cores", "2", "--config", "profile=smoke", timeout=3600)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-8000:]
     report = tmp_root / "reports" / "smoke"
-    steps = ["01_data", "02_negatives", *[f"03_train-{r}" for r in train_runs(cfg)],
-             "04_calibration", "05_risk_aware", "06_nota", "07_efficiency"]
-    for step in steps:
-        assert (report / f"{step}.ipynb").is_file(), step
-        assert (report / f"{step}.html").is_file(), step
+    for step in grid.steps(cfg):
+        for out in step.outputs:
+            assert (tmp_root / out).is_file(), out
+        if step.notebook:
+            assert (report / f"{step.name}.html").is_file(), step.name
     assert "<html" in (report / "index.html").read_text(encoding="utf-8")[:200]
     assert not list(report.glob(".tmp-*"))
 
@@ -164,100 +331,3 @@ def test_smoke_grid_runs_with_the_local_executor(tmp_root):
     assert len(folders) == len(models)
     cache = tmp_root / "runs" / "smoke" / "models"
     assert {str(p.relative_to(tmp_root)) for p in cache.glob("*/*") if p.is_dir()} == folders
-
-
-# ---------------------------------------------------------------- the Makefile (dry runs)
-
-
-@pytest.fixture
-def make_root(tmp_path) -> Path:
-    """A project root for `make -n`: the Makefile, params and notebooks, the installed .venv, nothing made yet."""
-    root = tmp_path / "project"
-    root.mkdir()
-    for name in ("Makefile", "pyproject.toml", "constraints.txt"):
-        (root / name).write_bytes((REPO / name).read_bytes())
-        os.utime(root / name, (946684800, 946684800))  # older than the .venv's install stamp
-    for folder in ("params", "notebooks"):
-        (root / folder).mkdir()
-        for f in (REPO / folder).iterdir():
-            (root / folder / f.name).write_bytes(f.read_bytes())
-            os.utime(root / folder / f.name, (946684800, 946684800))
-    (root / ".venv").symlink_to(REPO / ".venv")
-    return root
-
-
-def _make(root: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE") and k not in ("PROFILE", "DATASET")}
-    return subprocess.run(["make", "--no-print-directory", *args], cwd=root, env=dict(env, CALIBRANK_ROOT=str(root)),
-                          capture_output=True, text=True, timeout=120)
-
-
-@pytest.mark.parametrize("value", ["smoke $(touch x)", "smoke;touch x", "$(shell touch x)", "smoke $$(touch x)", "../smoke", "nosuch"])
-def test_make_refuses_a_profile_or_dataset_that_is_not_a_known_name(make_root, value):
-    proc = _make(make_root, "-n", "nb-01_data", f"PROFILE={value}")
-    assert proc.returncode != 0 and "PROFILE: expected one of " in proc.stderr
-    listed = proc.stderr.split("expected one of ", 1)[1].split(" (params", 1)[0].split()
-    assert sorted(listed) == sorted(p.stem for p in (REPO / "params").glob("*.yaml"))
-    proc = _make(make_root, "-n", "data", f"DATASET={value}")
-    assert proc.returncode != 0 and "DATASET: expected one of msdialog mantis udc_dstc8" in proc.stderr
-    assert not (make_root / "x").exists()
-
-
-def test_make_prints_a_profile_error_first_and_alone(make_root):
-    raw = yaml.safe_load((make_root / "params" / "smoke.yaml").read_text())
-    raw["profile"] = "broken"
-    raw["training"]["epochz"] = 2
-    (make_root / "params" / "broken.yaml").write_text(yaml.safe_dump(raw))
-    proc = _make(make_root, "-n", "nb-03_train-bert-chitchat", "PROFILE=broken")
-    assert proc.returncode != 0
-    assert "epochz" in proc.stderr and proc.stdout == "" and len(proc.stderr.strip().splitlines()) == 1
-
-
-def _papermill_outputs(dry_run: str) -> list[str]:
-    """The notebooks a dry run would execute, by step name."""
-    return re.findall(r"/\.tmp-([\w-]+)\.pid\$\$@\$\(uname -n[^)]*\)\.ipynb", dry_run)
-
-
-def test_make_reruns_the_03_step_whose_predictions_file_was_deleted(make_root):
-    cfg = load_config("smoke")
-    runs_ = train_runs(cfg)
-    steps = ["01_data", "02_negatives", *[f"03_train-{r}" for r in runs_], "04_calibration", "05_risk_aware", "06_nota",
-             "08_beyond", "07_efficiency"]
-    listing = subprocess.run([sys.executable, "-m", "calibrank.runs", "predictions", "smoke"], capture_output=True, text=True,
-                             env=dict(os.environ, CALIBRANK_ROOT=str(make_root)), check=True).stdout
-    predictions = {line.split()[0]: line.split()[1:] for line in listing.splitlines()}
-    assert set(predictions) == set(runs_) and all(predictions.values())
-    members = subprocess.run([sys.executable, "-m", "calibrank.grid", "members", "smoke"], capture_output=True, text=True,
-                             env=dict(os.environ, CALIBRANK_ROOT=str(make_root)), check=True).stdout.split()
-    # Everything made, in the order make would have made it, after the .venv was installed.
-    t = int((REPO / ".venv" / ".calibrank-installed").stat().st_mtime) + 1
-    made = [f"reports/smoke/{s}.ipynb" for s in steps[:2]]
-    made += [f"runs/smoke/grid/{m}.json" for tok in members for m in tok.split("=")[1].split(",")]
-    made += [p for files in predictions.values() for p in files]
-    made += [f"reports/smoke/{s}.ipynb" for s in steps[2:]] + [f"reports/smoke/{s}.html" for s in steps]
-    made += ["reports/smoke/index.html"]
-    for i, rel in enumerate(made):
-        path = make_root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("{}")
-        os.utime(path, (t + i, t + i))
-
-    proc = _make(make_root, "-n", "index", "PROFILE=smoke")
-    assert proc.returncode == 0, proc.stderr
-    assert _papermill_outputs(proc.stdout) == []  # all up to date
-
-    run = "sngp-chitchat"
-    (make_root / predictions[run][0]).unlink()
-    proc = _make(make_root, "-n", "index", "PROFILE=smoke")
-    assert proc.returncode == 0, proc.stderr
-    assert sorted(_papermill_outputs(proc.stdout)) == sorted([f"03_train-{run}", "04_calibration", "05_risk_aware", "06_nota",
-                                                              "08_beyond", "07_efficiency"])
-    assert "calibrank.report smoke" in proc.stdout
-
-
-def test_two_makes_of_one_notebook_write_different_temporary_files(make_root):
-    proc = _make(make_root, "-n", "nb-02_negatives", "PROFILE=smoke")
-    assert proc.returncode == 0, proc.stderr
-    # the shell's pid ($$) and host name the temporary notebook; the sweep before it spares live ones
-    assert "reports/smoke/.tmp-02_negatives.pid$$@$(uname -n" in proc.stdout
-    assert re.search(r"calibrank.runs sweep --started \d+ reports/smoke", proc.stdout)

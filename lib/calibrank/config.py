@@ -321,33 +321,20 @@ def train_runs(cfg: Config) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m calibrank.config check|train-runs|train-corpora|sources PROFILE`` and
-    ``python -m calibrank.config run-params PROFILE RUN`` (papermill ``-p`` arguments of one 03 run),
-    used by the Makefile."""
+    """``python -m calibrank.config check PROFILE``: read and check a profile; a bad one is one line on
+    stderr naming its file, line and key (``make report`` runs it before anything else)."""
     import sys
 
     args = sys.argv[1:] if argv is None else argv
-    usage = "usage: python -m calibrank.config check|train-runs|train-corpora|sources PROFILE | run-params PROFILE RUN"
-    if not args or args[0] not in ("check", "train-runs", "train-corpora", "sources", "run-params") or \
-            len(args) != (3 if args[0] == "run-params" else 2):
-        print(usage, file=sys.stderr)
+    if len(args) != 2 or args[0] != "check":
+        print("usage: python -m calibrank.config check PROFILE", file=sys.stderr)
         return 2
     try:
         cfg = load_config(args[1])
-        if args[0] == "run-params":
-            ranker, corpus, seed = parse_run_name(args[2], cfg)
-            print(f"-p ranker {ranker.value} -p train_corpus {corpus.value} -p seed {seed}")
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    if args[0] == "train-runs":
-        print(" ".join(train_runs(cfg)))
-    elif args[0] == "train-corpora":
-        print(" ".join(c.value for c in cfg.rankers.train_corpora))
-    elif args[0] == "sources":
-        print(" ".join(os.path.relpath(p, project_root()) for p in profile_sources(args[1])))
-    elif args[0] == "check":
-        print(f"{cfg.source}: ok")
+    print(f"{cfg.source}: ok")
     return 0
 
 

@@ -1,31 +1,25 @@
-"""The grid of trained models behind a profile's notebook runs, and the command that trains one of them.
+"""The graph of runs behind a profile's report: every step, its files, and the command that trains one model.
 
-Notebook ``03_train`` runs once per ranker x training corpus x training seed; several of those
-runs load the same trained model from the model cache (``runs/<profile>/models/``): ``bert``,
-``mc_dropout``, ``temperature`` and ensemble member 0 share the ``bert`` model of their seed.
-On a cluster each model should train once, in a job of its own on a GPU, before the
-notebooks that read it. This module lists those models (:func:`grid_models`), says which
-models each notebook run loads (:func:`run_models`), and trains one of them::
+:func:`steps` lists the jobs of ``make report`` in an order that runs: notebooks 01 and 02, one
+training job per model of the grid, notebook ``03_train`` once per ranker x training corpus x
+training seed, the analyses 04, 05, 06 and 08, and 07 last and alone (it times the rankers).
+``workflow/Snakefile`` builds one rule per step from it. Several 03 runs load one trained
+model: ``bert``, ``mc_dropout``, ``temperature`` and ensemble member 0 share the ``bert`` model
+of their seed (:func:`calibrank.registry.trained_model`), so each model is trained once, by its
+own job, before the notebooks that read it (:func:`grid_models`, :func:`run_models`)::
 
     python -m calibrank.grid train PROFILE RANKER CORPUS [--seed N] [--member M]
-    python -m calibrank.grid list PROFILE
-    python -m calibrank.grid members PROFILE
+    python -m calibrank.grid steps PROFILE
 
-``members`` prints, for every ``ensemble`` run of notebook 03, the models of its members other
-than member 0 (``RUN=MODEL,MODEL``): the Makefile trains them as targets of their own, side by
-side with the other runs.
+``train`` trains the model (or finds it in the cache) exactly as notebook 03 would, and writes
+a done marker, ``runs/<profile>/grid/<model>.json``, naming the model's folder. ``--seed`` is a
+training seed of the profile (default: the main one); ``--member`` is the ensemble member
+index, for ``ensemble`` only. ``steps`` prints one line per step: its name, its notebook (``-``
+for a training job) and its papermill parameters.
 
-``train`` trains the model (or finds it in the cache) exactly as notebook 03 would, and
-writes a done marker, ``runs/<profile>/grid/<model>.json``, naming the model's folder: the
-file a workflow engine waits for (``workflow/Snakefile``). ``--seed`` is a training seed of
-the profile (default: the main one); ``--member`` is the ensemble member index, for
-``ensemble`` only. ``mc_dropout`` and ``temperature`` (and ensemble member 0) name the
-``bert`` model of their seed and write its marker.
-
-Under ``torchrun`` the model trains data-parallel on several GPUs
-(:mod:`calibrank.training`); only models whose loss is a mean over pairs may (``bert`` and
-what shares it, ensemble members, ``focal``): the GP rankers' training depends on whole
-batches, and they are refused with an error.
+Under ``torchrun`` the model trains data-parallel on several GPUs (:mod:`calibrank.training`);
+only models whose loss is a mean over pairs may (``bert`` and what shares it, ensemble members,
+``focal``): the GP rankers' training depends on whole batches, and they are refused.
 """
 
 from __future__ import annotations
@@ -37,12 +31,16 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .config import (Config, ConfigError, Corpus, RankerName, load_config, parse_run_name, run_name, train_runs,
-                     training_seeds)
-from . import registry
+from . import experiment, registry
+from .config import (Config, ConfigError, Corpus, RankerName, load_config, parse_run_name, profile_sources, run_name,
+                     train_runs, training_seeds)
 from .runs import project_root, run_dir, write_json
 
 __all__ = [
+    "Step",
+    "steps",
+    "ANALYSES",
+    "KINDS",
     "GridModel",
     "grid_models",
     "run_models",
@@ -50,6 +48,7 @@ __all__ = [
     "model_dir",
     "trained_models",
     "marker_path",
+    "shared_runs",
     "train",
     "main",
 ]
@@ -133,8 +132,8 @@ def run_models(cfg: Config) -> dict[str, list[str]]:
 
 def shared_runs(cfg: Config) -> dict[str, str]:
     """``{run: other run}`` for every notebook-03 run that loads a model another run of the profile
-    trains (:func:`calibrank.registry.trained_model`): it must wait for that run, so that ``make -j``
-    never trains one model twice."""
+    trains (:func:`calibrank.registry.trained_model`), e.g. ``mc_dropout-chitchat`` loads the model of
+    ``bert-chitchat``."""
     out = {}
     names = {r.value for r in cfg.rankers.names}
     for run in train_runs(cfg):
@@ -159,8 +158,7 @@ def grid_models(cfg: Config) -> list[GridModel]:
 def model_dir(cfg: Config, model: GridModel) -> Path:
     """The model-cache folder ``model`` trains into (:meth:`calibrank.rankers.base.Ranker.model_dirs`);
     needs the training corpus's query sets (notebook 02), builds and trains nothing."""
-    from . import experiment
-    from .rankers import ranker_from_config
+    from .rankers import ranker_from_config  # torch loads only when a model is built
 
     ranker = ranker_from_config(cfg, model.ranker, experiment.models_dir(cfg, model.corpus), seed=model.seed)
     return ranker.model_dirs(*experiment.training_queries(cfg, model.corpus))[model.member or 0]
@@ -183,6 +181,93 @@ def marker_path(profile: str, name: str) -> Path:
     return Path("runs") / profile / "grid" / f"{name}.json"
 
 
+#: The notebooks that read every 03 run's Predictions, in the order they are listed (07 comes after them).
+ANALYSES = ("04_calibration", "05_risk_aware", "06_nota", "08_beyond")
+#: The kinds of :class:`Step`, in the order the graph runs them: a cluster asks for resources by kind.
+KINDS = ("data", "negatives", "train", "predict", "analysis", "efficiency")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One job of the graph of runs: a notebook run (papermill) or the training of one grid model.
+
+    Paths are relative to the project root. ``inputs`` are the files the step reads that a step
+    before it writes (and the profile's params files); ``outputs`` are what it writes, its executed
+    notebook or done marker first. ``alone``: the step takes every core and nothing runs beside it.
+    ``gpu``: a GPU speeds it up. ``kind`` groups steps that ask a cluster for the same resources.
+    """
+
+    name: str
+    kind: str
+    notebook: str | None
+    parameters: dict[str, str | int]
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    alone: bool
+    threads: int
+    gpu: bool
+    model: GridModel | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"kind: expected one of {', '.join(KINDS)}, got {self.kind!r}")
+        if (self.notebook is None) != (self.model is not None):
+            raise ValueError(f"step {self.name!r}: a step runs a notebook or trains a model, exactly one of them")
+        if not self.outputs:
+            raise ValueError(f"step {self.name!r}: no outputs")
+        if isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 1:
+            raise ValueError(f"threads: expected a positive integer, got {self.threads!r}")
+
+
+def _relative(path: Path) -> str:
+    root = project_root()
+    try:
+        return str(path.resolve().relative_to(root))
+    except ValueError:
+        return str(path.resolve())
+
+
+def steps(cfg: Config, *, threads: int = 1, cores: int = 1) -> list[Step]:
+    """Every step of ``make report`` for ``cfg``, each after the steps it reads.
+
+    ``threads``: threads of a step that runs side by side with others (cores / jobs side by side);
+    a step that runs alone (01, 02, 07) takes ``max(threads, cores)``.
+    """
+    for key, value in (("threads", threads), ("cores", cores)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{key}: expected a positive integer, got {value!r}")
+    solo = max(threads, cores)
+    report = f"reports/{cfg.profile}"
+    params = tuple(_relative(p) for p in profile_sources(cfg.source or cfg.profile))
+    base = {"profile": cfg.profile}
+
+    def notebook(name: str, kind: str, inputs: list[str], outputs: list[str] | None = None, alone: bool = False,
+                 gpu: bool = False, **parameters) -> Step:
+        return Step(name, kind, name.split("-")[0], {**base, **parameters}, (*inputs, *params),
+                    (f"{report}/{name}.ipynb", *(outputs or [])), alone, solo if alone else threads, gpu)
+
+    data = notebook("01_data", "data", [], alone=True)
+    negatives = notebook("02_negatives", "negatives", [data.outputs[0]], alone=True, gpu=True)
+    out = [data, negatives]
+    for model in grid_models(cfg):
+        out.append(Step(f"train-{model.name}", "train", None, {}, (negatives.outputs[0], *params),
+                        (str(marker_path(cfg.profile, model.name)),), False, threads, True, model))
+    runs = run_models(cfg)
+    predict = []
+    for run, models in runs.items():
+        ranker, corpus, seed = parse_run_name(run, cfg)
+        files = [experiment.predictions_path(cfg, ranker, corpus, cond, seed) for cond in experiment.ranker_conditions(cfg, ranker)]
+        predict.append(notebook(f"03_train-{run}", "predict",
+                                [negatives.outputs[0], *(str(marker_path(cfg.profile, m)) for m in models)],
+                                [_relative(f) for p in files for f in (p, p.with_suffix(".json"))], gpu=True,
+                                ranker=registry.info(ranker).name, train_corpus=corpus.value, seed=seed))
+    out += predict
+    made = [f for step in predict for f in step.outputs]
+    out += [notebook(name, "analysis", made) for name in ANALYSES]
+    out.append(notebook("07_efficiency", "efficiency", [s.outputs[0] for s in out if s.notebook], alone=True, gpu=True))
+    return out
+
+
 def _launched_data_parallel() -> bool:
     import torch.distributed as dist
 
@@ -198,7 +283,6 @@ def train(cfg: Config, model: GridModel) -> Path:
 
     Under ``torchrun`` every process trains (data parallel) and process 0 writes the marker.
     """
-    from . import experiment
     from .rankers import ranker_from_config
     from .training import setup_distributed
 
@@ -254,12 +338,9 @@ def _parser() -> argparse.ArgumentParser:
     p_train.add_argument("corpus", help="a training corpus of the profile (rankers.train_corpora)")
     p_train.add_argument("--seed", type=int, default=None, help="a training seed of the profile (default: the main one)")
     p_train.add_argument("--member", type=int, default=None, help="ensemble only: the member index (0 is the bert model)")
-    p_list = sub.add_parser("list", help="print the grid's models, one line each: marker name and train arguments")
-    p_list.add_argument("profile", help="params/<profile>.yaml")
-    p_members = sub.add_parser("members", help="print RUN=MODEL,... for every ensemble run: its members after member 0")
-    p_members.add_argument("profile", help="params/<profile>.yaml")
-    p_shared = sub.add_parser("shared", help="print RUN=OTHER for every run that loads the model another run trains")
-    p_shared.add_argument("profile", help="params/<profile>.yaml")
+    p_steps = sub.add_parser("steps", help="print every step of the profile's graph: name, notebook (- for a training "
+                                           "job) and papermill parameters (-p KEY VALUE ...)")
+    p_steps.add_argument("profile", help="params/<profile>.yaml")
     return parser
 
 
@@ -267,18 +348,10 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
     try:
         cfg = load_config(args.profile)
-        if args.command == "list":
-            for m in grid_models(cfg):
-                print(m.name, " ".join(m.args(cfg.profile)))
-            return 0
-        if args.command == "members":
-            for run, models in run_models(cfg).items():
-                members = [m for m in models if "-member" in m]
-                if run.startswith(f"{RankerName.ensemble.value}-") and members:
-                    print(f"{run}={','.join(members)}")
-            return 0
-        if args.command == "shared":
-            print(" ".join(f"{run}={other}" for run, other in shared_runs(cfg).items()))
+        if args.command == "steps":
+            for step in steps(cfg):
+                params = " ".join(f"-p {k} {v}" for k, v in step.parameters.items())
+                print(step.name, step.notebook or "-", params)
             return 0
         model = model_for(cfg, args.ranker, args.corpus, args.seed, args.member)
         if _launched_data_parallel() and not model.data_parallel:

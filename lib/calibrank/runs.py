@@ -11,9 +11,8 @@ get the sha256 of their bytes recorded beside them, last (:func:`atomic_recorded
 names carry their writer's pid and host, so :func:`sweep_temp` removes only dead writers'
 files. Concurrent builders of one result take :func:`exclusive`, a ``flock`` beside it.
 
-``python -m calibrank.runs sweep [--started EPOCH] DIR...`` sweeps folders (before each
-notebook); ``python -m calibrank.runs predictions PROFILE`` lists each notebook-03 run's
-Predictions files (for the Makefile).
+``python -m calibrank.runs sweep [--started EPOCH] DIR...`` sweeps folders (``workflow/Snakefile``
+runs it before each notebook).
 """
 
 from __future__ import annotations
@@ -434,50 +433,22 @@ def exclusive(dest: str | os.PathLike, *, what: str | None = None, wait: bool | 
 # ----------------------------------------------------------------------------- command line
 
 
-def _print_predictions(profile: str) -> None:
-    from .config import load_config, parse_run_name, train_runs
-    from .conditions import predictions_path, ranker_conditions
-
-    cfg = load_config(profile)
-    root = project_root()
-    for run in train_runs(cfg):
-        ranker, corpus, seed = parse_run_name(run, cfg)
-        paths = [predictions_path(cfg, ranker, corpus, cond, seed) for cond in ranker_conditions(cfg, ranker)]
-        shown = []
-        for p in paths:
-            for f in (p, p.with_suffix(".json")):
-                try:
-                    shown.append(str(f.relative_to(root)))
-                except ValueError:
-                    shown.append(str(f))
-        print(run, *shown)
-
-
+``python -m calibrank.runs sweep [--started EPOCH] DIR...`` sweeps folders (``workflow/Snakefile``
+runs it before each notebook).
 def main(argv: list[str] | None = None) -> int:
-    """``sweep [--started EPOCH] DIR...`` and ``predictions PROFILE`` (module docstring)."""
+    """``sweep [--started EPOCH] DIR...`` (module docstring)."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m calibrank.runs", description="Temporary files and run outputs.")
+    parser = argparse.ArgumentParser(prog="python -m calibrank.runs", description="Temporary files of dead writers.")
     sub = parser.add_subparsers(dest="command", required=True)
     p_sweep = sub.add_parser("sweep", help="remove temporary files of dead writers and free lock files in DIR...")
     p_sweep.add_argument("dirs", nargs="+", metavar="DIR")
     p_sweep.add_argument("--started", type=float, default=None,
                          help="seconds since the epoch when this run started (default: now)")
-    p_pred = sub.add_parser("predictions", help="print each notebook-03 run and the Predictions files it writes")
-    p_pred.add_argument("profile", help="params/<profile>.yaml")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    if args.command == "sweep":
-        for folder in args.dirs:
-            for path in sweep_temp(folder, args.started):
-                print(f"removed {path}", file=sys.stderr)
-        return 0
-    from .config import ConfigError
-
-    try:
-        _print_predictions(args.profile)
-    except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    for folder in args.dirs:
+        for path in sweep_temp(folder, args.started):
+            print(f"removed {path}", file=sys.stderr)
     return 0
 
 
