@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from calibrank import grid
+from calibrank import grid, train
 from calibrank.config import load_config, run_name, train_runs, training_seeds
 from calibrank.experiment import ranker_conditions
 
@@ -168,7 +168,7 @@ def test_grid_models_share_the_bert_model(grid_root):
     assert runs["ensemble-mantis-seed7"][1:] == [f"ensemble-mantis-seed7-member{i}" for i in range(1, cfg.rankers.ensemble.members)]
     assert set(models) == {name for names in runs.values() for name in names}
     assert models["ensemble-mantis-seed7-member2"].args("paper_seeds") == \
-        ["train", "paper_seeds", "ensemble", "mantis", "--seed", "7", "--member", "2"]
+        ["paper_seeds", "ensemble", "mantis", "--seed", "7", "--member", "2"]
     assert grid.model_for(cfg, "temperature", "udc_dstc8").name == "bert-udc_dstc8-seed42"
     assert grid.model_for(cfg, "ensemble", "udc_dstc8", 1234, 0).name == "bert-udc_dstc8-seed1234"
     assert not grid.model_for(cfg, "pg_drr", "mantis").data_parallel
@@ -185,9 +185,9 @@ def test_grid_models_share_the_bert_model(grid_root):
 
 
 def test_grid_command_line_errors(grid_root, capsys):
-    assert grid.main(["train", "smoke", "ensemble", "chitchat"]) == 2
+    assert train.main(["smoke", "ensemble", "chitchat"]) == 2
     assert "member: ensemble needs --member" in capsys.readouterr().err
-    assert grid.main(["train", "nosuch", "bert", "chitchat"]) == 2
+    assert train.main(["nosuch", "bert", "chitchat"]) == 2
     assert "known profiles" in capsys.readouterr().err
 
 
@@ -226,7 +226,7 @@ def test_dry_run_plans_every_step_once_with_its_threads(smoke_dry_run, tmp_root)
     assert 'tmp="reports/smoke/.tmp-03_train-bert-chitchat-seed1.pid$$@$(uname -n' in bert
     assert 'mv "$tmp" reports/smoke/03_train-bert-chitchat-seed1.ipynb' in bert
     assert "calibrank.runs sweep reports/smoke" in bert
-    assert "-m calibrank.grid train smoke ensemble chatterbot --seed 0 --member 1" in \
+    assert "-m calibrank.train smoke ensemble chatterbot --seed 0 --member 1" in \
         jobs["train-ensemble-chatterbot-seed0-member1"]["shell"]
     assert "-m calibrank.report smoke" in jobs["index"]["shell"]
     assert not (root / "reports").exists() and not (root / "runs").exists()  # a dry run makes nothing

@@ -3,13 +3,12 @@
 Each step's work is counted in pairs (:func:`work`) over the rates the study records about itself under
 ``runs/<profile>/`` (``train.json``, each Predictions' sidecar), or, before any is recorded, rates measured
 with the real loop (:func:`measure`). A step's fixed cost is its wall time in the last run, else the start
-of an interpreter that imports the study. Steps ``make -n`` would not run count zero.
+of an interpreter that imports the study. Steps whose outputs are newer than their inputs count zero.
 """
 
 import argparse
 import dataclasses
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -19,15 +18,16 @@ from pathlib import Path
 
 import torch
 
-from . import registry
-from .config import ConfigError, RankerName, load_config, parse_run_name, train_runs
+from . import grid, registry
+from .conditions import ranker_conditions
+from .config import ConfigError, RankerName, load_config
 from .data.corpora import load_corpus
 from .data.schema import RankingQuery
-from .conditions import ranker_conditions
-from .grid import run_models, trained_models
+from .grid import run_models
+from .precision import use_bf16
 from .rankers import make_ranker
 from .runs import project_root, read_json, write_json
-from .precision import use_bf16
+from .train import trained_models
 from .training import score_pairs, train_model
 
 _SOLO = ("data", "negatives", "efficiency", "index")  # phases whose steps run alone
@@ -36,27 +36,34 @@ _KEYS = {"profile", "created", "started", "jobs", "cores", "seconds", "rates", "
 
 @dataclasses.dataclass(frozen=True)
 class Step:
-    """A workflow step: the models it trains, the ranker it predicts with; its estimated seconds, whether make runs it."""
+    """A workflow step (:func:`calibrank.grid.steps`): its first output, the models it trains, the ranker it predicts
+    with; its estimated seconds, and whether it is pending (an output missing or older than an input)."""
 
     name: str
     phase: str
+    output: str
     trains: tuple[str, ...] = ()
     ranker: str | None = None
     seconds: float = 0.0
     pending: bool = True
 
 
+def _older(step: grid.Step) -> bool:
+    root = project_root()
+    outs = [root / o for o in step.outputs]
+    if not all(o.exists() for o in outs):
+        return True
+    newest = max((p.stat().st_mtime for p in (root / i for i in step.inputs) if p.exists()), default=0.0)
+    return min(o.stat().st_mtime for o in outs) < newest
+
+
 def _steps(cfg) -> list[Step]:
-    """The steps of ``make report`` in order, by the Makefile's names."""
-    models, seen = run_models(cfg), set()
-    steps = [Step("01_data", "data"), Step("02_negatives", "negatives")]
-    for run in train_runs(cfg):
-        own = tuple(m for m in models[run] if m not in seen and "-member" not in m)
-        members = [Step(m, "train", (m,)) for m in models[run] if "-member" in m and m not in seen]
-        seen.update(models[run])
-        steps += [Step(f"03_train-{run}", "train", own, registry.key(parse_run_name(run, cfg)[0]).value), *members]
-    return (steps + [Step(a, "analyses") for a in ("04_calibration", "05_risk_aware", "06_nota", "08_beyond")]
-            + [Step("07_efficiency", "efficiency"), Step("index", "index")])
+    """The workflow's steps (:func:`calibrank.grid.steps`) and the index page, each pending or not."""
+    out = [Step(s.name, s.kind, s.outputs[0], (s.model.name,) if s.model else (),
+                registry.key(s.parameters["ranker"]).value if s.kind == "predict" else None, pending=_older(s))
+           for s in grid.steps(cfg)]
+    index = f"reports/{cfg.profile}/index.html"
+    return out + [Step("index", "index", index, pending=any(s.pending for s in out) or not (project_root() / index).exists())]
 
 
 def work(cfg, sizes: dict, trained=frozenset()) -> dict[str, dict[str, float]]:
@@ -133,19 +140,6 @@ class Estimate:
         return total
 
 
-def pending_steps(profile: str, jobs: int, make: str = "make") -> set[str] | None:
-    """The steps ``make -n index`` would run (from the ``== STEP (`` lines its recipes echo); None when make cannot say."""
-    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}  # not a sub-make
-    try:
-        out = subprocess.run([make, "-n", "--no-print-directory", "index", f"PROFILE={profile}", f"JOBS={jobs}"],
-                             cwd=project_root(), env=env, capture_output=True, text=True, timeout=120)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    found = {f"03_train-{r}" if r else f"ensemble-{m}" if m else n
-             for r, m, n in re.findall(r"== (?:03_train (\S+)|ensemble member (\S+)|(\d\d_\w+)) \(", out.stdout)}
-    return found | ({"index"} if "-m calibrank.report" in out.stdout else set()) if out.returncode == 0 else None
-
-
 def eta_path(profile: str) -> Path:
     return project_root() / "reports" / profile / "eta.json"
 
@@ -175,9 +169,7 @@ def progress(profile: str, step: str, seconds: float | None, run_start: float | 
     est, data = read_eta(path) if run_start is not None and path.exists() else (None, None)
     if est is None or abs(float(data["started"]) - run_start) > 1.0:  # no estimate of this run
         return f"{step} done" + (f" ({own[:-2]})" if own else "")
-    outs = {s.name: project_root() / ("runs" if "-member" in s.name else "reports") / profile / (
-        f"grid/{s.name}.json" if "-member" in s.name else "index.html" if s.name == "index" else f"{s.name}.ipynb")
-        for s in est.pending}
+    outs = {s.name: project_root() / s.output for s in est.pending}
     left = [s for s in est.pending if s.name != step and not (outs[s.name].exists()
                                                               and outs[s.name].stat().st_mtime >= run_start)]
     tail = f"~{_clock(Estimate(profile, est.jobs, tuple(left)).seconds, True)} left ({len(left)} steps)" if left else "nothing left"
@@ -185,7 +177,7 @@ def progress(profile: str, step: str, seconds: float | None, run_start: float | 
             f"{_clock({s.name: s.seconds for s in est.steps}.get(step, 0.0))}); {tail}")
 
 
-def run(profile: str, *, jobs: int, cores: int, started: float, make: str | None = "make") -> str:
+def run(profile: str, *, jobs: int, cores: int, started: float) -> str:
     """Count the work, read or measure the rates, schedule; write ``eta.json`` atomically; return the line to print."""
     t0, cfg = time.perf_counter(), load_config(profile)
     durations = {nb.stem: float(d) for nb in (project_root() / "reports" / profile).glob("[0-9]*.ipynb")  # last run's
@@ -203,10 +195,9 @@ def run(profile: str, *, jobs: int, cores: int, started: float, make: str | None
         subprocess.run([sys.executable, "-c", "import calibrank.study"], check=True, capture_output=True)
     startup = min(durations.values()) if durations else time.perf_counter() - t0
     durations.setdefault("01_data", startup + read_s)
-    pending = pending_steps(profile, jobs, make) if make else None
     pairs = work(cfg, sizes, trained_models(cfg))  # a step's seconds: its pairs over the rates, plus its fixed cost
     est = Estimate(profile, max(1, jobs), tuple(dataclasses.replace(
-        s, pending=pending is None or s.name in pending, seconds=sum(n / rates[kind] for kind, n in pairs[s.name].items())
+        s, seconds=sum(n / rates[kind] for kind, n in pairs[s.name].items())
         + (startup if s.phase == "train" else durations.get(s.name, startup))) for s in _steps(cfg)))
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")  # where a ranker trains (rankers.base)
     rates.update(threads=threads, device=device.type, bf16=use_bf16(cfg.training.precision, device), source=source, startup=startup)
@@ -234,13 +225,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{a.step} done (progress unavailable: {exc})", flush=True)
         return 0
     for flag, kind, default, what in (("--jobs", int, 1, "notebooks side by side"), ("--cores", int, os.cpu_count() or 1,
-                                      "cores of this machine"), ("--started", float, None, "start, seconds since the epoch"),
-                                      ("--make", str, "make", "make program asked what is pending ('' not to ask)")):
+                                      "cores of this machine"), ("--started", float, None, "start, seconds since the epoch")):
         p.add_argument(flag, type=kind, default=default, help=what)
     a = p.parse_args(args)
     try:
-        print(run(a.profile, jobs=a.jobs, cores=a.cores, started=time.time() if a.started is None else a.started,
-                  make=a.make or None), flush=True)
+        print(run(a.profile, jobs=a.jobs, cores=a.cores, started=time.time() if a.started is None else a.started),
+              flush=True)
     except (ConfigError, OSError, ValueError) as exc:
         print(f"estimate: unavailable ({exc})", file=sys.stderr)
         return 1

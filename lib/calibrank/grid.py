@@ -8,33 +8,33 @@ model: ``bert``, ``mc_dropout``, ``temperature`` and ensemble member 0 share the
 of their seed (:func:`calibrank.registry.trained_model`), so each model is trained once, by its
 own job, before the notebooks that read it (:func:`grid_models`, :func:`run_models`)::
 
-    python -m calibrank.grid train PROFILE RANKER CORPUS [--seed N] [--member M]
     python -m calibrank.grid steps PROFILE
 
-``train`` trains the model (or finds it in the cache) exactly as notebook 03 would, and writes
-a done marker, ``runs/<profile>/grid/<model>.json``, naming the model's folder. ``--seed`` is a
-training seed of the profile (default: the main one); ``--member`` is the ensemble member
-index, for ``ensemble`` only. ``steps`` prints one line per step: its name, its notebook (``-``
-for a training job) and its papermill parameters.
-
-Under ``torchrun`` the model trains data-parallel on several GPUs (:mod:`calibrank.training`);
-only models whose loss is a mean over pairs may (``bert`` and what shares it, ensemble members,
-``focal``): the GP rankers' training depends on whole batches, and they are refused.
+prints one line per step: its name, its notebook (``-`` for a training job) and its papermill
+parameters. A training job runs :mod:`calibrank.train`. Torch-free: the workflow reads it.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
-from . import experiment, registry
-from .config import (Config, ConfigError, Corpus, RankerName, load_config, parse_run_name, profile_sources, run_name,
-                     train_runs, training_seeds)
-from .runs import project_root, run_dir, write_json
+from . import conditions, registry
+from .config import (
+    Config,
+    ConfigError,
+    Corpus,
+    RankerName,
+    load_config,
+    parse_run_name,
+    profile_sources,
+    run_name,
+    train_runs,
+    training_seeds,
+)
+from .runs import project_root
 
 __all__ = [
     "Step",
@@ -57,7 +57,7 @@ __all__ = [
 class GridModel:
     """One trained model of the grid: the command that trains it, and the name of its done marker.
 
-    ``ranker`` and ``member`` are what ``python -m calibrank.grid train`` is called with
+    ``ranker`` and ``member`` are what ``python -m calibrank.train`` is called with
     (``bert`` for every model that ``bert`` shares; ``ensemble`` only for members 1..M-1).
     """
 
@@ -68,8 +68,8 @@ class GridModel:
     member: int | None = None
 
     def args(self, profile: str) -> list[str]:
-        """Arguments of ``python -m calibrank.grid`` that train this model."""
-        out = ["train", profile, self.ranker, self.corpus, "--seed", str(self.seed)]
+        """Arguments of ``python -m calibrank.train`` that train this model."""
+        out = [profile, self.ranker, self.corpus, "--seed", str(self.seed)]
         return out + (["--member", str(self.member)] if self.member is not None else [])
 
     @property
@@ -155,27 +155,6 @@ def grid_models(cfg: Config) -> list[GridModel]:
     return list(seen.values())
 
 
-def model_dir(cfg: Config, model: GridModel) -> Path:
-    """The model-cache folder ``model`` trains into (:meth:`calibrank.rankers.base.Ranker.model_dirs`);
-    needs the training corpus's query sets (notebook 02), builds and trains nothing."""
-    from .rankers import ranker_from_config  # torch loads only when a model is built
-
-    ranker = ranker_from_config(cfg, model.ranker, experiment.models_dir(cfg, model.corpus), seed=model.seed)
-    return ranker.model_dirs(*experiment.training_queries(cfg, model.corpus))[model.member or 0]
-
-
-def trained_models(cfg: Config) -> set[str]:
-    """The grid models whose folder already holds a finished model (a run would load, not train,
-    them); empty while the query sets they are keyed by do not exist yet."""
-    from .querysets import MissingStepError
-    from .training import is_trained
-
-    try:
-        return {m.name for m in grid_models(cfg) if is_trained(model_dir(cfg, m))}
-    except MissingStepError:
-        return set()
-
-
 def marker_path(profile: str, name: str) -> Path:
     """``runs/<profile>/grid/<model>.json``: written when the model is trained (relative to the project root)."""
     return Path("runs") / profile / "grid" / f"{name}.json"
@@ -256,7 +235,7 @@ def steps(cfg: Config, *, threads: int = 1, cores: int = 1) -> list[Step]:
     predict = []
     for run, models in runs.items():
         ranker, corpus, seed = parse_run_name(run, cfg)
-        files = [experiment.predictions_path(cfg, ranker, corpus, cond, seed) for cond in experiment.ranker_conditions(cfg, ranker)]
+        files = [conditions.predictions_path(cfg, ranker, corpus, cond, seed) for cond in conditions.ranker_conditions(cfg, ranker)]
         predict.append(notebook(f"03_train-{run}", "predict",
                                 [negatives.outputs[0], *(str(marker_path(cfg.profile, m)) for m in models)],
                                 [_relative(f) for p in files for f in (p, p.with_suffix(".json"))], gpu=True,
@@ -268,76 +247,9 @@ def steps(cfg: Config, *, threads: int = 1, cores: int = 1) -> list[Step]:
     return out
 
 
-def _launched_data_parallel() -> bool:
-    import torch.distributed as dist
-
-    try:
-        world = int(os.environ.get("WORLD_SIZE", "1"))
-    except ValueError:
-        raise ValueError(f"WORLD_SIZE={os.environ['WORLD_SIZE']!r}: expected an integer (set by torchrun)") from None
-    return world > 1 or (dist.is_available() and dist.is_initialized())
-
-
-def train(cfg: Config, model: GridModel) -> Path:
-    """Train ``model`` (or load it from the cache) and write its done marker; return the marker's path.
-
-    Under ``torchrun`` every process trains (data parallel) and process 0 writes the marker.
-    """
-    from .rankers import ranker_from_config
-    from .training import setup_distributed
-
-    import torch.distributed as dist
-
-    multi = _launched_data_parallel()
-    if multi and not model.data_parallel:
-        raise ValueError(f"ranker: {model.ranker!r} cannot train data-parallel (its training depends on whole batches, "
-                         f"not on a mean over pairs); train it in one process, without torchrun")
-    started_group = multi and not dist.is_initialized()
-    rank, world, device = setup_distributed(None) if multi else (0, 1, None)
-    try:
-        t0 = time.perf_counter()
-        if model.member is not None:
-            ensemble = ranker_from_config(cfg, RankerName.ensemble, experiment.models_dir(cfg, model.corpus),
-                                          device=device, seed=model.seed)
-            trained = ensemble.fit_member(model.member, *experiment.training_queries(cfg, model.corpus))
-        else:
-            trained = experiment.train_ranker(cfg, model.ranker, model.corpus, device=device, seed=model.seed).trained
-        seconds = time.perf_counter() - t0
-        dest = project_root() / marker_path(cfg.profile, model.name)
-        if rank == 0:
-            folder = Path(trained.workdir).resolve()
-            try:
-                shown = str(folder.relative_to(project_root()))
-            except ValueError:
-                shown = str(folder)
-            run_dir(cfg.profile, "grid")
-            write_json(dest, {
-                **asdict(model),
-                "profile": cfg.profile,
-                "model_dir": shown,
-                "steps": trained.result.steps,
-                "best_step": trained.result.best_step,
-                "resumed_from": trained.result.resumed_from,
-                "train_seconds": round(trained.result.seconds, 3),
-                "job_seconds": round(seconds, 3),
-                "processes": world,
-                "device": str(next(trained.model.parameters()).device),
-            })
-        return dest
-    finally:
-        if started_group and dist.is_initialized():
-            dist.destroy_process_group()
-
-
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m calibrank.grid", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    p_train = sub.add_parser("train", help="train one model of a profile's grid (or find it in the cache) and write its marker")
-    p_train.add_argument("profile", help="params/<profile>.yaml")
-    p_train.add_argument("ranker", help="a ranker of the profile (mc_dropout and temperature train the bert model)")
-    p_train.add_argument("corpus", help="a training corpus of the profile (rankers.train_corpora)")
-    p_train.add_argument("--seed", type=int, default=None, help="a training seed of the profile (default: the main one)")
-    p_train.add_argument("--member", type=int, default=None, help="ensemble only: the member index (0 is the bert model)")
     p_steps = sub.add_parser("steps", help="print every step of the profile's graph: name, notebook (- for a training "
                                            "job) and papermill parameters (-p KEY VALUE ...)")
     p_steps.add_argument("profile", help="params/<profile>.yaml")
@@ -348,21 +260,12 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
     try:
         cfg = load_config(args.profile)
-        if args.command == "steps":
-            for step in steps(cfg):
-                params = " ".join(f"-p {k} {v}" for k, v in step.parameters.items())
-                print(step.name, step.notebook or "-", params)
-            return 0
-        model = model_for(cfg, args.ranker, args.corpus, args.seed, args.member)
-        if _launched_data_parallel() and not model.data_parallel:
-            raise ValueError(f"ranker: {model.ranker!r} cannot train data-parallel (its training depends on whole "
-                             f"batches, not on a mean over pairs); train it in one process, without torchrun")
     except (ConfigError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    dest = train(cfg, model)  # errors of training itself keep their traceback
-    if int(os.environ.get("RANK", "0")) == 0:
-        print(f"{model.name}: {dest}")
+    for step in steps(cfg):
+        params = " ".join(f"-p {k} {v}" for k, v in step.parameters.items())
+        print(step.name, step.notebook or "-", params)
     return 0
 
 

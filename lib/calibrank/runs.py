@@ -433,8 +433,6 @@ def exclusive(dest: str | os.PathLike, *, what: str | None = None, wait: bool | 
 # ----------------------------------------------------------------------------- command line
 
 
-``python -m calibrank.runs sweep [--started EPOCH] DIR...`` sweeps folders (``workflow/Snakefile``
-runs it before each notebook).
 def main(argv: list[str] | None = None) -> int:
     """``sweep [--started EPOCH] DIR...`` (module docstring)."""
     import argparse
