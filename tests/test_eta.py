@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from calibrank import eta
+from calibrank import eta, grid
 from calibrank.config import load_config
 from calibrank.data.schema import RankingQuery
 from calibrank.experiment import predict_split
@@ -26,16 +26,17 @@ def smoke():
     return load_config("smoke")
 
 
-def test_the_smoke_profile_has_the_steps_of_its_makefile(smoke):
+def test_the_smoke_profile_has_the_steps_of_its_workflow(smoke):
     names = [s.name for s in eta._steps(smoke)]
-    # 8 rankers x 2 training corpora x 2 seeds runs of 03, one further ensemble member per (corpus, seed) as its own
-    # step, 01 and 02 before them, the four analyses, 07 and the index after them
-    assert len(names) == 2 + 32 + 4 + 6 == len(set(names))
-    assert names[:6] == ["01_data", "02_negatives", "03_train-bert-chitchat", "03_train-mc_dropout-chitchat",
-                         "03_train-ensemble-chitchat", "ensemble-chitchat-seed0-member1"]
+    # 01 and 02; one training job per model (bert, focal and the three GP rankers x 2 corpora x 2 seeds, and one
+    # further ensemble member per corpus and seed); 8 rankers x 2 training corpora x 2 seeds runs of 03; the four
+    # analyses, 07 and the index after them
+    assert len(names) == 2 + 24 + 32 + 4 + 1 + 1 == len(set(names))
+    assert names[:3] == ["01_data", "02_negatives", "train-bert-chitchat-seed0"]
     assert names[-2:] == ["07_efficiency", "index"] and "03_train-pg_drr-chatterbot-seed1" in names
+    assert "train-ensemble-chitchat-seed0-member1" in names
     trains = [m for s in eta._steps(smoke) for m in s.trains]  # each model trained by exactly one step
-    assert len(trains) == len(set(trains)) == 5 * 2 * 2 + 4  # bert, focal and the three GP rankers' models, members
+    assert len(trains) == len(set(trains)) == 5 * 2 * 2 + 4
     assert set(trains) == {m.name for m in grid_models(smoke)}
 
 
@@ -46,23 +47,26 @@ def test_pairs_per_step_match_a_hand_count(smoke):
     train, validation = 64 * 2 * 2, 2 * 24 * 2
     # every test condition: 2 corpora x 4 samplers x 24 queries x (1 + eval_k 9) candidates; as much on validation
     test = 2 * 4 * 24 * 10
-    assert pairs["03_train-bert-chitchat"] == {"train": train, "infer": validation + test}
+    assert pairs["train-bert-chitchat-seed0"] == {"train": train, "infer": validation}
+    assert pairs["03_train-bert-chitchat"] == {"train": 0, "infer": test}
     assert pairs["03_train-mc_dropout-chitchat"] == {"train": 0, "infer": 3 * (test + test)}  # bert's model, T = 3
     assert pairs["03_train-temperature-chitchat"] == {"train": 0, "infer": 0}  # bert's test logits, already scored
     # member 0 is bert's model: its test pairs were scored by bert's run, its validation pairs were not; member 1
-    # trains in its own step and is scored here on both splits
+    # trains in its own job and is scored here on both splits
     assert pairs["03_train-ensemble-chitchat"] == {"train": 0, "infer": test + 2 * test}
-    assert pairs["ensemble-chitchat-seed0-member1"] == {"train": train, "infer": validation}
-    assert pairs["03_train-sngp-chitchat"] == {"train": train, "infer": validation + 2 * test}  # S > 1: valid too
+    assert pairs["train-ensemble-chitchat-seed0-member1"] == {"train": train, "infer": validation}
+    assert pairs["train-sngp-chitchat-seed0"] == {"train": train, "infer": validation}
+    assert pairs["03_train-sngp-chitchat"] == {"train": 0, "infer": 2 * test}  # S > 1: valid too
     assert pairs["01_data"] == pairs["index"] == {"train": 0, "infer": 0}
 
 
 def test_a_cached_model_costs_no_training_and_validations_follow_eval_every(smoke):
     cached = eta.work(smoke, SIZES, trained={"bert-chitchat-seed0"})
+    assert cached["train-bert-chitchat-seed0"] == {"train": 0, "infer": 0}
     assert cached["03_train-bert-chitchat"] == {"train": 0, "infer": 2 * 4 * 24 * 10}
     # every 3 steps over 2 epochs of 8 steps: steps 3, 6, 9, 12, 15 and the epoch ends 8, 16: 7 validations
     every3 = load_config("smoke", {"training.eval_every": 3})
-    assert eta.work(every3, SIZES)["03_train-bert-chitchat"]["infer"] == 7 * 24 * 2 + 2 * 4 * 24 * 10
+    assert eta.work(every3, SIZES)["train-bert-chitchat-seed0"]["infer"] == 7 * 24 * 2
 
 
 def test_side_by_side_phases_take_their_longest_step_or_their_share_of_the_jobs():
@@ -108,29 +112,34 @@ def test_eta_json_that_is_not_an_estimate_is_an_error_naming_it(tmp_path):
         assert str(path) in str(err.value)
 
 
-def test_pending_steps_are_read_from_what_make_would_run(tmp_path):
-    fake = tmp_path / "make"
-    fake.write_text("#!/bin/sh\necho '== 03_train bert-chitchat (smoke)'; echo '== ensemble member chitchat-seed0-member1"
-                    " (smoke)'; echo '== 04_calibration (smoke)'; echo 'start=1; .venv/bin/python -m calibrank.report smoke'\n")
-    fake.chmod(0o755)
-    assert eta.pending_steps("smoke", 2, str(fake)) == {"03_train-bert-chitchat", "ensemble-chitchat-seed0-member1",
-                                                        "04_calibration", "index"}
-    assert eta.pending_steps("smoke", 2, str(tmp_path / "no-make")) is None
+def test_a_step_is_pending_until_its_outputs_are_newer_than_its_inputs(tmp_root, smoke):
+    assert all(s.pending for s in eta._steps(smoke))
+    data = next(s for s in grid.steps(smoke) if s.name == "01_data")
+    future = time.time() + 3600
+    for out in data.outputs:
+        path = tmp_root / out
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("{}")
+        os.utime(path, (future, future))
+    pending = {s.name: s.pending for s in eta._steps(smoke)}
+    assert not pending["01_data"] and pending["02_negatives"] and pending["index"]
+    os.utime(tmp_root / data.outputs[-1], (0, 0))  # one output older than the profile it was made from
+    assert next(s for s in eta._steps(smoke) if s.name == "01_data").pending
 
 
 def test_a_first_run_measures_the_loop_writes_eta_json_and_prints_progress(tmp_root, capsys, monkeypatch):
     started = time.time()
-    line = eta.run("smoke", jobs=2, cores=2, started=started, make=None)
-    assert line.startswith("estimate: ~") and "44 of 44 steps to run" in line and "rates measured" in line
+    line = eta.run("smoke", jobs=2, cores=2, started=started)
+    assert line.startswith("estimate: ~") and "64 of 64 steps to run" in line and "rates measured" in line
     est, data = eta.read_eta(eta.eta_path("smoke"))
     assert data["rates"]["source"] == "measured" and data["rates"]["train"] > 0 and data["rates"]["infer"] > 0
-    assert est.jobs == 2 and len(est.pending) == 44 and est.seconds == pytest.approx(data["seconds"], abs=0.1)
+    assert est.jobs == 2 and len(est.pending) == 64 and est.seconds == pytest.approx(data["seconds"], abs=0.1)
     assert all(s.seconds >= data["rates"]["startup"] > 0 for s in est.steps)
     monkeypatch.setenv("CALIBRANK_RUN_START", str(started))
     (tmp_root / "reports" / "smoke" / "01_data.ipynb").write_text("{}")  # finished in this run
     assert eta.main(["progress", "smoke", "02_negatives", "--seconds", "65"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("[") and "02_negatives done (1:05, estimate " in out and "left (42 steps)" in out
+    assert out.startswith("[") and "02_negatives done (1:05, estimate " in out and "left (62 steps)" in out
     assert eta.progress("smoke", "02_negatives", 65, started - 100) == "02_negatives done (1:05)"  # another run's
     monkeypatch.delenv("CALIBRANK_RUN_START")  # a step made on its own, outside make report
     assert eta.main(["progress", "smoke", "02_negatives", "--seconds", "5"]) == 0

@@ -41,7 +41,7 @@ class Step:
 
     name: str
     phase: str
-    output: str
+    output: str = ""
     trains: tuple[str, ...] = ()
     ranker: str | None = None
     seconds: float = 0.0
