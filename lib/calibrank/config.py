@@ -18,10 +18,13 @@ import dataclasses
 import enum
 import math
 import os
+import sys
 import types
 import typing
 from collections.abc import Mapping
 from typing import Any
+
+import pandas as pd
 
 from . import registry
 from .choices import (
@@ -68,8 +71,19 @@ from .profile_schema import (
     check_spectral_norm_placement,
     plain,
 )
-from .profile_yaml import (EXTENDS, Lines, check_no_empty_section, key_path, lines_within, locate, merge, profile_path,
-                           profile_sources, read_profile, set_dotted)
+from .profile_yaml import (
+    EXTENDS,
+    Lines,
+    check_no_empty_section,
+    key_path,
+    lines_within,
+    locate,
+    merge,
+    profile_path,
+    profile_sources,
+    read_profile,
+    set_dotted,
+)
 from .runs import project_root
 from .setting_checks import (
     ConfigError,
@@ -323,7 +337,6 @@ def train_runs(cfg: Config) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     """``python -m calibrank.config check PROFILE``: read and check a profile; a bad one is one line on
     stderr naming its file, line and key (``make report`` runs it before anything else)."""
-    import sys
 
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 2 or args[0] != "check":
@@ -344,7 +357,6 @@ if __name__ == "__main__":
 
 def section_table(section: Any):
     """A config section as a two-column table (dotted key, value), for notebooks."""
-    import pandas as pd
 
     flat: dict[str, Any] = {}
 

@@ -17,6 +17,7 @@ runs it before each notebook).
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import errno
 import fcntl
@@ -435,7 +436,6 @@ def exclusive(dest: str | os.PathLike, *, what: str | None = None, wait: bool | 
 
 def main(argv: list[str] | None = None) -> int:
     """``sweep [--started EPOCH] DIR...`` (module docstring)."""
-    import argparse
 
     parser = argparse.ArgumentParser(prog="python -m calibrank.runs", description="Temporary files of dead writers.")
     sub = parser.add_subparsers(dest="command", required=True)
