@@ -23,6 +23,6 @@
   and head at equal steps, against the zero-shot bi-encoder on the same test queries.
 - :mod:`.render`: ``bench.json`` merged and rendered as markdown and HTML.
 
-The machine a run took place on is described by :func:`calibrank.efficiency.machine_info`.
+The machine a run took place on is described by :func:`calibrank.analysis.efficiency.machine_info`.
 Nothing is imported here, so that a memory job's imports-only baseline holds only what it needs.
 """

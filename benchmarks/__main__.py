@@ -34,7 +34,7 @@ Sections (each can be left out with ``--skip``):
 
 Every ratio is written beside its target and whether it is met (``targets`` in each section).
 Results are merged into ``DIR/bench.json`` (other top-level sections are kept; ``machine``, from
-:func:`calibrank.efficiency.machine_info`, is the latest run's) and rendered in ``DIR/bench.md``
+:func:`calibrank.analysis.efficiency.machine_info`, is the latest run's) and rendered in ``DIR/bench.md``
 and ``DIR/bench.html`` (:mod:`benchmarks.render`), which list every ratio in one table under
 the machine the run took place on; all files are written atomically.
 """
@@ -49,10 +49,11 @@ from pathlib import Path
 from typing import Any
 
 from calibrank import runs
-from calibrank.efficiency import machine_info
+from calibrank.analysis.efficiency import machine_info
+
 from .common import log
-from .retrieval import SECTION_BM25, SECTION_EMBEDDING, bench_bm25, bench_embedding, chitchat_workload
 from .render import write_results
+from .retrieval import SECTION_BM25, SECTION_EMBEDDING, bench_bm25, bench_embedding, chitchat_workload
 
 __all__ = ["SECTIONS", "main"]
 
@@ -209,7 +210,7 @@ def _peak_again(args: argparse.Namespace, out: Path) -> None:
 
 
 def _negatives(args: argparse.Namespace, out: Path, machine: dict[str, Any]) -> None:
-    from calibrank.negatives import DEFAULT_EMBEDDING_MODEL, cached_embeddings, embeddings_cache_path, query_text
+    from calibrank.data.negatives import DEFAULT_EMBEDDING_MODEL, cached_embeddings, embeddings_cache_path, query_text
 
     qu = args.query_utterances or None
     log(f"loading chitchat: {args.n_responses} responses, {args.n_queries} queries")
@@ -253,8 +254,8 @@ def _negatives(args: argparse.Namespace, out: Path, machine: dict[str, Any]) -> 
 
 def _rankers(args: argparse.Namespace, out: Path, machine: dict[str, Any], peak: dict[str, float] | None = None) -> None:
     """The sections on the profile's rankers: training throughput, inference per query and its FLOP/s, peak memory."""
-    from calibrank.config import load_config
-    from calibrank.querysets import load_query_set
+    from calibrank.data.querysets import load_query_set
+    from calibrank.settings.config import load_config
 
     cfg = load_config(args.profile)
     device = _device(args)

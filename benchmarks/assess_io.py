@@ -107,7 +107,6 @@ def _child(job: str, run: str, qrels: str) -> dict[str, Any]:
         import ir_measures
     elif job == "ranx":
         import ranx
-
         from calibrank.assess.trec import read_runs
     else:
         raise ValueError(f"job must be one of {_JOBS}, got {job!r}")

@@ -7,8 +7,8 @@ import math
 import os
 import subprocess
 import sys
-from pathlib import Path
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 __all__ = ["log", "ratio", "target", "positive_int", "MARK", "emit", "run_child"]

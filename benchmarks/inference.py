@@ -2,11 +2,11 @@
 
 What is measured: the time of each ranker's ``predict`` on the same seeded test queries of the
 in-domain corpus (each query: all ``1 + k`` candidates scored, tokenisation included), by
-:func:`calibrank.efficiency.measure_efficiency`: every ranker loaded first and warmed up, then
+:func:`calibrank.analysis.efficiency.measure_efficiency`: every ranker loaded first and warmed up, then
 ``repeats`` rounds that time each ranker in turn (interleaved, so a change of machine load hits
 all alike) on the process CPU time where the rankers run on the CPU; the median per query counts and the ratio of
 medians to ``bert``
-(:func:`calibrank.efficiency.efficiency_table`) is set beside its target:
+(:func:`calibrank.analysis.efficiency.efficiency_table`) is set beside its target:
 
 - single-pass rankers (``temperature``, ``focal``, ``sngp``, ``gpf_bert``, ``pg_drr``: one encoder pass,
   plus a posterior computation for the GP layers) at most 1.10x;
@@ -24,7 +24,7 @@ size sets PG-DRR's prediction cost.
 ``inference_flops`` (:func:`bench_inference_flops`): how close the scoring loop comes to the
 machine's matmul peak, per precision. The ``bert`` cross-encoder of the profile (backbone,
 pooling; weights as loaded, since timing does not depend on training) scores the pairs of the
-same seeded test queries with :func:`calibrank.training.score_pairs` (length-bucketed batches of
+same seeded test queries with :func:`calibrank.model.training.score_pairs` (length-bucketed batches of
 ``eval_batch_size``, tokenisation done before and not timed) at fp32 and, where the hardware has
 it, bf16 autocast; precisions alternate round robin over ``repeats`` rounds after one untimed
 batch each, and the median time counts. FLOPs are counted from the encoder's configuration and
@@ -44,8 +44,8 @@ from typing import Any
 from unittest import mock
 
 import numpy as np
+from calibrank.settings.config import Config, RankerName
 
-from calibrank.config import Config, RankerName
 from .common import log, positive_int, ratio, target
 
 __all__ = ["SECTION", "SECTION_FLOPS", "SINGLE_PASS", "SINGLE_PASS_TARGET", "bench_inference", "bench_inference_flops",
@@ -64,8 +64,8 @@ class _NotCached(Exception):
 
 def cached_ranker(cfg: Config, name: str, train_corpus: str):
     """The ranker fitted from the profile's model cache, or None when fitting it would train a model."""
-    from calibrank import experiment
-    from calibrank.rankers import base
+    from calibrank.model import experiment
+    from calibrank.model.rankers import base
 
     def _refuse(*_args, **_kw):
         raise _NotCached
@@ -91,8 +91,8 @@ def short_trained_ranker(cfg: Config, name: str, train_corpus: str, models_dir: 
     ``n_train`` is raised to the queries PG-DRR's inducing set needs. Models are cached in
     ``models_dir`` (rankers sharing a model, e.g. ``bert`` and ``mc_dropout``, train it once).
     """
-    from calibrank.querysets import load_query_set
-    from calibrank.rankers import ranker_from_config
+    from calibrank.data.querysets import load_query_set
+    from calibrank.model.rankers import ranker_from_config
 
     n_train = positive_int(n_train, "n_train")
     n_valid = positive_int(n_valid, "n_valid", minimum=2)
@@ -120,7 +120,7 @@ def bench_inference(cfg: Config, *, n_queries: int = 50, repeats: int = 3, warmu
     ``use_cache=False`` always builds the rankers by the short training (in ``models_dir``, a
     temporary folder by default).
     """
-    from calibrank import efficiency
+    from calibrank.analysis import efficiency
 
     n_queries = positive_int(n_queries, "n_queries")
     repeats = positive_int(repeats, "repeats")
@@ -187,7 +187,7 @@ def bench_inference(cfg: Config, *, n_queries: int = 50, repeats: int = 3, warmu
         "rankers": out_rankers,
         "targets": targets,
         "clock": str(first["clock"]),
-        "note": (f"median of interleaved repeats at one intra-op thread, {first['clock']} clock (calibrank.efficiency); "
+        "note": (f"median of interleaved repeats at one intra-op thread, {first['clock']} clock (calibrank.analysis.efficiency); "
                  "ratio = median ms/query over bert's; tokenisation included"),
     }
 
@@ -199,11 +199,11 @@ def bench_inference_flops(cfg: Config, *, n_queries: int = 50, repeats: int = 3,
     ``peak_gflop_per_s``: precision -> GFLOP/s (:func:`benchmarks.flops.measure_peak`).
     """
     import torch
+    from calibrank.analysis.efficiency import efficiency_queries
+    from calibrank.model.backbone import load_backbone
+    from calibrank.model.rankers.base import CrossEncoder
+    from calibrank.model.training import encode_pairs, score_pairs
 
-    from calibrank.backbone import load_backbone
-    from calibrank.efficiency import efficiency_queries
-    from calibrank.rankers.base import CrossEncoder
-    from calibrank.training import encode_pairs, score_pairs
     from .flops import ShapeRecorder, available_precisions, utilisation
     from .training import _take_pairs
 
@@ -263,6 +263,6 @@ def bench_inference_flops(cfg: Config, *, n_queries: int = 50, repeats: int = 3,
             entry["peak_gflop_per_s"] = peak[p]
             entry["fraction_of_peak"] = util["fraction_of_peak"]
         out[p] = entry
-    out["note"] = ("calibrank.training.score_pairs of the bert cross-encoder, tokenisation outside the timing; FLOPs of the "
+    out["note"] = ("calibrank.model.training.score_pairs of the bert cross-encoder, tokenisation outside the timing; FLOPs of the "
                    "padded shapes (forward = N B (2 L P + 4 L^2 d_attn)); median of round-robin repeats")
     return out

@@ -12,11 +12,11 @@ hiding another's. On CUDA the child also reports ``torch.cuda.max_memory_allocat
 
 Jobs:
 
-- ``train``: :func:`calibrank.training.train_model` on a :class:`calibrank.rankers.base.CrossEncoder`
+- ``train``: :func:`calibrank.model.training.train_model` on a :class:`calibrank.model.rankers.base.CrossEncoder`
   with the given training settings (the laptop profile's: MiniLM, batch 16, max length 128,
   bf16 autocast where supported) for a fixed number of steps: model, AdamW moments,
   activations and gradients.
-- ``gibbs``: :func:`calibrank.gp.polya_gamma.gibbs_gp` on an ``M x M`` RBF kernel of
+- ``gibbs``: :func:`calibrank.model.gp.polya_gamma.gibbs_gp` on an ``M x M`` RBF kernel of
   ``M`` random features (the encoder's hidden size), ``chains`` chains for ``steps`` steps, as
   PG-DRR runs it on its inducing set (laptop: M = 256, 30 chains, 10 steps); larger ``M`` shows
   how memory grows (the chains' ``I + W^1/2 K W^1/2`` and their Cholesky factors are
@@ -37,7 +37,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from calibrank.config import PGDRRConfig
+from calibrank.settings.config import PGDRRConfig
+
 from .common import emit, log, positive_int, run_child
 
 __all__ = ["SECTION", "bench_memory", "run_job", "gibbs_estimate_mb", "available_mb"]
@@ -95,11 +96,11 @@ def gibbs_estimate_mb(n: int, chains: int) -> float:
 def _child(spec: dict[str, Any]) -> dict[str, Any]:
     import numpy as np
     import torch
+    from calibrank import precision
+    from calibrank.model import training  # noqa: F401
+    from calibrank.model.gp import polya_gamma
+    from calibrank.model.rankers import base  # noqa: F401
     from transformers import BertModel  # noqa: F401  (part of the common baseline)
-
-    from calibrank.gp import polya_gamma
-    from calibrank.rankers import base  # noqa: F401
-    from calibrank import precision, training  # noqa: F401
 
     baseline, source = peak_rss_mb()
     device = torch.device(spec.get("device") or "cpu")
@@ -109,10 +110,11 @@ def _child(spec: dict[str, Any]) -> dict[str, Any]:
     info: dict[str, Any] = {}
     job = spec["job"]
     if job == "train":
-        from calibrank.backbone import load_backbone
-        from calibrank.config import Precision, TrainingConfig
         from calibrank.data.io import read_queries
-        from calibrank.losses import binary_cross_entropy
+        from calibrank.model.backbone import load_backbone
+        from calibrank.model.losses import binary_cross_entropy
+        from calibrank.settings.config import Precision, TrainingConfig
+
         from .training import _take_pairs
 
         raw = dict(spec["settings"])

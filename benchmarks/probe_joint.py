@@ -6,7 +6,7 @@
 For every (joint layers, head, seed) the profile's ``bert`` is trained on the profile's training
 corpus (its first, unless ``--corpus``) with the profile's settings otherwise: the same data,
 epochs, batch size and schedule, hence the same number of steps. Joint layers are realised by
-attention masks over the same sequences (:func:`calibrank.backbone.encode`), so a step costs the
+attention masks over the same sequences (:func:`calibrank.model.backbone.encode`), so a step costs the
 same for every setting and equal steps are equal training time up to noise; the seconds of each
 training are in the table. ``null`` in ``--joint-layers`` is the papers' cross-encoder; ``L``
 (the encoder's layer count) gives the same numbers through the layer-by-layer path.
@@ -15,7 +15,7 @@ Each trained model, and the untrained model it started from (stage ``start``: wh
 begins; with no joint layer and the ``segments`` head this is the zero-shot bi-encoder), is
 scored on every test condition of the profile (each corpus x each evaluation sampler). Beside
 each R10@1 (95% percentile bootstrap over test queries, :mod:`calibrank.metrics.resample`) the
-CSV holds the zero-shot bi-encoder rule's R10@1 on the same queries (:mod:`calibrank.baselines`)
+CSV holds the zero-shot bi-encoder rule's R10@1 on the same queries (:mod:`calibrank.data.baselines`)
 with its interval, the paired difference with its interval and the one-sided permutation
 p-value of "the ranker ranks better", and ``above_biencoder_interval``: the ranker's R10@1 above
 the upper end of the bi-encoder's interval. With several seeds, rows with seed ``all`` resample
@@ -43,20 +43,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
-
-from calibrank.baselines import BaselineName, baseline_predictions, baseline_scores
-from calibrank.config import BACKBONE_LAYERS, Config, ConfigError, Pooling, check_joint_layers, load_config
+from calibrank.analysis.efficiency import machine_info
+from calibrank.data.baselines import BaselineName, baseline_predictions, baseline_scores
+from calibrank.data.conditions import Condition, eval_conditions, models_dir as profile_models_dir, shift_kind
+from calibrank.data.querysets import MissingStepError, build_query_sets, load_query_set, prepare_data
 from calibrank.data.schema import RankingQuery
-from calibrank.efficiency import machine_info
-from calibrank.conditions import Condition, eval_conditions, models_dir as profile_models_dir, shift_kind
 from calibrank.metrics.resample import compare, features, interval
-from calibrank.predictions import Predictions
-from calibrank.querysets import MissingStepError, build_query_sets, load_query_set, prepare_data
-from calibrank.rankers import make_ranker
-from calibrank.rankers.base import distinct_pairs, queries_version, sigmoid
-from calibrank.runs import atomic_path, write_json
+from calibrank.model.rankers import make_ranker
+from calibrank.model.rankers.base import distinct_pairs, queries_version, sigmoid
+from calibrank.model.training import score_pairs
 from calibrank.precision import use_bf16
-from calibrank.training import score_pairs
+from calibrank.predictions import Predictions
+from calibrank.runs import atomic_path, write_json
+from calibrank.settings.config import BACKBONE_LAYERS, Config, ConfigError, Pooling, check_joint_layers, load_config
 
 __all__ = ["COLUMNS", "probe", "query_sets", "settings", "summary", "main"]
 
@@ -69,7 +68,7 @@ COLUMNS = ["joint_layers", "head", "seed", "stage", "corpus", "sampler", "shift"
 def settings(joint_layers: Sequence[int | None], heads: Sequence[str], backbone: str) -> list[tuple[int | None, Pooling, str]]:
     """``(joint_layers, head, why not)`` for every combination; ``why not`` is empty for one that can run.
 
-    A value out of range for a backbone of known depth is an error (:func:`calibrank.config.check_joint_layers`).
+    A value out of range for a backbone of known depth is an error (:func:`calibrank.settings.config.check_joint_layers`).
     """
     out = []
     for j in joint_layers:

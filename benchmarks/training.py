@@ -5,10 +5,10 @@ untimed warm-up steps, which pay for lazy initialisation and the trainer's setup
 precision of ``precisions`` the hardware runs natively (fp32 always; bf16 on a CPU with
 AVX512-BF16 or AMX, or a GPU with bf16; :func:`benchmarks.flops.available_precisions`), of
 
-- ``calibrank_<precision>``: :func:`calibrank.training.train_model` on a
-  :class:`calibrank.rankers.base.CrossEncoder` (fused AdamW, length-bucketed batches with dynamic
+- ``calibrank_<precision>``: :func:`calibrank.model.training.train_model` on a
+  :class:`calibrank.model.rankers.base.CrossEncoder` (fused AdamW, length-bucketed batches with dynamic
   padding) with ``training.precision`` set to that precision (bf16: autocast, head in fp32).
-  Its tokenisation happens once before the loop (:func:`calibrank.training.encode_pairs`); the
+  Its tokenisation happens once before the loop (:func:`calibrank.model.training.encode_pairs`); the
   share of it that belongs to the timed pairs is added to the timed seconds, because
   sentence-transformers tokenises inside its loop;
 - ``st_<precision>``: sentence-transformers' ``CrossEncoder.fit``; fp32 is its default, bf16 is
@@ -57,10 +57,10 @@ from typing import Any
 
 import numpy as np
 import torch
-
-from calibrank.config import ContextStyle, TrainingConfig
 from calibrank.data.schema import RankingQuery
 from calibrank.data.splits import format_context
+from calibrank.settings.config import ContextStyle, TrainingConfig
+
 from .common import log, positive_int, ratio, target
 from .flops import ShapeRecorder, available_precisions, utilisation
 
@@ -83,8 +83,8 @@ def st_fit_available() -> tuple[bool, str]:
 
 
 def _take_pairs(pairs, n: int):
-    """The first ``n`` tokenised pairs (query order) as a :class:`calibrank.training.Pairs`."""
-    from calibrank.training import Pairs
+    """The first ``n`` tokenised pairs (query order) as a :class:`calibrank.model.training.Pairs`."""
+    from calibrank.model.training import Pairs
 
     return Pairs(
         input_ids=pairs.input_ids[:n],
@@ -140,11 +140,11 @@ def run_calibrank(queries: Sequence[RankingQuery], settings: TrainingConfig, *, 
 
     ``precision`` (``fp32``, ``bf16``) overrides ``settings.precision``.
     """
-    from calibrank.backbone import load_backbone
-    from calibrank.losses import binary_cross_entropy
-    from calibrank.rankers.base import CrossEncoder
+    from calibrank.model.backbone import load_backbone
+    from calibrank.model.losses import binary_cross_entropy
+    from calibrank.model.rankers.base import CrossEncoder
+    from calibrank.model.training import encode_pairs, train_model
     from calibrank.precision import use_bf16
-    from calibrank.training import encode_pairs, train_model
 
     device = device or torch.device("cpu")
     if precision is not None:
@@ -180,7 +180,7 @@ def run_calibrank(queries: Sequence[RankingQuery], settings: TrainingConfig, *, 
         "loop_seconds": loop_s,
         "tokenise_seconds": tok_share,
         "precision": "bf16 autocast (fp32 head)" if bf16 else "fp32",
-        "method": "calibrank.training.train_model (fused AdamW, length-bucketed dynamic padding)",
+        "method": "calibrank.model.training.train_model (fused AdamW, length-bucketed dynamic padding)",
         "steps_run": result.steps,
         "mean_pair_tokens": float(np.mean(pairs.lengths)),
         **_flop_figures(rec, warmup, steps, loop_s),
@@ -207,10 +207,9 @@ def _timed_trainer(ends: list[float], info: dict[str, Any], *, bf16: bool = Fals
     ``bf16``: the training arguments ``fit`` builds get ``bf16=True, fp16=False`` (and ``use_cpu``
     on a CPU, which transformers asks for bf16 there).
     """
-    from transformers import TrainerCallback
-
     import sentence_transformers.cross_encoder.fit_mixin as st_fit
     import sentence_transformers.cross_encoder.trainer as st_trainer
+    from transformers import TrainerCallback
 
     class _StepClock(TrainerCallback):
         def on_train_begin(self, args, state, control, **kw):
@@ -243,7 +242,7 @@ def _timed_trainer(ends: list[float], info: dict[str, Any], *, bf16: bool = Fals
 
 def _st_checkpoint(settings: TrainingConfig, seed: int, workdir: Path) -> str:
     """A folder sentence-transformers can load with the backbone's weights (MiniLM's own; tiny-random saved)."""
-    from calibrank.backbone import TINY, load_backbone, resolve_checkpoint
+    from calibrank.model.backbone import TINY, load_backbone, resolve_checkpoint
 
     if settings.backbone != TINY:  # MiniLM's local folder, another local folder, or a name in the local HF cache
         return str(resolve_checkpoint(settings.backbone))
@@ -267,8 +266,7 @@ def run_sentence_transformers(examples: Sequence[tuple[str, str, int]], settings
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {list(PRECISIONS)}, got {precision!r}")
     amp = precision == "bf16"
-    from sentence_transformers import CrossEncoder as STCrossEncoder
-    from sentence_transformers import InputExample
+    from sentence_transformers import CrossEncoder as STCrossEncoder, InputExample
 
     device = device or torch.device("cpu")
     n = (warmup + steps) * settings.batch_size

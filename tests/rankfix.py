@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from calibrank.config import TrainingConfig
+from calibrank.settings.config import TrainingConfig
 from calibrank.data.schema import RankingQuery
 
 WORDS = ["apple", "banana", "cherry", "grape", "lemon", "mango", "peach", "plum", "melon", "orange", "kiwi", "lime"]

@@ -10,7 +10,7 @@ from transformers import AutoModelForSequenceClassification, AutoTokenizer, Bert
 
 from calibrank.assess.checkpoint import Candidate, TextQuery, load_checkpoint, read_queries, score_checkpoint
 from calibrank.assess.scored import AssessError, ScoreKind
-from calibrank.backbone import resolve_checkpoint
+from calibrank.model.backbone import resolve_checkpoint
 
 QUERIES = [
     {"qid": "q1", "query": "how do I reset my router", "candidates": [

@@ -25,9 +25,9 @@ from calibrank.assess.selfcheck import checked
 from calibrank.assess.trec import read_runs
 from calibrank.metrics.calibration import brier, ece
 from calibrank.metrics.ranking import rank_of_relevant, recall_at_k
-from calibrank.practice.conformal import conformal_quantile, prediction_sets, true_scores
-from calibrank.practice.listwise import candidate_distribution
-from calibrank.practice.selective import confidences, selective_scores
+from calibrank.analysis.practice.conformal import conformal_quantile, prediction_sets, true_scores
+from calibrank.analysis.practice.listwise import candidate_distribution
+from calibrank.analysis.practice.selective import confidences, selective_scores
 from calibrank.predictions import Predictions
 
 FAST = {"n_resamples": 200}
@@ -346,9 +346,9 @@ def _ragged_predictions() -> Predictions:
 
 def test_the_helpers_that_build_predictions_carry_mask_and_docids():
     from calibrank.analysis.subsets import keep_candidates
-    from calibrank.practice.fitdata import drop_queries
-    from calibrank.practice.prior import correct_predictions
-    from calibrank.practice.recalibrate import fit_recalibrator, recalibrate
+    from calibrank.analysis.practice.fitdata import drop_queries
+    from calibrank.analysis.practice.prior import correct_predictions
+    from calibrank.analysis.practice.recalibrate import fit_recalibrator, recalibrate
 
     pred = _ragged_predictions()
     dropped = drop_queries(pred, {"q0", "q5"})
@@ -366,7 +366,7 @@ def test_the_helpers_that_build_predictions_carry_mask_and_docids():
 
 
 def test_a_padded_slot_is_never_ranked_in_a_set_or_on_top():
-    from calibrank.practice.nota_sets import top_answer
+    from calibrank.analysis.practice.nota_sets import top_answer
 
     pred = _ragged_predictions()
     pi = candidate_distribution(pred.probs, pred.mask)

@@ -145,7 +145,7 @@ from benchmarks import flops as bench_flops  # noqa: E402
 from benchmarks import inference as bench_inference  # noqa: E402
 from benchmarks import memory as bench_memory  # noqa: E402
 from benchmarks import training as bench_training  # noqa: E402
-from calibrank.config import load_config  # noqa: E402
+from calibrank.settings.config import load_config  # noqa: E402
 from rankfix import learnable_queries, tiny_training  # noqa: E402
 
 SMOKE = os.path.join(os.path.dirname(__file__), "..", "params", "smoke.yaml")
@@ -211,7 +211,7 @@ def test_training_throughput_bf16_side_by_side():
 def smoke_queries(tmp_path):
     """The smoke profile (tiny-random backbone) with tiny learnable query sets written under the test's root."""
     from calibrank.data.io import write_queries
-    from calibrank.querysets import QuerySetSpec, query_set_path
+    from calibrank.data.querysets import QuerySetSpec, query_set_path
 
     cfg = load_config(SMOKE, {"rankers.pg_drr.inducing": 8, "rankers.ensemble.members": 2, "rankers.mc_dropout.passes": 2,
                               "training.max_length": 32, "training.max_response_length": 12})
@@ -372,8 +372,8 @@ def test_encoder_flops_by_hand():
 def test_encoder_shape_and_recorder_on_the_tiny_backbone():
     import torch
 
-    from calibrank.backbone import load_backbone
-    from calibrank.rankers.base import CrossEncoder
+    from calibrank.model.backbone import load_backbone
+    from calibrank.model.rankers.base import CrossEncoder
 
     model = CrossEncoder(load_backbone("tiny-random"))
     rec = bench_flops.ShapeRecorder(model)

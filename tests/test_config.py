@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from calibrank.config import ConfigError, Corpus, SamplerName, load_config
+from calibrank.settings.config import ConfigError, Corpus, SamplerName, load_config
 from conftest import REPO
 
 
@@ -103,7 +103,7 @@ def test_defaults_fill_omitted_sections(tmp_path):
 
 
 def test_training_seeds_name_the_runs_and_round_trip(tmp_root):
-    from calibrank.config import parse_run_name, run_name, train_runs, training_seeds
+    from calibrank.settings.config import parse_run_name, run_name, train_runs, training_seeds
 
     cfg = load_config("smoke", {"rankers.names": ["bert", "pg_drr"], "rankers.seeds": [5, 2],
                                 "rankers.train_corpora": ["chitchat"]})
@@ -124,13 +124,13 @@ def test_config_and_choices_load_without_torch():
     import subprocess
     import sys
 
-    code = "import sys, calibrank.config, calibrank.choices; sys.exit('torch' in sys.modules)"
+    code = "import sys, calibrank.settings.config, calibrank.settings.choices; sys.exit('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
 
 
 def test_config_enums_are_the_choices():
-    """One list per option: the config's enums are those of calibrank.choices."""
-    from calibrank import choices, config
+    """One list per option: the config's enums are those of calibrank.settings.choices."""
+    from calibrank.settings import choices, config
 
     for name in ("Corpus", "SamplerName", "RankerName", "Pooling", "GPKernel", "GPMeanFunction", "RFOutputInit",
                  "SpectralNormPlacement", "SNGPLoss", "FocalGamma"):
@@ -216,7 +216,7 @@ def test_extends_errors_name_the_file(tmp_root):
 
 
 def test_sources_lists_the_chain(tmp_root):
-    from calibrank.config import profile_sources
+    from calibrank.settings.config import profile_sources
 
     assert [p.relative_to(tmp_root).as_posix() for p in profile_sources("laptop-3seeds")] == \
         ["params/laptop-3seeds.yaml", "params/laptop.yaml"]
@@ -230,7 +230,7 @@ def _child(tmp_root, text, name="child"):
 
 
 def test_an_empty_section_in_a_child_is_an_error_naming_its_line(tmp_root):
-    from calibrank.config import PGDRRConfig, TrainingConfig
+    from calibrank.settings.config import PGDRRConfig, TrainingConfig
 
     smoke = load_config("smoke")
     path = _child(tmp_root, "training:\n  # lr: 0.1\n  # epochs: 3\n")
@@ -250,7 +250,7 @@ def test_an_empty_section_in_a_child_is_an_error_naming_its_line(tmp_root):
 
 
 def test_a_null_section_in_a_profile_that_extends_nothing_is_its_defaults(tmp_path):
-    from calibrank.config import TrainingConfig
+    from calibrank.settings.config import TrainingConfig
 
     assert load_config(_write(tmp_path, "profile: x\ntraining:\n")).training == TrainingConfig()
 

@@ -4,7 +4,7 @@ import shutil
 
 import pytest
 
-from calibrank.config import DataConfig, QueryCaps
+from calibrank.settings.config import DataConfig, QueryCaps
 from calibrank.data import DataError
 from calibrank.data.corpora import load_corpus
 from conftest import FIXTURES
@@ -42,9 +42,9 @@ def test_missing_published_files_say_how_to_get_them(tmp_root):
 
 
 def test_split_leaks_and_query_set_problems_catch_what_they_name(tmp_root):
-    from calibrank.config import load_config
+    from calibrank.settings.config import load_config
     from calibrank.data import Example, RankingQuery
-    from calibrank.querysets import query_set_problems, split_leaks
+    from calibrank.data.querysets import query_set_problems, split_leaks
 
     a, b = Example("e1", ("hi",), "yo", dialogue_id="d1"), Example("e2", ("hey",), "ok", dialogue_id="d2")
     assert split_leaks({"c": {"train": [a], "test": [b]}}) == []

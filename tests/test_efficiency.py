@@ -1,4 +1,4 @@
-"""Tests of calibrank.efficiency: interleaved timing on two clocks, and the cost claims decided on CPU time."""
+"""Tests of calibrank.analysis.efficiency: interleaved timing on two clocks, and the cost claims decided on CPU time."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibrank import efficiency
+from calibrank.analysis import efficiency
 from calibrank.analysis import verdicts
-from calibrank.config import load_config
-from calibrank.rankers import make_ranker
+from calibrank.settings.config import load_config
+from calibrank.model.rankers import make_ranker
 from rankfix import learnable_queries, tiny_training
 
 #: Iterations of the fake rankers' unit of work: about 0.035 s of CPU on one core.
@@ -180,7 +180,7 @@ def bert_and_temperature(tmp_path_factory):
 
 
 def test_temperature_scores_once_like_bert_and_divides_its_logits(bert_and_temperature):
-    import calibrank.rankers.base as base
+    import calibrank.model.rankers.base as base
 
     bert, temp = bert_and_temperature
     queries = learnable_queries(20, 9, seed=5)

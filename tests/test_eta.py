@@ -1,4 +1,4 @@
-"""Tests of calibrank.eta: the work of each step counted by hand on the smoke profile, the rates the loop records
+"""Tests of calibrank.pipeline.eta: the work of each step counted by hand on the smoke profile, the rates the loop records
 read back, eta.json and its errors, the progress lines."""
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ import time
 
 import pytest
 
-from calibrank import eta, grid
-from calibrank.config import load_config
+from calibrank.pipeline import eta, grid
+from calibrank.settings.config import load_config
 from calibrank.data.schema import RankingQuery
-from calibrank.experiment import predict_split
-from calibrank.grid import grid_models
+from calibrank.model.experiment import predict_split
+from calibrank.pipeline.grid import grid_models
 from calibrank.predictions import Predictions
-from calibrank.rankers import make_ranker
+from calibrank.model.rankers import make_ranker
 from rankfix import learnable_queries, tiny_training
 
 SIZES = {c: {"train": 64, "valid": 24, "test": 24} for c in ("chitchat", "chatterbot")}

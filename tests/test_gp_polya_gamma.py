@@ -9,8 +9,8 @@ import pytest
 import torch
 from scipy import integrate
 
-from calibrank.gp.gaussian import draw_joint, jittered_cholesky
-from calibrank.gp.polya_gamma import (
+from calibrank.model.gp.gaussian import draw_joint, jittered_cholesky
+from calibrank.model.gp.polya_gamma import (
     PGPosterior,
     fisher_loss,
     gauss_hermite_sigmoid,
@@ -413,9 +413,9 @@ def test_the_pg_drr_section_reads_the_layers_defaults() -> None:
     """PG-DRR's settings (sec. 4.4) are the functions' defaults, and the ``pg_drr`` section of a profile reads them."""
     import inspect
 
-    from calibrank.config import PGDRRConfig
-    from calibrank.gp.settings import PolyaGammaSettings
-    from calibrank.setting_checks import ConfigError
+    from calibrank.settings.config import PGDRRConfig
+    from calibrank.model.gp.settings import PolyaGammaSettings
+    from calibrank.settings.checks import ConfigError
 
     def default(fn, name):
         return inspect.signature(fn).parameters[name].default

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from calibrank.gp.random_features import RandomFeatureGP
+from calibrank.model.gp.random_features import RandomFeatureGP
 
 
 def _inputs(n: int, d: int, seed: int, scale: float = 1.0) -> torch.Tensor:
@@ -256,7 +256,7 @@ def test_the_sngp_sections_read_the_layers_defaults() -> None:
     """Every argument of the layer that a profile sets defaults to the same value in both."""
     import inspect
 
-    from calibrank.config import GPFBertConfig, SNGPConfig
+    from calibrank.settings.config import GPFBertConfig, SNGPConfig
 
     params = inspect.signature(RandomFeatureGP).parameters
     names = ("n_features", "length_scale", "feature_scale", "ridge", "momentum", "mean_field_factor", "output_init")
@@ -267,9 +267,9 @@ def test_the_sngp_sections_read_the_layers_defaults() -> None:
 
 
 def test_the_settings_check_themselves_where_they_are_built() -> None:
-    from calibrank.choices import RFOutputInit
-    from calibrank.gp.settings import MAX_FEATURES, RandomFeatureSettings
-    from calibrank.setting_checks import ConfigError
+    from calibrank.settings.choices import RFOutputInit
+    from calibrank.model.gp.settings import MAX_FEATURES, RandomFeatureSettings
+    from calibrank.settings.checks import ConfigError
 
     assert RandomFeatureSettings(output_init="prior").output_init is RFOutputInit.prior
     with pytest.raises(ConfigError, match=rf"^n_features: expected at most {MAX_FEATURES} "):

@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch import nn
 
-from calibrank.gp.spectral import SpectralNormLinear, apply_spectral_norm
+from calibrank.model.gp.spectral import SpectralNormLinear, apply_spectral_norm
 
 
 def _linear_with_singular_values(s: list[float], out_f: int = 12, in_f: int = 20, seed: int = 0) -> nn.Linear:
@@ -141,9 +141,9 @@ def test_the_sngp_sections_read_the_layers_defaults_and_rules() -> None:
     the layer refuses is refused by the settings with the same words."""
     import inspect
 
-    from calibrank.config import GPFBertConfig, SNGPConfig
-    from calibrank.gp.settings import SpectralNormSettings
-    from calibrank.setting_checks import ConfigError
+    from calibrank.settings.config import GPFBertConfig, SNGPConfig
+    from calibrank.model.gp.settings import SpectralNormSettings
+    from calibrank.settings.checks import ConfigError
 
     params = inspect.signature(SpectralNormLinear).parameters
     for section in (SNGPConfig(), GPFBertConfig()):

@@ -29,7 +29,7 @@ import pytest
 from calibrank import codekey, runs
 from calibrank.data import DataError
 from calibrank.data.schema import Example
-from calibrank.rankers import make_ranker
+from calibrank.model.rankers import make_ranker
 from conftest import FIXTURES, REPO
 from rankfix import learnable_queries, tiny_training
 
@@ -41,7 +41,7 @@ MODEL_RANKERS = ("bert", "mc_dropout", "ensemble", "temperature", "focal", "sngp
 KEYS = textwrap.dedent("""
     import json, sys
     sys.path.insert(0, {tests!r})
-    from calibrank.rankers import make_ranker
+    from calibrank.model.rankers import make_ranker
     from rankfix import learnable_queries, tiny_training
 
     train, valid = learnable_queries(8, 1, seed=0), learnable_queries(4, 3, seed=1)
@@ -65,7 +65,7 @@ def test_editing_the_focal_loss_changes_the_keys_of_the_models_trained_with_it_a
     lib = tmp_path / "lib"
     shutil.copytree(REPO / "lib", lib, ignore=shutil.ignore_patterns("__pycache__"))
     before = _keys(lib)
-    losses = lib / "calibrank" / "losses.py"
+    losses = lib / "calibrank" / "model" / "losses.py"
     text = losses.read_text(encoding="utf-8")
     # A comment and a docstring are not code: the keys stay.
     losses.write_text(text.replace('"""Mean focal loss', '# a note\n    """The mean focal loss', 1), encoding="utf-8")
@@ -87,7 +87,7 @@ def test_editing_the_focal_loss_changes_the_keys_of_the_models_trained_with_it_a
 NEGATIVE_KEYS = textwrap.dedent("""
     import json
     from calibrank.data.schema import Example
-    from calibrank.negatives import queries_cache_path
+    from calibrank.data.negatives import queries_cache_path
 
     examples = [Example(f"e{{i}}", (f"context {{i}}",), f"response {{i}}", f"d{{i}}", "test") for i in range(4)]
     print(json.dumps({{s: queries_cache_path(examples, corpus="c", split="test", sampler=s, k=2, seed=0).name
@@ -107,7 +107,7 @@ def test_editing_the_bm25_sampler_changes_the_negatives_cache_keys_of_the_sample
         return json.loads(proc.stdout.strip().splitlines()[-1])
 
     before = keys()
-    negatives = lib / "calibrank" / "negatives.py"
+    negatives = lib / "calibrank" / "data" / "negatives.py"
     text = negatives.read_text(encoding="utf-8")
     edited = "if score > 0 and ok(int(doc)):"
     assert edited in text
@@ -120,10 +120,10 @@ def test_each_ranker_trains_with_the_loss_its_key_covers(monkeypatch):
     """``training_loss()`` (what the model key covers) is the loss ``_loss`` calls."""
     import torch
 
-    import calibrank.rankers.base as base
-    import calibrank.rankers.focal as focal_mod
-    import calibrank.rankers.sngp as sngp_mod
-    from calibrank import losses
+    import calibrank.model.rankers.base as base
+    import calibrank.model.rankers.focal as focal_mod
+    import calibrank.model.rankers.sngp as sngp_mod
+    from calibrank.model import losses
 
     rankers = {name: make_ranker(name, training=tiny_training(), models_dir="models", seed=0)
                for name in ("bert", "focal", "sngp", "gpf_bert")}
@@ -260,7 +260,7 @@ def test_a_truncated_or_altered_logits_cache_is_computed_again(tmp_path, caplog)
 
 
 def test_a_negatives_cache_entry_with_a_label_moved_is_rebuilt(tmp_root, caplog):
-    from calibrank.negatives import cached_queries, queries_cache_path
+    from calibrank.data.negatives import cached_queries, queries_cache_path
 
     examples = [Example(f"e{i}", (f"context {i}",), f"response number {i}", f"d{i}", "test") for i in range(12)]
     kw = dict(corpus="fixture", split="test", sampler="random", k=3, seed=0)
@@ -304,10 +304,10 @@ def test_a_checkpoint_with_bytes_zeroed_is_not_resumed_from(tmp_path, caplog):
     import torch
     from safetensors.torch import load_file
 
-    from calibrank.backbone import load_backbone
-    from calibrank.losses import binary_cross_entropy
-    from calibrank.rankers.base import CrossEncoder
-    from calibrank.training import encode_pairs, train_model
+    from calibrank.model.backbone import load_backbone
+    from calibrank.model.losses import binary_cross_entropy
+    from calibrank.model.rankers.base import CrossEncoder
+    from calibrank.model.training import encode_pairs, train_model
 
     def loss(model, batch, labels):
         return binary_cross_entropy(model(**batch), labels)
@@ -350,9 +350,9 @@ def test_a_checkpoint_with_bytes_zeroed_is_not_resumed_from(tmp_path, caplog):
 
 
 def test_a_query_set_altered_after_it_was_written_is_an_error_naming_it(tmp_root):
-    from calibrank.config import load_config
+    from calibrank.settings.config import load_config
     from calibrank.data.io import write_queries
-    from calibrank.querysets import QuerySetSpec, load_query_set, query_set_path
+    from calibrank.data.querysets import QuerySetSpec, load_query_set, query_set_path
 
     cfg = load_config("smoke")
     spec = QuerySetSpec("chitchat", "test", cfg.negatives.eval[0], 3)
@@ -368,7 +368,7 @@ def test_a_query_set_altered_after_it_was_written_is_an_error_naming_it(tmp_root
 
 
 def test_a_corpus_file_that_disagrees_with_sha256sums_is_an_error_naming_it(tmp_root):
-    from calibrank.config import DataConfig
+    from calibrank.settings.config import DataConfig
     from calibrank.data.corpora import load_corpus
 
     raw = tmp_root / "data" / "raw" / "mantis"

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 import torch
 
-from calibrank.backbone import encode, load_backbone
-from calibrank.config import ConfigError, TrainingConfig, load_config
+from calibrank.model.backbone import encode, load_backbone
+from calibrank.settings.config import ConfigError, TrainingConfig, load_config
 from calibrank.data.schema import RankingQuery
-from calibrank.rankers.base import SEGMENT_COSINE_BIAS, SEGMENT_COSINE_WEIGHT, CrossEncoder
-from calibrank.training import collate, encode_pairs
+from calibrank.model.rankers.base import SEGMENT_COSINE_BIAS, SEGMENT_COSINE_WEIGHT, CrossEncoder
+from calibrank.model.training import collate, encode_pairs
 from rankfix import learnable_queries, tiny_training
 
 CLS, SEP = 101, 102
@@ -109,7 +109,7 @@ def test_with_no_joint_layer_each_segment_is_encoded_as_if_alone(attn):
 
 def test_untrained_segments_ranker_with_no_joint_layer_ranks_as_the_zero_shot_biencoder():
     """MiniLM with no joint layer and the segments head: 10 cos + b of sentence-transformers' embeddings."""
-    from calibrank.baselines import baseline_scores
+    from calibrank.data.baselines import baseline_scores
     from calibrank.metrics.ranking import recall_at_k
 
     queries = [
@@ -166,14 +166,14 @@ def test_joint_layers_are_checked_in_the_profile_and_where_the_encoder_is_built(
 
 
 def test_known_layer_counts_are_the_loaded_encoders():
-    from calibrank.config import BACKBONE_LAYERS
+    from calibrank.settings.config import BACKBONE_LAYERS
 
     for name in ("tiny-random", "all-MiniLM-L6-v2"):
         assert load_backbone(name).encoder.config.num_hidden_layers == BACKBONE_LAYERS[name]
 
 
 def test_model_cache_key_names_joint_layers_only_when_set(tmp_path, monkeypatch):
-    from calibrank.rankers import base, make_ranker
+    from calibrank.model.rankers import base, make_ranker
 
     seen = []
     real = base.stable_hash
@@ -191,7 +191,7 @@ def test_model_cache_key_names_joint_layers_only_when_set(tmp_path, monkeypatch)
 def test_rankers_train_and_predict_with_separate_lower_layers(tmp_path, name):
     """Every family reads ``features``: with one joint layer of two the rankers train, and MC Dropout's
     per-query masks cover the response's extra [CLS] at the longest width."""
-    from calibrank.rankers import make_ranker
+    from calibrank.model.rankers import make_ranker
 
     train, valid, test = learnable_queries(32, 1, seed=0), learnable_queries(8, 3, seed=1), learnable_queries(8, 3, seed=2)
     kw = {"passes": 2} if name == "mc_dropout" else {"samples": 4} if name in ("sngp", "pg_drr") else {}

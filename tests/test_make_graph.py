@@ -63,8 +63,8 @@ def test_report_checks_the_profile_estimates_and_runs_snakemake(make_root, args,
     jobs = jobs or min(cores, 4)  # steps side by side: the cores up to 4; the paper profile one at a time
     threads = max(1, cores // jobs)
     lines = proc.stdout.splitlines()
-    assert lines[0] == f".venv/bin/python -m calibrank.config check {profile}"
-    assert lines[1].startswith(f".venv/bin/python -m calibrank.eta {profile} --jobs {jobs} --cores {cores} --started ")
+    assert lines[0] == f".venv/bin/python -m calibrank.settings.config check {profile}"
+    assert lines[1].startswith(f".venv/bin/python -m calibrank.pipeline.eta {profile} --jobs {jobs} --cores {cores} --started ")
     assert lines[1].endswith(" || true")  # an estimate that cannot be made never stops the run
     assert lines[2].endswith(f".venv/bin/snakemake -s workflow/Snakefile --workflow-profile workflow/profiles/local "
                              f"--cores {cores} --config profile={profile} threads={threads}")
@@ -125,7 +125,7 @@ def test_make_test_runs_the_unit_tests_and_every_notebook_step_in_its_own_root(m
     dry = proc.stdout
     assert "rm -rf build/nbval build/test-root && mkdir -p build/nbval build/test-root && cp -r params build/test-root/" in dry
     # one prepared notebook per notebook step of the smoke profile (training jobs, "-", are the 03 notebooks' own)
-    assert ".venv/bin/python -m calibrank.grid steps smoke | while read -r step notebook params" in dry
+    assert ".venv/bin/python -m calibrank.pipeline.grid steps smoke | while read -r step notebook params" in dry
     assert '.venv/bin/papermill --prepare-only notebooks/$notebook.ipynb build/nbval/$step.ipynb $params' in dry
     assert (f"CALIBRANK_ROOT={make_root}/build/test-root TQDM_DISABLE=1 .venv/bin/python -m pytest tests build/nbval "
             "--nbval-lax --nbval-current-env -p no:cacheprovider") in dry

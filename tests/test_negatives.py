@@ -10,7 +10,7 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from calibrank import negatives as neg  # noqa: E402
+from calibrank.data import negatives as neg  # noqa: E402
 from calibrank.data import io as data_io  # noqa: E402
 from calibrank.data.schema import DataError, Example, normalise_text  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""The figures of notebooks 01-08 (calibrank.plots, calibrank.plots_practice) on small tables shaped as the notebooks
+"""The figures of notebooks 01-08 (calibrank.analysis.plots, calibrank.analysis.plots_practice) on small tables shaped as the notebooks
 pass them (the columns of the study / practice functions that compute them): each returns its axes with the labels
 and legend a reader needs, draws what the table holds, and does not raise on a NaN or empty bucket / bin / cell."""
 
@@ -17,7 +17,7 @@ import pytest  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 
-from calibrank import plots, plots_practice as pp  # noqa: E402
+from calibrank.analysis import plots, plots_practice as pp  # noqa: E402
 
 NAN = float("nan")
 IN = "in distribution"
@@ -532,7 +532,7 @@ def test_the_style_is_seaborns_whitegrid_theme():
 
 
 def test_a_ranker_has_one_colour_whatever_else_a_figure_shows():
-    from calibrank.registry import RANKERS
+    from calibrank.settings.registry import RANKERS
 
     palette = sns.color_palette(plots.RANKER_PALETTE, len(RANKERS) + 2)
     alone, among = plots.ranker_colors(["mc_dropout"]), plots.ranker_colors(["sngp", "bert", "mc_dropout"])

@@ -1,4 +1,4 @@
-"""Tests of calibrank.practice (notebook 08) against independent computations, on tiny synthetic data."""
+"""Tests of calibrank.analysis.practice (notebook 08) against independent computations, on tiny synthetic data."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from scipy import optimize, stats
 from sklearn.metrics import roc_auc_score
 
-from calibrank import study as st
-from calibrank.practice import (conformal, findings, fitdata, intervals, listwise, nota_sets, prior, recalibrate,
+from calibrank.analysis import study as st
+from calibrank.analysis.practice import (conformal, findings, fitdata, intervals, listwise, nota_sets, prior, recalibrate,
                                 selective, signals)
 from calibrank.predictions import Predictions
 from test_study import Q, write_synthetic_study
@@ -553,8 +553,8 @@ def test_the_practice_layer_does_not_import_torch():
     import subprocess
     import sys
 
-    code = ("import sys, calibrank.practice.prior, calibrank.practice.recalibrate, calibrank.practice.selective, "
-            "calibrank.practice.conformal, calibrank.practice.signals, calibrank.practice.findings, "
-            "calibrank.practice.nota_sets, calibrank.practice.intervals, calibrank.practice.cells, "
-            "calibrank.plots_practice; sys.exit('torch' in sys.modules)")
+    code = ("import sys, calibrank.analysis.practice.prior, calibrank.analysis.practice.recalibrate, calibrank.analysis.practice.selective, "
+            "calibrank.analysis.practice.conformal, calibrank.analysis.practice.signals, calibrank.analysis.practice.findings, "
+            "calibrank.analysis.practice.nota_sets, calibrank.analysis.practice.intervals, calibrank.analysis.practice.cells, "
+            "calibrank.analysis.plots_practice; sys.exit('torch' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

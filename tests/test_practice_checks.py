@@ -1,4 +1,4 @@
-"""The tables of calibrank.practice (notebook 08) check themselves where they are built.
+"""The tables of calibrank.analysis.practice (notebook 08) check themselves where they are built.
 
 On a synthetic study every table is built without a TableError and agrees with the tables it relates
 to; a corrupted input (a Predictions file of another shape, a collaborator that returns a wrong
@@ -14,11 +14,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibrank import study as st
-from calibrank.conditions import eval_conditions, predictions_path, ranker_conditions
-from calibrank.practice import (conformal, findings, fitdata, listwise, nota_sets, prior, recalibrate, selective,
+from calibrank.analysis import study as st
+from calibrank.data.conditions import eval_conditions, predictions_path, ranker_conditions
+from calibrank.analysis.practice import (conformal, findings, fitdata, listwise, nota_sets, prior, recalibrate, selective,
                                 signals)
-from calibrank.practice.cells import CELL, study_cells
+from calibrank.analysis.practice.cells import CELL, study_cells
 from calibrank.predictions import Predictions
 from calibrank.table_checks import TableError
 from conftest import project_root

@@ -7,17 +7,17 @@ import pytest
 import torch
 from torch import nn
 
-from calibrank.config import GPFBertConfig, PGDRRConfig, SNGPConfig
+from calibrank.settings.config import GPFBertConfig, PGDRRConfig, SNGPConfig
 from calibrank.data.schema import RankingQuery
-from calibrank.gp.gaussian import draw_joint
-from calibrank.gp.spectral import SpectralNormLinear
-from calibrank.gp.polya_gamma import gauss_hermite_sigmoid
-from calibrank.losses import binary_cross_entropy, focal
-from calibrank.rankers.base import encode_features
-from calibrank.rankers.focal import FocalRanker, GPFBertRanker
-from calibrank.rankers.pg_gp import PGDRRRanker, pg_param_groups
-from calibrank.rankers.sngp import SNGPRanker
-from calibrank.training import collate
+from calibrank.model.gp.gaussian import draw_joint
+from calibrank.model.gp.spectral import SpectralNormLinear
+from calibrank.model.gp.polya_gamma import gauss_hermite_sigmoid
+from calibrank.model.losses import binary_cross_entropy, focal
+from calibrank.model.rankers.base import encode_features
+from calibrank.model.rankers.focal import FocalRanker, GPFBertRanker
+from calibrank.model.rankers.pg_gp import PGDRRRanker, pg_param_groups
+from calibrank.model.rankers.sngp import SNGPRanker
+from calibrank.model.training import collate
 from rankfix import learnable_queries, tiny_training
 
 TRAIN, VALID, TEST = learnable_queries(64, 1, seed=0), learnable_queries(24, 3, seed=1), learnable_queries(20, 3, seed=2)
@@ -96,7 +96,7 @@ def test_sngp_training_loss_is_bce_on_the_gp_mean(models_dir):
 
 def test_sngp_output_weights_start_from_a_seeded_random_draw(sngp, models_dir):
     """Default ``output_init="dense"``: beta ~ U(+-1/sqrt(L)) as a dense layer; ``"prior"``: N(0, I / ridge)."""
-    from calibrank.gp.random_features import RandomFeatureGP
+    from calibrank.model.gp.random_features import RandomFeatureGP
 
     draws = [RandomFeatureGP(16, 4000, ridge=4.0, seed=s).output.weight.detach() for s in (0, 0, 1)]
     assert torch.equal(draws[0], draws[1]) and not torch.equal(draws[0], draws[2])
@@ -302,11 +302,11 @@ def test_pg_drr_trains_encoder_and_gp_layer_at_two_learning_rates(tmp_path, monk
 
 def test_pg_drr_linear_mean_function_is_trained_and_used_in_prediction(pg):
     """m(z) = m0 + v^T z: the Fisher loss sends a gradient to v, and the predictive mean carries m(x*)."""
-    from calibrank.rankers.pg_gp import PGHead
+    from calibrank.model.rankers.pg_gp import PGHead
 
     head = pg.trained.model.head
     assert head.mean_function == "linear" and head.mean_weight is not None
-    from calibrank.rankers.pg_gp import PGHead as _Head
+    from calibrank.model.rankers.pg_gp import PGHead as _Head
 
     assert not torch.equal(head.mean_weight.detach(), _Head(head.mean_weight.shape[0], seed=3).mean_weight.detach())
     z = torch.randn(5, head.mean_weight.shape[0], dtype=torch.float64)

@@ -8,10 +8,11 @@ import json
 import numpy as np
 import pytest
 
-from calibrank import grid, registry
-from calibrank import study as st
-from calibrank.config import load_config
-from calibrank.conditions import eval_conditions, expected_samples, predictions_path
+from calibrank.pipeline import grid
+from calibrank.settings import registry
+from calibrank.analysis import study as st
+from calibrank.settings.config import load_config
+from calibrank.data.conditions import eval_conditions, expected_samples, predictions_path
 from calibrank.predictions import Predictions
 
 
@@ -23,7 +24,7 @@ def registered(monkeypatch):
 
 
 def test_every_ranker_of_the_config_is_described_once():
-    from calibrank.choices import RankerName
+    from calibrank.settings.choices import RankerName
 
     assert set(registry.RANKERS) == {r.value for r in RankerName}
     assert registry.claimed_by(registry.Papers.penha_hauff) == ("mc_dropout", "ensemble")
@@ -82,7 +83,7 @@ def test_a_toy_ranker_enters_a_profile_and_the_grid(registered):
     cfg = load_config("smoke", {"rankers.names": ["bert", "toy"], "rankers.seeds": [0, 1], "rankers.train_corpora": ["chitchat"]})
     assert [r.value for r in cfg.rankers.names] == ["bert", "toy"]
     assert json.loads(json.dumps(cfg.to_dict()))["rankers"]["names"] == ["bert", "toy"]  # sidecars, hashes
-    from calibrank.config import parse_run_name, train_runs
+    from calibrank.settings.config import parse_run_name, train_runs
 
     assert "toy-chitchat" in train_runs(cfg) and "toy-chitchat-seed1" in train_runs(cfg)
     assert parse_run_name("toy-chitchat-seed1", cfg)[::2] == ("toy", 1)

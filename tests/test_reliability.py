@@ -24,8 +24,8 @@ from safetensors.torch import load_file
 from calibrank import runs
 from calibrank.data.io import write_queries
 from calibrank.data.schema import Example, RankingQuery
-from calibrank.negatives import cached_queries, queries_cache_path
-from calibrank.rankers import make_ranker
+from calibrank.data.negatives import cached_queries, queries_cache_path
+from calibrank.model.rankers import make_ranker
 from rankfix import learnable_queries, tiny_training
 
 TESTS = Path(__file__).resolve().parent
@@ -41,8 +41,8 @@ TRAINER = textwrap.dedent("""
     torch.set_num_threads(1)
     sys.path.insert(0, {tests!r})
     from safetensors.torch import save_file
-    import calibrank.rankers.base as base
-    from calibrank.rankers import make_ranker
+    import calibrank.model.rankers.base as base
+    from calibrank.model.rankers import make_ranker
     from rankfix import learnable_queries, tiny_training
 
     models, out, slow = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3] == "slow"
@@ -265,9 +265,9 @@ def test_read_json_names_file_and_line(tmp_path):
 
 
 def test_an_unreadable_pool_file_names_the_file(tmp_root):
-    from calibrank.config import load_config
+    from calibrank.settings.config import load_config
     from calibrank.data.schema import DataError
-    from calibrank.querysets import load_pool_table
+    from calibrank.data.querysets import load_pool_table
 
     cfg = load_config("smoke")
     path = runs.run_dir("smoke", "data", "chitchat") / "train.pool.parquet"
@@ -277,9 +277,9 @@ def test_an_unreadable_pool_file_names_the_file(tmp_root):
 
 
 def test_a_truncated_model_file_names_the_file(tmp_path):
-    from calibrank.backbone import load_backbone
-    from calibrank.rankers.base import CrossEncoder
-    from calibrank.training import load_weights, save_weights
+    from calibrank.model.backbone import load_backbone
+    from calibrank.model.rankers.base import CrossEncoder
+    from calibrank.model.training import load_weights, save_weights
 
     model = CrossEncoder(load_backbone("tiny-random", seed=0), seed=0)
     path = tmp_path / "model.safetensors"

@@ -1,4 +1,4 @@
-"""Tests of calibrank.report: the front page built from executed notebooks and exported tables (all synthetic)."""
+"""Tests of calibrank.pipeline.report: the front page built from executed notebooks and exported tables (all synthetic)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from calibrank import report, study as st
+from calibrank.pipeline import report
+from calibrank.analysis import study as st
 from calibrank.analysis import verdicts
-from calibrank.efficiency import efficiency_table
+from calibrank.analysis.efficiency import efficiency_table
 from test_study import write_synthetic_study
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
@@ -220,16 +221,16 @@ def test_report_folds_big_tables_and_the_full_version_of_a_table(tmp_root):
 
 def test_report_shows_the_estimate_beside_each_step(tmp_root):
     write_executed_notebooks(tmp_root)
-    steps = [{"name": name, "phase": "x", "seconds": sec, "training": 0.0, "inference": 0.0, "other": sec,
-              "after": None, "pending": True} for name, sec in (("01_data", 30.0), ("04_calibration", 150.0))]
-    eta = {"profile": "smoke", "created": "2026-01-01T09:00:00+00:00", "jobs": 2, "cores": 4, "seconds": 200.0,
+    steps = [{"name": name, "phase": "x", "output": f"reports/smoke/{name}.ipynb", "trains": [], "ranker": None,
+              "seconds": sec, "pending": True} for name, sec in (("01_data", 30.0), ("04_calibration", 150.0))]
+    eta = {"profile": "smoke", "created": "2026-01-01T09:00:00+00:00", "started": 0.0, "jobs": 2, "cores": 4, "seconds": 200.0,
            "rates": {"device": "cpu", "bf16": False, "train": 12.34, "infer": 567.8, "threads": 1}, "steps": steps}
     (tmp_root / "reports" / "smoke" / "eta.json").write_text(json.dumps(eta), encoding="utf-8")
     built = report.build_index("smoke").read_text(encoding="utf-8")
     page = _Page(built)
     assert "<th>estimate</th>" in built
     assert "01_data 3.5 s 30.0 s" in page.text and "03_train-bert-chitchat 12.0 s – " in page.text
-    assert "sum 41.5 s 3.0 min elapsed – " in page.text  # then the elapsed time calibrank.eta's schedule predicts
+    assert "sum 41.5 s 3.0 min elapsed – " in page.text  # then the elapsed time calibrank.pipeline.eta's schedule predicts
     assert "(2026-01-01 09:00:00 UTC; 4 cores, cpu, bf16: no; measured 12.3 training and 568 inference pairs/s" \
         in page.text and "for the 2 steps that run needed, 2 side by side" in page.text
 
@@ -255,6 +256,6 @@ def test_the_package_ships_its_templates():
     root = Path(__file__).resolve().parent.parent
     patterns = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"][
         "package-data"]["calibrank"]
-    files = [p.relative_to(root / "lib" / "calibrank").as_posix() for p in (root / "lib" / "calibrank" / "templates").iterdir()]
-    assert {"templates/report.html.j2", "templates/report.css"} <= set(files)
+    files = [p.relative_to(root / "lib" / "calibrank").as_posix() for p in (root / "lib" / "calibrank" / "pipeline" / "templates").iterdir()]
+    assert {"pipeline/templates/report.html.j2", "pipeline/templates/report.css"} <= set(files)
     assert [f for f in files if not any(fnmatch.fnmatch(f, pat) for pat in patterns)] == []

@@ -1,6 +1,6 @@
 import pytest
 
-from calibrank.config import ContextStyle, SplitConfig
+from calibrank.settings.config import ContextStyle, SplitConfig
 from calibrank.data import Dialogue, TURN_SEP, UTTERANCE_SEP, dialogue_examples, format_context, split_dialogues, subsample
 
 

@@ -1,4 +1,4 @@
-"""Tests of calibrank.study (and efficiency.efficiency_table) on synthetic Predictions in a throw-away project root.
+"""Tests of calibrank.analysis.study (and efficiency.efficiency_table) on synthetic Predictions in a throw-away project root.
 
 The synthetic rankers have hand-computable numbers: ``bert`` gives the relevant candidate 0.9
 and every negative 0.35; ``temperature`` gives every candidate 0.5 (all tied); ``ensemble``
@@ -17,12 +17,12 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from calibrank import study as st
-from calibrank.config import load_config
-from calibrank.efficiency import PAPER_EFFICIENCY, efficiency_table
-from calibrank.conditions import eval_conditions, predictions_path, ranker_conditions
+from calibrank.analysis import study as st
+from calibrank.settings.config import load_config
+from calibrank.analysis.efficiency import PAPER_EFFICIENCY, efficiency_table
+from calibrank.data.conditions import eval_conditions, predictions_path, ranker_conditions
 from calibrank.predictions import Predictions, PredictionsError
-from calibrank.querysets import MissingStepError
+from calibrank.data.querysets import MissingStepError
 
 Q, K = 12, 10
 RANKERS = ("bert", "mc_dropout", "ensemble", "temperature")
@@ -405,7 +405,7 @@ def test_the_analysis_layer_does_not_import_torch():
     import subprocess
     import sys
 
-    modules = ["calibrank.study", "calibrank.report", "calibrank.practice"] + [
+    modules = ["calibrank.analysis.study", "calibrank.pipeline.report", "calibrank.analysis.practice"] + [
         f"calibrank.analysis.{m}" for m in ("load", "calibration", "risk_aware", "nota_tables", "papers", "verdicts",
                                              "exports", "uncertainty", "subsets")]
     code = f"import sys, {', '.join(modules)}; sys.exit('torch' in sys.modules)"

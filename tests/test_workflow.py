@@ -1,4 +1,4 @@
-"""The graph of runs: ``calibrank.grid.steps`` and ``workflow/Snakefile``, which builds one rule per step.
+"""The graph of runs: ``calibrank.pipeline.grid.steps`` and ``workflow/Snakefile``, which builds one rule per step.
 
 The step list is checked against counts worked out by hand from the smoke profile and against
 invariants of any graph (each file made by one step, every step after the steps it reads). The
@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from calibrank import grid, train
-from calibrank.config import load_config, run_name, train_runs, training_seeds
-from calibrank.experiment import ranker_conditions
+from calibrank.pipeline import grid, train
+from calibrank.settings.config import load_config, run_name, train_runs, training_seeds
+from calibrank.model.experiment import ranker_conditions
 
 REPO = Path(__file__).resolve().parent.parent
 SNAKEFILE = REPO / "workflow" / "Snakefile"
@@ -218,7 +218,7 @@ def test_dry_run_plans_every_step_once_with_its_threads(smoke_dry_run, tmp_root)
         assert job["threads"] == step.threads == (2 if step.name in ("01_data", "02_negatives", "07_efficiency") else 1)
         assert job["output"] == list(step.outputs)
         assert f"OMP_NUM_THREADS={step.threads} " in job["shell"]
-        assert f"calibrank.eta progress smoke {step.name} --seconds" in job["shell"]
+        assert f"calibrank.pipeline.eta progress smoke {step.name} --seconds" in job["shell"]
     bert = jobs["03_train-bert-chitchat-seed1"]["shell"]
     assert "papermill " in bert and "/notebooks/03_train.ipynb" in bert
     assert "-p profile smoke -p ranker bert -p train_corpus chitchat -p seed 1 " in bert
@@ -226,9 +226,9 @@ def test_dry_run_plans_every_step_once_with_its_threads(smoke_dry_run, tmp_root)
     assert 'tmp="reports/smoke/.tmp-03_train-bert-chitchat-seed1.pid$$@$(uname -n' in bert
     assert 'mv "$tmp" reports/smoke/03_train-bert-chitchat-seed1.ipynb' in bert
     assert "calibrank.runs sweep reports/smoke" in bert
-    assert "-m calibrank.train smoke ensemble chatterbot --seed 0 --member 1" in \
+    assert "-m calibrank.pipeline.train smoke ensemble chatterbot --seed 0 --member 1" in \
         jobs["train-ensemble-chatterbot-seed0-member1"]["shell"]
-    assert "-m calibrank.report smoke" in jobs["index"]["shell"]
+    assert "-m calibrank.pipeline.report smoke" in jobs["index"]["shell"]
     assert not (root / "reports").exists() and not (root / "runs").exists()  # a dry run makes nothing
 
 

@@ -7,7 +7,7 @@ following names defined at the top level of the package's modules (directly or t
 imports), ``self``/``cls``/``super()`` members of the root's class, and whole classes it names;
 names used only in ``raise`` are not followed. Each definition enters as its syntax tree without
 docstrings, so comments and layout change no key. Outside the package, :func:`package_versions`
-covers dependencies. ``opaque`` modules (:mod:`calibrank.losses`, whose loss is chosen at run
+covers dependencies. ``opaque`` modules (:mod:`calibrank.model.losses`, whose loss is chosen at run
 time) are not followed: code reached only through run-time values must be given as a root.
 """
 

@@ -2,7 +2,7 @@
 and what was expected (against what was found); an empty list when all is well.
 
 A function that builds a table runs its invariants at its end and raises :class:`TableError` with
-:func:`raise_problems` (notebooks 01-07); :mod:`calibrank.practice.checks` lists the problems of
+:func:`raise_problems` (notebooks 01-07); :mod:`calibrank.analysis.practice.checks` lists the problems of
 notebook 08's tables.
 
 Every helper takes the table's name first, then the table. A row is named by its key columns with

@@ -7,13 +7,13 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
-from ..baselines import DISPLAY_NAMES as RULES, BaselineName, load_baseline
-from ..conditions import Condition
-from ..config import training_seeds
+from ..data.baselines import DISPLAY_NAMES as RULES, BaselineName, load_baseline
+from ..data.conditions import Condition
 from ..metrics.calibration import brier, ece, nll, reliability_curve
 from ..metrics.ranking import ranking_metrics
 from ..metrics.resample import features, interval
 from ..predictions import Predictions
+from ..settings.config import training_seeds
 from ..table_checks import TOLERANCE, describe, fmt, in_range, not_nan, raise_problems, rows_expected, rows_failing
 from . import uncertainty as unc
 from .load import BASELINE, CELL_KEYS, Study
@@ -187,7 +187,7 @@ def _check_table1(study: Study, table: pd.DataFrame, name: str) -> None:
 
 
 def baseline_metrics_table(study: Study, split: str = "test") -> pd.DataFrame:
-    """:func:`metrics_table`'s columns for the no-learning rules of :mod:`calibrank.baselines` (``ranker`` = ``baseline:<name>``).
+    """:func:`metrics_table`'s columns for the no-learning rules of :mod:`calibrank.data.baselines` (``ranker`` = ``baseline:<name>``).
 
     Their Platt maps are fitted per training corpus, so they have one row per training corpus
     like a trained ranker; ``seed`` is the profile seed (the rules' tie-breaks).
@@ -203,7 +203,7 @@ def table1_reference(study: Study, baseline_intervals: pd.DataFrame) -> pd.DataF
                      for r in dict.fromkeys(baseline_intervals["ranker"])], ignore_index=True)
     raise_problems(rows_expected("table1 rules", out, ("ranker", "train_corpus", "corpus", "sampler"),
                                  [(f"baseline:{n.value}", *cond) for n in BaselineName for cond in _conditions(study)],
-                                 what="one per rule of calibrank.baselines.BaselineName and condition"))
+                                 what="one per rule of calibrank.data.baselines.BaselineName and condition"))
     return out
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..config import Config
 from ..predictions import Predictions
 from ..runs import atomic_path, report_dir, write_json
+from ..settings.config import Config
 from ..table_checks import raise_problems, rows_expected
 from .load import Study
 

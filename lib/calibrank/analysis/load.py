@@ -10,25 +10,31 @@ from typing import Any
 
 import pandas as pd
 
-from .. import registry
-from ..config import Config, load_config, training_seeds
-from ..conditions import Condition, eval_conditions, load_predictions, predictions_path, ranker_conditions, shift_kind
+from ..data.conditions import (
+    Condition,
+    eval_conditions,
+    load_predictions,
+    predictions_path,
+    ranker_conditions,
+    shift_kind,
+)
+from ..data.querysets import MissingStepError
 from ..predictions import Predictions, PredictionsError
-from ..querysets import MissingStepError
+from ..settings import registry
+from ..settings.config import Config, load_config, training_seeds
 from ..table_checks import raise_problems, rows_expected, rows_failing
-
 
 BASELINE = "bert"
 """The deterministic ranker every other ranker is compared with."""
 
 GP_RANKERS = registry.of_family(registry.Family.gp)
-"""Rankers with a Gaussian-process output layer (the 2023 papers), from :mod:`calibrank.registry`."""
+"""Rankers with a Gaussian-process output layer (the 2023 papers), from :mod:`calibrank.settings.registry`."""
 
 CELL_KEYS = ("ranker", "train_corpus", "corpus", "sampler")
 """The columns that name one cell of a table: ranker x training corpus x test condition."""
 
 DISPLAY_NAMES = {name: entry.display for name, entry in registry.RANKERS.items()}
-"""Each ranker's name in the papers, from :mod:`calibrank.registry` (as it was at import; :func:`display_name` reads it now)."""
+"""Each ranker's name in the papers, from :mod:`calibrank.settings.registry` (as it was at import; :func:`display_name` reads it now)."""
 
 
 def with_keys(df: pd.DataFrame, **keys: Any) -> pd.DataFrame:
@@ -39,7 +45,7 @@ def with_keys(df: pd.DataFrame, **keys: Any) -> pd.DataFrame:
 
 
 def display_name(ranker: str) -> str:
-    """A ranker's name in the papers (:mod:`calibrank.registry`), else its own name."""
+    """A ranker's name in the papers (:mod:`calibrank.settings.registry`), else its own name."""
     entry = registry.RANKERS.get(ranker)
     return entry.display if entry is not None else ranker
 
@@ -141,7 +147,7 @@ class Study:
 
     def shift(self, condition: Condition, train_corpus: str) -> str:
         """``in distribution``, ``cross-domain``, ``cross-NS`` or ``cross-domain + cross-NS``
-        (:func:`calibrank.conditions.shift_kind`, as notebook 03 names it)."""
+        (:func:`calibrank.data.conditions.shift_kind`, as notebook 03 names it)."""
         return shift_kind(condition, train_corpus, self.train_sampler)
 
     def cell_keys(self, train_corpus: str, condition: Condition) -> dict[str, str]:
@@ -151,7 +157,7 @@ class Study:
 
     def expected_cells(self, split: str = "test", rankers: Iterable[str] | None = None) -> list[tuple[str, ...]]:
         """The :data:`CELL_KEYS` of every cell the profile predicts on ``split`` (validation: S > 1 only,
-        :func:`calibrank.conditions.ranker_conditions`): the rows a table over cells must hold."""
+        :func:`calibrank.data.conditions.ranker_conditions`): the rows a table over cells must hold."""
         return [(r, tc, c.corpus, c.sampler) for r in (rankers if rankers is not None else self.rankers)
                 for tc in self.train_corpora for c in ranker_conditions(self.cfg, r) if c.split == split]
 
@@ -168,7 +174,7 @@ class Study:
 def load_study(profile: str | Config) -> Study:
     """Find every Predictions file of the profile: every ranker x training corpus x condition.
 
-    Raises :class:`~calibrank.querysets.MissingStepError` naming the first missing file and the
+    Raises :class:`~calibrank.data.querysets.MissingStepError` naming the first missing file and the
     make target that writes it (and how many others are missing). Files are read lazily.
     """
     cfg = profile if isinstance(profile, Config) else load_config(profile)
@@ -211,7 +217,7 @@ def overview(study: Study) -> pd.DataFrame:
 
 
 def _check_overview(study: Study, table: pd.DataFrame) -> None:
-    """One row per ranker of the profile; S >= 1, and S > 1 for the stochastic family (:mod:`calibrank.registry`)."""
+    """One row per ranker of the profile; S >= 1, and S > 1 for the stochastic family (:mod:`calibrank.settings.registry`)."""
     name, keys = "rankers", ("ranker",)
     samples = pd.to_numeric(table["S"], errors="coerce")
     stochastic = table["ranker"].isin(registry.of_family(registry.Family.stochastic))

@@ -5,10 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .. import nota
 from ..metrics.stats import holm
 from ..table_checks import describe, in_range, not_nan, raise_problems, rows_failing
-from . import uncertainty as unc
+from . import nota, uncertainty as unc
 from .load import Study, with_keys
 
 # ------------------------------------------------------------------------------ NOTA (06)
@@ -42,7 +41,7 @@ def nota_table(
     stochastic ranker (S > 1) on the same NOTA set (MC Dropout's own variances are the
     paper's +var[R^D], the ensemble's its +var[R^E]; GP rankers' are new). Random forest,
     stratified ``folds``-fold cross-validation, one-sided paired t-tests over folds against
-    ``E[R]`` (:func:`calibrank.nota.compare_inputs`), Holm-corrected across the cells of each
+    ``E[R]`` (:func:`calibrank.analysis.nota.compare_inputs`), Holm-corrected across the cells of each
     table; ``F1 [95% CI]`` is the mean over folds with its Student-t interval and the mark
     (``†`` significant gain, ``worse`` significant loss).
     """

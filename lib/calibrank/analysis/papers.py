@@ -8,7 +8,6 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-
 # ------------------------------------------------------------------------------ the papers' numbers
 # Penha & Hauff (EACL 2021). Trained on MANtIS / MSDialog / UDC_DSTC8 with BM25 negatives;
 # columns: test on each corpus with BM25 negatives (cross-domain, diagonal = in distribution),

@@ -7,12 +7,11 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
-from .. import risk
-from ..conditions import Condition
+from ..data.conditions import Condition
 from ..metrics.ranking import recall_at_k
 from ..metrics.stats import relative_change
 from ..table_checks import in_range, raise_problems, rows_expected, rows_failing
-from . import uncertainty as unc
+from . import risk, uncertainty as unc
 from .calibration import _marked
 from .load import BASELINE, CELL_KEYS, Study, with_keys
 
@@ -26,7 +25,7 @@ def risk_sweep(study: Study, bs: Iterable[float] | None = None, *, split: str = 
     """Figure 3: R@1 of the risk-aware ranker per b, for every stochastic ranker and test condition.
 
     One row per ranker x training corpus x condition x b: ``value`` (R@1), ``rel_change``
-    over the mean ranker (b = 0), ``n_queries`` (:func:`calibrank.risk.sweep_b`), and
+    over the mean ranker (b = 0), ``n_queries`` (:func:`calibrank.analysis.risk.sweep_b`), and
     ``rel_change_bert``, the change over the deterministic ``bert`` on the same queries: the
     paper's Figure 3 plots gains over BERT, so b = 0 shows what averaging alone gains (NaN
     when ``bert`` is not in the profile or has R@1 = 0).

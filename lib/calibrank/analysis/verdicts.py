@@ -50,13 +50,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats as _sps
 
-from .. import registry
-from ..efficiency import PAPER_EFFICIENCY
 from ..metrics.resample import QueryFeatures, compare, features
 from ..metrics.stats import holm, mean_ci
+from ..settings import registry
 from ..table_checks import raise_problems, rows_failing
 from . import uncertainty as unc
 from .calibration import PROTOCOL_2023, paper2023_sampler, protocol_note
+from .efficiency import PAPER_EFFICIENCY
 from .load import BASELINE
 from .papers import PAPERS_2023, PENHA_HAUFF as ph
 from .risk_aware import risk_aware_scores
@@ -353,7 +353,7 @@ def efficiency_claims(eff: pd.DataFrame) -> pd.DataFrame:
     """PG-DRR Table 2 / GPF-BERT Table 3: MC Dropout and the ensemble cost several times bert's
     inference, the GP rankers little (less than MC Dropout).
 
-    From :func:`calibrank.efficiency.efficiency_table`, on the clock that decides (its ``clock``
+    From :func:`calibrank.analysis.efficiency.efficiency_table`, on the clock that decides (its ``clock``
     column: process CPU time on a CPU, which other work on the machine does not move; wall time
     on a GPU). The effect is the mean per-repeat ratio minus 1 (``mc_dropout``, ``ensemble``:
     against bert, claimed greater than 0) or the GP ranker's ratio over MC Dropout's minus 1

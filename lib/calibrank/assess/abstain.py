@@ -1,7 +1,7 @@
 """Answer with the top candidate or abstain, per query: risk against coverage for several confidences.
 
 A query's loss is 1 when its top candidate is not relevant; each confidence orders the queries
-and :mod:`calibrank.practice.selective` gives the risk-coverage curve, AURC, E-AURC, AUGRC and
+and :mod:`calibrank.analysis.practice.selective` gives the risk-coverage curve, AURC, E-AURC, AUGRC and
 the risk at 80% coverage with 95% intervals. Confidences: ``top prob``, ``margin``, ``-top var``
 (S > 1), and ``list``, a logistic regression on the sorted top probabilities fitted on
 validation queries (after Gisserot-Boukhlef et al. 2024).
@@ -13,7 +13,14 @@ import numpy as np
 import pandas as pd
 from sklearn.linear_model import LogisticRegression
 
-from ..practice.selective import COVERAGE, confidences, risk_column, risk_coverage, selective_intervals, selective_scores
+from ..analysis.practice.selective import (
+    COVERAGE,
+    confidences,
+    risk_column,
+    risk_coverage,
+    selective_intervals,
+    selective_scores,
+)
 from ..predictions import Predictions
 from .selfcheck import checked
 
@@ -43,7 +50,7 @@ def abstain_tables(valid: Predictions, test: Predictions, *, coverage: float = C
                    seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(scores, curves)``: per confidence, AURC, E-AURC, AUGRC and risk at ``coverage`` with intervals and the
     full-coverage ``risk``; the risk-coverage curves (one row per confidence and coverage). Intervals are
-    95% (:data:`calibrank.practice.intervals.LEVEL`)."""
+    95% (:data:`calibrank.analysis.practice.intervals.LEVEL`)."""
     conf, loss = confidences(test)
     _, valid_loss = confidences(valid)
     listed, note = _list_confidence(valid, test, valid_loss)

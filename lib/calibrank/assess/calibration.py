@@ -2,7 +2,7 @@
 
 Views: ``as given`` (a probability as is, a logit through the sigmoid; none for a bare
 ``score``); ``platt``, ``isotonic``, ``beta``, ``temperature``
-(:func:`calibrank.practice.recalibrate.fit_recalibrator`), fitted on validation pairs only; a
+(:func:`calibrank.analysis.practice.recalibrate.fit_recalibrator`), fitted on validation pairs only; a
 bare score first goes through a label-free squash ``sigmoid((s - m) / d)``, so Platt scaling is
 a logistic regression on the raw score; and ``base rate``, every candidate at the validation
 share of relevant ones, whose near-zero ECE shows that ECE alone means little without Brier and
@@ -18,9 +18,9 @@ from collections.abc import Iterable, Iterator, Sequence
 import numpy as np
 import pandas as pd
 
+from ..analysis.practice.recalibrate import fit_recalibrator
 from ..metrics.calibration import reliability_curve
 from ..metrics.resample import features, intervals
-from ..practice.recalibrate import fit_recalibrator
 from ..predictions import Predictions
 from .scored import ScoredRun, ScoreKind
 from .selfcheck import checked

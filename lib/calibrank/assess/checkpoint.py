@@ -24,10 +24,10 @@ import numpy as np
 import torch
 from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
 
-from ..choices import ContextStyle, Precision
 from ..data.splits import format_context
+from ..model.training import Pairs, score_pairs, use_bf16
 from ..runs import decode_error_position
-from ..training import Pairs, score_pairs, use_bf16
+from ..settings.choices import ContextStyle, Precision
 from .scored import AssessError, ScoredRun, ScoreKind
 
 __all__ = ["Candidate", "TextQuery", "read_queries", "load_checkpoint", "score_checkpoint"]

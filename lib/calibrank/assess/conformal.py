@@ -1,6 +1,6 @@
 """Conformal shortlists: a set of each query's candidates that holds a relevant one with probability >= 1 - alpha.
 
-Split conformal with the LAC score (:mod:`calibrank.practice.conformal`) on each query's
+Split conformal with the LAC score (:mod:`calibrank.analysis.practice.conformal`) on each query's
 ``softmax(logit(p))`` over its own list; a query's calibration score is the smallest among its
 relevant candidates, so the set holds at least one. Calibrated on validation queries with a
 relevant candidate, reported on test: coverage (95% Clopper-Pearson), set size, empty sets, and
@@ -14,9 +14,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ..practice.conformal import candidate_scores, conformal_quantile, prediction_sets
-from ..practice.listwise import candidate_distribution
-from ..practice.nota_sets import clopper_pearson
+from ..analysis.practice.conformal import candidate_scores, conformal_quantile, prediction_sets
+from ..analysis.practice.listwise import candidate_distribution
+from ..analysis.practice.nota_sets import clopper_pearson
 from ..predictions import Predictions
 from .selfcheck import checked
 

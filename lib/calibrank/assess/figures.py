@@ -1,7 +1,7 @@
 """Figures of an assessment, drawn from its tables (:class:`calibrank.assess.engine.Assessment`; nothing computed here).
 
 Each function takes the tables it draws and an optional matplotlib ``ax`` and returns the axes; each draws in
-the project's one look (:func:`calibrank.plots.style`), a category in its :func:`calibrank.plots.category_colors`
+the project's one look (:func:`calibrank.analysis.plots.style`), a category in its :func:`calibrank.analysis.plots.category_colors`
 colour.
 """
 
@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from ..plots import band, category_colors, styled
+from ..analysis.plots import band, category_colors, styled
 
 __all__ = ["best_view", "plot_reliability", "plot_risk_coverage", "plot_thresholds"]
 

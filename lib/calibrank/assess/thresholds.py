@@ -3,7 +3,7 @@
 For each ``t`` of :data:`GRID`, precision and recall over the test candidates with 95% bootstrap
 bands over queries (one matrix product per band set). The Learn-then-Test threshold
 (Angelopoulos et al. 2021) for ``precision >= 1 - alpha`` at confidence ``1 - delta`` is chosen on
-validation candidates (:func:`calibrank.practice.nota_sets.ltt_threshold`). Its guarantee treats
+validation candidates (:func:`calibrank.analysis.practice.nota_sets.ltt_threshold`). Its guarantee treats
 candidates as exchangeable, which a query's candidates are not; with too few validation
 candidates for any certified threshold, the row says so.
 """
@@ -15,8 +15,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..practice.intervals import bootstrap_interval
-from ..practice.nota_sets import MIN_ANSWERED, clopper_pearson, ltt_threshold
+from ..analysis.practice.intervals import bootstrap_interval
+from ..analysis.practice.nota_sets import MIN_ANSWERED, clopper_pearson, ltt_threshold
 from ..predictions import Predictions
 from .selfcheck import checked
 

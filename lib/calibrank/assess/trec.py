@@ -22,7 +22,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
-from .inputs import Locate, Qrels, Rows, first_duplicate, assemble, check_kind, check_relevant_at, factorize, to_str_array, two_places
+from .inputs import (
+    Locate,
+    Qrels,
+    Rows,
+    assemble,
+    check_kind,
+    check_relevant_at,
+    factorize,
+    first_duplicate,
+    to_str_array,
+    two_places,
+)
 from .scored import AssessError, ScoredRun
 
 __all__ = ["read_qrels", "read_runs"]

@@ -1,6 +1,6 @@
 """With several samples per score (MC Dropout passes, ensemble members): risk-aware re-ranking.
 
-``E[R] - b var[R] - 2b sum cov`` (Penha & Hauff 2021, sec. 3.2.4; :mod:`calibrank.risk`), ``b``
+``E[R] - b var[R] - 2b sum cov`` (Penha & Hauff 2021, sec. 3.2.4; :mod:`calibrank.analysis.risk`), ``b``
 chosen on validation R@1 and compared on test with the mean ranker. Empty when S = 1.
 """
 
@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..analysis.risk import risk_aware_table
 from ..predictions import Predictions
-from ..risk import risk_aware_table
 from .selfcheck import checked
 
 __all__ = ["risk_aware"]
 
 
 def risk_aware(valid: Predictions, test: Predictions) -> pd.DataFrame:
-    """One row (:func:`calibrank.risk.risk_aware_table`; R@1 over the relevant candidates of each list), or none
+    """One row (:func:`calibrank.analysis.risk.risk_aware_table`; R@1 over the relevant candidates of each list), or none
     without samples."""
     if test.n_samples < 2 or valid.n_samples < 2:
         return pd.DataFrame(columns=["metric", "b", "valid_value", "mean_ranker", "risk_aware", "rel_change",

@@ -1,7 +1,16 @@
-"""The data layer: corpora read into one typed schema, split by dialogue, cut into examples.
+"""The data layer (notebooks 01-02): corpora in one typed schema, splits, negatives, query sets.
 
-See :mod:`calibrank.data.schema` for the records and :mod:`calibrank.data.corpora` for the
-corpora by name.
+- :mod:`.schema`: the records (dialogues, examples, ranking queries) and :class:`~.schema.DataError`;
+- :mod:`.corpora`: the corpora by name; :mod:`.chitchat`, :mod:`.chatterbot` (offline, from
+  PyPI), :mod:`.published`, :mod:`.dstc8`, :mod:`.tsv`, :mod:`.download` (MSDialog, MANtIS,
+  UDC_DSTC8 in their published formats);
+- :mod:`.splits`: split by dialogue, cut into (context, response) examples;
+- :mod:`.io`: examples and queries on disk (Parquet, checked against their sha256);
+- :mod:`.stats`: corpus statistics and the overlap of negatives with their context;
+- :mod:`.negatives`: random, BM25, mixed and sentence-embedding negative samplers;
+- :mod:`.querysets`: the ranking queries of every corpus, split and sampler (02's outputs);
+- :mod:`.conditions`: the conditions a profile evaluates on and where Predictions live;
+- :mod:`.baselines`: the rules that learn nothing, ranked on every condition.
 """
 
 from .schema import DataError, Dialogue, Example, RankingQuery, normalise_text

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..config import Corpus, DataConfig
+from ..settings.config import Corpus, DataConfig
 from .chatterbot import read_chatterbot
 from .chitchat import read_chitchat
 from .published import expected_files, load_published

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..config import ContextStyle, Positions, SplitConfig
+from ..settings.config import ContextStyle, Positions, SplitConfig
 from .schema import Dialogue, Example
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""Descriptive statistics of examples and query sets, as tables (compute only; plots in :mod:`calibrank.plots`).
+"""Descriptive statistics of examples and query sets, as tables (compute only; plots in :mod:`calibrank.analysis.plots`).
 
 Lengths are counted in whitespace tokens (words), independent of any model's tokenizer.
 The lexical overlap of a candidate with its context is the Jaccard similarity of their

@@ -1,0 +1,192 @@
+"""Conformal shortlists: a set of a query's candidates that holds the true response with probability >= 1 - alpha.
+
+A query's K candidates are a K-class problem; the class probabilities are the candidate
+distribution ``pi = softmax(logit(p))`` of :func:`calibrank.analysis.practice.listwise.candidate_distribution`
+(the probability that each candidate is the one relevant response). Split conformal
+prediction (Vovk, Gammerman & Shafer 2005; Angelopoulos & Bates 2023, Section 1):
+
+1. on ``n`` calibration queries, the score of the true candidate ``s_i = s(x_i, y_i)``;
+2. ``q = `` the ``ceil((n + 1)(1 - alpha))``-th smallest ``s_i`` (the finite-sample quantile);
+3. the set of a test query: every candidate ``j`` with ``s(x, j) <= q``.
+
+If calibration and test queries are exchangeable, ``P(y in set) >= 1 - alpha`` (and
+``<= 1 - alpha + 1 / (n + 1)`` without ties). The guarantee needs
+``ceil((n + 1)(1 - alpha)) <= n``, i.e. ``n >= 1 / alpha - 1``; with fewer calibration queries
+the quantile is infinite (every set is every candidate) and :func:`conformal_quantile` raises.
+
+Scores:
+
+- ``LAC`` (least ambiguous set-valued classifier; Sadinle, Lei & Wasserman, JASA 2019):
+  ``s(x, j) = 1 - pi_j``;
+- ``APS`` (adaptive prediction sets; Romano, Sesia & Candès, NeurIPS 2020, eq. 5, without
+  the randomisation): ``s(x, j) = sum_{i: pi_i > pi_j} pi_i + pi_j``, the mass of the
+  candidates ranked above ``j`` plus its own. Candidates with equal ``pi`` get equal scores,
+  so they enter a set together.
+
+Under shift the exchangeability assumption fails: coverage can drop below ``1 - alpha``, and
+:func:`conformal_table` reports each condition's empirical coverage with its Clopper-Pearson
+interval (scipy ``binomtest``) so that a drop is seen.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from ...predictions import Predictions
+from ...table_checks import describe, in_range, raise_problems, rows_failing
+from .cells import CELL, rows_problems, study_cells
+from .fitdata import drop_queries, fit_data
+from .listwise import candidate_distribution
+
+__all__ = ["ALPHAS", "SCORES", "candidate_scores", "conformal_quantile", "conformal_table", "min_calibration_queries",
+           "prediction_sets", "true_scores"]
+
+SCORES = ("LAC", "APS")
+ALPHAS = (0.1, 0.2)
+
+
+def _check_alpha(alpha: float) -> float:
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.floating)) or not 0.0 < float(alpha) < 1.0:
+        raise ValueError(f"alpha (the miscoverage level) must be strictly between 0 and 1; got {alpha!r}")
+    return float(alpha)
+
+
+def min_calibration_queries(alpha: float) -> int:
+    """The fewest calibration queries with which the guarantee can hold at ``alpha``: ``ceil(1 / alpha - 1)``
+    (``ceil((n + 1)(1 - alpha)) <= n`` iff ``n >= 1 / alpha - 1``; :func:`conformal_quantile` raises below it)."""
+    alpha = _check_alpha(alpha)
+    return math.ceil(1.0 / alpha - 1.0 - 1e-9)
+
+
+def candidate_scores(pi: np.ndarray, score: str) -> np.ndarray:
+    """``[Q, K]`` non-conformity score of every candidate under ``score`` (``LAC`` or ``APS``)."""
+    pi = np.asarray(pi, dtype=np.float64)
+    if pi.ndim != 2:
+        raise ValueError(f"class probabilities must be [Q, K]; got shape {pi.shape}")
+    if score == "LAC":
+        return 1.0 - pi
+    if score == "APS":
+        # sum of pi_i over pi_i > pi_j, plus pi_j: [Q, K, K] comparison (K is small)
+        above = (pi[:, None, :] > pi[:, :, None]) * pi[:, None, :]
+        return above.sum(axis=2) + pi
+    raise ValueError(f"score must be one of {SCORES}; got {score!r}")
+
+
+def true_scores(pi: np.ndarray, labels: np.ndarray, score: str) -> np.ndarray:
+    """``[Q]`` score of each query's relevant candidate; every query needs exactly one."""
+    y = np.asarray(labels)
+    if y.shape != np.shape(pi) or not (y.sum(axis=1) == 1).all():
+        raise ValueError("labels must be [Q, K] with exactly one relevant candidate per query (a K-class problem)")
+    return candidate_scores(pi, score)[y.astype(bool)]
+
+
+def conformal_quantile(scores: np.ndarray, alpha: float) -> float:
+    """The ``ceil((n + 1)(1 - alpha))``-th smallest calibration score (split conformal's finite-sample quantile).
+
+    Raises when ``n`` calibration scores are too few for the guarantee (``ceil((n+1)(1-alpha)) > n``,
+    i.e. ``n < 1/alpha - 1``): the set would have to be every candidate.
+    """
+    alpha = _check_alpha(alpha)
+    s = np.sort(np.asarray(scores, dtype=np.float64).reshape(-1))
+    n = s.size
+    rank = math.ceil((n + 1) * (1.0 - alpha) - 1e-9)
+    if rank > n:
+        raise ValueError(f"{n} calibration queries are too few for alpha={alpha}: the coverage guarantee "
+                         f"1 - alpha cannot hold with fewer than {min_calibration_queries(alpha)} "
+                         f"(ceil((n+1)(1-alpha)) = {rank} > n)")
+    return float(s[rank - 1])
+
+
+def prediction_sets(pi: np.ndarray, qhat: float, score: str, mask: np.ndarray | None = None) -> np.ndarray:
+    """``[Q, K]`` boolean: candidate ``j`` is in the set of its query when ``s(x, j) <= qhat`` (a padded slot
+    of ``mask`` never is)."""
+    sets = candidate_scores(pi, score) <= qhat + 1e-12
+    return sets if mask is None else sets & mask
+
+
+def _coverage_row(sets: np.ndarray, labels: np.ndarray, alpha: float) -> dict:
+    covered = sets[labels.astype(bool)]
+    k, n = int(covered.sum()), int(covered.size)
+    ci = stats.binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")
+    return {"K": int(sets.shape[1]), "coverage": k / n, "coverage lo": float(ci.low), "coverage hi": float(ci.high),
+            "mean set size": float(sets.sum(axis=1).mean()), "empty sets": int((sets.sum(axis=1) == 0).sum()),
+            "below target": bool(ci.high < 1.0 - alpha)}
+
+
+def conformal_table(study, rankers: Iterable[str] | None = None, alphas: Sequence[float] = ALPHAS,
+                    scores: Sequence[str] = SCORES) -> pd.DataFrame:
+    """Empirical coverage and mean set size per ranker x score x alpha x test condition (main training seed).
+
+    Calibrated once per ranker and training corpus on :func:`~calibrank.analysis.practice.fitdata.fit_data`
+    (``fitted_on``; ``n_cal`` queries) and applied to every test condition. ``coverage lo`` /
+    ``hi``: 95% Clopper-Pearson interval; ``below target``: the whole interval is below
+    ``1 - alpha`` (coverage broken, beyond sampling error); ``target`` = ``1 - alpha``. When the
+    calibration queries are too few for ``alpha`` (:func:`conformal_quantile`), the row has no
+    coverage (NaN) and ``note`` says why. Raises :class:`~calibrank.table_checks.TableError` naming a
+    row that breaks an invariant of :func:`_table_problems`.
+    """
+    rows = []
+    for ranker in rankers if rankers is not None else study.rankers:
+        for tc in study.train_corpora:
+            fd = fit_data(study, ranker, tc)
+            pi_cal = candidate_distribution(fd.pred.probs)
+            conds = [c for c in study.test_conditions("test") if (ranker, tc, c.name) in study.paths]
+            tests: list[tuple[object, Predictions]] = [(c, drop_queries(study.get(ranker, tc, c), fd.exclude))
+                                                       for c in conds]
+            for score in scores:
+                cal = true_scores(pi_cal, fd.pred.labels, score)
+                for alpha in alphas:
+                    try:
+                        qhat, note = conformal_quantile(cal, alpha), ""
+                    except ValueError as exc:  # too few calibration queries: say so in the row, no set
+                        qhat, note = np.nan, str(exc)
+                    for cond, pred in tests:
+                        row = {"ranker": ranker, "train_corpus": tc, "corpus": cond.corpus, "sampler": cond.sampler,
+                               "shift": study.shift(cond, tc), "score": score, "alpha": alpha, "target": 1.0 - alpha,
+                               "fitted_on": fd.fitted_on, "n_cal": int(cal.size), "qhat": qhat,
+                               "queries": int(pred.labels.shape[0])}
+                        if note:
+                            row.update({"K": int(pred.labels.shape[1]), "coverage": np.nan, "coverage lo": np.nan,
+                                        "coverage hi": np.nan, "mean set size": np.nan, "empty sets": 0,
+                                        "below target": False})
+                        else:
+                            sets = prediction_sets(candidate_distribution(pred.probs), qhat, score)
+                            row.update(_coverage_row(sets, pred.labels, alpha))
+                        rows.append({**row, "note": note})
+    table = pd.DataFrame(rows)
+    raise_problems(_table_problems(study, table, rankers, alphas, scores))
+    return table
+
+
+def _table_problems(study, table: pd.DataFrame, rankers: Iterable[str] | None, alphas: Sequence[float],
+                    scores: Sequence[str]) -> list[str]:
+    """One row per cell, score and alpha; a row without coverage says it had too few calibration queries;
+    a row with one has enough for its alpha, the coverage inside its interval and a mean set size in
+    [0, K]; a smaller alpha gives coverage and sets at least as large (its quantile is at least as large)."""
+    name, keys = "conformal", (*CELL, "score", "alpha")
+    cells = study_cells(study, rankers)
+    problems = rows_problems(name, table, keys, [(*c, s, a) for c in cells for s in scores for a in alphas],
+                             what=f"{len(cells)} cells x {len(scores)} scores x {len(alphas)} alphas")
+    if table.empty:
+        return problems
+    bare = table[table["coverage"].isna()]
+    problems += rows_failing(name, bare, bare["note"].str.contains("too few", regex=False), keys,
+                             "a note saying why there is no coverage (too few calibration queries)", ["note"])
+    ok = table[table["note"] == ""]
+    problems += rows_failing(name, ok, (ok["coverage lo"] <= ok["coverage"]) & (ok["coverage"] <= ok["coverage hi"]),
+                             keys, "coverage lo <= coverage <= coverage hi", ["coverage lo", "coverage", "coverage hi"])
+    problems += in_range(name, ok, "mean set size", keys, 0, study.k + 1)
+    problems += rows_failing(name, ok, ok["n_cal"] >= ok["alpha"].map(min_calibration_queries), keys,
+                             "n_cal >= min_calibration_queries(alpha) (ceil(1 / alpha - 1))", ["n_cal", "alpha"])
+    small, large = min(alphas), max(alphas)
+    pair = ok[ok["alpha"] == small].merge(ok[ok["alpha"] == large], on=[*CELL, "score"], suffixes=("", " large"))
+    for col in ("coverage", "mean set size"):
+        for _, r in pair[pair[col] < pair[f"{col} large"]].iterrows():
+            problems.append(f"{name}: {describe(r, (*CELL, 'score'))}: expected {col} at alpha {small:g} >= at alpha "
+                            f"{large:g}, found {r[col]:.6g} vs {r[f'{col} large']:.6g}")
+    return problems

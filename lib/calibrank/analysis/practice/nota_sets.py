@@ -1,0 +1,467 @@
+"""None of the above (NOTA) from conformal sets and from a certified threshold, beside the random forest of notebook 06.
+
+The NOTA task is that of Penha & Hauff (EACL 2021, Tables 4-5; :func:`calibrank.analysis.nota.make_nota_set`):
+for half of the queries (seeded with the profile seed, as notebook 06) the relevant response
+is removed and the answer is NOTA; the other half lose one negative. Every query keeps
+``K - 1`` candidates. Two decision rules, both fitted on calibration queries only and applied
+to the test conditions of notebook 06's Tables 4-5 (:func:`nota_conditions`):
+
+**1. An empty conformal set is a NOTA answer** (:func:`nota_conformal_table`). Split-conformal
+LAC (Sadinle, Lei & Wasserman, JASA 2019; the finite-sample quantile of
+:func:`calibrank.analysis.practice.conformal.conformal_quantile`): a candidate enters the set when its
+class probability is at least ``t = 1 - qhat``; the rule says NOTA when no candidate does.
+Class probabilities (``view``):
+
+- ``pointwise``: the ranker's own probability of relevance ``p_j``: the set is empty exactly
+  when the top candidate's probability is below ``t``;
+- ``softmax``: the candidate distribution ``softmax(logit(p))`` over the ``K - 1`` remaining
+  candidates (:func:`calibrank.analysis.practice.listwise.candidate_distribution`, section 4 of the
+  notebook). It assumes exactly one relevant candidate, so it renormalises the evidence of
+  "none" away: on a NOTA query it still sums to 1 over the negatives.
+
+Calibration must look like test. A NOTA query's ``K - 1`` remaining candidates are all
+non-relevant, so it has no true response and no conformal score; the calibration queries are
+therefore a NOTA set built the same way (:func:`calibrank.analysis.nota.make_nota_set`, same seed) from the
+fitting data of :func:`calibrank.analysis.practice.fitdata.fit_data` (the validation split of the
+training condition for S > 1; a seeded half of the in-distribution test queries for S = 1,
+removed from every evaluated condition), and ``qhat`` is computed on its *answerable* queries:
+the same ``K - 1`` candidates (one negative removed) as an answerable test query. What holds:
+
+- **coverage**: for an answerable test query exchangeable with the answerable calibration
+  queries (the NOTA draw is a seeded permutation, independent of the queries),
+  ``P(true response in set | answerable) >= 1 - alpha``;
+- hence **false NOTA** (an empty set on an answerable query, which misses the true response):
+  ``P(NOTA said | answerable) <= alpha``, in expectation over calibration and test draws;
+- **NOTA detection has no guarantee**: nothing bounds ``P(NOTA said | NOTA)`` (the recall of
+  NOTA) or the macro-F1; they depend on how well the probabilities separate the two kinds.
+- Under shift (another corpus or negative sampler) exchangeability fails and neither bound holds.
+
+The bound on false NOTA is loose by construction: the set is calibrated so that the *true*
+response's probability clears ``t`` (``t`` is about the ``alpha``-quantile of ``p_true`` on answerable
+queries), while the set is non-empty as soon as the *top* candidate's does. With a ranker whose
+true response is often not on top, ``t`` is far below the top probabilities of NOTA queries too,
+and the set is almost never empty (NOTA recall near 0). Rule 2 thresholds the top probability
+itself.
+
+The macro-F1 (sklearn ``f1_score(average="macro", labels=[0, 1])``, as notebook 06) is reported
+beside the random forest's ``E[R]`` F1 on the same NOTA set (:func:`calibrank.analysis.nota.cross_validate_nota`
+on the ranker's sorted probabilities, stratified 5-fold, the settings of notebook 06; for the
+ranker whose means notebook 06 uses, when it has S > 1, it is that notebook's ``E[R]`` number). The forest is fitted
+on 4/5 of the *test* NOTA set itself and the conformal rule on separate calibration queries, so
+the comparison favours the forest.
+
+**2. A threshold with a finite-sample guarantee** (:func:`ltt_threshold`, :func:`nota_threshold_table`).
+Answer with the top candidate when its probability ``c`` is at least ``lambda``, else say
+NOTA. ``lambda`` is chosen on the calibration NOTA set by Learn then Test (Angelopoulos, Bates,
+Candès, Jordan & Lei 2021, "Learn then Test: calibrating predictive algorithms to achieve risk
+control"): every ``lambda`` of a grid fixed in advance (:data:`GRID`, uniform in the logit) is a
+null hypothesis ``H_lambda: R(lambda) > target``; its p-value is the binomial tail
+``P(Binomial(n, target) <= k)`` of the ``k`` losses among the ``n`` calibration queries the risk
+is about (exact, for 0/1 losses; ``p <= delta`` exactly when the one-sided Clopper-Pearson upper
+bound at level ``1 - delta`` is ``<= target``); fixed-sequence testing (LTT section 4) tests the
+grid from the safe end at level ``delta`` and stops at the first non-rejection; every rejected
+``lambda`` has ``P(R(lambda) > target) <= delta`` simultaneously, and the rule takes the one
+furthest from the safe end. Risks (:data:`RISKS`):
+
+- ``false NOTA``: ``R(lambda) = P(c < lambda | answerable)``; ``n`` = answerable calibration
+  queries, ``k`` = those with ``c < lambda``. Increasing in ``lambda``; the sequence starts at the
+  smallest ``lambda`` (never NOTA: risk 0, always safe) and the rule takes the largest certified.
+- ``wrong answer``: one minus the precision of answering, ``R(lambda) = P(wrong | c >= lambda)``,
+  wrong = the top candidate is not relevant (always so on a NOTA query; ties broken against the
+  relevant one). Conditional on the ``n`` answered calibration queries their errors are
+  binomial with parameter ``R(lambda)``, so the p-value is valid conditionally and hence
+  unconditionally (LTT, selective classification). The sequence starts at the largest
+  ``lambda`` that at least :data:`MIN_ANSWERED` calibration queries pass (a threshold nobody
+  passes cannot be certified, and would stop the sequence at once; the selective-classification
+  example of Angelopoulos & Bates, "A gentle introduction to conformal prediction and
+  distribution-free uncertainty quantification", 2021, restricts its grid the same way). This
+  start depends on the calibration confidences but not on whether the answers are right;
+  strictly, the guarantee is that of a start fixed in advance. When no ``lambda`` is certified
+  the rule never answers (``threshold = inf``).
+
+Both guarantees are ``P(R(lambda_hat) > target) <= delta`` over the calibration draw, for test
+queries from the calibration distribution; :func:`nota_threshold_table` reports the achieved
+risk on the test queries with its 95% Clopper-Pearson interval, in distribution and under shift.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+from sklearn.metrics import f1_score
+
+from ...table_checks import TOLERANCE, in_range, raise_problems, rows_failing
+from .. import nota as nota_task
+from ..nota_tables import nota_means_ranker
+from .cells import CELL, rows_problems
+from .conformal import ALPHAS, conformal_quantile
+from .fitdata import drop_queries, fit_data
+from .listwise import _top, candidate_distribution
+
+__all__ = ["DELTA", "GRID", "MIN_ANSWERED", "RISKS", "VIEWS", "Threshold", "binomial_pvalue", "class_probabilities",
+           "clopper_pearson", "clopper_pearson_upper", "empty_set_nota", "lac_threshold", "ltt_threshold", "nota_conditions",
+           "nota_conformal_table", "nota_threshold_table", "risk_counts", "top_answer"]
+
+VIEWS = ("pointwise", "softmax")
+RISKS: Mapping[str, float] = {"false NOTA": 0.1, "wrong answer": 0.3}
+"""The risks :func:`ltt_threshold` controls and the target of each in the notebook's table."""
+DELTA = 0.1
+MIN_ANSWERED = 30
+GRID = 1.0 / (1.0 + np.exp(-np.linspace(-16.0, 16.0, 641)))
+"""Thresholds tested by :func:`ltt_threshold`: ``sigmoid(z)`` for ``z`` from -16 to 16 in steps of 0.05."""
+
+
+# ------------------------------------------------------------------------------ conformal
+def class_probabilities(probs: np.ndarray, view: str) -> np.ndarray:
+    """``[Q, K']`` class probabilities of the candidates under ``view`` (``pointwise`` or ``softmax``)."""
+    p = np.asarray(probs, dtype=np.float64)
+    if p.ndim != 2:
+        raise ValueError(f"probs must be [Q, K]; got shape {p.shape}")
+    if view == "pointwise":
+        return p
+    if view == "softmax":
+        return candidate_distribution(p)
+    raise ValueError(f"view must be one of {VIEWS}; got {view!r}")
+
+
+def lac_threshold(probs: np.ndarray, labels: np.ndarray, alpha: float, view: str) -> float:
+    """``t = 1 - qhat``: the LAC quantile on the calibration queries that have a relevant candidate.
+
+    ``qhat`` is :func:`~calibrank.analysis.practice.conformal.conformal_quantile` of ``1 - prob(true)``
+    over the answerable queries (exactly one relevant candidate; queries with none, i.e. NOTA,
+    have no true response and are left out). A candidate is in the set when its class
+    probability is ``>= t``.
+    """
+    y = np.asarray(labels)
+    pi = class_probabilities(probs, view)
+    if y.shape != pi.shape:
+        raise ValueError(f"labels must have the shape of probs {pi.shape}; got {y.shape}")
+    n_rel = y.sum(axis=1)
+    if (n_rel > 1).any():
+        raise ValueError("labels: a query has more than one relevant candidate (a NOTA set has at most one)")
+    answerable = n_rel == 1
+    if not answerable.any():
+        raise ValueError("labels: no calibration query has a relevant candidate; the set cannot be calibrated")
+    scores = 1.0 - pi[answerable][y[answerable].astype(bool)]
+    return 1.0 - conformal_quantile(scores, alpha)
+
+
+def empty_set_nota(probs: np.ndarray, threshold: float, view: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(sets [Q, K'], nota [Q])``: the LAC sets at ``threshold`` (:func:`lac_threshold`) and whether each is empty."""
+    sets = class_probabilities(probs, view) >= threshold - 1e-12
+    return sets, ~sets.any(axis=1)
+
+
+# ------------------------------------------------------------------------------ Learn then Test
+def _check_level(name: str, value: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0.0 < float(value) < 1.0:
+        raise ValueError(f"{name} must be strictly between 0 and 1; got {value!r}")
+    return float(value)
+
+
+def binomial_pvalue(k: np.ndarray, n: np.ndarray, target: float) -> np.ndarray:
+    """``P(Binomial(n, target) <= k)``: the p-value of ``H: risk > target`` after ``k`` losses in ``n`` (1 where ``n = 0``)."""
+    k, n = np.asarray(k), np.asarray(n)
+    return np.where(n > 0, stats.binom.cdf(k, np.maximum(n, 1), target), 1.0)
+
+
+def clopper_pearson_upper(k: np.ndarray, n: np.ndarray, delta: float) -> np.ndarray:
+    """One-sided ``1 - delta`` Clopper-Pearson upper bound on a proportion after ``k`` of ``n`` (1 where ``k = n``)."""
+    k, n = np.asarray(k, dtype=np.float64), np.asarray(n, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        ub = stats.beta.ppf(1.0 - delta, k + 1.0, np.maximum(n - k, 1.0))
+    return np.where(k < n, ub, 1.0)
+
+
+def top_answer(probs: np.ndarray, labels: np.ndarray, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(confidence [Q], wrong [Q])``: the top candidate's probability and whether it is not relevant
+    (ties broken against the relevant one; on a NOTA query every answer is wrong; a padded slot of
+    ``mask`` is never the answer)."""
+    p, y = np.asarray(probs, dtype=np.float64), np.asarray(labels)
+    top = _top(p, y, mask)
+    rows = np.arange(p.shape[0])
+    return p[rows, top], (y[rows, top] == 0)
+
+
+def risk_counts(conf: np.ndarray, wrong: np.ndarray, answerable: np.ndarray, lambdas: np.ndarray,
+                risk: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(k, n)`` per threshold of ``lambdas`` (answer when ``conf >= lambda``): losses and the queries the risk is about."""
+    c = np.asarray(conf, dtype=np.float64)
+    w, a = np.asarray(wrong, dtype=bool), np.asarray(answerable, dtype=bool)
+    lam = np.asarray(lambdas, dtype=np.float64)
+    if not (c.shape == w.shape == a.shape) or c.ndim != 1:
+        raise ValueError(f"conf, wrong and answerable must be 1-D of one length; got {c.shape}, {w.shape}, {a.shape}")
+    if risk == "false NOTA":
+        ca = np.sort(c[a])
+        k = np.searchsorted(ca, lam, side="left")  # answerable queries with conf < lambda
+        return k, np.full(lam.shape, ca.size)
+    if risk == "wrong answer":
+        c_all, c_wrong = np.sort(c), np.sort(c[w])
+        n = c_all.size - np.searchsorted(c_all, lam, side="left")  # conf >= lambda
+        k = c_wrong.size - np.searchsorted(c_wrong, lam, side="left")
+        return k, n
+    raise ValueError(f"risk must be one of {tuple(RISKS)}; got {risk!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Threshold:
+    """The threshold chosen by :func:`ltt_threshold` (answer when the top probability is ``>= threshold``).
+
+    ``certified``: some grid threshold was rejected (for ``false NOTA`` the trivial ``0`` is
+    certified without a test); ``n`` / ``k`` / ``ucb``: calibration queries, losses and the
+    ``1 - delta`` Clopper-Pearson upper bound at the chosen threshold; ``tested``: hypotheses tested.
+    """
+
+    risk: str
+    target: float
+    delta: float
+    threshold: float
+    certified: bool
+    n: int
+    k: int
+    ucb: float
+    tested: int
+
+
+def ltt_threshold(conf: np.ndarray, wrong: np.ndarray, answerable: np.ndarray, *, risk: str, target: float,
+                  delta: float = DELTA, grid: np.ndarray = GRID, min_answered: int = MIN_ANSWERED) -> Threshold:
+    """The Learn-then-Test threshold of the module docstring (fixed-sequence testing on ``grid``)."""
+    target, delta = _check_level("target", target), _check_level("delta", delta)
+    if isinstance(min_answered, bool) or not isinstance(min_answered, numbers.Integral) or min_answered < 1:
+        raise ValueError(f"min_answered must be an integer >= 1; got {min_answered!r}")
+    lam = np.unique(np.asarray(grid, dtype=np.float64))
+    if lam.size == 0 or not np.isfinite(lam).all():
+        raise ValueError("grid must hold finite thresholds")
+    k, n = risk_counts(conf, wrong, answerable, lam, risk)
+    if risk == "false NOTA":
+        if n[0] == 0:
+            raise ValueError("answerable: no calibration query is answerable; the false-NOTA rate cannot be estimated")
+        order = np.arange(lam.size)  # from the smallest threshold up
+        fallback = (0.0, True, int(n[0]), 0)
+    else:
+        order = np.flatnonzero(n >= min_answered)[::-1]  # from the largest threshold enough queries pass, down
+        fallback = (math.inf, False, 0, 0)
+    p = binomial_pvalue(k[order], n[order], target)
+    fails = np.flatnonzero(p > delta)
+    passed = order[: fails[0] if fails.size else order.size]
+    tested = int(min(order.size, passed.size + 1))
+    if passed.size == 0:
+        thr, certified, n_at, k_at = fallback
+        ucb = 0.0 if risk == "false NOTA" else float("nan")
+        return Threshold(risk, target, delta, float(thr), bool(certified), n_at, k_at, ucb, tested)
+    j = passed[-1]
+    return Threshold(risk, target, delta, float(lam[j]), True, int(n[j]), int(k[j]),
+                     float(clopper_pearson_upper(k[j], n[j], delta)), tested)
+
+
+# ------------------------------------------------------------------------------ study tables
+def nota_conditions(study, train_corpus: str) -> list:
+    """The test conditions of notebook 06's Tables 4-5 for ``train_corpus``: every corpus with the training
+    sampler (Table 4) and the training corpus with every other sampler (Table 5)."""
+    return [c for c in study.test_conditions("test")
+            if c.sampler == study.train_sampler or c.corpus == train_corpus]
+
+
+def _share(mask: np.ndarray) -> float:
+    """Mean of a boolean array; NaN when it is empty (e.g. no NOTA query among those evaluated)."""
+    return float(mask.mean()) if mask.size else float("nan")
+
+
+def _macro_f1(y: np.ndarray, said_nota: np.ndarray) -> float:
+    return float(f1_score(y, said_nota.astype(int), average="macro", labels=[0, 1], zero_division=0.0))
+
+
+def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Two-sided ``level`` Clopper-Pearson interval of ``k`` successes in ``n`` (scipy ``binomtest``); NaN when ``n = 0``."""
+    if n == 0:
+        return float("nan"), float("nan")
+    ci = stats.binomtest(int(k), int(n)).proportion_ci(confidence_level=level, method="exact")
+    return float(ci.low), float(ci.high)
+
+
+_cp = clopper_pearson
+
+
+def _cells(study, rankers: Iterable[str] | None, seed: int):
+    """Per ranker x training corpus: fitting rule, calibration NOTA set, and per NOTA condition the test NOTA set.
+
+    The test NOTA set is drawn on the condition's queries left after the fitting queries are
+    removed (:func:`~calibrank.analysis.practice.fitdata.drop_queries`): for S > 1 nothing is removed and
+    it is notebook 06's set; for S = 1 drawing on the remaining half keeps half of it NOTA (the
+    fitting half and the NOTA draw would otherwise come from the same seeded permutation).
+    """
+    for ranker in rankers if rankers is not None else study.rankers:
+        for tc in study.train_corpora:
+            fd = fit_data(study, ranker, tc)
+            cal = nota_task.make_nota_set(fd.pred, seed=seed)
+            tests = [(c, nota_task.make_nota_set(drop_queries(study.get(ranker, tc, c), fd.exclude), seed=seed))
+                     for c in nota_conditions(study, tc) if (ranker, tc, c.name) in study.paths]
+            yield ranker, tc, fd, cal, tests
+
+
+def _where(study, ranker, tc, cond) -> dict:
+    return {"ranker": ranker, "train_corpus": tc, "corpus": cond.corpus, "sampler": cond.sampler,
+            "shift": study.shift(cond, tc)}
+
+
+def nota_conformal_table(study, rankers: Iterable[str] | None = None, *, alphas: Sequence[float] = ALPHAS,
+                         views: Sequence[str] = VIEWS, forest_rankers: Iterable[str] | None = None,
+                         folds: int = 5, n_estimators: int = 100) -> pd.DataFrame:
+    """NOTA from empty LAC sets, per ranker x view x alpha x NOTA condition (main training seed).
+
+    Columns: ``fitted_on``, ``n_cal`` (answerable calibration queries), ``threshold`` (``1 -
+    qhat``), ``queries`` / ``NOTA queries`` evaluated, ``coverage`` of the true response on the
+    answerable ones with its 95% Clopper-Pearson interval (target ``1 - alpha``), ``false NOTA``
+    (share of answerable queries with an empty set; ``<= alpha`` in distribution by the
+    guarantee), ``NOTA recall`` (share of NOTA queries with an empty set; no guarantee),
+    ``mean set size``, ``F1`` (macro, the conformal rule) and ``F1 forest`` (notebook 06's random
+    forest on the ranker's sorted probabilities, ``E[R]``, mean over folds, on the same NOTA set;
+    computed for ``forest_rankers``, default the ranker whose means notebook 06 uses, NaN for the
+    others: one forest costs seconds). The seed is the profile seed, as notebook 06. Raises
+    :class:`~calibrank.table_checks.TableError` naming a row that breaks an invariant of :func:`_conformal_problems`.
+    """
+    for v in views:
+        if v not in VIEWS:
+            raise ValueError(f"views: each must be one of {VIEWS}; got {v!r}")
+    seed = study.cfg.seed
+    forest = set(forest_rankers) if forest_rankers is not None else {nota_means_ranker(study)}
+    rows = []
+    for ranker, tc, fd, cal, tests in _cells(study, rankers, seed):
+        forest_f1 = {}
+        for cond, ns in tests:
+            if ranker in forest:
+                res = nota_task.cross_validate_nota(nota_task.nota_features(ns, "mean"), ns.y, seed=seed, folds=folds,
+                                                    n_estimators=n_estimators)
+                forest_f1[cond.name] = res.mean
+        for view in views:
+            for alpha in alphas:
+                try:
+                    thr, note = lac_threshold(cal.pred.probs, cal.pred.labels, alpha, view), ""
+                except ValueError as exc:  # too few answerable calibration queries for alpha
+                    thr, note = np.nan, str(exc)
+                for cond, ns in tests:
+                    probs, labels, y = ns.pred.probs, ns.pred.labels, ns.y.astype(int)
+                    row = {**_where(study, ranker, tc, cond), "view": view, "alpha": alpha, "target": 1.0 - alpha,
+                           "fitted_on": fd.fitted_on, "n_cal": int((cal.y == 0).sum()), "threshold": thr,
+                           "queries": int(y.size), "NOTA queries": int(y.sum())}
+                    if note:
+                        row.update({"coverage": np.nan, "coverage lo": np.nan, "coverage hi": np.nan,
+                                    "false NOTA": np.nan, "NOTA recall": np.nan, "mean set size": np.nan, "F1": np.nan})
+                    else:
+                        sets, said = empty_set_nota(probs, thr, view)
+                        ans = y == 0
+                        hit = sets[ans][labels[ans].astype(bool)]
+                        lo, hi = _cp(int(hit.sum()), int(hit.size))
+                        row.update({"coverage": float(hit.mean()), "coverage lo": lo, "coverage hi": hi,
+                                    "false NOTA": _share(said[ans]), "NOTA recall": _share(said[~ans]),
+                                    "mean set size": float(sets.sum(axis=1).mean()), "F1": _macro_f1(y, said)})
+                    row["F1 forest"] = forest_f1.get(cond.name, np.nan)
+                    rows.append({**row, "note": note})
+    table = pd.DataFrame(rows)
+    raise_problems(_conformal_problems(study, table, rankers, views, alphas))
+    return table
+
+
+def nota_threshold_table(study, rankers: Iterable[str] | None = None, *, risks: Mapping[str, float] = RISKS,
+                         delta: float = DELTA, min_answered: int = MIN_ANSWERED) -> pd.DataFrame:
+    """The Learn-then-Test threshold per ranker x risk, applied to every NOTA condition (main training seed).
+
+    Columns: ``target``, ``delta``, ``fitted_on``, ``n_cal`` (calibration queries), ``threshold``
+    (inf: never answer), ``certified``, ``cal n`` / ``cal UCB`` (queries and the ``1 - delta``
+    upper bound at the chosen threshold), ``queries`` evaluated, ``achieved risk`` on them (NaN
+    when no query is answered) with its 95% Clopper-Pearson interval ``risk lo`` / ``risk hi``,
+    ``above target`` (the whole interval above the target: control broken beyond sampling
+    error), ``risk answering all`` (for ``wrong answer``: the share of wrong top answers when
+    every query is answered, what a threshold has to improve on), ``abstention`` (share of
+    queries where NOTA is said), ``false NOTA``, ``NOTA recall`` and ``F1`` (macro, as notebook 06). Raises
+    :class:`~calibrank.table_checks.TableError` naming a row that breaks an invariant of :func:`_threshold_problems`.
+    """
+    seed = study.cfg.seed
+    rows = []
+    for ranker, tc, fd, cal, tests in _cells(study, rankers, seed):
+        c_conf, c_wrong = top_answer(cal.pred.probs, cal.pred.labels)
+        for risk, target in risks.items():
+            t = ltt_threshold(c_conf, c_wrong, cal.y == 0, risk=risk, target=target, delta=delta,
+                              min_answered=min_answered)
+            for cond, ns in tests:
+                probs, labels, y = ns.pred.probs, ns.pred.labels, ns.y.astype(int)
+                conf, wrong = top_answer(probs, labels)
+                answered = conf >= t.threshold
+                ans = y == 0
+                if risk == "false NOTA":
+                    k, n = int((~answered & ans).sum()), int(ans.sum())
+                else:
+                    k, n = int((answered & wrong).sum()), int(answered.sum())
+                lo, hi = _cp(k, n)
+                rows.append({**_where(study, ranker, tc, cond), "risk": risk, "target": target, "delta": delta,
+                             "fitted_on": fd.fitted_on, "n_cal": int(cal.n_queries), "threshold": t.threshold,
+                             "certified": t.certified, "cal n": t.n, "cal UCB": t.ucb, "queries": int(y.size),
+                             "achieved risk": k / n if n else np.nan, "risk lo": lo, "risk hi": hi,
+                             "above target": bool(n and lo > target), "risk answering all": _share(
+                                 wrong if risk == "wrong answer" else np.zeros(0, bool)),
+                             "abstention": _share(~answered),
+                             "false NOTA": _share((~answered)[ans]), "NOTA recall": _share((~answered)[~ans]),
+                             "F1": _macro_f1(y, ~answered)})
+    table = pd.DataFrame(rows)
+    raise_problems(_threshold_problems(study, table, rankers, risks))
+    return table
+
+
+def _nota_cells(study, rankers: Iterable[str] | None) -> list[tuple]:
+    """Every ranker x training corpus x NOTA condition (:func:`nota_conditions`), as values of :data:`CELL`."""
+    return [(r, tc, c.corpus, c.sampler) for r in (rankers if rankers is not None else study.rankers)
+            for tc in study.train_corpora for c in nota_conditions(study, tc)]
+
+
+def _conformal_problems(study, table: pd.DataFrame, rankers: Iterable[str] | None, views: Sequence[str],
+                        alphas: Sequence[float]) -> list[str]:
+    """One row per NOTA cell, view and alpha; a row with a coverage has NOTA queries (half of the set), a macro-F1
+    in [0, 1] and ``false NOTA <= 1 - coverage`` (an empty set misses the true response)."""
+    name, keys = "NOTA conformal", (*CELL, "view", "alpha")
+    cells = _nota_cells(study, rankers)
+    problems = rows_problems(name, table, keys, [(*c, v, a) for c in cells for v in views for a in alphas],
+                             what=f"{len(cells)} NOTA cells x {len(views)} views x {len(alphas)} alphas")
+    if table.empty:
+        return problems
+    ok = table[table["note"] == ""]
+    problems += rows_failing(name, ok, ok["NOTA queries"] > 0, keys, "NOTA queries > 0", ["NOTA queries"])
+    problems += in_range(name, ok, "F1", keys, 0, 1)
+    problems += rows_failing(name, ok, ok["false NOTA"] <= 1 - ok["coverage"] + TOLERANCE, keys,
+                             "false NOTA <= 1 - coverage (an empty set misses the true response)",
+                             ["false NOTA", "coverage"])
+    return problems
+
+
+def _threshold_problems(study, table: pd.DataFrame, rankers: Iterable[str] | None,
+                        risks: Mapping[str, float]) -> list[str]:
+    """One row per NOTA cell and risk; without a threshold (inf) the rule always abstains and has no achieved
+    risk; a threshold is certified on calibration (``cal UCB <= target``); the false-NOTA threshold is always
+    certified (0 is safe) and its achieved risk is its false-NOTA rate; abstention and macro-F1 in [0, 1]."""
+    name, keys = "NOTA threshold", (*CELL, "risk")
+    cells = _nota_cells(study, rankers)
+    problems = rows_problems(name, table, keys, [(*c, r) for c in cells for r in risks],
+                             what=f"{len(cells)} NOTA cells x {len(risks)} risks")
+    if table.empty:
+        return problems
+    never = np.isinf(table["threshold"].to_numpy(dtype=float))
+    no, yes = table[never], table[~never]
+    problems += rows_failing(name, no, no["abstention"] == 1, keys, "abstention 1 without a threshold (inf)",
+                             ["abstention"])
+    problems += rows_failing(name, no, no["achieved risk"].isna(), keys, "no achieved risk without a threshold (inf)",
+                             ["achieved risk"])
+    problems += rows_failing(name, yes, yes["cal UCB"] <= yes["target"] + TOLERANCE, keys,
+                             "cal UCB <= target (certified on calibration)", ["cal UCB", "target", "threshold"])
+    fn = table[table["risk"] == "false NOTA"]
+    problems += rows_failing(name, fn, fn["certified"].eq(True), keys, "a certified false-NOTA threshold",
+                             ["certified"])
+    problems += rows_failing(name, fn, np.isclose(fn["achieved risk"], fn["false NOTA"]), keys,
+                             "achieved risk = false NOTA", ["achieved risk", "false NOTA"])
+    for col in ("abstention", "F1"):
+        problems += in_range(name, table, col, keys, 0, 1)
+    return problems

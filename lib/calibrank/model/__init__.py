@@ -1,0 +1,9 @@
+"""The rankers (notebook 03): a backbone, its training, the losses, the GP output layers.
+
+- :mod:`.backbone`: the encoder and its pooling, loaded offline;
+- :mod:`.training`: fine-tuning and scoring of (context, response) pairs, the weights on disk;
+- :mod:`.losses`: binary cross-entropy and focal loss;
+- :mod:`.experiment`: one ranker trained on one corpus and predicted on every condition;
+- ``rankers/``: one class per method of the papers (:mod:`calibrank.model.rankers`);
+- ``gp/``: spectral normalisation, the random-feature GP and the Pólya-Gamma GP layer.
+"""

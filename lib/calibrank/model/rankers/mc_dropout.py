@@ -1,0 +1,230 @@
+"""``mc_dropout``: S-BERT^D of Penha & Hauff (2021, sec. 3.2), MC Dropout (Gal & Ghahramani 2016).
+
+The ``bert`` model's weights with dropout on at test time: T stochastic passes give T joint
+samples of a query's candidate probabilities; ``probs`` is their mean. ``masks``
+(:class:`calibrank.settings.choices.DropoutMasks`) says how a pass draws its masks:
+
+``per_query`` (default)
+    One mask per query and pass, shared by the query's candidates, so each pass is one
+    sampled sub-network scoring the whole list and the covariances that risk-aware ranking
+    sums are those of one model. A mask depends on (seed, pass, query id, site) only
+    (:func:`mask_seeds`), so scoring each distinct pair once is exact. Attention-probability
+    dropout is applied to value vectors (``(P * M) V = P (m * V)`` when ``M_ij = m_j``), which keeps
+    the fused attention kernel. Departure: every position attending to key j loses it together
+    (each weight is still dropped with probability p).
+``per_pair`` (the first paper's implementation)
+    Every dropout layer in training mode, a fresh mask for each pair
+    (:func:`calibrank.model.training.score_pairs`).
+
+Cost against ``bert``: docs/decisions.md, "Cost of MC Dropout's masks".
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from ...data.schema import RankingQuery
+from ...predictions import Predictions
+from ...settings.choices import DropoutMasks
+from ...settings.config import MCDropoutConfig
+from ..training import Pairs, collate, length_batches, use_bf16
+from .base import ranker_settings, sigmoid
+from .deterministic import DeterministicRanker
+
+__all__ = ["MCDropoutRanker", "mask_seeds", "score_pairs_per_query"]
+
+
+def _key_number(key: str) -> int:
+    return int.from_bytes(hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest(), "little")
+
+
+def mask_seeds(seed: int, pass_index: int, key: str, n_sites: int) -> list[int]:
+    """The torch seeds of a query's dropout masks in one pass, one per dropout site: a function of
+    (seed, pass, query id) only (:class:`numpy.random.SeedSequence`)."""
+    words = [int(seed) % (1 << 64), int(pass_index), _key_number(key)]
+    return [int(x >> 1) for x in np.random.SeedSequence(words).generate_state(n_sites, np.uint64)]
+
+
+class _PerQueryMasks:
+    """Forward hooks that multiply per-query dropout masks into an eval-mode cross-encoder.
+
+    Sites, numbered in module order: every ``nn.Dropout`` with p > 0 that is not an attention
+    module's probability dropout (hidden-state sites), and the value projection of every
+    self-attention module (``query``, ``key``, ``value`` linear layers and a ``dropout``;
+    attention sites, with that dropout's p).
+    """
+
+    def __init__(self, model: nn.Module, *, max_length: int, seed: int) -> None:
+        self.max_length = int(max_length)
+        self.seed = int(seed)
+        self.sites: list[tuple[nn.Module, str, float, int]] = []  # (module hooked, kind, p, heads)
+        attention_dropouts = set()
+        for module in model.modules():
+            if all(isinstance(getattr(module, a, None), nn.Linear) for a in ("query", "key", "value")) and \
+                    isinstance(getattr(module, "dropout", None), nn.Dropout):
+                attention_dropouts.add(id(module.dropout))
+        for module in model.modules():
+            if id(module) in attention_dropouts:
+                continue
+            if isinstance(module, nn.Dropout) and module.p > 0:
+                self.sites.append((module, "hidden", float(module.p), 0))
+            elif all(isinstance(getattr(module, a, None), nn.Linear) for a in ("query", "key", "value")) and \
+                    isinstance(getattr(module, "dropout", None), nn.Dropout) and module.dropout.p > 0:
+                heads = int(getattr(module, "num_attention_heads", 0) or getattr(module, "num_heads", 0))
+                if heads <= 0:
+                    raise ValueError(f"mc_dropout: attention module {type(module).__name__} does not say its number of heads")
+                self.sites.append((module.value, "attention", float(module.dropout.p), heads))
+        if not self.sites:
+            raise ValueError("mc_dropout: the model has no dropout with p > 0 to sample")
+        self.pass_index = 0
+        self.keys: list[str] = []
+        self.rows = torch.zeros(0, dtype=torch.long)
+        self.slices: list[tuple[int, int, int]] | None = None
+        self._seeds: dict[tuple[int, str], list[int]] = {}
+        self._generator = torch.Generator()
+
+    def set_batch(self, keys: list[str], rows: np.ndarray) -> None:
+        """The batch's distinct query ids and, for each row, the index of its query id among them.
+
+        When each query's rows are contiguous (as :func:`score_pairs_per_query` orders them), a mask
+        is multiplied into each query's slice of rows by broadcasting; otherwise it is gathered per row.
+        """
+        self.keys, self._seeds = keys, {}
+        self.rows = torch.as_tensor(rows, dtype=torch.long)
+        starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
+        ends = np.r_[starts[1:], len(rows)]
+        self.slices = [(int(a), int(b), int(rows[a])) for a, b in zip(starts, ends)]
+        if len(self.slices) != len(keys):  # a query's rows are not contiguous
+            self.slices = None
+
+    def _apply(self, output: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+        """``output[i] *= keep[u(i)]`` in place, ``keep`` ``[U, ...]`` broadcast over each query's rows."""
+        if self.slices is None:
+            return output.mul_(keep[self.rows.to(keep.device)])
+        for a, b, u in self.slices:
+            output[a:b].mul_(keep[u])
+        return output
+
+    def _masks(self, site: int, p: float, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+        """Scaled keep-masks ``[U, *shape]`` (0 or 1 / (1 - p)) of the batch's queries at ``site`` in this pass.
+
+        A ``[width, d]`` site takes the first ``width`` rows of the query's ``[max_length, d]`` mask (a
+        shorter CPU draw from one seed is a prefix of a longer one), so a mask does not depend on the batch.
+        """
+        g = self._generator
+        uniform = torch.empty((len(self.keys), *shape), dtype=torch.float32)
+        for u, key in enumerate(self.keys):
+            seeds = self._seeds.get((self.pass_index, key))
+            if seeds is None:
+                seeds = self._seeds[(self.pass_index, key)] = mask_seeds(self.seed, self.pass_index, key, len(self.sites))
+            g.manual_seed(seeds[site])
+            uniform[u].uniform_(generator=g)
+        scale = torch.tensor(1.0 / (1.0 - p), dtype=dtype)
+        return torch.where(uniform >= p, scale, torch.zeros((), dtype=dtype)).to(device)
+
+    def _hook(self, site: int, kind: str, p: float, heads: int):
+        def hook(module: nn.Module, inputs: Any, output: torch.Tensor) -> torch.Tensor:
+            if output.dim() == 3:
+                b, width, d = output.shape
+                if width > self.max_length:
+                    raise ValueError(f"mc_dropout: a batch of width {width} exceeds max_length {self.max_length}")
+                if kind == "attention":  # [U, W, H] -> one factor per value vector of a head
+                    keep = self._masks(site, p, (width, heads), output.dtype, output.device)
+                    return self._apply(output.view(b, width, heads, d // heads), keep.unsqueeze(-1)).view(b, width, d)
+                return self._apply(output, self._masks(site, p, (width, d), output.dtype, output.device))
+            if output.dim() == 2 and kind == "hidden":
+                return self._apply(output, self._masks(site, p, (output.shape[1],), output.dtype, output.device))
+            raise ValueError(f"mc_dropout: per-query masks expect [B, L, d] or [B, d] activations, got {list(output.shape)}")
+
+        return hook
+
+    @contextmanager
+    def active(self):
+        handles = [module.register_forward_hook(self._hook(i, kind, p, heads))
+                   for i, (module, kind, p, heads) in enumerate(self.sites)]
+        try:
+            yield self
+        finally:
+            for h in handles:
+                h.remove()
+
+
+@torch.no_grad()
+def score_pairs_per_query(model: nn.Module, pairs: Pairs, keys: Sequence[str], *, passes: int, seed: int, max_length: int,
+                          batch_size: int = 64, precision: Any = "auto") -> np.ndarray:
+    """Logits ``[passes, N]`` of every pair with one dropout mask per key (query id) and pass.
+
+    ``keys[i]`` is the query id of pair ``i``: pairs with the same key share their masks in a
+    pass. The masks depend on (seed, pass, key) only, so a pair's logits do not depend on the
+    other pairs scored with it (up to the floating-point order of a batched matrix product).
+    """
+    if len(keys) != len(pairs):
+        raise ValueError(f"score_pairs_per_query: {len(keys)} keys for {len(pairs)} pairs")
+    device = next(model.parameters()).device
+    bf16 = use_bf16(precision, device)
+    model.eval()
+    masks = _PerQueryMasks(model, max_length=max_length, seed=seed)
+    uniq, key_index = np.unique(np.asarray(keys, dtype=object).astype(str), return_inverse=True)
+    out = np.empty((passes, len(pairs)), dtype=np.float64)
+    with masks.active(), torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=bf16):
+        for index in length_batches(pairs.lengths, batch_size):  # the batches of score_pairs
+            index = index[np.argsort(key_index[index], kind="stable")]  # a query's rows together: one slice each
+            batch = {k: v.to(device) for k, v in collate(pairs, index).items()}
+            batch_keys, rows = np.unique(key_index[index], return_inverse=True)
+            masks.set_batch([str(uniq[k]) for k in batch_keys], rows)
+            for t in range(passes):
+                masks.pass_index = t
+                out[t, index] = model(**batch).float().cpu().numpy()
+    model.eval()
+    return out
+
+
+class MCDropoutRanker(DeterministicRanker):
+    """``passes`` (T) and ``masks`` (``per_query`` / ``per_pair``): the fields, defaults and checks of
+    :class:`calibrank.settings.config.MCDropoutConfig`."""
+
+    name = "mc_dropout"
+
+    def __init__(self, **kw: Any) -> None:
+        settings, kw = ranker_settings(MCDropoutConfig, self.name, kw)
+        super().__init__(**kw)
+        self.passes = settings.passes
+        self.masks = DropoutMasks(settings.masks)
+
+    # -------------------------------------------------------------- scoring
+    def _score(self, trained, pairs: Pairs) -> np.ndarray:
+        keys = [pairs.qids[i] for i in pairs.query_index]
+        # + 1: below its joint layers the encoder gives the response a [CLS] of its own (calibrank.model.backbone.encode)
+        width = self.training.max_length + (self.training.joint_layers is not None)
+        return score_pairs_per_query(trained.model, pairs, keys, passes=self.passes, seed=self.seed,
+                                     max_length=width, batch_size=self.training.eval_batch_size,
+                                     precision=self.training.precision)
+
+    def _scoring(self) -> dict[str, Any]:
+        """How :meth:`_timed_logits` scores (and what its logits cache is keyed by)."""
+        if self.masks is DropoutMasks.per_pair:
+            return {"passes": self.passes, "dropout": True, "seed": self.seed}
+        return {"passes": self.passes, "dropout": True, "seed": self.seed, "masks": self.masks.value,
+                "score": self._score}
+
+    #: Per-query masks depend on (seed, pass, query id): a pair is keyed by its query too.
+    @property
+    def shares_pairs(self) -> bool:
+        return self.masks is DropoutMasks.per_query
+
+    pair_key_has_query = True
+
+    def _from_logits(self, queries: Sequence[RankingQuery], logits: np.ndarray, seconds: float,
+                     extra: dict | None = None) -> Predictions:
+        samples = sigmoid(logits)
+        return self._predictions(
+            queries, samples.mean(axis=0), samples, seconds=seconds, n_parameters=self.n_parameters,
+            extra={"passes": self.passes, "masks": self.masks.value, **(extra or {})},
+        )

@@ -1,0 +1,8 @@
+"""The runs of a profile, outside the science: what the workflow runs, how long, and the page.
+
+- :mod:`.grid`: the steps of a profile (notebook runs and the models they train), one list that
+  ``workflow/Snakefile`` builds its rules from;
+- :mod:`.train`: the training job of one model of the grid (``python -m calibrank.pipeline.train``);
+- :mod:`.eta`: how long ``make report`` will take, from the rates training and scoring record;
+- :mod:`.report`: the report page that links every notebook's HTML.
+"""
