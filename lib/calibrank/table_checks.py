@@ -2,8 +2,7 @@
 and what was expected (against what was found); an empty list when all is well.
 
 A function that builds a table runs its invariants at its end and raises :class:`TableError` with
-:func:`raise_problems` (notebooks 01-07); :mod:`calibrank.analysis.practice.checks` lists the problems of
-notebook 08's tables.
+:func:`raise_problems`, so a notebook (and nbval) fails where a wrong table is built.
 
 Every helper takes the table's name first, then the table. A row is named by its key columns with
 their values (:func:`describe`: ``ranker=bert, corpus=chitchat``) and a problem reads
