@@ -405,7 +405,7 @@ def test_the_analysis_layer_does_not_import_torch():
     import subprocess
     import sys
 
-    modules = ["calibrank.analysis.study", "calibrank.pipeline.report", "calibrank.analysis.practice"] + [
+    modules = ["calibrank.analysis.study", "calibrank.analysis.practice", "calibrank.analysis.efficiency"] + [
         f"calibrank.analysis.{m}" for m in ("load", "calibration", "risk_aware", "nota_tables", "papers", "verdicts",
                                              "exports", "uncertainty", "subsets")]
     code = f"import sys, {', '.join(modules)}; sys.exit('torch' in sys.modules)"
