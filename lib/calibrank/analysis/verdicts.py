@@ -1,45 +1,10 @@
 """What replicates: one row per claim of the papers and per method it was made for, each with a verdict from a test.
 
-A claim is a direction ("MC Dropout has lower ECE than BERT"). Each row holds the paper's
-effect size, ours over the conditions the claim covers (mean over conditions of the
-per-condition effect) with its 95% interval, the one-sided p-value in the paper's direction
-and the one in the opposite direction (:func:`calibrank.metrics.resample.compare`: paired
-permutation test over test queries where both sides are on the same queries, bootstrap
-otherwise; conditions that share test queries are resampled together). Holm runs across the
-rows of the summary, once per direction, and each row gets one of four verdicts
-(:data:`VERDICTS`):
-
-- *replicates*: our effect has the paper's direction and is significant;
-- *same direction, not significant*;
-- *opposite direction, not significant*;
-- *contradicted*: the opposite direction, significant.
-
-Beside each verdict, its power (:func:`summary`'s ``detectable`` and ``power``): the smallest
-effect in the claimed direction that the row's test detects with 80% probability at the
-Bonferroni level of the summary's rows (an upper bound for Holm's), from the bootstrap's
-standard error of the effect (``se``) or, for a t-test, the standard error of the mean (with
-``df``). A row that is not significant then reads "no effect larger than X (80% power)", or
-"underpowered: the paper's effect Y is below the detectable X" when the test could not have
-seen an effect of the paper's size.
-
-ECE is tested as the debiased ECE (:func:`calibrank.metrics.calibration.ece_debiased`) and
-its claims are differences (a ratio of two small ECEs is unstable, and a debiased ECE can be
-0); the papers' effects are converted to differences from their own tables. Claims about
-domain shift are tested per test corpus, on the same queries: the model trained on that
-corpus against the model(s) trained on the others (paired), as the columns of Penha &
-Hauff's Table 1; claims about another negative sampler compare one model on two query sets
-of its test corpus (bootstrap, unpaired).
-
-Cells are conditions, never seeds: with several training seeds the seeds enter every
-condition's effect and interval (:mod:`calibrank.metrics.resample`), they are not counted as
-further evidence.
-
-Claims are made for the methods the papers made them for: Penha & Hauff (2021) for
-``mc_dropout`` and ``ensemble`` (Tables 2-5) and for ``bert`` (Table 1, Figure 2); PG-DRR and
-GPF-BERT (2023) for their GP rankers against ``bert``. The GP rankers are never pooled into
-the first paper's claims. Each notebook of 04-06 computes the claims about its tables from
-Predictions (:func:`calibration_claims`, :func:`risk_claims`, :func:`nota_claims`) and exports
-them; the report joins them (:func:`summary`).
+A claim is a direction; each row holds the paper's effect, ours over the conditions the claim
+covers with its 95% interval (:func:`calibrank.metrics.resample.compare`), the one-sided
+p-values in both directions, Holm across the summary's rows, one of :data:`VERDICTS` and the
+smallest effect the test could detect (:func:`summary`). ECE claims are differences of the
+debiased ECE; cells are conditions, never seeds. Protocol: docs/decisions.md, "Claims and verdicts".
 """
 
 from __future__ import annotations

@@ -1,36 +1,11 @@
 """Rules that learn nothing: what a trained ranker must beat before its scores mean anything.
 
-A reviewer's first question of any ranking number is how it compares with rules that need
-no training. Four are computed here for every evaluation condition, from the queries alone:
-
-- ``random``: candidates in a seeded random order (R_K@1 = 1/K in expectation).
-- ``bm25`` ("most overlap"): the BM25 score of the candidate, taken as the document, against
-  the context, taken as the query, in Lucene's variant (the BM25 sampler's, ``bm25s``
-  ``method="lucene"``): ``sum_t idf(t) tf / (tf + k1 (1 - b + b dl / avgdl))`` with
-  ``idf(t) = log(1 + (N - df + 0.5) / (df + 0.5))`` (Robertson & Zaragoza 2009, eq. 3.11, without
-  the constant factor ``k1 + 1``, which does not change the ranking); document frequencies and the mean document length
-  come from the split's response pool, terms are lower-cased ``\\w\\w+`` tokens (the BM25
-  sampler's tokenisation), each distinct context term counted once.
-- ``least_overlap``: the same score negated: the candidate sharing the fewest (rarest) words
-  with the context first. On data whose hard negatives were retrieved *by* overlap with the
-  context, this rule is a shortcut a ranker can learn instead of relevance.
-- ``biencoder``: the zero-shot cosine between sentence embeddings of the context (newest
-  utterance first, as the embedding sampler embeds it) and of the candidate, with the
-  all-MiniLM-L6-v2 encoder of the profile's embedding sampler.
-
-Ties (e.g. candidates sharing no word with the context) are broken at random with a seed:
-the rules rank, the evaluation never lets input order decide (:mod:`calibrank.metrics.ranking`
-counts ties against the relevant candidate, which would be unfair to a rule whose scores
-are coarse).
-
-Probabilities, for calibration metrics: a rule's score is mapped to P(relevant) by Platt
-scaling (a one-feature logistic regression, Platt 1999) fitted on the validation split of
-the training condition (training corpus, training sampler), the same labelled data a trained
-ranker may use for early selection, and applied unchanged to every condition. ``random``'s
-fit is then the validation base rate.
-
-:func:`baseline_predictions` returns :class:`~calibrank.predictions.Predictions` (S = 1), so
-every analysis treats a baseline like a deterministic ranker.
+``random``, ``bm25`` (Lucene's BM25 of the candidate against the context; Robertson & Zaragoza
+2009, eq. 3.11), ``least_overlap`` (BM25 negated) and ``biencoder`` (zero-shot MiniLM cosine),
+for every evaluation condition; ties broken with a seed. Scores become probabilities by Platt
+scaling fitted on the training condition's validation split (:func:`platt_fit`), and
+:func:`baseline_predictions` returns :class:`~calibrank.predictions.Predictions` (S = 1).
+Each rule in detail: docs/decisions.md, "Rules that learn nothing".
 """
 
 from __future__ import annotations

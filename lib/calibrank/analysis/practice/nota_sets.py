@@ -1,87 +1,15 @@
-"""None of the above (NOTA) from conformal sets and from a certified threshold, beside the random forest of notebook 06.
+"""None of the above (NOTA) from conformal sets and from a certified threshold, beside notebook 06's forest.
 
-The NOTA task is that of Penha & Hauff (EACL 2021, Tables 4-5; :func:`calibrank.analysis.nota.make_nota_set`):
-for half of the queries (seeded with the profile seed, as notebook 06) the relevant response
-is removed and the answer is NOTA; the other half lose one negative. Every query keeps
-``K - 1`` candidates. Two decision rules, both fitted on calibration queries only and applied
-to the test conditions of notebook 06's Tables 4-5 (:func:`nota_conditions`):
+The NOTA task of Penha & Hauff (EACL 2021, Tables 4-5; :func:`calibrank.analysis.nota.make_nota_set`),
+answered by two rules fitted on calibration queries only (:func:`nota_conditions`):
 
-**1. An empty conformal set is a NOTA answer** (:func:`nota_conformal_table`). Split-conformal
-LAC (Sadinle, Lei & Wasserman, JASA 2019; the finite-sample quantile of
-:func:`calibrank.analysis.practice.conformal.conformal_quantile`): a candidate enters the set when its
-class probability is at least ``t = 1 - qhat``; the rule says NOTA when no candidate does.
-Class probabilities (``view``):
+- an empty split-conformal LAC set (Sadinle, Lei & Wasserman 2019) means NOTA
+  (:func:`nota_conformal_table`); it bounds false NOTA by ``alpha``, not NOTA recall;
+- the top candidate is answered when its probability clears a threshold certified by Learn
+  then Test (Angelopoulos et al. 2021, section 4) for one risk of :data:`RISKS`
+  (:func:`ltt_threshold`, :func:`nota_threshold_table`).
 
-- ``pointwise``: the ranker's own probability of relevance ``p_j``: the set is empty exactly
-  when the top candidate's probability is below ``t``;
-- ``softmax``: the candidate distribution ``softmax(logit(p))`` over the ``K - 1`` remaining
-  candidates (:func:`calibrank.analysis.practice.listwise.candidate_distribution`, section 4 of the
-  notebook). It assumes exactly one relevant candidate, so it renormalises the evidence of
-  "none" away: on a NOTA query it still sums to 1 over the negatives.
-
-Calibration must look like test. A NOTA query's ``K - 1`` remaining candidates are all
-non-relevant, so it has no true response and no conformal score; the calibration queries are
-therefore a NOTA set built the same way (:func:`calibrank.analysis.nota.make_nota_set`, same seed) from the
-fitting data of :func:`calibrank.analysis.practice.fitdata.fit_data` (the validation split of the
-training condition for S > 1; a seeded half of the in-distribution test queries for S = 1,
-removed from every evaluated condition), and ``qhat`` is computed on its *answerable* queries:
-the same ``K - 1`` candidates (one negative removed) as an answerable test query. What holds:
-
-- **coverage**: for an answerable test query exchangeable with the answerable calibration
-  queries (the NOTA draw is a seeded permutation, independent of the queries),
-  ``P(true response in set | answerable) >= 1 - alpha``;
-- hence **false NOTA** (an empty set on an answerable query, which misses the true response):
-  ``P(NOTA said | answerable) <= alpha``, in expectation over calibration and test draws;
-- **NOTA detection has no guarantee**: nothing bounds ``P(NOTA said | NOTA)`` (the recall of
-  NOTA) or the macro-F1; they depend on how well the probabilities separate the two kinds.
-- Under shift (another corpus or negative sampler) exchangeability fails and neither bound holds.
-
-The bound on false NOTA is loose by construction: the set is calibrated so that the *true*
-response's probability clears ``t`` (``t`` is about the ``alpha``-quantile of ``p_true`` on answerable
-queries), while the set is non-empty as soon as the *top* candidate's does. With a ranker whose
-true response is often not on top, ``t`` is far below the top probabilities of NOTA queries too,
-and the set is almost never empty (NOTA recall near 0). Rule 2 thresholds the top probability
-itself.
-
-The macro-F1 (sklearn ``f1_score(average="macro", labels=[0, 1])``, as notebook 06) is reported
-beside the random forest's ``E[R]`` F1 on the same NOTA set (:func:`calibrank.analysis.nota.cross_validate_nota`
-on the ranker's sorted probabilities, stratified 5-fold, the settings of notebook 06; for the
-ranker whose means notebook 06 uses, when it has S > 1, it is that notebook's ``E[R]`` number). The forest is fitted
-on 4/5 of the *test* NOTA set itself and the conformal rule on separate calibration queries, so
-the comparison favours the forest.
-
-**2. A threshold with a finite-sample guarantee** (:func:`ltt_threshold`, :func:`nota_threshold_table`).
-Answer with the top candidate when its probability ``c`` is at least ``lambda``, else say
-NOTA. ``lambda`` is chosen on the calibration NOTA set by Learn then Test (Angelopoulos, Bates,
-Candès, Jordan & Lei 2021, "Learn then Test: calibrating predictive algorithms to achieve risk
-control"): every ``lambda`` of a grid fixed in advance (:data:`GRID`, uniform in the logit) is a
-null hypothesis ``H_lambda: R(lambda) > target``; its p-value is the binomial tail
-``P(Binomial(n, target) <= k)`` of the ``k`` losses among the ``n`` calibration queries the risk
-is about (exact, for 0/1 losses; ``p <= delta`` exactly when the one-sided Clopper-Pearson upper
-bound at level ``1 - delta`` is ``<= target``); fixed-sequence testing (LTT section 4) tests the
-grid from the safe end at level ``delta`` and stops at the first non-rejection; every rejected
-``lambda`` has ``P(R(lambda) > target) <= delta`` simultaneously, and the rule takes the one
-furthest from the safe end. Risks (:data:`RISKS`):
-
-- ``false NOTA``: ``R(lambda) = P(c < lambda | answerable)``; ``n`` = answerable calibration
-  queries, ``k`` = those with ``c < lambda``. Increasing in ``lambda``; the sequence starts at the
-  smallest ``lambda`` (never NOTA: risk 0, always safe) and the rule takes the largest certified.
-- ``wrong answer``: one minus the precision of answering, ``R(lambda) = P(wrong | c >= lambda)``,
-  wrong = the top candidate is not relevant (always so on a NOTA query; ties broken against the
-  relevant one). Conditional on the ``n`` answered calibration queries their errors are
-  binomial with parameter ``R(lambda)``, so the p-value is valid conditionally and hence
-  unconditionally (LTT, selective classification). The sequence starts at the largest
-  ``lambda`` that at least :data:`MIN_ANSWERED` calibration queries pass (a threshold nobody
-  passes cannot be certified, and would stop the sequence at once; the selective-classification
-  example of Angelopoulos & Bates, "A gentle introduction to conformal prediction and
-  distribution-free uncertainty quantification", 2021, restricts its grid the same way). This
-  start depends on the calibration confidences but not on whether the answers are right;
-  strictly, the guarantee is that of a start fixed in advance. When no ``lambda`` is certified
-  the rule never answers (``threshold = inf``).
-
-Both guarantees are ``P(R(lambda_hat) > target) <= delta`` over the calibration draw, for test
-queries from the calibration distribution; :func:`nota_threshold_table` reports the achieved
-risk on the test queries with its 95% Clopper-Pearson interval, in distribution and under shift.
+Calibration sets, the guarantees and their limits: docs/decisions.md, "NOTA sets and thresholds".
 """
 
 from __future__ import annotations

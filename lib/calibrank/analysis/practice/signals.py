@@ -1,24 +1,10 @@
 """What query-level uncertainty is good for besides calibration: flagging shift, predicting performance.
 
-Signals: :data:`calibrank.analysis.practice.listwise.SIGNALS` (larger = more uncertain); the variance
-signals exist for rankers with S > 1 only, and are skipped (no row) otherwise.
-
-- :func:`shift_detection`: can a signal tell queries of a shifted test condition from
-  in-distribution ones? The AUROC (sklearn ``roc_auc_score``; Hanley & McNeil 1982) of the
-  signal for the label "shifted query", in-distribution queries = the training corpus with the
-  training sampler. 0.5 = no better than chance; below 0.5 = the ranker is *more* confident
-  on the shifted queries. ``AUROC lo`` / ``hi``: 95% percentile bootstrap over test queries
-  (:func:`calibrank.analysis.practice.intervals.bootstrap_interval`, 1000 resamples, seeded). A shifted
-  condition of the training corpus holds the same query contexts as the in-distribution one
-  (other negatives), so the two are resampled jointly by query id (``paired``; as
-  :mod:`calibrank.metrics.resample` does); a condition of another corpus is an independent
-  sample and is resampled on its own. The AUROC of a resample is the Mann-Whitney statistic
-  ``(sum of the shifted queries' midranks - n1 (n1 + 1) / 2) / (n0 n1)``, equal to sklearn's
-  ``roc_auc_score`` with ties counted as one half.
-- :func:`performance_prediction`: uncertainty as query performance prediction (Carmel &
-  Yom-Tov 2010). Kendall's tau-b (scipy ``kendalltau``; Kendall 1945, tau-b handles the ties
-  of a 0/1 R@1) between the signal and the query's reciprocal rank or R@1; a useful signal has
-  tau < 0 (more uncertain, worse ranked).
+For the signals of :data:`calibrank.analysis.practice.listwise.SIGNALS`: :func:`shift_detection`,
+the AUROC (Hanley & McNeil 1982) of a signal for "shifted query" with a bootstrap interval
+(:func:`auroc_interval`), and :func:`performance_prediction`, Kendall's tau-b between a signal
+and the query's RR or R@1 (Carmel & Yom-Tov 2010). Protocol: docs/decisions.md, "Shift and
+performance signals".
 """
 
 from __future__ import annotations
