@@ -111,12 +111,9 @@ def cell_comparison(a_runs: Sequence[Predictions], b_runs: Sequence[Predictions]
                     n_resamples: int = N_RESAMPLES) -> dict[str, float | str]:
     """Ranker A against ranker B on one condition (same queries), as one table row.
 
-    Keys: ``a``, ``b`` (the metric of each), ``rel_change`` (or ``change`` when not
-    ``relative``), ``lo``, ``hi``, ``pvalue`` (one-sided, ``alternative`` = the claimed
-    direction of A's metric), ``pvalue_worse`` (the other tail), ``se`` (bootstrap standard
-    error of the change), ``note``. An ECE is compared as the debiased ECE. ``scores``: optional
-    ``(a_scores, b_scores)``, one ``[Q, K]`` array per run, for ranking metrics of re-scored
-    candidates (the risk-aware ranker).
+    Keys: ``a``, ``b``, ``rel_change`` (``change`` unless ``relative``), ``lo``, ``hi``, ``pvalue``
+    (one-sided in the ``alternative`` direction), ``pvalue_worse``, ``se``, ``note``; an ECE is
+    compared as the debiased ECE. ``scores``: optional ``(a_scores, b_scores)`` ``[Q, K]`` arrays.
     """
     if scores is None:
         fa, fb = _features(a_runs, metric, seed), _features(b_runs, metric, seed)

@@ -279,11 +279,9 @@ def risk_claims(study, *, b_from: str = "training", n_resamples: int = unc.N_RES
 def nota_claims(nota: pd.DataFrame, protocol: str = "") -> pd.DataFrame:
     """Tables 4-5 (Penha & Hauff): adding a method's variances raises NOTA macro-F1 over E[R] alone.
 
-    One row per method the paper made the claim for (``+var[mc_dropout]`` = +var[R^D],
-    ``+var[ensemble]`` = +var[R^E]). The cells are conditions, the effect the mean relative F1
-    change over them; the random forest's folds give no test-query resampling, so the interval
-    is a Student-t interval over conditions and the p-values a one-sample t-test of the
-    conditions' changes (``scipy.stats.ttest_1samp``), undefined with fewer than 2 conditions.
+    One row per ``+var[mc_dropout]`` / ``+var[ensemble]``; the effect is the mean relative F1 change
+    over conditions, tested by a one-sample t-test over conditions (the forest's folds give no
+    query resampling).
     """
 
     rows = []
@@ -315,17 +313,11 @@ def nota_claims(nota: pd.DataFrame, protocol: str = "") -> pd.DataFrame:
 
 
 def efficiency_claims(eff: pd.DataFrame) -> pd.DataFrame:
-    """PG-DRR Table 2 / GPF-BERT Table 3: MC Dropout and the ensemble cost several times bert's
-    inference, the GP rankers little (less than MC Dropout).
+    """PG-DRR Table 2 / GPF-BERT Table 3: MC Dropout and the ensemble cost several times bert's inference, the GP rankers less.
 
-    From :func:`calibrank.analysis.efficiency.efficiency_table`, on the clock that decides (its ``clock``
-    column: process CPU time on a CPU, which other work on the machine does not move; wall time
-    on a GPU). The effect is the mean per-repeat ratio minus 1 (``mc_dropout``, ``ensemble``:
-    against bert, claimed greater than 0) or the GP ranker's ratio over MC Dropout's minus 1
-    (claimed less than 0), repeat by repeat (repeat r of every ranker ran in round r); the
-    interval is a Student-t interval over the repeats and the p-values a one-sample t-test
-    (``scipy.stats.ttest_1samp``), undefined with fewer than 2 repeats. The note gives the
-    other clock's ratio. Timings depend on the machine: the unit is the repeat, not the query.
+    From :func:`calibrank.analysis.efficiency.efficiency_table` on its ``clock``; the effect is the
+    mean per-repeat cost ratio minus 1, tested by a one-sample t-test over repeats. Protocol:
+    docs/decisions.md, "Cost claims".
     """
 
     rows: list[dict] = []
@@ -386,7 +378,7 @@ def summary(claims: Mapping[str, pd.DataFrame] | pd.DataFrame, alpha: float = un
     """All claim rows with ``p (Holm)``, ``p opposite (Holm)`` (Holm across the rows), ``verdict``,
     ``detectable`` (the smallest effect each test detects at 80% power, one-sided, at the
     Bonferroni level ``alpha / m`` of the ``m`` tested rows, which bounds Holm's from above) and
-    ``power`` (what a row that is not significant could decide, :func:`.uncertainty.power_text`).
+    ``power`` (what a row that is not significant could decide, :func:`calibrank.analysis.uncertainty.power_text`).
     Rows from an older table without ``se`` / ``df`` get no power estimate.
     """
     frames = [claims] if isinstance(claims, pd.DataFrame) else [f for f in claims.values() if f is not None and len(f)]

@@ -127,11 +127,8 @@ def baseline_scores(name: str | BaselineName, queries: Sequence[RankingQuery], *
 def platt_fit(scores: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
     """``(a, b)`` of P(relevant) = sigmoid(a * score + b), by maximum likelihood (Platt 1999).
 
-    An unregularised one-feature logistic regression (scikit-learn, lbfgs). Scores without
-    spread (``random``), and scores that fall as relevance rises on the fitting data (a fitted
-    ``a < 0``, e.g. "most overlap" where negatives overlap more), get ``a = 0`` and ``b`` = the
-    logit of the base rate: calibration must not turn a rule into its opposite, so such a
-    rule's probabilities are the base rate and only its own scores order the candidates.
+    Scores without spread, or whose fit gives ``a < 0``, get ``a = 0`` and the logit of the base
+    rate: calibration must not turn a rule into its opposite.
     """
 
     x = np.asarray(scores, dtype=np.float64).reshape(-1, 1)

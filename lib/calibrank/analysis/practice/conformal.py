@@ -102,12 +102,9 @@ def conformal_table(study, rankers: Iterable[str] | None = None, alphas: Sequenc
     """Empirical coverage and mean set size per ranker x score x alpha x test condition (main training seed).
 
     Calibrated once per ranker and training corpus on :func:`~calibrank.analysis.practice.fitdata.fit_data`
-    (``fitted_on``; ``n_cal`` queries) and applied to every test condition. ``coverage lo`` /
-    ``hi``: 95% Clopper-Pearson interval; ``below target``: the whole interval is below
-    ``1 - alpha`` (coverage broken, beyond sampling error); ``target`` = ``1 - alpha``. When the
-    calibration queries are too few for ``alpha`` (:func:`conformal_quantile`), the row has no
-    coverage (NaN) and ``note`` says why. Raises :class:`~calibrank.table_checks.TableError` naming a
-    row that breaks an invariant of :func:`_table_problems`.
+    (``fitted_on``, ``n_cal``). ``coverage lo`` / ``hi``: Clopper-Pearson; ``below target``: the whole
+    interval below ``1 - alpha``; too few calibration queries leave NaN and a ``note``. Raises
+    :class:`~calibrank.table_checks.TableError` naming a row that breaks :func:`_table_problems`.
     """
     rows = []
     for ranker in rankers if rankers is not None else study.rankers:

@@ -243,16 +243,11 @@ def nota_conformal_table(study, rankers: Iterable[str] | None = None, *, alphas:
                          folds: int = 5, n_estimators: int = 100) -> pd.DataFrame:
     """NOTA from empty LAC sets, per ranker x view x alpha x NOTA condition (main training seed).
 
-    Columns: ``fitted_on``, ``n_cal`` (answerable calibration queries), ``threshold`` (``1 -
-    qhat``), ``queries`` / ``NOTA queries`` evaluated, ``coverage`` of the true response on the
-    answerable ones with its 95% Clopper-Pearson interval (target ``1 - alpha``), ``false NOTA``
-    (share of answerable queries with an empty set; ``<= alpha`` in distribution by the
-    guarantee), ``NOTA recall`` (share of NOTA queries with an empty set; no guarantee),
-    ``mean set size``, ``F1`` (macro, the conformal rule) and ``F1 forest`` (notebook 06's random
-    forest on the ranker's sorted probabilities, ``E[R]``, mean over folds, on the same NOTA set;
-    computed for ``forest_rankers``, default the ranker whose means notebook 06 uses, NaN for the
-    others: one forest costs seconds). The seed is the profile seed, as notebook 06. Raises
-    :class:`~calibrank.table_checks.TableError` naming a row that breaks an invariant of :func:`_conformal_problems`.
+    Columns: ``fitted_on``, ``n_cal``, ``threshold`` (``1 - qhat``), ``queries`` / ``NOTA queries``,
+    ``coverage`` with its Clopper-Pearson interval, ``false NOTA`` (bounded by ``alpha``), ``NOTA
+    recall`` (no guarantee), ``mean set size``, ``F1`` and ``F1 forest`` (notebook 06's forest on
+    ``E[R]``, for ``forest_rankers`` only). Raises :class:`~calibrank.table_checks.TableError`
+    naming a row that breaks an invariant of :func:`_conformal_problems`.
     """
     for v in views:
         if v not in VIEWS:
@@ -300,15 +295,11 @@ def nota_threshold_table(study, rankers: Iterable[str] | None = None, *, risks: 
                          delta: float = DELTA, min_answered: int = MIN_ANSWERED) -> pd.DataFrame:
     """The Learn-then-Test threshold per ranker x risk, applied to every NOTA condition (main training seed).
 
-    Columns: ``target``, ``delta``, ``fitted_on``, ``n_cal`` (calibration queries), ``threshold``
-    (inf: never answer), ``certified``, ``cal n`` / ``cal UCB`` (queries and the ``1 - delta``
-    upper bound at the chosen threshold), ``queries`` evaluated, ``achieved risk`` on them (NaN
-    when no query is answered) with its 95% Clopper-Pearson interval ``risk lo`` / ``risk hi``,
-    ``above target`` (the whole interval above the target: control broken beyond sampling
-    error), ``risk answering all`` (for ``wrong answer``: the share of wrong top answers when
-    every query is answered, what a threshold has to improve on), ``abstention`` (share of
-    queries where NOTA is said), ``false NOTA``, ``NOTA recall`` and ``F1`` (macro, as notebook 06). Raises
-    :class:`~calibrank.table_checks.TableError` naming a row that breaks an invariant of :func:`_threshold_problems`.
+    Columns: ``target``, ``delta``, ``fitted_on``, ``n_cal``, ``threshold`` (inf: never answer),
+    ``certified``, ``cal n`` / ``cal UCB``, ``queries``, ``achieved risk`` with ``risk lo`` / ``risk
+    hi``, ``above target``, ``risk answering all``, ``abstention``, ``false NOTA``, ``NOTA recall``
+    and ``F1``. Raises :class:`~calibrank.table_checks.TableError` naming a row that breaks an
+    invariant of :func:`_threshold_problems`. Columns in full: docs/decisions.md, "NOTA threshold table".
     """
     seed = study.cfg.seed
     rows = []

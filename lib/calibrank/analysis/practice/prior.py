@@ -76,12 +76,10 @@ def prior_ece_by_negatives(study, rankers: Iterable[str] | None = None, *, seed:
                            n_resamples: int = 1000) -> pd.DataFrame:
     """ECE per number of non-relevant candidates n = 1..k, before and after the prior correction.
 
-    One row per ranker x training corpus x test condition x n (main training seed), with
-    ``ECE raw`` / ``ECE corrected`` and their 95% bootstrap intervals over queries (``lo`` /
-    ``hi``), the priors used (``pi_train`` from the profile's ``negatives.train_k``,
-    ``pi_test = 1 / (n + 1)``) and ``removed`` = ``1 - corrected / raw``. Subsets: seed
-    ``seed`` (default the profile seed), nested in n, the same candidates for every ranker.
-    Checked as built (:func:`_by_negatives_problems`).
+    One row per ranker x training corpus x test condition x n (main training seed): ``ECE raw`` /
+    ``ECE corrected`` with 95% intervals, ``pi_train``, ``pi_test = 1 / (n + 1)`` and ``removed``.
+    Subsets nested in n, drawn with ``seed`` (default the profile seed); checked as built
+    (:func:`_by_negatives_problems`).
     """
     seed = study.cfg.seed if seed is None else seed
     pi_train = train_prior(study.cfg.negatives.train_k)

@@ -146,14 +146,9 @@ def selective_intervals(conf: np.ndarray, loss: np.ndarray, *, coverage: float =
                         n_resamples: int = intervals.N_RESAMPLES) -> tuple[np.ndarray, np.ndarray]:
     """``(low [4], high [4])``: 95% bootstrap intervals over queries of AURC, E-AURC, AUGRC, risk@``coverage``.
 
-    scipy draws query indices; each resample is summarised by how often each query is drawn, and
-    the four numbers follow in closed form: the resampled queries in decreasing confidence form
-    blocks (the tie groups of the original queries, each block's drawn copies tied), the
-    cumulative loss is linear within a block (tied queries get their mean loss), and
-    ``sum_{i=a+1}^{a+m} cum(i) / i`` is ``C (H_{a+m} - H_a) + mu (m - a (H_{a+m} - H_a))`` with ``H``
-    the harmonic numbers, ``C`` the loss before the block and ``mu`` its mean loss. The oracle of
-    E-AURC is the same with the queries in increasing loss (a block per distinct loss). Equal to
-    :func:`selective_batch` on the resampled arrays (tested), without sorting each resample.
+    Each resample is summarised by its query counts and the four numbers follow in closed form
+    (harmonic numbers over tie blocks), equal to :func:`selective_batch` on the resampled arrays
+    (tested). Derivation: docs/decisions.md, "Selective intervals in closed form".
     """
     if isinstance(coverage, bool) or not 0.0 < float(coverage) <= 1.0:
         raise ValueError(f"coverage must be in (0, 1]; got {coverage!r}")

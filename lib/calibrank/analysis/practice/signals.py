@@ -42,11 +42,8 @@ def auroc_interval(negative: np.ndarray, positive: np.ndarray, *, paired: bool, 
                    n_resamples: int = intervals.N_RESAMPLES) -> tuple[float, float]:
     """95% bootstrap interval of the AUROC over queries; ``paired``: row ``i`` of both is the same query.
 
-    scipy draws query indices; a resample is summarised by how often each query is drawn
-    (``c0`` for the negatives, ``c1`` for the positives) and its AUROC is
-    ``sum_j c1_j (#{drawn negatives < positive_j} + #{drawn negatives = positive_j} / 2) / (n0 n1)``,
-    the counts read off the cumulative ``c0`` in sorted order: :func:`auroc_batch` on the
-    resampled arrays without ranking each resample. With ``paired`` one draw gives ``c0 = c1``.
+    Each resample's AUROC comes from its query counts in sorted order, equal to :func:`auroc_batch`
+    on the resampled arrays, without ranking each resample.
     """
     neg = np.asarray(negative, dtype=np.float64).reshape(-1)
     pos = np.asarray(positive, dtype=np.float64).reshape(-1)
