@@ -334,11 +334,9 @@ def ece_by_negatives(
 ) -> pd.DataFrame:
     """Figure 2: ECE per number of non-relevant candidates per query, n = 1..k.
 
-    One row per ranker x training corpus x condition x n, with ``ECE`` (eq. 1), ``ECE debiased``
-    with its 95% bootstrap interval over test queries ``ECE debiased lo`` / ``ECE debiased hi``
-    (the band of the figure), ``ECE bias`` (eq. 1 minus the debiased ECE) and ``pairs`` (the
-    number of (query, candidate) pairs). Candidates are nested subsets
-    (:func:`subset_negatives` with ``seed``, default the profile seed); n = k is the full query.
+    One row per ranker x training corpus x condition x n: ``ECE`` (eq. 1), ``ECE debiased`` with
+    its 95% interval (the figure's band), ``ECE bias`` and ``pairs``, on nested subsets
+    (:func:`subset_negatives` with ``seed``, default the profile seed).
     """
 
     seed = study.cfg.seed if seed is None else seed

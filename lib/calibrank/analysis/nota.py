@@ -270,11 +270,9 @@ def cross_validate_nota(
 def compare_inputs(results: dict[str, NotaResult], base: str = "E[R]", *, alpha: float = 0.05) -> pd.DataFrame:
     """One row per input space (``base`` first): macro-F1 mean, sd and 95% interval over folds, change over ``base``.
 
-    Each non-base row has the paired t-test over folds against ``base``, one-sided in the paper's
-    direction (``pvalue``; ``pvalue_worse`` the other tail), Holm-corrected across spaces, and
-    ``significant``; untestable rows have NaN and a ``note``. Results from different folds are a
-    ValueError. Folds share training data, so the t-test is optimistic (Dietterich 1998); the first
-    paper used it, and so do we.
+    Non-base rows: one-sided paired t-test over folds (``pvalue``, ``pvalue_worse``), Holm across
+    spaces, ``significant``, NaN and a ``note`` when untestable; results from different folds are a
+    ValueError. The t-test over shared folds is optimistic (Dietterich 1998), as in the paper.
     """
     if not isinstance(results, dict) or not results:
         raise ValueError("results must be a non-empty dict {input space: NotaResult}")

@@ -233,11 +233,9 @@ def risk_aware_table(
 ) -> dict[str, Any]:
     """One cell of Table 3: ``b`` chosen on validation, RA ranker vs the mean ranker on test.
 
-    One row with the chosen ``b``, its ``valid_value``, the test metric of the mean ranker and of
-    the RA ranker, ``rel_change``, ``prob_mean_ranker`` (the mean probability, the paper's S-BERT),
-    a two-sided paired t-test over test queries (``statistic``, ``pvalue``, ``n``, ``significant``)
-    and a ``note`` saying why the p-value is NaN when the test cannot run (``S = 1``, ``b = 0``
-    chosen, identical values).
+    One row: ``b``, ``valid_value``, the test metric of both rankers, ``rel_change``,
+    ``prob_mean_ranker`` (the paper's S-BERT), a two-sided paired t-test over test queries and a
+    ``note`` when it cannot run (``S = 1``, ``b = 0``, identical values).
     """
     _check_pred(valid_pred, "valid_pred")
     _check_pred(test_pred, "test_pred")

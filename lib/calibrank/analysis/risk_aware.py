@@ -93,12 +93,10 @@ def table3(study: Study, bs: Iterable[float] | None = None, *, space: str = "log
            n_resamples: int = unc.N_RESAMPLES) -> pd.DataFrame:
     """Penha & Hauff Table 3: b chosen on validation, risk-aware R@1 vs the mean ranker on test.
 
-    One row per stochastic ranker x training corpus x test condition, every seed together; each
-    seed's b maximises validation R@1 of the training (``b_from="training"``) or the test condition
-    (``"target"``). Columns ``b``, ``b (seeds)``, ``mean_ranker``, ``risk_aware``,
-    ``prob_mean_ranker`` (the paper's S-BERT), ``rel_change`` with ``lo``/``hi``, one-sided
-    ``pvalue`` / ``pvalue_worse``, ``*_holm`` and ``mark``, as in
-    :func:`calibrank.analysis.calibration.table2`.
+    One row per stochastic ranker x training corpus x test condition; each seed's b maximises
+    validation R@1 of the training (``b_from="training"``) or test condition (``"target"``).
+    Columns ``b``, ``b (seeds)``, ``mean_ranker``, ``risk_aware``, ``prob_mean_ranker`` (the paper's
+    S-BERT), and ``rel_change`` with its interval, tests and mark as in :func:`calibrank.analysis.calibration.table2`.
     """
     rows = []
     for ranker, tc, cond in study.cells("test", study.stochastic_rankers()):

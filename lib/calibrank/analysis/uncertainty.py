@@ -88,11 +88,9 @@ def cell_estimates(runs: Sequence[Predictions], *, seed: int, metrics: Sequence[
                    n_resamples: int = N_RESAMPLES) -> dict[str, float]:
     """``{metric: value, "<metric> lo": ..., "<metric> hi": ...}`` for one cell (all its seeds).
 
-    For an ECE (:data:`ECE_METRICS`) ``<metric>`` is eq. 1's value, and the interval belongs to
-    the debiased ECE: ``<metric> debiased`` with ``<metric> debiased lo`` / ``hi``, and
-    ``<metric> bias`` = eq. 1 minus the debiased value. ``seed`` draws the balanced set's
-    negatives and seeds the bootstrap. Values are means over the seeds' runs (equal to the
-    single run's metric with one seed).
+    An ECE's value is eq. 1 and its interval the debiased ECE's (``<metric> debiased``, ``lo``,
+    ``hi``, ``<metric> bias``). ``seed`` draws the balanced set and seeds the bootstrap; values are
+    means over the seeds' runs.
     """
     out: dict[str, float] = {}
     for m in metrics:

@@ -2,10 +2,9 @@
 
 ``random``, ``bm25`` (Lucene's BM25 of the candidate against the context; Robertson & Zaragoza
 2009, eq. 3.11), ``least_overlap`` (BM25 negated) and ``biencoder`` (zero-shot MiniLM cosine),
-for every evaluation condition; ties broken with a seed. Scores become probabilities by Platt
-scaling fitted on the training condition's validation split (:func:`platt_fit`), and
-:func:`baseline_predictions` returns :class:`~calibrank.predictions.Predictions` (S = 1).
-Each rule in detail: docs/decisions.md, "Rules that learn nothing".
+ties broken with a seed; probabilities by Platt scaling on the training condition's validation
+split (:func:`platt_fit`). :func:`baseline_predictions` returns
+:class:`~calibrank.predictions.Predictions` (S = 1). Details: docs/decisions.md, "Rules that learn nothing".
 """
 
 from __future__ import annotations
@@ -278,10 +277,9 @@ def beside_best(cfg, summary: "pd.DataFrame", train_corpus: str) -> "pd.DataFram
 def ranking_check(metrics: "pd.DataFrame", baseline_metrics: "pd.DataFrame", k: int) -> "pd.DataFrame":
     """Does each trained ranker rank? One row per ranker x training corpus (main seed's mean over seeds).
 
-    Columns: R@1 in distribution, the best rule there and its R@1, the margin, the lowest R@1
-    over every test condition and where, and whether that is at or below chance (1/(k+1)).
-    ``metrics`` / ``baseline_metrics`` are :func:`calibrank.analysis.study.metrics_table` /
-    :func:`calibrank.analysis.study.baseline_metrics_table` (the ``metrics_all`` / ``baselines_all`` CSVs).
+    R@1 in distribution against the best rule's, and the lowest R@1 over test conditions against
+    chance. ``metrics`` / ``baseline_metrics``: the ``metrics_all`` / ``baselines_all`` tables of
+    :func:`calibrank.analysis.study.metrics_table` / :func:`calibrank.analysis.study.baseline_metrics_table`.
     """
 
     keys = ["ranker", "train_corpus", "corpus", "sampler", "shift"]

@@ -93,11 +93,9 @@ def _top_label_predictions(pred: Predictions) -> Predictions:
 def listwise_calibration(study, rankers: Iterable[str] | None = None, *, n_resamples: int = 1000) -> pd.DataFrame:
     """Pointwise ECE (all candidates) and top-label ECE of the candidate distribution, per ranker x condition.
 
-    Each with its 95% bootstrap interval over queries (main training seed); ``R@1`` and
-    ``mean confidence`` (mean of ``max_j pi_j``) show the direction of a top-label gap
+    Each with its 95% bootstrap interval (main training seed), beside ``R@1`` and ``mean confidence``
     (confidence above R@1 = over-confident). Raises :class:`~calibrank.table_checks.TableError` when a
-    cell has no row, or an ECE is not in [0, 1], or the mean confidence not in [1 / K, 1] (the largest of K
-    probabilities that sum to 1).
+    cell has no row or a number leaves its range.
     """
     rows = []
     for ranker, tc, cond in study.cells("test", rankers):

@@ -1,15 +1,11 @@
 """None of the above (NOTA) from conformal sets and from a certified threshold, beside notebook 06's forest.
 
-The NOTA task of Penha & Hauff (EACL 2021, Tables 4-5; :func:`calibrank.analysis.nota.make_nota_set`),
-answered by two rules fitted on calibration queries only (:func:`nota_conditions`):
-
-- an empty split-conformal LAC set (Sadinle, Lei & Wasserman 2019) means NOTA
-  (:func:`nota_conformal_table`); it bounds false NOTA by ``alpha``, not NOTA recall;
-- the top candidate is answered when its probability clears a threshold certified by Learn
-  then Test (Angelopoulos et al. 2021, section 4) for one risk of :data:`RISKS`
-  (:func:`ltt_threshold`, :func:`nota_threshold_table`).
-
-Calibration sets, the guarantees and their limits: docs/decisions.md, "NOTA sets and thresholds".
+The NOTA task of Penha & Hauff (EACL 2021, Tables 4-5) on :func:`nota_conditions`, with two
+rules fitted on calibration queries only: an empty split-conformal LAC set (Sadinle, Lei &
+Wasserman 2019; :func:`nota_conformal_table`), which bounds false NOTA but not NOTA recall, and
+a threshold on the top probability certified by Learn then Test (Angelopoulos et al. 2021,
+section 4) for a risk of :data:`RISKS` (:func:`ltt_threshold`, :func:`nota_threshold_table`).
+Calibration sets and guarantees: docs/decisions.md, "NOTA sets and thresholds".
 """
 
 from __future__ import annotations
@@ -62,9 +58,7 @@ def lac_threshold(probs: np.ndarray, labels: np.ndarray, alpha: float, view: str
     """``t = 1 - qhat``: the LAC quantile on the calibration queries that have a relevant candidate.
 
     ``qhat`` is :func:`~calibrank.analysis.practice.conformal.conformal_quantile` of ``1 - prob(true)``
-    over the answerable queries (exactly one relevant candidate; queries with none, i.e. NOTA,
-    have no true response and are left out). A candidate is in the set when its class
-    probability is ``>= t``.
+    over the answerable queries; a candidate is in the set when its probability is ``>= t``.
     """
     y = np.asarray(labels)
     pi = class_probabilities(probs, view)
@@ -219,10 +213,8 @@ _cp = clopper_pearson
 def _cells(study, rankers: Iterable[str] | None, seed: int):
     """Per ranker x training corpus: fitting rule, calibration NOTA set, and per NOTA condition the test NOTA set.
 
-    The test NOTA set is drawn on the condition's queries left after the fitting queries are
-    removed (:func:`~calibrank.analysis.practice.fitdata.drop_queries`): for S > 1 nothing is removed and
-    it is notebook 06's set; for S = 1 drawing on the remaining half keeps half of it NOTA (the
-    fitting half and the NOTA draw would otherwise come from the same seeded permutation).
+    The test set is drawn on the queries left after :func:`~calibrank.analysis.practice.fitdata.drop_queries`:
+    notebook 06's set for S > 1, half NOTA on the remaining half for S = 1.
     """
     for ranker in rankers if rankers is not None else study.rankers:
         for tc in study.train_corpora:

@@ -107,11 +107,9 @@ def prior_ece_by_negatives(study, rankers: Iterable[str] | None = None, *, seed:
 def prior_summary(study, rankers: Iterable[str] | None = None, *, n_resamples: int = unc.N_RESAMPLES) -> pd.DataFrame:
     """How much of the ECE on all 1 + k candidates the prior correction removes, per ranker and condition.
 
-    ``removed = 1 - ECE corrected / ECE raw`` with its 95% bootstrap interval (``removed lo`` /
-    ``removed hi``, queries resampled jointly for both) and ``pvalue``: one-sided paired
-    permutation test over queries that the corrected ECE is lower
-    (:func:`calibrank.metrics.resample.compare`, ``relative=True``). Main training seed. Checked as
-    built (:func:`_summary_problems`).
+    ``removed = 1 - ECE corrected / ECE raw`` with ``removed lo`` / ``hi`` and the one-sided paired
+    permutation ``pvalue`` of :func:`calibrank.metrics.resample.compare` (main training seed);
+    checked as built (:func:`_summary_problems`).
     """
     pi_train = train_prior(study.cfg.negatives.train_k)
     rows = []

@@ -91,11 +91,9 @@ def shift_detection(study, rankers: Iterable[str] | None = None, *,
                     n_resamples: int = intervals.N_RESAMPLES) -> pd.DataFrame:
     """AUROC of each signal for "this test query is from a shifted condition", per ranker x shifted condition.
 
-    One row per ranker x training corpus x shifted test condition x signal (main training seed),
-    with ``AUROC``, ``AUROC lo`` / ``AUROC hi`` (95% bootstrap interval over queries, see the
-    module docstring), ``paired`` (the two sides share their queries), ``in-distribution
-    queries``, ``shifted queries`` and the mean signal on each side. Raises
-    :class:`~calibrank.table_checks.TableError` naming a row that breaks an invariant of :func:`_shift_problems`.
+    Columns ``AUROC`` with ``AUROC lo`` / ``hi`` (bootstrap over queries), ``paired``, the query
+    counts and mean signal of both sides (main training seed). Raises
+    :class:`~calibrank.table_checks.TableError` naming a row that breaks :func:`_shift_problems`.
     """
     rows = []
     for ranker in rankers if rankers is not None else study.rankers:
@@ -128,10 +126,8 @@ def shift_detection(study, rankers: Iterable[str] | None = None, *,
 def performance_prediction(study, rankers: Iterable[str] | None = None) -> pd.DataFrame:
     """Kendall's tau-b between each signal and each query's ``RR`` and ``R@1``, per ranker x test condition.
 
-    Columns ``tau RR``, ``p RR``, ``tau R@1``, ``p R@1`` (two-sided p-values of scipy); tau is NaN
-    when the signal or the target is constant on the condition. Raises
-    :class:`~calibrank.table_checks.TableError` naming a row that breaks an invariant of
-    :func:`_performance_problems`.
+    Columns ``tau RR``, ``p RR``, ``tau R@1``, ``p R@1``; tau is NaN on a constant signal or target.
+    Raises :class:`~calibrank.table_checks.TableError` naming a row that breaks :func:`_performance_problems`.
     """
     rows = []
     for ranker, tc, cond in study.cells("test", rankers):
