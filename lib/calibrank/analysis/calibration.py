@@ -102,8 +102,8 @@ def interval_table(study: Study, split: str = "test", rankers: Iterable[str] | N
 
 
 def _check_intervals(table: pd.DataFrame, cells: list[tuple[str, ...]]) -> None:
-    """Every cell once; each metric of :data:`.uncertainty.INTERVAL_METRICS` with a value and an interval,
-    ``lo <= hi``; the value inside its interval for :data:`MEAN_METRICS` and every debiased ECE."""
+    """Every cell once; each metric of :data:`calibrank.analysis.uncertainty.INTERVAL_METRICS` with a
+    value and an interval, ``lo <= hi``; the value inside its interval for :data:`MEAN_METRICS` and every debiased ECE."""
     name = "intervals"
     problems = rows_expected(name, table, CELL_KEYS, cells)
     for m in unc.INTERVAL_METRICS:
@@ -139,12 +139,9 @@ def _baseline_cells(study: Study, split: str):
 def table1(study: Study, intervals: pd.DataFrame | None = None, ranker: str = BASELINE) -> pd.DataFrame:
     """Penha & Hauff Table 1: ``bert``'s R10@1, balanced ECE and full ECE per test condition, with intervals.
 
-    One row per training corpus x test corpus x sampler (means over seeds) from
-    :func:`interval_table`: R10@1 with ``lo`` / ``hi`` (95% bootstrap interval over test
-    queries, and seeds when several); each ECE as eq. 1 (the paper's number), its debiased
-    value with ``lo`` / ``hi`` and eq. 1's ``bias``; the shift kind, queries and seeds. With
-    every corpus trained on, the rows of one test corpus are the paper's columns: the model
-    trained there and the ones trained elsewhere, on the same test queries.
+    One row per training corpus x test corpus x sampler from :func:`interval_table`: R10@1 with
+    ``lo`` / ``hi``, each ECE as eq. 1 with its debiased value, interval and ``bias``, the shift kind,
+    queries and seeds. The rows of one test corpus are the paper's columns.
     """
     iv = intervals if intervals is not None else interval_table(study, rankers=[ranker])
     iv = iv[iv["ranker"] == ranker]
@@ -264,18 +261,11 @@ def _marked(rows: list[dict]) -> pd.DataFrame:
 def table2(study: Study, *, ece_column: str = "ECE 1:1", n_resamples: int = unc.N_RESAMPLES) -> pd.DataFrame:
     """Penha & Hauff Table 2: change of ECE of every other ranker over ``bert`` per condition.
 
-    ``rel_change = (ECE_ranker - ECE_bert) / ECE_bert`` of eq. 1 (means over seeds; negative =
-    better calibrated), the paper's number. The test and the interval are on the debiased ECE
-    (:mod:`calibrank.metrics.calibration`), as a difference: a ratio of two small ECEs is
-    unstable, and a debiased ECE can be 0. ``change`` = debiased ECE of the ranker minus
-    bert's, its 95% bootstrap interval ``lo``/``hi`` over test queries (and seeds),
-    ``pvalue``: one-sided paired permutation test over test queries that the ranker's ECE is
-    *lower* (the paper's claim), ``pvalue_worse`` the other tail, both Holm-corrected across the
-    cells of this table (``*_holm``); ``mark``: ``†`` significant improvement, ``worse``
-    significant rise. The paper's Table 2 uses the balanced ECE of Table 1 (default; ``ece_column
-    = "ECE"`` for all candidates). The paper's Student's t-tests are not described further; a
-    test over queries is possible here because ECE is a sum over queries (see
-    :mod:`calibrank.metrics.resample`).
+    ``rel_change`` is eq. 1's relative change (the paper's number; negative = better). ``change``,
+    its interval ``lo``/``hi`` and the one-sided tests ``pvalue`` (lower ECE, the paper's claim) /
+    ``pvalue_worse`` use the debiased ECE as a difference, Holm across the table (``*_holm``), and
+    ``mark``. ``ece_column``: the balanced ECE of Table 1 (default) or ``"ECE"``. Why a difference
+    of debiased ECEs: docs/decisions.md, "Penha & Hauff Table 2".
     """
     if BASELINE not in study.rankers:
         raise ValueError(f"Table 2 needs the {BASELINE!r} ranker in the profile")
@@ -344,11 +334,9 @@ def ece_by_negatives(
 ) -> pd.DataFrame:
     """Figure 2: ECE per number of non-relevant candidates per query, n = 1..k.
 
-    One row per ranker x training corpus x condition x n, with ``ECE`` (eq. 1), ``ECE debiased``
-    with its 95% bootstrap interval over test queries ``ECE debiased lo`` / ``ECE debiased hi``
-    (the band of the figure), ``ECE bias`` (eq. 1 minus the debiased ECE) and ``pairs`` (the
-    number of (query, candidate) pairs). Candidates are nested subsets
-    (:func:`subset_negatives` with ``seed``, default the profile seed); n = k is the full query.
+    One row per ranker x training corpus x condition x n: ``ECE`` (eq. 1), ``ECE debiased`` with
+    its 95% interval (the figure's band), ``ECE bias`` and ``pairs``, on nested subsets
+    (:func:`subset_negatives` with ``seed``, default the profile seed).
     """
 
     seed = study.cfg.seed if seed is None else seed
@@ -478,14 +466,10 @@ def protocol_note(study: Study) -> str:
 def paper2023_tables(study: Study, intervals: pd.DataFrame, sampler: str | None = None) -> dict[str, pd.DataFrame]:
     """PG-DRR / GPF-BERT layout: ``{"in-domain": ..., "shift": ...}``, one row per cell and ranker.
 
-    Columns: ``train on``, ``test on``, ``ranker``, ``R10@1``, ``MAP`` as text (``value [lo,
-    hi]``, 95% bootstrap interval over test queries, and seeds when several), ``ECE`` (eq. 1,
-    the papers' number), ``ECE debiased`` (``value [lo, hi]``), ``ECE bias``, ``seeds``,
-    ``protocol``, and the numbers behind the text (``R@1 mean``, ``R@1 lo``, ``R@1 hi``, ...,
-    ``ECE mean`` = eq. 1). With every corpus trained on, ``shift`` holds each test corpus with
-    the models trained on the other corpora, as the papers' shift tables. ECE on all candidates (the 2023 papers' ECE); ``sampler`` defaults to
-    :func:`paper2023_sampler`. ``intervals``: :func:`interval_table` (with the rules' rows of
-    :func:`baseline_interval_table` if wanted).
+    ``R10@1``, ``MAP`` and ``ECE debiased`` as ``value [lo, hi]`` text beside ``ECE`` (eq. 1 on all
+    candidates), ``ECE bias``, ``seeds``, ``protocol`` and the numbers behind the text. ``sampler``
+    defaults to :func:`paper2023_sampler`; ``intervals``: :func:`interval_table` (with
+    :func:`baseline_interval_table`'s rows if wanted). Layout: docs/decisions.md, "The 2023 papers' tables".
     """
     sampler = sampler or paper2023_sampler(study)
     summ = intervals[intervals["sampler"] == sampler].copy()

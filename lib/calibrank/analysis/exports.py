@@ -92,11 +92,9 @@ def _trec_lines(pred: Predictions, run: str) -> tuple[list[str], list[str]]:
 def write_trec_runs(study: Study, split: str = "test", out_dir: Path | None = None) -> pd.DataFrame:
     """TREC run files (``qid Q0 docid rank score run``) and qrels for every cell of ``split``.
 
-    ``docid`` is ``<qid>.<candidate index>``; the score is the ranker's probability and the
-    rank follows our tie rule (ties against the relevant candidate; ``trec_eval`` re-sorts by
-    score and breaks ties by docid, so its numbers can differ on tied queries). Files:
-    ``<out_dir>/<ranker>-<train corpus>/<condition>.run`` and ``<out_dir>/qrels/<condition>.qrels``
-    (default ``out_dir``: ``reports/<profile>/trec``). Returns one row per file written.
+    ``docid`` is ``<qid>.<candidate index>``, ranks follow our tie rule (``trec_eval`` breaks ties by
+    docid, so it can differ on tied queries). Writes ``<ranker>-<train corpus>/<condition>.run`` and
+    ``qrels/<condition>.qrels`` under ``out_dir``; returns one row per file.
     """
     folder = out_dir or (report_dir(study.cfg.profile) / "trec")
     rows = []
@@ -121,7 +119,7 @@ def write_trec_runs(study: Study, split: str = "test", out_dir: Path | None = No
 
 
 def _check_trec_runs(study: Study, files: pd.DataFrame, split: str) -> None:
-    """A run file for every cell of ``split`` (:meth:`.load.Study.expected_cells`)."""
+    """A run file for every cell of ``split`` (:meth:`calibrank.analysis.load.Study.expected_cells`)."""
     raise_problems(rows_expected("trec runs", files[files["kind"] == "run"], ("run", "condition"),
                                  [(f"{r}-{tc}", study.condition(c, s, split).name)
                                   for r, tc, c, s in study.expected_cells(split)]))

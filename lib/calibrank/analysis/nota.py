@@ -1,13 +1,8 @@
 """None-of-the-above (NOTA) prediction from a ranker's scores and uncertainties.
 
-Penha & Hauff (EACL 2021, secs. 4 and 5.3, Tables 4-5): is there a correct response among the
-candidates? For a seeded half of the queries the relevant response is removed (NOTA); for the
-other half one negative is, so every query keeps ``K - 1`` candidates. A random forest
-(scikit-learn's defaults: the paper gives no settings) reads the sorted mean probabilities
-``E[R]`` and, for ``+var``, their variances (possibly another ranker's, as the paper's
-``+var[R^E]``); stratified 5-fold macro-F1, input spaces compared by paired t-tests over folds,
-Holm-corrected. Every feature comes from the remaining candidates only: the first paper's
-public code could keep the removed response's variance in a NOTA row, which leaks the label.
+Penha & Hauff (EACL 2021, secs. 4 and 5.3, Tables 4-5): a random forest on the sorted means
+(and variances) of the remaining ``K - 1`` candidates, stratified 5-fold macro-F1. Unlike the
+paper's public code, no feature comes from the removed response: docs/decisions.md, "NOTA task".
 """
 
 from __future__ import annotations
@@ -275,11 +270,9 @@ def cross_validate_nota(
 def compare_inputs(results: dict[str, NotaResult], base: str = "E[R]", *, alpha: float = 0.05) -> pd.DataFrame:
     """One row per input space (``base`` first): macro-F1 mean, sd and 95% interval over folds, change over ``base``.
 
-    Each non-base row has the paired t-test over folds against ``base``, one-sided in the paper's
-    direction (``pvalue``; ``pvalue_worse`` the other tail), Holm-corrected across spaces, and
-    ``significant``; untestable rows have NaN and a ``note``. Results from different folds are a
-    ValueError. Folds share training data, so the t-test is optimistic (Dietterich 1998); the first
-    paper used it, and so do we.
+    Non-base rows: one-sided paired t-test over folds (``pvalue``, ``pvalue_worse``), Holm across
+    spaces, ``significant``, NaN and a ``note`` when untestable; results from different folds are a
+    ValueError. The t-test over shared folds is optimistic (Dietterich 1998), as in the paper.
     """
     if not isinstance(results, dict) or not results:
         raise ValueError("results must be a non-empty dict {input space: NotaResult}")

@@ -34,16 +34,11 @@ def nota_table(
 ) -> pd.DataFrame:
     """Penha & Hauff Tables 4-5: NOTA macro-F1 per input space, per condition.
 
-    Conditions: Table 4 (cross-domain) takes every test corpus with the training sampler
-    (in-domain included, as the paper's diagonal); Table 5 (cross-NS) the training corpus
-    with every other sampler. Input spaces: ``E[R]``, the sorted means of
-    :func:`nota_means_ranker`; ``+var[<ranker>]``, those means plus the variances of each
-    stochastic ranker (S > 1) on the same NOTA set (MC Dropout's own variances are the
-    paper's +var[R^D], the ensemble's its +var[R^E]; GP rankers' are new). Random forest,
-    stratified ``folds``-fold cross-validation, one-sided paired t-tests over folds against
-    ``E[R]`` (:func:`calibrank.analysis.nota.compare_inputs`), Holm-corrected across the cells of each
-    table; ``F1 [95% CI]`` is the mean over folds with its Student-t interval and the mark
-    (``†`` significant gain, ``worse`` significant loss).
+    Table 4 takes every test corpus with the training sampler, Table 5 the training corpus with
+    every other sampler. Input spaces: ``E[R]`` (:func:`nota_means_ranker`) and ``+var[<ranker>]``
+    for each stochastic ranker. One-sided paired t-tests over ``folds`` against ``E[R]``
+    (:func:`calibrank.analysis.nota.compare_inputs`), Holm per table; ``F1 [95% CI]`` with its mark.
+    Input spaces in full: docs/decisions.md, "Penha & Hauff Tables 4-5".
     """
 
     seed = study.cfg.seed if seed is None else seed

@@ -118,11 +118,9 @@ def _shift_kind(shift: str) -> str:
 def paper_comparison(tables: Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     """The papers' numbers beside ours, averaged per kind of condition; from the exported tables.
 
-    Keys (present when the tables they need are): ``table1`` (bert R10@1 and balanced ECE per
-    shift kind), ``table2`` (mean relative ECE change per ranker), ``table3`` (mean risk-aware
-    R10@1 change per ranker), ``nota`` (mean relative F1 change of each +var input per table),
-    ``in_domain_2023`` (R10@1, MAP, ECE per ranker). Paper averages are over MSDialog, MANtIS
-    and UDC_DSTC8 (bert-base); ours over the profile's corpora.
+    Keys, present when their tables are: ``table1``, ``table2``, ``table3``, ``nota`` and
+    ``in_domain_2023``. Paper averages are over MSDialog, MANtIS and UDC_DSTC8 (bert-base), ours
+    over the profile's corpora.
     """
     ph = PENHA_HAUFF
     out: dict[str, pd.DataFrame] = {}

@@ -176,12 +176,10 @@ def plot_training_curves(history: pd.DataFrame, validation: pd.DataFrame, *, met
 
 @styled
 def plot_reliability_grid(table: pd.DataFrame, *, ncols: int = 4, axes=None):
-    """Reliability diagrams, one panel per ranker (in its colour), from :func:`calibrank.analysis.study.reliability_table`;
-    a table of several conditions (or training corpora) is faceted: one row per condition, one column per ranker.
+    """Reliability diagrams, one panel per ranker, from :func:`calibrank.analysis.study.reliability_table`.
 
-    Bars: fraction of relevant pairs per bucket, drawn at the bucket's mean predicted
-    probability on the bucket's width; the number above each bar is the bucket's count; the
-    dashed diagonal is perfect calibration. Empty buckets have no bar.
+    Several conditions (or training corpora) give one row each. Bars: the fraction relevant per
+    bucket at its mean probability, with its count; dashed: perfect calibration.
     """
     if table.empty:
         return _panels(axes, 0, 1, (4.0, 2.0))
@@ -221,9 +219,7 @@ def plot_ece_by_negatives(table: pd.DataFrame, *, ncols: int = 3, axes=None):
     """Figure 2 of Penha & Hauff: ECE against non-relevant candidates per query, one line per ranker.
 
     One panel per training corpus x test condition, from :func:`calibrank.analysis.study.ece_by_negatives`;
-    with ``ECE debiased``, ``ECE debiased lo`` / ``hi`` columns each ranker's debiased ECE is a
-    dashed line inside its 95% band (the interval belongs to the debiased ECE, not to eq. 1's);
-    with ``ECE lo`` / ``ECE hi`` the band is around the line itself.
+    the band is the debiased ECE's 95% interval (dashed line) when the table has one, else ``ECE lo`` / ``hi``.
     """
     if table.empty:
         return _panels(axes, 0, 1, (4.0, 2.0))
@@ -252,10 +248,8 @@ def plot_ece_by_negatives(table: pd.DataFrame, *, ncols: int = 3, axes=None):
 def plot_b_sweep(table: pd.DataFrame, *, y: str = "rel_change_bert", ncols: int = 3, axes=None):
     """Figure 3 of Penha & Hauff: relative R@1 change of the risk-aware ranker per b.
 
-    ``y="rel_change_bert"`` (default, as the paper): change over the deterministic bert;
-    ``y="rel_change"``: change over the same ranker at b = 0. One panel per stochastic ranker x
-    training corpus, one line per test condition (one colour per condition in every panel), from
-    :func:`calibrank.analysis.study.risk_sweep`; with ``<y> lo`` / ``<y> hi`` columns, a band per line.
+    ``y="rel_change_bert"`` (the paper's) or ``"rel_change"`` (over b = 0); one panel per stochastic
+    ranker x training corpus, one line per test condition, from :func:`calibrank.analysis.study.risk_sweep`.
     """
     if table.empty:
         return _panels(axes, 0, 1, (4.0, 2.0))

@@ -316,12 +316,10 @@ def plot_nota_f1(table: pd.DataFrame, *, axes=None):
 
 @styled
 def plot_nota_threshold(table: pd.DataFrame, *, axes=None):
-    """The Learn-then-Test threshold on test: achieved risk with its 95% Clopper-Pearson interval
-    (top row; dashed: the target) and the share of queries answered NOTA (bottom row), per NOTA
-    condition and ranker, one column per risk. A ranker without a certified threshold never answers
-    (no risk marker for ``wrong answer``, abstention 1).
+    """The Learn-then-Test threshold on test, from :func:`calibrank.analysis.practice.nota_sets.nota_threshold_table`.
 
-    From :func:`calibrank.analysis.practice.nota_sets.nota_threshold_table`.
+    Achieved risk with its Clopper-Pearson interval (top; dashed: the target) and the share answered
+    NOTA (bottom), per condition and ranker, one column per risk.
     """
     if table.empty:
         return _empty(axes)

@@ -1,18 +1,9 @@
 """Risk-aware ranking with the predictive distribution of a stochastic ranker (RA-BERT).
 
-Penha & Hauff (EACL 2021, sec. 3.2.4), after the portfolio view of Wang & Zhu (SIGIR 2009):
-with ``R_r`` the S-sample predictive distribution of candidate ``r``,
-
-    RA(U, r) = E[R_r] - b * var[R_r] - 2b * sum_{i != r} cov[R_r, R_i]
-
-over the query's other candidates; ``b > 0`` is risk aversion, ``b = 0`` the mean ranker, and
-with ``S = 1`` there is no risk information. Moments are population moments (divide by S) in
-logit space by default, as the paper's public code did (``space="prob"``: as the equation is
-written); the ``b = 0`` ranker is then the mean logit, so :func:`risk_aware_table` also reports
-the mean probability. We follow the paper's sum over all other candidates, not Wang & Zhu's
-greedy sum over those ranked above. Table 3's protocol: ``b`` chosen on validation R10@1 over
-0, 0.1, ..., 1 (ties to the smallest ``|b|``), applied to test, and compared with the mean
-ranker by a paired t-test over queries.
+Penha & Hauff (EACL 2021, sec. 3.2.4), after Wang & Zhu (SIGIR 2009):
+``RA(U, r) = E[R_r] - b var[R_r] - 2b sum_{i != r} cov[R_r, R_i]``, with population moments in
+logit space by default (the paper's public code; ``space="prob"`` as written). Table 3 chooses
+``b`` on validation. Departures and protocol: docs/decisions.md, "Risk-aware ranking".
 """
 
 from __future__ import annotations
@@ -242,11 +233,9 @@ def risk_aware_table(
 ) -> dict[str, Any]:
     """One cell of Table 3: ``b`` chosen on validation, RA ranker vs the mean ranker on test.
 
-    One row with the chosen ``b``, its ``valid_value``, the test metric of the mean ranker and of
-    the RA ranker, ``rel_change``, ``prob_mean_ranker`` (the mean probability, the paper's S-BERT),
-    a two-sided paired t-test over test queries (``statistic``, ``pvalue``, ``n``, ``significant``)
-    and a ``note`` saying why the p-value is NaN when the test cannot run (``S = 1``, ``b = 0``
-    chosen, identical values).
+    One row: ``b``, ``valid_value``, the test metric of both rankers, ``rel_change``,
+    ``prob_mean_ranker`` (the paper's S-BERT), a two-sided paired t-test over test queries and a
+    ``note`` when it cannot run (``S = 1``, ``b = 0``, identical values).
     """
     _check_pred(valid_pred, "valid_pred")
     _check_pred(test_pred, "test_pred")

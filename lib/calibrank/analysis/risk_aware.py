@@ -24,11 +24,9 @@ def _risk():
 def risk_sweep(study: Study, bs: Iterable[float] | None = None, *, split: str = "test", space: str = "logit") -> pd.DataFrame:
     """Figure 3: R@1 of the risk-aware ranker per b, for every stochastic ranker and test condition.
 
-    One row per ranker x training corpus x condition x b: ``value`` (R@1), ``rel_change``
-    over the mean ranker (b = 0), ``n_queries`` (:func:`calibrank.analysis.risk.sweep_b`), and
-    ``rel_change_bert``, the change over the deterministic ``bert`` on the same queries: the
-    paper's Figure 3 plots gains over BERT, so b = 0 shows what averaging alone gains (NaN
-    when ``bert`` is not in the profile or has R@1 = 0).
+    One row per ranker x training corpus x condition x b: ``value`` (R@1), ``rel_change`` over b = 0,
+    ``n_queries`` and ``rel_change_bert`` over ``bert`` (the paper's Figure 3 plots gains over BERT;
+    NaN without ``bert``).
     """
     risk = _risk()
     grid = risk.DEFAULT_BS if bs is None else bs
@@ -95,15 +93,10 @@ def table3(study: Study, bs: Iterable[float] | None = None, *, space: str = "log
            n_resamples: int = unc.N_RESAMPLES) -> pd.DataFrame:
     """Penha & Hauff Table 3: b chosen on validation, risk-aware R@1 vs the mean ranker on test.
 
-    One row per stochastic ranker (S > 1) x training corpus x test condition, every seed
-    together: each seed's b maximises R@1 on the validation split of the training condition
-    (``b_from="training"``, default) or of the test condition (``"target"``); ``b`` is the main
-    seed's, ``b (seeds)`` lists them all. ``mean_ranker`` / ``risk_aware``: test R@1 (means over
-    seeds) at b = 0 and at the chosen b; ``prob_mean_ranker`` ranks by the mean probability
-    E[R] (the paper's S-BERT). ``rel_change`` with its 95% bootstrap interval ``lo``/``hi``;
-    ``pvalue``: one-sided paired permutation test over test queries that the risk-aware ranker
-    is better (the paper's claim), ``pvalue_worse`` the other tail; Holm across the cells
-    (``*_holm``) and ``mark`` as in :func:`table2`.
+    One row per stochastic ranker x training corpus x test condition; each seed's b maximises
+    validation R@1 of the training (``b_from="training"``) or test condition (``"target"``).
+    Columns ``b``, ``b (seeds)``, ``mean_ranker``, ``risk_aware``, ``prob_mean_ranker`` (the paper's
+    S-BERT), and ``rel_change`` with its interval, tests and mark as in :func:`calibrank.analysis.calibration.table2`.
     """
     rows = []
     for ranker, tc, cond in study.cells("test", study.stochastic_rankers()):

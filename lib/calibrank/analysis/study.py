@@ -1,24 +1,10 @@
 """The study's numbers: every table and figure of notebooks 04-06, computed from the profile's Predictions.
 
-The notebooks' one import; the work is in :mod:`calibrank.analysis`, one module per question.
-Compute only: no model runs here and torch is not imported; :mod:`calibrank.analysis.plots` draws.
-Every number carries a 95% bootstrap interval over test queries (and seeds, when several), and
-comparisons are one-sided paired permutation tests, Holm-corrected within a table
-(:mod:`calibrank.metrics.resample`).
-
-- :func:`table1` (Penha & Hauff 2021, Table 1): R10@1 and ECE of ``bert`` under cross-domain and
-  cross-negative-sampling shift; the paper's balanced ECE is computed on the relevant candidate
-  and one seeded negative per query (:func:`subset_negatives`).
-- :func:`table2` (Table 2): relative change of the balanced ECE of each ranker over ``bert``.
-- :func:`ece_by_negatives` (Figure 2): ECE as negatives per query grow from 1 to k, nested subsets.
-- :func:`risk_sweep`, :func:`table3` (Figure 3, Table 3, :mod:`calibrank.analysis.risk`);
-  :func:`nota_table` (Tables 4-5, :mod:`calibrank.analysis.nota`).
-- :func:`paper2023_tables`: PG-DRR Tables 1, 3 and GPF-BERT Tables 1-2 (random negatives).
-- :func:`metrics_table`, :func:`interval_table`, :func:`reliability_table`,
-  :func:`paper_comparison`, :func:`write_trec_runs`, :func:`export_tables`.
-
+The notebooks' one import; the work is in :mod:`calibrank.analysis`, one module per question,
+and :mod:`calibrank.analysis.plots` draws. Intervals and tests: :mod:`calibrank.metrics.resample`.
 :func:`load_study` requires every training seed the profile lists; analyses that need one
-prediction per query (Figure 2, reliability, NOTA, TREC runs) use the main seed.
+prediction per query use the main seed. Which function makes which table: docs/decisions.md,
+"The study's tables".
 """
 
 from __future__ import annotations

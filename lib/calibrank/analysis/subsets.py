@@ -37,11 +37,9 @@ def keep_candidates(pred: Predictions, keep: np.ndarray, meta: dict | None = Non
 def subset_negatives(pred: Predictions, n_negatives: int, *, seed: int) -> Predictions:
     """Keep every relevant candidate and ``n_negatives`` negatives per query, drawn with ``seed``.
 
-    The negatives of each query are put in one random order (``numpy.random.default_rng(seed)``)
-    and the first ``n_negatives`` kept, so for a fixed seed the subsets are nested in n, and
-    Predictions of different rankers on the same queries get the same candidates. Candidates
-    keep their original relative order. Every query needs the same number of relevant
-    candidates and at least ``n_negatives`` negatives.
+    Each query's negatives are shuffled once, so subsets are nested in n and the same for every
+    ranker on those queries; candidates keep their relative order. Every query needs the same
+    number of relevant candidates and at least ``n_negatives`` negatives.
     """
     if isinstance(n_negatives, bool) or not isinstance(n_negatives, (int, np.integer)) or n_negatives < 1:
         raise ValueError(f"n_negatives must be a positive integer; got {n_negatives!r}")

@@ -1,26 +1,10 @@
 """Every number of the study's tables with its interval, and marks that mean what the papers' mean.
 
-- :func:`cell_estimates`: the metrics of one ranker on one condition (all its training seeds),
-  each with a 95% interval from :func:`calibrank.metrics.resample.interval` (test queries, and
-  seeds when there are several).
-- :func:`cell_comparison`: a paired comparison of two rankers on one condition
-  (:func:`calibrank.metrics.resample.compare`) as a table row: the effect, its interval, the
-  one-sided p-value in the claimed direction and the one in the opposite direction.
-- :func:`mark_table`: Holm (Holm 1979) across the cells of one table, separately for the
-  claimed and the opposite direction, and the mark of each cell: ``†`` for a significant
-  improvement (the papers' mark), ``worse`` for a significant change the other way, nothing
-  otherwise. :data:`MARKS_LEGEND` says so in words for every table's legend.
-- :func:`format_interval`: ``"0.250 [0.190, 0.310]"``; :func:`format_change`:
-  ``"-12.3% [-20.1%, -4.0%] †"``.
-- ECE: the value is eq. 1 of Penha & Hauff (the paper's number); its interval, and every test
-  of an ECE, use the debiased ECE (Kumar, Liang & Ma 2019, :func:`calibrank.metrics.calibration.ece_debiased`),
-  whose bias-corrected bootstrap interval holds its estimate; ``<metric> bias`` is eq. 1 minus it.
-- :func:`detectable_effect` (from :mod:`calibrank.metrics.resample`) and :func:`power_text`:
-  the smallest effect a claim's test could have detected at 80% power, and what a "not
-  significant" verdict then says. Any claims table (calibration, risk, NOTA, cost) calls them.
-
-Resampling settings (:data:`N_RESAMPLES`, :data:`LEVEL`) are module constants so that every
-table uses the same ones; every call is seeded from the profile seed.
+:func:`cell_estimates` (one cell's metrics with 95% intervals), :func:`cell_comparison` (two
+rankers on one condition), :func:`mark_table` (Holm 1979 per direction; ``†`` and ``worse``,
+:data:`MARKS_LEGEND`), :func:`format_interval`, :func:`format_change` and :func:`power_text`.
+An ECE's value is eq. 1 of Penha & Hauff; its interval and tests use the debiased ECE
+(Kumar, Liang & Ma 2019). :data:`N_RESAMPLES` and :data:`LEVEL` are shared by every table.
 """
 
 from __future__ import annotations
@@ -104,11 +88,9 @@ def cell_estimates(runs: Sequence[Predictions], *, seed: int, metrics: Sequence[
                    n_resamples: int = N_RESAMPLES) -> dict[str, float]:
     """``{metric: value, "<metric> lo": ..., "<metric> hi": ...}`` for one cell (all its seeds).
 
-    For an ECE (:data:`ECE_METRICS`) ``<metric>`` is eq. 1's value, and the interval belongs to
-    the debiased ECE: ``<metric> debiased`` with ``<metric> debiased lo`` / ``hi``, and
-    ``<metric> bias`` = eq. 1 minus the debiased value. ``seed`` draws the balanced set's
-    negatives and seeds the bootstrap. Values are means over the seeds' runs (equal to the
-    single run's metric with one seed).
+    An ECE's value is eq. 1 and its interval the debiased ECE's (``<metric> debiased``, ``lo``,
+    ``hi``, ``<metric> bias``). ``seed`` draws the balanced set and seeds the bootstrap; values are
+    means over the seeds' runs.
     """
     out: dict[str, float] = {}
     for m in metrics:
@@ -127,12 +109,9 @@ def cell_comparison(a_runs: Sequence[Predictions], b_runs: Sequence[Predictions]
                     n_resamples: int = N_RESAMPLES) -> dict[str, float | str]:
     """Ranker A against ranker B on one condition (same queries), as one table row.
 
-    Keys: ``a``, ``b`` (the metric of each), ``rel_change`` (or ``change`` when not
-    ``relative``), ``lo``, ``hi``, ``pvalue`` (one-sided, ``alternative`` = the claimed
-    direction of A's metric), ``pvalue_worse`` (the other tail), ``se`` (bootstrap standard
-    error of the change), ``note``. An ECE is compared as the debiased ECE. ``scores``: optional
-    ``(a_scores, b_scores)``, one ``[Q, K]`` array per run, for ranking metrics of re-scored
-    candidates (the risk-aware ranker).
+    Keys: ``a``, ``b``, ``rel_change`` (``change`` unless ``relative``), ``lo``, ``hi``, ``pvalue``
+    (one-sided in the ``alternative`` direction), ``pvalue_worse``, ``se``, ``note``; an ECE is
+    compared as the debiased ECE. ``scores``: optional ``(a_scores, b_scores)`` ``[Q, K]`` arrays.
     """
     if scores is None:
         fa, fb = _features(a_runs, metric, seed), _features(b_runs, metric, seed)

@@ -1,45 +1,10 @@
 """What replicates: one row per claim of the papers and per method it was made for, each with a verdict from a test.
 
-A claim is a direction ("MC Dropout has lower ECE than BERT"). Each row holds the paper's
-effect size, ours over the conditions the claim covers (mean over conditions of the
-per-condition effect) with its 95% interval, the one-sided p-value in the paper's direction
-and the one in the opposite direction (:func:`calibrank.metrics.resample.compare`: paired
-permutation test over test queries where both sides are on the same queries, bootstrap
-otherwise; conditions that share test queries are resampled together). Holm runs across the
-rows of the summary, once per direction, and each row gets one of four verdicts
-(:data:`VERDICTS`):
-
-- *replicates*: our effect has the paper's direction and is significant;
-- *same direction, not significant*;
-- *opposite direction, not significant*;
-- *contradicted*: the opposite direction, significant.
-
-Beside each verdict, its power (:func:`summary`'s ``detectable`` and ``power``): the smallest
-effect in the claimed direction that the row's test detects with 80% probability at the
-Bonferroni level of the summary's rows (an upper bound for Holm's), from the bootstrap's
-standard error of the effect (``se``) or, for a t-test, the standard error of the mean (with
-``df``). A row that is not significant then reads "no effect larger than X (80% power)", or
-"underpowered: the paper's effect Y is below the detectable X" when the test could not have
-seen an effect of the paper's size.
-
-ECE is tested as the debiased ECE (:func:`calibrank.metrics.calibration.ece_debiased`) and
-its claims are differences (a ratio of two small ECEs is unstable, and a debiased ECE can be
-0); the papers' effects are converted to differences from their own tables. Claims about
-domain shift are tested per test corpus, on the same queries: the model trained on that
-corpus against the model(s) trained on the others (paired), as the columns of Penha &
-Hauff's Table 1; claims about another negative sampler compare one model on two query sets
-of its test corpus (bootstrap, unpaired).
-
-Cells are conditions, never seeds: with several training seeds the seeds enter every
-condition's effect and interval (:mod:`calibrank.metrics.resample`), they are not counted as
-further evidence.
-
-Claims are made for the methods the papers made them for: Penha & Hauff (2021) for
-``mc_dropout`` and ``ensemble`` (Tables 2-5) and for ``bert`` (Table 1, Figure 2); PG-DRR and
-GPF-BERT (2023) for their GP rankers against ``bert``. The GP rankers are never pooled into
-the first paper's claims. Each notebook of 04-06 computes the claims about its tables from
-Predictions (:func:`calibration_claims`, :func:`risk_claims`, :func:`nota_claims`) and exports
-them; the report joins them (:func:`summary`).
+A claim is a direction; each row holds the paper's effect, ours over the conditions the claim
+covers with its 95% interval (:func:`calibrank.metrics.resample.compare`), the one-sided
+p-values in both directions, Holm across the summary's rows, one of :data:`VERDICTS` and the
+smallest effect the test could detect (:func:`summary`). ECE claims are differences of the
+debiased ECE; cells are conditions, never seeds. Protocol: docs/decisions.md, "Claims and verdicts".
 """
 
 from __future__ import annotations
@@ -314,11 +279,9 @@ def risk_claims(study, *, b_from: str = "training", n_resamples: int = unc.N_RES
 def nota_claims(nota: pd.DataFrame, protocol: str = "") -> pd.DataFrame:
     """Tables 4-5 (Penha & Hauff): adding a method's variances raises NOTA macro-F1 over E[R] alone.
 
-    One row per method the paper made the claim for (``+var[mc_dropout]`` = +var[R^D],
-    ``+var[ensemble]`` = +var[R^E]). The cells are conditions, the effect the mean relative F1
-    change over them; the random forest's folds give no test-query resampling, so the interval
-    is a Student-t interval over conditions and the p-values a one-sample t-test of the
-    conditions' changes (``scipy.stats.ttest_1samp``), undefined with fewer than 2 conditions.
+    One row per ``+var[mc_dropout]`` / ``+var[ensemble]``; the effect is the mean relative F1 change
+    over conditions, tested by a one-sample t-test over conditions (the forest's folds give no
+    query resampling).
     """
 
     rows = []
@@ -350,17 +313,11 @@ def nota_claims(nota: pd.DataFrame, protocol: str = "") -> pd.DataFrame:
 
 
 def efficiency_claims(eff: pd.DataFrame) -> pd.DataFrame:
-    """PG-DRR Table 2 / GPF-BERT Table 3: MC Dropout and the ensemble cost several times bert's
-    inference, the GP rankers little (less than MC Dropout).
+    """PG-DRR Table 2 / GPF-BERT Table 3: MC Dropout and the ensemble cost several times bert's inference, the GP rankers less.
 
-    From :func:`calibrank.analysis.efficiency.efficiency_table`, on the clock that decides (its ``clock``
-    column: process CPU time on a CPU, which other work on the machine does not move; wall time
-    on a GPU). The effect is the mean per-repeat ratio minus 1 (``mc_dropout``, ``ensemble``:
-    against bert, claimed greater than 0) or the GP ranker's ratio over MC Dropout's minus 1
-    (claimed less than 0), repeat by repeat (repeat r of every ranker ran in round r); the
-    interval is a Student-t interval over the repeats and the p-values a one-sample t-test
-    (``scipy.stats.ttest_1samp``), undefined with fewer than 2 repeats. The note gives the
-    other clock's ratio. Timings depend on the machine: the unit is the repeat, not the query.
+    From :func:`calibrank.analysis.efficiency.efficiency_table` on its ``clock``; the effect is the
+    mean per-repeat cost ratio minus 1, tested by a one-sample t-test over repeats. Protocol:
+    docs/decisions.md, "Cost claims".
     """
 
     rows: list[dict] = []
@@ -421,7 +378,7 @@ def summary(claims: Mapping[str, pd.DataFrame] | pd.DataFrame, alpha: float = un
     """All claim rows with ``p (Holm)``, ``p opposite (Holm)`` (Holm across the rows), ``verdict``,
     ``detectable`` (the smallest effect each test detects at 80% power, one-sided, at the
     Bonferroni level ``alpha / m`` of the ``m`` tested rows, which bounds Holm's from above) and
-    ``power`` (what a row that is not significant could decide, :func:`.uncertainty.power_text`).
+    ``power`` (what a row that is not significant could decide, :func:`calibrank.analysis.uncertainty.power_text`).
     Rows from an older table without ``se`` / ``df`` get no power estimate.
     """
     frames = [claims] if isinstance(claims, pd.DataFrame) else [f for f in claims.values() if f is not None and len(f)]

@@ -1,36 +1,10 @@
 """Rules that learn nothing: what a trained ranker must beat before its scores mean anything.
 
-A reviewer's first question of any ranking number is how it compares with rules that need
-no training. Four are computed here for every evaluation condition, from the queries alone:
-
-- ``random``: candidates in a seeded random order (R_K@1 = 1/K in expectation).
-- ``bm25`` ("most overlap"): the BM25 score of the candidate, taken as the document, against
-  the context, taken as the query, in Lucene's variant (the BM25 sampler's, ``bm25s``
-  ``method="lucene"``): ``sum_t idf(t) tf / (tf + k1 (1 - b + b dl / avgdl))`` with
-  ``idf(t) = log(1 + (N - df + 0.5) / (df + 0.5))`` (Robertson & Zaragoza 2009, eq. 3.11, without
-  the constant factor ``k1 + 1``, which does not change the ranking); document frequencies and the mean document length
-  come from the split's response pool, terms are lower-cased ``\\w\\w+`` tokens (the BM25
-  sampler's tokenisation), each distinct context term counted once.
-- ``least_overlap``: the same score negated: the candidate sharing the fewest (rarest) words
-  with the context first. On data whose hard negatives were retrieved *by* overlap with the
-  context, this rule is a shortcut a ranker can learn instead of relevance.
-- ``biencoder``: the zero-shot cosine between sentence embeddings of the context (newest
-  utterance first, as the embedding sampler embeds it) and of the candidate, with the
-  all-MiniLM-L6-v2 encoder of the profile's embedding sampler.
-
-Ties (e.g. candidates sharing no word with the context) are broken at random with a seed:
-the rules rank, the evaluation never lets input order decide (:mod:`calibrank.metrics.ranking`
-counts ties against the relevant candidate, which would be unfair to a rule whose scores
-are coarse).
-
-Probabilities, for calibration metrics: a rule's score is mapped to P(relevant) by Platt
-scaling (a one-feature logistic regression, Platt 1999) fitted on the validation split of
-the training condition (training corpus, training sampler), the same labelled data a trained
-ranker may use for early selection, and applied unchanged to every condition. ``random``'s
-fit is then the validation base rate.
-
-:func:`baseline_predictions` returns :class:`~calibrank.predictions.Predictions` (S = 1), so
-every analysis treats a baseline like a deterministic ranker.
+``random``, ``bm25`` (Lucene's BM25 of the candidate against the context; Robertson & Zaragoza
+2009, eq. 3.11), ``least_overlap`` (BM25 negated) and ``biencoder`` (zero-shot MiniLM cosine),
+ties broken with a seed; probabilities by Platt scaling on the training condition's validation
+split (:func:`platt_fit`). :func:`baseline_predictions` returns
+:class:`~calibrank.predictions.Predictions` (S = 1). Details: docs/decisions.md, "Rules that learn nothing".
 """
 
 from __future__ import annotations
@@ -152,11 +126,8 @@ def baseline_scores(name: str | BaselineName, queries: Sequence[RankingQuery], *
 def platt_fit(scores: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
     """``(a, b)`` of P(relevant) = sigmoid(a * score + b), by maximum likelihood (Platt 1999).
 
-    An unregularised one-feature logistic regression (scikit-learn, lbfgs). Scores without
-    spread (``random``), and scores that fall as relevance rises on the fitting data (a fitted
-    ``a < 0``, e.g. "most overlap" where negatives overlap more), get ``a = 0`` and ``b`` = the
-    logit of the base rate: calibration must not turn a rule into its opposite, so such a
-    rule's probabilities are the base rate and only its own scores order the candidates.
+    Scores without spread, or whose fit gives ``a < 0``, get ``a = 0`` and the logit of the base
+    rate: calibration must not turn a rule into its opposite.
     """
 
     x = np.asarray(scores, dtype=np.float64).reshape(-1, 1)
@@ -306,10 +277,9 @@ def beside_best(cfg, summary: "pd.DataFrame", train_corpus: str) -> "pd.DataFram
 def ranking_check(metrics: "pd.DataFrame", baseline_metrics: "pd.DataFrame", k: int) -> "pd.DataFrame":
     """Does each trained ranker rank? One row per ranker x training corpus (main seed's mean over seeds).
 
-    Columns: R@1 in distribution, the best rule there and its R@1, the margin, the lowest R@1
-    over every test condition and where, and whether that is at or below chance (1/(k+1)).
-    ``metrics`` / ``baseline_metrics`` are :func:`calibrank.analysis.study.metrics_table` /
-    :func:`calibrank.analysis.study.baseline_metrics_table` (the ``metrics_all`` / ``baselines_all`` CSVs).
+    R@1 in distribution against the best rule's, and the lowest R@1 over test conditions against
+    chance. ``metrics`` / ``baseline_metrics``: the ``metrics_all`` / ``baselines_all`` tables of
+    :func:`calibrank.analysis.study.metrics_table` / :func:`calibrank.analysis.study.baseline_metrics_table`.
     """
 
     keys = ["ranker", "train_corpus", "corpus", "sampler", "shift"]

@@ -1,17 +1,9 @@
 """Calibration metrics of predicted probabilities of relevance, pointwise over (query, candidate) pairs.
 
-- ECE, eq. 1 of Penha & Hauff (EACL 2021): ``sum_i |B_i| / n * |avg(B_i) - rel(B_i) / |B_i||``
-  over ``c`` buckets, empty buckets 0. The paper's public code used 50 buckets and divided by
-  their number; we follow the equation (10 buckets by default), so numbers differ from that code.
-- Debiased ECE (Kumar, Liang & Ma, NeurIPS 2019, sec. 5): the plug-in ECE is biased upward;
-  each bucket's term is ``2 |g_i| - E|g_i'|`` with ``g_i' ~ N(g_i, ybar_i (1 - ybar_i) / |B_i|)``,
-  the expectation taken in closed form (a folded normal's mean), so it is deterministic.
-- MCE (Naeini et al. 2015), Brier score, and NLL with ``p`` clipped to ``[1e-7, 1 - 1e-7]``.
-
-Buckets (``strategy``): ``"uniform"``, ``c`` equal-width buckets closed on the right as in
-``sklearn.calibration.calibration_curve`` (0.0 in the first, 1.0 in the last); ``"quantile"``,
-equal-mass buckets at the ``j / c`` quantiles, where tied predictions share a bucket, so some
-buckets may be empty.
+ECE (eq. 1 of Penha & Hauff, EACL 2021; 10 buckets, not their code's 50), debiased ECE (Kumar,
+Liang & Ma 2019, sec. 5, in closed form), MCE (Naeini et al. 2015), Brier and NLL. Buckets are
+``"uniform"`` (as ``sklearn.calibration.calibration_curve``) or ``"quantile"``. Details:
+docs/decisions.md, "Calibration metrics".
 """
 
 from __future__ import annotations

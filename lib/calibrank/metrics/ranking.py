@@ -1,15 +1,9 @@
 """Ranking metrics for conversation response ranking, per query and averaged.
 
-``scores`` and ``labels`` are ``[Q, K]``; candidates rank by decreasing score. With ``rel_i``
-the label at position ``i`` and ``R`` the relevant count: recall ``R_n@k = sum_{i<=k} rel_i / R``;
-AP ``(1/R) sum_i rel_i P@i`` (Manning et al. 2008, ch. 8); RR ``1 / rank of the first relevant``;
-nDCG@k with log2 discount (Järvelin & Kekäläinen 2002).
-
-Ties count against the relevant candidate, so a constant ranker gets R@1 = 0; the first
-paper's code let ties favour it, which inflates scores. A query with no relevant candidate gets
-NaN and is left out of the means. For a user's run, ``mask`` marks real candidates of padded
-lists, ``n_relevant`` the qrels' relevant count (recall and AP as trec_eval), and
-``gains`` / ``ideal_gains`` graded nDCG as trec_eval's ``ndcg_cut``.
+Recall ``R_n@k``, AP (Manning et al. 2008, ch. 8), RR and nDCG@k (Järvelin & Kekäläinen 2002) on
+``[Q, K]`` scores and labels. Ties count against the relevant candidate (the first paper's code
+let them favour it); a query with no relevant candidate is NaN and left out of the means.
+Padded lists and trec_eval conventions: docs/decisions.md, "Ranking metrics".
 """
 
 from __future__ import annotations

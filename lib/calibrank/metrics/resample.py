@@ -1,22 +1,10 @@
 """Uncertainty of set-level metrics by resampling test queries (and training seeds) with scipy.
 
-Every metric of the study is a function of *sums over queries* of a few per-query features:
-a mean of per-query values (R@k, MAP, MRR) has features ``[v_q, 1]``; Brier and NLL
-``[sum_j loss_qj, K_q]``; ECE (eq. 1 of Penha & Hauff 2021) per bucket
-``[sum_{j in B_i, q} (p_j - y_j), |B_i ∩ q|]`` (equal-mass ECE keeps the full set's edges); the
-debiased ECE (Kumar et al. 2019) adds ``sum y_j`` per bucket. A resample is then a vector of
-query counts and the metric ``g(sum_q c_q f_q)``: one matrix product per batch of resamples.
-Values on the full set equal :mod:`calibrank.metrics` exactly (tested).
-
-- :func:`interval`: percentile bootstrap (``scipy.stats.bootstrap``) over queries, and over
-  seeds too when there are several; a debiased statistic's distribution is centred on its estimate.
-- :func:`compare`: effect of A over B with a paired permutation test over queries
-  (``scipy.stats.permutation_test``), one-sided in the claimed direction; conditions that share
-  queries are resampled and permuted jointly.
-- :func:`detectable_effect`: the smallest effect such a test detects with a given power.
-
-Degenerate cases are reported in ``note``, never hidden. Why these choices:
-docs/decisions.md, "Resampling protocol".
+Every metric is a function of sums over queries of per-query features (:func:`features`), so a
+resample is a vector of query counts and one matrix product. :func:`interval` (percentile
+bootstrap), :func:`compare` (paired permutation test, one-sided) and :func:`detectable_effect`.
+Degenerate cases are reported in ``note``. Features per metric: docs/decisions.md,
+"Resampling by query features"; why these choices: "Resampling protocol".
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """Significance tests, multiple-comparison correction and confidence intervals for comparing rankers.
 
-Paired t-test (``scipy.stats.ttest_rel``) on per-query values, Holm-Bonferroni step-down
-correction (Holm 1979), Student-t intervals of a mean, and relative change. An undefined test
-(fewer than 2 pairs, zero-variance differences) gives NaN with a ``note``, never a made-up
-p-value. NaN per-query values (no relevant candidate) are dropped (``nan_policy="omit"``) or
-rejected (``"raise"``); infinite values are always an error.
+Paired t-test (``scipy.stats.ttest_rel``), Holm-Bonferroni correction (Holm 1979), Student-t
+intervals of a mean and relative change. An undefined test gives NaN with a ``note``; NaN
+per-query values are dropped or rejected (``nan_policy``), infinite ones are an error.
 """
 
 from __future__ import annotations

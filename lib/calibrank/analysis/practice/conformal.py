@@ -1,31 +1,10 @@
 """Conformal shortlists: a set of a query's candidates that holds the true response with probability >= 1 - alpha.
 
-A query's K candidates are a K-class problem; the class probabilities are the candidate
-distribution ``pi = softmax(logit(p))`` of :func:`calibrank.analysis.practice.listwise.candidate_distribution`
-(the probability that each candidate is the one relevant response). Split conformal
-prediction (Vovk, Gammerman & Shafer 2005; Angelopoulos & Bates 2023, Section 1):
-
-1. on ``n`` calibration queries, the score of the true candidate ``s_i = s(x_i, y_i)``;
-2. ``q = `` the ``ceil((n + 1)(1 - alpha))``-th smallest ``s_i`` (the finite-sample quantile);
-3. the set of a test query: every candidate ``j`` with ``s(x, j) <= q``.
-
-If calibration and test queries are exchangeable, ``P(y in set) >= 1 - alpha`` (and
-``<= 1 - alpha + 1 / (n + 1)`` without ties). The guarantee needs
-``ceil((n + 1)(1 - alpha)) <= n``, i.e. ``n >= 1 / alpha - 1``; with fewer calibration queries
-the quantile is infinite (every set is every candidate) and :func:`conformal_quantile` raises.
-
-Scores:
-
-- ``LAC`` (least ambiguous set-valued classifier; Sadinle, Lei & Wasserman, JASA 2019):
-  ``s(x, j) = 1 - pi_j``;
-- ``APS`` (adaptive prediction sets; Romano, Sesia & Candès, NeurIPS 2020, eq. 5, without
-  the randomisation): ``s(x, j) = sum_{i: pi_i > pi_j} pi_i + pi_j``, the mass of the
-  candidates ranked above ``j`` plus its own. Candidates with equal ``pi`` get equal scores,
-  so they enter a set together.
-
-Under shift the exchangeability assumption fails: coverage can drop below ``1 - alpha``, and
-:func:`conformal_table` reports each condition's empirical coverage with its Clopper-Pearson
-interval (scipy ``binomtest``) so that a drop is seen.
+Split conformal prediction (Vovk, Gammerman & Shafer 2005; Angelopoulos & Bates 2023, section 1)
+on the candidate distribution of :func:`calibrank.analysis.practice.listwise.candidate_distribution`,
+with the LAC (Sadinle et al. 2019) or APS (Romano et al. 2020, eq. 5, not randomised) score.
+Coverage holds under exchangeability only; :func:`conformal_table` reports it per condition with
+a Clopper-Pearson interval. Details: docs/decisions.md, "Conformal shortlists".
 """
 
 from __future__ import annotations
@@ -123,12 +102,9 @@ def conformal_table(study, rankers: Iterable[str] | None = None, alphas: Sequenc
     """Empirical coverage and mean set size per ranker x score x alpha x test condition (main training seed).
 
     Calibrated once per ranker and training corpus on :func:`~calibrank.analysis.practice.fitdata.fit_data`
-    (``fitted_on``; ``n_cal`` queries) and applied to every test condition. ``coverage lo`` /
-    ``hi``: 95% Clopper-Pearson interval; ``below target``: the whole interval is below
-    ``1 - alpha`` (coverage broken, beyond sampling error); ``target`` = ``1 - alpha``. When the
-    calibration queries are too few for ``alpha`` (:func:`conformal_quantile`), the row has no
-    coverage (NaN) and ``note`` says why. Raises :class:`~calibrank.table_checks.TableError` naming a
-    row that breaks an invariant of :func:`_table_problems`.
+    (``fitted_on``, ``n_cal``). ``coverage lo`` / ``hi``: Clopper-Pearson; ``below target``: the whole
+    interval below ``1 - alpha``; too few calibration queries leave NaN and a ``note``. Raises
+    :class:`~calibrank.table_checks.TableError` naming a row that breaks :func:`_table_problems`.
     """
     rows = []
     for ranker in rankers if rankers is not None else study.rankers:

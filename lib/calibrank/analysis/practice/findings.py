@@ -1,15 +1,7 @@
 """One sentence per finding of notebook 08, written from the numbers of its tables (never typed in).
 
-:func:`findings_table` takes the tables of :mod:`calibrank.analysis.practice` and returns one row per
-finding: ``section``, ``finding`` (the sentence), ``ranker`` (or ``all``), ``value``, ``lo`` /
-``hi`` (its 95% interval for a single cell where the table has one; for a number that
-summarises several cells, their range), ``reference`` (the number it is compared with, e.g.
-the uncorrected ECE or the target coverage) and ``cells`` (how many ranker x condition cells
-the number summarises). Where a finding compares two signals (or confidences), it counts the
-cells where their 95% bootstrap intervals over queries do not overlap, in each direction.
-
-The tables of :data:`REQUIRED` must be given; those of :data:`OPTIONAL` (section 8, none of the
-above) add their findings when given.
+:func:`findings_table` needs the tables of :data:`REQUIRED` and uses those of :data:`OPTIONAL`
+when given. Its columns: docs/decisions.md, "Findings of notebook 08".
 """
 
 from __future__ import annotations

@@ -1,17 +1,9 @@
 """Where a post-hoc method (a recalibrator, a conformal quantile) is fitted, and on what it is evaluated.
 
-notebook 03 writes validation Predictions only for rankers with a predictive distribution
-(S > 1). The rule, for one ranker and training corpus:
-
-- **validation** (S > 1): fit on the validation split of the training condition (training
-  corpus, training sampler), i.e. queries never seen in test; evaluate on every test query of
-  every test condition. This is the deployable setting: no labelled data of a shifted target.
-- **test half** (S = 1, no validation Predictions): fit on a seeded half of the
-  in-distribution *test* queries (``numpy.random.default_rng(seed)``, the profile seed) and
-  evaluate on the rest. The test conditions of one corpus share their contexts (the same
-  queries with other negatives), so the fitting queries are removed from *every* test
-  condition by query id; conditions of another corpus keep all their queries. Tables say which
-  rule a row used (``fitted_on``) and how many queries it was evaluated on.
+Rankers with S > 1 are fitted on the validation split of the training condition; rankers with
+S = 1 (no validation Predictions) on a seeded half of the in-distribution test queries, removed
+from every test condition of that corpus. Tables say which (``fitted_on``). Why:
+docs/decisions.md, "Where post-hoc methods are fitted".
 """
 
 from __future__ import annotations

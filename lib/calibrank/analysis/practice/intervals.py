@@ -1,19 +1,8 @@
 """Percentile bootstrap intervals over test queries for the per-query statistics of notebook 08.
 
-``scipy.stats.bootstrap(method="percentile", vectorized=True)`` (Efron & Tibshirani 1993,
-ch. 13): the resampling unit is the test query; a statistic is computed on every resample at
-once (arrays ``[batch, n]``), so 1000 resamples of a few hundred queries take milliseconds. A
-statistic may return several numbers (stacked on the first axis); each gets its own interval
-from the same resamples. Seeded from the profile seed (``numpy.random.default_rng(seed)``).
-
-- ``paired=True``: the samples are aligned arrays of the same queries and are resampled
-  together (one draw of query indices for all of them);
-- ``paired=False``: each sample is resampled on its own (independent query sets, e.g. two
-  test corpora).
-
-A statistic that is the same in every resample gives ``[value, value]`` (scipy warns that the
-data are degenerate; the warning is silenced, the interval is what it is); so does a sample of
-one query, which scipy refuses (every resample is that query).
+``scipy.stats.bootstrap`` (Efron & Tibshirani 1993, ch. 13), vectorised, seeded; the unit is the
+test query, ``paired`` samples share one draw. A constant statistic, or one query, gives
+``[value, value]``. Details: docs/decisions.md, "Bootstrap over queries".
 """
 
 from __future__ import annotations

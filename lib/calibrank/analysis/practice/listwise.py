@@ -1,32 +1,10 @@
 """A query's candidates as one K-class problem, and the query-level uncertainty signals built on it.
 
-**Candidate distribution.** A pointwise ranker gives each of a query's K candidates a
-probability of relevance ``p_j``. When exactly one candidate is relevant (the protocol) and
-the pointwise probabilities are treated as independent, the probability that candidate ``j``
-is *the* relevant one is
-
-    pi_j = p_j prod_{i != j} (1 - p_i) / sum_k p_k prod_{i != k} (1 - p_i)
-         = odds_j / sum_k odds_k = softmax(logit(p))_j,
-
-the softmax of the pointwise logits. It is what :func:`candidate_distribution` returns, the
-class "probabilities" of the conformal sets (:mod:`calibrank.analysis.practice.conformal`) and of the
-listwise calibration below. Multiplying every odds by the same prior ratio cancels, so the
-prior correction of :mod:`calibrank.analysis.practice.prior` leaves it unchanged. Logits clip
-probabilities to ``[1e-7, 1 - 1e-7]`` (:func:`calibrank.predictions.logit`).
-
-**Query-level signals** (:func:`query_signals`), larger = more uncertain:
-
-- ``1 - max prob``: one minus the top pointwise probability;
-- ``entropy``: Shannon entropy (nats) of the candidate distribution ``pi``;
-- ``mean var``: the mean over candidates of the predictive variance over samples (S > 1 only);
-- ``top var``: the predictive variance of the top-ranked candidate (S > 1 only).
-
-Variance signals are NaN for a ranker with one sample (no predictive distribution).
-
-**Listwise calibration** (:func:`listwise_calibration`): the top-label ECE (Guo et al., ICML
-2017: confidence = the largest class probability, correct = the top class is the true one) of
-``pi``, i.e. of "the top candidate is the true response", beside the pointwise ECE of
-Penha & Hauff (eq. 1) on all (query, candidate) pairs.
+With one relevant candidate and independent pointwise probabilities, the probability that
+candidate ``j`` is the relevant one is ``softmax(logit(p))_j`` (:func:`candidate_distribution`).
+:func:`query_signals` gives the signals of :data:`SIGNALS` (larger = more uncertain; variances
+need S > 1), :func:`listwise_calibration` the top-label ECE (Guo et al. 2017) of that
+distribution beside eq. 1 of Penha & Hauff. Derivation: docs/decisions.md, "Candidate distribution".
 """
 
 from __future__ import annotations
@@ -115,11 +93,9 @@ def _top_label_predictions(pred: Predictions) -> Predictions:
 def listwise_calibration(study, rankers: Iterable[str] | None = None, *, n_resamples: int = 1000) -> pd.DataFrame:
     """Pointwise ECE (all candidates) and top-label ECE of the candidate distribution, per ranker x condition.
 
-    Each with its 95% bootstrap interval over queries (main training seed); ``R@1`` and
-    ``mean confidence`` (mean of ``max_j pi_j``) show the direction of a top-label gap
+    Each with its 95% bootstrap interval (main training seed), beside ``R@1`` and ``mean confidence``
     (confidence above R@1 = over-confident). Raises :class:`~calibrank.table_checks.TableError` when a
-    cell has no row, or an ECE is not in [0, 1], or the mean confidence not in [1 / K, 1] (the largest of K
-    probabilities that sum to 1).
+    cell has no row or a number leaves its range.
     """
     rows = []
     for ranker, tc, cond in study.cells("test", rankers):

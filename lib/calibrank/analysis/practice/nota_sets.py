@@ -1,87 +1,11 @@
-"""None of the above (NOTA) from conformal sets and from a certified threshold, beside the random forest of notebook 06.
+"""None of the above (NOTA) from conformal sets and from a certified threshold, beside notebook 06's forest.
 
-The NOTA task is that of Penha & Hauff (EACL 2021, Tables 4-5; :func:`calibrank.analysis.nota.make_nota_set`):
-for half of the queries (seeded with the profile seed, as notebook 06) the relevant response
-is removed and the answer is NOTA; the other half lose one negative. Every query keeps
-``K - 1`` candidates. Two decision rules, both fitted on calibration queries only and applied
-to the test conditions of notebook 06's Tables 4-5 (:func:`nota_conditions`):
-
-**1. An empty conformal set is a NOTA answer** (:func:`nota_conformal_table`). Split-conformal
-LAC (Sadinle, Lei & Wasserman, JASA 2019; the finite-sample quantile of
-:func:`calibrank.analysis.practice.conformal.conformal_quantile`): a candidate enters the set when its
-class probability is at least ``t = 1 - qhat``; the rule says NOTA when no candidate does.
-Class probabilities (``view``):
-
-- ``pointwise``: the ranker's own probability of relevance ``p_j``: the set is empty exactly
-  when the top candidate's probability is below ``t``;
-- ``softmax``: the candidate distribution ``softmax(logit(p))`` over the ``K - 1`` remaining
-  candidates (:func:`calibrank.analysis.practice.listwise.candidate_distribution`, section 4 of the
-  notebook). It assumes exactly one relevant candidate, so it renormalises the evidence of
-  "none" away: on a NOTA query it still sums to 1 over the negatives.
-
-Calibration must look like test. A NOTA query's ``K - 1`` remaining candidates are all
-non-relevant, so it has no true response and no conformal score; the calibration queries are
-therefore a NOTA set built the same way (:func:`calibrank.analysis.nota.make_nota_set`, same seed) from the
-fitting data of :func:`calibrank.analysis.practice.fitdata.fit_data` (the validation split of the
-training condition for S > 1; a seeded half of the in-distribution test queries for S = 1,
-removed from every evaluated condition), and ``qhat`` is computed on its *answerable* queries:
-the same ``K - 1`` candidates (one negative removed) as an answerable test query. What holds:
-
-- **coverage**: for an answerable test query exchangeable with the answerable calibration
-  queries (the NOTA draw is a seeded permutation, independent of the queries),
-  ``P(true response in set | answerable) >= 1 - alpha``;
-- hence **false NOTA** (an empty set on an answerable query, which misses the true response):
-  ``P(NOTA said | answerable) <= alpha``, in expectation over calibration and test draws;
-- **NOTA detection has no guarantee**: nothing bounds ``P(NOTA said | NOTA)`` (the recall of
-  NOTA) or the macro-F1; they depend on how well the probabilities separate the two kinds.
-- Under shift (another corpus or negative sampler) exchangeability fails and neither bound holds.
-
-The bound on false NOTA is loose by construction: the set is calibrated so that the *true*
-response's probability clears ``t`` (``t`` is about the ``alpha``-quantile of ``p_true`` on answerable
-queries), while the set is non-empty as soon as the *top* candidate's does. With a ranker whose
-true response is often not on top, ``t`` is far below the top probabilities of NOTA queries too,
-and the set is almost never empty (NOTA recall near 0). Rule 2 thresholds the top probability
-itself.
-
-The macro-F1 (sklearn ``f1_score(average="macro", labels=[0, 1])``, as notebook 06) is reported
-beside the random forest's ``E[R]`` F1 on the same NOTA set (:func:`calibrank.analysis.nota.cross_validate_nota`
-on the ranker's sorted probabilities, stratified 5-fold, the settings of notebook 06; for the
-ranker whose means notebook 06 uses, when it has S > 1, it is that notebook's ``E[R]`` number). The forest is fitted
-on 4/5 of the *test* NOTA set itself and the conformal rule on separate calibration queries, so
-the comparison favours the forest.
-
-**2. A threshold with a finite-sample guarantee** (:func:`ltt_threshold`, :func:`nota_threshold_table`).
-Answer with the top candidate when its probability ``c`` is at least ``lambda``, else say
-NOTA. ``lambda`` is chosen on the calibration NOTA set by Learn then Test (Angelopoulos, Bates,
-Candès, Jordan & Lei 2021, "Learn then Test: calibrating predictive algorithms to achieve risk
-control"): every ``lambda`` of a grid fixed in advance (:data:`GRID`, uniform in the logit) is a
-null hypothesis ``H_lambda: R(lambda) > target``; its p-value is the binomial tail
-``P(Binomial(n, target) <= k)`` of the ``k`` losses among the ``n`` calibration queries the risk
-is about (exact, for 0/1 losses; ``p <= delta`` exactly when the one-sided Clopper-Pearson upper
-bound at level ``1 - delta`` is ``<= target``); fixed-sequence testing (LTT section 4) tests the
-grid from the safe end at level ``delta`` and stops at the first non-rejection; every rejected
-``lambda`` has ``P(R(lambda) > target) <= delta`` simultaneously, and the rule takes the one
-furthest from the safe end. Risks (:data:`RISKS`):
-
-- ``false NOTA``: ``R(lambda) = P(c < lambda | answerable)``; ``n`` = answerable calibration
-  queries, ``k`` = those with ``c < lambda``. Increasing in ``lambda``; the sequence starts at the
-  smallest ``lambda`` (never NOTA: risk 0, always safe) and the rule takes the largest certified.
-- ``wrong answer``: one minus the precision of answering, ``R(lambda) = P(wrong | c >= lambda)``,
-  wrong = the top candidate is not relevant (always so on a NOTA query; ties broken against the
-  relevant one). Conditional on the ``n`` answered calibration queries their errors are
-  binomial with parameter ``R(lambda)``, so the p-value is valid conditionally and hence
-  unconditionally (LTT, selective classification). The sequence starts at the largest
-  ``lambda`` that at least :data:`MIN_ANSWERED` calibration queries pass (a threshold nobody
-  passes cannot be certified, and would stop the sequence at once; the selective-classification
-  example of Angelopoulos & Bates, "A gentle introduction to conformal prediction and
-  distribution-free uncertainty quantification", 2021, restricts its grid the same way). This
-  start depends on the calibration confidences but not on whether the answers are right;
-  strictly, the guarantee is that of a start fixed in advance. When no ``lambda`` is certified
-  the rule never answers (``threshold = inf``).
-
-Both guarantees are ``P(R(lambda_hat) > target) <= delta`` over the calibration draw, for test
-queries from the calibration distribution; :func:`nota_threshold_table` reports the achieved
-risk on the test queries with its 95% Clopper-Pearson interval, in distribution and under shift.
+The NOTA task of Penha & Hauff (EACL 2021, Tables 4-5) on :func:`nota_conditions`, with two
+rules fitted on calibration queries only: an empty split-conformal LAC set (Sadinle, Lei &
+Wasserman 2019; :func:`nota_conformal_table`), which bounds false NOTA but not NOTA recall, and
+a threshold on the top probability certified by Learn then Test (Angelopoulos et al. 2021,
+section 4) for a risk of :data:`RISKS` (:func:`ltt_threshold`, :func:`nota_threshold_table`).
+Calibration sets and guarantees: docs/decisions.md, "NOTA sets and thresholds".
 """
 
 from __future__ import annotations
@@ -134,9 +58,7 @@ def lac_threshold(probs: np.ndarray, labels: np.ndarray, alpha: float, view: str
     """``t = 1 - qhat``: the LAC quantile on the calibration queries that have a relevant candidate.
 
     ``qhat`` is :func:`~calibrank.analysis.practice.conformal.conformal_quantile` of ``1 - prob(true)``
-    over the answerable queries (exactly one relevant candidate; queries with none, i.e. NOTA,
-    have no true response and are left out). A candidate is in the set when its class
-    probability is ``>= t``.
+    over the answerable queries; a candidate is in the set when its probability is ``>= t``.
     """
     y = np.asarray(labels)
     pi = class_probabilities(probs, view)
@@ -291,10 +213,8 @@ _cp = clopper_pearson
 def _cells(study, rankers: Iterable[str] | None, seed: int):
     """Per ranker x training corpus: fitting rule, calibration NOTA set, and per NOTA condition the test NOTA set.
 
-    The test NOTA set is drawn on the condition's queries left after the fitting queries are
-    removed (:func:`~calibrank.analysis.practice.fitdata.drop_queries`): for S > 1 nothing is removed and
-    it is notebook 06's set; for S = 1 drawing on the remaining half keeps half of it NOTA (the
-    fitting half and the NOTA draw would otherwise come from the same seeded permutation).
+    The test set is drawn on the queries left after :func:`~calibrank.analysis.practice.fitdata.drop_queries`:
+    notebook 06's set for S > 1, half NOTA on the remaining half for S = 1.
     """
     for ranker in rankers if rankers is not None else study.rankers:
         for tc in study.train_corpora:
@@ -315,16 +235,11 @@ def nota_conformal_table(study, rankers: Iterable[str] | None = None, *, alphas:
                          folds: int = 5, n_estimators: int = 100) -> pd.DataFrame:
     """NOTA from empty LAC sets, per ranker x view x alpha x NOTA condition (main training seed).
 
-    Columns: ``fitted_on``, ``n_cal`` (answerable calibration queries), ``threshold`` (``1 -
-    qhat``), ``queries`` / ``NOTA queries`` evaluated, ``coverage`` of the true response on the
-    answerable ones with its 95% Clopper-Pearson interval (target ``1 - alpha``), ``false NOTA``
-    (share of answerable queries with an empty set; ``<= alpha`` in distribution by the
-    guarantee), ``NOTA recall`` (share of NOTA queries with an empty set; no guarantee),
-    ``mean set size``, ``F1`` (macro, the conformal rule) and ``F1 forest`` (notebook 06's random
-    forest on the ranker's sorted probabilities, ``E[R]``, mean over folds, on the same NOTA set;
-    computed for ``forest_rankers``, default the ranker whose means notebook 06 uses, NaN for the
-    others: one forest costs seconds). The seed is the profile seed, as notebook 06. Raises
-    :class:`~calibrank.table_checks.TableError` naming a row that breaks an invariant of :func:`_conformal_problems`.
+    Columns: ``fitted_on``, ``n_cal``, ``threshold`` (``1 - qhat``), ``queries`` / ``NOTA queries``,
+    ``coverage`` with its Clopper-Pearson interval, ``false NOTA`` (bounded by ``alpha``), ``NOTA
+    recall`` (no guarantee), ``mean set size``, ``F1`` and ``F1 forest`` (notebook 06's forest on
+    ``E[R]``, for ``forest_rankers`` only). Raises :class:`~calibrank.table_checks.TableError`
+    naming a row that breaks an invariant of :func:`_conformal_problems`.
     """
     for v in views:
         if v not in VIEWS:
@@ -372,15 +287,11 @@ def nota_threshold_table(study, rankers: Iterable[str] | None = None, *, risks: 
                          delta: float = DELTA, min_answered: int = MIN_ANSWERED) -> pd.DataFrame:
     """The Learn-then-Test threshold per ranker x risk, applied to every NOTA condition (main training seed).
 
-    Columns: ``target``, ``delta``, ``fitted_on``, ``n_cal`` (calibration queries), ``threshold``
-    (inf: never answer), ``certified``, ``cal n`` / ``cal UCB`` (queries and the ``1 - delta``
-    upper bound at the chosen threshold), ``queries`` evaluated, ``achieved risk`` on them (NaN
-    when no query is answered) with its 95% Clopper-Pearson interval ``risk lo`` / ``risk hi``,
-    ``above target`` (the whole interval above the target: control broken beyond sampling
-    error), ``risk answering all`` (for ``wrong answer``: the share of wrong top answers when
-    every query is answered, what a threshold has to improve on), ``abstention`` (share of
-    queries where NOTA is said), ``false NOTA``, ``NOTA recall`` and ``F1`` (macro, as notebook 06). Raises
-    :class:`~calibrank.table_checks.TableError` naming a row that breaks an invariant of :func:`_threshold_problems`.
+    Columns: ``target``, ``delta``, ``fitted_on``, ``n_cal``, ``threshold`` (inf: never answer),
+    ``certified``, ``cal n`` / ``cal UCB``, ``queries``, ``achieved risk`` with ``risk lo`` / ``risk
+    hi``, ``above target``, ``risk answering all``, ``abstention``, ``false NOTA``, ``NOTA recall``
+    and ``F1``. Raises :class:`~calibrank.table_checks.TableError` naming a row that breaks an
+    invariant of :func:`_threshold_problems`. Columns in full: docs/decisions.md, "NOTA threshold table".
     """
     seed = study.cfg.seed
     rows = []

@@ -1,26 +1,10 @@
 """Prior shift: the rankers are trained on balanced pairs and tested on lists of 1 + n candidates.
 
-A pointwise ranker trained with ``train_k`` negatives per positive learns
-``P_train(rel | x)`` under the training prior ``pi_train = 1 / (1 + train_k)`` (0.5 for the 1:1
-pairs of every profile here). A test query with one relevant response among ``1 + n``
-candidates has the prior ``pi_test = 1 / (1 + n)``. If only the prior changes (the
-class-conditional densities ``p(x | rel)`` stay the same), Bayes' rule gives the test
-posterior from the training one (Saerens, Latinne & Decaestecker, Neural Computation 14, 2002,
-eq. 2.4; Elkan, IJCAI 2001, Theorem 2)::
-
-    odds'(x) = odds(x) * [pi_test / (1 - pi_test)] / [pi_train / (1 - pi_train)]
-    p'       = r p / (r p + 1 - p),   r = the prior odds ratio above.
-
-The second form is exact for every ``p`` in [0, 1]: 0 and 1 are fixed points of Bayes' rule
-(a certain prediction stays certain whatever the prior), so no clipping is needed and none is
-done. No label is used: the test prior is known from the protocol (one relevant per query).
-
-:func:`prior_ece_by_negatives` repeats Figure 2 of Penha & Hauff (EACL 2021), ECE against the
-number of non-relevant candidates per query (nested subsets,
-:func:`calibrank.analysis.subsets.subset_negatives`), before and after the correction with
-``pi_test = 1 / (n + 1)``; :func:`prior_summary` says how much of the ECE the correction
-removes at ``n = k``, with a bootstrap interval and a paired permutation test over queries
-(:func:`calibrank.metrics.resample.compare`).
+Bayes' rule moves a posterior from the training prior to the test prior ``1 / (1 + n)``:
+``p' = r p / (r p + 1 - p)`` with ``r`` the prior odds ratio (Saerens, Latinne & Decaestecker
+2002, eq. 2.4; Elkan 2001, Theorem 2); no label is used. :func:`prior_ece_by_negatives` repeats
+Penha & Hauff's Figure 2 before and after it, :func:`prior_summary` says how much ECE it removes.
+Derivation: docs/decisions.md, "Prior correction".
 """
 
 from __future__ import annotations
@@ -92,12 +76,10 @@ def prior_ece_by_negatives(study, rankers: Iterable[str] | None = None, *, seed:
                            n_resamples: int = 1000) -> pd.DataFrame:
     """ECE per number of non-relevant candidates n = 1..k, before and after the prior correction.
 
-    One row per ranker x training corpus x test condition x n (main training seed), with
-    ``ECE raw`` / ``ECE corrected`` and their 95% bootstrap intervals over queries (``lo`` /
-    ``hi``), the priors used (``pi_train`` from the profile's ``negatives.train_k``,
-    ``pi_test = 1 / (n + 1)``) and ``removed`` = ``1 - corrected / raw``. Subsets: seed
-    ``seed`` (default the profile seed), nested in n, the same candidates for every ranker.
-    Checked as built (:func:`_by_negatives_problems`).
+    One row per ranker x training corpus x test condition x n (main training seed): ``ECE raw`` /
+    ``ECE corrected`` with 95% intervals, ``pi_train``, ``pi_test = 1 / (n + 1)`` and ``removed``.
+    Subsets nested in n, drawn with ``seed`` (default the profile seed); checked as built
+    (:func:`_by_negatives_problems`).
     """
     seed = study.cfg.seed if seed is None else seed
     pi_train = train_prior(study.cfg.negatives.train_k)
@@ -125,11 +107,9 @@ def prior_ece_by_negatives(study, rankers: Iterable[str] | None = None, *, seed:
 def prior_summary(study, rankers: Iterable[str] | None = None, *, n_resamples: int = unc.N_RESAMPLES) -> pd.DataFrame:
     """How much of the ECE on all 1 + k candidates the prior correction removes, per ranker and condition.
 
-    ``removed = 1 - ECE corrected / ECE raw`` with its 95% bootstrap interval (``removed lo`` /
-    ``removed hi``, queries resampled jointly for both) and ``pvalue``: one-sided paired
-    permutation test over queries that the corrected ECE is lower
-    (:func:`calibrank.metrics.resample.compare`, ``relative=True``). Main training seed. Checked as
-    built (:func:`_summary_problems`).
+    ``removed = 1 - ECE corrected / ECE raw`` with ``removed lo`` / ``hi`` and the one-sided paired
+    permutation ``pvalue`` of :func:`calibrank.metrics.resample.compare` (main training seed);
+    checked as built (:func:`_summary_problems`).
     """
     pi_train = train_prior(study.cfg.negatives.train_k)
     rows = []

@@ -1,28 +1,10 @@
 """Post-hoc recalibration of pointwise probabilities of relevance: fitted once, applied to every test condition.
 
-Every map is fitted on (probability, label) pairs of the fitting queries
-(:func:`calibrank.analysis.practice.fitdata.fit_data`) and applied to each candidate's probability:
-
-- ``platt``: Platt scaling (Platt 1999), a logistic regression on the logit,
-  ``p' = sigmoid(A logit(p) + B)``, by maximum likelihood (sklearn ``LogisticRegression`` with
-  ``C = inf``, no penalty; Platt's smoothed targets are not used).
-- ``isotonic``: isotonic regression (Zadrozny & Elkan, KDD 2002), sklearn
-  ``IsotonicRegression(y_min=0, y_max=1, out_of_bounds="clip")``, a non-decreasing step map.
-- ``beta``: beta calibration (Kull, Silva Filho & Flach, AISTATS 2017, eq. 5, the 3-parameter
-  family ``p' = 1 / (1 + 1 / (e^c p^a / (1 - p)^b))``), a logistic regression on the features
-  ``[ln p, -ln(1 - p)]`` with coefficients ``a, b`` and intercept ``c``. As in the authors'
-  ``betacal`` package, ``a, b >= 0`` keeps the map monotone: when the fit gives a negative
-  coefficient, that feature is dropped and the fit repeated.
-- ``temperature``: temperature scaling (Guo et al., ICML 2017) for one logit,
-  ``p' = sigmoid(logit(p) / T)``, ``T > 0`` minimising the NLL (scipy ``minimize_scalar`` on
-  ``ln T``).
-- ``prior``: the Bayes prior correction of :mod:`calibrank.analysis.practice.prior` from the training
-  prior to ``1 / K``; nothing is fitted.
-- ``none``: the probabilities as they are.
-
-Logits and logs need probabilities away from 0 and 1: they are clipped to
-``[1e-7, 1 - 1e-7]`` (:func:`calibrank.predictions.logit`'s ``EPS``) before ``platt``,
-``beta`` and ``temperature``; ``isotonic`` and ``prior`` need no clipping.
+Maps fitted on the queries of :func:`calibrank.analysis.practice.fitdata.fit_data`: Platt scaling
+(Platt 1999), isotonic regression (Zadrozny & Elkan 2002), beta calibration (Kull et al. 2017,
+eq. 5, with ``a, b >= 0`` as in ``betacal``), temperature scaling (Guo et al. 2017), the prior
+correction of :mod:`calibrank.analysis.practice.prior`, or none. Fitting details:
+docs/decisions.md, "Recalibration maps".
 """
 
 from __future__ import annotations

@@ -1,40 +1,10 @@
 """Answer or abstain: risk-coverage analysis of "answer with the top-ranked response, or say nothing".
 
-For each query the system answers with its top-ranked candidate; the loss is 1 when that
-candidate is not the true response (``1 - R@1``, ties against the relevant candidate, as
-:mod:`calibrank.metrics.ranking`). A confidence score orders the queries; answering the
-``i`` most confident of ``n`` queries gives coverage ``i / n`` and
-
-- selective risk ``r(i) = (1 / i) sum_{j <= i} loss_(j)`` (the risk-coverage curve, El-Yaniv &
-  Wiener, JMLR 2010);
-- generalized risk ``g(i) = (1 / n) sum_{j <= i} loss_(j)`` (the joint probability of answering
-  and being wrong; Traub et al., NeurIPS 2024, eq. 3).
-
-Areas, as the mean over the n coverage points ``i / n``:
-
-- ``AURC = (1 / n) sum_i r(i)`` (Geifman, Uziel & El-Yaniv, ICLR 2019, eq. 3, the discrete
-  form used by their code);
-- ``E-AURC = AURC - AURC*`` (Geifman et al. 2019, Section 4), ``AURC*`` the AURC of an oracle
-  confidence that puts every correct answer first; computed exactly on the n queries (their
-  continuous approximation ``r + (1 - r) ln(1 - r)`` is what it tends to);
-- ``AUGRC = (1 / n) sum_i g(i)`` (Traub et al. 2024, eq. 4).
-
-``risk@cov``: the selective risk at coverage ``ceil(cov * n) / n`` (default 80%).
-
-**Ties in the confidence** (a ranker whose top probabilities saturate gives several queries
-the same confidence): the order among tied queries is not defined by the score, so each tied
-query gets the *mean* loss of its tie group. Because ``r`` and ``g`` are linear in the
-cumulative loss, this equals the expectation of every quantity above over a uniformly random
-order of the tied queries, and makes the numbers independent of the input order.
-
-Confidence scores (larger = more confident) per query: ``top prob`` (the top candidate's
-probability), ``margin`` (top minus second probability), ``-top var`` (minus the predictive
-variance of the top candidate; for rankers with S > 1 only, skipped otherwise).
-
-**Intervals** (:func:`selective_intervals`): 95% percentile bootstrap over test queries
-(:func:`calibrank.analysis.practice.intervals.bootstrap_interval`; 1000 resamples, seeded): each resample
-draws queries with replacement, keeping each query's confidence and loss together, and
-recomputes all four numbers (a query drawn twice is a tie with itself, handled as above).
+The loss is ``1 - R@1`` of the top candidate; a confidence orders the queries. Selective risk
+(El-Yaniv & Wiener 2010), AURC (Geifman, Uziel & El-Yaniv 2019, eq. 3), E-AURC (their section 4,
+with the exact oracle) and AUGRC (Traub et al. 2024, eq. 4), and the selective risk at a coverage.
+Tied confidences share their mean loss, the expectation over orders of the tied queries.
+Intervals: :func:`selective_intervals`. Definitions in full: docs/decisions.md, "Selective answering".
 """
 
 from __future__ import annotations
@@ -176,14 +146,9 @@ def selective_intervals(conf: np.ndarray, loss: np.ndarray, *, coverage: float =
                         n_resamples: int = intervals.N_RESAMPLES) -> tuple[np.ndarray, np.ndarray]:
     """``(low [4], high [4])``: 95% bootstrap intervals over queries of AURC, E-AURC, AUGRC, risk@``coverage``.
 
-    scipy draws query indices; each resample is summarised by how often each query is drawn, and
-    the four numbers follow in closed form: the resampled queries in decreasing confidence form
-    blocks (the tie groups of the original queries, each block's drawn copies tied), the
-    cumulative loss is linear within a block (tied queries get their mean loss), and
-    ``sum_{i=a+1}^{a+m} cum(i) / i`` is ``C (H_{a+m} - H_a) + mu (m - a (H_{a+m} - H_a))`` with ``H``
-    the harmonic numbers, ``C`` the loss before the block and ``mu`` its mean loss. The oracle of
-    E-AURC is the same with the queries in increasing loss (a block per distinct loss). Equal to
-    :func:`selective_batch` on the resampled arrays (tested), without sorting each resample.
+    Each resample is summarised by its query counts and the four numbers follow in closed form
+    (harmonic numbers over tie blocks), equal to :func:`selective_batch` on the resampled arrays
+    (tested). Derivation: docs/decisions.md, "Selective intervals in closed form".
     """
     if isinstance(coverage, bool) or not 0.0 < float(coverage) <= 1.0:
         raise ValueError(f"coverage must be in (0, 1]; got {coverage!r}")

@@ -1,24 +1,10 @@
 """What query-level uncertainty is good for besides calibration: flagging shift, predicting performance.
 
-Signals: :data:`calibrank.analysis.practice.listwise.SIGNALS` (larger = more uncertain); the variance
-signals exist for rankers with S > 1 only, and are skipped (no row) otherwise.
-
-- :func:`shift_detection`: can a signal tell queries of a shifted test condition from
-  in-distribution ones? The AUROC (sklearn ``roc_auc_score``; Hanley & McNeil 1982) of the
-  signal for the label "shifted query", in-distribution queries = the training corpus with the
-  training sampler. 0.5 = no better than chance; below 0.5 = the ranker is *more* confident
-  on the shifted queries. ``AUROC lo`` / ``hi``: 95% percentile bootstrap over test queries
-  (:func:`calibrank.analysis.practice.intervals.bootstrap_interval`, 1000 resamples, seeded). A shifted
-  condition of the training corpus holds the same query contexts as the in-distribution one
-  (other negatives), so the two are resampled jointly by query id (``paired``; as
-  :mod:`calibrank.metrics.resample` does); a condition of another corpus is an independent
-  sample and is resampled on its own. The AUROC of a resample is the Mann-Whitney statistic
-  ``(sum of the shifted queries' midranks - n1 (n1 + 1) / 2) / (n0 n1)``, equal to sklearn's
-  ``roc_auc_score`` with ties counted as one half.
-- :func:`performance_prediction`: uncertainty as query performance prediction (Carmel &
-  Yom-Tov 2010). Kendall's tau-b (scipy ``kendalltau``; Kendall 1945, tau-b handles the ties
-  of a 0/1 R@1) between the signal and the query's reciprocal rank or R@1; a useful signal has
-  tau < 0 (more uncertain, worse ranked).
+For the signals of :data:`calibrank.analysis.practice.listwise.SIGNALS`: :func:`shift_detection`,
+the AUROC (Hanley & McNeil 1982) of a signal for "shifted query" with a bootstrap interval
+(:func:`auroc_interval`), and :func:`performance_prediction`, Kendall's tau-b between a signal
+and the query's RR or R@1 (Carmel & Yom-Tov 2010). Protocol: docs/decisions.md, "Shift and
+performance signals".
 """
 
 from __future__ import annotations
@@ -56,11 +42,8 @@ def auroc_interval(negative: np.ndarray, positive: np.ndarray, *, paired: bool, 
                    n_resamples: int = intervals.N_RESAMPLES) -> tuple[float, float]:
     """95% bootstrap interval of the AUROC over queries; ``paired``: row ``i`` of both is the same query.
 
-    scipy draws query indices; a resample is summarised by how often each query is drawn
-    (``c0`` for the negatives, ``c1`` for the positives) and its AUROC is
-    ``sum_j c1_j (#{drawn negatives < positive_j} + #{drawn negatives = positive_j} / 2) / (n0 n1)``,
-    the counts read off the cumulative ``c0`` in sorted order: :func:`auroc_batch` on the
-    resampled arrays without ranking each resample. With ``paired`` one draw gives ``c0 = c1``.
+    Each resample's AUROC comes from its query counts in sorted order, equal to :func:`auroc_batch`
+    on the resampled arrays, without ranking each resample.
     """
     neg = np.asarray(negative, dtype=np.float64).reshape(-1)
     pos = np.asarray(positive, dtype=np.float64).reshape(-1)
@@ -108,11 +91,9 @@ def shift_detection(study, rankers: Iterable[str] | None = None, *,
                     n_resamples: int = intervals.N_RESAMPLES) -> pd.DataFrame:
     """AUROC of each signal for "this test query is from a shifted condition", per ranker x shifted condition.
 
-    One row per ranker x training corpus x shifted test condition x signal (main training seed),
-    with ``AUROC``, ``AUROC lo`` / ``AUROC hi`` (95% bootstrap interval over queries, see the
-    module docstring), ``paired`` (the two sides share their queries), ``in-distribution
-    queries``, ``shifted queries`` and the mean signal on each side. Raises
-    :class:`~calibrank.table_checks.TableError` naming a row that breaks an invariant of :func:`_shift_problems`.
+    Columns ``AUROC`` with ``AUROC lo`` / ``hi`` (bootstrap over queries), ``paired``, the query
+    counts and mean signal of both sides (main training seed). Raises
+    :class:`~calibrank.table_checks.TableError` naming a row that breaks :func:`_shift_problems`.
     """
     rows = []
     for ranker in rankers if rankers is not None else study.rankers:
@@ -145,10 +126,8 @@ def shift_detection(study, rankers: Iterable[str] | None = None, *,
 def performance_prediction(study, rankers: Iterable[str] | None = None) -> pd.DataFrame:
     """Kendall's tau-b between each signal and each query's ``RR`` and ``R@1``, per ranker x test condition.
 
-    Columns ``tau RR``, ``p RR``, ``tau R@1``, ``p R@1`` (two-sided p-values of scipy); tau is NaN
-    when the signal or the target is constant on the condition. Raises
-    :class:`~calibrank.table_checks.TableError` naming a row that breaks an invariant of
-    :func:`_performance_problems`.
+    Columns ``tau RR``, ``p RR``, ``tau R@1``, ``p R@1``; tau is NaN on a constant signal or target.
+    Raises :class:`~calibrank.table_checks.TableError` naming a row that breaks :func:`_performance_problems`.
     """
     rows = []
     for ranker, tc, cond in study.cells("test", rankers):
