@@ -1,18 +1,11 @@
 """Where things live on disk, how cached results are keyed, and how files are written.
 
-Below the project root (``CALIBRANK_ROOT`` overrides it): ``data/raw/<dataset>/`` research
-datasets, ``data/cache/<kind>/`` derived data shared by profiles, ``runs/<profile>/`` one
-profile's artefacts, ``reports/<profile>/`` executed notebooks and HTML.
-
-A reader never sees a half-written file: every write goes to a temporary name in the
-destination folder and is renamed when complete (:func:`atomic_path`); files that are read back
-get the sha256 of their bytes recorded beside them, last (:func:`atomic_recorded`,
-:func:`check_recorded`), so an interrupted or altered file has no matching record. Temporary
-names carry their writer's pid and host, so :func:`sweep_temp` removes only dead writers'
-files. Concurrent builders of one result take :func:`exclusive`, a ``flock`` beside it.
-
-``python -m calibrank.runs sweep [--started EPOCH] DIR...`` sweeps folders (``workflow/Snakefile``
-runs it before each notebook).
+Below the project root (``CALIBRANK_ROOT`` overrides it): ``data/raw/``, ``data/cache/<kind>/``,
+``runs/<profile>/`` and ``reports/<profile>/``. A reader never sees a half-written file: writes
+go to a temporary name and are renamed (:func:`atomic_path`), and files read back have their
+sha256 recorded last (:func:`atomic_recorded`, :func:`check_recorded`). :func:`sweep_temp` removes
+dead writers' temporary files; concurrent builders take :func:`exclusive`.
+``python -m calibrank.runs sweep [--started EPOCH] DIR...`` sweeps folders.
 """
 
 from __future__ import annotations

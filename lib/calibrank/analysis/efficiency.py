@@ -1,41 +1,15 @@
 """Parameters and inference cost per query of every ranker, measured in one run on the same queries.
 
-PG-DRR (Ye et al., AAAI 2023) Table 2 and GPF-BERT (Ye et al., ICASSP 2023) Table 3 compare
-the cost of the uncertainty methods with the deterministic BERT ranker. The timings that
-notebook 03 records in each Predictions file come from separate processes, on different
-query sets and possibly under different load, so they are not comparable with each other.
-:func:`measure_efficiency` instead loads every ranker of the profile from the model cache
-(:func:`calibrank.model.experiment.trained_rankers` reuses trained models and does not retrain) and
-times each one's ``predict`` on the *same* seeded subset of test queries of the in-domain
-corpus, with the logits cache switched off (every call scores; ``temperature`` rescores with
-bert's model and divides by its scalar, as a user of a temperature-scaled bert does).
-
-Two clocks per call: the process CPU time (:func:`time.process_time`, every thread of the
-process) and the wall time (:func:`time.perf_counter`). Other work on the machine stretches the
-wall time of a call by however long the scheduler kept it waiting; the CPU time of
-single-threaded work does not count the waiting, only what sharing a core costs in caches. With
-several intra-op threads the waiting is billed after all: a thread that reaches a barrier while
-its peer is descheduled spins, and the spinning grows with the load. So the timed calls run
-with ``threads`` intra-op threads (one by default) and, on a CPU, the CPU time decides
-(``clock``); on a GPU the work is not on the CPU clock and the wall time decides.
-
-The calls are interleaved (:func:`interleaved_order`): round r times every ranker once, in an
-order drawn from the seed, so a burst of load falls on each ranker alike and no ranker always
-runs right after another. Every ranker is warmed up first (one untimed call on a few of the
-queries). The table reports the median and the fastest repeat per query under each clock and
-the ratio to ``bert`` per repeat (repeat r of a ranker over repeat r of bert, timed in the same
-round), with an interval over the repeats.
-
-What a "query" costs: scoring all ``1 + k`` candidates of it, tokenisation included (as in
-``predict``). MC Dropout pays T forward passes, an ensemble M models; a GP layer one pass
-plus its posterior computations. The papers' numbers (:data:`PAPER_EFFICIENCY`) are on
-MSDialog with bert-base (PG-DRR: milliseconds; GPF-BERT: minutes for the whole test set, given
-here as the ratio to BERT); ours are on the profile's backbone and machine, so compare ratios.
-
-Where timings ran: :func:`machine_info` (CPU, cores, torch threads, bf16 support, GPU, library
-versions) is the one description of the machine; the benchmarks (``benchmarks/``, beside the library) store it
-beside their figures, and :func:`machine` puts it in one line for this module's notebook and the
-report.
+The cost comparison of PG-DRR (Table 2) and GPF-BERT (Table 3): :func:`measure_efficiency`
+loads every trained ranker of the profile (no retraining) and times its ``predict`` on the same
+seeded test queries with the logits cache off, so that the timings are comparable, unlike those
+that notebook 03 records in separate processes. A query costs scoring all ``1 + k`` candidates,
+tokenisation included. Calls are interleaved in a seeded order (:func:`interleaved_order`) after
+a warm-up; on a CPU the process CPU time of single-threaded calls decides, on a GPU the wall time.
+The table gives the median and fastest repeat and the ratio to ``bert`` per repeat, with an
+interval; the papers' numbers (:data:`PAPER_EFFICIENCY`) are on MSDialog with bert-base, so
+compare ratios. Why these clocks and this order: docs/decisions.md, "Timing the rankers".
+:func:`machine_info` describes where timings ran; :func:`machine` puts it in one line.
 """
 
 from __future__ import annotations

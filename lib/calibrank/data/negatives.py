@@ -1,21 +1,12 @@
-r"""Negative sampling: turning (context, true response) examples into ranking queries.
+"""Negative sampling: turning (context, true response) examples into ranking queries.
 
-Penha & Hauff (2021, sec. 4) rank one true response among k negatives (9 in the paper); how the
-negatives are drawn sets how hard the task is, and so how (mis)calibrated a ranker looks.
-Samplers draw from a pool of response texts, deduplicated on
-:func:`~calibrank.data.schema.normalise_text`:
-
-- :class:`RandomSampler` (``random``): k responses uniformly without replacement;
-- :class:`BM25Sampler` (``bm25``): the top-k BM25 matches of the context (lexically close);
-- :class:`MixedSampler` (``mixed``): each negative BM25 with probability ``bm25_share``, else random;
-- :class:`EmbeddingSampler` (``embedding``): the k nearest responses in a sentence-embedding space.
-
-Every sampler returns exactly k distinct texts per example, none equal to the true response,
-to a context turn, to a near-copy of a context turn (``max_context_jaccard``) or from the
-example's own dialogue (``exclude_own_dialogue``): such texts are false or trivial negatives
-(docs/decisions.md, "Negatives that repeat their context"). Each example's draws come from an
-rng seeded by ``(seed, eid)``, so they do not depend on the batch. :func:`cached_queries` keeps
-the queries in a Parquet cache keyed by everything that determines them (:mod:`calibrank.codekey`).
+Penha & Hauff (2021, sec. 4) rank one true response among k negatives; how they are drawn sets
+how hard the task is, and so how (mis)calibrated a ranker looks. :class:`RandomSampler`,
+:class:`BM25Sampler`, :class:`MixedSampler` and :class:`EmbeddingSampler` draw k distinct texts
+from a deduplicated pool, none equal to the true response, to (a near-copy of) a context turn, or
+from the example's own dialogue (docs/decisions.md, "Negatives that repeat their context"). Each
+example's rng is seeded by ``(seed, eid)``; :func:`cached_queries` caches the queries keyed by
+everything that determines them (:mod:`calibrank.codekey`).
 """
 
 from __future__ import annotations

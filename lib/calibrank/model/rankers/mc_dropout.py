@@ -2,21 +2,11 @@
 
 The ``bert`` model's weights with dropout on at test time: T stochastic passes give T joint
 samples of a query's candidate probabilities; ``probs`` is their mean. ``masks``
-(:class:`calibrank.settings.choices.DropoutMasks`) says how a pass draws its masks:
-
-``per_query`` (default)
-    One mask per query and pass, shared by the query's candidates, so each pass is one
-    sampled sub-network scoring the whole list and the covariances that risk-aware ranking
-    sums are those of one model. A mask depends on (seed, pass, query id, site) only
-    (:func:`mask_seeds`), so scoring each distinct pair once is exact. Attention-probability
-    dropout is applied to value vectors (``(P * M) V = P (m * V)`` when ``M_ij = m_j``), which keeps
-    the fused attention kernel. Departure: every position attending to key j loses it together
-    (each weight is still dropped with probability p).
-``per_pair`` (the first paper's implementation)
-    Every dropout layer in training mode, a fresh mask for each pair
-    (:func:`calibrank.model.training.score_pairs`).
-
-Cost against ``bert``: docs/decisions.md, "Cost of MC Dropout's masks".
+(:class:`calibrank.settings.choices.DropoutMasks`): ``per_query`` (default) shares one mask per
+query and pass among its candidates, so each pass is one sub-network scoring the whole list and a
+mask depends only on (seed, pass, query, site) (:func:`mask_seeds`); attention dropout then acts on
+value vectors, dropping key j for every position at once. ``per_pair`` (the first paper's code)
+draws a fresh mask for each pair. Cost: docs/decisions.md, "Cost of MC Dropout's masks".
 """
 
 from __future__ import annotations

@@ -1,27 +1,13 @@
 """``pg_drr``: PG-DRR (Ye et al., AAAI 2023): a GP output layer with Pólya-Gamma augmentation.
 
-The cross-encoder of :mod:`.base` with its dense output layer replaced by a GP on the pooled
-feature (sec. 3.3): logits ``g ~ N(m, K)``, ``K_ij = k(z_i, z_j)``, with ``z = A h + c`` a
-learnable projection and ``m(z)`` a learnable mean. The kernel is RBF (eq. 4; Matérn and
-linear for the ablation of sec. 5.3) with fixed scales (sec. 4.4). The projection and mean
-are read from the paper's parameter count (Table 2: +0.59M over BERT, one 768 x 768 layer) and
-its separate GP learning rate (sec. 4.4).
-
-Training (Algorithm 1): each mini-batch is the GP's conditioning set; Gibbs sampling of the
-Pólya-Gamma variables (:func:`calibrank.model.gp.gibbs_gp`) gives ``w`` and the loss is the
-negative Fisher-identity objective (eq. 13, :func:`calibrank.model.gp.fisher_loss`). The Gibbs draws
-are seeded from the loop's torch RNG, so training is reproducible and resumable.
-
-Prediction (eqs. 14-15): Gibbs runs once on a seeded, label-stratified inducing set of
-training pairs (:func:`calibrank.model.gp.select_inducing`); each chain's Gaussian predictive is
-combined over chains by moment matching; ``probs`` is ``E[sigmoid(g*)]`` by Gauss-Hermite
-quadrature and ``samples`` are seeded joint draws per query. The inducing posterior is stored
-beside the model, with its sha256 recorded.
-
-Departures (the paper does not state them, or the laptop profile needs them): the inducing set
-and moment matching; a linear mean ``m0 + v^T z`` rather than a constant; the projection
-trained at the encoder's rate, not ``gp_lr``. Why: docs/decisions.md, "Settings of the GP and
-focal rankers on laptop".
+The cross-encoder of :mod:`.base` with its dense output layer replaced by a GP on a learnable
+projection of the pooled feature (sec. 3.3; RBF kernel of eq. 4, Matérn and linear for sec. 5.3).
+Training (Algorithm 1): each mini-batch is the conditioning set, Gibbs sampling
+(:func:`calibrank.model.gp.gibbs_gp`) gives ``w`` and the loss is eq. 13
+(:func:`calibrank.model.gp.fisher_loss`), seeded from the loop's torch RNG. Prediction (eqs. 14-15)
+conditions on a seeded inducing set (:func:`calibrank.model.gp.select_inducing`), whose posterior
+is stored beside the model with its sha256. Departures (inducing set, moment matching, a linear
+mean, the projection's rate): docs/decisions.md, "Settings of the GP and focal rankers on laptop".
 """
 
 from __future__ import annotations

@@ -1,23 +1,13 @@
 """``sngp``: SNGP cross-encoder (Liu et al. 2020) as used by GPF-BERT (Ye et al., ICASSP 2023, sec. 2.1).
 
-The cross-encoder of :mod:`.base` with two changes: **spectral normalisation** (GPF-BERT eq. 1,
-:class:`calibrank.model.gp.SpectralNormLinear`) of the pooler's dense layer (``"pooler"``), of every
-encoder linear layer (``"all"``, the paper's "each residual layer") or of none; and a
-**random-Fourier-feature GP** output layer (:class:`calibrank.model.gp.RandomFeatureGP`, eqs. 2-5).
-
-Training minimises BCE (``sngp``) or focal loss (``gpf_bert``) on the posterior-mean logits
-``Phi^T beta``; the **Laplace precision** ``P = ridge I + sum p(1-p) Phi Phi^T`` (eq. 4, or
-eq. 5's moving average with ``momentum``) is reset each epoch and updated in each training step.
-``P`` is a model buffer, saved with the weights. Prediction per query: the joint Gaussian
-``N(Phi^T beta, Phi P^-1 Phi^T)`` of its candidates' logits; ``probs`` is the sigmoid of the
-mean-field logit ``m / sqrt(1 + lambda var)`` (lambda = pi/8), ``samples`` sigmoids of seeded
-joint draws (:func:`calibrank.model.gp.draw_joint`).
-
-Departures: one logit and a sigmoid for the paper's 2-class softmax; ``P`` comes from
-training-mode features (as SNGP does), so a model selected mid-epoch carries a partial epoch's
-``P``; ``beta`` starts from a seeded draw of a dense layer's initialisation, not zero (a saddle
-for fine-tuning). Why, and the laptop settings: docs/decisions.md, "Settings of the GP and
-focal rankers on laptop".
+The cross-encoder of :mod:`.base` with spectral normalisation (eq. 1,
+:class:`calibrank.model.gp.SpectralNormLinear`) of the pooler, of every encoder linear layer or
+of none, and a random-Fourier-feature GP output layer (:class:`calibrank.model.gp.RandomFeatureGP`,
+eqs. 2-5). Training minimises BCE (``sngp``) or focal loss (``gpf_bert``) on the posterior-mean
+logits and updates the Laplace precision (eq. 4 or 5), reset each epoch. ``probs`` is the sigmoid
+of the mean-field logit, ``samples`` sigmoids of seeded joint draws per query.
+Departures (a sigmoid for the 2-class softmax, ``P`` from training-mode features, a non-zero
+initial ``beta``): docs/decisions.md, "Settings of the GP and focal rankers on laptop".
 """
 
 from __future__ import annotations
