@@ -53,10 +53,9 @@ def jittered_cholesky(
 ) -> tuple[torch.Tensor, float]:
     """Lower Cholesky factor of ``a + j * mean(diag a) * I`` for the first ``j`` in ``jitters`` that works.
 
-    Returns ``(L, absolute_jitter)``. Raises ``ValueError`` naming ``name`` when ``a`` is not
-    square and symmetric, is non-finite, or is not positive definite even with the largest
-    jitter (typically a kernel with a negative eigenvalue); the message gives the smallest
-    eigenvalue.
+    Returns ``(L, absolute_jitter)``. ``ValueError`` naming ``name`` for a matrix that is not square,
+    symmetric and finite, or not positive definite even with the largest jitter (with its smallest
+    eigenvalue).
     """
     if a.dim() != 2 or a.shape[0] != a.shape[1]:
         raise ValueError(f"{name} must be a square matrix, got shape {tuple(a.shape)}")
@@ -87,16 +86,11 @@ def draw_joint(mean: torch.Tensor, cov: torch.Tensor, n_samples: int,
                rng: np.random.Generator | torch.Generator) -> torch.Tensor:
     """``n_samples`` joint draws ``[S, ..., K]`` from ``N(mean, cov)`` of each Gaussian of a batch.
 
-    ``mean`` ``[..., K]``, ``cov`` ``[..., K, K]`` (e.g. ``[Q, K]`` and ``[Q, K, K]``: one Gaussian
-    per query over its ``K`` candidates), float64 inside; returned in ``mean``'s floating dtype.
-    Each covariance is symmetrised and factorised with the :data:`SAMPLE_JITTERS` ladder times its
-    mean variance (a ``1 x 1`` covariance is a standard deviation, clamped at 0). The standard
-    normals ``z`` ``[S, ..., K]`` come from ``rng``: a numpy ``Generator`` (on the CPU, whatever the
-    device) or a ``torch.Generator`` (on its device); draws are ``mean + L z``.
-
-    Raises:
-        ValueError: ``n_samples`` is not a positive integer, the shapes do not match, ``cov`` is
-            not finite, or a covariance is not positive semi-definite even with jitter.
+    ``mean`` ``[..., K]``, ``cov`` ``[..., K, K]`` (one Gaussian per query over its candidates);
+    returned in ``mean``'s dtype. Each covariance is factorised with the :data:`SAMPLE_JITTERS`
+    ladder times its mean variance. ``rng``: a numpy ``Generator`` (normals drawn on the CPU) or a
+    ``torch.Generator`` (on its device). ``ValueError`` for bad shapes or sizes, a non-finite
+    covariance, or one not positive semi-definite even with jitter.
     """
     if int(n_samples) != n_samples or n_samples < 1:
         raise ValueError(f"n_samples must be an integer >= 1, got {n_samples}")

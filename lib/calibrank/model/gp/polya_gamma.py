@@ -58,15 +58,9 @@ _PG = PolyaGammaSettings
 
 # ====================================================================== Pólya-Gamma draws
 def sample_pg(c: np.ndarray, rng: np.random.Generator, h: float = 1.0) -> np.ndarray:
-    """Draws ``w ~ PG(h, c)`` elementwise (eq. 1; exact samplers of the ``polyagamma`` package).
+    """Draws ``w ~ PG(h, c)`` elementwise (eq. 1; the exact samplers of the ``polyagamma`` package).
 
-    Args:
-        c: tilting parameters (any shape, finite).
-        rng: ``numpy.random.Generator``; the only source of randomness.
-        h: shape parameter, > 0 (1 for the Bernoulli likelihood).
-
-    Returns:
-        float64 array of the shape of ``c``.
+    ``c`` finite, any shape; ``h > 0`` (1 for the Bernoulli likelihood); float64 of ``c``'s shape.
     """
     from polyagamma import random_polyagamma  # local import: only this function needs it
 
@@ -128,9 +122,8 @@ def rbf_kernel(
 ) -> torch.Tensor:
     """RBF kernel of eq. 4: ``output_scale * exp(-||x1 - x2||^2 / (2 l^2))``, shape ``[n, m]``.
 
-    ``output_scale`` is the prior variance ``sigma^2`` (diagonal value; PG-DRR: 8, length
-    scale 1). Pass ``x2 = x1`` (the same object) for an exactly symmetric ``K(x, x)``. Scales may
-    be tensors (learnable); gradients flow to them and to the features.
+    ``output_scale`` is the prior variance ``sigma^2`` (PG-DRR: 8). ``x2 = x1`` gives an exactly
+    symmetric ``K``; scales may be learnable tensors.
     """
     _check_scale(length_scale, "length_scale")
     _check_scale(output_scale, "output_scale")
@@ -147,9 +140,7 @@ def matern_kernel(
 ) -> torch.Tensor:
     """Matérn kernel (PG-DRR sec. 5.3 ablation), ``nu`` in :data:`calibrank.settings.choices.MATERN_NU`; diagonal ``output_scale``.
 
-    With ``r = ||x1 - x2|| / l``: ``nu=0.5``: ``exp(-r)``; ``1.5``: ``(1 + sqrt3 r) exp(-sqrt3 r)``;
-    ``2.5``: ``(1 + sqrt5 r + 5 r^2 / 3) exp(-sqrt5 r)``, times ``output_scale``. The square root
-    is taken so that the gradient at ``r = 0`` is finite (zero).
+    The square root is taken so that the gradient at ``r = 0`` is finite.
     """
     check_matern_nu("nu", nu)
     _check_scale(length_scale, "length_scale")
@@ -174,9 +165,8 @@ def linear_kernel(
 ) -> torch.Tensor:
     """Linear kernel (sec. 5.3 ablation): ``output_scale * (x1 / l) (x2 / l)^T``.
 
-    Its diagonal is ``output_scale * ||x / l||^2`` (not constant); with raw 768-d BERT
-    features choose ``length_scale`` of the order of the feature norm. Rank <= d, so ``K`` is
-    singular once n > d (the Gibbs sampler copes; see :func:`calibrank.model.gp.gaussian.jittered_cholesky`).
+    Its diagonal is not constant: choose ``length_scale`` of the order of the feature norm. Rank <= d,
+    so ``K`` is singular once n > d (see :func:`calibrank.model.gp.gaussian.jittered_cholesky`).
     """
     _check_scale(length_scale, "length_scale")
     _check_scale(output_scale, "output_scale")
@@ -191,11 +181,8 @@ def linear_kernel(
 class GibbsResult:
     """Final state of the chains (Algorithm 1 after ``T`` steps).
 
-    Attributes:
-        g: ``[chains, n]`` logit draws ``g^T`` (dtype/device of ``K``).
-        w: ``[chains, n]`` Pólya-Gamma draws ``w^T`` given ``g^{T-1}`` (the ``w`` to use in
-            :func:`fisher_loss` and :class:`PGPosterior`, Algorithm 1 line 11).
-        jitter: absolute diagonal jitter that was added to ``K`` (0 when none was needed).
+    ``g``, ``w``: ``[chains, n]`` logit and Pólya-Gamma draws (``w`` for :func:`fisher_loss` and
+    :class:`PGPosterior`, line 11); ``jitter``: the absolute diagonal jitter added to ``K``.
     """
 
     g: torch.Tensor
@@ -383,11 +370,9 @@ def fisher_loss(
 ) -> torch.Tensor:
     """Negative Fisher-identity objective of eq. 13 / Algorithm 1, line 11.
 
-    ``-(1/N) sum_n log p(y | x, w_n)`` over the chains' ``w`` (detached), divided further by
-    the number of points ``n`` for ``reduction="mean"`` (a per-pair loss whose scale does not
-    depend on the batch size); ``"sum"`` keeps the sum over points; ``"none"`` returns the
-    per-chain values ``-log p(y | x, w_n)``. Calling ``.backward()`` sends gradients into ``K``
-    (features and kernel hyperparameters) and ``mu`` (mean function), not into ``w``.
+    ``-(1/N) sum_n log p(y | x, w_n)`` over the chains, per point for ``reduction="mean"`` (a scale
+    that does not depend on the batch size), summed for ``"sum"``, per chain for ``"none"``.
+    Gradients reach ``K`` and ``mu``, not ``w``.
     """
     ll = log_likelihood_given_w(K, mu, y, w, jitter=jitter)
     if reduction == "none":
@@ -506,11 +491,7 @@ class PGPosterior:
     def predictive_joint(
         self, K_cross: torch.Tensor, K_test: torch.Tensor, mu_test: torch.Tensor | float = 0.0
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Moment-matched joint predictive ``(mean [N], cov [N, N])`` of eq. 14 over ``N`` test points.
-
-        ``cov = mean_c Sigma*_c + Cov_c(mu*_c)`` (population covariance over chains), e.g. for
-        joint samples of one query's candidates.
-        """
+        """Moment-matched joint predictive ``(mean [N], cov [N, N])`` of eq. 14, for joint samples of a query."""
         kc = self._cross(K_cross)
         n_test = kc.shape[1]
         if K_test.shape != (n_test, n_test):
@@ -567,10 +548,8 @@ def _hermgauss(n_points: int) -> tuple[np.ndarray, np.ndarray]:
 def gauss_hermite_sigmoid(mean, var, n_points: int = _PG.quadrature_points):
     """``E[sigmoid(f)]``, ``f ~ N(mean, var)``, by ``n_points``-node Gauss-Hermite quadrature (eq. 15).
 
-    ``E = pi^{-1/2} sum_k w_k sigmoid(mean + sqrt(2 var) x_k)`` with ``(x_k, w_k)`` from
-    ``numpy.polynomial.hermite.hermgauss``. ``mean`` and ``var`` broadcast; torch in, torch
-    out (float64 inside), numpy in, numpy out. ``var`` must be >= 0 (tiny negative rounding
-    errors down to -1e-10 are clamped).
+    ``mean`` and ``var`` broadcast; torch in, torch out, numpy in, numpy out (float64 inside);
+    rounding errors of ``var`` down to -1e-10 are clamped.
     """
     if int(n_points) != n_points or n_points < 1:
         raise ValueError(f"n_points must be an integer >= 1, got {n_points}")
@@ -596,10 +575,9 @@ def gauss_hermite_sigmoid(mean, var, n_points: int = _PG.quadrature_points):
 def select_inducing(
     labels: np.ndarray, size: int, rng: np.random.Generator, *, stratified: bool = True
 ) -> np.ndarray:
-    """Seeded indices (sorted) of an inducing set of ``size`` training pairs for prediction.
+    """Seeded sorted indices of an inducing set of ``size`` training pairs for prediction.
 
-    With ``stratified=True`` each label keeps its share of the training set (rounded, at
-    least one of each label present), so a 1:9 training set gives a 1:9 inducing set.
+    ``stratified=True`` keeps each label's share (a 1:9 training set gives a 1:9 inducing set).
     """
     labels = np.asarray(labels).reshape(-1)
     n = labels.shape[0]

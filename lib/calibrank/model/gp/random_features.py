@@ -39,25 +39,19 @@ class RandomFeatureGP(nn.Module):
 
     Args:
         in_features: dimension ``d`` of the encoder feature.
-        n_features: number of random features ``L`` (>= 1).
-        length_scale: RBF length scale ``l`` (> 0); ``Phi`` uses ``W h / l``.
-        feature_scale: multiplier ``s`` of ``Phi`` (> 0); the implied prior kernel is
-            ``s^2 * exp(-||x-y||^2 / (2 l^2))``.
-        ridge: prior precision of ``beta`` (> 0); ``P`` starts as ``ridge * I``.
-        momentum: ``None`` for the exact sum over an epoch, or ``m`` in (0, 1) for the moving
-            average of eq. 5 (ridge kept, see docs/decisions.md).
-        mean_field_factor: ``lambda`` of the mean-field logit (>= 0), pi/8 in the paper.
+        n_features: number of random features ``L``.
+        length_scale: RBF length scale ``l``; ``Phi`` uses ``W h / l``.
+        feature_scale: multiplier ``s`` of ``Phi``; the prior kernel's output scale is ``s^2``.
+        ridge: prior precision of ``beta``; ``P`` starts as ``ridge * I``.
+        momentum: ``None`` for the exact sum over an epoch, or ``m`` in (0, 1) for eq. 5.
+        mean_field_factor: ``lambda`` of the mean-field logit, pi/8 in the paper.
         seed: seed of the generator that draws ``W``, ``b`` and the initial ``beta``.
         bias: whether the output layer has a (point-estimated) bias.
-        linear_mean: add a learnable linear prior mean ``m(h) = w^T h + b`` (zero at start) to
-            the posterior-mean logits; the predictive variance is unchanged.
-        output_init: ``"dense"`` (``beta ~ U(-1/sqrt(L), 1/sqrt(L))``), ``"prior"``
-            (``N(0, I / ridge)``) or ``"zero"`` (:class:`calibrank.settings.choices.RFOutputInit`).
+        linear_mean: a learnable linear prior mean added to the posterior-mean logits.
+        output_init: ``"dense"``, ``"prior"`` or ``"zero"`` (:class:`calibrank.settings.choices.RFOutputInit`).
 
-    Defaults and ranges: :class:`calibrank.model.gp.settings.RandomFeatureSettings`.
-
-    Raises:
-        ConfigError (a ValueError): for any argument outside the ranges above, naming it.
+    Defaults and ranges, checked here (a ConfigError naming the argument):
+    :class:`calibrank.model.gp.settings.RandomFeatureSettings`.
     """
 
     projection: torch.Tensor
@@ -147,21 +141,16 @@ class RandomFeatureGP(nn.Module):
             raise ValueError("non-finite features into the GP layer (h contains NaN or inf)")
 
     def features(self, h: torch.Tensor) -> torch.Tensor:
-        """``Phi(h)`` of eq. 2, shape ``[N, L]`` (dtype of the buffers).
-
-        Computed with autocast disabled: ``cos`` of a half-precision projection of size ~10
-        would lose most of its digits under mixed-precision training.
-        """
+        """``Phi(h)`` of eq. 2, shape ``[N, L]``, with autocast off (``cos`` of a half-precision projection loses its digits)."""
         self._check_input(h)
         with torch.autocast(device_type=h.device.type, enabled=False):
             proj = (h.to(self.projection.dtype) @ self.projection.t()) / self.length_scale + self.offset
             return torch.cos(proj) * (self.feature_scale * math.sqrt(2.0 / self.n_features))
 
     def forward(self, h: torch.Tensor, return_features: bool = False):
-        """Posterior-mean logits ``Phi(h)^T beta`` (eq. 3), shape ``[N]``.
+        """Posterior-mean logits ``Phi(h)^T beta`` (eq. 3), shape ``[N]``; never changes ``P``.
 
-        With ``return_features=True`` returns ``(logits, Phi)`` so that a training step can
-        pass ``Phi`` to :meth:`update_precision` without recomputing it. Never changes ``P``.
+        ``return_features=True`` also returns ``Phi`` for :meth:`update_precision`.
         """
         phi = self.features(h)
         with torch.autocast(device_type=phi.device.type, enabled=False):  # fp32 logits (bf16 would tie them)
@@ -175,13 +164,9 @@ class RandomFeatureGP(nn.Module):
     def update_precision(self, phi: torch.Tensor, logits: torch.Tensor) -> None:
         """Add one mini-batch's ``sum_i p_i (1 - p_i) Phi_i Phi_i^T`` to ``P`` (eqs. 4-5).
 
-        ``phi``: ``[N, L]`` from :meth:`features`; ``logits``: ``[N]``, ``p = sigmoid(logits)``.
-        Both are detached. Exact accumulation when ``momentum`` is ``None``, else the moving
-        average with the ridge kept (docs/decisions.md).
-
-        Raises:
-            RuntimeError: in eval mode (evaluation must never update the precision).
-            ValueError: shapes do not match or inputs are non-finite.
+        ``phi`` ``[N, L]`` from :meth:`features` and ``logits`` ``[N]``, both detached. Exact sum when
+        ``momentum`` is ``None``, else the moving average with the ridge kept (docs/decisions.md).
+        Raises ``RuntimeError`` in eval mode: evaluation never updates the precision.
         """
         if not self.training:
             raise RuntimeError(
@@ -261,9 +246,6 @@ class RandomFeatureGP(nn.Module):
     def sample_logits(
         self, h: torch.Tensor, n_samples: int, *, generator: torch.Generator
     ) -> torch.Tensor:
-        """Joint draws ``[n_samples, N]`` from ``N(mean, Phi Sigma Phi^T)`` (:func:`calibrank.model.gp.gaussian.draw_joint`).
-
-        ``generator`` is required (no global RNG state); the standard normals are drawn on its device.
-        """
+        """Joint draws ``[n_samples, N]`` from ``N(mean, Phi Sigma Phi^T)`` on ``generator``'s device (:func:`calibrank.model.gp.gaussian.draw_joint`)."""
         mean, cov = self.predictive_joint(h)
         return draw_joint(mean, cov, n_samples, generator)

@@ -29,21 +29,14 @@ class SpectralNormLinear(nn.Module):
     """A wrapped :class:`torch.nn.Linear` whose weight is spectrally normalised to ``bound``.
 
     Args:
-        linear: the layer to wrap; its ``weight`` stays the trainable parameter
-            (``self.linear.weight``) and its bias is used unchanged.
-        bound: ``c`` of GPF-BERT eq. 1, > 0. The weight is rescaled only when the estimated
-            spectral norm exceeds it.
-        n_power_iterations: power-iteration steps per training-mode forward pass, >= 1.
+        linear: the layer to wrap; its weight stays the trainable parameter, its bias unchanged.
+        bound: ``c`` of GPF-BERT eq. 1; the weight is rescaled only above it.
+        n_power_iterations: power-iteration steps per training-mode forward pass.
         seed: seed of the ``torch.Generator`` that draws the initial ``u`` and ``v``.
-        n_init_iterations: power-iteration steps run once at construction (>= 0).
+        n_init_iterations: power-iteration steps run once at construction.
 
-    ``bound`` and ``n_power_iterations`` default to and are checked by
+    Defaults and checks (a :class:`calibrank.settings.checks.ConfigError` naming the argument):
     :class:`calibrank.model.gp.settings.SpectralNormSettings`.
-
-    Raises:
-        ValueError: ``bound <= 0`` or ``n_power_iterations < 1`` (a
-            :class:`calibrank.settings.checks.ConfigError` naming it), ``n_init_iterations < 0``, or
-            ``linear`` is not an ``nn.Linear``.
     """
 
     u: torch.Tensor
@@ -81,11 +74,7 @@ class SpectralNormLinear(nn.Module):
     # ------------------------------------------------------------------ power iteration
     @torch.no_grad()
     def refresh(self, n_iterations: int = 15) -> None:
-        """Run ``n_iterations`` power-iteration steps on the current weight and store ``u, v``.
-
-        Explicit maintenance call (e.g. after loading new weights into ``self.linear``);
-        it updates the buffers whatever the module's mode.
-        """
+        """Run ``n_iterations`` power-iteration steps on the current weight, whatever the mode (e.g. after loading weights)."""
         if int(n_iterations) != n_iterations or n_iterations < 0:
             raise ValueError(f"n_iterations must be an integer >= 0, got {n_iterations}")
         self._power_iterate(int(n_iterations))

@@ -68,9 +68,8 @@ _D = PGDRRConfig  # the defaults
 class PGHead(nn.Module):
     """The GP layer's learnable parts: projection ``z = A h + c`` (or identity) and the prior mean function.
 
-    ``m(z) = m0 + v^T z`` (``mean_function="linear"``, ``v`` initialised as a dense output layer so
-    the encoder gets a gradient from the first step) or ``m0`` (``"constant"``); ``m0`` is learnt
-    with ``learn_mean``, else 0.
+    ``m(z) = m0 + v^T z`` (``v`` starts as a dense output layer, so the encoder gets a gradient from
+    the first step) or ``m0``; ``m0`` is learnt with ``learn_mean``, else 0.
     """
 
     mean: torch.Tensor
@@ -132,11 +131,7 @@ class PGCrossEncoder(CrossEncoder):
 
 
 def pg_param_groups(model: PGCrossEncoder, gp_lr: float, projection_lr: float | None = None) -> list[dict]:
-    """Optimizer groups: the encoder at the loop's ``training.lr``; the mean function at ``gp_lr``.
-
-    The projection ``A h + c`` is trained with the encoder (``projection_lr=None``: the loop's
-    ``training.lr``) or in a group of its own at ``projection_lr``.
-    """
+    """Optimizer groups: the encoder at ``training.lr``, the mean function at ``gp_lr``, the projection at ``projection_lr`` or with the encoder."""
     head = model.head
     proj = [p for p in head.projection.parameters() if p.requires_grad]
     mean = [p for p in head.parameters() if p.requires_grad and all(p is not q for q in proj)]
@@ -200,25 +195,17 @@ def _read_posterior(path: Path) -> tuple[dict[str, torch.Tensor], dict] | None:
 
 
 class PGDRRRanker(Ranker):
-    """PG-DRR: GP output layer with Pólya-Gamma Gibbs sampling and Fisher-identity training (module docstring).
+    """PG-DRR: GP output layer with Pólya-Gamma Gibbs sampling and Fisher-identity training (:mod:`.pg_gp`).
 
     Keyword arguments (besides :class:`Ranker`'s): the fields of :class:`calibrank.settings.config.PGDRRConfig`,
     with its defaults and checks (:func:`calibrank.model.rankers.base.ranker_settings`):
 
-        kernel: ``"rbf"``, ``"matern"`` or ``"linear"``.
-        length_scale: kernel length scale (> 0).
-        output_scale: kernel output scale = prior variance (> 0).
-        nu: Matérn smoothness, one of 0.5, 1.5, 2.5 (only with ``kernel="matern"``).
-        gibbs_steps, gibbs_chains: Gibbs steps and parallel chains (>= 1), in training and prediction.
-        gp_lr: learning rate of the GP layer's mean function (> 0).
-        projection: learnable ``d x d`` projection of the pooled feature.
-        learn_mean: learnable constant ``m0`` of the prior mean (else 0).
-        mean_function: ``"linear"`` (``m0 + v^T z``) or ``"constant"`` (``m0``).
-        projection_lr: learning rate of the projection (``None``: the encoder's ``training.lr``).
-        inducing: inducing-set size (>= 2) for prediction, capped at the training pairs.
-        samples: joint posterior draws per query (>= 1).
-        quadrature_points: Gauss-Hermite nodes for ``probs`` (>= 1).
-        head_dropout: dropout on the pooled feature before the GP layer in training.
+    * kernel: ``kernel`` (``"rbf"``, ``"matern"`` with ``nu``, ``"linear"``), ``length_scale``,
+      ``output_scale`` (the prior variance);
+    * sampling: ``gibbs_steps``, ``gibbs_chains``, ``inducing`` (capped at the training pairs),
+      ``samples`` per query, ``quadrature_points`` for ``probs``;
+    * learnable parts: ``projection``, ``projection_lr`` (``None``: ``training.lr``), ``learn_mean``,
+      ``mean_function`` (``"linear"``, ``"constant"``), ``gp_lr``, ``head_dropout``.
 
     The training batch is the GP's conditioning set: ``training.batch_size`` must be at least 2.
     """

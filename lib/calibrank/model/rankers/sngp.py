@@ -133,30 +133,18 @@ class SNGPCrossEncoder(CrossEncoder):
 
 
 class SNGPRanker(Ranker):
-    """SNGP: spectral normalisation + random-feature GP head with a Laplace posterior (module docstring).
+    """SNGP: spectral normalisation + random-feature GP head with a Laplace posterior (:mod:`.sngp`).
 
     Keyword arguments (besides :class:`Ranker`'s): the fields of :class:`calibrank.settings.config.SNGPConfig`,
     with its defaults and checks (:func:`calibrank.model.rankers.base.ranker_settings`):
 
-        spectral_norm: ``"pooler"``, ``"all"`` or ``"none"``.
-        sn_bound: spectral-norm bound ``c`` (> 0).
-        sn_power_iterations: power-iteration steps per training forward (>= 1).
-        n_features: random features ``L`` (>= 1).
-        length_scale: RBF length scale of the random features (> 0; eq. 2); set it against the
-            spread of the pooled features.
-        feature_scale: multiplier of the features (> 0).
-        ridge: prior precision of the output weights (> 0; eq. 4).
-        momentum: ``None`` (exact sum over the last epoch) or in (0, 1) (eq. 5).
-        mean_field_factor: lambda of the mean-field logit (>= 0; pi/8 in the paper).
-        samples: joint posterior draws per query (>= 1).
-        loss: ``"bce"`` or ``"focal"``.
-        focal_gamma: focal-loss gamma (>= 0) or ``"adaptive"`` (used with ``loss="focal"``).
-        head_dropout: dropout on the pooled feature before the GP layer.
-        output_init: initial ``beta``: ``"dense"`` (a seeded draw of ``U(-1/sqrt(L), 1/sqrt(L))``),
-            ``"prior"`` (``N(0, I / ridge)``) or ``"zero"``.
-        head_lr: learning rate of ``beta`` (``None``: the encoder's ``training.lr``, as GPF-BERT).
-            The random features are bounded, so ``||beta||`` alone sets the logits' range; PG-DRR
-            (sec. 4.4) gives its GP layer a rate of its own for the same reason.
+    * spectral normalisation: ``spectral_norm`` (``"pooler"``, ``"all"``, ``"none"``), ``sn_bound``,
+      ``sn_power_iterations``;
+    * random features (eq. 2): ``n_features``, ``length_scale`` (against the spread of the pooled
+      features), ``feature_scale``;
+    * posterior: ``ridge`` (eq. 4), ``momentum`` (``None``, or eq. 5), ``mean_field_factor``, ``samples``;
+    * training: ``loss`` (``"bce"``, ``"focal"``), ``focal_gamma``, ``head_dropout``, ``output_init``
+      (``"dense"``, ``"prior"``, ``"zero"``), ``head_lr`` (``None``: ``training.lr``, as GPF-BERT).
     """
 
     name = "sngp"
