@@ -141,7 +141,7 @@ class RandomFeatureGP(nn.Module):
             raise ValueError("non-finite features into the GP layer (h contains NaN or inf)")
 
     def features(self, h: torch.Tensor) -> torch.Tensor:
-        """``Phi(h)`` of eq. 2, shape ``[N, L]``, with autocast off (``cos`` of a half-precision projection loses its digits)."""
+        """``Phi(h)`` of eq. 2, ``[N, L]``, autocast off (``cos`` of a half-precision projection loses its digits)."""
         self._check_input(h)
         with torch.autocast(device_type=h.device.type, enabled=False):
             proj = (h.to(self.projection.dtype) @ self.projection.t()) / self.length_scale + self.offset
@@ -246,6 +246,8 @@ class RandomFeatureGP(nn.Module):
     def sample_logits(
         self, h: torch.Tensor, n_samples: int, *, generator: torch.Generator
     ) -> torch.Tensor:
-        """Joint draws ``[n_samples, N]`` from ``N(mean, Phi Sigma Phi^T)`` on ``generator``'s device (:func:`calibrank.model.gp.gaussian.draw_joint`)."""
+        """Joint draws ``[n_samples, N]`` from ``N(mean, Phi Sigma Phi^T)``
+        (:func:`calibrank.model.gp.gaussian.draw_joint`).
+        """
         mean, cov = self.predictive_joint(h)
         return draw_joint(mean, cov, n_samples, generator)

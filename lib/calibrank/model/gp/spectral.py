@@ -74,7 +74,7 @@ class SpectralNormLinear(nn.Module):
     # ------------------------------------------------------------------ power iteration
     @torch.no_grad()
     def refresh(self, n_iterations: int = 15) -> None:
-        """Run ``n_iterations`` power-iteration steps on the current weight, whatever the mode (e.g. after loading weights)."""
+        """Run ``n_iterations`` power-iteration steps on the current weight in any mode (after loading weights)."""
         if int(n_iterations) != n_iterations or n_iterations < 0:
             raise ValueError(f"n_iterations must be an integer >= 0, got {n_iterations}")
         self._power_iterate(int(n_iterations))

@@ -79,7 +79,7 @@ class _PerQueryMasks:
         self._generator = torch.Generator()
 
     def set_batch(self, keys: list[str], rows: np.ndarray) -> None:
-        """The batch's distinct query ids and each row's index among them (contiguous rows take a mask by broadcasting)."""
+        """The batch's distinct query ids and each row's index among them."""
         self.keys, self._seeds = keys, {}
         self.rows = torch.as_tensor(rows, dtype=torch.long)
         starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])

@@ -3,11 +3,11 @@
 The cross-encoder of :mod:`.base` with its dense output layer replaced by a GP on a learnable
 projection of the pooled feature (sec. 3.3; RBF kernel of eq. 4, Matérn and linear for sec. 5.3).
 Training (Algorithm 1): each mini-batch is the conditioning set, Gibbs sampling
-(:func:`calibrank.model.gp.gibbs_gp`) gives ``w`` and the loss is eq. 13
-(:func:`calibrank.model.gp.fisher_loss`), seeded from the loop's torch RNG. Prediction (eqs. 14-15)
-conditions on a seeded inducing set (:func:`calibrank.model.gp.select_inducing`), whose posterior
-is stored beside the model with its sha256. Departures (inducing set, moment matching, a linear
-mean, the projection's rate): docs/decisions.md, "Settings of the GP and focal rankers on laptop".
+(:func:`calibrank.model.gp.polya_gamma.gibbs_gp`) seeded from the loop's torch RNG gives ``w``, and
+the loss is eq. 13 (:func:`calibrank.model.gp.polya_gamma.fisher_loss`). Prediction (eqs. 14-15)
+conditions on a seeded inducing set (:func:`calibrank.model.gp.polya_gamma.select_inducing`), its
+posterior stored beside the model with its sha256. Departures (inducing set, moment matching, a
+linear mean, the projection's rate): docs/decisions.md, "Settings of the GP and focal rankers on laptop".
 """
 
 from __future__ import annotations
@@ -131,7 +131,7 @@ class PGCrossEncoder(CrossEncoder):
 
 
 def pg_param_groups(model: PGCrossEncoder, gp_lr: float, projection_lr: float | None = None) -> list[dict]:
-    """Optimizer groups: the encoder at ``training.lr``, the mean function at ``gp_lr``, the projection at ``projection_lr`` or with the encoder."""
+    """Optimizer groups: encoder at ``training.lr``, mean function at ``gp_lr``, projection at ``projection_lr``."""
     head = model.head
     proj = [p for p in head.projection.parameters() if p.requires_grad]
     mean = [p for p in head.parameters() if p.requires_grad and all(p is not q for q in proj)]

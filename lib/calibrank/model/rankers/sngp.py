@@ -1,13 +1,14 @@
 """``sngp``: SNGP cross-encoder (Liu et al. 2020) as used by GPF-BERT (Ye et al., ICASSP 2023, sec. 2.1).
 
 The cross-encoder of :mod:`.base` with spectral normalisation (eq. 1,
-:class:`calibrank.model.gp.SpectralNormLinear`) of the pooler, of every encoder linear layer or
-of none, and a random-Fourier-feature GP output layer (:class:`calibrank.model.gp.RandomFeatureGP`,
-eqs. 2-5). Training minimises BCE (``sngp``) or focal loss (``gpf_bert``) on the posterior-mean
-logits and updates the Laplace precision (eq. 4 or 5), reset each epoch. ``probs`` is the sigmoid
-of the mean-field logit, ``samples`` sigmoids of seeded joint draws per query.
-Departures (a sigmoid for the 2-class softmax, ``P`` from training-mode features, a non-zero
-initial ``beta``): docs/decisions.md, "Settings of the GP and focal rankers on laptop".
+:class:`calibrank.model.gp.spectral.SpectralNormLinear`) of the pooler, of every encoder linear
+layer or of none, and a random-Fourier-feature GP output layer (eqs. 2-5,
+:class:`calibrank.model.gp.random_features.RandomFeatureGP`). Training minimises BCE (``sngp``) or
+focal loss (``gpf_bert``) on the posterior-mean logits and updates the Laplace precision (eq. 4
+or 5), reset each epoch. ``probs`` is the sigmoid of the mean-field logit, ``samples`` sigmoids of
+seeded joint draws per query. Departures (a sigmoid for the 2-class softmax, ``P`` from
+training-mode features, a non-zero initial ``beta``): docs/decisions.md, "Settings of the GP and
+focal rankers on laptop".
 """
 
 from __future__ import annotations
