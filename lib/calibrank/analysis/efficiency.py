@@ -61,7 +61,7 @@ PAPER_EFFICIENCY["PG-DRR ratio"] = PAPER_EFFICIENCY["PG-DRR ms"] / float(
 
 def efficiency_queries(cfg: Config, n_queries: int = 30, *, corpus: str | None = None, sampler: str | None = None,
                        seed: int | None = None):
-    """Seeded ``n_queries`` in-domain test queries and their description (``sampler``: default, the training one if evaluated)."""
+    """Seeded ``n_queries`` in-domain test queries and their description; ``sampler``: default, the training one if evaluated."""
     if n_queries < 1:
         raise ValueError(f"n_queries must be positive; got {n_queries}")
     corpus = corpus or cfg.rankers.train_corpora[0].value
