@@ -1,14 +1,11 @@
 """The code a cached result depends on: a hash of the definitions its computation can reach.
 
-A trained model is cached under its settings, data, seed and the code that trains it; a change
-to that code retrains exactly the models whose training reaches it. :func:`code_hash` walks the
-package's source with :mod:`ast` from root objects (a function, a class, or ``(cls, "name")``),
-following names defined at the top level of the package's modules (directly or through
-imports), ``self``/``cls``/``super()`` members of the root's class, and whole classes it names;
-names used only in ``raise`` are not followed. Each definition enters as its syntax tree without
-docstrings, so comments and layout change no key. Outside the package, :func:`package_versions`
-covers dependencies. ``opaque`` modules (:mod:`calibrank.model.losses`, whose loss is chosen at run
-time) are not followed: code reached only through run-time values must be given as a root.
+A change to the code that trains a model retrains exactly the models whose training reaches it.
+:func:`code_hash` walks the package's source with :mod:`ast` from root objects, following
+top-level names, the root class's members and the classes it names (not names used only in
+``raise``); each definition enters without docstrings, so comments and layout change no key.
+:func:`package_versions` covers dependencies. ``opaque`` modules (:mod:`calibrank.model.losses`)
+are not followed: code reached only through run-time values must be given as a root.
 """
 
 from __future__ import annotations

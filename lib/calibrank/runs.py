@@ -1,18 +1,11 @@
 """Where things live on disk, how cached results are keyed, and how files are written.
 
-Below the project root (``CALIBRANK_ROOT`` overrides it): ``data/raw/<dataset>/`` research
-datasets, ``data/cache/<kind>/`` derived data shared by profiles, ``runs/<profile>/`` one
-profile's artefacts, ``reports/<profile>/`` executed notebooks and HTML.
-
-A reader never sees a half-written file: every write goes to a temporary name in the
-destination folder and is renamed when complete (:func:`atomic_path`); files that are read back
-get the sha256 of their bytes recorded beside them, last (:func:`atomic_recorded`,
-:func:`check_recorded`), so an interrupted or altered file has no matching record. Temporary
-names carry their writer's pid and host, so :func:`sweep_temp` removes only dead writers'
-files. Concurrent builders of one result take :func:`exclusive`, a ``flock`` beside it.
-
-``python -m calibrank.runs sweep [--started EPOCH] DIR...`` sweeps folders (``workflow/Snakefile``
-runs it before each notebook).
+Below the project root (``CALIBRANK_ROOT`` overrides it): ``data/raw/``, ``data/cache/<kind>/``,
+``runs/<profile>/`` and ``reports/<profile>/``. A reader never sees a half-written file: writes
+go to a temporary name and are renamed (:func:`atomic_path`), and files read back have their
+sha256 recorded last (:func:`atomic_recorded`, :func:`check_recorded`). :func:`sweep_temp` removes
+dead writers' temporary files; concurrent builders take :func:`exclusive`.
+``python -m calibrank.runs sweep [--started EPOCH] DIR...`` sweeps folders.
 """
 
 from __future__ import annotations
@@ -120,10 +113,7 @@ def cache_key(**parts: Any) -> str:
 
 @contextlib.contextmanager
 def atomic_path(dest: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary path beside ``dest``; on success rename it to ``dest``, on error delete it.
-
-    The temporary name is unique per call and names this process (:func:`owner_tag`).
-    """
+    """Yield a temporary path beside ``dest`` naming this process; renamed to ``dest`` on success, deleted on error."""
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".tmp-{dest.name}.{owner_tag()}.", dir=dest.parent)
@@ -168,11 +158,7 @@ def record_digest(path: str | os.PathLike, digest: str) -> Path:
 
 @contextlib.contextmanager
 def atomic_recorded(dest: str | os.PathLike) -> Iterator[Path]:
-    """:func:`atomic_path`, and then the sha256 of what was written recorded beside ``dest`` (:func:`record_digest`).
-
-    The record is written after the file is in place: a reader that finds a record matching
-    the file's bytes reads a file that was written completely.
-    """
+    """:func:`atomic_path`, then the sha256 of the bytes recorded beside ``dest``, last (a match means a complete file)."""
     with atomic_path(dest) as tmp:
         yield tmp
         digest = sha256_file(tmp)
@@ -183,9 +169,8 @@ def check_recorded(path: str | os.PathLike, data: bytes, expected: str | None = 
                    record: str | os.PathLike | None = None) -> None:
     """Raise :class:`DigestMismatch` unless ``data`` (the bytes read from ``path``) has the sha256 recorded for it.
 
-    The record is ``expected`` (a hex digest kept elsewhere, e.g. in a model's ``train.json``,
-    named by ``record``) or, by default, the ``.sha256`` file beside ``path``. One hash of the
-    bytes the caller parses: what was checked is what is used.
+    The record is ``expected`` (a digest kept elsewhere, named by ``record``) or the ``.sha256`` file
+    beside ``path``; what was checked is what the caller parses.
     """
     path = Path(path)
     where = Path(record) if record is not None else digest_path(path)
@@ -220,10 +205,7 @@ def decode_error_position(data: bytes, exc: UnicodeDecodeError) -> str:
 
 
 def utf8_error_at(path: str | os.PathLike) -> str:
-    """Where the first byte that is not UTF-8 lies in ``path`` (``line L, column C (byte B, 0xXX)``), read line by line.
-
-    For readers that decode a file in chunks and only learn that some chunk failed.
-    """
+    """Where the first non-UTF-8 byte of ``path`` lies: ``line L, column C (byte B, 0xXX)``."""
     offset = 0
     with open(path, "rb") as fh:
         for lineno, line in enumerate(fh, start=1):

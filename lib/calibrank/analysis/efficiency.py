@@ -1,41 +1,15 @@
 """Parameters and inference cost per query of every ranker, measured in one run on the same queries.
 
-PG-DRR (Ye et al., AAAI 2023) Table 2 and GPF-BERT (Ye et al., ICASSP 2023) Table 3 compare
-the cost of the uncertainty methods with the deterministic BERT ranker. The timings that
-notebook 03 records in each Predictions file come from separate processes, on different
-query sets and possibly under different load, so they are not comparable with each other.
-:func:`measure_efficiency` instead loads every ranker of the profile from the model cache
-(:func:`calibrank.model.experiment.trained_rankers` reuses trained models and does not retrain) and
-times each one's ``predict`` on the *same* seeded subset of test queries of the in-domain
-corpus, with the logits cache switched off (every call scores; ``temperature`` rescores with
-bert's model and divides by its scalar, as a user of a temperature-scaled bert does).
-
-Two clocks per call: the process CPU time (:func:`time.process_time`, every thread of the
-process) and the wall time (:func:`time.perf_counter`). Other work on the machine stretches the
-wall time of a call by however long the scheduler kept it waiting; the CPU time of
-single-threaded work does not count the waiting, only what sharing a core costs in caches. With
-several intra-op threads the waiting is billed after all: a thread that reaches a barrier while
-its peer is descheduled spins, and the spinning grows with the load. So the timed calls run
-with ``threads`` intra-op threads (one by default) and, on a CPU, the CPU time decides
-(``clock``); on a GPU the work is not on the CPU clock and the wall time decides.
-
-The calls are interleaved (:func:`interleaved_order`): round r times every ranker once, in an
-order drawn from the seed, so a burst of load falls on each ranker alike and no ranker always
-runs right after another. Every ranker is warmed up first (one untimed call on a few of the
-queries). The table reports the median and the fastest repeat per query under each clock and
-the ratio to ``bert`` per repeat (repeat r of a ranker over repeat r of bert, timed in the same
-round), with an interval over the repeats.
-
-What a "query" costs: scoring all ``1 + k`` candidates of it, tokenisation included (as in
-``predict``). MC Dropout pays T forward passes, an ensemble M models; a GP layer one pass
-plus its posterior computations. The papers' numbers (:data:`PAPER_EFFICIENCY`) are on
-MSDialog with bert-base (PG-DRR: milliseconds; GPF-BERT: minutes for the whole test set, given
-here as the ratio to BERT); ours are on the profile's backbone and machine, so compare ratios.
-
-Where timings ran: :func:`machine_info` (CPU, cores, torch threads, bf16 support, GPU, library
-versions) is the one description of the machine; the benchmarks (``benchmarks/``, beside the library) store it
-beside their figures, and :func:`machine` puts it in one line for this module's notebook and the
-report.
+The cost comparison of PG-DRR (Table 2) and GPF-BERT (Table 3): :func:`measure_efficiency`
+loads every trained ranker of the profile (no retraining) and times its ``predict`` on the same
+seeded test queries with the logits cache off, so that the timings are comparable, unlike those
+that notebook 03 records in separate processes. A query costs scoring all ``1 + k`` candidates,
+tokenisation included. Calls are interleaved in a seeded order (:func:`interleaved_order`) after
+a warm-up; on a CPU the process CPU time of single-threaded calls decides, on a GPU the wall time.
+The table gives the median and fastest repeat and the ratio to ``bert`` per repeat, with an
+interval; the papers' numbers (:data:`PAPER_EFFICIENCY`) are on MSDialog with bert-base, so
+compare ratios. Why these clocks and this order: docs/decisions.md, "Timing the rankers".
+:func:`machine_info` describes where timings ran; :func:`machine` puts it in one line.
 """
 
 from __future__ import annotations
@@ -87,11 +61,7 @@ PAPER_EFFICIENCY["PG-DRR ratio"] = PAPER_EFFICIENCY["PG-DRR ms"] / float(
 
 def efficiency_queries(cfg: Config, n_queries: int = 30, *, corpus: str | None = None, sampler: str | None = None,
                        seed: int | None = None):
-    """A seeded subset of ``n_queries`` test queries of the in-domain corpus (first training corpus).
-
-    ``sampler`` defaults to the training sampler when it is an evaluation sampler, else the
-    first evaluation sampler. Returns ``(queries, description dict)``.
-    """
+    """Seeded ``n_queries`` in-domain test queries and their description; ``sampler``: default, the training one if evaluated."""
     if n_queries < 1:
         raise ValueError(f"n_queries must be positive; got {n_queries}")
     corpus = corpus or cfg.rankers.train_corpora[0].value
@@ -116,9 +86,8 @@ def _positive(value: Any, name: str) -> int:
 def interleaved_order(names: Sequence[str], repeats: int, seed: int) -> list[tuple[str, ...]]:
     """The order of the timed calls: ``repeats`` rounds, each a permutation of ``names`` drawn from ``seed``.
 
-    Repeat r of every ranker runs in round r, before any call of round r + 1, so the repeats
-    that a ratio pairs ran close together; the order inside a round is drawn anew each round,
-    so no ranker always runs first (or right after a given other one).
+    Repeat r of every ranker runs in round r, so the repeats a ratio pairs ran close together, and no
+    ranker always runs first or right after another.
     """
     names = list(names)
     if not names or len(set(names)) != len(names):
@@ -154,11 +123,9 @@ class Timings:
 
 def time_interleaved(calls: Mapping[str, Callable[[], Any]], *, repeats: int = 5,
                      seed: int = 0) -> tuple[Timings, dict[str, Any]]:
-    """Time each of ``calls`` ``repeats`` times, in the rounds of :func:`interleaved_order`; CPU and wall seconds.
+    """Time ``calls`` in the rounds of :func:`interleaved_order`: CPU and wall seconds, and each call's last result.
 
-    Garbage is collected once before the rounds and the cycle collector is off during each
-    call, so that no call pays for the garbage of another. Returns the timings and each call's
-    last result.
+    The cycle collector is off during each call, so that no call pays for another's garbage.
     """
     order = interleaved_order(list(calls), repeats, seed)
     cpu: dict[str, list[float]] = {name: [] for name in calls}
@@ -203,10 +170,8 @@ def time_rankers(rankers: Mapping[str, Any], queries: Sequence, *, repeats: int 
                  seed: int = 0, threads: int | None = 1) -> tuple[Timings, dict[str, Any]]:
     """Time each fitted ranker's ``predict(queries)`` (:func:`time_interleaved`); the last Predictions of each.
 
-    The logits cache is off while timing (every call scores; restored after), each ranker is
-    warmed up by one untimed call on the first ``warmup_queries`` queries (lazy initialisation,
-    thread pools, allocator caches), and torch runs ``threads`` intra-op threads (the module's
-    docstring says why one).
+    The logits cache is off while timing, each ranker is warmed up on ``warmup_queries`` queries, and
+    torch runs ``threads`` intra-op threads (why one: docs/decisions.md, "Timing the rankers").
     """
     if not queries:
         raise ValueError("queries: expected at least one query to time")
@@ -250,14 +215,11 @@ def measure_efficiency(
 ) -> pd.DataFrame:
     """Time every ranker's ``predict`` on the same seeded test queries (:func:`time_rankers`); one row per ranker.
 
-    ``seed`` (default: the profile's) draws the queries and the order of each round.
-    Columns: ``ranker``, ``parameters`` (from the Predictions' meta), ``clock`` (the one that
-    decides, :func:`deciding_clock`), ``ms/query`` / ``ms/query (fastest)`` / ``ms/query per
-    repeat`` under that clock (median, fastest and every repeat per query, in round order),
-    the same three under each clock (``cpu ms/query`` ..., ``wall ms/query`` ...), ``position
-    per repeat`` (where the ranker ran in each round), ``samples`` (S), ``queries``,
-    ``candidates``, ``device``, ``threads``, ``corpus``, ``sampler``. ``models`` are the fitted rankers
-    by name, trained on ``train_corpus`` (:func:`calibrank.model.experiment.trained_rankers`).
+    ``seed`` (default: the profile's) draws the queries and the rounds' order; ``models`` are the
+    fitted rankers trained on ``train_corpus``. Columns: ``ranker``, ``parameters``, ``clock``
+    (:func:`deciding_clock`), ``ms/query`` / ``ms/query (fastest)`` / ``ms/query per repeat`` under it
+    and under each clock (``cpu ...``, ``wall ...``), ``position per repeat``, ``samples``,
+    ``queries``, ``candidates``, ``device``, ``threads``, ``corpus``, ``sampler``.
     """
     cfg = profile if isinstance(profile, Config) else load_config(profile)
     repeats = _positive(repeats, "repeats")
@@ -338,14 +300,10 @@ def _ratios(measured: pd.DataFrame, prefix: str, baseline: str, level: float) ->
 def efficiency_table(measured: pd.DataFrame, baseline: str = "bert", level: float = 0.95) -> pd.DataFrame:
     """Our parameters and times with the ratio to ``baseline``, beside the papers' numbers.
 
-    Columns: ``ranker``, ``params (M)``, ``params ratio``, ``clock`` (where ``measured`` says),
-    then under the deciding clock ``ms/query``, ``ratio_to_bert`` (median time over
-    ``baseline``'s; NaN without it), ``ratio lo`` / ``ratio hi`` (a ``level`` Student-t interval
-    of the mean of the per-repeat ratios, repeat r of the ranker over repeat r of ``baseline``,
-    timed in the same round; NaN with fewer than 2 repeats), ``repeats``, ``ratio per repeat``
-    (space-separated); the same ratios under each clock that ``measured`` has (``cpu ms/query``,
-    ``cpu ratio``, ``cpu ratio lo``, ``cpu ratio hi``, and ``wall ...``); then the PG-DRR and
-    GPF-BERT columns of :data:`PAPER_EFFICIENCY` (NaN where the paper did not run that ranker).
+    Columns: ``ranker``, ``params (M)``, ``params ratio``, ``clock``, ``ms/query``, ``ratio_to_bert``,
+    ``ratio lo`` / ``ratio hi`` (a ``level`` Student-t interval of the mean per-repeat ratio; NaN with
+    fewer than 2 repeats), ``repeats``, ``ratio per repeat``, the same under each measured clock
+    (``cpu ...``, ``wall ...``), then the columns of :data:`PAPER_EFFICIENCY` (NaN where not run).
     """
     t = measured.reset_index(drop=True)
     base = t.loc[t["ranker"] == baseline]

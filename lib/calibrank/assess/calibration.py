@@ -1,13 +1,10 @@
 """How well the scores read as probabilities: as given, and after each map fitted on the validation queries.
 
-Views: ``as given`` (a probability as is, a logit through the sigmoid; none for a bare
-``score``); ``platt``, ``isotonic``, ``beta``, ``temperature``
-(:func:`calibrank.analysis.practice.recalibrate.fit_recalibrator`), fitted on validation pairs only; a
-bare score first goes through a label-free squash ``sigmoid((s - m) / d)``, so Platt scaling is
-a logistic regression on the raw score; and ``base rate``, every candidate at the validation
-share of relevant ones, whose near-zero ECE shows that ECE alone means little without Brier and
-NLL beside it. Each view on the test pairs: ECE (eq. 1 of Penha & Hauff 2021, equal-width and
-equal-mass), Brier and NLL with 95% query-bootstrap intervals, and reliability buckets.
+Views: ``as given``; ``platt``, ``isotonic``, ``beta``, ``temperature``
+(:func:`calibrank.analysis.practice.recalibrate.fit_recalibrator`) fitted on validation pairs, a
+bare score first squashed by ``sigmoid((s - m) / d)``; and ``base rate``, whose near-zero ECE
+shows that ECE means little without Brier and NLL. Each view on the test pairs: ECE (Penha &
+Hauff 2021, eq. 1), Brier and NLL with 95% query-bootstrap intervals, and reliability buckets.
 """
 
 from __future__ import annotations

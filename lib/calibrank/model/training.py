@@ -1,19 +1,13 @@
 """The one training loop of every ranker, and batched scoring.
 
-A pointwise cross-encoder (Penha & Hauff 2021, sec. 3.2) scores ``[CLS] context [SEP]
-candidate [SEP]`` with one relevance logit; rankers differ only in head and loss
-(:class:`calibrank.model.rankers.base.CrossEncoder`, :mod:`calibrank.model.losses`). The loop: AdamW,
-linear warm-up and decay (``schedule: linear``) or a constant lr (the first paper's code),
-gradient clipping, bf16 autocast where supported, length-sorted batches, early selection on a
-validation metric (``selection: last`` keeps the last step, as the first paper's code) and
-checkpoints from which an interrupted run resumes to the same weights.
-
-Every file is written under a temporary name and renamed, with its sha256 recorded; weights
-whose bytes do not match their record are not used. One process trains a model at a time
-(:func:`calibrank.runs.exclusive`); others wait and load its result. Under ``torchrun`` one
-model trains data-parallel with the single-process update. Why the thread count is not part
-of the cache key, and how the data-parallel update is kept exact: docs/decisions.md,
-"Training: reproducibility and several processes".
+A pointwise cross-encoder (Penha & Hauff 2021, sec. 3.2) scores ``[CLS] context [SEP] candidate
+[SEP]`` with one logit; rankers differ only in head and loss (:mod:`calibrank.model.losses`). The
+loop: AdamW, linear or constant lr, gradient clipping, bf16 autocast where supported,
+length-sorted batches, selection on a validation metric or the last step, and checkpoints from
+which an interrupted run resumes to the same weights. Files are written atomically with their
+sha256; one process trains a model at a time (:func:`calibrank.runs.exclusive`); under
+``torchrun`` a model trains data-parallel. Why: docs/decisions.md, "Training: reproducibility and
+several processes".
 """
 
 from __future__ import annotations
@@ -111,9 +105,8 @@ def encode_pairs(
 ) -> Pairs:
     """Tokenise every (context, candidate) pair; keep the most recent context that fits.
 
-    Raises :class:`DataError` for a query without a relevant candidate when
-    ``require_relevant`` (training), queries with different candidate counts, and (with
-    ``max_response_length=None``) a candidate that leaves no room for any context.
+    :class:`DataError` for a query without a relevant candidate (``require_relevant``), unequal
+    candidate counts, or a candidate that leaves no room for context (``max_response_length=None``).
     """
     if not queries:
         raise DataError("no queries to encode")
@@ -166,11 +159,7 @@ def encode_pairs(
 
 
 def length_batches(lengths: np.ndarray, batch_size: int, *, seed: int | None = None, epoch: int = 0, bucket: int = 50) -> list[np.ndarray]:
-    """Index batches of similar lengths (less padding).
-
-    With a seed (training): a permutation seeded by (seed, epoch), sorted by length within buckets
-    of ``bucket`` batches, the batches shuffled. Without (inference): longest first.
-    """
+    """Index batches of similar lengths: shuffled by (seed, epoch) in training, longest first in inference."""
     n = len(lengths)
     if seed is None:
         order = np.argsort(-lengths, kind="stable")
@@ -210,11 +199,7 @@ def _autocast(device: torch.device, enabled: bool):
 
 
 def save_weights(model: nn.Module, path: Path, metadata: dict | None = None) -> str:
-    """Write the model's weights to ``path`` (safetensors), atomically; return the sha256 of the bytes written.
-
-    The caller records the hash where the file's readers look for it (``train.json``, written
-    after the weights, for a finished model).
-    """
+    """Write the model's weights to ``path`` (safetensors) atomically; return the sha256 the caller records."""
     tensors = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
     with atomic_path(path) as tmp:
         save_file(tensors, str(tmp), metadata={"calibrank": json.dumps(metadata or {})})
@@ -224,11 +209,10 @@ def save_weights(model: nn.Module, path: Path, metadata: dict | None = None) -> 
 
 def load_weights(model: nn.Module, path: Path, sha256: str | None = None, record: Path | None = None, *,
                  recorded: bool = False) -> None:
-    """Load the weights in ``path`` into ``model``; the file is read once.
+    """Load the weights in ``path`` into ``model``, reading the file once; on any error no weight changes.
 
-    Bytes that differ from ``sha256`` or from the ``recorded`` digest raise
-    :class:`calibrank.runs.DigestMismatch`; a file that is not safetensors or does not fit the
-    model raises ``ValueError`` naming it. Either way, no weight is changed.
+    Bytes other than ``sha256`` or the ``recorded`` digest raise :class:`calibrank.runs.DigestMismatch`;
+    a file that is not safetensors or does not fit raises ``ValueError`` naming it.
     """
     data = Path(path).read_bytes()
     if sha256 is not None or recorded:
@@ -255,10 +239,9 @@ def save_recorded(path: Path, tensors: dict[str, torch.Tensor], metadata: dict) 
 
 
 def read_recorded(path: Path) -> tuple[dict[str, torch.Tensor], dict]:
-    """The tensors and ``calibrank`` metadata of a file written by :func:`save_recorded`; the file is read once.
+    """The tensors and ``calibrank`` metadata of a file written by :func:`save_recorded`, read once.
 
-    No record, or bytes that differ from it, raise :class:`calibrank.runs.DigestMismatch`; a file
-    that is not such a safetensors file raises ``ValueError`` naming it.
+    A missing or unmatched record raises :class:`calibrank.runs.DigestMismatch`, another file ``ValueError``.
     """
     data = Path(path).read_bytes()
     check_recorded(path, data)
@@ -335,9 +318,8 @@ def _load_checkpoint(path: Path, tensors: dict[str, torch.Tensor], meta: dict, m
 def setup_distributed(device: torch.device | None = None) -> tuple[int, int, torch.device]:
     """``(rank, world size, device)`` of this process; joins the process group under ``torchrun``.
 
-    Outside a multi-process launch nothing happens: ``(0, 1, device or cpu)``. Under ``torchrun``
-    the device becomes ``cuda:LOCAL_RANK`` when CUDA is available, and the group uses NCCL there,
-    gloo on CPU, unless it is already initialised.
+    Outside ``torchrun``: ``(0, 1, device or cpu)``. Under it: ``cuda:LOCAL_RANK`` with NCCL when CUDA
+    is available, else gloo on CPU.
     """
 
     initialised = dist.is_available() and dist.is_initialized()
@@ -447,11 +429,10 @@ def train_model(
 ) -> TrainResult:
     """Train ``model`` on ``train`` pairs; write ``model.safetensors`` and ``train.json`` in ``workdir``.
 
-    ``loss_fn(model, batch, labels)`` gives a batch's scalar loss, ``validate(model)`` a metric to
-    maximise (early selection), ``param_groups(model)`` optional groups with their own ``lr``,
-    ``on_step(step)`` runs after each update. The torch RNG is seeded from ``seed`` in a forked
-    context, leaving the caller's state as it was. When another trainer held the lock of
-    ``workdir``, its finished model is loaded and returned without training.
+    ``loss_fn(model, batch, labels)`` gives a batch's loss, ``validate(model)`` a metric to maximise,
+    ``param_groups(model)`` optional groups with their own ``lr``, ``on_step(step)`` runs after each
+    update. The torch RNG is seeded from ``seed`` in a forked context. A model another trainer
+    finished meanwhile is loaded, not trained.
     """
     rank, world, device = setup_distributed(device)
     main = rank == 0
@@ -658,9 +639,8 @@ def _share_loss(ddp: nn.Module, train: Pairs, index: np.ndarray, rank: int, worl
                 bf16: bool) -> tuple[torch.Tensor, float]:
     """This process's weighted loss on its share of a global batch, and the global batch's mean loss.
 
-    The share's mean is weighted by ``n_share x world / n_batch``, so DDP's average of gradients is
-    the gradient of the whole batch's mean. An empty share runs the batch's first pair with weight
-    0, so every process joins the gradient exchange; the non-finite flag is shared so all stop together.
+    The weight ``n_share x world / n_batch`` makes DDP's average gradient that of the whole batch's
+    mean; an empty share runs one pair with weight 0 so every process joins the exchange.
     """
 
     share = np.array_split(index, world)[rank]
@@ -686,11 +666,7 @@ def is_trained(workdir: Path) -> bool:
 
 
 def load_trained(model: nn.Module, workdir: Path) -> TrainResult | None:
-    """Load a finished model from ``workdir`` if there is a sound one; None otherwise (then it is trained again).
-
-    ``model.safetensors`` must have the sha256 that ``train.json`` recorded; anything else is
-    logged as a warning naming the file and gives None, with ``model`` left as it was.
-    """
+    """A sound finished model from ``workdir`` (weights matching ``train.json``'s sha256), else None with a warning."""
     if not is_trained(workdir):
         return None
     record = workdir / "train.json"
@@ -730,8 +706,8 @@ def score_pairs(
 ) -> np.ndarray:
     """Relevance logits ``[passes, N]`` of every pair.
 
-    ``dropout=True`` keeps dropout layers active (MC dropout): each pass draws new masks from
-    a torch RNG seeded with ``seed``. ``forward(model, batch)`` overrides ``model(**batch)``.
+    ``dropout=True`` keeps dropout on (MC dropout), masks from a torch RNG seeded with ``seed``;
+    ``forward(model, batch)`` overrides ``model(**batch)``.
     """
     device = device or next(model.parameters()).device
     bf16 = use_bf16(precision, device)

@@ -1,17 +1,11 @@
 """The graph of runs behind a profile's report: every step, its files, and the command that trains one model.
 
 :func:`steps` lists the jobs of ``make report`` in an order that runs: notebooks 01 and 02, one
-training job per model of the grid, notebook ``03_train`` once per ranker x training corpus x
-training seed, the analyses 04, 05, 06 and 08, and 07 last and alone (it times the rankers).
-``workflow/Snakefile`` builds one rule per step from it. Several 03 runs load one trained
-model: ``bert``, ``mc_dropout``, ``temperature`` and ensemble member 0 share the ``bert`` model
-of their seed (:func:`calibrank.settings.registry.trained_model`), so each model is trained once, by its
-own job, before the notebooks that read it (:func:`grid_models`, :func:`run_models`)::
-
-    python -m calibrank.pipeline.grid steps PROFILE
-
-prints one line per step: its name, its notebook (``-`` for a training job) and its papermill
-parameters. A training job runs :mod:`calibrank.pipeline.train`. Torch-free: the workflow reads it.
+training job per model (:func:`grid_models`, :func:`run_models`; rankers that share a model train
+it once, :func:`calibrank.settings.registry.trained_model`), ``03_train`` per ranker x corpus x
+seed, the analyses, and 07 last and alone. ``python -m calibrank.pipeline.grid steps PROFILE``
+prints them for ``workflow/Snakefile``; a training job runs :mod:`calibrank.pipeline.train`.
+Torch-free: the workflow reads it.
 """
 
 from __future__ import annotations

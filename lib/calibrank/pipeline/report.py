@@ -126,11 +126,10 @@ def _outputs(cell: dict) -> list[tuple[str, str]]:
 
 
 def notebook_sections(nb: dict) -> list[dict]:
-    """The ``## `` sections of an executed notebook: title, first paragraph, figures and tables in order.
+    """The ``## `` sections of an executed notebook: ``{"title", "text", "outputs": [(kind, payload), ...]}`` in order.
 
-    Each item: ``{"title", "text", "outputs": [(kind, payload), ...]}``. Markdown cells without a
-    heading that follow a section (e.g. "The same comparison in full") start a sub-item with
-    their own paragraph, no title and the section's title as ``parent``.
+    A heading-less markdown cell after a section starts a sub-item with its own paragraph and the
+    section's title as ``parent``.
     """
     sections: list[dict] = []
     current: dict | None = None

@@ -2,12 +2,9 @@
 
     python -m calibrank.pipeline.train PROFILE RANKER CORPUS [--seed N] [--member M]
 
-trains the model exactly as notebook 03 would and writes ``runs/<profile>/grid/<model>.json``
-naming the model's folder. ``--seed`` is a training seed of the profile (default: the main one);
-``--member`` is the ensemble member index, for ``ensemble`` only. Under ``torchrun`` the model
-trains data-parallel on several GPUs (:mod:`calibrank.model.training`); only models whose loss is a
-mean over pairs may (``bert`` and what shares it, ensemble members, ``focal``): the GP rankers'
-training depends on whole batches, and they are refused.
+trains the model as notebook 03 would and writes ``runs/<profile>/grid/<model>.json``. Under
+``torchrun`` it trains data-parallel (:mod:`calibrank.model.training`); the GP rankers, whose loss
+depends on whole batches, are refused.
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
 """Profiles: ``params/<profile>.yaml`` read into typed, validated, frozen dataclasses.
 
-A profile fixes everything a run depends on (corpora, sizes, samplers, seeds). Validation is strict,
-because a mistyped key silently falling back to a default is how experiments go wrong: an unknown key,
-a value of the wrong type, or a value out of range is a :class:`ConfigError` naming the file and line,
-the dotted key and what was expected. The files are read by :mod:`calibrank.settings.profiles` (YAML 1.2 as
-written, lines, ``extends:``); the sections and their checks are :mod:`calibrank.settings.schema`; this
-module builds the one from the other. A ranker built by keyword arguments builds its section the same way
-(:func:`build_section`).
-
-Notebooks take only the profile name (a papermill parameter) and call :func:`load_config`,
-so papermill's own handling of unknown parameters (a warning) never decides anything.
+A mistyped key silently falling back to a default is how experiments go wrong, so an unknown key,
+a wrong type or a value out of range is a :class:`ConfigError` naming file, line, key and what was
+expected. :mod:`calibrank.settings.profiles` reads the files, :mod:`calibrank.settings.schema`
+holds the sections; this module builds one from the other, as :func:`build_section` does for a
+ranker's keyword arguments. Notebooks take only the profile name and call :func:`load_config`.
 """
 
 from __future__ import annotations

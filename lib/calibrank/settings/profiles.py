@@ -37,10 +37,9 @@ Lines = dict[tuple, "tuple[Path, int] | None"]
 
 
 class _ProfileLoader(yaml.SafeLoader):
-    """PyYAML's safe loader reading plain scalars by YAML 1.2's core schema: the booleans are ``true`` and
-    ``false``, the integers ``[-+]?[0-9]+`` (and ``0o``/``0x`` forms), the floats ``1.5``, ``1e-3``, ``.inf``,
-    ``.nan``; no dates. :func:`_scalar` refuses a scalar that YAML 1.1 reads otherwise (``010``, ``3:20``,
-    ``yes``), so that a profile means the same to every reader."""
+    """PyYAML's safe loader reading plain scalars by YAML 1.2's core schema (no dates); :func:`_scalar`
+    refuses a scalar that YAML 1.1 reads otherwise (``010``, ``3:20``, ``yes``).
+    """
 
     yaml_implicit_resolvers = {
         first: [(tag, rx) for tag, rx in resolvers if tag not in (_INT, _FLOAT, _BOOL, _TAG + "timestamp", _TAG + "value")]

@@ -39,13 +39,11 @@ class Papers(str, enum.Enum):
 class RankerInfo:
     """One ranker, described once.
 
-    ``shares``: the ranker whose trained model this one loads instead of training its own
-    (MC Dropout and temperature scaling reuse ``bert``'s weights of the same seed);
-    ``first_member_shares``: for an ensemble, the ranker whose model is member 0;
-    ``data_parallel``: training is a mean over pairs, so data-parallel training is exact;
-    ``samples``: S of its Predictions under a profile; ``members``: models it trains per seed. Both take
-    the profile (:class:`calibrank.settings.config.Config`), which this module does not import: the config
-    reads the registry, so the registry stays below it.
+    ``shares``: the ranker whose trained model this one loads (MC Dropout and temperature scaling
+    reuse ``bert``'s of the same seed); ``first_member_shares``: for an ensemble, the ranker whose
+    model is member 0; ``data_parallel``: training is a mean over pairs, so data-parallel training is
+    exact; ``samples`` (S of its Predictions) and ``members`` (models per seed) take the profile, which
+    this module does not import, so that the registry stays below the config that reads it.
     """
 
     name: str

@@ -244,12 +244,9 @@ class NegativesConfig:
 class TrainingConfig:
     """The one training loop's settings (:mod:`calibrank.model.training`), shared by every ranker.
 
-    ``max_length`` bounds ``[CLS] context [SEP] response [SEP]`` in tokens; the context is cut
-    from the left (the most recent turns are kept). A response longer than
-    ``max_response_length`` tokens is cut from the right; with ``max_response_length: null`` a
-    response that leaves no room for context is an error.
-
-    ``joint_layers``: how many of the encoder's top layers attend across context and response
+    ``max_length`` bounds ``[CLS] context [SEP] response [SEP]`` in tokens, the context cut from the
+    left; a response is cut at ``max_response_length`` (null: one that leaves no room for context is
+    an error). ``joint_layers``: the encoder's top layers that attend across context and response
     (:func:`calibrank.model.backbone.encode`); null, the papers' cross-encoder, is all of them.
     """
 

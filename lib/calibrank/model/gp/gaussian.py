@@ -1,28 +1,13 @@
 """Cholesky factors with escalating jitter, and joint draws from Gaussians.
 
-What is computed
-----------------
-* :func:`jittered_cholesky`: the lower Cholesky factor ``L`` of ``A + j * mean(diag A) * I`` for
-  the first relative jitter ``j`` of a ladder that works (``j = 0`` first, so a well-conditioned
-  ``A`` is factorised as it is). Kernel matrices of near-duplicate points, and low-rank ones such
-  as the linear kernel once there are more points than feature dimensions, are numerically
-  singular; the smallest jitter that makes them positive definite is the least change to ``A``.
-* :func:`draw_joint`: joint draws ``mean + L z``, ``z ~ N(0, I)``, from ``N(mean, cov)`` for one
-  or a batch of Gaussians (e.g. the predictive distribution over one query's candidates, for
-  every query), the factor ``L`` from the same escalation with :data:`SAMPLE_JITTERS`.
+* :func:`jittered_cholesky`: the Cholesky factor of ``A + j mean(diag A) I`` for the first
+  jitter ``j`` of a ladder that works (0 first): kernel matrices of near-duplicate points or of
+  low rank are numerically singular, and the smallest jitter is the least change to ``A``.
+* :func:`draw_joint`: joint draws ``mean + L z`` from a batch of Gaussians (one per query).
 
-Two ladders
------------
-* :data:`KERNEL_JITTERS` (0, then 1e-6 ... 1e-2 of the mean diagonal): for a GP's prior kernel
-  matrix (PG-DRR's Gibbs sampler, :func:`calibrank.model.gp.polya_gamma.gibbs_gp`), where the jitter found is added
-  to the kernel throughout and recorded.
-* :data:`SAMPLE_JITTERS` (0, then 1e-9 ... 1e-3): for a predictive covariance that is only
-  factorised to draw from it (SNGP's ``Phi Sigma Phi^T`` has rank at most the number of random
-  features; PG-DRR's moment-matched predictive can be singular for near-duplicate candidates).
-  It starts lower because nothing else sees the jitter: it only perturbs the draws.
-
-The standard normals come from a ``numpy.random.Generator`` (reproducible whatever the device)
-or a ``torch.Generator`` (drawn on its device); everything runs in float64.
+:data:`KERNEL_JITTERS` (1e-6 ... 1e-2) serve a GP's prior kernel, where the jitter is kept and
+recorded (:func:`calibrank.model.gp.polya_gamma.gibbs_gp`); :data:`SAMPLE_JITTERS` (1e-9 ... 1e-3)
+start lower because they only perturb draws. Everything runs in float64.
 """
 
 from __future__ import annotations
@@ -68,10 +53,9 @@ def jittered_cholesky(
 ) -> tuple[torch.Tensor, float]:
     """Lower Cholesky factor of ``a + j * mean(diag a) * I`` for the first ``j`` in ``jitters`` that works.
 
-    Returns ``(L, absolute_jitter)``. Raises ``ValueError`` naming ``name`` when ``a`` is not
-    square and symmetric, is non-finite, or is not positive definite even with the largest
-    jitter (typically a kernel with a negative eigenvalue); the message gives the smallest
-    eigenvalue.
+    Returns ``(L, absolute_jitter)``. ``ValueError`` naming ``name`` for a matrix that is not square,
+    symmetric and finite, or not positive definite even with the largest jitter (with its smallest
+    eigenvalue).
     """
     if a.dim() != 2 or a.shape[0] != a.shape[1]:
         raise ValueError(f"{name} must be a square matrix, got shape {tuple(a.shape)}")
@@ -102,16 +86,11 @@ def draw_joint(mean: torch.Tensor, cov: torch.Tensor, n_samples: int,
                rng: np.random.Generator | torch.Generator) -> torch.Tensor:
     """``n_samples`` joint draws ``[S, ..., K]`` from ``N(mean, cov)`` of each Gaussian of a batch.
 
-    ``mean`` ``[..., K]``, ``cov`` ``[..., K, K]`` (e.g. ``[Q, K]`` and ``[Q, K, K]``: one Gaussian
-    per query over its ``K`` candidates), float64 inside; returned in ``mean``'s floating dtype.
-    Each covariance is symmetrised and factorised with the :data:`SAMPLE_JITTERS` ladder times its
-    mean variance (a ``1 x 1`` covariance is a standard deviation, clamped at 0). The standard
-    normals ``z`` ``[S, ..., K]`` come from ``rng``: a numpy ``Generator`` (on the CPU, whatever the
-    device) or a ``torch.Generator`` (on its device); draws are ``mean + L z``.
-
-    Raises:
-        ValueError: ``n_samples`` is not a positive integer, the shapes do not match, ``cov`` is
-            not finite, or a covariance is not positive semi-definite even with jitter.
+    ``mean`` ``[..., K]``, ``cov`` ``[..., K, K]`` (one Gaussian per query over its candidates);
+    returned in ``mean``'s dtype. Each covariance is factorised with the :data:`SAMPLE_JITTERS`
+    ladder times its mean variance. ``rng``: a numpy ``Generator`` (normals drawn on the CPU) or a
+    ``torch.Generator`` (on its device). ``ValueError`` for bad shapes or sizes, a non-finite
+    covariance, or one not positive semi-definite even with jitter.
     """
     if int(n_samples) != n_samples or n_samples < 1:
         raise ValueError(f"n_samples must be an integer >= 1, got {n_samples}")

@@ -1,92 +1,23 @@
 """Pólya-Gamma augmented GP output layer for binary relevance (PG-DRR, AAAI 2023).
 
-What is computed (equation numbers of the PG-DRR paper)
---------------------------------------------------------
-Model: the logits of ``n`` (context, response) pairs are ``g ~ N(mu, K)`` with
-``K_ij = k(h_i, h_j)`` on encoder features ``h`` (eq. 4) and a mean ``mu`` supplied by the
-caller (zero in eq. 4; eq. 10 carries a general mean), and ``y_i ~ Bernoulli(sigmoid(g_i))``
-(eq. 5). With ``kappa = y - 1/2`` and ``w_i ~ PG(1, 0)`` the Bernoulli likelihood becomes
-``p(y_i | g_i, w_i) = 1/2 exp(kappa_i g_i - w_i g_i^2 / 2)`` (eqs. 2-3, 8), which is conjugate.
+The logits of ``n`` pairs are ``g ~ N(mu, K)`` with ``K_ij = k(h_i, h_j)`` on encoder features
+(eq. 4) and ``y_i ~ Bernoulli(sigmoid(g_i))`` (eq. 5); Pólya-Gamma variables ``w`` make the
+likelihood conjugate (eqs. 2-3, 8).
 
-* :func:`sample_pg`, :func:`pg_mean`: draws from ``PG(h, c)`` (the ``polyagamma`` package,
-  exact samplers) and ``E[PG(1, c)] = tanh(c/2) / (2c)`` (limit 1/4 at ``c = 0``).
-* :func:`gibbs_gp`: Algorithm 1, lines 4-10: ``N`` parallel chains started at
-  ``g^0 ~ N(mu, K)`` and iterating ``w ~ PG(1, g)`` (eq. 9) and
-  ``g | w ~ N(Sigma (K^-1 mu + kappa), Sigma)``, ``Sigma = (K^-1 + diag(w))^-1``
-  (eqs. 10-11).
+* :func:`sample_pg`, :func:`pg_mean`: draws from ``PG(h, c)`` and its mean.
+* :func:`gibbs_gp`: Algorithm 1, lines 4-10 (eqs. 9-11), ``N`` chains at once.
 * :func:`log_likelihood_given_w`, :func:`fisher_loss`: the training objective of eqs. 12-13
-  and Algorithm 1, line 11. For each chain's (detached) ``w``,
+  (Fisher's identity); gradients flow through ``K`` and ``mu``, never ``w``.
+* :class:`PGPosterior`, :func:`gp_predictive`, :func:`gp_predictive_joint`: the predictive of
+  eq. 14, moment-matched over chains or per chain.
+* :func:`gauss_hermite_sigmoid`: ``E[sigmoid(f)]`` by quadrature (eq. 15).
+* Kernels (eq. 4, sec. 5.3 ablation): :func:`rbf_kernel`, :func:`matern_kernel`,
+  :func:`linear_kernel`; :func:`select_inducing` picks the set prediction conditions on.
 
-      log p(y | x, w) = log ∫ prod_i 1/2 exp(kappa_i g_i - w_i g_i^2 / 2) N(g; mu, K) dg
-                      = -n log 2 + kappa^T mu - 1/2 mu^T W mu + 1/2 v^T Sigma v - 1/2 log|B|
-
-  with ``W = diag(w)``, ``v = kappa - W mu`` and ``B = I + W^1/2 K W^1/2``: the Gaussian
-  ``N(W^-1 kappa | mu, K + W^-1)`` of eq. 8 integrated over ``g`` plus the terms that make it
-  the exact log of the integral. (The PG(1, 0) density of ``w`` does not depend on the
-  parameters and is left out.) By Fisher's identity the average over chains of its gradient
-  estimates the gradient of ``log p(y | x)`` (eq. 13). ``fisher_loss`` returns minus that
-  average. **Gradients** flow through ``K`` (so into the encoder features ``h`` and into any
-  kernel hyperparameters given as tensors, e.g. a learnable output or length scale) and
-  through ``mu`` (a learnable mean function); ``w`` and ``y`` carry none (``w`` is detached).
-* :class:`PGPosterior`, :func:`gp_predictive`, :func:`gp_predictive_joint`: the Gaussian
-  predictive of eq. 14 given each chain's ``w``,
-
-      mu*_c    = mu(x*) + K*^T (K + W_c^-1)^-1 (W_c^-1 kappa - mu)
-      Sigma*_c = K** - K*^T (K + W_c^-1)^-1 K*,
-
-  combined over chains by moment matching (mean of the means; mean of the variances plus the
-  variance of the means, i.e. the law of total variance) or returned per chain.
-* :func:`gauss_hermite_sigmoid`: ``E[sigmoid(f)]``, ``f ~ N(m, v)``, by 1-D Gauss-Hermite
-  quadrature (eq. 15). Per-chain Gaussians can be integrated separately and averaged (the
-  exact mixture) with ``gauss_hermite_sigmoid(*posterior.predictive(..., per_chain=True)).mean(0)``.
-* Kernels (eq. 4 and the ablation of sec. 5.3): :func:`rbf_kernel`, :func:`matern_kernel`,
-  :func:`linear_kernel`.
-
-Numerical form
---------------
-``K^-1`` is never formed. Everything goes through ``B = I + W^1/2 K W^1/2`` (eigenvalues >= 1,
-well conditioned even when ``K`` is singular; Rasmussen & Williams 2006, sec. 3.4) and its
-Cholesky factor, batched over chains:
-
-* conditional mean: ``Sigma (K^-1 mu + kappa) = a - K W^1/2 B^-1 W^1/2 a``, ``a = mu + K kappa``;
-* conditional draw (Matheron's rule): with ``f ~ N(a, K)`` and ``xi ~ N(0, I)``,
-  ``g = f - K W^1/2 B^-1 (W^1/2 f + xi)`` has exactly the law ``N(Sigma (K^-1 mu + kappa), Sigma)``;
-  only ``f`` needs a square root of ``K``: its Cholesky factor with jitter escalation
-  (0, then 1e-6 ... 1e-2 times the mean diagonal; :func:`calibrank.model.gp.gaussian.jittered_cholesky`), and
-  the jitter used is then added to ``K`` throughout (recorded in ``GibbsResult.jitter``);
-* predictive: ``(K + W^-1)^-1 (W^-1 kappa - mu) = kappa - W^1/2 B^-1 W^1/2 a`` and
-  ``K*^T (K + W^-1)^-1 K* = ||R^-1 W^1/2 K*||^2`` with ``B = R R^T``.
-
-All of this runs in float64 and returns the dtype of the kernel passed in.
-
-How the GP's training set is held at scale (the paper is silent)
-----------------------------------------------------------------
-A full GP over ~10^5-10^6 training pairs is impossible, and the paper does not say what
-the GP conditions on. Recommended here, and what the functions are shaped for:
-
-* **Training**: the current mini-batch is the conditioning set (Algorithm 1, line 3: "batch
-  samples (X, Y)"): ``K`` is the batch's kernel matrix (n = 16 in the paper), Gibbs chains
-  start afresh from the prior for every batch (line 5), and the loss is ``fisher_loss``.
-* **Prediction**: a fixed *inducing set* of ``M`` training pairs (a seeded, label-stratified
-  subset, :func:`select_inducing`; its indices are kept, e.g. in a buffer). Its features
-  must be re-encoded with the encoder being evaluated (features stored during training go
-  stale as the encoder moves). Gibbs runs once on the inducing set (10 steps, 30 chains as
-  in the paper), :meth:`PGPosterior.from_w` factorises once, and every test pair is
-  predicted from ``K_cross = k(Z, X*)`` by eq. 14. Cost: ``O(C M^3)`` once, then
-  ``O(C M^2 N)`` for ``N`` test points (chunk ``N`` to bound memory ``C * M * N`` floats).
-
-Departures from the paper and why
----------------------------------
-* Eq. 10 writes the mean as ``(K^-1 mu + kappa) Sigma``; it is ``Sigma (K^-1 mu + kappa)``
-  (same thing for the symmetric ``Sigma``). Eq. 14 is written for ``mu = 0``; the version here
-  carries a prior mean ``mu`` and reduces to eq. 14 when it is zero.
-* Output scale: eq. 4 writes ``K = sigma^2 exp(-||h - h'||^2 / 2 l^2)`` and sec. 4.4 sets
-  "8 output scale". We read "output scale" in the GPyTorch sense (``ScaleKernel.outputscale``
-  multiplies the kernel), so ``output_scale = sigma^2 = 8`` and ``k(h, h) = 8``. If the
-  authors meant ``sigma = 8`` the prior variance would be 64: pass ``output_scale=64``.
-* How chains are combined at prediction time is not stated; moment matching (default) and the
-  per-chain mixture are both available.
-* A diagonal jitter is added to ``K`` only when its Cholesky factorisation fails.
+``K^-1`` is never formed: everything goes through ``B = I + W^1/2 K W^1/2`` and its Cholesky
+factor, in float64. Departures from the paper (a prior mean in eq. 14, "output scale" read as
+``sigma^2``, training on the batch and predicting from an inducing set) and the numerical
+form: docs/decisions.md, "Pólya-Gamma GP layer".
 """
 
 from __future__ import annotations
@@ -127,15 +58,9 @@ _PG = PolyaGammaSettings
 
 # ====================================================================== Pólya-Gamma draws
 def sample_pg(c: np.ndarray, rng: np.random.Generator, h: float = 1.0) -> np.ndarray:
-    """Draws ``w ~ PG(h, c)`` elementwise (eq. 1; exact samplers of the ``polyagamma`` package).
+    """Draws ``w ~ PG(h, c)`` elementwise (eq. 1; the exact samplers of the ``polyagamma`` package).
 
-    Args:
-        c: tilting parameters (any shape, finite).
-        rng: ``numpy.random.Generator``; the only source of randomness.
-        h: shape parameter, > 0 (1 for the Bernoulli likelihood).
-
-    Returns:
-        float64 array of the shape of ``c``.
+    ``c`` finite, any shape; ``h > 0`` (1 for the Bernoulli likelihood); float64 of ``c``'s shape.
     """
     from polyagamma import random_polyagamma  # local import: only this function needs it
 
@@ -197,9 +122,8 @@ def rbf_kernel(
 ) -> torch.Tensor:
     """RBF kernel of eq. 4: ``output_scale * exp(-||x1 - x2||^2 / (2 l^2))``, shape ``[n, m]``.
 
-    ``output_scale`` is the prior variance ``sigma^2`` (diagonal value; PG-DRR: 8, length
-    scale 1). Pass ``x2 = x1`` (the same object) for an exactly symmetric ``K(x, x)``. Scales may
-    be tensors (learnable); gradients flow to them and to the features.
+    ``output_scale`` is the prior variance ``sigma^2`` (PG-DRR: 8). ``x2 = x1`` gives an exactly
+    symmetric ``K``; scales may be learnable tensors.
     """
     _check_scale(length_scale, "length_scale")
     _check_scale(output_scale, "output_scale")
@@ -216,9 +140,7 @@ def matern_kernel(
 ) -> torch.Tensor:
     """Matérn kernel (PG-DRR sec. 5.3 ablation), ``nu`` in :data:`calibrank.settings.choices.MATERN_NU`; diagonal ``output_scale``.
 
-    With ``r = ||x1 - x2|| / l``: ``nu=0.5``: ``exp(-r)``; ``1.5``: ``(1 + sqrt3 r) exp(-sqrt3 r)``;
-    ``2.5``: ``(1 + sqrt5 r + 5 r^2 / 3) exp(-sqrt5 r)``, times ``output_scale``. The square root
-    is taken so that the gradient at ``r = 0`` is finite (zero).
+    The square root is taken so that the gradient at ``r = 0`` is finite.
     """
     check_matern_nu("nu", nu)
     _check_scale(length_scale, "length_scale")
@@ -243,9 +165,8 @@ def linear_kernel(
 ) -> torch.Tensor:
     """Linear kernel (sec. 5.3 ablation): ``output_scale * (x1 / l) (x2 / l)^T``.
 
-    Its diagonal is ``output_scale * ||x / l||^2`` (not constant); with raw 768-d BERT
-    features choose ``length_scale`` of the order of the feature norm. Rank <= d, so ``K`` is
-    singular once n > d (the Gibbs sampler copes; see :func:`calibrank.model.gp.gaussian.jittered_cholesky`).
+    Its diagonal is not constant: choose ``length_scale`` of the order of the feature norm. Rank <= d,
+    so ``K`` is singular once n > d (see :func:`calibrank.model.gp.gaussian.jittered_cholesky`).
     """
     _check_scale(length_scale, "length_scale")
     _check_scale(output_scale, "output_scale")
@@ -260,11 +181,8 @@ def linear_kernel(
 class GibbsResult:
     """Final state of the chains (Algorithm 1 after ``T`` steps).
 
-    Attributes:
-        g: ``[chains, n]`` logit draws ``g^T`` (dtype/device of ``K``).
-        w: ``[chains, n]`` Pólya-Gamma draws ``w^T`` given ``g^{T-1}`` (the ``w`` to use in
-            :func:`fisher_loss` and :class:`PGPosterior`, Algorithm 1 line 11).
-        jitter: absolute diagonal jitter that was added to ``K`` (0 when none was needed).
+    ``g``, ``w``: ``[chains, n]`` logit and Pólya-Gamma draws (``w`` for :func:`fisher_loss` and
+    :class:`PGPosterior`, line 11); ``jitter``: the absolute diagonal jitter added to ``K``.
     """
 
     g: torch.Tensor
@@ -395,8 +313,8 @@ def log_likelihood_given_w(
 ) -> torch.Tensor:
     """``log p(y | x, w)`` for each chain's ``w`` (eqs. 8, 12, 13), shape ``[chains]``.
 
-    Exact value of ``log ∫ prod_i 1/2 exp(kappa_i g_i - w_i g_i^2/2) N(g; mu, K) dg`` (see the
-    module docstring); differentiable in ``K`` and ``mu``; ``w`` is detached. ``jitter`` (e.g.
+    Exact value of ``log ∫ prod_i 1/2 exp(kappa_i g_i - w_i g_i^2/2) N(g; mu, K) dg`` (derived in
+    docs/decisions.md); differentiable in ``K`` and ``mu``; ``w`` is detached. ``jitter`` (e.g.
     ``GibbsResult.jitter``) is added to the diagonal of ``K``.
     """
     n = _check_batch(K)
@@ -452,11 +370,9 @@ def fisher_loss(
 ) -> torch.Tensor:
     """Negative Fisher-identity objective of eq. 13 / Algorithm 1, line 11.
 
-    ``-(1/N) sum_n log p(y | x, w_n)`` over the chains' ``w`` (detached), divided further by
-    the number of points ``n`` for ``reduction="mean"`` (a per-pair loss whose scale does not
-    depend on the batch size); ``"sum"`` keeps the sum over points; ``"none"`` returns the
-    per-chain values ``-log p(y | x, w_n)``. Calling ``.backward()`` sends gradients into ``K``
-    (features and kernel hyperparameters) and ``mu`` (mean function), not into ``w``.
+    ``-(1/N) sum_n log p(y | x, w_n)`` over the chains, per point for ``reduction="mean"`` (a scale
+    that does not depend on the batch size), summed for ``"sum"``, per chain for ``"none"``.
+    Gradients reach ``K`` and ``mu``, not ``w``.
     """
     ll = log_likelihood_given_w(K, mu, y, w, jitter=jitter)
     if reduction == "none":
@@ -575,11 +491,7 @@ class PGPosterior:
     def predictive_joint(
         self, K_cross: torch.Tensor, K_test: torch.Tensor, mu_test: torch.Tensor | float = 0.0
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Moment-matched joint predictive ``(mean [N], cov [N, N])`` of eq. 14 over ``N`` test points.
-
-        ``cov = mean_c Sigma*_c + Cov_c(mu*_c)`` (population covariance over chains), e.g. for
-        joint samples of one query's candidates.
-        """
+        """Moment-matched joint predictive ``(mean [N], cov [N, N])`` of eq. 14, for joint samples of a query."""
         kc = self._cross(K_cross)
         n_test = kc.shape[1]
         if K_test.shape != (n_test, n_test):
@@ -636,10 +548,8 @@ def _hermgauss(n_points: int) -> tuple[np.ndarray, np.ndarray]:
 def gauss_hermite_sigmoid(mean, var, n_points: int = _PG.quadrature_points):
     """``E[sigmoid(f)]``, ``f ~ N(mean, var)``, by ``n_points``-node Gauss-Hermite quadrature (eq. 15).
 
-    ``E = pi^{-1/2} sum_k w_k sigmoid(mean + sqrt(2 var) x_k)`` with ``(x_k, w_k)`` from
-    ``numpy.polynomial.hermite.hermgauss``. ``mean`` and ``var`` broadcast; torch in, torch
-    out (float64 inside), numpy in, numpy out. ``var`` must be >= 0 (tiny negative rounding
-    errors down to -1e-10 are clamped).
+    ``mean`` and ``var`` broadcast; torch in, torch out, numpy in, numpy out (float64 inside);
+    rounding errors of ``var`` down to -1e-10 are clamped.
     """
     if int(n_points) != n_points or n_points < 1:
         raise ValueError(f"n_points must be an integer >= 1, got {n_points}")
@@ -665,10 +575,9 @@ def gauss_hermite_sigmoid(mean, var, n_points: int = _PG.quadrature_points):
 def select_inducing(
     labels: np.ndarray, size: int, rng: np.random.Generator, *, stratified: bool = True
 ) -> np.ndarray:
-    """Seeded indices (sorted) of an inducing set of ``size`` training pairs for prediction.
+    """Seeded sorted indices of an inducing set of ``size`` training pairs for prediction.
 
-    With ``stratified=True`` each label keeps its share of the training set (rounded, at
-    least one of each label present), so a 1:9 training set gives a 1:9 inducing set.
+    ``stratified=True`` keeps each label's share (a 1:9 training set gives a 1:9 inducing set).
     """
     labels = np.asarray(labels).reshape(-1)
     n = labels.shape[0]

@@ -1,73 +1,20 @@
 """Random-Fourier-feature GP output layer with a Laplace posterior (SNGP; GPF-BERT eqs. 2-5).
 
-What is computed
-----------------
-For an encoder feature ``h`` in ``R^d`` (the [CLS] vector), with ``L = n_features``:
+For an encoder feature ``h`` and ``L = n_features``:
 
-* random features (GPF-BERT eq. 2; Rahimi & Recht 2007)
+* random features (eq. 2; Rahimi & Recht 2007): ``Phi(h) = s sqrt(2/L) cos(W h / l + b)``
+  with fixed seeded buffers ``W ~ N(0, 1)`` and ``b ~ U(0, 2 pi)``, so ``Phi(x) . Phi(y)``
+  approximates the RBF kernel with output scale ``s^2``;
+* the GP output layer (eq. 3): logit ``Phi(h)^T beta``, prior ``beta ~ N(0, I)``;
+* the Laplace precision of ``beta`` (eq. 4), ``P = ridge I + sum_i p_i (1 - p_i) Phi_i Phi_i^T``,
+  summed over an epoch or as the moving average of eq. 5;
+* the predictive: mean ``Phi^T beta``, covariance ``Phi P^-1 Phi^T``, the mean-field logit
+  ``m / sqrt(1 + lambda var)`` (Lu et al. 2020) and joint samples of a query's candidates.
 
-      Phi(h) = s * sqrt(2 / L) * cos(W h / l + b),   W_ij ~ N(0, 1),  b_j ~ U(0, 2 pi)
-
-  ``W`` (buffer ``projection``, ``[L, d]``) and ``b`` (buffer ``offset``, ``[L]``) are fixed buffers drawn from a generator seeded by
-  ``seed``; ``l = length_scale`` and ``s = feature_scale``. Then
-  ``Phi(x) . Phi(y) ~= s^2 * exp(-||x - y||^2 / (2 l^2))`` (RBF kernel, output scale
-  ``s^2``), with an error that falls like ``1 / sqrt(L)``.
-* the GP output layer (eq. 3): logit ``g(h) = Phi(h)^T beta`` with ``beta`` the trainable
-  weight of ``self.output`` (``nn.Linear(L, 1, bias=bias)``). Under the prior
-  ``beta ~ N(0, I)`` the logit is a GP with the kernel above.
-* the Laplace posterior of ``beta`` (eq. 4): precision
-
-      P = ridge * I + sum_i p_i (1 - p_i) Phi_i Phi_i^T,      p_i = sigmoid(g_i)
-
-  held in the buffer ``precision`` (``[L, L]``, float64). :meth:`RandomFeatureGP.update_precision`
-  adds one mini-batch's term: exactly (``momentum=None``: the sum over all examples seen
-  since the last :meth:`reset_precision`, which the trainer calls at the start of each
-  epoch) or as the moving average of eq. 5 (``momentum=m``).
-* the predictive distribution of the logit: mean ``Phi^T beta`` and covariance
-  ``Phi Sigma Phi^T`` with ``Sigma = P^{-1}`` (computed by a Cholesky factorisation and
-  cached until ``P`` changes); the mean-field logit ``m / sqrt(1 + lambda * var)`` with
-  ``lambda = mean_field_factor`` (pi / 8 in the paper; Lu et al. 2020); joint samples of a
-  query's candidates from ``N(mean, Phi Sigma Phi^T)``.
-
-Training versus evaluation
---------------------------
-``forward`` never touches ``P``. ``update_precision`` is the only writer and it raises
-``RuntimeError`` in eval mode (a loud failure rather than a silent no-op, so an evaluation
-loop that calls it by mistake is caught). Nothing else writes ``P``, so evaluation, under
-``model.eval()`` or ``torch.no_grad()``, never changes it.
-
-Departures from the paper and why
----------------------------------
-* Binary pointwise ranker: one logit and ``p = sigmoid(g)``; the paper's "softmax
-  probability" of a 2-class head is the same quantity.
-* Eq. 5 as written (``P <- m P + (1 - m) S_batch`` with ``P`` initialised to ``I``) lets the
-  ridge decay as ``m^t``; after a few thousand steps ``P`` is an average of low-rank batch
-  terms and its inverse can blow up. Here the ridge is kept outside the average:
-  ``P <- ridge I + m (P - ridge I) + (1 - m) S_batch``. With ``momentum=None`` (exact sum)
-  the result equals eq. 4 exactly. Note that eq. 5's moving average estimates the precision
-  contributed by *one mini-batch*, not by the whole training set, so it gives larger
-  variances than the exact sum; this is a property of eq. 5 and kept.
-* ``length_scale`` divides ``W h`` (equivalently ``W ~ N(0, 1 / l^2)``); the paper fixes
-  ``W ~ N(0, 1)``, i.e. ``l = 1``. BERT-scale practice draws the features "with a small
-  scale", which here is a large ``length_scale``: ``l`` only means something against the spread
-  of ``h``. ``feature_scale`` multiplies ``Phi`` (the prior output scale is its square); 1 gives
-  eq. 2 exactly.
-* The output layer ``beta`` starts from a seeded random draw; the paper states only the
-  prior ``beta ~ N(0, I)``. Default ``output_init="dense"``: PyTorch's initialisation of the
-  dense layer it replaces, ``U(-1/sqrt(L), 1/sqrt(L))`` (small initial logits, but a non-zero
-  gradient into the encoder from the first step). ``"prior"`` draws from ``N(0, I / ridge)``
-  (initial logits of standard deviation ~1 that training must first undo); ``"zero"`` (all
-  logits 0, p = 1/2) is a saddle for fine-tuning: at ``beta = 0`` the gradient into the encoder
-  is exactly zero, and the gradient into ``beta``, ``sum_i (p_i - y_i) Phi_i``, is dominated by
-  the component shared by all ``Phi_i`` times the batch's label imbalance, which changes sign
-  from batch to batch, so training sits at the loss ``log 2``. An optional output bias
-  (``bias=True``) is a point estimate without posterior variance (eq. 3 has none; off by default).
-* ``sample_logits`` adds a small diagonal jitter where needed (:func:`calibrank.model.gp.gaussian.draw_joint`,
-  escalating from 1e-9 to 1e-3 of the mean variance) because ``Phi Sigma Phi^T`` has rank <= L
-  and can be numerically singular for near-duplicate candidates.
-
-Defaults and ranges: :class:`calibrank.model.gp.settings.RandomFeatureSettings`, which the ``sngp`` and
-``gpf_bert`` sections of a profile read too.
+Only :meth:`RandomFeatureGP.update_precision` writes ``P``, and it raises in eval mode, so
+evaluation never changes it. Departures from the paper (the ridge kept outside eq. 5's average,
+a length scale, the initial ``beta``, jitter in sampling): docs/decisions.md, "Random-feature GP
+layer". Defaults and ranges: :class:`calibrank.model.gp.settings.RandomFeatureSettings`.
 """
 
 from __future__ import annotations
@@ -92,25 +39,19 @@ class RandomFeatureGP(nn.Module):
 
     Args:
         in_features: dimension ``d`` of the encoder feature.
-        n_features: number of random features ``L`` (>= 1).
-        length_scale: RBF length scale ``l`` (> 0); ``Phi`` uses ``W h / l``.
-        feature_scale: multiplier ``s`` of ``Phi`` (> 0); the implied prior kernel is
-            ``s^2 * exp(-||x-y||^2 / (2 l^2))``.
-        ridge: prior precision of ``beta`` (> 0); ``P`` starts as ``ridge * I``.
-        momentum: ``None`` for the exact sum over an epoch, or ``m`` in (0, 1) for the moving
-            average of eq. 5 (ridge kept, see the module docstring).
-        mean_field_factor: ``lambda`` of the mean-field logit (>= 0), pi/8 in the paper.
+        n_features: number of random features ``L``.
+        length_scale: RBF length scale ``l``; ``Phi`` uses ``W h / l``.
+        feature_scale: multiplier ``s`` of ``Phi``; the prior kernel's output scale is ``s^2``.
+        ridge: prior precision of ``beta``; ``P`` starts as ``ridge * I``.
+        momentum: ``None`` for the exact sum over an epoch, or ``m`` in (0, 1) for eq. 5.
+        mean_field_factor: ``lambda`` of the mean-field logit, pi/8 in the paper.
         seed: seed of the generator that draws ``W``, ``b`` and the initial ``beta``.
         bias: whether the output layer has a (point-estimated) bias.
-        linear_mean: add a learnable linear prior mean ``m(h) = w^T h + b`` (zero at start) to
-            the posterior-mean logits; the predictive variance is unchanged.
-        output_init: ``"dense"`` (``beta ~ U(-1/sqrt(L), 1/sqrt(L))``), ``"prior"``
-            (``N(0, I / ridge)``) or ``"zero"`` (:class:`calibrank.settings.choices.RFOutputInit`).
+        linear_mean: a learnable linear prior mean added to the posterior-mean logits.
+        output_init: ``"dense"``, ``"prior"`` or ``"zero"`` (:class:`calibrank.settings.choices.RFOutputInit`).
 
-    Defaults and ranges: :class:`calibrank.model.gp.settings.RandomFeatureSettings`.
-
-    Raises:
-        ConfigError (a ValueError): for any argument outside the ranges above, naming it.
+    Defaults and ranges, checked here (a ConfigError naming the argument):
+    :class:`calibrank.model.gp.settings.RandomFeatureSettings`.
     """
 
     projection: torch.Tensor
@@ -200,21 +141,16 @@ class RandomFeatureGP(nn.Module):
             raise ValueError("non-finite features into the GP layer (h contains NaN or inf)")
 
     def features(self, h: torch.Tensor) -> torch.Tensor:
-        """``Phi(h)`` of eq. 2, shape ``[N, L]`` (dtype of the buffers).
-
-        Computed with autocast disabled: ``cos`` of a half-precision projection of size ~10
-        would lose most of its digits under mixed-precision training.
-        """
+        """``Phi(h)`` of eq. 2, ``[N, L]``, autocast off (``cos`` of a half-precision projection loses its digits)."""
         self._check_input(h)
         with torch.autocast(device_type=h.device.type, enabled=False):
             proj = (h.to(self.projection.dtype) @ self.projection.t()) / self.length_scale + self.offset
             return torch.cos(proj) * (self.feature_scale * math.sqrt(2.0 / self.n_features))
 
     def forward(self, h: torch.Tensor, return_features: bool = False):
-        """Posterior-mean logits ``Phi(h)^T beta`` (eq. 3), shape ``[N]``.
+        """Posterior-mean logits ``Phi(h)^T beta`` (eq. 3), shape ``[N]``; never changes ``P``.
 
-        With ``return_features=True`` returns ``(logits, Phi)`` so that a training step can
-        pass ``Phi`` to :meth:`update_precision` without recomputing it. Never changes ``P``.
+        ``return_features=True`` also returns ``Phi`` for :meth:`update_precision`.
         """
         phi = self.features(h)
         with torch.autocast(device_type=phi.device.type, enabled=False):  # fp32 logits (bf16 would tie them)
@@ -228,13 +164,9 @@ class RandomFeatureGP(nn.Module):
     def update_precision(self, phi: torch.Tensor, logits: torch.Tensor) -> None:
         """Add one mini-batch's ``sum_i p_i (1 - p_i) Phi_i Phi_i^T`` to ``P`` (eqs. 4-5).
 
-        ``phi``: ``[N, L]`` from :meth:`features`; ``logits``: ``[N]``, ``p = sigmoid(logits)``.
-        Both are detached. Exact accumulation when ``momentum`` is ``None``, else the moving
-        average with the ridge kept (module docstring).
-
-        Raises:
-            RuntimeError: in eval mode (evaluation must never update the precision).
-            ValueError: shapes do not match or inputs are non-finite.
+        ``phi`` ``[N, L]`` from :meth:`features` and ``logits`` ``[N]``, both detached. Exact sum when
+        ``momentum`` is ``None``, else the moving average with the ridge kept (docs/decisions.md).
+        Raises ``RuntimeError`` in eval mode: evaluation never updates the precision.
         """
         if not self.training:
             raise RuntimeError(
@@ -314,9 +246,8 @@ class RandomFeatureGP(nn.Module):
     def sample_logits(
         self, h: torch.Tensor, n_samples: int, *, generator: torch.Generator
     ) -> torch.Tensor:
-        """Joint draws ``[n_samples, N]`` from ``N(mean, Phi Sigma Phi^T)`` (:func:`calibrank.model.gp.gaussian.draw_joint`).
-
-        ``generator`` is required (no global RNG state); the standard normals are drawn on its device.
+        """Joint draws ``[n_samples, N]`` from ``N(mean, Phi Sigma Phi^T)``
+        (:func:`calibrank.model.gp.gaussian.draw_joint`).
         """
         mean, cov = self.predictive_joint(h)
         return draw_joint(mean, cov, n_samples, generator)

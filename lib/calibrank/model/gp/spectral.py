@@ -1,38 +1,11 @@
 """Spectral normalisation of a linear layer with a bound (SNGP, GPF-BERT eq. 1).
 
-What is computed
-----------------
-For a linear layer with weight ``W`` (shape ``[out, in]``) the largest singular value
-``sigma(W)`` is estimated by power iteration, ``sigma_hat = u^T W v`` with unit vectors
-``u`` (``[out]``) and ``v`` (``[in]``), and the layer uses the *effective* weight
-
-    W_eff = c * W / sigma_hat    if sigma_hat > c
-    W_eff = W                    otherwise                       (GPF-BERT, eq. 1)
-
-where ``c`` is the ``bound`` (the spectral-norm upper bound of SNGP, Liu et al. 2020).
-After convergence ``||W_eff||_2 = min(sigma(W), c)``.
-
-Power iteration and state
--------------------------
-``u`` and ``v`` are buffers (they travel with ``state_dict``). In training mode each forward
-pass runs ``n_power_iterations`` steps ``v <- W^T u / ||W^T u||``, ``u <- W v / ||W v||``
-(without gradient) and stores the result in place; in eval mode they are read, never
-written, so evaluation is deterministic and leaves the state untouched. As in Miyato et
-al. (2018) the gradient flows through ``sigma_hat = u^T W v`` with ``u`` and ``v`` held
-fixed, so the normalisation is part of the computation graph when it is active.
-
-Departures from the paper and why
----------------------------------
-* GPF-BERT eq. 1 writes the exact ``||W||_2``; like every practical SNGP implementation this
-  module uses the power-iteration estimate, which is a lower bound of ``sigma(W)`` until it
-  converges (so ``||W_eff||_2`` may slightly exceed ``c`` for the first few steps).
-* The paper (and SNGP) normalise "hidden weights" / residual layers; which layers to wrap
-  (for BERT: typically only the pooler) is the caller's decision, not this module's.
-* ``u`` and ``v`` are initialised from a seeded ``torch.Generator`` (argument ``seed``) and
-  refined by ``n_init_iterations`` power steps at construction, so that a wrapped layer used
-  in eval mode before any training step already has a sensible estimate. If the wrapped
-  weight is replaced afterwards (e.g. a checkpoint is loaded into ``linear``), call
-  :meth:`SpectralNormLinear.refresh` to re-estimate.
+The layer uses ``W_eff = c W / sigma_hat`` when ``sigma_hat > c`` and ``W`` otherwise, where
+``sigma_hat = u^T W v`` estimates the largest singular value by power iteration and ``c`` is the
+``bound`` (Liu et al. 2020). ``u`` and ``v`` are buffers, updated in training mode and only read
+in eval mode; the gradient flows through ``sigma_hat`` with them held fixed (Miyato et al. 2018).
+The power-iteration estimate replaces eq. 1's exact norm, and which layers to wrap is the
+caller's choice: docs/decisions.md, "Spectral normalisation".
 """
 
 from __future__ import annotations
@@ -56,21 +29,14 @@ class SpectralNormLinear(nn.Module):
     """A wrapped :class:`torch.nn.Linear` whose weight is spectrally normalised to ``bound``.
 
     Args:
-        linear: the layer to wrap; its ``weight`` stays the trainable parameter
-            (``self.linear.weight``) and its bias is used unchanged.
-        bound: ``c`` of GPF-BERT eq. 1, > 0. The weight is rescaled only when the estimated
-            spectral norm exceeds it.
-        n_power_iterations: power-iteration steps per training-mode forward pass, >= 1.
+        linear: the layer to wrap; its weight stays the trainable parameter, its bias unchanged.
+        bound: ``c`` of GPF-BERT eq. 1; the weight is rescaled only above it.
+        n_power_iterations: power-iteration steps per training-mode forward pass.
         seed: seed of the ``torch.Generator`` that draws the initial ``u`` and ``v``.
-        n_init_iterations: power-iteration steps run once at construction (>= 0).
+        n_init_iterations: power-iteration steps run once at construction.
 
-    ``bound`` and ``n_power_iterations`` default to and are checked by
+    Defaults and checks (a :class:`calibrank.settings.checks.ConfigError` naming the argument):
     :class:`calibrank.model.gp.settings.SpectralNormSettings`.
-
-    Raises:
-        ValueError: ``bound <= 0`` or ``n_power_iterations < 1`` (a
-            :class:`calibrank.settings.checks.ConfigError` naming it), ``n_init_iterations < 0``, or
-            ``linear`` is not an ``nn.Linear``.
     """
 
     u: torch.Tensor
@@ -108,11 +74,7 @@ class SpectralNormLinear(nn.Module):
     # ------------------------------------------------------------------ power iteration
     @torch.no_grad()
     def refresh(self, n_iterations: int = 15) -> None:
-        """Run ``n_iterations`` power-iteration steps on the current weight and store ``u, v``.
-
-        Explicit maintenance call (e.g. after loading new weights into ``self.linear``);
-        it updates the buffers whatever the module's mode.
-        """
+        """Run ``n_iterations`` power-iteration steps on the current weight in any mode (after loading weights)."""
         if int(n_iterations) != n_iterations or n_iterations < 0:
             raise ValueError(f"n_iterations must be an integer >= 0, got {n_iterations}")
         self._power_iterate(int(n_iterations))

@@ -1,13 +1,10 @@
 """What every ranker shares: the cross-encoder model, the model cache, and scoring into Predictions.
 
-:class:`CrossEncoder` is the pointwise BERT ranker of Penha & Hauff (2021, sec. 3.2): the
-encoder reads ``[CLS] context [SEP] candidate [SEP]`` and dropout plus a linear layer on the
-pooled feature give one relevance logit (the paper's two logits and softmax are the same model).
-:class:`Ranker` is the interface, ``fit(train, valid)`` then ``predict(queries) -> Predictions``.
-Trained weights are cached under everything that determines them, the training code included
-(:mod:`calibrank.codekey`), so rankers that share a model (``bert``, ``mc_dropout``,
-``temperature``, ensemble member 0) train it once. A ranker's keyword arguments are its profile
-section's fields, with its defaults and checks (:func:`ranker_settings`).
+:class:`CrossEncoder` is the pointwise BERT ranker of Penha & Hauff (2021, sec. 3.2), one logit
+on the pooled feature. :class:`Ranker` is the interface, ``fit(train, valid)`` then
+``predict(queries) -> Predictions``. Trained weights are cached under everything that determines
+them, code included (:mod:`calibrank.codekey`), so rankers that share a model train it once;
+keyword arguments are the profile section's fields (:func:`ranker_settings`).
 """
 
 from __future__ import annotations
@@ -179,9 +176,8 @@ def distinct_pairs(query_sets: Sequence[Sequence[RankingQuery]], *, by_query: bo
                    ) -> tuple[list[RankingQuery], list[np.ndarray]]:
     """The distinct (context, candidate) pairs of several query sets, and where each set's pairs are.
 
-    Returns ``(union, index)``: one single-candidate query per distinct pair (keyed also by qid with
-    ``by_query``), in order of first appearance, and per set the ``[Q_i, K_i]`` union positions of
-    its pairs. The samplers of one corpus share contexts and true responses, so the union is smaller.
+    ``(union, index)``: one single-candidate query per distinct pair (also keyed by qid with
+    ``by_query``), and per set the ``[Q_i, K_i]`` positions of its pairs in the union.
     """
     seen: dict[tuple, int] = {}
     union: list[RankingQuery] = []
@@ -203,8 +199,7 @@ def distinct_pairs(query_sets: Sequence[Sequence[RankingQuery]], *, by_query: bo
 def init_cosine_head(linear: nn.Linear, hidden_size: int) -> None:
     """Set a linear layer on ``segments`` features to ``SEGMENT_COSINE_WEIGHT * cos(u, v) + SEGMENT_COSINE_BIAS``.
 
-    The features are ``sqrt(d) * u * v`` (unit segment means), so a weight of ``w / sqrt(d)``
-    on every coordinate sums them to ``w * cos(u, v)``.
+    The features are ``sqrt(d) * u * v``, so a weight ``w / sqrt(d)`` on every coordinate sums to ``w * cos(u, v)``.
     """
     with torch.no_grad():
         linear.weight.fill_(SEGMENT_COSINE_WEIGHT / math.sqrt(hidden_size))
@@ -221,11 +216,7 @@ def encode_features(
     precision,
     fn: Callable[[nn.Module, dict[str, torch.Tensor]], torch.Tensor] | None = None,
 ) -> torch.Tensor:
-    """Feature vectors ``[N, d]`` (float32, on the model's device) of every pair, in eval mode.
-
-    ``fn(model, batch)`` gives a batch's vectors (default ``model.features``); the vector
-    counterpart of :func:`calibrank.model.training.score_pairs`, with the same batches and autocast.
-    """
+    """Feature vectors ``[N, d]`` (float32) of every pair in eval mode, batched as :func:`calibrank.model.training.score_pairs`."""
     device = next(model.parameters()).device
     bf16 = use_bf16(precision, device)
     model.eval()
@@ -243,10 +234,10 @@ def encode_features(
 
 
 def head_param_groups(model: nn.Module, head_lr: float, name: str = "head") -> list[dict]:
-    """Optimizer groups: the encoder at the loop's ``training.lr``, the output layer ``model.head`` at ``head_lr``.
+    """Optimizer groups: the encoder at ``training.lr``, the output layer ``model.head`` at ``head_lr``.
 
-    For output layers that start from nothing (a GP layer) while the encoder is pretrained: at
-    the encoder's small learning rate they would barely move in a short fine-tuning run.
+    For output layers that start from nothing (a GP layer), which would barely move at the
+    encoder's small rate.
     """
     head = [p for p in model.head.parameters() if p.requires_grad]
     head_ids = {id(p) for p in head}
@@ -321,8 +312,8 @@ class Ranker(ABC):
                    extra: dict | None = None) -> str:
         """The trained-model cache folder: everything that changes the selected weights, nothing that does not.
 
-        Logging, checkpointing and evaluation batch size are left out; the validation set (early
-        selection), the precision, :meth:`training_code` and :data:`MODEL_PACKAGES` versions are in.
+        In: the validation set, the precision, :meth:`training_code` and :data:`MODEL_PACKAGES` versions;
+        out: logging, checkpointing, evaluation batch size.
         """
         settings = dataclasses.asdict(self.training)
         settings = {k: (v.value if hasattr(v, "value") else v) for k, v in settings.items() if k not in _NOT_IN_KEY}
@@ -336,18 +327,13 @@ class Ranker(ABC):
         return f"{kind}-seed{seed}-{stable_hash(parts, 12)}"
 
     def training_loss(self) -> Callable[..., torch.Tensor] | None:
-        """The function of :mod:`calibrank.model.losses` that :meth:`_loss` trains with (None: none of them).
-
-        Which loss a ranker uses is a setting read at run time, so the model key covers the code
-        of this one and of no other loss (:meth:`training_code`).
-        """
+        """The function of :mod:`calibrank.model.losses` that :meth:`_loss` trains with (None: none)."""
         return losses.binary_cross_entropy
 
     def training_code(self) -> str:
         """A hash of the code that trains this ranker's models (:func:`calibrank.codekey.code_hash`).
 
-        The walk starts at :meth:`_train` (reaching the loop and the backbone) and at
-        :meth:`training_loss`'s function; rankers that train the same model reach the same code.
+        Roots: :meth:`_train` and :meth:`training_loss`'s function; rankers that train one model reach the same code.
         """
         loss = self.training_loss()
         return code_hash((type(self), "_train"), *([loss] if loss is not None else []), opaque=(losses,))
@@ -416,9 +402,8 @@ class Ranker(ABC):
     def _timed_logits(self, trained: TrainedModel, queries: Sequence[RankingQuery], **kw: Any) -> tuple[np.ndarray, float]:
         """Logits ``[S, Q, K]`` of a trained model on ``queries`` and the seconds the scoring took.
 
-        With :attr:`reuse_logits`, logits of the same model, queries, settings and scoring code come
-        from the model folder's cache, with the seconds of that first scoring; a cache file that does
-        not match its record is computed again.
+        With :attr:`reuse_logits` they come from the model folder's cache when model, queries, settings
+        and scoring code match and the file matches its record.
         """
         pairs = self._encode(trained.backbone.tokenizer, queries)
         score = kw.pop("score", None)  # score(trained, pairs) -> [S, N] in place of score_pairs (keyed by kw and its code)
@@ -450,11 +435,7 @@ class Ranker(ABC):
 
     def _shared_logits(self, trained: TrainedModel, query_sets: Sequence[Sequence[RankingQuery]],
                        **kw: Any) -> list[tuple[np.ndarray, float, dict]]:
-        """``(logits [S, Q, K], seconds, meta)`` of each query set, scoring each distinct pair once.
-
-        The distinct pairs (:func:`distinct_pairs`) are scored in one :meth:`_timed_logits` call; a
-        set's seconds are its share by pairs, ``meta["shared_scoring"]`` the whole.
-        """
+        """``(logits [S, Q, K], seconds, meta)`` of each query set, each distinct pair scored once."""
         union, index = distinct_pairs(query_sets, by_query=self.pair_key_has_query)
         logits, seconds = self._timed_logits(trained, union, **kw)
         flat = logits[:, :, 0]
@@ -465,11 +446,7 @@ class Ranker(ABC):
 
     def _shared_features(self, query_sets: Sequence[Sequence[RankingQuery]],
                          features: Callable[[Sequence[RankingQuery]], torch.Tensor]) -> list[tuple[torch.Tensor, float, dict]]:
-        """``(features [Q*K, d], seconds, meta)`` of each query set, encoding each distinct pair once.
-
-        For the GP rankers: each set's joint Gaussian and seeded draws are then computed from its rows,
-        as :meth:`predict` does.
-        """
+        """``(features [Q*K, d], seconds, meta)`` of each query set, each distinct pair encoded once."""
         union, index = distinct_pairs(query_sets)
         feats, seconds = self.timed(features, union)
         total = sum(int(ix.size) for ix in index)
@@ -480,10 +457,9 @@ class Ranker(ABC):
 
     def _posterior_predictions(self, query_sets: Sequence[Sequence[RankingQuery]],
                                meta: Callable[[], dict]) -> list[Predictions]:
-        """Predictions of a GP ranker on each of ``query_sets``: its ``_predict_arrays(queries[, feats])``
-        draws each set's joint Gaussian with its own seeds; one set computes its per-pair inputs
-        itself, several share each distinct pair's input (:meth:`_shared_features`). ``meta()``:
-        the ranker's entries of each Predictions' meta."""
+        """Predictions of a GP ranker on each of ``query_sets``, each set's joint Gaussian drawn with its own
+        seeds; several sets share each distinct pair's input (:meth:`_shared_features`).
+        """
         shared = self._shared_features(query_sets, self._features) if len(query_sets) > 1 else [None] * len(query_sets)
         out = []
         for queries, share in zip(query_sets, shared):

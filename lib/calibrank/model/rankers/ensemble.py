@@ -35,10 +35,10 @@ class EnsembleRanker(Ranker):
         return self.member_seeds()
 
     def member_seeds(self) -> list[int]:
-        """Member 0 trains with the ranker's seed (the ``bert`` model of that seed, shared);
-        member i > 0 with a seed spawned from (seed, i) by :class:`numpy.random.SeedSequence`,
-        so members of one run never coincide with the ``bert`` model or members of another
-        training seed (``seed + i`` would: member 1 of seed 13 would be seed 14's bert)."""
+        """Member 0 trains with the ranker's seed (sharing that seed's ``bert``); member i > 0 with a seed
+        spawned from (seed, i) by :class:`numpy.random.SeedSequence`, so that no member coincides with
+        another training seed's model (``seed + i`` would).
+        """
         spawned = [int(np.random.SeedSequence([self.seed, i]).generate_state(1)[0] & 0x7FFFFFFF)
                    for i in range(1, self.members)]
         return [self.seed, *spawned]

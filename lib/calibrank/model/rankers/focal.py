@@ -1,14 +1,10 @@
 """``focal`` and ``gpf_bert``: focal-loss training (Lin et al. 2017) of the cross-encoder and of SNGP.
 
-* ``focal``: the ``bert`` cross-encoder trained with focal loss, the "Focal" model of GPF-BERT's
-  ablation (Ye et al., ICASSP 2023, sec. 3.3, Fig. 2); a point estimate (S = 1).
-* ``gpf_bert``: GPF-BERT, the :mod:`.sngp` model trained with focal loss on the GP
-  posterior-mean logits; everything else as ``sngp``.
-
-The loss is GPF-BERT eq. 6, ``-(1 - p_t)^gamma log p_t`` (:func:`calibrank.model.losses.focal`);
-``focal_gamma`` is a number >= 0 or ``"adaptive"`` (Mukhoti et al. 2020). GPF-BERT states only
-``gamma >= 1``: the default is Lin et al.'s 2, and the laptop profile uses 1
-(docs/decisions.md, "Settings of the GP and focal rankers on laptop").
+``focal`` is the ``bert`` cross-encoder trained with focal loss (the "Focal" model of GPF-BERT's
+ablation, sec. 3.3); ``gpf_bert`` is GPF-BERT, :mod:`.sngp` trained with focal loss. The loss is
+GPF-BERT eq. 6 (:func:`calibrank.model.losses.focal`); GPF-BERT states only ``gamma >= 1``: the
+default is Lin et al.'s 2, laptop uses 1 (docs/decisions.md, "Settings of the GP and focal
+rankers on laptop").
 """
 
 from __future__ import annotations

@@ -2,21 +2,11 @@
 
 The ``bert`` model's weights with dropout on at test time: T stochastic passes give T joint
 samples of a query's candidate probabilities; ``probs`` is their mean. ``masks``
-(:class:`calibrank.settings.choices.DropoutMasks`) says how a pass draws its masks:
-
-``per_query`` (default)
-    One mask per query and pass, shared by the query's candidates, so each pass is one
-    sampled sub-network scoring the whole list and the covariances that risk-aware ranking
-    sums are those of one model. A mask depends on (seed, pass, query id, site) only
-    (:func:`mask_seeds`), so scoring each distinct pair once is exact. Attention-probability
-    dropout is applied to value vectors (``(P * M) V = P (m * V)`` when ``M_ij = m_j``), which keeps
-    the fused attention kernel. Departure: every position attending to key j loses it together
-    (each weight is still dropped with probability p).
-``per_pair`` (the first paper's implementation)
-    Every dropout layer in training mode, a fresh mask for each pair
-    (:func:`calibrank.model.training.score_pairs`).
-
-Cost against ``bert``: docs/decisions.md, "Cost of MC Dropout's masks".
+(:class:`calibrank.settings.choices.DropoutMasks`): ``per_query`` (default) shares one mask per
+query and pass among its candidates, so each pass is one sub-network scoring the whole list and a
+mask depends only on (seed, pass, query, site) (:func:`mask_seeds`); attention dropout then acts on
+value vectors, dropping key j for every position at once. ``per_pair`` (the first paper's code)
+draws a fresh mask for each pair. Cost: docs/decisions.md, "Cost of MC Dropout's masks".
 """
 
 from __future__ import annotations
@@ -55,10 +45,8 @@ def mask_seeds(seed: int, pass_index: int, key: str, n_sites: int) -> list[int]:
 class _PerQueryMasks:
     """Forward hooks that multiply per-query dropout masks into an eval-mode cross-encoder.
 
-    Sites, numbered in module order: every ``nn.Dropout`` with p > 0 that is not an attention
-    module's probability dropout (hidden-state sites), and the value projection of every
-    self-attention module (``query``, ``key``, ``value`` linear layers and a ``dropout``;
-    attention sites, with that dropout's p).
+    Sites, in module order: every ``nn.Dropout`` with p > 0 but attention-probability dropout, and the
+    value projection of every self-attention module (with its attention dropout's p).
     """
 
     def __init__(self, model: nn.Module, *, max_length: int, seed: int) -> None:
@@ -91,11 +79,7 @@ class _PerQueryMasks:
         self._generator = torch.Generator()
 
     def set_batch(self, keys: list[str], rows: np.ndarray) -> None:
-        """The batch's distinct query ids and, for each row, the index of its query id among them.
-
-        When each query's rows are contiguous (as :func:`score_pairs_per_query` orders them), a mask
-        is multiplied into each query's slice of rows by broadcasting; otherwise it is gathered per row.
-        """
+        """The batch's distinct query ids and each row's index among them."""
         self.keys, self._seeds = keys, {}
         self.rows = torch.as_tensor(rows, dtype=torch.long)
         starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
@@ -113,10 +97,10 @@ class _PerQueryMasks:
         return output
 
     def _masks(self, site: int, p: float, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-        """Scaled keep-masks ``[U, *shape]`` (0 or 1 / (1 - p)) of the batch's queries at ``site`` in this pass.
+        """Scaled keep-masks ``[U, *shape]`` of the batch's queries at ``site`` in this pass.
 
-        A ``[width, d]`` site takes the first ``width`` rows of the query's ``[max_length, d]`` mask (a
-        shorter CPU draw from one seed is a prefix of a longer one), so a mask does not depend on the batch.
+        A ``[width, d]`` site takes the first ``width`` rows of the query's ``[max_length, d]`` mask, so a
+        mask does not depend on the batch.
         """
         g = self._generator
         uniform = torch.empty((len(self.keys), *shape), dtype=torch.float32)
@@ -161,9 +145,8 @@ def score_pairs_per_query(model: nn.Module, pairs: Pairs, keys: Sequence[str], *
                           batch_size: int = 64, precision: Any = "auto") -> np.ndarray:
     """Logits ``[passes, N]`` of every pair with one dropout mask per key (query id) and pass.
 
-    ``keys[i]`` is the query id of pair ``i``: pairs with the same key share their masks in a
-    pass. The masks depend on (seed, pass, key) only, so a pair's logits do not depend on the
-    other pairs scored with it (up to the floating-point order of a batched matrix product).
+    Masks depend on (seed, pass, key) only, so a pair's logits do not depend on the pairs scored with
+    it (up to the floating-point order of a batched product).
     """
     if len(keys) != len(pairs):
         raise ValueError(f"score_pairs_per_query: {len(keys)} keys for {len(pairs)} pairs")

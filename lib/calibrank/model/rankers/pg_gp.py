@@ -1,27 +1,13 @@
 """``pg_drr``: PG-DRR (Ye et al., AAAI 2023): a GP output layer with Pólya-Gamma augmentation.
 
-The cross-encoder of :mod:`.base` with its dense output layer replaced by a GP on the pooled
-feature (sec. 3.3): logits ``g ~ N(m, K)``, ``K_ij = k(z_i, z_j)``, with ``z = A h + c`` a
-learnable projection and ``m(z)`` a learnable mean. The kernel is RBF (eq. 4; Matérn and
-linear for the ablation of sec. 5.3) with fixed scales (sec. 4.4). The projection and mean
-are read from the paper's parameter count (Table 2: +0.59M over BERT, one 768 x 768 layer) and
-its separate GP learning rate (sec. 4.4).
-
-Training (Algorithm 1): each mini-batch is the GP's conditioning set; Gibbs sampling of the
-Pólya-Gamma variables (:func:`calibrank.model.gp.gibbs_gp`) gives ``w`` and the loss is the
-negative Fisher-identity objective (eq. 13, :func:`calibrank.model.gp.fisher_loss`). The Gibbs draws
-are seeded from the loop's torch RNG, so training is reproducible and resumable.
-
-Prediction (eqs. 14-15): Gibbs runs once on a seeded, label-stratified inducing set of
-training pairs (:func:`calibrank.model.gp.select_inducing`); each chain's Gaussian predictive is
-combined over chains by moment matching; ``probs`` is ``E[sigmoid(g*)]`` by Gauss-Hermite
-quadrature and ``samples`` are seeded joint draws per query. The inducing posterior is stored
-beside the model, with its sha256 recorded.
-
-Departures (the paper does not state them, or the laptop profile needs them): the inducing set
-and moment matching; a linear mean ``m0 + v^T z`` rather than a constant; the projection
-trained at the encoder's rate, not ``gp_lr``. Why: docs/decisions.md, "Settings of the GP and
-focal rankers on laptop".
+The cross-encoder of :mod:`.base` with its dense output layer replaced by a GP on a learnable
+projection of the pooled feature (sec. 3.3; RBF kernel of eq. 4, Matérn and linear for sec. 5.3).
+Training (Algorithm 1): each mini-batch is the conditioning set, Gibbs sampling
+(:func:`calibrank.model.gp.polya_gamma.gibbs_gp`) seeded from the loop's torch RNG gives ``w``, and
+the loss is eq. 13 (:func:`calibrank.model.gp.polya_gamma.fisher_loss`). Prediction (eqs. 14-15)
+conditions on a seeded inducing set (:func:`calibrank.model.gp.polya_gamma.select_inducing`), its
+posterior stored beside the model with its sha256. Departures (inducing set, moment matching, a
+linear mean, the projection's rate): docs/decisions.md, "Settings of the GP and focal rankers on laptop".
 """
 
 from __future__ import annotations
@@ -82,9 +68,8 @@ _D = PGDRRConfig  # the defaults
 class PGHead(nn.Module):
     """The GP layer's learnable parts: projection ``z = A h + c`` (or identity) and the prior mean function.
 
-    ``m(z) = m0 + v^T z`` (``mean_function="linear"``, ``v`` initialised as a dense output layer so
-    the encoder gets a gradient from the first step) or ``m0`` (``"constant"``); ``m0`` is learnt
-    with ``learn_mean``, else 0.
+    ``m(z) = m0 + v^T z`` (``v`` starts as a dense output layer, so the encoder gets a gradient from
+    the first step) or ``m0``; ``m0`` is learnt with ``learn_mean``, else 0.
     """
 
     mean: torch.Tensor
@@ -146,11 +131,7 @@ class PGCrossEncoder(CrossEncoder):
 
 
 def pg_param_groups(model: PGCrossEncoder, gp_lr: float, projection_lr: float | None = None) -> list[dict]:
-    """Optimizer groups: the encoder at the loop's ``training.lr``; the mean function at ``gp_lr``.
-
-    The projection ``A h + c`` is trained with the encoder (``projection_lr=None``: the loop's
-    ``training.lr``) or in a group of its own at ``projection_lr``.
-    """
+    """Optimizer groups: encoder at ``training.lr``, mean function at ``gp_lr``, projection at ``projection_lr``."""
     head = model.head
     proj = [p for p in head.projection.parameters() if p.requires_grad]
     mean = [p for p in head.parameters() if p.requires_grad and all(p is not q for q in proj)]
@@ -214,25 +195,17 @@ def _read_posterior(path: Path) -> tuple[dict[str, torch.Tensor], dict] | None:
 
 
 class PGDRRRanker(Ranker):
-    """PG-DRR: GP output layer with Pólya-Gamma Gibbs sampling and Fisher-identity training (module docstring).
+    """PG-DRR: GP output layer with Pólya-Gamma Gibbs sampling and Fisher-identity training (:mod:`.pg_gp`).
 
     Keyword arguments (besides :class:`Ranker`'s): the fields of :class:`calibrank.settings.config.PGDRRConfig`,
     with its defaults and checks (:func:`calibrank.model.rankers.base.ranker_settings`):
 
-        kernel: ``"rbf"``, ``"matern"`` or ``"linear"``.
-        length_scale: kernel length scale (> 0).
-        output_scale: kernel output scale = prior variance (> 0).
-        nu: Matérn smoothness, one of 0.5, 1.5, 2.5 (only with ``kernel="matern"``).
-        gibbs_steps, gibbs_chains: Gibbs steps and parallel chains (>= 1), in training and prediction.
-        gp_lr: learning rate of the GP layer's mean function (> 0).
-        projection: learnable ``d x d`` projection of the pooled feature.
-        learn_mean: learnable constant ``m0`` of the prior mean (else 0).
-        mean_function: ``"linear"`` (``m0 + v^T z``) or ``"constant"`` (``m0``).
-        projection_lr: learning rate of the projection (``None``: the encoder's ``training.lr``).
-        inducing: inducing-set size (>= 2) for prediction, capped at the training pairs.
-        samples: joint posterior draws per query (>= 1).
-        quadrature_points: Gauss-Hermite nodes for ``probs`` (>= 1).
-        head_dropout: dropout on the pooled feature before the GP layer in training.
+    * kernel: ``kernel`` (``"rbf"``, ``"matern"`` with ``nu``, ``"linear"``), ``length_scale``,
+      ``output_scale`` (the prior variance);
+    * sampling: ``gibbs_steps``, ``gibbs_chains``, ``inducing`` (capped at the training pairs),
+      ``samples`` per query, ``quadrature_points`` for ``probs``;
+    * learnable parts: ``projection``, ``projection_lr`` (``None``: ``training.lr``), ``learn_mean``,
+      ``mean_function`` (``"linear"``, ``"constant"``), ``gp_lr``, ``head_dropout``.
 
     The training batch is the GP's conditioning set: ``training.batch_size`` must be at least 2.
     """

@@ -1,22 +1,13 @@
 """``sngp``: SNGP cross-encoder (Liu et al. 2020) as used by GPF-BERT (Ye et al., ICASSP 2023, sec. 2.1).
 
-The cross-encoder of :mod:`.base` with two changes: **spectral normalisation** (GPF-BERT eq. 1,
-:class:`calibrank.model.gp.SpectralNormLinear`) of the pooler's dense layer (``"pooler"``), of every
-encoder linear layer (``"all"``, the paper's "each residual layer") or of none; and a
-**random-Fourier-feature GP** output layer (:class:`calibrank.model.gp.RandomFeatureGP`, eqs. 2-5).
-
-Training minimises BCE (``sngp``) or focal loss (``gpf_bert``) on the posterior-mean logits
-``Phi^T beta``; the **Laplace precision** ``P = ridge I + sum p(1-p) Phi Phi^T`` (eq. 4, or
-eq. 5's moving average with ``momentum``) is reset each epoch and updated in each training step.
-``P`` is a model buffer, saved with the weights. Prediction per query: the joint Gaussian
-``N(Phi^T beta, Phi P^-1 Phi^T)`` of its candidates' logits; ``probs`` is the sigmoid of the
-mean-field logit ``m / sqrt(1 + lambda var)`` (lambda = pi/8), ``samples`` sigmoids of seeded
-joint draws (:func:`calibrank.model.gp.draw_joint`).
-
-Departures: one logit and a sigmoid for the paper's 2-class softmax; ``P`` comes from
-training-mode features (as SNGP does), so a model selected mid-epoch carries a partial epoch's
-``P``; ``beta`` starts from a seeded draw of a dense layer's initialisation, not zero (a saddle
-for fine-tuning). Why, and the laptop settings: docs/decisions.md, "Settings of the GP and
+The cross-encoder of :mod:`.base` with spectral normalisation (eq. 1,
+:class:`calibrank.model.gp.spectral.SpectralNormLinear`) of the pooler, of every encoder linear
+layer or of none, and a random-Fourier-feature GP output layer (eqs. 2-5,
+:class:`calibrank.model.gp.random_features.RandomFeatureGP`). Training minimises BCE (``sngp``) or
+focal loss (``gpf_bert``) on the posterior-mean logits and updates the Laplace precision (eq. 4
+or 5), reset each epoch. ``probs`` is the sigmoid of the mean-field logit, ``samples`` sigmoids of
+seeded joint draws per query. Departures (a sigmoid for the 2-class softmax, ``P`` from
+training-mode features, a non-zero initial ``beta``): docs/decisions.md, "Settings of the GP and
 focal rankers on laptop".
 """
 
@@ -143,30 +134,18 @@ class SNGPCrossEncoder(CrossEncoder):
 
 
 class SNGPRanker(Ranker):
-    """SNGP: spectral normalisation + random-feature GP head with a Laplace posterior (module docstring).
+    """SNGP: spectral normalisation + random-feature GP head with a Laplace posterior (:mod:`.sngp`).
 
     Keyword arguments (besides :class:`Ranker`'s): the fields of :class:`calibrank.settings.config.SNGPConfig`,
     with its defaults and checks (:func:`calibrank.model.rankers.base.ranker_settings`):
 
-        spectral_norm: ``"pooler"``, ``"all"`` or ``"none"``.
-        sn_bound: spectral-norm bound ``c`` (> 0).
-        sn_power_iterations: power-iteration steps per training forward (>= 1).
-        n_features: random features ``L`` (>= 1).
-        length_scale: RBF length scale of the random features (> 0; eq. 2); set it against the
-            spread of the pooled features.
-        feature_scale: multiplier of the features (> 0).
-        ridge: prior precision of the output weights (> 0; eq. 4).
-        momentum: ``None`` (exact sum over the last epoch) or in (0, 1) (eq. 5).
-        mean_field_factor: lambda of the mean-field logit (>= 0; pi/8 in the paper).
-        samples: joint posterior draws per query (>= 1).
-        loss: ``"bce"`` or ``"focal"``.
-        focal_gamma: focal-loss gamma (>= 0) or ``"adaptive"`` (used with ``loss="focal"``).
-        head_dropout: dropout on the pooled feature before the GP layer.
-        output_init: initial ``beta``: ``"dense"`` (a seeded draw of ``U(-1/sqrt(L), 1/sqrt(L))``),
-            ``"prior"`` (``N(0, I / ridge)``) or ``"zero"``.
-        head_lr: learning rate of ``beta`` (``None``: the encoder's ``training.lr``, as GPF-BERT).
-            The random features are bounded, so ``||beta||`` alone sets the logits' range; PG-DRR
-            (sec. 4.4) gives its GP layer a rate of its own for the same reason.
+    * spectral normalisation: ``spectral_norm`` (``"pooler"``, ``"all"``, ``"none"``), ``sn_bound``,
+      ``sn_power_iterations``;
+    * random features (eq. 2): ``n_features``, ``length_scale`` (against the spread of the pooled
+      features), ``feature_scale``;
+    * posterior: ``ridge`` (eq. 4), ``momentum`` (``None``, or eq. 5), ``mean_field_factor``, ``samples``;
+    * training: ``loss`` (``"bce"``, ``"focal"``), ``focal_gamma``, ``head_dropout``, ``output_init``
+      (``"dense"``, ``"prior"``, ``"zero"``), ``head_lr`` (``None``: ``training.lr``, as GPF-BERT).
     """
 
     name = "sngp"
