@@ -600,3 +600,23 @@ def test_the_plotting_functions_keep_their_signatures():
     sig = inspect.signature(plots.plot_b_sweep)
     assert list(sig.parameters) == ["table", "y", "ncols", "axes"] and sig.parameters["y"].default == "rel_change_bert"
     assert list(inspect.signature(pp.plot_prior_ece).parameters) == ["table", "shift", "ncols", "axes"]
+
+
+def test_a_notebook_shows_every_figure_after_a_styled_one(tmp_path):
+    """Drawing in the style leaves the inline backend as it was: a notebook shows the figures made after it."""
+    import subprocess
+    import sys
+
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("import matplotlib.pyplot as plt\nfrom calibrank.analysis import plots"),
+                nbformat.v4.new_code_cell("with plots.style():\n    plt.subplots()[1].plot([1, 2])"),
+                nbformat.v4.new_code_cell("plt.subplots()[1].plot([2, 1])")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, tmp_path / "in.ipynb")
+    subprocess.run([sys.executable, "-m", "papermill", str(tmp_path / "in.ipynb"), str(tmp_path / "out.ipynb"),
+                    "--log-level", "ERROR", "--no-progress-bar"], check=True, capture_output=True)
+    out = nbformat.read(tmp_path / "out.ipynb", as_version=4)
+    shown = [sum("image/png" in o.get("data", {}) for o in cell.outputs) for cell in out.cells]
+    assert shown == [0, 1, 1]

@@ -57,8 +57,14 @@ def style(*, font_scale: float = 1.0) -> Iterator[None]:
     rc = {**sns.axes_style("whitegrid"), **sns.plotting_context("paper", font_scale=font_scale),
           "legend.frameon": False, "axes.titlesize": 10 * font_scale,
           "axes.prop_cycle": mpl.cycler(color=sns.color_palette(CATEGORY_PALETTE))}
-    with mpl.rc_context(rc):
+    # Only the keys it sets are restored: matplotlib's rc_context restores every key, and in a notebook the
+    # inline backend then stops showing the figures made after it.
+    before = {key: mpl.rcParams[key] for key in rc}
+    mpl.rcParams.update(rc)
+    try:
         yield
+    finally:
+        mpl.rcParams.update(before)
 
 
 def styled(fn: F) -> F:
