@@ -110,6 +110,11 @@ def test_reliability_grid_one_panel_per_ranker_no_bar_for_an_empty_bucket(empty_
     assert sorted(legend) == ["fraction relevant", "mean predicted", "perfect calibration"] and mc.get_legend() is None
 
 
+def _figure_legend(ax) -> list[str]:
+    """The labels of the legend beside the panels (off every panel's lines)."""
+    return [t.get_text() for t in ax.figure.legends[0].get_texts()]
+
+
 def _ece_by_negatives(nan: bool) -> pd.DataFrame:
     rows = []
     for corpus, sampler, shift in CONDS:
@@ -128,7 +133,7 @@ def test_ece_by_negatives_one_panel_per_condition_one_line_per_ranker(nan):
     panels = plots.plot_ece_by_negatives(_ece_by_negatives(nan))
     assert [ax.get_title() for ax in panels] == ["chitchat → chitchat · bm25", "chitchat → chatterbot · bm25"]
     assert all(ax.get_xlabel() == "non-relevant candidates per query" for ax in panels)
-    assert panels[0].get_ylabel() == "ECE" and _legend(panels[0]) == ["bert", "ensemble"]
+    assert panels[0].get_ylabel() == "ECE" and _figure_legend(panels[0]) == ["bert", "ensemble"]
     assert [float(t) for t in panels[0].get_xticks()] == [1.0, 5.0, 9.0]
     np.testing.assert_allclose(panels[1].get_lines()[1].get_ydata(), [0.05, 0.25, 0.45])
     assert len(panels[0].collections) == 2  # an interval band per ranker
@@ -140,7 +145,7 @@ def test_ece_by_negatives_bands_the_debiased_ece_when_given():
     t = t.rename(columns={"ECE lo": "ECE debiased lo", "ECE hi": "ECE debiased hi"})
     panels = plots.plot_ece_by_negatives(t)
     lines = panels[1].get_lines()
-    assert len(lines) == 4 and _legend(panels[0]) == ["bert", "ensemble"]  # eq. 1 solid, debiased dashed, per ranker
+    assert len(lines) == 4 and _figure_legend(panels[0]) == ["bert", "ensemble"]  # eq. 1 solid, debiased dashed, per ranker
     np.testing.assert_allclose(lines[3].get_ydata(), [0.03, 0.23, 0.43])
     assert lines[3].get_linestyle() == "--" and len(panels[0].collections) == 2
     band = panels[1].collections[1].get_paths()[0].vertices[:, 1]

@@ -246,7 +246,7 @@ def plot_ece_by_negatives(table: pd.DataFrame, *, ncols: int = 3, axes=None):
         ax.set_xlabel("non-relevant candidates per query")
         ax.set_xticks(sorted(grp["n_nonrel"].unique()))
     panels[0].set_ylabel("ECE")
-    panels[0].legend()
+    panels[0].figure.legend(*panels[0].get_legend_handles_labels(), loc="outside right upper")  # off the lines
     return panels
 
 
