@@ -29,6 +29,9 @@ Sections (each can be left out with ``--skip``):
 - ``assess_engine`` (``--skip assess``; :mod:`benchmarks.assess_engine`): wall time, CPU time and
   peak memory of a full assessment of a synthetic run of ``--assess-queries`` x
   ``--assess-depth`` pairs with 1,000 bootstrap resamples, in a fresh subprocess.
+- ``clock_under_load`` (``--skip clock``; :mod:`benchmarks.clock`): a 3:1 pair of workloads timed on
+  process CPU time and on wall time, alone and with processes spinning beside them (the clock
+  that decides notebook 07's cost claims, checked under load).
 - ``assess_io`` (:mod:`benchmarks.assess_io`): reading a synthetic 7 M-line TREC run with
   qrels against ir_measures' reader (lines/s, peak memory), and ranx's R@1 / MRR / nDCG@10 on it.
 
@@ -57,7 +60,7 @@ from .retrieval import SECTION_BM25, SECTION_EMBEDDING, bench_bm25, bench_embedd
 
 __all__ = ["SECTIONS", "main"]
 
-SECTIONS = ("bm25", "embedding", "peak", "training", "inference", "inference_flops", "memory", "assess_io", "assess")
+SECTIONS = ("bm25", "embedding", "peak", "training", "inference", "inference_flops", "memory", "clock", "assess_io", "assess")
 
 # --quick: the value of every option still at its default (sized for a few minutes on 2 cores)
 QUICK = {"n_responses": 5_000, "n_queries": 20, "n_embed": 1_000, "train_steps": 6,
@@ -144,12 +147,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         _rankers(args, out, machine, peak)
         if "peak" not in args.skip and not {"training", "inference_flops"} <= set(args.skip):
             _peak_again(args, out)
+    if "clock" not in args.skip:
+        _clock(args, out, machine)
     if "assess_io" not in args.skip:
         _assess_io(args, out, machine)
     if "assess" not in args.skip:
         _assess(args, out, machine)
     log(f"wrote {Path(out) / 'bench.json'}, bench.md and bench.html")
     return 0
+
+
+def _clock(args: argparse.Namespace, out: Path, machine: dict[str, Any]) -> None:
+    from .clock import SECTION, bench_clock
+
+    log("clock under load: a 3:1 workload pair on CPU and wall time, alone and beside spinning processes")
+    res = bench_clock(repeats=3 if args.quick else 9, seed=args.seed)
+    write_results(out, {SECTION: {**res, "machine": machine}})
+    log("clock: " + ", ".join(f"{r['spinners']} spinning: CPU x{r['cpu_ratio']:.2f}, wall x{r['wall_ratio']:.2f}"
+                              for r in res["loads"]))
 
 
 def _assess(args: argparse.Namespace, out: Path, machine: dict[str, Any]) -> None:

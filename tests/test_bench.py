@@ -122,7 +122,7 @@ def test_write_results_merges_and_renders(tmp_path):
 def test_main_end_to_end_tiny(tmp_path):
     out = tmp_path / "out"
     rankers = ["--skip", "training", "--skip", "inference", "--skip", "inference_flops", "--skip", "memory", "--skip", "peak",
-               "--skip", "assess", "--skip", "assess_io"]
+               "--skip", "assess", "--skip", "assess_io", "--skip", "clock"]
     assert main(["--out", str(out), "--n-responses", "200", "--n-queries", "10", "--n-embed", "60", "--k", "5", *rankers]) == 0
     res = json.loads((out / "bench.json").read_text())
     assert set(res) == {"machine", "negatives_bm25", "negatives_embedding"}
@@ -446,7 +446,7 @@ def test_markdown_shows_how_close_to_the_limit(tmp_path):
 
 def test_main_peak_only(tmp_path):
     out = tmp_path / "out"
-    skip = [x for name in ("bm25", "embedding", "training", "inference", "inference_flops", "memory", "assess", "assess_io")
+    skip = [x for name in ("bm25", "embedding", "training", "inference", "inference_flops", "memory", "assess", "assess_io", "clock")
             for x in ("--skip", name)]
     assert main(["--out", str(out), "--peak-n", "64", "--peak-repeats", "2", *skip]) == 0
     res = json.loads((out / "bench.json").read_text())
@@ -458,6 +458,19 @@ def test_main_peak_only(tmp_path):
     reused = bench_main._peak(argparse.Namespace(skip=["peak"]), out, res["machine"])
     assert reused == res["matmul_peak"]["peak_gflop_per_s"]
     assert bench_main._peak(argparse.Namespace(skip=["peak"]), out, {**res["machine"], "cpu": "another"}) is None
+
+
+def test_clock_section_times_both_clocks_under_each_load():
+    from benchmarks import clock
+
+    res = clock.bench_clock(unit=20_000, repeats=2, seed=0)
+    assert [r["spinners"] for r in res["loads"]] == sorted({0, 1, os.cpu_count() or 1})
+    for row, tgt in zip(res["loads"], res["targets"]):
+        assert row["one_unit_cpu_s"] > 0 and row["one_unit_wall_s"] > 0
+        assert tgt["value"] == pytest.approx(abs(row["cpu_ratio"] / 3 - 1)) and tgt["target"] == "<= 0.2"
+        assert f"{row['spinners']} spinning" in tgt["figure"]
+    with pytest.raises(ValueError, match="repeats"):
+        clock.bench_clock(repeats=0)
 
 
 def test_peak_measured_twice_keeps_the_higher_and_resets_fractions():
