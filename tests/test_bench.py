@@ -139,14 +139,17 @@ def test_main_end_to_end_tiny(tmp_path):
 
 # --------------------------------------------------------------------------- ranker sections
 
-from benchmarks import __main__ as bench_main  # noqa: E402
-from benchmarks import common as bench_common  # noqa: E402
-from benchmarks import flops as bench_flops  # noqa: E402
-from benchmarks import inference as bench_inference  # noqa: E402
-from benchmarks import memory as bench_memory  # noqa: E402
-from benchmarks import training as bench_training  # noqa: E402
 from calibrank.settings.config import load_config  # noqa: E402
 from rankfix import learnable_queries, tiny_training  # noqa: E402
+
+from benchmarks import (
+    __main__ as bench_main,  # noqa: E402
+    common as bench_common,  # noqa: E402
+    flops as bench_flops,  # noqa: E402
+    inference as bench_inference,  # noqa: E402
+    memory as bench_memory,  # noqa: E402
+    training as bench_training,  # noqa: E402
+)
 
 SMOKE = os.path.join(os.path.dirname(__file__), "..", "params", "smoke.yaml")
 
@@ -323,8 +326,6 @@ def test_markdown_shows_ratios_beside_targets(tmp_path):
 
 def test_make_bench_entry_point():
     """``make bench`` runs ``python -m benchmarks`` from the repository root."""
-    import subprocess
-    import sys
 
 
     recipe = (REPO / "Makefile").read_text().split("\nbench:", 1)[1].split("\n\n", 1)[0]
@@ -337,7 +338,6 @@ def test_make_bench_entry_point():
 
 def test_the_library_never_imports_the_benchmarks():
     """Imports point down: ``benchmarks`` reads ``calibrank``, never the other way round."""
-    import ast
 
 
     found = []
@@ -371,7 +371,6 @@ def test_encoder_flops_by_hand():
 
 def test_encoder_shape_and_recorder_on_the_tiny_backbone():
     import torch
-
     from calibrank.model.backbone import load_backbone
     from calibrank.model.rankers.base import CrossEncoder
 

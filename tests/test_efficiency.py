@@ -7,12 +7,11 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 import pytest
-
-from calibrank.analysis import efficiency
-from calibrank.analysis import verdicts
-from calibrank.settings.config import load_config
+from calibrank.analysis import efficiency, verdicts
 from calibrank.model.rankers import make_ranker
+from calibrank.settings.config import load_config
 from rankfix import learnable_queries, tiny_training
+
 
 class _Clock:
     """Stands in for the ``time`` module inside efficiency: work moves both clocks, load only the wall clock.
