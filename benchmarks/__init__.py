@@ -13,6 +13,8 @@
   ``inference_flops``, the scoring loop's GFLOP/s per precision.
 - :mod:`.memory`: ``peak_memory`` of a training run and of PG-DRR's Gibbs sampler, each in a fresh
   subprocess (``python -m benchmarks.memory --child``).
+- :mod:`.clock`: ``clock_under_load``, a 3:1 pair of workloads on process CPU time and wall time,
+  alone and beside spinning processes (the clock notebook 07 decides its cost claims on).
 - :mod:`.assess_io`: ``assess_io``, reading a synthetic 7 M-line TREC run with its qrels against
   ir_measures' reader (lines/s, peak memory), and ranx's ranking metrics on the same run.
 - :mod:`.assess_engine`: ``assess_engine``, wall time, CPU time and peak memory of a full

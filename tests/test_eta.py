@@ -1,4 +1,4 @@
-"""Tests of calibrank.pipeline.eta: the work of each step counted by hand on the smoke profile, the rates the loop records
+"""Tests of calibrank.pipeline.eta and .schedule: the work of each step counted by hand on the smoke profile, the rates the loop records
 read back, eta.json and its errors, the progress lines."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from calibrank.pipeline import eta, grid
+from calibrank.pipeline import eta, grid, schedule
 from calibrank.settings.config import load_config
 from calibrank.data.schema import RankingQuery
 from calibrank.model.experiment import predict_split
@@ -27,7 +27,7 @@ def smoke():
 
 
 def test_the_smoke_profile_has_the_steps_of_its_workflow(smoke):
-    names = [s.name for s in eta._steps(smoke)]
+    names = [s.name for s in schedule.steps(smoke)]
     # 01 and 02; one training job per model (bert, focal and the three GP rankers x 2 corpora x 2 seeds, and one
     # further ensemble member per corpus and seed); 8 rankers x 2 training corpora x 2 seeds runs of 03; the four
     # analyses, 07 and the index after them
@@ -35,13 +35,13 @@ def test_the_smoke_profile_has_the_steps_of_its_workflow(smoke):
     assert names[:3] == ["01_data", "02_negatives", "train-bert-chitchat-seed0"]
     assert names[-2:] == ["07_efficiency", "index"] and "03_train-pg_drr-chatterbot-seed1" in names
     assert "train-ensemble-chitchat-seed0-member1" in names
-    trains = [m for s in eta._steps(smoke) for m in s.trains]  # each model trained by exactly one step
+    trains = [m for s in schedule.steps(smoke) for m in s.trains]  # each model trained by exactly one step
     assert len(trains) == len(set(trains)) == 5 * 2 * 2 + 4
     assert set(trains) == {m.name for m in grid_models(smoke)}
 
 
 def test_pairs_per_step_match_a_hand_count(smoke):
-    pairs = eta.work(smoke, SIZES)
+    pairs = schedule.work(smoke, SIZES)
     # training: 64 contexts x (1 true + train_k 1 negative) x 2 epochs; validated at each epoch's end (8 steps of 16
     # pairs per epoch, eval_every null): 2 x 24 contexts x 2 candidates
     train, validation = 64 * 2 * 2, 2 * 24 * 2
@@ -61,21 +61,21 @@ def test_pairs_per_step_match_a_hand_count(smoke):
 
 
 def test_a_cached_model_costs_no_training_and_validations_follow_eval_every(smoke):
-    cached = eta.work(smoke, SIZES, trained={"bert-chitchat-seed0"})
+    cached = schedule.work(smoke, SIZES, trained={"bert-chitchat-seed0"})
     assert cached["train-bert-chitchat-seed0"] == {"train": 0, "infer": 0}
     assert cached["03_train-bert-chitchat"] == {"train": 0, "infer": 2 * 4 * 24 * 10}
     # every 3 steps over 2 epochs of 8 steps: steps 3, 6, 9, 12, 15 and the epoch ends 8, 16: 7 validations
     every3 = load_config("smoke", {"training.eval_every": 3})
-    assert eta.work(every3, SIZES)["train-bert-chitchat-seed0"]["infer"] == 7 * 24 * 2
+    assert schedule.work(every3, SIZES)["train-bert-chitchat-seed0"]["infer"] == 7 * 24 * 2
 
 
 def test_side_by_side_phases_take_their_longest_step_or_their_share_of_the_jobs():
-    steps = (eta.Step("01_data", "data", seconds=10), eta.Step("02_negatives", "negatives", seconds=20),
-             eta.Step("a", "train", seconds=100), eta.Step("b", "train", seconds=30), eta.Step("c", "train", seconds=30),
-             eta.Step("done", "train", seconds=500, pending=False), eta.Step("index", "index", seconds=5))
-    assert eta.Estimate("p", 1, steps).seconds == 10 + 20 + 160 + 5
-    assert eta.Estimate("p", 2, steps).seconds == 10 + 20 + 100 + 5  # a alone outlasts (100 + 30 + 30) / 2
-    assert eta.Estimate("p", 4, steps[:2] + (eta.Step("x", "train", seconds=90),) * 4).seconds == 30 + 90
+    steps = (schedule.Step("01_data", "data", seconds=10), schedule.Step("02_negatives", "negatives", seconds=20),
+             schedule.Step("a", "train", seconds=100), schedule.Step("b", "train", seconds=30), schedule.Step("c", "train", seconds=30),
+             schedule.Step("done", "train", seconds=500, pending=False), schedule.Step("index", "index", seconds=5))
+    assert schedule.Estimate("p", 1, steps).seconds == 10 + 20 + 160 + 5
+    assert schedule.Estimate("p", 2, steps).seconds == 10 + 20 + 100 + 5  # a alone outlasts (100 + 30 + 30) / 2
+    assert schedule.Estimate("p", 4, steps[:2] + (schedule.Step("x", "train", seconds=90),) * 4).seconds == 30 + 90
 
 
 def test_rates_the_loop_records_are_read_back(tmp_root):
@@ -85,35 +85,35 @@ def test_rates_the_loop_records_are_read_back(tmp_root):
     record = json.loads(next(models.glob("**/train.json")).read_text())
     assert record["threads"] >= 1 and 0 < record["validation_seconds"] < record["seconds"]
     assert record["train_pairs_per_second"] == pytest.approx(64 / (record["seconds"] - record["validation_seconds"]))
-    assert eta.recorded("smoke") == {"train": record["train_pairs_per_second"]}  # nothing scored yet
+    assert schedule.recorded("smoke") == {"train": record["train_pairs_per_second"]}  # nothing scored yet
     queries = [RankingQuery(f"q{i}", ("hello", f"context {i}"), (f"yes {i}", f"no {i}", "no"), (1, 0, 0)) for i in range(8)]
     sets = [queries, queries[:4]]  # the second set's 12 pairs are among the first's 24
     written = predict_split(ranker, sets)[1].save(tmp_root / "runs" / "smoke" / "predictions" / "bert" / "x.npz")
     info = Predictions.load(written).meta["shared_scoring"]
     assert (info["pairs"], info["distinct_pairs"], info["passes"]) == (36, 24, 1)
     assert info["seconds"] == pytest.approx(24 / info["pairs_per_second"], abs=6e-4)  # seconds kept to the ms
-    assert eta.recorded("smoke")["infer"] == pytest.approx(info["pairs_per_second"] * 36 / 24)
+    assert schedule.recorded("smoke")["infer"] == pytest.approx(info["pairs_per_second"] * 36 / 24)
 
 
 def test_eta_json_that_is_not_an_estimate_is_an_error_naming_it(tmp_path):
     path = tmp_path / "eta.json"
     path.write_text("{not json")
     with pytest.raises(ValueError, match=str(path)):
-        eta.read_eta(path)
+        schedule.read_eta(path)
     good = {"profile": "smoke", "created": "", "started": 0.0, "jobs": 1, "cores": 2, "seconds": 1.0, "rates": {},
             "steps": [{"name": "01_data", "phase": "data", "trains": [], "ranker": None, "seconds": 1.0, "pending": True}]}
     path.write_text(json.dumps(good))
-    assert eta.read_eta(path)[0].seconds == 1.0
+    assert schedule.read_eta(path)[0].seconds == 1.0
     for bad, why in (({**good, "stesp": []}, "expected the keys"), ({**good, "steps": [{"name": "x", "trains": []}]}, "phase"),
                      ({**good, "steps": [{**good["steps"][0], "sconds": 1}]}, "sconds")):
         path.write_text(json.dumps(bad))
         with pytest.raises(ValueError, match=why) as err:
-            eta.read_eta(path)
+            schedule.read_eta(path)
         assert str(path) in str(err.value)
 
 
 def test_a_step_is_pending_until_its_outputs_are_newer_than_its_inputs(tmp_root, smoke):
-    assert all(s.pending for s in eta._steps(smoke))
+    assert all(s.pending for s in schedule.steps(smoke))
     data = next(s for s in grid.steps(smoke) if s.name == "01_data")
     future = time.time() + 3600
     for out in data.outputs:
@@ -121,32 +121,40 @@ def test_a_step_is_pending_until_its_outputs_are_newer_than_its_inputs(tmp_root,
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("{}")
         os.utime(path, (future, future))
-    pending = {s.name: s.pending for s in eta._steps(smoke)}
+    pending = {s.name: s.pending for s in schedule.steps(smoke)}
     assert not pending["01_data"] and pending["02_negatives"] and pending["index"]
     os.utime(tmp_root / data.outputs[-1], (0, 0))  # one output older than the profile it was made from
-    assert next(s for s in eta._steps(smoke) if s.name == "01_data").pending
+    assert next(s for s in schedule.steps(smoke) if s.name == "01_data").pending
 
 
 def test_a_first_run_measures_the_loop_writes_eta_json_and_prints_progress(tmp_root, capsys, monkeypatch):
     started = time.time()
     line = eta.run("smoke", jobs=2, cores=2, started=started)
     assert line.startswith("estimate: ~") and "64 of 64 steps to run" in line and "rates measured" in line
-    est, data = eta.read_eta(eta.eta_path("smoke"))
+    est, data = schedule.read_eta(schedule.eta_path("smoke"))
     assert data["rates"]["source"] == "measured" and data["rates"]["train"] > 0 and data["rates"]["infer"] > 0
     assert est.jobs == 2 and len(est.pending) == 64 and est.seconds == pytest.approx(data["seconds"], abs=0.1)
     assert all(s.seconds >= data["rates"]["startup"] > 0 for s in est.steps)
     monkeypatch.setenv("CALIBRANK_RUN_START", str(started))
     (tmp_root / "reports" / "smoke" / "01_data.ipynb").write_text("{}")  # finished in this run
-    assert eta.main(["progress", "smoke", "02_negatives", "--seconds", "65"]) == 0
+    assert schedule.main(["smoke", "02_negatives", "--seconds", "65"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("[") and "02_negatives done (1:05, estimate " in out and "left (62 steps)" in out
-    assert eta.progress("smoke", "02_negatives", 65, started - 100) == "02_negatives done (1:05)"  # another run's
+    assert schedule.progress("smoke", "02_negatives", 65, started - 100) == "02_negatives done (1:05)"  # another run's
     monkeypatch.delenv("CALIBRANK_RUN_START")  # a step made on its own, outside make report
-    assert eta.main(["progress", "smoke", "02_negatives", "--seconds", "5"]) == 0
+    assert schedule.main(["smoke", "02_negatives", "--seconds", "5"]) == 0
     assert capsys.readouterr().out == "02_negatives done (0:05)\n"
-    eta.eta_path("smoke").write_text("[]")
+    schedule.eta_path("smoke").write_text("[]")
     monkeypatch.setenv("CALIBRANK_RUN_START", str(started))
-    assert eta.main(["progress", "smoke", "02_negatives"]) == 0  # a broken estimate never fails the step
+    assert schedule.main(["smoke", "02_negatives"]) == 0  # a broken estimate never fails the step
     assert "02_negatives done (progress unavailable:" in capsys.readouterr().out
     assert eta.main(["no-such-profile"]) == 1 and "estimate: unavailable" in capsys.readouterr().err
-    assert os.path.exists(eta.eta_path("smoke"))
+    assert os.path.exists(schedule.eta_path("smoke"))
+
+
+def test_the_progress_line_and_the_report_page_load_no_torch():
+    import subprocess
+    import sys
+
+    code = "import sys, calibrank.pipeline.schedule, calibrank.pipeline.report; sys.exit('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

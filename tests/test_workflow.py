@@ -218,7 +218,7 @@ def test_dry_run_plans_every_step_once_with_its_threads(smoke_dry_run, tmp_root)
         assert job["threads"] == step.threads == (2 if step.name in ("01_data", "02_negatives", "07_efficiency") else 1)
         assert job["output"] == list(step.outputs)
         assert f"OMP_NUM_THREADS={step.threads} " in job["shell"]
-        assert f"calibrank.pipeline.eta progress smoke {step.name} --seconds" in job["shell"]
+        assert f"calibrank.pipeline.schedule smoke {step.name} --seconds" in job["shell"]
     bert = jobs["03_train-bert-chitchat-seed1"]["shell"]
     assert "papermill " in bert and "/notebooks/03_train.ipynb" in bert
     assert "-p profile smoke -p ranker bert -p train_corpus chitchat -p seed 1 " in bert

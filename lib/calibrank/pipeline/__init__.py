@@ -3,6 +3,8 @@
 - :mod:`.grid`: the steps of a profile (notebook runs and the models they train), one list that
   ``workflow/Snakefile`` builds its rules from;
 - :mod:`.train`: the training job of one model of the grid (``python -m calibrank.pipeline.train``);
+- :mod:`.schedule`: the steps as a schedule (pending, work, recorded rates) and the progress line after each
+  step, torch-free;
 - :mod:`.eta`: how long ``make report`` will take, from the rates training and scoring record;
 - :mod:`.report`: the report page that links every notebook's HTML.
 """

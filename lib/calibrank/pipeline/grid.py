@@ -40,13 +40,11 @@ __all__ = [
     "grid_models",
     "run_models",
     "model_for",
-    "model_dir",
-    "trained_models",
     "marker_path",
     "shared_runs",
-    "train",
     "main",
 ]
+
 
 @dataclass(frozen=True)
 class GridModel:

@@ -33,7 +33,7 @@ from ..data.baselines import SHORTCUT_MARGIN, ranking_check, ranking_warnings
 from ..metrics.resample import ONE_SEED_NOTE
 from ..runs import atomic_path, project_root, report_dir
 from ..settings.config import Config, load_config
-from .eta import eta_path, read_eta
+from .schedule import eta_path, read_eta
 
 __all__ = ["SECTION_TITLES", "build_index", "notebook_sections"]
 
