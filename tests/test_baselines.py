@@ -117,6 +117,24 @@ def test_biencoder_prefers_the_paraphrase():
     assert s.argmax() == 0
 
 
+def test_biencoder_similarity_of_several_sets_encodes_each_text_once(monkeypatch):
+    a = [_query("a", ["what's your favourite food?"], ["I love sushi", "my car broke down", "late train"]),
+         _query("b", ["where do you live?"], ["in Delft", "I love sushi", "blue"])]
+    b = [_query("a", ["what's your favourite food?"], ["I love sushi", "blue", "in Delft"])]  # another sampler
+    alone = [bl.biencoder_similarity([qs])[0] for qs in (a, b)]
+    encoded: list[str] = []
+    real = bl.encode
+    monkeypatch.setattr(bl, "encode", lambda model, texts, **kw: encoded.extend(texts) or real(model, texts, **kw))
+    together = bl.biencoder_similarity([a, b])
+    assert sorted(encoded) == sorted({"I love sushi", "my car broke down", "late train", "in Delft", "blue",
+                                      "what's your favourite food?", "where do you live?"})
+    for x, y in zip(together, alone):
+        assert x.shape == y.shape and np.allclose(x, y, atol=1e-5)
+    np.testing.assert_allclose(bl.baseline_scores("biencoder", b, seed=0, similarity=together[1]), together[1], atol=1e-8)
+    with pytest.raises(ValueError, match="similarity has shape"):
+        bl.baseline_scores("biencoder", b, seed=0, similarity=together[0])
+
+
 def test_ranking_check_flags_a_shortcut_and_a_ranker_below_chance():
     import pandas as pd
 

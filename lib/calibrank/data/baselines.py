@@ -34,6 +34,7 @@ __all__ = [
     "BM25Stats",
     "bm25_overlap",
     "baseline_scores",
+    "biencoder_similarity",
     "platt_fit",
     "platt_apply",
     "baseline_predictions",
@@ -90,21 +91,33 @@ def bm25_overlap(queries: Sequence[RankingQuery], stats: BM25Stats) -> np.ndarra
     return np.array([[stats.score(" ".join(q.context), c) for c in q.candidates] for q in queries], dtype=np.float64)
 
 
-def _biencoder(queries: Sequence[RankingQuery], model: str, precision: str, batch_size: int) -> np.ndarray:
+def biencoder_similarity(query_sets: Sequence[Sequence[RankingQuery]], model: str = "all-MiniLM-L6-v2",
+                         precision: str = "fp32", batch_size: int = 128) -> list[np.ndarray]:
+    """``[Q, K]`` zero-shot cosine of each candidate with its context (newest utterance first), one per query set.
+
+    Every distinct text is encoded once across the sets: the samplers of a split share its contexts and true responses.
+    """
     enc = load_embedding_model(model)
-    texts = list(dict.fromkeys(c for q in queries for c in q.candidates))
-    where = {t: i for i, t in enumerate(texts)}
+    contexts = [[query_text(q.context, newest_first=True) for q in qs] for qs in query_sets]
+    texts = list(dict.fromkeys(c for qs in query_sets for q in qs for c in q.candidates))
+    ctx_texts = list(dict.fromkeys(c for cs in contexts for c in cs))
     cand = encode(enc, texts, batch_size=batch_size, precision=precision)
-    ctx = encode(enc, [query_text(q.context, newest_first=True) for q in queries], batch_size=batch_size, precision=precision)
-    return np.array([[float(cand[where[c]] @ ctx[i]) for c in q.candidates] for i, q in enumerate(queries)])
+    ctx = encode(enc, ctx_texts, batch_size=batch_size, precision=precision)
+    where, ctx_where = {t: i for i, t in enumerate(texts)}, {t: i for i, t in enumerate(ctx_texts)}
+    out = []
+    for qs, cs in zip(query_sets, contexts):
+        rows = np.array([[where[c] for c in q.candidates] for q in qs], dtype=np.int64).reshape(len(qs), -1)
+        out.append(np.einsum("qkd,qd->qk", cand[rows], ctx[[ctx_where[c] for c in cs]]).astype(np.float64))
+    return out
 
 
 def baseline_scores(name: str | BaselineName, queries: Sequence[RankingQuery], *, seed: int,
-                    stats: BM25Stats | None = None, model: str = "all-MiniLM-L6-v2", precision: str = "fp32",
-                    batch_size: int = 128) -> np.ndarray:
+                    stats: BM25Stats | None = None, similarity: np.ndarray | None = None, model: str = "all-MiniLM-L6-v2",
+                    precision: str = "fp32", batch_size: int = 128) -> np.ndarray:
     """``[Q, K]`` scores of a rule (higher = ranked higher), exact ties broken with ``seed``.
 
-    ``stats`` (the split's :class:`BM25Stats`) is needed by ``bm25`` and ``least_overlap``.
+    ``stats`` (the split's :class:`BM25Stats`) is needed by ``bm25`` and ``least_overlap``; ``biencoder`` takes its
+    :func:`biencoder_similarity` as ``similarity`` when that was computed for several sets at once.
     """
     name = BaselineName(name)
     queries = list(queries)
@@ -116,7 +129,11 @@ def baseline_scores(name: str | BaselineName, queries: Sequence[RankingQuery], *
     if name is BaselineName.random:
         return tie / _TIE_SCALE
     if name is BaselineName.biencoder:
-        return _biencoder(queries, model, precision, batch_size) + tie
+        if similarity is None:
+            similarity = biencoder_similarity([queries], model, precision, batch_size)[0]
+        if similarity.shape != shape:
+            raise ValueError(f"baseline biencoder: similarity has shape {similarity.shape}, the queries {shape}")
+        return similarity + tie
     if stats is None:
         raise ValueError(f"baseline {name.value} needs the BM25 statistics of the split's response pool (stats=)")
     overlap = bm25_overlap(queries, stats)
@@ -186,27 +203,26 @@ def compute_baselines(cfg) -> pd.DataFrame:
 
     conds = eval_conditions(cfg)
     train_sampler = cfg.negatives.train.value
-    needed = {(c.corpus, c.split) for c in conds}
-    stats = {key: BM25Stats(load_pool(cfg, *key), k1=cfg.negatives.bm25.k1, b=cfg.negatives.bm25.b) for key in needed}
+    # the training condition's validation split of each training corpus (built for early selection, an eval
+    # condition or not) fits the Platt maps
+    fits = {tc.value: Condition(tc.value, "valid", train_sampler, cfg.negatives.eval_k) for tc in cfg.rankers.train_corpora}
+    extra = list({f.name: f for f in fits.values() if f.name not in {c.name for c in conds}}.values())
+    queries = {c.name: load_query_set(cfg, c.corpus, c.split, c.sampler, c.k) for c in conds + extra}
+    stats = {key: BM25Stats(load_pool(cfg, *key), k1=cfg.negatives.bm25.k1, b=cfg.negatives.bm25.b)
+             for key in dict.fromkeys((c.corpus, c.split) for c in conds + extra)}
     emb = cfg.negatives.embedding
+    similarity = dict(zip(queries, biencoder_similarity(list(queries.values()), emb.model,
+                                                        getattr(emb.precision, "value", emb.precision), emb.batch_size)))
     scores: dict[tuple[str, str], np.ndarray] = {}
-    queries = {c.name: load_query_set(cfg, c.corpus, c.split, c.sampler, c.k) for c in conds}
-    for i, c in enumerate(conds):
-        for name in BaselineName:
-            scores[(name.value, c.name)] = baseline_scores(
-                name, queries[c.name], seed=cfg.seed + i, stats=stats[(c.corpus, c.split)], model=emb.model,
-                precision=getattr(emb.precision, "value", emb.precision), batch_size=emb.batch_size)
+    seeds = {c.name: [cfg.seed + i] * len(BaselineName) for i, c in enumerate(conds)}
+    seeds.update({f.name: [cfg.seed + len(conds) + i for i in range(len(BaselineName))] for f in extra})
+    for c in conds + extra:
+        for name, seed in zip(BaselineName, seeds[c.name]):
+            scores[(name.value, c.name)] = baseline_scores(name, queries[c.name], seed=seed, stats=stats[(c.corpus, c.split)],
+                                                           similarity=similarity[c.name])
     rows = []
     for tc in cfg.rankers.train_corpora:
-        # the training condition's validation split (built for early selection, an eval condition or not)
-        fit_on = Condition(tc.value, "valid", train_sampler, cfg.negatives.eval_k)
-        if fit_on.name not in queries:
-            queries[fit_on.name] = load_query_set(cfg, fit_on.corpus, "valid", train_sampler, fit_on.k)
-            for i, name in enumerate(BaselineName):
-                scores[(name.value, fit_on.name)] = baseline_scores(
-                    name, queries[fit_on.name], seed=cfg.seed + len(conds) + i,
-                    stats=BM25Stats(load_pool(cfg, tc.value, "valid"), k1=cfg.negatives.bm25.k1, b=cfg.negatives.bm25.b),
-                    model=emb.model, precision=getattr(emb.precision, "value", emb.precision), batch_size=emb.batch_size)
+        fit_on = fits[tc.value]
         labels = np.array([q.labels for q in queries[fit_on.name]])
         for name in BaselineName:
             ab = platt_fit(scores[(name.value, fit_on.name)], labels)
