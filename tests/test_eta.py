@@ -60,6 +60,14 @@ def test_pairs_per_step_match_a_hand_count(smoke):
     assert pairs["01_data"] == pairs["index"] == {"train": 0, "infer": 0}
 
 
+def test_texts_the_negatives_step_encodes_match_a_hand_count(smoke):
+    pools = {c: {"train": 500, "valid": 100, "test": 50} for c in SIZES}
+    assert "encode" not in schedule.work(smoke, SIZES)["02_negatives"]  # counted only when the pools are known
+    # the embedding sampler: each corpus's valid and test pools and their 24 contexts; the zero-shot baseline: 9
+    # negatives of each of 2 corpora x 2 splits x 4 samplers x 24 queries, and the context and true response of each
+    assert schedule.work(smoke, SIZES, pools=pools)["02_negatives"]["encode"] == 2 * (100 + 24 + 50 + 24) + 2 * 2 * 4 * 24 * 9 + 2 * 2 * 2 * 24
+
+
 def test_a_cached_model_costs_no_training_and_validations_follow_eval_every(smoke):
     cached = schedule.work(smoke, SIZES, trained={"bert-chitchat-seed0"})
     assert cached["train-bert-chitchat-seed0"] == {"train": 0, "infer": 0}
@@ -134,7 +142,9 @@ def test_a_first_run_measures_the_loop_writes_eta_json_and_prints_progress(tmp_r
     est, data = schedule.read_eta(schedule.eta_path("smoke"))
     assert data["rates"]["source"] == "measured" and data["rates"]["train"] > 0 and data["rates"]["infer"] > 0
     assert est.jobs == 2 and len(est.pending) == 64 and est.seconds == pytest.approx(data["seconds"], abs=0.1)
-    assert all(s.seconds >= data["rates"]["startup"] > 0 for s in est.steps)
+    assert data["rates"]["encode"] > 0 and data["rates"]["startup"] > 0
+    seconds = {s.name: s.seconds for s in est.steps}
+    assert seconds["02_negatives"] > seconds["04_calibration"] == data["rates"]["startup"]  # an analysis: its start alone
     monkeypatch.setenv("CALIBRANK_RUN_START", str(started))
     (tmp_root / "reports" / "smoke" / "01_data.ipynb").write_text("{}")  # finished in this run
     assert schedule.main(["smoke", "02_negatives", "--seconds", "65"]) == 0
@@ -150,6 +160,12 @@ def test_a_first_run_measures_the_loop_writes_eta_json_and_prints_progress(tmp_r
     assert "02_negatives done (progress unavailable:" in capsys.readouterr().out
     assert eta.main(["no-such-profile"]) == 1 and "estimate: unavailable" in capsys.readouterr().err
     assert os.path.exists(schedule.eta_path("smoke"))
+    # a later run takes each notebook's time from the last run's papermill record
+    nb = tmp_root / "reports" / "smoke" / "04_calibration.ipynb"
+    nb.write_text(json.dumps({"metadata": {"papermill": {"duration": 42.0}}}))
+    eta.run("smoke", jobs=2, cores=2, started=started)
+    again = {s.name: s.seconds for s in schedule.read_eta(schedule.eta_path("smoke"))[0].steps}
+    assert again["04_calibration"] == 42.0 and again["05_risk_aware"] == 42.0  # the start: the fastest notebook
 
 
 def test_the_progress_line_and_the_report_page_load_no_torch():

@@ -1,9 +1,11 @@
 """How long ``make report`` will take on this machine, said before it starts.
 
-Each step's work is counted in pairs (:func:`calibrank.pipeline.schedule.work`) over the rates the study records about
-itself under ``runs/<profile>/`` (``train.json``, each Predictions' sidecar), or, before any is recorded, rates measured
-with the real loop (:func:`measure`). A step's fixed cost is its wall time in the last run, else the start
-of an interpreter that imports the study. Steps whose outputs are newer than their inputs count zero.
+A step takes its wall time in the last run. Without one, its work (:func:`calibrank.pipeline.schedule.work`: pairs
+trained and scored, texts encoded) goes over the rates the study records about itself under ``runs/<profile>/``
+(``train.json``, each Predictions' sidecar) or, before any is recorded, rates measured with the real loop
+(:func:`measure`, :func:`measure_encoding`), plus a fixed cost: a kernel's start under papermill, an interpreter's
+for a training job. Steps whose outputs are newer than their inputs count zero. Not counted: the analyses' own work
+(bootstrap resamples, the Gibbs sampler), so a first run's analysis notebooks are estimated at their start alone.
 """
 
 import argparse
@@ -18,9 +20,9 @@ from pathlib import Path
 import torch
 
 from ..data.corpora import load_corpus
+from ..data.negatives import encode, load_embedding_model
 from ..data.schema import RankingQuery
 from ..model.rankers import make_ranker
-from ..model.training import score_pairs, train_model
 from ..precision import use_bf16
 from ..runs import project_root, read_json, write_json
 from ..settings.config import ConfigError, RankerName, load_config
@@ -29,51 +31,84 @@ from .train import trained_models
 
 
 def measure(cfg, *, threads: int, batches: int = 3) -> dict[str, float]:
-    """This machine's rates from the real loop on ``batches`` batches of real training pairs: :func:`train_model` run
-    twice and :func:`score_pairs` twice, the second of each timed (the first builds each batch shape's kernels)."""
-    before, t = torch.get_num_threads(), cfg.training
+    """This machine's rates from the real loop: ``bert`` fitted for an epoch on ``batches`` batches of real training pairs
+    and scoring them, twice (the first builds each batch shape's kernels); the rates the second records about itself."""
+    before, t = torch.get_num_threads(), dataclasses.replace(cfg.training, epochs=1, eval_every=None)
     torch.set_num_threads(threads)
     try:
+        ex = load_corpus(cfg.rankers.train_corpora[0], cfg.data, cfg.seed).examples["train"][:batches * t.batch_size // 2]
+        queries = [RankingQuery(e.eid, e.context, (e.response, ex[i - 1].response), (1, 0)) for i, e in enumerate(ex)]
         with tempfile.TemporaryDirectory(prefix="calibrank-eta-") as tmp:
-            ranker = make_ranker(RankerName.bert, training=t, models_dir=Path(tmp), seed=0, context_style=cfg.data.context_style)
-            model, backbone = ranker._build(0)
-            ex = load_corpus(cfg.rankers.train_corpora[0], cfg.data, cfg.seed).examples["train"][:batches * t.batch_size // 2]
-            queries = [RankingQuery(e.eid, e.context, (e.response, ex[i - 1].response), (1, 0)) for i, e in enumerate(ex)]
-            pairs = ranker._encode(backbone.tokenizer, queries, training=True)
-            for run in ("warm", "timed"):
-                result = train_model(model, ranker._loss, pairs, dataclasses.replace(t, epochs=1), Path(tmp) / run, seed=0,
-                                     device=ranker.device)
-                t0 = time.perf_counter()
-                score_pairs(model, pairs, batch_size=t.eval_batch_size, precision=t.precision)
-            return {"train": result.train_pairs_per_second, "infer": len(pairs) / (time.perf_counter() - t0)}
+            for seed in (0, 1):
+                ranker = make_ranker(RankerName.bert, training=t, models_dir=Path(tmp), seed=seed,
+                                     context_style=cfg.data.context_style).fit(queries)
+                scored = ranker.predict_many([queries, queries[:1]])[0].meta["shared_scoring"]
+        return {"train": ranker.training_results()[0].train_pairs_per_second, "infer": scored["pairs_per_second"]}
     finally:
         torch.set_num_threads(before)
 
 
+def measure_encoding(cfg, texts: int = 128) -> float:
+    """Texts/s of the negatives' bi-encoder on real responses, most of what it encodes (after a warm-up call)."""
+    emb, ex = cfg.negatives.embedding, load_corpus(cfg.data.corpora[0], cfg.data, cfg.seed).examples["train"][:texts]
+    model, precision = load_embedding_model(emb.model), getattr(emb.precision, "value", emb.precision)
+    encode(model, [e.response for e in ex[:8]], batch_size=emb.batch_size, precision=precision)
+    t0 = time.perf_counter()
+    encode(model, [e.response for e in ex], batch_size=emb.batch_size, precision=precision)
+    return len(ex) / (time.perf_counter() - t0)
+
+
+def _started(code: str) -> float:
+    """Seconds a fresh kernel takes to run ``code`` under papermill, as each notebook step's does (0 if it fails)."""
+    nb = {"nbformat": 4, "nbformat_minor": 5, "cells": [{"cell_type": "code", "execution_count": None, "id": "start",
+          "metadata": {}, "outputs": [], "source": code}], "metadata": {"kernelspec": {"name": "python3", "language":
+          "python", "display_name": "Python 3"}}}
+    with tempfile.TemporaryDirectory(prefix="calibrank-eta-") as tmp:
+        write_json(Path(tmp) / "in.ipynb", nb)
+        t0 = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "papermill", f"{tmp}/in.ipynb", f"{tmp}/out.ipynb", "--no-progress-bar"],
+                              capture_output=True, check=False)
+        return time.perf_counter() - t0 if done.returncode == 0 else 0.0
+
+
 def run(profile: str, *, jobs: int, cores: int, started: float) -> str:
-    """Count the work, read or measure the rates, schedule; write ``eta.json`` atomically; return the line to print."""
+    """Count the work, read or measure the rates, schedule; write ``eta.json`` atomically; return the line to print.
+
+    A step's seconds: its wall time in the last run where there was one; else its work over the rates plus a fixed
+    cost, measured on a first run (a kernel importing the models under papermill; an interpreter for a training job).
+    """
     t0, cfg = time.perf_counter(), load_config(profile)
     durations = {nb.stem: float(d) for nb in (project_root() / "reports" / profile).glob("[0-9]*.ipynb")  # last run's
                  if isinstance(d := read_json(nb).get("metadata", {}).get("papermill", {}).get("duration"), (int, float))}
     summary = project_root() / "runs" / profile / "data" / "summary.json"
     if summary.exists():
-        sizes = {c: e["examples"] for c, e in read_json(summary)["corpora"].items()}
+        corpora = read_json(summary)["corpora"]
+        sizes, pools = {c: e["examples"] for c, e in corpora.items()}, {c: e["pool"] for c, e in corpora.items()}
     else:  # reading the corpora here is what notebook 01 does first
-        sizes = {c.value: {s: len(v) for s, v in load_corpus(c, cfg.data, cfg.seed).examples.items()} for c in cfg.data.corpora}
+        read = {c.value: load_corpus(c, cfg.data, cfg.seed) for c in cfg.data.corpora}
+        sizes = {c: {s: len(v) for s, v in cs.examples.items()} for c, cs in read.items()}
+        pools = {c: {s: len(v) for s, v in cs.pools.items()} for c, cs in read.items()}
     read_s = time.perf_counter() - t0
     rates, threads = recorded(profile), max(1, cores // max(1, jobs))
     source, rates = ("recorded", rates) if len(rates) == 2 else ("measured", {**measure(cfg, threads=threads), **rates})
-    t0 = time.perf_counter()
-    if not durations:  # a first run: a fresh interpreter importing the study, as each notebook's kernel does
-        subprocess.run([sys.executable, "-c", "import calibrank.analysis.study"], check=True, capture_output=True)
-    startup = min(durations.values()) if durations else time.perf_counter() - t0
-    durations.setdefault("01_data", startup + read_s)
-    pairs = work(cfg, sizes, trained_models(cfg))  # a step's seconds: its pairs over the rates, plus its fixed cost
-    est = Estimate(profile, max(1, jobs), tuple(dataclasses.replace(
-        s, seconds=sum(n / rates[kind] for kind, n in pairs[s.name].items())
-        + (startup if s.phase == "train" else durations.get(s.name, startup))) for s in steps(cfg)))
+    est = steps(cfg)
+    if any(s.phase == "negatives" and s.pending and s.name not in durations for s in est):
+        rates["encode"] = measure_encoding(cfg)
+    if durations:
+        startup = {"notebook": min(durations.values()), "train": min(durations.values())}
+    else:
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import calibrank.pipeline.train"], check=True, capture_output=True)
+        startup = {"train": time.perf_counter() - t0}
+        startup["notebook"] = _started("import calibrank.model.experiment") or startup["train"]
+    durations.setdefault("01_data", startup["notebook"] + read_s)
+    pairs = work(cfg, sizes, trained_models(cfg), pools if "encode" in rates else None)
+    est = Estimate(profile, max(1, jobs), tuple(dataclasses.replace(s, seconds=durations[s.name] if s.name in durations else (
+        startup["train" if s.phase == "train" else "notebook"] + sum(n / rates[kind] for kind, n in pairs[s.name].items() if n)))
+        for s in est))
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")  # where a ranker trains (rankers.base)
-    rates.update(threads=threads, device=device.type, bf16=use_bf16(cfg.training.precision, device), source=source, startup=startup)
+    rates.update(threads=threads, device=device.type, bf16=use_bf16(cfg.training.precision, device), source=source,
+                 startup=startup["notebook"])
     write_json(eta_path(profile), {
         "profile": profile, "created": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()), "started": float(started),
         "jobs": est.jobs, "cores": cores, "seconds": round(est.seconds, 1), "rates": rates,

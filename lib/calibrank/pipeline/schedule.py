@@ -12,9 +12,11 @@ import statistics
 import time
 from pathlib import Path
 
-from ..data.conditions import ranker_conditions
+from ..data.conditions import eval_conditions, ranker_conditions
+from ..data.querysets import query_set_specs
 from ..runs import project_root, read_json
 from ..settings import registry
+from ..settings.choices import SamplerName
 from . import grid
 from .grid import run_models
 
@@ -54,12 +56,21 @@ def steps(cfg) -> list[Step]:
     return out + [Step("index", "index", index, pending=any(s.pending for s in out) or not (project_root() / index).exists())]
 
 
-def work(cfg, sizes: dict, trained=frozenset()) -> dict[str, dict[str, float]]:
+def work(cfg, sizes: dict, trained=frozenset(), pools: dict | None = None) -> dict[str, dict[str, float]]:
     """Pairs per step: ``train``, training pairs x epochs of each model it trains unless ``trained`` (cached); ``infer``,
-    validation pairs x validations, condition pairs x passes of its ranker (once per model). ``sizes``: examples."""
+    validation pairs x validations, condition pairs x passes of its ranker (once per model). ``sizes``: examples.
+
+    With ``pools`` (responses per corpus and split), ``encode``: the texts the negatives step puts through the
+    bi-encoder, each embedding-sampled split's pool and contexts, and the zero-shot baseline's contexts and candidates
+    (at most: a negative drawn by two samplers is encoded once)."""
     t, k, models, scored, out = cfg.training, cfg.negatives.train_k, run_models(cfg), set(), {}
     for s in steps(cfg):
         w = out[s.name] = {"train": 0.0, "infer": 0.0}
+        if s.phase == "negatives" and pools is not None:
+            sampled = {(q.corpus, q.split) for q in query_set_specs(cfg) if q.sampler is SamplerName.embedding}
+            w["encode"] = float(sum(pools[c][split] + sizes[c][split] for c, split in sampled)
+                                + sum(sizes[c.corpus][c.split] * c.k for c in eval_conditions(cfg))
+                                + sum(2 * sizes[c][split] for c, split in {(c.corpus, c.split) for c in eval_conditions(cfg)}))
         for n in (sizes[m.split("-")[1]] for m in s.trains if m not in trained):
             w["train"] += n["train"] * (1 + k) * t.epochs
             per_epoch = -(-n["train"] * (1 + k) // t.batch_size)  # validated every eval_every steps and at epoch ends
