@@ -218,6 +218,22 @@ def test_efficiency_bars_with_the_papers_ratios():
     assert _legend(ax) == ["ours (same queries, one run)"]
 
 
+def test_efficiency_on_both_clocks_in_the_common_style():
+    from calibrank.analysis import efficiency
+
+    measured = pd.DataFrame({
+        "ranker": ["bert", "mc_dropout"], "parameters": [100, 100], "clock": ["cpu", "cpu"],
+        "ms/query": [2.0, 10.0], "ms/query per repeat": ["2 2.02 1.98", "10 10.2 9.8"],
+        "cpu ms/query": [2.0, 10.0], "cpu ms/query per repeat": ["2 2.02 1.98", "10 10.2 9.8"],
+        "wall ms/query": [2.1, 10.6], "wall ms/query per repeat": ["2.1 30 2.0", "10.5 10.6 60"]})
+    table = efficiency.efficiency_table(measured)
+    fig = plots.plot_efficiency_clocks(table)
+    cpu, wall = fig.axes[:2]
+    assert [cpu.get_title(), wall.get_title()] == ["process CPU time (decides)", "wall time"]
+    assert [p.get_width() for p in wall.patches] == pytest.approx([1.0, 10.6 / 2.1])
+    assert cpu.get_xgridlines()[0].get_visible()  # the theme's grid (matplotlib draws none by default)
+
+
 @pytest.mark.parametrize("fn", [plots.plot_reliability_grid, plots.plot_ece_by_negatives, plots.plot_b_sweep,
                                 plots.plot_nota_bars, pp.plot_recalibration, pp.plot_risk_coverage,
                                 pp.plot_conformal_coverage, pp.plot_shift_detection, pp.plot_performance_prediction,

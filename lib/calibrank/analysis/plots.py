@@ -21,6 +21,7 @@ import pandas as pd
 import seaborn as sns
 
 from ..settings.registry import RANKERS
+from .efficiency import CLOCKS, clock_view
 
 __all__ = [
     "band",
@@ -28,6 +29,7 @@ __all__ = [
     "plot_b_sweep",
     "plot_ece_by_negatives",
     "plot_efficiency",
+    "plot_efficiency_clocks",
     "plot_length_histograms",
     "plot_nota_bars",
     "plot_reliability_grid",
@@ -338,3 +340,13 @@ def plot_efficiency(table: pd.DataFrame, *, ax=None):
     ax.set_xlabel("inference time per query / bert's")
     ax.legend(loc="lower right")
     return ax
+
+
+@styled
+def plot_efficiency_clocks(table: pd.DataFrame):
+    """:func:`plot_efficiency` on each clock side by side, the deciding one (the table's ``clock``) marked."""
+    fig, axes = plt.subplots(1, 2, figsize=(12, 0.6 + 0.45 * len(table)), sharey=True, constrained_layout=True)
+    for ax, clock in zip(axes, CLOCKS):
+        plot_efficiency(clock_view(table, clock), ax=ax)
+        ax.set_title(f"{'process CPU' if clock == 'cpu' else 'wall'} time" + (" (decides)" if clock == table["clock"].iloc[0] else ""))
+    return fig
