@@ -2,7 +2,7 @@
 
 What is measured: two pure-Python workloads of 1 and 3 units (one thread each; the true ratio is 3)
 timed by :func:`calibrank.analysis.efficiency.time_interleaved`, first alone and then with 1 and
-``os.cpu_count()`` processes spinning beside them. For each load: the median per-round ratio on
+as many processes as the cores this process may run on spinning beside them. For each load: the median per-round ratio on
 process CPU time and on wall time, and the spread (largest over smallest) of the per-round wall
 ratios. Target: the CPU ratio within 20% of 3 under every load. The wall ratio is shown beside
 it with no target: it is the figure that load moves.
@@ -64,10 +64,10 @@ def _timed(spinners: int, *, unit: int, repeats: int, seed: int, limit_s: float)
 
 
 def bench_clock(*, unit: int = 750_000, repeats: int = 9, seed: int = 0, limit_s: float = 120.0) -> dict[str, Any]:
-    """The 3:1 workload ratio on both clocks, alone and beside 1 and ``os.cpu_count()`` spinning processes."""
+    """The 3:1 workload ratio on both clocks, alone and beside 1 and one-per-usable-core spinning processes."""
     unit, repeats = positive_int(unit, "unit"), positive_int(repeats, "repeats")
     _work(1, unit)  # warm
-    loads = sorted({0, 1, os.cpu_count() or 1})
+    loads = sorted({0, 1, len(os.sched_getaffinity(0))})
     rows = [_timed(n, unit=unit, repeats=repeats, seed=seed + n, limit_s=limit_s) for n in loads]
     targets = [target(f"|CPU ratio / 3 - 1| with {r['spinners']} spinning process(es)", abs(r["cpu_ratio"] / 3 - 1),
                       "<=", TOLERANCE, note=f"wall ratio {r['wall_ratio']:.2f}, spread {r['wall_ratio_spread']:.2f}")

@@ -133,6 +133,8 @@ def test_biencoder_similarity_of_several_sets_encodes_each_text_once(monkeypatch
     np.testing.assert_allclose(bl.baseline_scores("biencoder", b, seed=0, similarity=together[1]), together[1], atol=1e-8)
     with pytest.raises(ValueError, match="similarity has shape"):
         bl.baseline_scores("biencoder", b, seed=0, similarity=together[0])
+    with pytest.raises(ValueError, match="query set 1 needs queries with one number of candidates, got no query"):
+        bl.biencoder_similarity([a, []])
 
 
 def test_ranking_check_flags_a_shortcut_and_a_ranker_below_chance():

@@ -66,6 +66,10 @@ def test_texts_the_negatives_step_encodes_match_a_hand_count(smoke):
     # the embedding sampler: each corpus's valid and test pools and their 24 contexts; the zero-shot baseline: 9
     # negatives of each of 2 corpora x 2 splits x 4 samplers x 24 queries, and the context and true response of each
     assert schedule.work(smoke, SIZES, pools=pools)["02_negatives"]["encode"] == 2 * (100 + 24 + 50 + 24) + 2 * 2 * 4 * 24 * 9 + 2 * 2 * 2 * 24
+    # no embedding sampler, and a training sampler the evaluation does not use: the baseline also scores the
+    # validation set each training corpus's Platt map is fitted on (9 negatives of its 24 queries)
+    other = load_config("smoke", {"negatives.eval": ["random", "bm25"]})
+    assert schedule.work(other, SIZES, pools=pools)["02_negatives"]["encode"] == 2 * 2 * 2 * 24 * 9 + 2 * 24 * 9 + 2 * 2 * 2 * 24
 
 
 def test_a_cached_model_costs_no_training_and_validations_follow_eval_every(smoke):
@@ -142,7 +146,7 @@ def test_a_first_run_measures_the_loop_writes_eta_json_and_prints_progress(tmp_r
     est, data = schedule.read_eta(schedule.eta_path("smoke"))
     assert data["rates"]["source"] == "measured" and data["rates"]["train"] > 0 and data["rates"]["infer"] > 0
     assert est.jobs == 2 and len(est.pending) == 64 and est.seconds == pytest.approx(data["seconds"], abs=0.1)
-    assert data["rates"]["encode"] > 0 and data["rates"]["startup"] > 0
+    assert data["rates"]["encode"] > 0 and data["rates"]["startup"] > 0 and data["rates"]["startup_from"] == "papermill"
     seconds = {s.name: s.seconds for s in est.steps}
     assert seconds["02_negatives"] > seconds["04_calibration"] == data["rates"]["startup"]  # an analysis: its start alone
     monkeypatch.setenv("CALIBRANK_RUN_START", str(started))
@@ -166,6 +170,7 @@ def test_a_first_run_measures_the_loop_writes_eta_json_and_prints_progress(tmp_r
     eta.run("smoke", jobs=2, cores=2, started=started)
     again = {s.name: s.seconds for s in schedule.read_eta(schedule.eta_path("smoke"))[0].steps}
     assert again["04_calibration"] == 42.0 and again["05_risk_aware"] == 42.0  # the start: the fastest notebook
+    assert schedule.read_eta(schedule.eta_path("smoke"))[1]["rates"]["startup_from"] == "last run"
 
 
 def test_the_progress_line_and_the_report_page_load_no_torch():

@@ -97,6 +97,10 @@ def biencoder_similarity(query_sets: Sequence[Sequence[RankingQuery]], model: st
 
     Every distinct text is encoded once across the sets: the samplers of a split share its contexts and true responses.
     """
+    for i, qs in enumerate(query_sets):
+        if len({len(q.candidates) for q in qs}) != 1:
+            raise ValueError(f"biencoder_similarity: query set {i} needs queries with one number of candidates, got "
+                             f"{sorted({len(q.candidates) for q in qs}) or 'no query'}")
     enc = load_embedding_model(model)
     contexts = [[query_text(q.context, newest_first=True) for q in qs] for qs in query_sets]
     texts = list(dict.fromkeys(c for qs in query_sets for q in qs for c in q.candidates))

@@ -100,11 +100,13 @@ def run(profile: str, *, jobs: int, cores: int, started: float) -> str:
         rates["encode"] = measure_encoding(cfg)
     if durations:
         startup = {"notebook": min(durations.values()), "train": min(durations.values())}
+        rates["startup_from"] = "last run"
     else:
         t0 = time.perf_counter()
         subprocess.run([sys.executable, "-c", "import calibrank.pipeline.train"], check=True, capture_output=True)
         startup = {"train": time.perf_counter() - t0 + rates.get("build", 0.0)}
-        startup["notebook"] = _started("import calibrank.model.experiment") or startup["train"]
+        kernel = _started("import calibrank.model.experiment")
+        startup["notebook"], rates["startup_from"] = (kernel, "papermill") if kernel else (startup["train"], "interpreter")
     durations.setdefault("01_data", startup["notebook"] + read_s)
     pairs = work(cfg, sizes, trained_models(cfg), pools if "encode" in rates else None)
     est = Estimate(profile, max(1, jobs), tuple(dataclasses.replace(s, seconds=durations[s.name] if s.name in durations else (

@@ -234,7 +234,7 @@ def _eta(profile: str, stems: list[str]) -> dict | None:
         return None
     rates = data.get("rates", {})
     where = (f"{data.get('cores', '?')} cores, {rates.get('device', '?')}, bf16: {'yes' if rates.get('bf16') else 'no'}; "
-             f"measured {rates.get('train', 0):.1f} training and {rates.get('infer', 0):.0f} inference pairs/s with "
+             f"{rates.get('source', 'measured')} {rates.get('train', 0):.1f} training and {rates.get('infer', 0):.0f} inference pairs/s with "
              f"{rates.get('threads', '?')} thread(s) per job")
     steps = {s.name: s.seconds for s in est.steps}
     return {"steps": steps, "sum": sum(steps.get(s, 0.0) for s in stems), "seconds": est.seconds, "where": where,

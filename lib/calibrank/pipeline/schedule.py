@@ -12,7 +12,7 @@ import statistics
 import time
 from pathlib import Path
 
-from ..data.conditions import eval_conditions, ranker_conditions
+from ..data.conditions import Condition, eval_conditions, ranker_conditions
 from ..data.querysets import query_set_specs
 from ..runs import project_root, read_json
 from ..settings import registry
@@ -68,9 +68,11 @@ def work(cfg, sizes: dict, trained=frozenset(), pools: dict | None = None) -> di
         w = out[s.name] = {"train": 0.0, "infer": 0.0}
         if s.phase == "negatives" and pools is not None:
             sampled = {(q.corpus, q.split) for q in query_set_specs(cfg) if q.sampler is SamplerName.embedding}
+            fits = [Condition(tc.value, "valid", cfg.negatives.train.value, cfg.negatives.eval_k) for tc in cfg.rankers.train_corpora]
+            scored_sets = list({c.name: c for c in [*eval_conditions(cfg), *fits]}.values())  # the baselines' sets
             w["encode"] = float(sum(pools[c][split] + sizes[c][split] for c, split in sampled)
-                                + sum(sizes[c.corpus][c.split] * c.k for c in eval_conditions(cfg))
-                                + sum(2 * sizes[c][split] for c, split in {(c.corpus, c.split) for c in eval_conditions(cfg)}))
+                                + sum(sizes[c.corpus][c.split] * c.k for c in scored_sets)
+                                + sum(2 * sizes[c][split] for c, split in {(c.corpus, c.split) for c in scored_sets}))
         for n in (sizes[m.split("-")[1]] for m in s.trains if m not in trained):
             w["train"] += n["train"] * (1 + k) * t.epochs
             per_epoch = -(-n["train"] * (1 + k) // t.batch_size)  # validated every eval_every steps and at epoch ends
@@ -156,7 +158,7 @@ def progress(profile: str, step: str, seconds: float | None, run_start: float | 
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m calibrank.pipeline.schedule PROFILE STEP --seconds S``: the progress line; it never fails the step."""
-    p = argparse.ArgumentParser(prog="python -m calibrank.pipeline.schedule", description=main.__doc__.split(":")[1].strip())
+    p = argparse.ArgumentParser(prog="python -m calibrank.pipeline.schedule", description="the progress line after a step")
     p.add_argument("profile")
     p.add_argument("step")
     p.add_argument("--seconds", type=float, help="the step's wall time")
