@@ -63,13 +63,16 @@ def test_pairs_per_step_match_a_hand_count(smoke):
 def test_texts_the_negatives_step_encodes_match_a_hand_count(smoke):
     pools = {c: {"train": 500, "valid": 100, "test": 50} for c in SIZES}
     assert "encode" not in schedule.work(smoke, SIZES)["02_negatives"]  # counted only when the pools are known
-    # the embedding sampler: each corpus's valid and test pools and their 24 contexts; the zero-shot baseline: 9
-    # negatives of each of 2 corpora x 2 splits x 4 samplers x 24 queries, and the context and true response of each
-    assert schedule.work(smoke, SIZES, pools=pools)["02_negatives"]["encode"] == 2 * (100 + 24 + 50 + 24) + 2 * 2 * 4 * 24 * 9 + 2 * 2 * 2 * 24
-    # no embedding sampler, and a training sampler the evaluation does not use: the baseline also scores the
-    # validation set each training corpus's Platt map is fitted on (9 negatives of its 24 queries)
+    # the embedding sampler: each corpus's valid and test pools and their 24 contexts; the zero-shot baseline: the
+    # 24 contexts of each corpus and split and its candidates, at most the pool (valid 100, test 50) or the true
+    # response and 9 negatives of each of 4 samplers (24 x 37 = 888)
+    sampler, baseline = 2 * (100 + 24 + 50 + 24), 2 * ((100 + 24) + (50 + 24))
+    assert schedule.work(smoke, SIZES, pools=pools)["02_negatives"]["encode"] == sampler + baseline
+    # no embedding sampler, a training sampler the evaluation does not use (the baseline also scores the validation
+    # set the Platt map is fitted on), and pools larger than the candidates: 24 x (1 + 9 x 3) valid, 24 x 19 test
     other = load_config("smoke", {"negatives.eval": ["random", "bm25"]})
-    assert schedule.work(other, SIZES, pools=pools)["02_negatives"]["encode"] == 2 * 2 * 2 * 24 * 9 + 2 * 24 * 9 + 2 * 2 * 2 * 24
+    large = {c: {"train": 5000, "valid": 1000, "test": 1000} for c in SIZES}
+    assert schedule.work(other, SIZES, pools=large)["02_negatives"]["encode"] == 2 * (24 * 28 + 24 + 24 * 19 + 24)
 
 
 def test_a_cached_model_costs_no_training_and_validations_follow_eval_every(smoke):

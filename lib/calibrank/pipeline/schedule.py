@@ -62,7 +62,7 @@ def work(cfg, sizes: dict, trained=frozenset(), pools: dict | None = None) -> di
 
     With ``pools`` (responses per corpus and split), ``encode``: the texts the negatives step puts through the
     bi-encoder, each embedding-sampled split's pool and contexts, and the zero-shot baseline's contexts and candidates
-    (at most: a negative drawn by two samplers is encoded once)."""
+    (at most: its true responses and negatives, or its pool where that is smaller)."""
     t, k, models, scored, out = cfg.training, cfg.negatives.train_k, run_models(cfg), set(), {}
     for s in steps(cfg):
         w = out[s.name] = {"train": 0.0, "infer": 0.0}
@@ -70,9 +70,13 @@ def work(cfg, sizes: dict, trained=frozenset(), pools: dict | None = None) -> di
             sampled = {(q.corpus, q.split) for q in query_set_specs(cfg) if q.sampler is SamplerName.embedding}
             fits = [Condition(tc.value, "valid", cfg.negatives.train.value, cfg.negatives.eval_k) for tc in cfg.rankers.train_corpora]
             scored_sets = list({c.name: c for c in [*eval_conditions(cfg), *fits]}.values())  # the baselines' sets
+            splits = {(c.corpus, c.split): 0 for c in scored_sets}
+            for c in scored_sets:
+                splits[(c.corpus, c.split)] += c.k
+            # a split's candidates are drawn from its pool: at most the pool, or every true response and negative
             w["encode"] = float(sum(pools[c][split] + sizes[c][split] for c, split in sampled)
-                                + sum(sizes[c.corpus][c.split] * c.k for c in scored_sets)
-                                + sum(2 * sizes[c][split] for c, split in {(c.corpus, c.split) for c in scored_sets}))
+                                + sum(min(pools[c][split], sizes[c][split] * (1 + k)) + sizes[c][split]
+                                      for (c, split), k in splits.items()))
         for n in (sizes[m.split("-")[1]] for m in s.trains if m not in trained):
             w["train"] += n["train"] * (1 + k) * t.epochs
             per_epoch = -(-n["train"] * (1 + k) // t.batch_size)  # validated every eval_every steps and at epoch ends
