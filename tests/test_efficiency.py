@@ -120,14 +120,16 @@ def test_measure_efficiency_rows_and_claims_on_fake_rankers(monkeypatch, clock):
     assert claims.loc["mc_dropout", "note"].startswith("wall-time ratio ")
 
 
+#: MC Dropout at 5x bert on CPU time every repeat; the wall clock caught a burst of load on bert's second repeat.
+NOISY_WALL = pd.DataFrame({
+    "ranker": ["bert", "mc_dropout"], "parameters": [100, 100], "clock": ["cpu", "cpu"],
+    "ms/query": [2.0, 10.0], "ms/query per repeat": ["2 2.02 1.98", "10 10.2 9.8"],
+    "cpu ms/query": [2.0, 10.0], "cpu ms/query per repeat": ["2 2.02 1.98", "10 10.2 9.8"],
+    "wall ms/query": [2.1, 10.6], "wall ms/query per repeat": ["2.1 30 2.0", "10.5 10.6 60"]})
+
+
 def test_claims_follow_the_cpu_clock_when_the_wall_clock_is_noisy():
-    # MC Dropout: 5x bert on CPU time every repeat; the wall clock caught a burst of load on bert's second repeat
-    measured = pd.DataFrame({
-        "ranker": ["bert", "mc_dropout"], "parameters": [100, 100], "clock": ["cpu", "cpu"],
-        "ms/query": [2.0, 10.0], "ms/query per repeat": ["2 2.02 1.98", "10 10.2 9.8"],
-        "cpu ms/query": [2.0, 10.0], "cpu ms/query per repeat": ["2 2.02 1.98", "10 10.2 9.8"],
-        "wall ms/query": [2.1, 10.6], "wall ms/query per repeat": ["2.1 30 2.0", "10.5 10.6 60"]})
-    table = efficiency.efficiency_table(measured).set_index("ranker")
+    table = efficiency.efficiency_table(NOISY_WALL).set_index("ranker")
     wall = np.array([10.5 / 2.1, 10.6 / 30, 60 / 2.0])
     assert table.loc["mc_dropout", "wall ratio lo"] < 1 < table.loc["mc_dropout", "wall ratio hi"]  # wall: undecided
     assert table.loc["mc_dropout", "wall ratio"] == pytest.approx(10.6 / 2.1)

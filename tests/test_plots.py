@@ -220,13 +220,9 @@ def test_efficiency_bars_with_the_papers_ratios():
 
 def test_efficiency_on_both_clocks_in_the_common_style():
     from calibrank.analysis import efficiency
+    from test_efficiency import NOISY_WALL
 
-    measured = pd.DataFrame({
-        "ranker": ["bert", "mc_dropout"], "parameters": [100, 100], "clock": ["cpu", "cpu"],
-        "ms/query": [2.0, 10.0], "ms/query per repeat": ["2 2.02 1.98", "10 10.2 9.8"],
-        "cpu ms/query": [2.0, 10.0], "cpu ms/query per repeat": ["2 2.02 1.98", "10 10.2 9.8"],
-        "wall ms/query": [2.1, 10.6], "wall ms/query per repeat": ["2.1 30 2.0", "10.5 10.6 60"]})
-    table = efficiency.efficiency_table(measured)
+    table = efficiency.efficiency_table(NOISY_WALL)
     fig = plots.plot_efficiency_clocks(table)
     cpu, wall = fig.axes[:2]
     assert [cpu.get_title(), wall.get_title()] == ["process CPU time (decides)", "wall time"]
