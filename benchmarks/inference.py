@@ -44,7 +44,8 @@ from typing import Any
 from unittest import mock
 
 import numpy as np
-from calibrank.settings.config import Config, RankerName
+from calibrank.settings.choices import RankerName
+from calibrank.settings.schema import Config
 
 from .common import log, positive_int, ratio, target
 

@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from calibrank.settings.config import PGDRRConfig
+from calibrank.settings.schema import PGDRRConfig
 
 from .common import emit, log, positive_int, run_child
 
@@ -113,7 +113,8 @@ def _child(spec: dict[str, Any]) -> dict[str, Any]:
         from calibrank.data.io import read_queries
         from calibrank.model.backbone import load_backbone
         from calibrank.model.losses import binary_cross_entropy
-        from calibrank.settings.config import Precision, TrainingConfig
+        from calibrank.settings.choices import Precision
+        from calibrank.settings.schema import TrainingConfig
 
         from .training import _take_pairs
 

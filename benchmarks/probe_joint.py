@@ -55,7 +55,10 @@ from calibrank.model.training import score_pairs
 from calibrank.precision import use_bf16
 from calibrank.predictions import Predictions
 from calibrank.runs import atomic_path, write_json
-from calibrank.settings.config import BACKBONE_LAYERS, Config, ConfigError, Pooling, check_joint_layers, load_config
+from calibrank.settings.checks import ConfigError
+from calibrank.settings.choices import Pooling
+from calibrank.settings.config import load_config
+from calibrank.settings.schema import BACKBONE_LAYERS, Config, check_joint_layers
 
 __all__ = ["COLUMNS", "probe", "query_sets", "settings", "summary", "main"]
 

@@ -59,7 +59,8 @@ import numpy as np
 import torch
 from calibrank.data.schema import RankingQuery
 from calibrank.data.splits import format_context
-from calibrank.settings.config import ContextStyle, TrainingConfig
+from calibrank.settings.choices import ContextStyle
+from calibrank.settings.schema import TrainingConfig
 
 from .common import log, positive_int, ratio, target
 from .flops import ShapeRecorder, available_precisions, utilisation

@@ -3,10 +3,9 @@
 import shutil
 
 import pytest
-
-from calibrank.settings.config import DataConfig, QueryCaps
 from calibrank.data import DataError
 from calibrank.data.corpora import load_corpus
+from calibrank.settings.schema import DataConfig, QueryCaps
 from conftest import FIXTURES
 
 
@@ -42,9 +41,9 @@ def test_missing_published_files_say_how_to_get_them(tmp_root):
 
 
 def test_split_leaks_and_query_set_problems_catch_what_they_name(tmp_root):
-    from calibrank.settings.config import load_config
     from calibrank.data import Example, RankingQuery
     from calibrank.data.querysets import query_set_problems, split_leaks
+    from calibrank.settings.config import load_config
 
     a, b = Example("e1", ("hi",), "yo", dialogue_id="d1"), Example("e2", ("hey",), "ok", dialogue_id="d2")
     assert split_leaks({"c": {"train": [a], "test": [b]}}) == []

@@ -7,8 +7,6 @@ import math
 import numpy as np
 import pytest
 import torch
-from scipy import integrate
-
 from calibrank.model.gp.gaussian import draw_joint, jittered_cholesky
 from calibrank.model.gp.polya_gamma import (
     PGPosterior,
@@ -25,6 +23,7 @@ from calibrank.model.gp.polya_gamma import (
     sample_pg,
     select_inducing,
 )
+from scipy import integrate
 
 D64 = torch.float64
 
@@ -413,9 +412,9 @@ def test_the_pg_drr_section_reads_the_layers_defaults() -> None:
     """PG-DRR's settings (sec. 4.4) are the functions' defaults, and the ``pg_drr`` section of a profile reads them."""
     import inspect
 
-    from calibrank.settings.config import PGDRRConfig
     from calibrank.model.gp.settings import PolyaGammaSettings
     from calibrank.settings.checks import ConfigError
+    from calibrank.settings.schema import PGDRRConfig
 
     def default(fn, name):
         return inspect.signature(fn).parameters[name].default

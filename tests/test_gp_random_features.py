@@ -7,7 +7,6 @@ import math
 import numpy as np
 import pytest
 import torch
-
 from calibrank.model.gp.random_features import RandomFeatureGP
 
 
@@ -256,7 +255,7 @@ def test_the_sngp_sections_read_the_layers_defaults() -> None:
     """Every argument of the layer that a profile sets defaults to the same value in both."""
     import inspect
 
-    from calibrank.settings.config import GPFBertConfig, SNGPConfig
+    from calibrank.settings.schema import GPFBertConfig, SNGPConfig
 
     params = inspect.signature(RandomFeatureGP).parameters
     names = ("n_features", "length_scale", "feature_scale", "ridge", "momentum", "mean_field_factor", "output_init")
@@ -267,9 +266,9 @@ def test_the_sngp_sections_read_the_layers_defaults() -> None:
 
 
 def test_the_settings_check_themselves_where_they_are_built() -> None:
-    from calibrank.settings.choices import RFOutputInit
     from calibrank.model.gp.settings import MAX_FEATURES, RandomFeatureSettings
     from calibrank.settings.checks import ConfigError
+    from calibrank.settings.choices import RFOutputInit
 
     assert RandomFeatureSettings(output_init="prior").output_init is RFOutputInit.prior
     with pytest.raises(ConfigError, match=rf"^n_features: expected at most {MAX_FEATURES} "):

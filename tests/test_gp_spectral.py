@@ -5,9 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from torch import nn
-
 from calibrank.model.gp.spectral import SpectralNormLinear, apply_spectral_norm
+from torch import nn
 
 
 def _linear_with_singular_values(s: list[float], out_f: int = 12, in_f: int = 20, seed: int = 0) -> nn.Linear:
@@ -141,9 +140,9 @@ def test_the_sngp_sections_read_the_layers_defaults_and_rules() -> None:
     the layer refuses is refused by the settings with the same words."""
     import inspect
 
-    from calibrank.settings.config import GPFBertConfig, SNGPConfig
     from calibrank.model.gp.settings import SpectralNormSettings
     from calibrank.settings.checks import ConfigError
+    from calibrank.settings.schema import GPFBertConfig, SNGPConfig
 
     params = inspect.signature(SpectralNormLinear).parameters
     for section in (SNGPConfig(), GPFBertConfig()):

@@ -25,7 +25,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
 from calibrank import codekey, runs
 from calibrank.data import DataError
 from calibrank.data.schema import Example
@@ -118,11 +117,10 @@ def test_editing_the_bm25_sampler_changes_the_negatives_cache_keys_of_the_sample
 
 def test_each_ranker_trains_with_the_loss_its_key_covers(monkeypatch):
     """``training_loss()`` (what the model key covers) is the loss ``_loss`` calls."""
-    import torch
-
     import calibrank.model.rankers.base as base
     import calibrank.model.rankers.focal as focal_mod
     import calibrank.model.rankers.sngp as sngp_mod
+    import torch
     from calibrank.model import losses
 
     rankers = {name: make_ranker(name, training=tiny_training(), models_dir="models", seed=0)
@@ -302,12 +300,11 @@ def test_a_pg_posterior_cache_with_bytes_changed_is_computed_again(tmp_path, cap
 
 def test_a_checkpoint_with_bytes_zeroed_is_not_resumed_from(tmp_path, caplog):
     import torch
-    from safetensors.torch import load_file
-
     from calibrank.model.backbone import load_backbone
     from calibrank.model.losses import binary_cross_entropy
     from calibrank.model.rankers.base import CrossEncoder
     from calibrank.model.training import encode_pairs, train_model
+    from safetensors.torch import load_file
 
     def loss(model, batch, labels):
         return binary_cross_entropy(model(**batch), labels)
@@ -350,9 +347,9 @@ def test_a_checkpoint_with_bytes_zeroed_is_not_resumed_from(tmp_path, caplog):
 
 
 def test_a_query_set_altered_after_it_was_written_is_an_error_naming_it(tmp_root):
-    from calibrank.settings.config import load_config
     from calibrank.data.io import write_queries
     from calibrank.data.querysets import QuerySetSpec, load_query_set, query_set_path
+    from calibrank.settings.config import load_config
 
     cfg = load_config("smoke")
     spec = QuerySetSpec("chitchat", "test", cfg.negatives.eval[0], 3)
@@ -368,8 +365,8 @@ def test_a_query_set_altered_after_it_was_written_is_an_error_naming_it(tmp_root
 
 
 def test_a_corpus_file_that_disagrees_with_sha256sums_is_an_error_naming_it(tmp_root):
-    from calibrank.settings.config import DataConfig
     from calibrank.data.corpora import load_corpus
+    from calibrank.settings.schema import DataConfig
 
     raw = tmp_root / "data" / "raw" / "mantis"
     shutil.copytree(FIXTURES / "mantis", raw)

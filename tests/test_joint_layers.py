@@ -5,12 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-
-from calibrank.model.backbone import encode, load_backbone
-from calibrank.settings.config import ConfigError, TrainingConfig, load_config
 from calibrank.data.schema import RankingQuery
+from calibrank.model.backbone import encode, load_backbone
 from calibrank.model.rankers.base import SEGMENT_COSINE_BIAS, SEGMENT_COSINE_WEIGHT, CrossEncoder
 from calibrank.model.training import collate, encode_pairs
+from calibrank.settings.checks import ConfigError
+from calibrank.settings.config import load_config
+from calibrank.settings.schema import TrainingConfig
 from rankfix import learnable_queries, tiny_training
 
 CLS, SEP = 101, 102
@@ -166,7 +167,7 @@ def test_joint_layers_are_checked_in_the_profile_and_where_the_encoder_is_built(
 
 
 def test_known_layer_counts_are_the_loaded_encoders():
-    from calibrank.settings.config import BACKBONE_LAYERS
+    from calibrank.settings.schema import BACKBONE_LAYERS
 
     for name in ("tiny-random", "all-MiniLM-L6-v2"):
         assert load_backbone(name).encoder.config.num_hidden_layers == BACKBONE_LAYERS[name]

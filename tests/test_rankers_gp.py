@@ -5,20 +5,19 @@ import math
 import numpy as np
 import pytest
 import torch
-from torch import nn
-
-from calibrank.settings.config import GPFBertConfig, PGDRRConfig, SNGPConfig
 from calibrank.data.schema import RankingQuery
 from calibrank.model.gp.gaussian import draw_joint
-from calibrank.model.gp.spectral import SpectralNormLinear
 from calibrank.model.gp.polya_gamma import gauss_hermite_sigmoid
+from calibrank.model.gp.spectral import SpectralNormLinear
 from calibrank.model.losses import binary_cross_entropy, focal
 from calibrank.model.rankers.base import encode_features
 from calibrank.model.rankers.focal import FocalRanker, GPFBertRanker
 from calibrank.model.rankers.pg_gp import PGDRRRanker, pg_param_groups
 from calibrank.model.rankers.sngp import SNGPRanker
 from calibrank.model.training import collate
+from calibrank.settings.schema import GPFBertConfig, PGDRRConfig, SNGPConfig
 from rankfix import learnable_queries, tiny_training
+from torch import nn
 
 TRAIN, VALID, TEST = learnable_queries(64, 1, seed=0), learnable_queries(24, 3, seed=1), learnable_queries(20, 3, seed=2)
 SNGP_KW = dict(n_features=128, samples=7)

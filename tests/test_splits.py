@@ -1,7 +1,15 @@
 import pytest
-
-from calibrank.settings.config import ContextStyle, SplitConfig
-from calibrank.data import Dialogue, TURN_SEP, UTTERANCE_SEP, dialogue_examples, format_context, split_dialogues, subsample
+from calibrank.data import (
+    TURN_SEP,
+    UTTERANCE_SEP,
+    Dialogue,
+    dialogue_examples,
+    format_context,
+    split_dialogues,
+    subsample,
+)
+from calibrank.settings.choices import ContextStyle
+from calibrank.settings.schema import SplitConfig
 
 
 def _dialogues(n, length=4):

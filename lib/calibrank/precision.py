@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from .settings.config import Precision
+from .settings.choices import Precision
 
 if TYPE_CHECKING:
     import torch

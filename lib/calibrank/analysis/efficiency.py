@@ -31,7 +31,8 @@ import pandas as pd
 
 from ..data.querysets import load_query_set
 from ..metrics.stats import MIN_CI_VALUES, mean_ci
-from ..settings.config import Config, load_config
+from ..settings.config import load_config
+from ..settings.schema import Config
 from ..table_checks import TOLERANCE, not_nan, raise_problems, rows_expected, rows_failing
 
 __all__ = ["CLOCKS", "PAPER_EFFICIENCY", "Timings", "clock_view", "deciding_clock", "efficiency_queries",

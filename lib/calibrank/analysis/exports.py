@@ -11,7 +11,7 @@ import pandas as pd
 
 from ..predictions import Predictions
 from ..runs import atomic_path, report_dir, write_json
-from ..settings.config import Config
+from ..settings.schema import Config
 from ..table_checks import raise_problems, rows_expected
 from .load import Study
 

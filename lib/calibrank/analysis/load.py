@@ -21,7 +21,8 @@ from ..data.conditions import (
 from ..data.querysets import MissingStepError
 from ..predictions import Predictions, PredictionsError
 from ..settings import registry
-from ..settings.config import Config, load_config, training_seeds
+from ..settings.config import load_config, training_seeds
+from ..settings.schema import Config
 from ..table_checks import raise_problems, rows_expected, rows_failing
 
 BASELINE = "bert"

@@ -16,7 +16,9 @@ from pathlib import Path
 from ..predictions import Predictions
 from ..runs import project_root, run_dir
 from ..settings import registry
-from ..settings.config import Config, Corpus, RankerName, run_name, training_seeds
+from ..settings.choices import Corpus, RankerName
+from ..settings.config import run_name, training_seeds
+from ..settings.schema import Config
 from .querysets import MissingStepError, load_query_set
 
 __all__ = [

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..settings.config import Corpus, DataConfig
+from ..settings.choices import Corpus
+from ..settings.schema import DataConfig
 from .chatterbot import read_chatterbot
 from .chitchat import read_chitchat
 from .published import expected_files, load_published

@@ -20,7 +20,8 @@ from typing import TypeVar
 import pyarrow as pa
 
 from ..runs import read_json, run_dir, stable_hash, write_json
-from ..settings.config import Config, SamplerName
+from ..settings.choices import SamplerName
+from ..settings.schema import Config
 from ..table_checks import raise_problems
 from .corpora import load_corpus
 from .io import read_examples, read_queries, read_table, write_examples, write_queries, write_table

@@ -12,7 +12,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..settings.config import ContextStyle, Positions, SplitConfig
+from ..settings.choices import ContextStyle, Positions
+from ..settings.schema import SplitConfig
 from .schema import Dialogue, Example
 
 __all__ = [

@@ -16,7 +16,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from ..settings.config import ConfigError, check_joint_layers
+from ..settings.checks import ConfigError
+from ..settings.schema import check_joint_layers
 
 __all__ = ["Backbone", "BackboneError", "Encoded", "encode", "load_backbone", "resolve_checkpoint", "MINILM", "TINY"]
 

@@ -23,7 +23,8 @@ from ..data.querysets import load_query_set
 from ..metrics.calibration import ece
 from ..metrics.ranking import recall_at_k
 from ..predictions import Predictions
-from ..settings.config import Config, Corpus, RankerName
+from ..settings.choices import Corpus, RankerName
+from ..settings.schema import Config
 from ..table_checks import in_range, raise_problems, rows_expected, rows_failing
 from .rankers import Ranker, ranker_from_config
 

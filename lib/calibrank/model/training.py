@@ -46,7 +46,8 @@ from ..runs import (
     sweep_temp,
     write_json,
 )
-from ..settings.config import ContextStyle, Precision, Schedule, Selection, TrainingConfig
+from ..settings.choices import ContextStyle, Precision, Schedule, Selection
+from ..settings.schema import TrainingConfig
 
 __all__ = [
     "Pairs",

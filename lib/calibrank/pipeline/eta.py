@@ -25,7 +25,9 @@ from ..data.schema import RankingQuery
 from ..model.rankers import make_ranker
 from ..precision import use_bf16
 from ..runs import project_root, read_json, write_json
-from ..settings.config import ConfigError, RankerName, load_config
+from ..settings.checks import ConfigError
+from ..settings.choices import RankerName
+from ..settings.config import load_config
 from .schedule import Estimate, clock, eta_path, recorded, steps, work
 from .train import trained_models
 

@@ -18,18 +18,11 @@ from pathlib import Path
 from ..data import conditions
 from ..runs import project_root
 from ..settings import registry
-from ..settings.config import (
-    Config,
-    ConfigError,
-    Corpus,
-    RankerName,
-    load_config,
-    parse_run_name,
-    profile_sources,
-    run_name,
-    train_runs,
-    training_seeds,
-)
+from ..settings.checks import ConfigError
+from ..settings.choices import Corpus, RankerName
+from ..settings.config import load_config, parse_run_name, run_name, train_runs, training_seeds
+from ..settings.profiles import profile_sources
+from ..settings.schema import Config
 
 __all__ = [
     "Step",

@@ -32,7 +32,8 @@ from ..analysis.verdicts import VERDICTS, summary
 from ..data.baselines import SHORTCUT_MARGIN, ranking_check, ranking_warnings
 from ..metrics.resample import ONE_SEED_NOTE
 from ..runs import atomic_path, project_root, report_dir
-from ..settings.config import Config, load_config
+from ..settings.config import load_config
+from ..settings.schema import Config
 from .schedule import eta_path, read_eta
 
 __all__ = ["SECTION_TITLES", "build_index", "notebook_sections"]

@@ -24,7 +24,10 @@ from ..model import experiment
 from ..model.rankers import ranker_from_config
 from ..model.training import is_trained, setup_distributed
 from ..runs import project_root, run_dir, write_json
-from ..settings.config import Config, ConfigError, RankerName, load_config
+from ..settings.checks import ConfigError
+from ..settings.choices import RankerName
+from ..settings.config import load_config
+from ..settings.schema import Config
 from .grid import GridModel, grid_models, marker_path, model_for
 
 __all__ = ["main", "model_dir", "train", "trained_models"]

@@ -23,7 +23,9 @@ import enum
 from typing import Any
 
 from ...settings import registry
-from ...settings.config import Config, RankerName, training_seeds
+from ...settings.choices import RankerName
+from ...settings.config import training_seeds
+from ...settings.schema import Config
 from .base import CrossEncoder, Ranker
 from .deterministic import DeterministicRanker
 from .ensemble import EnsembleRanker

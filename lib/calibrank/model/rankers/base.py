@@ -31,15 +31,10 @@ from ...metrics.ranking import recall_at_k
 from ...precision import use_bf16
 from ...predictions import Predictions
 from ...runs import atomic_recorded, check_recorded, stable_hash
-from ...settings.config import (
-    HEAD_DROPOUT,
-    ConfigError,
-    ContextStyle,
-    Pooling,
-    TrainingConfig,
-    build_section,
-    check_joint_layers,
-)
+from ...settings.checks import ConfigError
+from ...settings.choices import ContextStyle, Pooling
+from ...settings.config import build_section
+from ...settings.schema import HEAD_DROPOUT, TrainingConfig, check_joint_layers
 from .. import losses
 from ..backbone import Backbone, encode, load_backbone
 from ..losses import binary_cross_entropy

@@ -13,7 +13,8 @@ import numpy as np
 
 from ...data.schema import RankingQuery
 from ...predictions import Predictions
-from ...settings.config import EnsembleConfig, build_section
+from ...settings.config import build_section
+from ...settings.schema import EnsembleConfig
 from ..training import TrainResult
 from .base import Ranker, TrainedModel, sigmoid
 

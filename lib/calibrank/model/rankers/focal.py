@@ -14,7 +14,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from ...settings.config import FocalConfig, GPFBertConfig, check_focal_gamma
+from ...settings.checks import check_focal_gamma
+from ...settings.schema import FocalConfig, GPFBertConfig
 from ..losses import focal
 from .base import checked
 from .deterministic import DeterministicRanker

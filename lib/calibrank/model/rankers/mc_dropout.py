@@ -23,7 +23,7 @@ from torch import nn
 from ...data.schema import RankingQuery
 from ...predictions import Predictions
 from ...settings.choices import DropoutMasks
-from ...settings.config import MCDropoutConfig
+from ...settings.schema import MCDropoutConfig
 from ..training import Pairs, collate, length_batches, use_bf16
 from .base import ranker_settings, sigmoid
 from .deterministic import DeterministicRanker

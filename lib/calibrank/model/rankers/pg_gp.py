@@ -28,8 +28,9 @@ from ...data.schema import RankingQuery
 from ...metrics.ranking import recall_at_k
 from ...predictions import Predictions
 from ...runs import stable_hash
+from ...settings.checks import check_choice
 from ...settings.choices import GPKernel, GPMeanFunction, Pooling
-from ...settings.config import PGDRRConfig, check_choice, check_gp_batch_size
+from ...settings.schema import PGDRRConfig, check_gp_batch_size
 from ..backbone import Backbone
 from ..gp.gaussian import draw_joint
 from ..gp.polya_gamma import (

@@ -22,8 +22,9 @@ from torch import nn
 
 from ...data.schema import RankingQuery
 from ...predictions import Predictions
+from ...settings.checks import check_choice
 from ...settings.choices import FocalGamma, Pooling, SNGPLoss, SpectralNormPlacement
-from ...settings.config import RandomFeatureGPConfig, SNGPConfig, check_choice, check_spectral_norm_placement
+from ...settings.schema import RandomFeatureGPConfig, SNGPConfig, check_spectral_norm_placement
 from ..backbone import Backbone
 from ..gp.gaussian import draw_joint
 from ..gp.random_features import RandomFeatureGP
