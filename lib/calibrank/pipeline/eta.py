@@ -21,6 +21,7 @@ import torch
 
 from ..data.corpora import load_corpus
 from ..data.negatives import encode, load_embedding_model
+from ..data.querysets import load_examples
 from ..data.schema import RankingQuery
 from ..model.rankers import make_ranker
 from ..precision import use_bf16
@@ -32,14 +33,14 @@ from .schedule import Estimate, clock, eta_path, recorded, steps, work
 from .train import trained_models
 
 
-def measure(cfg, *, threads: int, batches: int = 3) -> dict[str, float]:
-    """This machine's rates from the real loop: ``bert`` fitted for an epoch on ``batches`` batches of real training pairs
+def measure(cfg, examples, *, threads: int, batches: int = 3) -> dict[str, float]:
+    """This machine's rates from the real loop: ``bert`` fitted for an epoch on ``batches`` batches of pairs of ``examples``
     and scoring them, twice (the first builds each batch shape's kernels); the rates the second records about itself,
     and ``build``, the seconds of its fit outside the training loop (building the model, writing it)."""
     before, t = torch.get_num_threads(), dataclasses.replace(cfg.training, epochs=1, eval_every=None)
     torch.set_num_threads(threads)
     try:
-        ex = load_corpus(cfg.rankers.train_corpora[0], cfg.data, cfg.seed).examples["train"][:batches * t.batch_size // 2]
+        ex = examples[:batches * t.batch_size // 2]
         queries = [RankingQuery(e.eid, e.context, (e.response, ex[i - 1].response), (1, 0)) for i, e in enumerate(ex)]
         with tempfile.TemporaryDirectory(prefix="calibrank-eta-") as tmp:
             for seed in (0, 1):
@@ -54,9 +55,10 @@ def measure(cfg, *, threads: int, batches: int = 3) -> dict[str, float]:
         torch.set_num_threads(before)
 
 
-def measure_encoding(cfg, texts: int = 128) -> float:
-    """Texts/s of the negatives' bi-encoder on real responses, most of what it encodes (after a warm-up call)."""
-    emb, ex = cfg.negatives.embedding, load_corpus(cfg.data.corpora[0], cfg.data, cfg.seed).examples["train"][:texts]
+def measure_encoding(cfg, examples, texts: int = 128) -> float:
+    """Texts/s of the negatives' bi-encoder on the responses of ``examples``, most of what it encodes (after a warm-up
+    call)."""
+    emb, ex = cfg.negatives.embedding, examples[:texts]
     model, precision = load_embedding_model(emb.model), getattr(emb.precision, "value", emb.precision)
     encode(model, [e.response for e in ex[:8]], batch_size=emb.batch_size, precision=precision)
     t0 = time.perf_counter()
@@ -90,16 +92,23 @@ def run(profile: str, *, jobs: int, cores: int, started: float) -> str:
     if summary.exists():
         corpora = read_json(summary)["corpora"]
         sizes, pools = {c: e["examples"] for c, e in corpora.items()}, {c: e["pool"] for c, e in corpora.items()}
+        train = {}
     else:  # reading the corpora here is what notebook 01 does first
         read = {c.value: load_corpus(c, cfg.data, cfg.seed) for c in cfg.data.corpora}
         sizes = {c: {s: len(v) for s, v in cs.examples.items()} for c, cs in read.items()}
         pools = {c: {s: len(v) for s, v in cs.pools.items()} for c, cs in read.items()}
+        train = {c: cs.examples["train"] for c, cs in read.items()}
     read_s = time.perf_counter() - t0
+
+    def examples(corpus) -> list:  # a corpus's training examples, read once (from notebook 01's files once it ran)
+        c = getattr(corpus, "value", corpus)
+        return train[c] if c in train else train.setdefault(c, load_examples(cfg, c, "train"))
+
     rates, threads = recorded(profile), max(1, cores // max(1, jobs))
-    source, rates = ("recorded", rates) if len(rates) == 2 else ("measured", {**measure(cfg, threads=threads), **rates})
+    source, rates = ("recorded", rates) if len(rates) == 2 else ("measured", {**measure(cfg, examples(cfg.rankers.train_corpora[0]), threads=threads), **rates})
     est = steps(cfg)
     if any(s.phase == "negatives" and s.pending and s.name not in durations for s in est):
-        rates["encode"] = measure_encoding(cfg)
+        rates["encode"] = measure_encoding(cfg, examples(cfg.data.corpora[0]))
     if durations:
         startup = {"notebook": min(durations.values()), "train": min(durations.values())}
         rates["startup_from"] = "last run"
