@@ -44,6 +44,9 @@ def test_the_grid_and_the_makefile_follow_the_registry(registered):
     # describe focal as loading bert's model: the grid trains no focal model and make orders the runs
     registered.register(dataclasses.replace(registered.info("focal"), shares="bert"))
     assert grid.shared_runs(cfg) == {"mc_dropout-chitchat": "bert-chitchat", "focal-chitchat": "bert-chitchat"}
+    assert grid.reused_scores(cfg) == {"focal-chitchat": "bert-chitchat"}  # mc_dropout samples its own masks
+    focal = next(s for s in grid.steps(cfg) if s.name == "03_train-focal-chitchat")
+    assert "reports/smoke/03_train-bert-chitchat.ipynb" in focal.inputs
     assert "focal-chitchat-seed0" not in [m.name for m in grid.grid_models(cfg)]
 
 
@@ -97,5 +100,6 @@ def test_a_toy_ranker_enters_a_profile_and_the_grid(registered):
     registered.register(registry.RankerInfo("toy", "Toy ranker", registry.Family.deterministic, lambda cfg: 1,
                                             shares="bert", data_parallel=True))
     assert grid.shared_runs(cfg) == {"toy-chitchat": "bert-chitchat", "toy-chitchat-seed1": "bert-chitchat-seed1"}
+    assert grid.reused_scores(cfg) == grid.shared_runs(cfg)
     assert not any(m.name.startswith("toy-") for m in grid.grid_models(cfg))
     assert expected_samples(cfg, "toy") == 1

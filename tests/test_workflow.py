@@ -84,6 +84,14 @@ def test_smoke_steps_match_a_hand_count(tmp_root):
     assert marker("bert-chitchat-seed0") in by_name["03_train-mc_dropout-chitchat"].inputs
     assert {marker("bert-chatterbot-seed1"), marker("ensemble-chatterbot-seed1-member1")} <= \
         set(by_name["03_train-ensemble-chatterbot-seed1"].inputs)
+    # a run that reads its owner's cached logits (temperature, ensemble member 0) comes after the owner's run;
+    # MC Dropout samples its own masks and runs beside it
+    notebook = lambda run: f"reports/smoke/03_train-{run}.ipynb"  # noqa: E731
+    assert notebook("bert-chitchat-seed1") in by_name["03_train-temperature-chitchat-seed1"].inputs
+    assert notebook("bert-chatterbot") in by_name["03_train-ensemble-chatterbot"].inputs
+    assert not any("/03_train-" in f for f in by_name["03_train-mc_dropout-chitchat"].inputs)
+    assert grid.reused_scores(cfg) == {run: owner for run, owner in grid.shared_runs(cfg).items()
+                                       if not run.startswith("mc_dropout")}
     assert by_name["03_train-temperature-chitchat-seed1"].parameters == \
         {"profile": "smoke", "ranker": "temperature", "train_corpus": "chitchat", "seed": 1}
     for step in runs:

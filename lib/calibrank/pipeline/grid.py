@@ -34,6 +34,7 @@ __all__ = [
     "run_models",
     "model_for",
     "marker_path",
+    "reused_scores",
     "shared_runs",
     "main",
 ]
@@ -131,6 +132,19 @@ def shared_runs(cfg: Config) -> dict[str, str]:
     return out
 
 
+def reused_scores(cfg: Config) -> dict[str, str]:
+    """``{run: other run}`` for every run of :func:`shared_runs` that scores the shared model once per pair, as
+    its owner does (temperature scaling; the ensemble's member 0), so that it reads the owner's cached logits:
+    the graph runs it after the owner, and the scoring is done, and counted, once. MC Dropout samples
+    dropout masks and scores on its own."""
+    out = {}
+    for run, owner in shared_runs(cfg).items():
+        info = registry.info(parse_run_name(run, cfg)[0])
+        if info.family is not registry.Family.stochastic or info.samples(cfg) == info.members(cfg):
+            out[run] = owner
+    return out
+
+
 def grid_models(cfg: Config) -> list[GridModel]:
     """Every model the profile's notebook runs load, each once, in run order."""
     seen: dict[str, GridModel] = {}
@@ -217,13 +231,14 @@ def steps(cfg: Config, *, threads: int = 1, cores: int = 1) -> list[Step]:
     for model in grid_models(cfg):
         out.append(Step(f"train-{model.name}", "train", None, {}, (negatives.outputs[0], *params),
                         (str(marker_path(cfg.profile, model.name)),), False, threads, True, model))
-    runs = run_models(cfg)
+    runs, after = run_models(cfg), reused_scores(cfg)
     predict = []
     for run, models in runs.items():
         ranker, corpus, seed = parse_run_name(run, cfg)
         files = [conditions.predictions_path(cfg, ranker, corpus, cond, seed) for cond in conditions.ranker_conditions(cfg, ranker)]
+        first = [f"{report}/03_train-{after[run]}.ipynb"] if run in after else []
         predict.append(notebook(f"03_train-{run}", "predict",
-                                [negatives.outputs[0], *(str(marker_path(cfg.profile, m)) for m in models)],
+                                [negatives.outputs[0], *(str(marker_path(cfg.profile, m)) for m in models), *first],
                                 [_relative(f) for p in files for f in (p, p.with_suffix(".json"))], gpu=True,
                                 ranker=registry.info(ranker).name, train_corpus=corpus.value, seed=seed))
     out += predict
