@@ -1,9 +1,11 @@
 """How many joint layers? ``bert`` trained at equal steps for each ``training.joint_layers`` and head.
 
 ``python -m benchmarks.probe_joint PROFILE --joint-layers 0 2 4 6 --heads segments pooler --seeds 13
-[--train-examples N] [--corpus C] [--device auto|cpu|cuda] [--models DIR] [--resamples R] --out DIR``
+[--ranker NAME] [--train-examples N] [--corpus C] [--device auto|cpu|cuda] [--models DIR] [--resamples R]
+[--predictions DIR] --out DIR``
 
-For every (joint layers, head, seed) the profile's ``bert`` is trained on the profile's training
+For every (joint layers, head, seed) the profile's ``bert`` (or ``--ranker``: any ranker that trains a
+model of its own, e.g. ``sngp``, with its profile section) is trained on the profile's training
 corpus (its first, unless ``--corpus``) with the profile's settings otherwise: the same data,
 epochs, batch size and schedule, hence the same number of steps. Joint layers are realised by
 attention masks over the same sequences (:func:`calibrank.model.backbone.encode`), so a step costs the
@@ -13,7 +15,8 @@ training are in the table. ``null`` in ``--joint-layers`` is the papers' cross-e
 
 Each trained model, and the untrained model it started from (stage ``start``: where fine-tuning
 begins; with no joint layer and the ``segments`` head this is the zero-shot bi-encoder), is
-scored on every test condition of the profile (each corpus x each evaluation sampler). Beside
+scored on every test condition of the profile (each corpus x each evaluation sampler); the start is
+scored for ``bert`` only, whose head starts from the bi-encoder's cosine. Beside
 each R10@1 (95% percentile bootstrap over test queries, :mod:`calibrank.metrics.resample`) the
 CSV holds the zero-shot bi-encoder rule's R10@1 on the same queries (:mod:`calibrank.data.baselines`)
 with its interval, the paired difference with its interval and the one-sided permutation
@@ -28,7 +31,10 @@ trained models go to the profile's model cache (``runs/<profile>/models/<corpus>
 ``--models``, keyed as the study keys them, so a setting the study also trains is trained once.
 Device ``auto`` is CUDA when there is one; the profile's ``precision: auto`` then trains and
 scores in bf16. Written under ``--out``: ``joint_layers.csv``, ``summary.md`` (in-distribution
-and mean shifted R10@1 per setting) and ``run.json`` (arguments, machine, wall time).
+and mean shifted R10@1 per setting) and ``run.json`` (arguments, machine, wall time). With
+``--predictions DIR`` every Predictions file scored (start and trained, per setting, seed and test
+condition) is saved there too, named ``<ranker>-<joint>-<head>-seed<S>-<stage>-<corpus>-<sampler>.npz``, so that
+the study's analyses (ECE, an ensemble of the seeds) can read them.
 """
 
 from __future__ import annotations
@@ -49,13 +55,14 @@ from calibrank.data.conditions import Condition, eval_conditions, models_dir as 
 from calibrank.data.querysets import MissingStepError, build_query_sets, load_query_set, prepare_data
 from calibrank.data.schema import RankingQuery
 from calibrank.metrics.resample import compare, features, interval
-from calibrank.model.rankers import make_ranker
+from calibrank.model.rankers import ranker_from_config
 from calibrank.model.rankers.base import distinct_pairs, queries_version, sigmoid
 from calibrank.model.training import score_pairs
 from calibrank.precision import use_bf16
 from calibrank.predictions import Predictions
 from calibrank.runs import atomic_path, write_json
 from calibrank.settings.checks import ConfigError
+from calibrank.settings import registry
 from calibrank.settings.choices import Pooling
 from calibrank.settings.config import load_config
 from calibrank.settings.schema import BACKBONE_LAYERS, Config, check_joint_layers
@@ -63,7 +70,7 @@ from calibrank.settings.schema import BACKBONE_LAYERS, Config, check_joint_layer
 __all__ = ["COLUMNS", "probe", "query_sets", "settings", "summary", "main"]
 
 #: The columns of ``joint_layers.csv``, in order.
-COLUMNS = ["joint_layers", "head", "seed", "stage", "corpus", "sampler", "shift", "queries", "R@1", "R@1 low", "R@1 high",
+COLUMNS = ["ranker", "joint_layers", "head", "seed", "stage", "corpus", "sampler", "shift", "queries", "R@1", "R@1 low", "R@1 high",
            "biencoder R@1", "biencoder low", "biencoder high", "diff", "diff low", "diff high", "p better",
            "above_biencoder_interval", "train_seconds", "steps", "best_step", "valid R@1", "device", "bf16", "note"]
 
@@ -160,9 +167,18 @@ def _cells(preds: list[Predictions], bi: Predictions, n_resamples: int, seed: in
 
 def probe(cfg: Config, joint_layers: Sequence[int | None], heads: Sequence[str], seeds: Sequence[int], *,
           corpus: str | None = None, train_examples: int | None = None, device: str | torch.device | None = None,
-          models: str | Path | None = None, n_resamples: int = 2000, log=print) -> pd.DataFrame:
-    """The table of :data:`COLUMNS`: one row per setting x seed x stage x test condition (see the module docstring)."""
+          models: str | Path | None = None, n_resamples: int = 2000, predictions: str | Path | None = None,
+          ranker: str = "bert", log=print) -> pd.DataFrame:
+    """The table of :data:`COLUMNS`: one row per setting x seed x stage x test condition (see the module docstring);
+    ``predictions``: a folder to save every scored Predictions file in."""
     corpus = str(getattr(corpus, "value", corpus) or cfg.rankers.train_corpora[0].value)
+    try:
+        name = registry.info(ranker).name
+    except KeyError as exc:
+        raise ConfigError(f"--ranker: {exc.args[0]}") from None
+    if registry.info(name).shares is not None or registry.info(name).members(cfg) > 1:
+        raise ConfigError(f"--ranker: {name!r} trains no single model of its own (it shares or ensembles models); "
+                          f"probe bert or a ranker with a model of its own")
     device = torch.device(device) if device is not None else torch.device("cuda" if torch.cuda.is_available() else "cpu")
     plan = settings(joint_layers, heads, cfg.training.backbone)
     train, valid, conditions, tests, how = query_sets(cfg, corpus)
@@ -173,25 +189,30 @@ def probe(cfg: Config, joint_layers: Sequence[int | None], heads: Sequence[str],
     bf16 = use_bf16(cfg.training.precision, device)
     rows = []
     for j, pooling, why_not in plan:
-        label = {"joint_layers": "null" if j is None else j, "head": pooling.value, "device": device.type, "bf16": bf16}
+        label = {"ranker": name, "joint_layers": "null" if j is None else j, "head": pooling.value, "device": device.type, "bf16": bf16}
         if why_not:
             rows.append({**label, "note": why_not})
             continue
-        training = dataclasses.replace(cfg.training, joint_layers=j, pooling=pooling)
-        per_seed: dict[str, list[list[Predictions]]] = {"start": [], "trained": []}
+        setting = dataclasses.replace(cfg, training=dataclasses.replace(cfg.training, joint_layers=j, pooling=pooling))
+        per_seed: dict[str, list[list[Predictions]]] = {"start": [], "trained": []} if name == "bert" else {"trained": []}
         fits = []
         for seed in seeds:
-            ranker = make_ranker("bert", training=training, models_dir=folder, seed=seed,
-                                 context_style=cfg.data.context_style, device=device)
-            per_seed["start"].append(_start_predictions(ranker, seed, tests))
+            model = ranker_from_config(setting, name, folder, device=device, seed=seed)
+            if "start" in per_seed:
+                per_seed["start"].append(_start_predictions(model, seed, tests))
             t0 = time.perf_counter()
-            ranker.fit(train, valid)
-            result = ranker.training_results()[0]
-            per_seed["trained"].append(ranker.predict_many(tests))
+            model.fit(train, valid)
+            result = model.training_results()[0]
+            per_seed["trained"].append(model.predict_many(tests))
+            if predictions is not None:
+                for stage in per_seed:
+                    for cond, pred in zip(conditions, per_seed[stage][-1]):
+                        pred.save(Path(predictions) / f"{name}-{label['joint_layers']}-{pooling.value}-seed{seed}-{stage}-"
+                                                      f"{cond.corpus}-{cond.sampler}.npz")
             fit = {"train_seconds": round(result.seconds, 1), "steps": result.steps, "best_step": result.best_step,
                    "valid R@1": result.best_metric}
             fits.append(fit)
-            log(f"joint_layers={label['joint_layers']} head={pooling.value} seed={seed}: {result.steps} steps, "
+            log(f"{name} joint_layers={label['joint_layers']} head={pooling.value} seed={seed}: {result.steps} steps, "
                 f"{result.seconds:.0f} s of training ({time.perf_counter() - t0:.0f} s here)")
         runs = [(str(s), [i]) for i, s in enumerate(seeds)] + ([("all", list(range(len(seeds))))] if len(seeds) > 1 else [])
         for seed_label, which in runs:
@@ -208,9 +229,9 @@ def summary(table: pd.DataFrame) -> str:
     """Markdown: per setting and stage, R10@1 in distribution with its interval, the mean over the shifted
     conditions, and the bi-encoder's in-distribution R10@1 with its interval."""
     done = table[table["stage"].notna()]
-    lines = ["| joint_layers | head | seed | stage | in distribution R@1 [95%] | bi-encoder [95%] | above bi-encoder | "
-             "shifted R@1 (mean) | bi-encoder shifted | train s |", "|---|---|---|---|---|---|---|---|---|---|"]
-    for (j, head, seed, stage), g in done.groupby(["joint_layers", "head", "seed", "stage"], sort=False):
+    lines = ["| ranker | joint_layers | head | seed | stage | in distribution R@1 [95%] | bi-encoder [95%] | above bi-encoder | "
+             "shifted R@1 (mean) | bi-encoder shifted | train s |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for (name, j, head, seed, stage), g in done.groupby(["ranker", "joint_layers", "head", "seed", "stage"], sort=False):
         ind = g[g["shift"] == "in distribution"]
         shifted = g[g["shift"] != "in distribution"]
         r = ind.iloc[0] if len(ind) else None
@@ -218,10 +239,10 @@ def summary(table: pd.DataFrame) -> str:
         ref = "-" if r is None else f"{r['biencoder R@1']:.3f} [{r['biencoder low']:.3f}, {r['biencoder high']:.3f}]"
         above = "-" if r is None else ("yes" if r["above_biencoder_interval"] else "no")
         secs = g["train_seconds"].dropna()
-        lines.append(f"| {j} | {head} | {seed} | {stage} | {cell} | {ref} | {above} | {shifted['R@1'].mean():.3f} | "
+        lines.append(f"| {name} | {j} | {head} | {seed} | {stage} | {cell} | {ref} | {above} | {shifted['R@1'].mean():.3f} | "
                      f"{shifted['biencoder R@1'].mean():.3f} | {'' if secs.empty else f'{secs.iloc[0]:.0f}'} |")
     for _, r in table[table["stage"].isna()].iterrows():
-        lines.append(f"| {r['joint_layers']} | {r['head']} | | | {r['note']} | | | | | |")
+        lines.append(f"| {r['ranker']} | {r['joint_layers']} | {r['head']} | | | {r['note']} | | | | | |")
     return "\n".join(lines) + "\n"
 
 
@@ -240,12 +261,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--joint-layers", nargs="+", type=_joint_value, required=True,
                    help="values of training.joint_layers (integers, or null for every layer joint)")
     p.add_argument("--heads", nargs="+", choices=[m.value for m in Pooling], default=["segments", "pooler"])
+    p.add_argument("--ranker", default="bert", help="the ranker to train (bert, or one with a model of its own)")
     p.add_argument("--seeds", nargs="+", type=int, default=None, help="training seeds (default: the profile's)")
     p.add_argument("--train-examples", type=int, default=None, help="train on this many training queries (seeded draw)")
     p.add_argument("--corpus", default=None, help="training corpus (default: the profile's first)")
     p.add_argument("--device", default="auto", help="auto (CUDA when there is one), cpu, cuda or cuda:N")
     p.add_argument("--models", default=None, help="model cache folder (default: the profile's)")
     p.add_argument("--resamples", type=int, default=2000, help="bootstrap and permutation resamples")
+    p.add_argument("--predictions", default=None, help="also save every scored Predictions file in this folder")
     p.add_argument("--out", required=True, help="folder for joint_layers.csv, summary.md and run.json")
     return p
 
@@ -262,7 +285,8 @@ def main(argv: list[str] | None = None) -> int:
         seeds = args.seeds or list(cfg.rankers.seeds or (cfg.seed,))
         device = None if args.device == "auto" else args.device
         table = probe(cfg, args.joint_layers, args.heads, seeds, corpus=args.corpus, train_examples=args.train_examples,
-                      device=device, models=args.models, n_resamples=args.resamples)
+                      device=device, models=args.models, n_resamples=args.resamples,
+                      predictions=args.predictions, ranker=args.ranker)
     except (ConfigError, MissingStepError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

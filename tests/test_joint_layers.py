@@ -6,9 +6,11 @@ import numpy as np
 import pytest
 import torch
 from calibrank.data.schema import RankingQuery
+from calibrank.metrics.ranking import recall_at_k
 from calibrank.model.backbone import encode, load_backbone
 from calibrank.model.rankers.base import SEGMENT_COSINE_BIAS, SEGMENT_COSINE_WEIGHT, CrossEncoder
 from calibrank.model.training import collate, encode_pairs
+from calibrank.predictions import Predictions
 from calibrank.settings.checks import ConfigError
 from calibrank.settings.config import load_config
 from calibrank.settings.schema import TrainingConfig
@@ -111,8 +113,6 @@ def test_with_no_joint_layer_each_segment_is_encoded_as_if_alone(attn):
 def test_untrained_segments_ranker_with_no_joint_layer_ranks_as_the_zero_shot_biencoder():
     """MiniLM with no joint layer and the segments head: 10 cos + b of sentence-transformers' embeddings."""
     from calibrank.data.baselines import baseline_scores
-    from calibrank.metrics.ranking import recall_at_k
-
     queries = [
         RankingQuery("pets", ("what pets do you have at home?",), ("i have two cats and a parrot", "i work as a nurse",
                      "the weather is terrible today", "my favourite food is pizza"), (1, 0, 0, 0)),
@@ -246,14 +246,44 @@ def test_probe_trains_each_setting_at_equal_steps_beside_the_biencoder_on_the_sa
     null = rows[rows["joint_layers"] == "null"].set_index(key)["R@1"].sort_index()
     pd.testing.assert_series_equal(every, null)
     assert json.loads((out / "run.json").read_text())["seeds"] == [3]
-    assert "| 0 | segments | 3 | trained |" in (out / "summary.md").read_text()
-    # a second run reads the query sets and the trained models back
-    assert main(argv[:2] + ["0", "--heads", "segments"] + argv[8:]) == 0
+    assert "| bert | 0 | segments | 3 | trained |" in (out / "summary.md").read_text()
+    assert set(rows["ranker"]) == {"bert"}
+    # a second run reads the query sets and the trained models back, and saves what it scored
+    saved = tmp_root / "probe-predictions"
+    assert main(argv[:2] + ["0", "--heads", "segments"] + argv[8:] + ["--predictions", str(saved)]) == 0
     assert "query sets reused" in capsys.readouterr().out
     again = pd.read_csv(out / "joint_layers.csv")
     first = rows[(rows["joint_layers"] == "0") & (rows["head"] == "segments")]
     np.testing.assert_allclose(again["R@1"], first["R@1"])
     np.testing.assert_allclose(again["train_seconds"].dropna(), first["train_seconds"].dropna())
+    assert len(list(saved.glob("*.npz"))) == 2 * 4  # (start, trained) x conditions, each with its sidecar
+    for _, r in first.iterrows():
+        pred = Predictions.load(saved / f"bert-0-segments-seed3-{r['stage']}-{r['corpus']}-{r['sampler']}.npz")
+        assert abs(float(np.nanmean(recall_at_k(pred.probs, pred.labels, 1))) - r["R@1"]) < 1e-3
+
+
+def test_probe_trains_another_ranker_with_its_profile_section(tmp_root, capsys):
+    """``--ranker sngp``: the GP ranker trained and scored as the study builds it; no start stage (its head does
+    not start from the bi-encoder); a ranker without a model of its own is refused before any work."""
+    import pandas as pd
+
+    from benchmarks.probe_joint import main
+
+    (tmp_root / "params" / "probe.yaml").write_text(
+        "extends: smoke\nprofile: probe\ndata: {max_examples: {train: 16, valid: 8, test: 8}}\n"
+        "negatives: {eval: [mixed]}\n")
+    out, saved = tmp_root / "probe-out", tmp_root / "probe-predictions"
+    assert main(["probe", "--ranker", "sngp", "--joint-layers", "null", "--heads", "pooler", "--seeds", "3",
+                 "--resamples", "50", "--out", str(out), "--predictions", str(saved)]) == 0
+    table = pd.read_csv(out / "joint_layers.csv")
+    assert set(table["ranker"]) == {"sngp"} and set(table["stage"]) == {"trained"} and len(table) == 2
+    pred = Predictions.load(saved / "sngp-null-pooler-seed3-trained-chitchat-mixed.npz")
+    assert pred.meta["ranker"] == "sngp" and pred.n_samples > 1  # posterior draws, as the study's sngp gives
+    capsys.readouterr()
+    assert main(["probe", "--ranker", "mc_dropout", "--joint-layers", "null", "--heads", "pooler",
+                 "--out", str(tmp_root / "x")]) == 1
+    assert "--ranker: 'mc_dropout' trains no single model of its own" in capsys.readouterr().err
+    assert not (tmp_root / "x").exists()
 
 
 def test_probe_refuses_settings_the_backbone_cannot_have(tmp_root, capsys):
