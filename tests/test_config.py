@@ -88,7 +88,7 @@ def test_invalid_yaml_is_a_config_error(tmp_path):
 
 
 def test_unknown_profile_lists_the_known_ones(tmp_root):
-    with pytest.raises(ConfigError, match="known profiles: laptop, laptop-3seeds, paper, paper2023, smoke"):
+    with pytest.raises(ConfigError, match="known profiles: laptop, laptop-3seeds, laptop-full, paper, paper2023, smoke"):
         load_config("nosuch")
 
 

@@ -277,7 +277,7 @@ def test_dry_run_errors_name_the_config_value(grid_root):
 
     assert "config value 'profile' is missing" in error()
     text = error("profile=smoke;touch x")
-    assert "config value 'profile': expected one of laptop, laptop-3seeds, paper, paper2023, paper_seeds, smoke" in text
+    assert "config value 'profile': expected one of laptop, laptop-3seeds, laptop-full, paper, paper2023, paper_seeds, smoke" in text
     assert "'smoke;touch x'" in text and not (grid_root / "x").exists()
     assert "config value 'train_gpus': expected a whole number of at least 1, got 'two'" in error("profile=smoke", "train_gpus=two")
     assert "config value 'thread': unknown key; expected profile, threads, gpus, train_gpus" in error("profile=smoke", "thread=2")
