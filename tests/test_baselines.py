@@ -72,6 +72,12 @@ def test_most_and_least_overlap_are_mirror_rules():
     assert recall_at_k(most, labels, 1).mean() == 0.0
     with pytest.raises(ValueError, match="BM25 statistics"):
         bl.baseline_scores("bm25", QUERIES, seed=0)
+    # the overlap computed once gives both rules the same scores as their own computation
+    overlap = bl.bm25_overlap(QUERIES, stats)
+    assert np.array_equal(bl.baseline_scores("bm25", QUERIES, seed=0, overlap=overlap), most)
+    assert np.array_equal(bl.baseline_scores("least_overlap", QUERIES, seed=0, overlap=overlap), least)
+    with pytest.raises(ValueError, match=r"overlap has shape \(1, 3\), the queries \(2, 3\)"):
+        bl.baseline_scores("bm25", QUERIES, seed=0, overlap=overlap[:1])
 
 
 def test_exact_ties_are_broken_at_random_with_the_seed():

@@ -116,11 +116,13 @@ def biencoder_similarity(query_sets: Sequence[Sequence[RankingQuery]], model: st
 
 
 def baseline_scores(name: str | BaselineName, queries: Sequence[RankingQuery], *, seed: int,
-                    stats: BM25Stats | None = None, similarity: np.ndarray | None = None, model: str = "all-MiniLM-L6-v2",
-                    precision: str = "fp32", batch_size: int = 128) -> np.ndarray:
+                    stats: BM25Stats | None = None, similarity: np.ndarray | None = None,
+                    overlap: np.ndarray | None = None, model: str = "all-MiniLM-L6-v2", precision: str = "fp32",
+                    batch_size: int = 128) -> np.ndarray:
     """``[Q, K]`` scores of a rule (higher = ranked higher), exact ties broken with ``seed``.
 
-    ``stats`` (the split's :class:`BM25Stats`) is needed by ``bm25`` and ``least_overlap``; ``biencoder`` takes its
+    ``stats`` (the split's :class:`BM25Stats`) is needed by ``bm25`` and ``least_overlap`` unless their
+    :func:`bm25_overlap` is given as ``overlap`` (the two rules share it); ``biencoder`` takes its
     :func:`biencoder_similarity` as ``similarity`` when that was computed for several sets at once.
     """
     name = BaselineName(name)
@@ -138,9 +140,12 @@ def baseline_scores(name: str | BaselineName, queries: Sequence[RankingQuery], *
         if similarity.shape != shape:
             raise ValueError(f"baseline biencoder: similarity has shape {similarity.shape}, the queries {shape}")
         return similarity + tie
-    if stats is None:
-        raise ValueError(f"baseline {name.value} needs the BM25 statistics of the split's response pool (stats=)")
-    overlap = bm25_overlap(queries, stats)
+    if overlap is None:
+        if stats is None:
+            raise ValueError(f"baseline {name.value} needs the BM25 statistics of the split's response pool (stats=)")
+        overlap = bm25_overlap(queries, stats)
+    if overlap.shape != shape:
+        raise ValueError(f"baseline {name.value}: overlap has shape {overlap.shape}, the queries {shape}")
     return (overlap if name is BaselineName.bm25 else -overlap) + tie
 
 
@@ -221,8 +226,9 @@ def compute_baselines(cfg) -> pd.DataFrame:
     seeds = {c.name: [cfg.seed + i] * len(BaselineName) for i, c in enumerate(conds)}
     seeds.update({f.name: [cfg.seed + len(conds) + i for i in range(len(BaselineName))] for f in extra})
     for c in conds + extra:
+        overlap = bm25_overlap(queries[c.name], stats[(c.corpus, c.split)])  # most and least overlap share it
         for name, seed in zip(BaselineName, seeds[c.name]):
-            scores[(name.value, c.name)] = baseline_scores(name, queries[c.name], seed=seed, stats=stats[(c.corpus, c.split)],
+            scores[(name.value, c.name)] = baseline_scores(name, queries[c.name], seed=seed, overlap=overlap,
                                                            similarity=similarity[c.name])
     rows = []
     for tc in cfg.rankers.train_corpora:
