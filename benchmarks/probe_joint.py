@@ -61,8 +61,8 @@ from calibrank.model.training import score_pairs
 from calibrank.precision import use_bf16
 from calibrank.predictions import Predictions
 from calibrank.runs import atomic_path, write_json
-from calibrank.settings.checks import ConfigError
 from calibrank.settings import registry
+from calibrank.settings.checks import ConfigError
 from calibrank.settings.choices import Pooling
 from calibrank.settings.config import load_config
 from calibrank.settings.schema import BACKBONE_LAYERS, Config, check_joint_layers
