@@ -108,11 +108,12 @@ report: $(STAMP) ## run the study for PROFILE (default laptop) into reports/PROF
 	@echo "report: $(REPORT)/index.html (wall time $$(( $$(date +%s) - $(RUN_START) )) s)"
 
 # One notebook step and the steps it reads: make nb-02_negatives, make nb-03_train-sngp-chitchat PROFILE=smoke.
-# The step name reaches snakemake's command line: it is checked like a profile's name.
+# The step name reaches snakemake's command line: it is checked like a profile's name. It comes before
+# --config, which takes every word after it as a name=value pair.
 $(foreach g,$(filter nb-%,$(MAKECMDGOALS)),$(if $(call only_chars,$(g),$(NAME_CHARS)),,$(error $(g): a step's name is made of letters, digits, _ and -)))
 nb-%: $(STAMP)
 	@$(BIN)/python -m calibrank.settings.config check $(PROFILE) >/dev/null
-	$(SNAKEMAKE) --cores $(NPROC) --config profile=$(PROFILE) threads=$(THREADS) $(REPORT)/$*.html
+	$(SNAKEMAKE) $(REPORT)/$*.html --cores $(NPROC) --config profile=$(PROFILE) threads=$(THREADS)
 
 # --- checks -----------------------------------------------------------------------------
 
