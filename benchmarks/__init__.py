@@ -21,8 +21,9 @@
   assessment (:func:`calibrank.assess.engine.assess`) of a synthetic run at scale, in a subprocess.
 - :mod:`.common`: logging, ratios, the target check shown beside each ratio, and the launcher of a
   section's fresh subprocess.
-- :mod:`.probe_joint`: not a ``make bench`` section; ``bert`` trained per ``training.joint_layers``
-  and head at equal steps, against the zero-shot bi-encoder on the same test queries.
+- :mod:`.probe_joint`: not a ``make bench`` section; ``bert`` (or another ranker with a model of its
+  own) trained per ``training.joint_layers`` and head at equal steps, against the zero-shot
+  bi-encoder on the same test queries.
 - :mod:`.render`: ``bench.json`` merged and rendered as markdown and HTML.
 
 The machine a run took place on is described by :func:`calibrank.analysis.efficiency.machine_info`.

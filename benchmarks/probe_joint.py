@@ -16,7 +16,8 @@ training are in the table. ``null`` in ``--joint-layers`` is the papers' cross-e
 Each trained model, and the untrained model it started from (stage ``start``: where fine-tuning
 begins; with no joint layer and the ``segments`` head this is the zero-shot bi-encoder), is
 scored on every test condition of the profile (each corpus x each evaluation sampler); the start is
-scored for ``bert`` only, whose head starts from the bi-encoder's cosine. Beside
+scored with ``bert`` (``focal`` starts from the same model). A setting the profile's check refuses for
+the ranker (e.g. SNGP's spectral norm on the pooler with another head) gets one row saying so. Beside
 each R10@1 (95% percentile bootstrap over test queries, :mod:`calibrank.metrics.resample`) the
 CSV holds the zero-shot bi-encoder rule's R10@1 on the same queries (:mod:`calibrank.data.baselines`)
 with its interval, the paired difference with its interval and the one-sided permutation
@@ -33,8 +34,8 @@ Device ``auto`` is CUDA when there is one; the profile's ``precision: auto`` the
 scores in bf16. Written under ``--out``: ``joint_layers.csv``, ``summary.md`` (in-distribution
 and mean shifted R10@1 per setting) and ``run.json`` (arguments, machine, wall time). With
 ``--predictions DIR`` every Predictions file scored (start and trained, per setting, seed and test
-condition) is saved there too, named ``<ranker>-<joint>-<head>-seed<S>-<stage>-<corpus>-<sampler>.npz``, so that
-the study's analyses (ECE, an ensemble of the seeds) can read them.
+condition) is saved there too, named ``<ranker>-<train corpus>-<joint>-<head>-seed<S>-<stage>-<test corpus>-<sampler>.npz``,
+so that the study's metrics (:mod:`calibrank.metrics.resample`) can be computed on them.
 """
 
 from __future__ import annotations
@@ -169,18 +170,30 @@ def probe(cfg: Config, joint_layers: Sequence[int | None], heads: Sequence[str],
           corpus: str | None = None, train_examples: int | None = None, device: str | torch.device | None = None,
           models: str | Path | None = None, n_resamples: int = 2000, predictions: str | Path | None = None,
           ranker: str = "bert", log=print) -> pd.DataFrame:
-    """The table of :data:`COLUMNS`: one row per setting x seed x stage x test condition (see the module docstring);
-    ``predictions``: a folder to save every scored Predictions file in."""
+    """The table of :data:`COLUMNS`: one row per setting x seed x stage x test condition (see the module docstring).
+
+    ``ranker``: ``bert`` or another ranker that trains one model of its own (others are refused before any work);
+    ``predictions``: a folder to save every scored Predictions file in.
+    """
     corpus = str(getattr(corpus, "value", corpus) or cfg.rankers.train_corpora[0].value)
     try:
         name = registry.info(ranker).name
     except KeyError as exc:
-        raise ConfigError(f"--ranker: {exc.args[0]}") from None
+        raise ConfigError(f"--{exc.args[0]}") from None
     if registry.info(name).shares is not None or registry.info(name).members(cfg) > 1:
         raise ConfigError(f"--ranker: {name!r} trains no single model of its own (it shares or ensembles models); "
                           f"probe bert or a ranker with a model of its own")
     device = torch.device(device) if device is not None else torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    plan = settings(joint_layers, heads, cfg.training.backbone)
+    plan = []
+    for j, pooling, why_not in settings(joint_layers, heads, cfg.training.backbone):
+        if not why_not:  # the profile's own check, for this ranker with this head
+            trial = dataclasses.replace(cfg, training=dataclasses.replace(cfg.training, joint_layers=j, pooling=pooling),
+                                        rankers=dataclasses.replace(cfg.rankers, names=(registry.key(name),)))
+            try:
+                trial.check()
+            except ConfigError as exc:
+                why_not = f"not run: {exc}"
+        plan.append((j, pooling, why_not))
     train, valid, conditions, tests, how = query_sets(cfg, corpus)
     train = _subsample(train, train_examples, cfg.seed)
     log(f"query sets {how}; {len(train)} training queries of {corpus}, {len(conditions)} test conditions, device {device}")
@@ -207,8 +220,8 @@ def probe(cfg: Config, joint_layers: Sequence[int | None], heads: Sequence[str],
             if predictions is not None:
                 for stage in per_seed:
                     for cond, pred in zip(conditions, per_seed[stage][-1]):
-                        pred.save(Path(predictions) / f"{name}-{label['joint_layers']}-{pooling.value}-seed{seed}-{stage}-"
-                                                      f"{cond.corpus}-{cond.sampler}.npz")
+                        pred.save(Path(predictions) / f"{name}-{corpus}-{label['joint_layers']}-{pooling.value}-seed{seed}-"
+                                                      f"{stage}-{cond.corpus}-{cond.sampler}.npz")
             fit = {"train_seconds": round(result.seconds, 1), "steps": result.steps, "best_step": result.best_step,
                    "valid R@1": result.best_metric}
             fits.append(fit)

@@ -256,34 +256,42 @@ def test_probe_trains_each_setting_at_equal_steps_beside_the_biencoder_on_the_sa
     first = rows[(rows["joint_layers"] == "0") & (rows["head"] == "segments")]
     np.testing.assert_allclose(again["R@1"], first["R@1"])
     np.testing.assert_allclose(again["train_seconds"].dropna(), first["train_seconds"].dropna())
-    assert len(list(saved.glob("*.npz"))) == 2 * 4  # (start, trained) x conditions, each with its sidecar
+    assert len(list(saved.glob("*.npz"))) == len(list(saved.glob("*.json"))) == 2 * 4  # (start, trained) x conditions
     for _, r in first.iterrows():
-        pred = Predictions.load(saved / f"bert-0-segments-seed3-{r['stage']}-{r['corpus']}-{r['sampler']}.npz")
+        pred = Predictions.load(saved / f"bert-chitchat-0-segments-seed3-{r['stage']}-{r['corpus']}-{r['sampler']}.npz")
         assert abs(float(np.nanmean(recall_at_k(pred.probs, pred.labels, 1))) - r["R@1"]) < 1e-3
 
 
 def test_probe_trains_another_ranker_with_its_profile_section(tmp_root, capsys):
-    """``--ranker sngp``: the GP ranker trained and scored as the study builds it; no start stage (its head does
-    not start from the bi-encoder); a ranker without a model of its own is refused before any work."""
+    """``--ranker sngp``: the GP ranker trained and scored as the study builds it, with no start stage; a head its
+    profile section cannot have gets a row saying so; a ranker without one model of its own is refused before any
+    work."""
     import pandas as pd
 
     from benchmarks.probe_joint import main
 
     (tmp_root / "params" / "probe.yaml").write_text(
         "extends: smoke\nprofile: probe\ndata: {max_examples: {train: 16, valid: 8, test: 8}}\n"
-        "negatives: {eval: [mixed]}\n")
+        "negatives: {eval: [mixed]}\ntraining: {pooling: pooler}\nrankers: {sngp: {spectral_norm: pooler}}\n")
     out, saved = tmp_root / "probe-out", tmp_root / "probe-predictions"
-    assert main(["probe", "--ranker", "sngp", "--joint-layers", "null", "--heads", "pooler", "--seeds", "3",
+    assert main(["probe", "--ranker", "sngp", "--joint-layers", "null", "--heads", "segments", "pooler", "--seeds", "3",
                  "--resamples", "50", "--out", str(out), "--predictions", str(saved)]) == 0
-    table = pd.read_csv(out / "joint_layers.csv")
-    assert set(table["ranker"]) == {"sngp"} and set(table["stage"]) == {"trained"} and len(table) == 2
-    pred = Predictions.load(saved / "sngp-null-pooler-seed3-trained-chitchat-mixed.npz")
+    table = pd.read_csv(out / "joint_layers.csv", keep_default_na=False, na_values=[""])
+    assert set(table["ranker"]) == {"sngp"}
+    refused = table[table["stage"].isna()]
+    assert refused["head"].tolist() == ["segments"] and "'pooler' normalises BERT's pooler" in refused["note"].iloc[0]
+    ran = table[table["stage"].notna()]
+    assert set(ran["stage"]) == {"trained"} and set(ran["head"]) == {"pooler"} and len(ran) == 2
+    pred = Predictions.load(saved / "sngp-chitchat-null-pooler-seed3-trained-chitchat-mixed.npz")
     assert pred.meta["ranker"] == "sngp" and pred.n_samples > 1  # posterior draws, as the study's sngp gives
     capsys.readouterr()
-    assert main(["probe", "--ranker", "mc_dropout", "--joint-layers", "null", "--heads", "pooler",
-                 "--out", str(tmp_root / "x")]) == 1
-    assert "--ranker: 'mc_dropout' trains no single model of its own" in capsys.readouterr().err
-    assert not (tmp_root / "x").exists()
+    for ranker, why in [("mc_dropout", "trains no single model of its own"), ("ensemble", "trains no single model"),
+                        ("nosuch", "unknown ranker 'nosuch'")]:
+        assert main(["probe", "--ranker", ranker, "--joint-layers", "null", "--heads", "pooler",
+                     "--out", str(tmp_root / "x")]) == 1
+        captured = capsys.readouterr()
+        assert "--ranker: " in captured.err and why in captured.err
+        assert "query sets" not in captured.out  # refused before the query sets are read
 
 
 def test_probe_refuses_settings_the_backbone_cannot_have(tmp_root, capsys):
