@@ -157,6 +157,9 @@ def test_report_states_the_caveats_and_verdicts(built):
     assert "mc_dropout has lower balanced ECE (debiased) than bert" in page.text
     assert "(80% power)" in page.text or "underpowered: the paper's effect" in page.text  # beside an undecided verdict
     assert "<th>detectable</th>" in built and "<th>power</th>" in built
+    # the study trains on one corpus: Table 1's cross-domain claims keep their rows, not tested, saying why
+    assert "2 not tested" in page.text and "not tested: rankers.train_corpora lists chitchat only" in page.text
+    assert "when trained on another corpus than on chitchat (cross-domain)" in page.text
     assert "These verdicts come from one training seed" in page.text  # the smoke profile lists one seed
     assert ("h4", "Prior shift") in page.headings and "Prior correction removes 95% of bert's ECE at 1:9" in page.text
     assert "1 BM25 negative per positive" in page.text  # the protocol each side used

@@ -32,6 +32,7 @@ __all__ = [
     "VERDICTS",
     "calibration_claims",
     "claim_row",
+    "untested_row",
     "efficiency_claims",
     "nota_claims",
     "risk_claims",
@@ -39,7 +40,9 @@ __all__ = [
     "verdict",
 ]
 
-VERDICTS = ("replicates", "same direction, not significant", "opposite direction, not significant", "contradicted")
+VERDICTS = ("replicates", "same direction, not significant", "opposite direction, not significant", "contradicted",
+            "not tested")
+"""The last is a claim the profile's runs cannot test (its note says why): it keeps its row."""
 
 CLAIM_COLUMNS = ["paper", "claim", "method", "direction", "paper effect", "ours", "lo", "hi", "unit", "p", "p opposite",
                  "conditions", "seeds", "test", "protocol", "note", "se", "df"]
@@ -83,6 +86,17 @@ def claim_row(paper: str, claim: str, method: str, direction: str, paper_effect:
             "p": c.pvalue, "p opposite": c.pvalue_opposite, "conditions": c.n_conditions, "seeds": c.n_seeds,
             "test": test + (", seeds in the interval" if c.n_seeds > 1 else ""), "protocol": protocol,
             "note": c.note, "se": c.se, "df": float("nan")}
+
+
+def untested_row(paper: str, claim: str, method: str, direction: str, paper_effect: float, *, why: str,
+                 relative: bool = True, protocol: str = "") -> dict:
+    """A claim the profile's runs cannot test (e.g. no model trained on another corpus): no numbers, no conditions,
+    and ``note`` saying why, so that the claim keeps its row and reads "not tested"."""
+    nan = float("nan")
+    return {"paper": paper, "claim": claim, "method": method, "direction": direction, "paper effect": paper_effect,
+            "ours": nan, "lo": nan, "hi": nan, "unit": "relative change" if relative else "difference", "p": nan,
+            "p opposite": nan, "conditions": 0, "seeds": 0, "test": "not tested", "protocol": protocol,
+            "note": f"not tested: {why}", "se": nan, "df": nan}
 
 
 def _frame(rows: list[dict]) -> pd.DataFrame:
@@ -145,7 +159,15 @@ def calibration_claims(study, *, n_resamples: int = unc.N_RESAMPLES) -> pd.DataF
         for corpus in study.train_corpora:  # cross-domain, per test corpus, on its queries
             others = [tc for tc in study.train_corpora if tc != corpus]
             cond = [c for c in tests if c.corpus == corpus and study.shift(c, corpus) == "in distribution"]
-            if not others or not cond:
+            if not cond:
+                continue
+            if not others:  # the claim keeps its row: the profile trains no model on another corpus
+                rows += [untested_row(f"{PH}, Table 1", f"bert tested on {corpus} ({cond[0].sampler}): {claim} when "
+                                      f"trained on another corpus than on {corpus} (cross-domain)", BASELINE, direction,
+                                      _ph_cross_domain_effect(col, relative), relative=relative, protocol=proto,
+                                      why=f"rankers.train_corpora lists {corpus} only, and the claim compares the model "
+                                          f"trained there with one trained on another corpus, on {corpus}'s queries")
+                         for _, direction, claim, col, relative in shift_claims]
                 continue
             for metric, direction, claim, col, relative in shift_claims:
                 a = [feats(study.runs(BASELINE, tc, cond[0]), metric) for tc in others]
@@ -390,13 +412,13 @@ def summary(claims: Mapping[str, pd.DataFrame] | pd.DataFrame, alpha: float = un
         out[col] = pd.to_numeric(out[col], errors="coerce") if col in out else float("nan")
     out["p (Holm)"] = holm(out["p"].to_numpy(dtype=float))
     out["p opposite (Holm)"] = holm(out["p opposite"].to_numpy(dtype=float))
-    out["verdict"] = [verdict(e, d, p, q, alpha) for e, d, p, q in
-                      zip(out["ours"], out["direction"], out["p (Holm)"], out["p opposite (Holm)"])]
+    out["verdict"] = [VERDICTS[4] if int(n) == 0 else verdict(e, d, p, q, alpha) for e, d, p, q, n in
+                      zip(out["ours"], out["direction"], out["p (Holm)"], out["p opposite (Holm)"], out["conditions"])]
     m = max(int(np.isfinite(out["p"].to_numpy(dtype=float)).sum()), 1)
     out["detectable"] = [unc.detectable_effect(se, alpha=alpha, power=unc.POWER, n_tests=m,
                                                df=None if not np.isfinite(df) else df)
                          for se, df in zip(out["se"], out["df"])]
-    out["power"] = [unc.power_text(v in (VERDICTS[0], VERDICTS[3]), x, pe, d, u) for v, x, pe, d, u in
+    out["power"] = [unc.power_text(v in (VERDICTS[0], VERDICTS[3], VERDICTS[4]), x, pe, d, u) for v, x, pe, d, u in
                     zip(out["verdict"], out["detectable"], pd.to_numeric(out["paper effect"], errors="coerce"),
                         out["direction"], out["unit"])]
     _check_summary(out)
@@ -404,10 +426,14 @@ def summary(claims: Mapping[str, pd.DataFrame] | pd.DataFrame, alpha: float = un
 
 
 def _check_summary(table: pd.DataFrame) -> None:
-    """Every verdict one of :data:`VERDICTS`; a row that is not significant says what it could have detected."""
+    """Every verdict one of :data:`VERDICTS`; a row that is not significant says what it could have detected; a row
+    not tested says why."""
     keys = ("paper", "claim", "method")
     undecided = table["verdict"].isin(VERDICTS[1:3])
+    untested = table["verdict"] == VERDICTS[4]
     raise_problems(rows_failing("claims", table, table["verdict"].isin(VERDICTS), keys,
                                 f"one of the verdicts {', '.join(VERDICTS)}", ["verdict"])
+                   + rows_failing("claims", table, ~untested | table["note"].astype(str).str.startswith("not tested: "),
+                                  keys, "a row not tested to say why in its note", ["verdict", "note"])
                    + rows_failing("claims", table, ~undecided | (table["power"].str.len() > 0), keys,
                                   "a row that is not significant to say what it could have detected", ["verdict", "power"]))
