@@ -412,8 +412,9 @@ def summary(claims: Mapping[str, pd.DataFrame] | pd.DataFrame, alpha: float = un
         out[col] = pd.to_numeric(out[col], errors="coerce") if col in out else float("nan")
     out["p (Holm)"] = holm(out["p"].to_numpy(dtype=float))
     out["p opposite (Holm)"] = holm(out["p opposite"].to_numpy(dtype=float))
-    out["verdict"] = [VERDICTS[4] if int(n) == 0 else verdict(e, d, p, q, alpha) for e, d, p, q, n in
-                      zip(out["ours"], out["direction"], out["p (Holm)"], out["p opposite (Holm)"], out["conditions"])]
+    untested = pd.to_numeric(out["conditions"], errors="coerce").eq(0)  # untested_row's: no condition to test on
+    out["verdict"] = [VERDICTS[4] if u else verdict(e, d, p, q, alpha) for e, d, p, q, u in
+                      zip(out["ours"], out["direction"], out["p (Holm)"], out["p opposite (Holm)"], untested)]
     m = max(int(np.isfinite(out["p"].to_numpy(dtype=float)).sum()), 1)
     out["detectable"] = [unc.detectable_effect(se, alpha=alpha, power=unc.POWER, n_tests=m,
                                                df=None if not np.isfinite(df) else df)
