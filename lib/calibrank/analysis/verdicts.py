@@ -32,17 +32,18 @@ __all__ = [
     "VERDICTS",
     "calibration_claims",
     "claim_row",
-    "untested_row",
     "efficiency_claims",
     "nota_claims",
     "risk_claims",
     "summary",
+    "untested_row",
     "verdict",
 ]
 
 VERDICTS = ("replicates", "same direction, not significant", "opposite direction, not significant", "contradicted",
             "not tested")
 """The last is a claim the profile's runs cannot test (its note says why): it keeps its row."""
+NOT_TESTED = VERDICTS[4]
 
 CLAIM_COLUMNS = ["paper", "claim", "method", "direction", "paper effect", "ours", "lo", "hi", "unit", "p", "p opposite",
                  "conditions", "seeds", "test", "protocol", "note", "se", "df"]
@@ -413,15 +414,16 @@ def summary(claims: Mapping[str, pd.DataFrame] | pd.DataFrame, alpha: float = un
     out["p (Holm)"] = holm(out["p"].to_numpy(dtype=float))
     out["p opposite (Holm)"] = holm(out["p opposite"].to_numpy(dtype=float))
     untested = pd.to_numeric(out["conditions"], errors="coerce").eq(0)  # untested_row's: no condition to test on
-    out["verdict"] = [VERDICTS[4] if u else verdict(e, d, p, q, alpha) for e, d, p, q, u in
+    out["verdict"] = [NOT_TESTED if u else verdict(e, d, p, q, alpha) for e, d, p, q, u in
                       zip(out["ours"], out["direction"], out["p (Holm)"], out["p opposite (Holm)"], untested)]
     m = max(int(np.isfinite(out["p"].to_numpy(dtype=float)).sum()), 1)
     out["detectable"] = [unc.detectable_effect(se, alpha=alpha, power=unc.POWER, n_tests=m,
                                                df=None if not np.isfinite(df) else df)
                          for se, df in zip(out["se"], out["df"])]
-    out["power"] = [unc.power_text(v in (VERDICTS[0], VERDICTS[3], VERDICTS[4]), x, pe, d, u) for v, x, pe, d, u in
-                    zip(out["verdict"], out["detectable"], pd.to_numeric(out["paper effect"], errors="coerce"),
-                        out["direction"], out["unit"])]
+    out["power"] = ["" if v == NOT_TESTED else unc.power_text(v in (VERDICTS[0], VERDICTS[3]), x, pe, d, u)
+                    for v, x, pe, d, u in zip(out["verdict"], out["detectable"],
+                                              pd.to_numeric(out["paper effect"], errors="coerce"), out["direction"],
+                                              out["unit"])]
     _check_summary(out)
     return out
 
@@ -431,7 +433,7 @@ def _check_summary(table: pd.DataFrame) -> None:
     not tested says why."""
     keys = ("paper", "claim", "method")
     undecided = table["verdict"].isin(VERDICTS[1:3])
-    untested = table["verdict"] == VERDICTS[4]
+    untested = table["verdict"] == NOT_TESTED
     raise_problems(rows_failing("claims", table, table["verdict"].isin(VERDICTS), keys,
                                 f"one of the verdicts {', '.join(VERDICTS)}", ["verdict"])
                    + rows_failing("claims", table, ~untested | table["note"].astype(str).str.startswith("not tested: "),
