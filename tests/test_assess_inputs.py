@@ -357,15 +357,14 @@ def test_load_checks_its_parameters(kwargs, what):
 
 def test_load_hands_a_checkpoint_to_the_scorer(monkeypatch):
     calls = []
-    table = read_table(CSV, kind="logit")
 
     def fake(path, queries, *, passes=0, **kw):
         calls.append((path, queries, passes, kw))
-        return table
+        return read_table(CSV, kind="logit", relevant_at=kw["relevant_at"])
 
     monkeypatch.setattr(load_mod, "score_checkpoint", fake)
     inputs = load(checkpoint="model", queries="test.jsonl", valid_queries="valid.jsonl", passes=3, score="logit", relevant_at=2)
-    assert calls == [("model", "test.jsonl", 3, {}), ("model", "valid.jsonl", 3, {})]
+    assert calls == [("model", "test.jsonl", 3, {"relevant_at": 2}), ("model", "valid.jsonl", 3, {"relevant_at": 2})]
     assert inputs.test.relevant_at == 2 and inputs.test.kind is ScoreKind.logit
 
 

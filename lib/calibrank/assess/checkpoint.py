@@ -340,9 +340,11 @@ def _relevance_logit(input_names: Sequence[str], n_labels: int):
 
 
 def _judgements(queries: Sequence[TextQuery], qrels: Mapping[str, Mapping[str, int]] | None, relevant_at: int,
-                k: int, where: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``relevance [Q, K]``, ``judged [Q, K]``, ``n_relevant [Q]`` from the candidates' labels or from ``qrels``."""
+                k: int, where: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``relevance [Q, K]``, ``judged [Q, K]``, ``n_relevant [Q]`` and the positive ``grades [Q, M]`` of every judged
+    document (nDCG's ideal ranking) from the candidates' labels or from ``qrels``."""
     q = len(queries)
+    positive: list[list[int]] = []
     relevance = np.zeros((q, k), dtype=np.int64)
     judged = np.zeros((q, k), dtype=bool)
     n_relevant = np.zeros(q, dtype=np.int64)
@@ -357,7 +359,8 @@ def _judgements(queries: Sequence[TextQuery], qrels: Mapping[str, Mapping[str, i
                     relevance[i, j] = c.label
                     judged[i, j] = True
             n_relevant[i] = int((relevance[i][judged[i]] >= relevant_at).sum())
-        return relevance, judged, n_relevant
+            positive.append([int(g) for g in relevance[i][judged[i]] if g > 0])
+        return relevance, judged, n_relevant, _padded(positive)
     if labelled:
         raise AssessError(f"qrels: given, but {where} also labels {len(labelled)} candidate(s) "
                           f"(first: {labelled[0]!r}); give the labels one way")
@@ -377,7 +380,15 @@ def _judgements(queries: Sequence[TextQuery], qrels: Mapping[str, Mapping[str, i
                 relevance[i, j] = grades[c.docid]
                 judged[i, j] = True
         n_relevant[i] = sum(g >= relevant_at for g in grades.values())
-    return relevance, judged, n_relevant
+        positive.append([g for g in grades.values() if g > 0])
+    return relevance, judged, n_relevant, _padded(positive)
+
+
+def _padded(rows: list[list[int]]) -> np.ndarray:
+    out = np.zeros((len(rows), max(map(len, rows), default=0)), np.int64)
+    for i, row in enumerate(rows):
+        out[i, : len(row)] = sorted(row, reverse=True)
+    return out
 
 
 # ----------------------------------------------------------------------------- scoring
@@ -426,7 +437,7 @@ def score_checkpoint(
             dup = next(x for i, x in enumerate(qids) if x in qids[:i])
             raise AssessError(f"queries: qid {dup!r} given twice")
     k = max(len(q.candidates) for q in queries)
-    relevance, judged, n_relevant = _judgements(queries, qrels, int(relevant_at), k, where)
+    relevance, judged, n_relevant, grades = _judgements(queries, qrels, int(relevant_at), k, where)
 
     model, tokenizer, n_labels = load_checkpoint(path)
     length = _length_limit(tokenizer, model, int(max_length))
@@ -462,4 +473,5 @@ def score_checkpoint(
         **truncation,
     }
     return ScoredRun(np.array([qq.qid for qq in queries]), docids.astype(str), mask, scores, relevance, judged, n_relevant,
-                     kind=ScoreKind.logit, relevant_at=int(relevant_at), source=str(path), meta=meta)
+                     kind=ScoreKind.logit, relevant_at=int(relevant_at), source=str(path), meta=meta, grades=grades,
+                     ties="trec_eval")

@@ -459,5 +459,14 @@ def _assemble(samples: Sequence[Rows], qcodes: list[np.ndarray], names: list[str
                 qrels_queries_not_in_run=int(np.unique(qrels.qids[~inrun]).size))
     stacked = scores[0][None] if len(scores) == 1 else np.stack(scores)
     keep = slice(None) if judged_q.all() else judged_q
+    grades = positive_grades(q_code, q_rel, nq)
     return ScoredRun(np.asarray(names, dtype=str)[keep], docid[keep], grid.mask[keep], stacked[:, keep], relevance[keep],
-                     judged[keep], n_relevant[keep], kind, relevant_at, source, meta)
+                     judged[keep], n_relevant[keep], kind, relevant_at, source, meta, grades=grades[keep], ties="trec_eval")
+
+
+def positive_grades(qcode: np.ndarray, grade: np.ndarray, nq: int) -> np.ndarray:
+    """``[nq, M]`` each query's positive grades in decreasing order, 0-padded (nDCG's ideal ranking, as trec_eval's)."""
+    pos = grade > 0
+    q, g = qcode[pos], grade[pos]
+    order = np.lexsort((-g, q))
+    return _Grid(q[order], nq)(g[order].astype(np.int64), fill=0) if len(q) else np.zeros((nq, 0), np.int64)

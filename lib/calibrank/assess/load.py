@@ -8,7 +8,6 @@ the queries in halves.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -78,8 +77,8 @@ def _judgments(qrels: Qrels | PathLike | None) -> Qrels | None:
 
 
 def _from_checkpoint(path: PathLike, queries: PathLike, qrels: Qrels | None, passes: int, relevant_at: int) -> ScoredRun:
-    scored = score_checkpoint(path, queries, passes=passes, **({"qrels": qrels} if qrels is not None else {}))
-    return scored if scored.relevant_at == relevant_at else dataclasses.replace(scored, relevant_at=relevant_at)
+    return score_checkpoint(path, queries, passes=passes, relevant_at=relevant_at,
+                            **({"qrels": qrels.to_dict()} if qrels is not None else {}))
 
 
 def _input_notes(scored: ScoredRun, role: str) -> list[str]:

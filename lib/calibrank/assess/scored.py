@@ -16,7 +16,9 @@ import numpy as np
 
 from ..predictions import Predictions
 
-__all__ = ["ScoreKind", "ScoredRun", "AssessError"]
+__all__ = ["ScoreKind", "ScoredRun", "AssessError", "TIES"]
+
+TIES = ("pessimistic", "trec_eval")
 
 
 class AssessError(ValueError):
@@ -48,7 +50,12 @@ class ScoredRun:
     - ``judged [Q, K]``: the qrels judge the candidate;
     - ``n_relevant [Q]``: relevant documents the qrels hold for the query, retrieved or not
       (the denominator of recall and average precision, as trec_eval counts it);
-    - ``kind``: what a score is; ``relevant_at``: the lowest grade that counts as relevant.
+    - ``kind``: what a score is; ``relevant_at``: the lowest grade that counts as relevant;
+    - ``grades [Q, M]`` or None: the positive grades of every document the qrels judge for the
+      query, retrieved or not, in decreasing order (0-padded): nDCG's ideal ranking, as
+      trec_eval's; None: the candidates' grades and ``relevant_at`` for each relevant one missing;
+    - ``ties``: how candidates of equal score rank: ``"trec_eval"`` by docid, the greater first
+      (trec_eval's order, for a user's runs); ``"pessimistic"`` the relevant after the others.
     """
 
     qids: np.ndarray
@@ -62,6 +69,8 @@ class ScoredRun:
     relevant_at: int = 1
     source: str = "run"
     meta: dict[str, Any] = field(default_factory=dict, compare=False)
+    grades: np.ndarray | None = None
+    ties: str = "pessimistic"
 
     def __post_init__(self) -> None:
         kind = ScoreKind(self.kind)
@@ -88,6 +97,20 @@ class ScoredRun:
             raise AssessError(f"{self.source}: every query needs at least one candidate")
         if int(self.relevant_at) < 1:
             raise AssessError(f"relevant_at: expected an integer >= 1, got {self.relevant_at!r}")
+        if self.ties not in TIES:
+            raise AssessError(f"ties: expected one of {', '.join(TIES)}, got {self.ties!r}")
+        if self.grades is not None:
+            grades = np.asarray(self.grades)
+            if grades.ndim != 2 or grades.shape[0] != q or grades.dtype.kind not in "iu" or (grades < 0).any():
+                raise AssessError(f"{self.source}: grades must be non-negative integers of shape [Q={q}, M], "
+                                  f"got {grades.dtype} {grades.shape}")
+            grades = -np.sort(-grades.astype(np.int64), axis=1)
+            counted = (grades >= int(self.relevant_at)).sum(axis=1)
+            if (counted != np.asarray(self.n_relevant)).any():
+                i = int(np.flatnonzero(counted != np.asarray(self.n_relevant))[0])
+                raise AssessError(f"{self.source}: query {qids[i]} has {int(counted[i])} grades >= {int(self.relevant_at)} "
+                                  f"but n_relevant = {int(np.asarray(self.n_relevant)[i])}; expected the same count")
+            object.__setattr__(self, "grades", grades)
         object.__setattr__(self, "kind", kind)
         object.__setattr__(self, "qids", qids)
         object.__setattr__(self, "mask", mask)
@@ -121,7 +144,8 @@ class ScoredRun:
         rows = np.asarray(rows)
         return ScoredRun(self.qids[rows], self.docids[rows], self.mask[rows], self.scores[:, rows],
                          self.relevance[rows], self.judged[rows], self.n_relevant[rows], self.kind,
-                         self.relevant_at, self.source, dict(self.meta))
+                         self.relevant_at, self.source, dict(self.meta),
+                         grades=None if self.grades is None else self.grades[rows], ties=self.ties)
 
     def probabilities(self) -> np.ndarray:
         """[S, Q, K] the samples as probabilities; an error for ``score``, which has none until fitted."""

@@ -195,24 +195,30 @@ def ndcg_at_k(scores: np.ndarray, labels: np.ndarray, k: int = 10, *, mask: np.n
 
 def per_query_ranking(scores: np.ndarray, labels: np.ndarray, ks: Iterable[int] = (1, 2, 5), ndcg_k: int = 10, *,
                       mask: np.ndarray | None = None, n_relevant: np.ndarray | None = None,
-                      gains: np.ndarray | None = None, ideal_gains: np.ndarray | None = None) -> dict[str, np.ndarray]:
+                      gains: np.ndarray | None = None, ideal_gains: np.ndarray | None = None,
+                      tiebreak: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """Every per-query ranking metric from one sort: ``R@k`` for ``ks``, ``P@1``, ``AP``, ``RR``, ``nDCG@<ndcg_k>``.
 
     Each is ``[Q]``, NaN for a query without a relevant document. ``gains`` and ``ideal_gains`` make
-    nDCG graded as trec_eval's ``ndcg_cut``; without them it is binary.
+    nDCG graded as trec_eval's ``ndcg_cut``; without them it is binary. ``tiebreak [Q, K]``: among
+    equal scores the lower key ranks first (None: the gains, or the labels, so that ties count
+    against the relevant candidate).
     """
     ks = [_check_k(k, "ks entries") for k in ks]
     ndcg_k = _check_k(ndcg_k, "ndcg_k")
     s, y = _check_inputs(scores, labels)
     mask = _check_mask(mask, s.shape)
+    if tiebreak is not None and np.shape(tiebreak) != s.shape:
+        raise ValueError(f"tiebreak must have the shape of scores {s.shape}; got {np.shape(tiebreak)}")
     if gains is None:
-        rel = _sorted_relevance(s, y, mask)
+        order = _order(s, y if tiebreak is None else np.asarray(tiebreak), mask)
+        rel = np.take_along_axis(y, order, axis=1).astype(np.float64)
         sorted_gains = None
     else:
         g = np.asarray(gains, dtype=np.float64)
         if g.shape != s.shape or (g[y] <= 0).any() or (g < 0).any():
             raise ValueError(f"gains must be non-negative grades of shape {s.shape}, positive where labels is 1")
-        order = _order(s, g, mask)
+        order = _order(s, g if tiebreak is None else np.asarray(tiebreak), mask)
         rel = np.take_along_axis(y, order, axis=1).astype(np.float64)
         sorted_gains = np.take_along_axis(g, order, axis=1)
     n_rel = _check_n_relevant(n_relevant, rel)
