@@ -9,8 +9,11 @@ value that is not a known name is refused before anything runs it.
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -153,3 +156,57 @@ def test_make_from_another_folder_says_where_to_run_it(tmp_path):
         assert bad.returncode != 0
         assert f"run make in the checkout: make -C {REPO} {goal}" in bad.stderr
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["elsewhere.yaml", "params"]
+
+
+def _planned(root: Path, command: str) -> set[str]:
+    """The rules a printed snakemake command would run, from its dry run's job stats."""
+    done = subprocess.run(f"{command} -n", shell=True, cwd=root, env=_env(root), capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    stats = done.stdout.split("Job stats:")[1].split("\n\n")[0] if "Job stats:" in done.stdout else ""
+    return {line.split()[0] for line in stats.splitlines()[3:] if line.strip() and line.split()[0] != "total"}
+
+
+def test_the_advice_for_a_damaged_query_set_runs_the_step_that_writes_it(make_root, monkeypatch):
+    """A truncated query set's error names a command that makes it again: run as a dry run in a tree where every
+    output of 01 and 02 exists and is newer than its inputs, the command plans 02 (``make nb-02_negatives`` alone
+    plans nothing there)."""
+    import pyarrow.parquet as pq
+    from calibrank.data import DataError
+    from calibrank.data.io import write_queries
+    from calibrank.data.querysets import load_query_set, query_set_specs
+    from calibrank.pipeline import grid
+    from calibrank.settings.config import load_config
+    from rankfix import learnable_queries
+
+    monkeypatch.setenv("CALIBRANK_ROOT", str(make_root))
+    cfg = load_config("smoke")
+    spec = query_set_specs(cfg)[0]
+    proc = _make(make_root, "-n", "nb-02_negatives", "PROFILE=smoke")
+    assert proc.returncode == 0, proc.stderr
+    command = proc.stdout.splitlines()[-1]
+    assert _planned(make_root, command)  # nothing made yet: the first dry run plans (and keys the code)
+    stamp = time.time() - 100
+    for step in grid.steps(cfg)[:2]:  # 01 and 02 made, each file newer than what it reads
+        for i, out in enumerate([*step.outputs, f"reports/smoke/{step.name}.html"]):
+            path = make_root / out
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if not path.exists():
+                path.write_text("{}")
+            stamp += 1
+            os.utime(path, (stamp, stamp))
+    path = write_queries(make_root / grid.steps(cfg)[1].outputs[1], learnable_queries(6, spec.k, seed=0))
+    os.utime(path, (stamp, stamp))
+    assert "02_negatives" not in _planned(make_root, command)  # "Nothing to be done": the old advice does nothing
+    pq.write_table(pq.read_table(path).slice(1), path)  # a query dropped: truncated, still a Parquet file
+    with pytest.raises(DataError) as err:
+        load_query_set(cfg, spec.corpus, spec.split, spec.sampler, spec.k)
+    advice = re.search(r"`([^`]+)`\s*$", str(err.value)).group(1)
+    assert "nb-02_negatives PROFILE=smoke" in advice
+    *before, last = advice.split(" && ")
+    for part in before:  # what comes before make runs as it is (removing the damaged file)
+        assert subprocess.run(part, shell=True, cwd=make_root, env=_env(make_root), timeout=60).returncode == 0
+    assert last.startswith("make ")
+    proc = _make(make_root, "-n", *shlex.split(last)[1:])
+    assert proc.returncode == 0, proc.stderr
+    assert "02_negatives" in _planned(make_root, proc.stdout.splitlines()[-1])

@@ -11,6 +11,7 @@ through :func:`load_query_set`. A file whose sha256 does not match its record is
 
 from __future__ import annotations
 
+import shlex
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from typing import TypeVar
 
 import pyarrow as pa
 
-from ..runs import read_json, run_dir, stable_hash, write_json
+from ..runs import project_root, read_json, run_dir, stable_hash, write_json
 from ..settings.choices import SamplerName
 from ..settings.schema import Config
 from ..table_checks import raise_problems
@@ -41,6 +42,8 @@ __all__ = [
     "load_pool_table",
     "query_set_specs",
     "query_set_path",
+    "query_set_files",
+    "data_files",
     "build_query_sets",
     "load_query_set",
     "load_manifest",
@@ -56,6 +59,14 @@ class MissingStepError(FileNotFoundError):
 
 def _data_dir(cfg: Config, corpus: str) -> Path:
     return run_dir(cfg.profile, "data", corpus)
+
+
+def data_files(cfg: Config) -> list[Path]:
+    """What :func:`prepare_data` (``01_data``) writes, relative to the project root: each corpus's examples
+    and pool per split, then ``summary.json`` (the workflow's outputs of that step; nothing is created)."""
+    base = Path("runs") / cfg.profile / "data"
+    return [base / str(getattr(c, "value", c)) / f"{split}.{what}.parquet"
+            for c in cfg.data.corpora for split in SPLITS for what in ("examples", "pool")] + [base / "summary.json"]
 
 
 def prepare_data(cfg: Config) -> dict:
@@ -88,19 +99,24 @@ def _need(path: Path, target: str) -> Path:
     return path
 
 
-def _input(read: Callable[[Path], T], path: Path, target: str) -> T:
-    """``read(path)`` of a file an earlier step wrote; a :class:`DataError` (unreadable, or not the bytes
-    recorded when it was written) says which step to rerun."""
+def _input(read: Callable[[Path], T], path: Path, cfg: Config, step: str) -> T:
+    """``read(path)`` of a file notebook ``step`` wrote; a :class:`DataError` (unreadable, or not the bytes
+    recorded when it was written) gives a command that makes it again. ``make nb-STEP`` alone would find the
+    step's page and notebook newer than their inputs and do nothing (snakemake does not rerun a step for a file
+    it wrote unless that file is missing and asked for): the command removes the damaged file and the step's
+    notebook and page, which ``make nb-STEP`` asks for, so the step runs."""
     try:
         return read(path)
     except DataError as exc:
-        raise DataError(f"{exc}; rerun `{target}`") from None
+        report = project_root() / "reports" / cfg.profile
+        files = " ".join(shlex.quote(str(p)) for p in (path, report / f"{step}.ipynb", report / f"{step}.html"))
+        raise DataError(f"{exc}; make it again with `rm -f {files} && make nb-{step} PROFILE={cfg.profile}`") from None
 
 
 def load_examples(cfg: Config, corpus: str, split: str) -> list[Example]:
     path = _data_dir(cfg, str(getattr(corpus, "value", corpus))) / f"{split}.examples.parquet"
     target = f"make nb-01_data PROFILE={cfg.profile}"
-    return _input(read_examples, _need(path, target), target)
+    return _input(read_examples, _need(path, target), cfg, "01_data")
 
 
 def load_pool(cfg: Config, corpus: str, split: str) -> list[str]:
@@ -111,7 +127,7 @@ def load_pool(cfg: Config, corpus: str, split: str) -> list[str]:
 def load_pool_table(cfg: Config, corpus: str, split: str) -> dict[str, list[str]]:
     """A split's response pool: ``response`` texts and the ``dialogue_id`` each comes from."""
     path = _data_dir(cfg, str(getattr(corpus, "value", corpus))) / f"{split}.pool.parquet"
-    table = _input(read_table, _need(path, f"make nb-01_data PROFILE={cfg.profile}"), f"make nb-01_data PROFILE={cfg.profile}")
+    table = _input(read_table, _need(path, f"make nb-01_data PROFILE={cfg.profile}"), cfg, "01_data")
     if "dialogue_id" not in table.column_names:
         raise MissingStepError(f"{path} has no dialogue_id column (written by an older version): "
                                f"rerun `make nb-01_data PROFILE={cfg.profile}`")
@@ -143,8 +159,19 @@ def query_set_specs(cfg: Config) -> list[QuerySetSpec]:
     return specs
 
 
+def _query_set_name(spec: QuerySetSpec) -> str:
+    return f"{spec.split}-{spec.sampler.value}-k{spec.k}.parquet"
+
+
 def query_set_path(cfg: Config, spec: QuerySetSpec) -> Path:
-    return run_dir(cfg.profile, "queries", spec.corpus) / f"{spec.split}-{spec.sampler.value}-k{spec.k}.parquet"
+    return run_dir(cfg.profile, "queries", spec.corpus) / _query_set_name(spec)
+
+
+def query_set_files(cfg: Config) -> list[Path]:
+    """What :func:`build_query_sets` (``02_negatives``) writes, relative to the project root: every query set,
+    then ``manifest.json`` (the workflow's outputs of that step; nothing is created)."""
+    base = Path("runs") / cfg.profile / "queries"
+    return [base / spec.corpus / _query_set_name(spec) for spec in query_set_specs(cfg)] + [base / "manifest.json"]
 
 
 def build_query_sets(cfg: Config) -> dict:
@@ -189,7 +216,7 @@ def load_query_set(cfg: Config, corpus: str, split: str, sampler: str | SamplerN
     k = k if k is not None else (neg.train_k if split == "train" else neg.eval_k)
     spec = QuerySetSpec(str(getattr(corpus, "value", corpus)), split, SamplerName(sampler), k)
     target = f"make nb-02_negatives PROFILE={cfg.profile}"
-    return _input(read_queries, _need(query_set_path(cfg, spec), target), target)
+    return _input(read_queries, _need(query_set_path(cfg, spec), target), cfg, "02_negatives")
 
 
 def load_manifest(cfg: Config) -> dict:

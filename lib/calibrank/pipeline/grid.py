@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..data import conditions
+from ..data.querysets import data_files, query_set_files
 from ..runs import project_root
 from ..settings import registry
 from ..settings.checks import ConfigError
@@ -225,8 +226,10 @@ def steps(cfg: Config, *, threads: int = 1, cores: int = 1) -> list[Step]:
         return Step(name, kind, name.split("-")[0], {**base, **parameters}, (*inputs, *params),
                     (f"{report}/{name}.ipynb", *(outputs or [])), alone, solo if alone else threads, gpu)
 
-    data = notebook("01_data", "data", [], alone=True)
-    negatives = notebook("02_negatives", "negatives", [data.outputs[0]], alone=True, gpu=True)
+    # 01 and 02 list the files later steps read: one removed (damaged) makes the step run again
+    data = notebook("01_data", "data", [], [str(p) for p in data_files(cfg)], alone=True)
+    negatives = notebook("02_negatives", "negatives", [data.outputs[0]], [str(p) for p in query_set_files(cfg)],
+                         alone=True, gpu=True)
     out = [data, negatives]
     for model in grid_models(cfg):
         out.append(Step(f"train-{model.name}", "train", None, {}, (negatives.outputs[0], *params),
