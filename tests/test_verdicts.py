@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -29,7 +31,7 @@ def _verdict_of(a_top: int, b_top: int) -> pd.Series:
     a, b = _ranker(a_top, "a.npz", 1), _ranker(b_top, "b.npz", 2)
     row = V.claim_row("paper", "A ranks better than B", "a", "greater", 0.1, [features(a, "R@1")], [features(b, "R@1")],
                       groups=["corpus"], n_resamples=1999)
-    return V.summary(pd.DataFrame([row])).iloc[0]
+    return V.summary(V.claims_frame([row])).iloc[0]
 
 
 @pytest.mark.parametrize("a_top, b_top, expected", [
@@ -67,6 +69,46 @@ def test_verdict_rules():
 def test_summary_of_nothing_has_the_columns():
     empty = V.summary({})
     assert empty.empty and "verdict" in empty.columns
+
+
+def test_a_claim_row_is_the_claims_tables_columns_in_their_order():
+    """The claims CSVs keep their columns in this order (readers index them by name and position); new ones go last."""
+    assert V.CLAIM_COLUMNS == ["paper", "claim", "method", "direction", "paper effect", "ours", "lo", "hi", "unit", "p",
+                               "p opposite", "conditions", "seeds", "test", "protocol", "note", "se", "df", "verdict"]
+    row = V.untested_row("paper", "A ranks better than B", "a", "greater", 0.1, why="no second corpus")
+    assert list(row.record()) == V.CLAIM_COLUMNS and row.record()["paper effect"] == 0.1
+    assert list(V.claims_frame([row]).columns) == V.CLAIM_COLUMNS
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        row.note = "changed"  # type: ignore[misc]
+    with pytest.raises(ValueError, match="summary decides the others"):
+        dataclasses.replace(row, verdict=V.Verdict.replicates)
+    with pytest.raises(ValueError, match="direction must be"):
+        dataclasses.replace(row, direction="up")
+
+
+def test_verdicts_are_a_str_enum_of_the_texts_tables_show():
+    assert [v.value for v in V.Verdict] == ["replicates", "same direction, not significant",
+                                            "opposite direction, not significant", "contradicted", "not tested"]
+    assert str(V.Verdict.not_tested) == f"{V.Verdict.not_tested}" == "not tested"
+    assert V.verdict(-0.2, "less", 0.01, 1.0) is V.Verdict.replicates
+
+
+def test_not_tested_is_stored_in_the_row_not_read_from_its_counts():
+    """The verdict of a claim the runs cannot test comes from its row; a tested row with 0 in ``conditions`` (a count
+    no test gives, or one a table lost) is still decided by its test."""
+    untested = V.untested_row("paper", "A ranks better than B", "a", "greater", 0.1, why="no second corpus")
+    tested = dataclasses.replace(untested, claim="C ranks better than D", ours=0.3, lo=0.1, hi=0.5, p=0.001,
+                                 p_opposite=0.999, note="", verdict=None)
+    s = V.summary(V.claims_frame([untested, tested]))
+    assert s["verdict"].tolist() == [V.Verdict.not_tested, V.Verdict.replicates]
+    assert s["power"].iloc[0] == "" and s["note"].iloc[0] == "not tested: no second corpus"
+    # read back from CSV: the stored text is the verdict
+    import io
+
+    buf = io.StringIO()
+    V.claims_frame([untested, tested]).to_csv(buf, index=False)
+    back = V.summary(pd.read_csv(io.StringIO(buf.getvalue())))
+    assert back["verdict"].tolist() == ["not tested", "replicates"]
 
 
 def test_nota_claims_need_two_conditions_for_a_test():
@@ -169,7 +211,7 @@ def test_summary_gives_the_detectable_effect_at_the_bonferroni_level_of_its_rows
     from scipy import stats
 
     rows = [_verdict_row(31, 30, 0.05), _verdict_row(31, 30, 0.5), _verdict_row(45, 15, 0.1)]
-    s = V.summary(pd.DataFrame(rows))
+    s = V.summary(V.claims_frame(rows))
     z = stats.norm.ppf(1 - 0.05 / 3) + stats.norm.ppf(0.8)
     np.testing.assert_allclose(s["detectable"], z * s["se"].to_numpy())
     # paired: A and B differ on one query of 60, so the SE of the relative change is about (1 / 60) / 0.5

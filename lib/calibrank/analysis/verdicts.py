@@ -1,14 +1,16 @@
 """What replicates: one row per claim of the papers and per method it was made for, each with a verdict from a test.
 
-A claim is a direction; each row holds the paper's effect, ours over the conditions the claim
-covers with its 95% interval (:func:`calibrank.metrics.resample.compare`), the one-sided
-p-values in both directions, Holm across the summary's rows, one of :data:`VERDICTS` and the
-smallest effect the test could detect (:func:`summary`). ECE claims are differences of the
+A claim is a direction; each row (:class:`ClaimRow`) holds the paper's effect, ours over the
+conditions the claim covers with its 95% interval (:func:`calibrank.metrics.resample.compare`),
+the one-sided p-values in both directions, Holm across the summary's rows, a :class:`Verdict` and
+the smallest effect the test could detect (:func:`summary`). ECE claims are differences of the
 debiased ECE; cells are conditions, never seeds. Protocol: docs/decisions.md, "Claims and verdicts".
 """
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -29,9 +31,13 @@ from .subsets import subset_negatives
 
 __all__ = [
     "CLAIM_COLUMNS",
-    "VERDICTS",
+    "SIGNIFICANT",
+    "UNDECIDED",
+    "ClaimRow",
+    "Verdict",
     "calibration_claims",
     "claim_row",
+    "claims_frame",
     "efficiency_claims",
     "nota_claims",
     "risk_claims",
@@ -40,15 +46,74 @@ __all__ = [
     "verdict",
 ]
 
-VERDICTS = ("replicates", "same direction, not significant", "opposite direction, not significant", "contradicted",
-            "not tested")
-"""The last is a claim the profile's runs cannot test (its note says why): it keeps its row."""
-NOT_TESTED = VERDICTS[4]
 
-CLAIM_COLUMNS = ["paper", "claim", "method", "direction", "paper effect", "ours", "lo", "hi", "unit", "p", "p opposite",
-                 "conditions", "seeds", "test", "protocol", "note", "se", "df"]
-"""``se``: standard error of ``ours`` behind the test (bootstrap, or of the mean for a t-test);
-``df``: the t-test's degrees of freedom (NaN for a bootstrap or permutation test)."""
+class Verdict(enum.StrEnum):
+    """What a claim's test says, in the report's words (the member's value is the text tables and the page show)."""
+
+    replicates = "replicates"
+    same_direction = "same direction, not significant"
+    opposite_direction = "opposite direction, not significant"
+    contradicted = "contradicted"
+    not_tested = "not tested"
+    """A claim the profile's runs cannot test (its note says why): it keeps its row, stored as such when it is built."""
+
+
+SIGNIFICANT = (Verdict.replicates, Verdict.contradicted)
+"""The verdicts of a test that decided the direction (the paper's or the opposite one)."""
+UNDECIDED = (Verdict.same_direction, Verdict.opposite_direction)
+"""The verdicts of a test that decided nothing: such a row says what it could have detected."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ClaimRow:
+    """One claim tested for one method: a row of the claims tables, its fields their columns (``_`` read as a space).
+
+    ``se``: standard error of ``ours`` behind the test (bootstrap, or of the mean for a t-test);
+    ``df``: the t-test's degrees of freedom (NaN for a bootstrap or permutation test, and where the
+    row gives no power estimate); ``verdict``: :attr:`Verdict.not_tested` for a claim the runs
+    cannot test, else None, left to :func:`summary` (Holm across the rows decides it).
+    """
+
+    paper: str
+    claim: str
+    method: str
+    direction: str
+    paper_effect: float
+    ours: float
+    lo: float
+    hi: float
+    unit: str
+    p: float
+    p_opposite: float
+    conditions: int
+    seeds: int
+    test: str
+    protocol: str
+    note: str
+    se: float = float("nan")
+    df: float = float("nan")
+    verdict: Verdict | None = None
+
+    def __post_init__(self) -> None:
+        if self.direction not in ("less", "greater"):
+            raise ValueError(f"claim {self.claim!r}: direction must be 'less' or 'greater'; got {self.direction!r}")
+        if self.verdict not in (None, Verdict.not_tested):
+            raise ValueError(f"claim {self.claim!r}: a row stores no verdict but {Verdict.not_tested.value!r} "
+                             f"(summary decides the others); got {self.verdict!r}")
+
+    def record(self) -> dict:
+        """The row as the claims tables hold it: ``{column: value}`` in :data:`CLAIM_COLUMNS` order."""
+        return {f.name.replace("_", " "): getattr(self, f.name) for f in dataclasses.fields(self)}
+
+
+CLAIM_COLUMNS = [f.name.replace("_", " ") for f in dataclasses.fields(ClaimRow)]
+"""The columns of a claims table: :class:`ClaimRow`'s fields, in order."""
+
+
+def claims_frame(rows: Sequence[ClaimRow]) -> pd.DataFrame:
+    """A claims table: one row per :class:`ClaimRow`, the columns :data:`CLAIM_COLUMNS`."""
+    return pd.DataFrame([r.record() for r in rows], columns=CLAIM_COLUMNS)
+
 
 PAPERS_2023_PATTERN = "PG-DRR|GPF-BERT"
 """The 2023 papers: the only ones whose claims concern the Gaussian-process rankers."""
@@ -58,8 +123,8 @@ ECE = "ECE debiased"
 PH_PROTOCOL = "paper: bert-base trained on 1 BM25 negative per positive, ECE on the balanced 1:1 set"
 
 
-def verdict(effect: float, direction: str, p_holm: float, p_opposite_holm: float, alpha: float = unc.ALPHA) -> str:
-    """One of :data:`VERDICTS` for an effect whose claimed ``direction`` is ``"less"`` or ``"greater"``.
+def verdict(effect: float, direction: str, p_holm: float, p_opposite_holm: float, alpha: float = unc.ALPHA) -> Verdict:
+    """The :class:`Verdict` of a tested effect whose claimed ``direction`` is ``"less"`` or ``"greater"``.
 
     Significance is the Holm-adjusted one-sided p-value of the side the effect falls on; an
     undefined effect or p-value counts as not significant, on the side of its sign.
@@ -68,40 +133,63 @@ def verdict(effect: float, direction: str, p_holm: float, p_opposite_holm: float
         raise ValueError(f"direction must be 'less' or 'greater'; got {direction!r}")
     same = bool(np.isfinite(effect) and (effect < 0 if direction == "less" else effect > 0))
     if same:
-        return VERDICTS[0] if np.isfinite(p_holm) and p_holm < alpha else VERDICTS[1]
+        return Verdict.replicates if np.isfinite(p_holm) and p_holm < alpha else Verdict.same_direction
     if np.isfinite(p_opposite_holm) and p_opposite_holm < alpha and np.isfinite(effect) and effect != 0:
-        return VERDICTS[3]
-    return VERDICTS[2]
+        return Verdict.contradicted
+    return Verdict.opposite_direction
 
 
 def claim_row(paper: str, claim: str, method: str, direction: str, paper_effect: float,
               a: Sequence[QueryFeatures], b: Sequence[QueryFeatures], *, groups: Sequence[str],
               b_groups: Sequence[str] | None = None, paired: bool = True, relative: bool = True, seed: int = 0,
-              protocol: str = "", n_resamples: int = unc.N_RESAMPLES) -> dict:
+              protocol: str = "", n_resamples: int = unc.N_RESAMPLES) -> ClaimRow:
     """One claim tested on Predictions: ``a[i]`` against ``b[i]`` on condition ``i`` (see :func:`calibrank.metrics.resample.compare`)."""
     c = compare(list(a), list(b), alternative=direction, relative=relative, groups=groups, b_groups=b_groups,
                 paired=paired, level=unc.LEVEL, n_resamples=n_resamples, seed=seed)
     test = ("paired permutation test over test queries" if paired else "bootstrap over test queries (different test sets)")
-    return {"paper": paper, "claim": claim, "method": method, "direction": direction, "paper effect": paper_effect,
-            "ours": c.value, "lo": c.low, "hi": c.high, "unit": "relative change" if relative else "difference",
-            "p": c.pvalue, "p opposite": c.pvalue_opposite, "conditions": c.n_conditions, "seeds": c.n_seeds,
-            "test": test + (", seeds in the interval" if c.n_seeds > 1 else ""), "protocol": protocol,
-            "note": c.note, "se": c.se, "df": float("nan")}
+    return ClaimRow(paper, claim, method, direction, paper_effect, c.value, c.low, c.high, _unit(relative), c.pvalue,
+                    c.pvalue_opposite, c.n_conditions, c.n_seeds, test + (", seeds in the interval" if c.n_seeds > 1 else ""),
+                    protocol, c.note, se=c.se)
 
 
 def untested_row(paper: str, claim: str, method: str, direction: str, paper_effect: float, *, why: str,
-                 relative: bool = True, protocol: str = "") -> dict:
+                 relative: bool = True, protocol: str = "") -> ClaimRow:
     """A claim the profile's runs cannot test (e.g. no model trained on another corpus): no numbers, no conditions,
-    and ``note`` saying why, so that the claim keeps its row and reads "not tested"."""
+    ``note`` saying why and the verdict :attr:`Verdict.not_tested`, so that the claim keeps its row."""
     nan = float("nan")
-    return {"paper": paper, "claim": claim, "method": method, "direction": direction, "paper effect": paper_effect,
-            "ours": nan, "lo": nan, "hi": nan, "unit": "relative change" if relative else "difference", "p": nan,
-            "p opposite": nan, "conditions": 0, "seeds": 0, "test": "not tested", "protocol": protocol,
-            "note": f"not tested: {why}", "se": nan, "df": nan}
+    return ClaimRow(paper, claim, method, direction, paper_effect, nan, nan, nan, _unit(relative), nan, nan, 0, 0,
+                    "not tested", protocol, f"not tested: {why}", verdict=Verdict.not_tested)
 
 
-def _frame(rows: list[dict]) -> pd.DataFrame:
-    return pd.DataFrame(rows, columns=CLAIM_COLUMNS)
+def _unit(relative: bool) -> str:
+    return "relative change" if relative else "difference"
+
+
+@dataclasses.dataclass(frozen=True)
+class _TTest:
+    """A one-sample t-test of ``values`` against 0: their mean with its Student-t interval, the one-sided p-values
+    in the claimed direction and the opposite one (NaN without two values that differ), the mean's SE and df."""
+
+    mean: float
+    lo: float
+    hi: float
+    p: float
+    p_opposite: float
+    se: float
+    df: float
+    tested: bool
+
+
+def _t_test(values: np.ndarray, direction: str) -> _TTest:
+    values = np.asarray(values, dtype=float)
+    n = values.size
+    mean, lo, hi = mean_ci(values) if n else (float("nan"),) * 3
+    se = float(np.std(values, ddof=1) / np.sqrt(n)) if n >= 2 else float("nan")
+    tested = bool(n >= 2 and np.ptp(values) > 0)
+    p, p_opp = ((float(_sps.ttest_1samp(values, 0.0, alternative=direction).pvalue),
+                 float(_sps.ttest_1samp(values, 0.0, alternative=_OPPOSITE[direction]).pvalue))
+                if tested else (float("nan"), float("nan")))
+    return _TTest(mean, lo, hi, p, p_opp, se, float(n - 1), tested)
 
 
 def _ph_mean(column: str, kinds: Sequence[str] | None = None) -> float:
@@ -147,7 +235,7 @@ def calibration_claims(study, *, n_resamples: int = unc.N_RESAMPLES) -> pd.DataF
     """Claims of Table 1, Figure 2 and Table 2 (Penha & Hauff) and of the 2023 papers' ECE and R@1 tables."""
 
     seed = study.cfg.seed
-    rows: list[dict] = []
+    rows: list[ClaimRow] = []
     proto = _protocol(study)
     tests = study.test_conditions()
     shift_claims = (("R@1", "less", "R@1 is lower", "R10@1", True),
@@ -235,7 +323,7 @@ def calibration_claims(study, *, n_resamples: int = unc.N_RESAMPLES) -> pd.DataF
                     rows.append(claim_row(paper_name, f"{method} has {what} than bert ({setting})", method, direction,
                                           paper_eff, a, b, groups=[c.corpus for _, c in cells], relative=relative,
                                           seed=seed, protocol=proto23, n_resamples=n_resamples))
-    out = _frame(rows)
+    out = claims_frame(rows)
     _check_calibration_claims(out)
     return out
 
@@ -278,7 +366,7 @@ def _paper2023_effect(theirs: pd.DataFrame, method: str, col: str, relative: boo
 def risk_claims(study, *, b_from: str = "training", n_resamples: int = unc.N_RESAMPLES) -> pd.DataFrame:
     """Table 3 (Penha & Hauff): risk-aware R@1 above the mean ranker's, for ``mc_dropout`` and ``ensemble``."""
 
-    rows = []
+    rows: list[ClaimRow] = []
     for method in registry.claimed_by(registry.Papers.penha_hauff):
         if method not in study.stochastic_rankers():
             continue
@@ -293,10 +381,11 @@ def risk_claims(study, *, b_from: str = "training", n_resamples: int = unc.N_RES
                         a, b, groups=[c.corpus for _, _, c in cells], seed=study.cfg.seed,
                         protocol=_protocol(study), n_resamples=n_resamples)
         if all(np.array_equal(x.values, y.values) for x, y in zip(a, b)):
-            row["note"] = "; ".join(filter(None, ["b = 0 chosen on validation everywhere: the risk-aware ranker is the "
-                                                  "mean ranker, no change at all", row["note"]]))
+            row = dataclasses.replace(row, note="; ".join(filter(None, [
+                "b = 0 chosen on validation everywhere: the risk-aware ranker is the mean ranker, no change at all",
+                row.note])))
         rows.append(row)
-    return _frame(rows)
+    return claims_frame(rows)
 
 
 def nota_claims(nota: pd.DataFrame, protocol: str = "") -> pd.DataFrame:
@@ -307,32 +396,25 @@ def nota_claims(nota: pd.DataFrame, protocol: str = "") -> pd.DataFrame:
     query resampling).
     """
 
-    rows = []
+    rows: list[ClaimRow] = []
     if nota is None or nota.empty:
-        return _frame(rows)
+        return claims_frame(rows)
     for method in registry.claimed_by(registry.Papers.penha_hauff):
         inp = f"+var[{method}]"
         grp = nota[nota["input"] == inp]
         if grp.empty:
             continue
         changes = grp["rel_change"].to_numpy(dtype=float)
-        mean, lo, hi = mean_ci(changes)
-        se = float(np.std(changes, ddof=1) / np.sqrt(len(changes))) if len(changes) >= 2 else float("nan")
-        if len(changes) >= 2 and np.ptp(changes) > 0:
-            p = float(_sps.ttest_1samp(changes, 0.0, alternative="greater").pvalue)
-            p_opp = float(_sps.ttest_1samp(changes, 0.0, alternative="less").pvalue)
-            note = ""
-        else:
-            p = p_opp = float("nan")
-            note = f"no test: {len(changes)} condition(s)" + (" with equal changes" if len(changes) >= 2 else "")
+        t = _t_test(changes, "greater")
+        n = len(changes)
+        note = "" if t.tested else f"no test: {n} condition(s)" + (" with equal changes" if n >= 2 else "")
         col = f"NOTA {inp}"
         paper_eff = float(((ph[col] - ph["NOTA E[R]"]) / ph["NOTA E[R]"]).mean()) if col in ph else float("nan")
-        rows.append({"paper": f"{PH}, Tables 4-5", "claim": f"adding {method}'s variances raises NOTA macro-F1 over E[R]",
-                     "method": method, "direction": "greater", "paper effect": paper_eff, "ours": mean, "lo": lo,
-                     "hi": hi, "unit": "relative change", "p": p, "p opposite": p_opp, "conditions": len(changes),
-                     "seeds": 1, "test": "one-sample t-test over conditions (each a 5-fold cross-validated forest)",
-                     "protocol": protocol, "note": note, "se": se, "df": float(len(changes) - 1)})
-    return _frame(rows)
+        rows.append(ClaimRow(f"{PH}, Tables 4-5", f"adding {method}'s variances raises NOTA macro-F1 over E[R]", method,
+                             "greater", paper_eff, t.mean, t.lo, t.hi, _unit(True), t.p, t.p_opposite, n, 1,
+                             "one-sample t-test over conditions (each a 5-fold cross-validated forest)", protocol, note,
+                             se=t.se, df=t.df))
+    return claims_frame(rows)
 
 
 def efficiency_claims(eff: pd.DataFrame) -> pd.DataFrame:
@@ -343,9 +425,9 @@ def efficiency_claims(eff: pd.DataFrame) -> pd.DataFrame:
     docs/decisions.md, "Cost claims".
     """
 
-    rows: list[dict] = []
+    rows: list[ClaimRow] = []
     if eff is None or eff.empty or "ratio per repeat" not in eff.columns:
-        return _frame(rows)
+        return claims_frame(rows)
     ratios = {r: np.array([float(x) for x in str(v).split()]) if isinstance(v, str) and v.strip() else np.array([])
               for r, v in zip(eff["ranker"], eff["ratio per repeat"])}
     clock = str(eff["clock"].iloc[0]) if "clock" in eff.columns else ""
@@ -366,20 +448,14 @@ def efficiency_claims(eff: pd.DataFrame) -> pd.DataFrame:
         return f"{'wall' if other == 'wall' else 'CPU'}-time ratio {value:.2f}" + (f" of {over}'s" if over else "")
 
     def add(method: str, claim: str, values: np.ndarray, direction: str, paper_effect: float, note: str) -> None:
-        # the test over the timing repeats: its effect, interval and p-values (and what it could detect) come from
-        # ``values``, one per repeat
-        mean, lo, hi = mean_ci(values) if values.size else (float("nan"),) * 3
-        if values.size >= 2 and np.ptp(values) > 0:
-            p = float(_sps.ttest_1samp(values, 0.0, alternative=direction).pvalue)
-            p_opp = float(_sps.ttest_1samp(values, 0.0, alternative=_OPPOSITE[direction]).pvalue)
-        else:
-            p = p_opp = float("nan")
+        # the test over the timing repeats, one value each: its effect, interval and p-values; the row carries no
+        # se / df, so the summary gives it no power estimate
+        t = _t_test(values, direction)
+        if not t.tested:
             note = "; ".join(filter(None, [f"no test: {values.size} repeat(s)", note]))
         test = f"one-sample t-test over {values.size} timing repeats" + (f" of {clock_name}" if clock_name else "")
-        rows.append({"paper": "PG-DRR Table 2 / GPF-BERT Table 3", "claim": claim, "method": method,
-                     "direction": direction, "paper effect": paper_effect, "ours": mean, "lo": lo, "hi": hi,
-                     "unit": "relative change", "p": p, "p opposite": p_opp, "conditions": 1, "seeds": 1,
-                     "test": test, "protocol": "", "note": note})
+        rows.append(ClaimRow("PG-DRR Table 2 / GPF-BERT Table 3", claim, method, direction, paper_effect, t.mean, t.lo,
+                             t.hi, _unit(True), t.p, t.p_opposite, 1, 1, test, "", note))
 
     for method in registry.claimed_by(registry.Papers.penha_hauff):
         if method in ratios and ratios[method].size:
@@ -391,7 +467,7 @@ def efficiency_claims(eff: pd.DataFrame) -> pd.DataFrame:
         if own.size and own.size == mc.size:
             add(method, f"{method} costs less inference time than MC Dropout", own / mc - 1.0, "less",
                 paper_ratio(method) / paper_ratio("mc_dropout") - 1.0, beside(method, "mc_dropout"))
-    return _frame(rows)
+    return claims_frame(rows)
 
 
 _OPPOSITE = {"less": "greater", "greater": "less"}
@@ -402,40 +478,41 @@ def summary(claims: Mapping[str, pd.DataFrame] | pd.DataFrame, alpha: float = un
     ``detectable`` (the smallest effect each test detects at 80% power, one-sided, at the
     Bonferroni level ``alpha / m`` of the ``m`` tested rows, which bounds Holm's from above) and
     ``power`` (what a row that is not significant could decide, :func:`calibrank.analysis.uncertainty.power_text`).
-    Rows from an older table without ``se`` / ``df`` get no power estimate.
+    A row stored as :attr:`Verdict.not_tested` keeps that verdict; a row without ``se`` gets no power estimate.
     """
     frames = [claims] if isinstance(claims, pd.DataFrame) else [f for f in claims.values() if f is not None and len(f)]
     extra = ["p (Holm)", "p opposite (Holm)", "verdict", "detectable", "power"]
     if not frames:
-        return pd.DataFrame(columns=[*CLAIM_COLUMNS, *extra])
+        return pd.DataFrame(columns=[*(c for c in CLAIM_COLUMNS if c not in extra), *extra])
     out = pd.concat(frames, ignore_index=True)
     for col in ("se", "df"):
-        out[col] = pd.to_numeric(out[col], errors="coerce") if col in out else float("nan")
+        out[col] = pd.to_numeric(out[col], errors="coerce")
     out["p (Holm)"] = holm(out["p"].to_numpy(dtype=float))
     out["p opposite (Holm)"] = holm(out["p opposite"].to_numpy(dtype=float))
-    untested = pd.to_numeric(out["conditions"], errors="coerce").eq(0)  # untested_row's: no condition to test on
-    out["verdict"] = [NOT_TESTED if u else verdict(e, d, p, q, alpha) for e, d, p, q, u in
+    untested = out["verdict"].eq(Verdict.not_tested) if "verdict" in out else pd.Series(False, index=out.index)
+    out["verdict"] = [Verdict.not_tested if u else verdict(e, d, p, q, alpha) for e, d, p, q, u in
                       zip(out["ours"], out["direction"], out["p (Holm)"], out["p opposite (Holm)"], untested)]
     m = max(int(np.isfinite(out["p"].to_numpy(dtype=float)).sum()), 1)
     out["detectable"] = [unc.detectable_effect(se, alpha=alpha, power=unc.POWER, n_tests=m,
                                                df=None if not np.isfinite(df) else df)
                          for se, df in zip(out["se"], out["df"])]
-    out["power"] = ["" if v == NOT_TESTED else unc.power_text(v in (VERDICTS[0], VERDICTS[3]), x, pe, d, u)
+    out["power"] = ["" if v == Verdict.not_tested else unc.power_text(v in SIGNIFICANT, x, pe, d, u)
                     for v, x, pe, d, u in zip(out["verdict"], out["detectable"],
                                               pd.to_numeric(out["paper effect"], errors="coerce"), out["direction"],
                                               out["unit"])]
+    out = out[[*(c for c in out.columns if c not in extra), *extra]]
     _check_summary(out)
     return out
 
 
 def _check_summary(table: pd.DataFrame) -> None:
-    """Every verdict one of :data:`VERDICTS`; a row that is not significant says what it could have detected; a row
+    """Every verdict a :class:`Verdict`; a row that is not significant says what it could have detected; a row
     not tested says why."""
     keys = ("paper", "claim", "method")
-    undecided = table["verdict"].isin(VERDICTS[1:3])
-    untested = table["verdict"] == NOT_TESTED
-    raise_problems(rows_failing("claims", table, table["verdict"].isin(VERDICTS), keys,
-                                f"one of the verdicts {', '.join(VERDICTS)}", ["verdict"])
+    undecided = table["verdict"].isin(UNDECIDED)
+    untested = table["verdict"] == Verdict.not_tested
+    raise_problems(rows_failing("claims", table, table["verdict"].isin(list(Verdict)), keys,
+                                f"one of the verdicts {', '.join(Verdict)}", ["verdict"])
                    + rows_failing("claims", table, ~untested | table["note"].astype(str).str.startswith("not tested: "),
                                   keys, "a row not tested to say why in its note", ["verdict", "note"])
                    + rows_failing("claims", table, ~undecided | (table["power"].str.len() > 0), keys,

@@ -28,7 +28,7 @@ from markupsafe import Markup
 from ..analysis.efficiency import machine
 from ..analysis.exports import load_exported_tables
 from ..analysis.papers import paper_comparison
-from ..analysis.verdicts import VERDICTS, summary
+from ..analysis.verdicts import Verdict, summary
 from ..data.baselines import SHORTCUT_MARGIN, ranking_check, ranking_warnings
 from ..metrics.resample import ONE_SEED_NOTE
 from ..runs import atomic_path, project_root, report_dir
@@ -50,7 +50,7 @@ _EFFICIENCY_COLUMNS = ("ranker", "params (M)", "clock", "ms/query", "ratio_to_be
                        "PG-DRR ms", "PG-DRR ratio", "GPF-BERT ratio")
 _CLAIM_COLUMNS = ["paper", "claim", "method", "paper effect", "ours", "lo", "hi", "p (Holm)", "p opposite (Holm)",
                   "verdict", "detectable", "power", "test", "protocol"]
-_VERDICT_CLASS = {"replicates": "yes", "contradicted": "no"}  # the badge's colour; other verdicts are grey
+_VERDICT_CLASS = {Verdict.replicates: "yes", Verdict.contradicted: "no"}  # the badge's colour; other verdicts are grey
 _MARKDOWN = MarkdownIt("commonmark", {"html": False})  # raw HTML in a notebook's text is shown, escaped
 
 
@@ -263,15 +263,17 @@ def _replication(tables: Mapping[str, pd.DataFrame]) -> dict | None:
         return None
     items = []
     for r in claims.to_dict("records"):
+        verdict = Verdict(r["verdict"])  # a table column holds the text
         theirs = float(r["paper effect"])
         notes = r["note"].split("; ") if isinstance(r["note"], str) else []
-        items.append({**r, "badge": _VERDICT_CLASS.get(r["verdict"], "na"), "conditions": int(r["conditions"]),
+        items.append({**r, "verdict": verdict, "badge": _VERDICT_CLASS.get(verdict, "na"),
+                      "conditions": int(r["conditions"]), "tested": verdict is not Verdict.not_tested,
                       "theirs": _effect(theirs, np.nan, np.nan, r["unit"]) if np.isfinite(theirs) else "no number",
                       "ours": _effect(r["ours"], r["lo"], r["hi"], r["unit"]),
                       "power": r["power"] if isinstance(r.get("power"), str) else "",
                       "note": "; ".join(n for n in notes if n and n != ONE_SEED_NOTE)})
     counts = claims["verdict"].value_counts()
-    return {"tally": ", ".join(f"{int(counts[v])} {v}" for v in VERDICTS if v in counts), "claims": items,
+    return {"tally": ", ".join(f"{int(counts[v])} {v}" for v in Verdict if v in counts), "claims": items,
             "table": _frame(claims[_CLAIM_COLUMNS])}
 
 
