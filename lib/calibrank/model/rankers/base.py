@@ -35,7 +35,7 @@ from ...settings.checks import ConfigError
 from ...settings.choices import ContextStyle, Pooling
 from ...settings.config import build_section
 from ...settings.schema import HEAD_DROPOUT, TrainingConfig, check_joint_layers
-from .. import losses
+from .. import encode_once, losses
 from ..backbone import Backbone, encode, load_backbone
 from ..losses import binary_cross_entropy
 from ..training import Pairs, TrainResult, collate, encode_pairs, length_batches, load_trained, score_pairs, train_model
@@ -418,6 +418,9 @@ class Ranker(ABC):
         t0 = time.perf_counter()
         if score is not None:
             logits = score(trained, pairs)
+        elif not settings["dropout"] and settings["passes"] == 1 and "forward" not in kw and self.encodes_once(trained.model):
+            logits = encode_once.logits_once(trained.model, pairs, batch_size=self.training.eval_batch_size,
+                                             precision=self.training.precision)
         else:
             logits = score_pairs(trained.model, pairs, batch_size=self.training.eval_batch_size,
                                  precision=self.training.precision, **kw)
@@ -427,6 +430,12 @@ class Ranker(ABC):
                 with open(tmp, "wb") as fh:
                     np.savez(fh, logits=logits, seconds=np.float64(seconds))
         return logits.reshape(logits.shape[0], len(queries), pairs.n_candidates), seconds
+
+    @staticmethod
+    def encodes_once(model: nn.Module) -> bool:
+        """Whether ``model`` scores from each distinct side encoded once (:mod:`calibrank.model.encode_once`):
+        no joint layer and :class:`CrossEncoder`'s own dense head; else every pair goes through the encoder."""
+        return encode_once.applies(model) and type(model).forward is CrossEncoder.forward
 
     def _shared_logits(self, trained: TrainedModel, query_sets: Sequence[Sequence[RankingQuery]],
                        **kw: Any) -> list[tuple[np.ndarray, float, dict]]:

@@ -6,7 +6,9 @@ samples of a query's candidate probabilities; ``probs`` is their mean. ``masks``
 query and pass among its candidates, so each pass is one sub-network scoring the whole list and a
 mask depends only on (seed, pass, query, site) (:func:`mask_seeds`); attention dropout then acts on
 value vectors, dropping key j for every position at once. ``per_pair`` (the first paper's code)
-draws a fresh mask for each pair. Cost: docs/decisions.md, "Cost of MC Dropout's masks".
+draws a fresh mask for each pair. Cost: docs/decisions.md, "Cost of MC Dropout's masks". With no
+joint layer, per-query masks score from each (query, context) encoded once per pass
+(:func:`score_sides_per_query`), the same masks on the same positions as on the pair row.
 """
 
 from __future__ import annotations
@@ -24,11 +26,12 @@ from ...data.schema import RankingQuery
 from ...predictions import Predictions
 from ...settings.choices import DropoutMasks
 from ...settings.schema import MCDropoutConfig
+from .. import encode_once
 from ..training import Pairs, collate, length_batches, use_bf16
 from .base import ranker_settings, sigmoid
 from .deterministic import DeterministicRanker
 
-__all__ = ["MCDropoutRanker", "mask_seeds", "score_pairs_per_query"]
+__all__ = ["MCDropoutRanker", "mask_seeds", "score_pairs_per_query", "score_sides_per_query"]
 
 
 def _key_number(key: str) -> int:
@@ -169,6 +172,84 @@ def score_pairs_per_query(model: nn.Module, pairs: Pairs, keys: Sequence[str], *
     return out
 
 
+class _OffsetMasks(_PerQueryMasks):
+    """Per-query masks for sides encoded alone: row ``i`` of a batch takes its query's mask rows from
+    ``offset[i]`` on, the rows its positions held in the pair row (0 for a context side, the context
+    side's length for a response side), so that each position is dropped as on the pair path."""
+
+    offsets: torch.Tensor | None = None
+
+    def set_sides(self, keys: list[str], rows: np.ndarray, offsets: np.ndarray) -> None:
+        """The batch's distinct query ids, each row's index among them, and each row's first mask row."""
+        self.set_batch(keys, rows)
+        self.offsets = torch.as_tensor(offsets, dtype=torch.long)
+
+    def set_batch(self, keys: list[str], rows: np.ndarray) -> None:
+        super().set_batch(keys, rows)
+        self.offsets = None
+
+    def _masks(self, site: int, p: float, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+        if self.offsets is None or len(shape) < 2:
+            return super()._masks(site, p, shape, dtype, device)
+        width = shape[0]
+        # A mask's first n rows do not depend on n (test_rankers): draw as many rows as the batch reaches.
+        need = min(self.max_length, int(self.offsets.max()) + width)
+        full = super()._masks(site, p, (need, *shape[1:]), dtype, torch.device("cpu"))  # [U, need, ...]
+        at = (self.offsets.unsqueeze(1) + torch.arange(width)).clamp(max=need - 1)  # rows past a side are padding
+        return full[self.rows.unsqueeze(1), at].to(device)  # [B, width, ...]: one mask per row
+
+    def _apply(self, output: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+        if self.offsets is None:
+            return super()._apply(output, keep)
+        return output.mul_(keep)
+
+
+@torch.no_grad()
+def score_sides_per_query(model: nn.Module, pairs: Pairs, keys: Sequence[str], *, passes: int, seed: int,
+                          max_length: int, batch_size: int = 64, precision: Any = "auto") -> np.ndarray:
+    """:func:`score_pairs_per_query`'s logits ``[passes, N]`` on a model with no joint layer
+    (:func:`calibrank.model.encode_once.applies`): in each pass each distinct (query, context side) is
+    encoded once and each response side where it stood in its pair row, with the same masks.
+
+    A response side's masks depend on its query and its offset, so responses are encoded per pair; the
+    saving is the context, encoded once per query and truncation instead of once per candidate.
+    """
+    if len(keys) != len(pairs):
+        raise ValueError(f"score_sides_per_query: {len(keys)} keys for {len(pairs)} pairs")
+    if not encode_once.applies(model):
+        raise ValueError("score_sides_per_query: the model has joint layers; use score_pairs_per_query")
+    device = next(model.parameters()).device
+    bf16 = use_bf16(precision, device)
+    model.eval()
+    masks = _OffsetMasks(model, max_length=max_length, seed=seed)
+    uniq, key_index = np.unique(np.asarray(keys, dtype=object).astype(str), return_inverse=True)
+    sides = encode_once.split_sides(pairs, key_index)
+
+    def setter(side_keys: np.ndarray, offsets: np.ndarray | None):
+        def before(index: np.ndarray) -> None:
+            batch_keys, rows = np.unique(side_keys[index], return_inverse=True)
+            names = [str(uniq[k]) for k in batch_keys]
+            masks.set_sides(names, rows, offsets[index]) if offsets is not None else masks.set_batch(names, rows)
+        return before
+
+    order = np.argsort(key_index, kind="stable")  # the head's batches: a query's pairs together
+    out = np.empty((passes, len(pairs)), dtype=np.float64)
+    with masks.active():
+        for t in range(passes):
+            masks.pass_index = t
+            ctx = encode_once.encode_sides(model.encoder, sides.ctx, batch_size=batch_size, bf16=bf16, device=device,
+                                           group=sides.ctx_key, before=setter(sides.ctx_key, None))
+            resp = encode_once.encode_sides(model.encoder, sides.resp, batch_size=batch_size, bf16=bf16, device=device,
+                                            group=sides.resp_key, before=setter(sides.resp_key, sides.resp_side_offset))
+            for start in range(0, len(order), batch_size):
+                index = order[start:start + batch_size]
+                setter(key_index, None)(index)
+                pooled = encode_once.pair_features(model, sides, ctx, resp, index)
+                out[t, index] = encode_once.dense_head(model, pooled).cpu().numpy()
+    model.eval()
+    return out
+
+
 class MCDropoutRanker(DeterministicRanker):
     """``passes`` (T) and ``masks`` (``per_query`` / ``per_pair``): the fields, defaults and checks of
     :class:`calibrank.settings.config.MCDropoutConfig`."""
@@ -186,7 +267,8 @@ class MCDropoutRanker(DeterministicRanker):
         keys = [pairs.qids[i] for i in pairs.query_index]
         # + 1: below its joint layers the encoder gives the response a [CLS] of its own (calibrank.model.backbone.encode)
         width = self.training.max_length + (self.training.joint_layers is not None)
-        return score_pairs_per_query(trained.model, pairs, keys, passes=self.passes, seed=self.seed,
+        score = score_sides_per_query if encode_once.applies(trained.model) else score_pairs_per_query
+        return score(trained.model, pairs, keys, passes=self.passes, seed=self.seed,
                                      max_length=width, batch_size=self.training.eval_batch_size,
                                      precision=self.training.precision)
 

@@ -31,6 +31,7 @@ from ...runs import stable_hash
 from ...settings.checks import check_choice
 from ...settings.choices import GPKernel, GPMeanFunction, Pooling
 from ...settings.schema import PGDRRConfig, check_gp_batch_size
+from .. import encode_once
 from ..backbone import Backbone
 from ..gp.gaussian import draw_joint
 from ..gp.polya_gamma import (
@@ -390,6 +391,10 @@ class PGDRRRanker(Ranker):
         """The GP layer's inputs ``[Q*K, d]`` (the model's forward), one row per pair in query order."""
         trained, _ = self._require_fit()
         pairs = self._encode(trained.backbone.tokenizer, queries)
+        if encode_once.applies(trained.model):  # no joint layer: each distinct side encoded once
+            return encode_once.features_once(trained.model, pairs, batch_size=self.training.eval_batch_size,
+                                             precision=self.training.precision,
+                                             head=lambda m, pooled: m.head(m.dropout(pooled)))
         return encode_features(trained.model, pairs, batch_size=self.training.eval_batch_size,
                                precision=self.training.precision, fn=lambda m, b: m(**b))
 

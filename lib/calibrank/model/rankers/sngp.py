@@ -25,6 +25,7 @@ from ...predictions import Predictions
 from ...settings.checks import check_choice
 from ...settings.choices import FocalGamma, Pooling, SNGPLoss, SpectralNormPlacement
 from ...settings.schema import RandomFeatureGPConfig, SNGPConfig, check_spectral_norm_placement
+from .. import encode_once
 from ..backbone import Backbone
 from ..gp.gaussian import draw_joint
 from ..gp.random_features import RandomFeatureGP
@@ -248,6 +249,9 @@ class SNGPRanker(Ranker):
         """The pooled features ``[Q*K, d]`` the GP layer reads, one row per pair in query order."""
         trained = self._require_fit()
         pairs = self._encode(trained.backbone.tokenizer, queries)
+        if encode_once.applies(trained.model):  # no joint layer: each distinct side encoded once
+            return encode_once.features_once(trained.model, pairs, batch_size=self.training.eval_batch_size,
+                                             precision=self.training.precision)
         return encode_features(trained.model, pairs, batch_size=self.training.eval_batch_size,
                                precision=self.training.precision)
 
