@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from scipy.special import expit
 from sklearn.linear_model import LogisticRegression
 
 from ..metrics.calibration import ece
@@ -173,8 +174,7 @@ def platt_fit(scores: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
 
 
 def platt_apply(scores: np.ndarray, ab: tuple[float, float]) -> np.ndarray:
-    z = ab[0] * np.asarray(scores, dtype=np.float64) + ab[1]
-    return 1.0 / (1.0 + np.exp(-np.clip(z, -500, 500)))
+    return expit(ab[0] * np.asarray(scores, dtype=np.float64) + ab[1])
 
 
 def baseline_predictions(name: str | BaselineName, queries: Sequence[RankingQuery], scores: np.ndarray,

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 from scipy import stats
+from scipy.special import expit
 from sklearn.metrics import f1_score
 
 from ...table_checks import TOLERANCE, in_range, raise_problems, rows_failing
@@ -37,7 +38,7 @@ RISKS: Mapping[str, float] = {"false NOTA": 0.1, "wrong answer": 0.3}
 """The risks :func:`ltt_threshold` controls and the target of each in the notebook's table."""
 DELTA = 0.1
 MIN_ANSWERED = 30
-GRID = 1.0 / (1.0 + np.exp(-np.linspace(-16.0, 16.0, 641)))
+GRID = expit(np.linspace(-16.0, 16.0, 641))
 """Thresholds tested by :func:`ltt_threshold`: ``sigmoid(z)`` for ``z`` from -16 to 16 in steps of 0.05."""
 
 

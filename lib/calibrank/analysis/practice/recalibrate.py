@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 from scipy import optimize
+from scipy.special import expit
 from sklearn.isotonic import IsotonicRegression
 from sklearn.linear_model import LogisticRegression
 
@@ -31,10 +32,6 @@ __all__ = ["METHODS", "Recalibrator", "fit_recalibrator", "recalibrate", "recali
 
 METHODS = ("none", "prior", "platt", "isotonic", "beta", "temperature")
 _EPS = 1e-7
-
-
-def _sigmoid(z: np.ndarray) -> np.ndarray:
-    return 0.5 * (1.0 + np.tanh(0.5 * z))  # overflow-free logistic
 
 
 def _clip(p: np.ndarray) -> np.ndarray:
@@ -92,7 +89,7 @@ def _fit_temperature(p: np.ndarray, y: np.ndarray) -> float:
     z = logit(_clip(p))
 
     def nll(log_t: float) -> float:
-        q = _clip(_sigmoid(z / np.exp(log_t)))
+        q = _clip(expit(z / np.exp(log_t)))
         return float(-np.mean(y * np.log(q) + (1 - y) * np.log1p(-q)))
 
     res = optimize.minimize_scalar(nll, bounds=(-6.0, 6.0), method="bounded", options={"xatol": 1e-6})
@@ -115,16 +112,16 @@ def fit_recalibrator(method: str, probs: np.ndarray, labels: np.ndarray, *, pi_t
     if method == "platt":
         lr = LogisticRegression(C=np.inf, max_iter=1000).fit(logit(p)[:, None], y)
         a, b = float(lr.coef_[0][0]), float(lr.intercept_[0])
-        return Recalibrator(method, {"A": a, "B": b}, lambda q: _sigmoid(a * logit(q) + b))
+        return Recalibrator(method, {"A": a, "B": b}, lambda q: expit(a * logit(q) + b))
     if method == "isotonic":
         iso = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip", increasing=True).fit(p, y)
         return Recalibrator(method, {"steps": int(len(iso.X_thresholds_))}, iso.predict)
     if method == "beta":
         a, b, c = _fit_beta(p, y)
         return Recalibrator(method, {"a": a, "b": b, "c": c},
-                            lambda q: _sigmoid(_beta_features(q) @ np.array([a, b]) + c))
+                            lambda q: expit(_beta_features(q) @ np.array([a, b]) + c))
     t = _fit_temperature(p, y)
-    return Recalibrator(method, {"T": t}, lambda q: _sigmoid(logit(q) / t))
+    return Recalibrator(method, {"T": t}, lambda q: expit(logit(q) / t))
 
 
 def recalibrate(pred: Predictions, recal: Recalibrator) -> Predictions:
