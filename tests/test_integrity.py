@@ -393,3 +393,18 @@ def test_a_tsv_cut_off_mid_row_is_an_error_naming_file_and_line(tmp_path):
     path.write_text(cut, encoding="utf-8")
     with pytest.raises(DataError, match=rf"{path}:{lines}: expected 5 tab-separated columns like line {lines - 1}"):
         read_tsv(path, "msdialog", "train")
+
+
+def test_a_constant_only_the_focal_loss_reads_enters_the_keys_of_the_models_trained_with_it_and_no_other(tmp_path):
+    """``ADAPTIVE_HIGH`` is read by :func:`calibrank.model.losses.focal` alone: changing it retrains the models
+    that train with the focal loss, not ``bert``'s (a module constant is not part of every ranker's key)."""
+    lib = tmp_path / "lib"
+    shutil.copytree(REPO / "lib", lib, ignore=shutil.ignore_patterns("__pycache__"))
+    before = _keys(lib)
+    losses = lib / "calibrank" / "model" / "losses.py"
+    text = losses.read_text(encoding="utf-8")
+    assert "\nADAPTIVE_HIGH = 3.0\n" in text
+    losses.write_text(text.replace("\nADAPTIVE_HIGH = 3.0\n", "\nADAPTIVE_HIGH = 2.0\n"), encoding="utf-8")
+    after = _keys(lib)
+    assert after["bert"] == before["bert"]
+    assert {name for name in MODEL_RANKERS if after[name] != before[name]} == {"focal", "gpf_bert"}

@@ -5,7 +5,10 @@ A change to the code that trains a model retrains exactly the models whose train
 top-level names, the root class's members and the classes it names (not names used only in
 ``raise``); each definition enters without docstrings, so comments and layout change no key.
 :func:`package_versions` covers dependencies. ``opaque`` modules (:mod:`calibrank.model.losses`)
-are not followed: code reached only through run-time values must be given as a root.
+and definitions (``"calibrank.model.rankers:RANKERS"``) are not followed from other modules: code
+reached only through run-time values must be given as a root. Inside an opaque module a root
+follows what it reads (the focal loss its constants), so a module constant enters only the keys
+of the code that reads it. :func:`source_module` makes a script (a notebook's code) a root.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["code_hash", "package_versions", "forget"]
+__all__ = ["code_hash", "package_versions", "forget", "source_module"]
 
 
 @dataclass
@@ -39,12 +42,26 @@ class _Module:
 
 
 _PARSED: dict[str, _Module | None] = {}
+_SOURCES: dict[str, str] = {}  # module name -> source text given by source_module
 
 
 def forget() -> None:
-    """Drop the parsed modules and computed hashes (the next :func:`code_hash` reads the source again)."""
+    """Drop the parsed modules, the sources given and the computed hashes (the next :func:`code_hash` reads the source again)."""
     _PARSED.clear()
+    _SOURCES.clear()
     _cached_hash.cache_clear()
+
+
+def source_module(package: str, name: str, text: str) -> str:
+    """Register ``text`` (a script, a notebook's code cells) as module ``package.name`` and return that name,
+    a root for :func:`code_hash` that reaches what the script uses. Lines of IPython magics are left out."""
+    module = f"{package}.{name}"
+    text = "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in text.splitlines())
+    if _SOURCES.get(module) != text:
+        _SOURCES[module] = text
+        _PARSED.pop(module, None)
+        _cached_hash.cache_clear()
+    return module
 
 
 def _strip_docstrings(tree: ast.AST) -> None:
@@ -93,11 +110,12 @@ def _parse(name: str) -> _Module | None:
     """The parsed module ``name`` (None when it has no Python source)."""
     if name in _PARSED:
         return _PARSED[name]
-    path = _source_of(name)
+    path = _source_of(name) if name not in _SOURCES else Path(f"<{name}>")
     if path is None:
         _PARSED[name] = None
         return None
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    text = _SOURCES[name] if name in _SOURCES else path.read_text(encoding="utf-8")
+    tree = ast.parse(text, filename=str(path))
     _strip_docstrings(tree)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     imports: dict[str, tuple[str, str | None]] = {}
@@ -210,7 +228,7 @@ class _Walk:
 
     def __init__(self, package: str, opaque: frozenset[str]) -> None:
         self.package = package
-        self.opaque = opaque
+        self.opaque = opaque  # module names, and "module:name" for one definition
         self.entries: list[tuple[str, str]] = []
         self.seen: set[tuple] = set()
         self.touched: set[str] = set()  # modules with a reached definition
@@ -258,21 +276,30 @@ class _Walk:
     def _add(self, label: str, stmt: ast.AST) -> None:
         self.entries.append((label, ast.dump(stmt, annotate_fields=True, include_attributes=False)))
 
+    def _closed(self, module: str, name: str | None, by: str) -> bool:
+        """An opaque module (or definition) is not followed from another module: only a root, or code of
+        the module itself, reaches into it."""
+        if by == module:
+            return False
+        return module in self.opaque or (name is not None and f"{module}:{name}" in self.opaque)
+
     def _follow(self, module: str, stmt: ast.AST, *, cls: type | None = None, owner: type | None = None) -> None:
         refs = _refs(stmt)
         for chain in refs.chains:
             found = self._resolve(module, chain)
             if isinstance(found, tuple):
-                self.definition(*found)
+                if not self._closed(*found, by=module):
+                    self.definition(*found)
             elif isinstance(found, str):
-                self.whole_module(found)
+                if not self._closed(found, None, by=module):
+                    self.whole_module(found)
         if cls is not None:
             for name in refs.members:
                 self.member(cls, name)
             for name in refs.supers:
                 self.member(cls, name, after=owner)
 
-    def definition(self, module: str, name: str, *, root: bool = False) -> None:
+    def definition(self, module: str, name: str) -> None:
         key = ("def", module, name)
         if key in self.seen or not _in_package(module, self.package):
             return
@@ -281,9 +308,6 @@ class _Walk:
         if mod is None:
             return
         stmts = mod.defs.get(name, [])
-        if not root and module in self.opaque and any(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) for s in stmts):
-            self.seen.discard(key)  # a root may still reach it
-            return
         self.touched.add(module)
         for i, stmt in enumerate(stmts):
             self._add(f"{module}:{name}#{i}", stmt)
@@ -350,6 +374,10 @@ class _Walk:
 
     def root(self, obj: Any) -> None:
         obj = _root_key(obj)
+        if isinstance(obj, str):  # "module" or "module:name", by name (nothing is imported)
+            module, _, name = obj.partition(":")
+            self.definition(module, name) if name else self.whole_module(module)
+            return
         if isinstance(obj, tuple):
             self.member(*obj)
             return
@@ -359,7 +387,7 @@ class _Walk:
         module, qualname = obj.__module__, obj.__qualname__.split(".<locals>")[0]
         head, _, rest = qualname.partition(".")
         if not rest:
-            self.definition(module, head, root=True)
+            self.definition(module, head)
             return
         holder: Any = sys.modules.get(module)
         for part in qualname.split(".")[:-1]:
@@ -367,7 +395,7 @@ class _Walk:
         if inspect.isclass(holder):
             self.member(holder, qualname.split(".")[-1])
         else:
-            self.definition(module, head, root=True)
+            self.definition(module, head)
 
 
 def _root_key(obj: Any) -> Any:
@@ -383,8 +411,9 @@ def _root_key(obj: Any) -> Any:
 def code_hash(*roots: Any, opaque: Iterable[types.ModuleType | str] = (), length: int = 16) -> str:
     """A hash of the code ``roots`` reach within their package (module docstring), ``length`` hex digits.
 
-    Roots: functions, classes, modules, bound methods, :func:`functools.partial` objects, or
-    ``(cls, "name")``. ``opaque`` modules are not followed from other definitions.
+    Roots: functions, classes, modules, bound methods, :func:`functools.partial` objects,
+    ``(cls, "name")``, or by name ``"module"`` / ``"module:name"`` (:func:`source_module`). ``opaque``
+    modules and ``"module:name"`` definitions are not followed from other modules.
     """
     if not roots:
         raise ValueError("code_hash: give at least one root")
@@ -395,7 +424,7 @@ def code_hash(*roots: Any, opaque: Iterable[types.ModuleType | str] = (), length
 @functools.lru_cache(maxsize=256)
 def _cached_hash(roots: tuple, opaque: frozenset[str], length: int) -> str:
     first = roots[0][0] if isinstance(roots[0], tuple) else roots[0]
-    module = first.__name__ if isinstance(first, types.ModuleType) else first.__module__
+    module = first if isinstance(first, str) else first.__name__ if isinstance(first, types.ModuleType) else first.__module__
     walk = _Walk(module.split(".")[0], opaque)
     for root in roots:
         walk.root(root)
