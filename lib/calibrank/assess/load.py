@@ -1,4 +1,5 @@
-"""What a user has (TREC runs and qrels, a score table, a checkpoint) as the two inputs an assessment needs.
+"""What a user has (TREC runs and qrels, a score table, a DataFrame, ranx's Run and Qrels, a checkpoint) as the two
+inputs an assessment needs.
 
 Maps, thresholds and abstention rules are fitted on one set of queries and judged on another:
 :func:`load` returns both (:class:`Inputs`: ``valid``, ``test``) with notes on how queries were
@@ -18,8 +19,8 @@ import numpy as np
 from .checkpoint import score_checkpoint
 from .inputs import Qrels, check_kind, check_relevant_at
 from .scored import AssessError, ScoredRun
-from .tables import read_table
-from .trec import read_qrels, read_runs
+from .tables import is_ranx, as_qrels, from_dataframe, from_ranx, is_frame, read_table
+from .trec import read_runs
 
 __all__ = ["Inputs", "load"]
 
@@ -64,16 +65,30 @@ def _check_params(run, qrels, valid_run, valid_qrels, table, valid_table, checkp
     for name, (value, needs) in pairs.items():
         if value is not None and sources[0] != needs:
             raise AssessError(f"{name}: goes with {needs}=..., but {sources[0]}=... was given")
-    if run is not None and qrels is None:
-        raise AssessError("qrels: a TREC run needs qrels to judge its candidates")
+    if run is not None and qrels is None and not _judges_itself(run):
+        raise AssessError("qrels: a TREC run needs qrels to judge its candidates (a DataFrame run may judge itself "
+                          "with a relevance column)")
     if checkpoint is not None and queries is None:
         raise AssessError("queries: a checkpoint needs the queries (JSONL) it is to score")
     if valid_qrels is not None and valid_run is None and valid_table is None and valid_queries is None:
         raise AssessError("valid_qrels: given without a validation input (valid_run, valid_table or valid_queries)")
 
 
-def _judgments(qrels: Qrels | PathLike | None) -> Qrels | None:
-    return qrels if qrels is None or isinstance(qrels, Qrels) else read_qrels(qrels)
+def _judges_itself(run: Any) -> bool:
+    return is_frame(run) and any(c in run.columns for c in ("label", "relevance"))
+
+
+def _scored(given: Any, qrels: Qrels | None, name: str, kind: Any, relevant_at: int, *, table: bool = False) -> ScoredRun:
+    """A run or table as given: file(s), a DataFrame (ir_measures' columns or ours) or ranx's ``Run``."""
+    if is_frame(given):
+        return from_dataframe(given, qrels=qrels, kind=kind, relevant_at=relevant_at, name=name)
+    if is_ranx(given, "Run"):
+        return from_ranx(given, qrels=qrels, kind=kind, relevant_at=relevant_at, name=name)
+    if not isinstance(given, (str, os.PathLike)) and any(is_frame(g) or is_ranx(g, "Run") for g in given):
+        raise AssessError(f"{name}: several DataFrames or ranx Runs; expected one, with a 'sample' column for samples")
+    if table:
+        return read_table(given, qrels=qrels, kind=kind, relevant_at=relevant_at)
+    return read_runs(given, qrels, kind=kind, relevant_at=relevant_at)
 
 
 def _from_checkpoint(path: PathLike, queries: PathLike, qrels: Qrels | None, passes: int, relevant_at: int) -> ScoredRun:
@@ -115,8 +130,9 @@ def _no_relevant_note(scored: ScoredRun, role: str) -> str | None:
     return text
 
 
-def load(*, run: Runs | None = None, qrels: Qrels | PathLike | None = None, valid_run: Runs | None = None,
-         valid_qrels: Qrels | PathLike | None = None, table: PathLike | None = None, valid_table: PathLike | None = None,
+def load(*, run: Runs | Any | None = None, qrels: Qrels | PathLike | Any | None = None, valid_run: Runs | Any | None = None,
+         valid_qrels: Qrels | PathLike | Any | None = None, table: PathLike | Any | None = None,
+         valid_table: PathLike | Any | None = None,
          checkpoint: PathLike | None = None, queries: PathLike | None = None, valid_queries: PathLike | None = None,
          passes: int = 0, score: Any = "score", relevant_at: int = 1, seed: int = 0) -> Inputs:
     """The test and validation inputs of one ranker, with notes.
@@ -124,21 +140,24 @@ def load(*, run: Runs | None = None, qrels: Qrels | PathLike | None = None, vali
     Exactly one of ``run`` (TREC file(s) with ``qrels``; several = samples), ``table`` or
     ``checkpoint`` (scored on ``queries`` with ``passes`` MC Dropout passes); the matching
     ``valid_*`` input is fitted on, else a seeded half of the queries. ``score``: what a score is;
-    ``relevant_at``: the lowest relevant grade.
+    ``relevant_at``: the lowest relevant grade. A run or table may also be a pandas DataFrame
+    (ir_measures' ``query_id``, ``doc_id``, ``score`` [, ``relevance``], or ``qid``, ``docid``,
+    ``score`` [, ``label``]) or ranx's ``Run``; qrels a DataFrame (``query_id``, ``doc_id``,
+    ``relevance``), ranx's ``Qrels`` or ``{qid: {docid: grade}}``, besides a file or :class:`Qrels`.
     """
     kind = check_kind(score, "score")
     relevant_at = check_relevant_at(relevant_at)
     seed = _check_int(seed, "seed", 0)
     passes = _check_int(passes, "passes", 0)
     _check_params(run, qrels, valid_run, valid_qrels, table, valid_table, checkpoint, queries, valid_queries)
-    qrels = _judgments(qrels)
-    valid_qrels = _judgments(valid_qrels) if valid_qrels is not None else qrels
+    qrels = as_qrels(qrels, "qrels")
+    valid_qrels = as_qrels(valid_qrels, "valid_qrels") if valid_qrels is not None else qrels
     if run is not None:
-        full = read_runs(run, qrels, kind=kind, relevant_at=relevant_at)
-        valid = None if valid_run is None else read_runs(valid_run, valid_qrels, kind=kind, relevant_at=relevant_at)
+        full = _scored(run, qrels, "run", kind, relevant_at)
+        valid = None if valid_run is None else _scored(valid_run, valid_qrels, "valid_run", kind, relevant_at)
     elif table is not None:
-        full = read_table(table, qrels=qrels, kind=kind, relevant_at=relevant_at)
-        valid = None if valid_table is None else read_table(valid_table, qrels=valid_qrels, kind=kind, relevant_at=relevant_at)
+        full = _scored(table, qrels, "table", kind, relevant_at, table=True)
+        valid = None if valid_table is None else _scored(valid_table, valid_qrels, "valid_table", kind, relevant_at, table=True)
     else:
         full = _from_checkpoint(checkpoint, queries, qrels, passes, relevant_at)
         valid = None if valid_queries is None else _from_checkpoint(checkpoint, valid_queries, valid_qrels, passes, relevant_at)

@@ -1,9 +1,12 @@
-"""Score tables (CSV, TSV, Parquet, JSONL) and DataFrames: one row per (qid, docid) with its score.
+"""Score tables (CSV, TSV, Parquet, JSONL), DataFrames and ranx objects: one row per (qid, docid) with its score.
 
 Columns: ``qid``, ``docid``, ``score``; ``label`` (integer grade, empty = unjudged) unless qrels
 judge the rows; optional ``sample``, one value per sample, each holding the same pairs. Any other
-column is an error. Ids are strings (``007`` stays). The format follows the suffix; arrow reads
-each, and a problem is looked up row by row only to name its line.
+column is an error. ir_measures' names are read as ours (``query_id``, ``doc_id``, ``relevance``;
+ranx's ``q_id`` too), so ``pd.DataFrame(ir_measures.read_trec_run(...))`` is a run and a frame
+with ``relevance`` judges itself. Ids are strings (``007`` stays). The format follows the suffix;
+arrow reads each, and a problem is looked up row by row only to name its line. ranx's ``Run`` and
+``Qrels`` are read through their ``to_dataframe`` (ranx itself is never imported here).
 """
 
 from __future__ import annotations
@@ -21,13 +24,29 @@ import pyarrow.csv as pcsv
 import pyarrow.json as pj
 import pyarrow.parquet as pq
 
-from .inputs import Locate, Qrels, Rows, assemble, check_kind, check_relevant_at, factorize, to_str_array
+from .inputs import (
+    Locate,
+    Qrels,
+    Rows,
+    assemble,
+    check_kind,
+    check_relevant_at,
+    factorize,
+    first_duplicate,
+    to_str_array,
+    two_places,
+)
 from .scored import AssessError, ScoredRun
 from .trec import line_locator, read_qrels
 
-__all__ = ["read_table", "from_dataframe", "TABLE_COLUMNS", "TABLE_FORMATS"]
+__all__ = ["read_table", "from_dataframe", "from_ranx", "as_qrels", "is_frame", "is_ranx", "qrels_from_dataframe", "TABLE_COLUMNS",
+           "TABLE_FORMATS"]
 
 TABLE_COLUMNS = ("qid", "docid", "score", "label", "sample")
+# ir_measures' names (and ranx's q_id) for ours: a run or qrels DataFrame of either library reads as is
+ALIASES = {"query_id": "qid", "q_id": "qid", "doc_id": "docid", "relevance": "label"}
+QRELS_COLUMNS = ("qid", "docid", "relevance")
+_QRELS_IGNORED = ("iteration", "iter")  # ir_measures' Qrel tuples carry the qrels file's second column
 TABLE_FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".parquet": "parquet", ".pq": "parquet",
                  ".jsonl": "jsonl", ".ndjson": "jsonl"}
 _IDS = {"qid": pa.string(), "docid": pa.string()}
@@ -137,7 +156,7 @@ def _numbers(table: pa.Table, column: str, locate: Locate, name: str, *, nulls_a
             raise AssessError(f"{name}: column {column} of type {col.type} is not numeric") from None
     if values.null_count and not nulls_as_nan:
         i = int(np.flatnonzero(values.is_null().to_numpy(zero_copy_only=False))[0])
-        raise AssessError(f"{locate([i])[0]}: {column} is missing; expected a number")
+        raise AssessError(f"{locate([i])[0]}: {column} is missing (empty, NaN or None); expected a number")
     return values.to_numpy(zero_copy_only=False).astype(np.float64)
 
 
@@ -156,28 +175,41 @@ def _ids(table: pa.Table, column: str, locate: Locate) -> pa.Array:
     return col
 
 
-def _from_arrow(table: pa.Table, locate: Locate, name: str, fmt: str, *, qrels: Qrels | str | os.PathLike | None,
-                kind: Any, relevant_at: Any) -> ScoredRun:
+def _renamed(table: pa.Table, name: str, aliases: dict[str, str | None]) -> pa.Table:
+    """``table`` with ``aliases`` read as our column names (None: dropped); two columns for one name are an error."""
+    given = list(table.column_names)
+    ours = [aliases.get(c, c) for c in given]
+    for c in set(o for o in ours if o is not None):
+        both = [g for g, o in zip(given, ours) if o == c]
+        if len(both) > 1:
+            raise AssessError(f"{name}: columns {' and '.join(map(repr, both))} both name the {c}; expected one")
+    keep = [i for i, o in enumerate(ours) if o is not None]
+    return table.select(keep).rename_columns([ours[i] for i in keep])
+
+
+def _from_arrow(table: pa.Table, locate: Locate, name: str, fmt: str, *, qrels: Any, kind: Any, relevant_at: Any,
+                ranker: str | None = None) -> ScoredRun:
     kind = check_kind(kind)
     relevant_at = check_relevant_at(relevant_at)
+    if len(set(table.column_names)) != len(table.column_names):
+        raise AssessError(f"{name}: a column is named twice ({table.column_names})")
+    table = _renamed(table, name, ALIASES)
     columns = list(table.column_names)
     unknown = [c for c in columns if c not in TABLE_COLUMNS]
     if unknown:
         raise AssessError(f"{name}: unknown column {unknown[0]!r}; expected qid, docid, score, and label (unless qrels are "
-                          "given) and optionally sample")
+                          "given) and optionally sample (or ir_measures' query_id, doc_id, score, relevance)")
     missing = [c for c in ("qid", "docid", "score") if c not in columns]
     if missing:
-        raise AssessError(f"{name}: no {missing[0]!r} column; expected qid, docid, score")
-    if len(set(columns)) != len(columns):
-        raise AssessError(f"{name}: a column is named twice ({columns})")
+        raise AssessError(f"{name}: no {missing[0]!r} column; expected qid, docid, score "
+                          "(or ir_measures' query_id, doc_id, score)")
     if "label" in columns and qrels is not None:
         raise AssessError(f"{name}: has a label column and qrels were given too; expected one source of judgments")
     if "label" not in columns and qrels is None:
         raise AssessError(f"{name}: no label column and no qrels; expected one of them to judge the rows")
     if table.num_rows == 0:
         raise AssessError(f"{name}: no rows; expected at least one (qid, docid, score)")
-    if qrels is not None and not isinstance(qrels, Qrels):
-        qrels = read_qrels(qrels)
+    qrels = as_qrels(qrels)
     qid, docid = _ids(table, "qid", locate), _ids(table, "docid", locate)
     score = _numbers(table, "score", locate, name, nulls_as_nan=False)
     label = _numbers(table, "label", locate, name, nulls_as_nan=True) if "label" in columns else None
@@ -198,7 +230,7 @@ def _from_arrow(table: pa.Table, locate: Locate, name: str, fmt: str, *, qrels: 
         label_s = None if label is None else (label if idx is None else label[idx])
         samples.append(Rows(name if value is None else f"{name} (sample {value})", qcode, qnames, to_str_array(sub_d),
                             score if idx is None else score[idx], where, label=label_s))
-    meta = {"ranker": Path(name).stem if fmt != "dataframe" else "dataframe", "format": fmt}
+    meta = {"ranker": ranker or (Path(name).stem if fmt != "dataframe" else name), "format": fmt}
     if "sample" in columns:
         meta["samples"] = [v for v, _ in groups]
     return assemble(samples, qrels, kind=kind, relevant_at=relevant_at, source=name, meta=meta)
@@ -216,14 +248,107 @@ def read_table(path: str | os.PathLike, *, qrels: Qrels | str | os.PathLike | No
     return _from_arrow(table, locate, str(path), fmt, qrels=qrels, kind=kind, relevant_at=relevant_at)
 
 
-def from_dataframe(df: Any, *, kind: Any, relevant_at: int = 1, qrels: Qrels | str | os.PathLike | None = None) -> ScoredRun:
+def is_frame(obj: Any) -> bool:
+    """``obj`` is a pandas DataFrame (pandas is imported only if the caller already did)."""
+    import sys
+    pd = sys.modules.get("pandas")
+    return pd is not None and isinstance(obj, pd.DataFrame)
+
+
+def is_ranx(obj: Any, what: str) -> bool:
+    """``obj`` is ranx's ``Run`` or ``Qrels`` (told by its class, so that ranx need not be importable)."""
+    cls = type(obj)
+    return cls.__module__.split(".")[0] == "ranx" and cls.__name__ == what and hasattr(obj, "to_dataframe")
+
+
+def _frame_locator(name: str) -> Locate:
+    label = "df" if name == "dataframe" else name
+    return lambda rows: [f"{name} row {int(r)} ({label}.iloc[{int(r)}])" for r in rows]
+
+
+def _arrow_of(df: Any, name: str) -> pa.Table:
+    try:
+        return pa.Table.from_pandas(df, preserve_index=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise AssessError(f"{name}: a column mixes types ({exc}); expected str ids and numeric scores and grades") from None
+
+
+def from_dataframe(df: Any, *, kind: Any, relevant_at: int = 1, qrels: Any = None, name: str = "dataframe",
+                   ranker: str | None = None) -> ScoredRun:
     """A pandas DataFrame with columns qid, docid, score, label (or ``qrels``) [, sample] as a :class:`ScoredRun`.
 
-    Rows are named by position (``df.iloc[i]``) in messages; the index is ignored.
+    ir_measures' column names (query_id, doc_id, score, relevance) are read as ours. ``qrels``: see
+    :func:`as_qrels`. Rows are named by position (``df.iloc[i]``) in messages, after ``name``; the
+    index is ignored.
     """
-    try:
-        table = pa.Table.from_pandas(df, preserve_index=False)
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-        raise AssessError(f"dataframe: a column mixes types ({exc}); expected str ids and numeric score and label") from None
-    return _from_arrow(table, lambda rows: [f"dataframe row {int(r)} (df.iloc[{int(r)}])" for r in rows], "dataframe",
-                       "dataframe", qrels=qrels, kind=kind, relevant_at=relevant_at)
+    return _from_arrow(_arrow_of(df, name), _frame_locator(name), name, "dataframe", qrels=qrels, kind=kind,
+                       relevant_at=relevant_at, ranker=ranker)
+
+
+def from_ranx(run: Any, *, kind: Any, relevant_at: int = 1, qrels: Any = None, name: str = "run") -> ScoredRun:
+    """ranx's ``Run`` as a :class:`ScoredRun` judged by ``qrels`` (see :func:`as_qrels`); its name is the ranker's."""
+    if not is_ranx(run, "Run"):
+        raise AssessError(f"{name}: expected a ranx Run, got {type(run).__name__}")
+    frame = run.to_dataframe()
+    return from_dataframe(frame, kind=kind, relevant_at=relevant_at, qrels=qrels, name=name,
+                          ranker=getattr(run, "name", None) or None)
+
+
+def qrels_from_dataframe(df: Any, *, name: str = "qrels") -> Qrels:
+    """Judgments from a DataFrame with columns query_id, doc_id, relevance (ir_measures' names; or qid, docid).
+
+    The same checks as a qrels file: ids present, integer grades, each (qid, docid) judged once.
+    """
+    locate = _frame_locator(name)
+    table = _arrow_of(df, name)
+    if len(set(table.column_names)) != len(table.column_names):
+        raise AssessError(f"{name}: a column is named twice ({table.column_names})")
+    table = _renamed(table, name, {**ALIASES, "relevance": "relevance", "label": "relevance",
+                                   **{c: None for c in _QRELS_IGNORED}})
+    unknown = [c for c in table.column_names if c not in QRELS_COLUMNS]
+    if unknown:
+        raise AssessError(f"{name}: unknown column {unknown[0]!r}; expected query_id, doc_id, relevance "
+                          "(or qid, docid, relevance)")
+    missing = [c for c in QRELS_COLUMNS if c not in table.column_names]
+    if missing:
+        raise AssessError(f"{name}: no {missing[0]!r} column; expected query_id, doc_id, relevance "
+                          "(or qid, docid, relevance)")
+    if table.num_rows == 0:
+        raise AssessError(f"{name}: no rows; expected judgments (query_id, doc_id, relevance)")
+    qid, docid = _ids(table, "qid", locate), _ids(table, "docid", locate)
+    grade = _numbers(table, "relevance", locate, name, nulls_as_nan=False)
+    bad = ~np.isfinite(grade) | (grade != np.round(grade))
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise AssessError(f"{locate([i])[0]}: relevance {float(grade[i])} is not an integer grade; expected 0, 1, 2, ...")
+    qcode, _ = factorize(qid)
+    docids = to_str_array(docid)
+    dup = first_duplicate(qcode, docids)
+    if dup is not None:
+        raise AssessError(f"{two_places(*locate(dup))}: (qid {qid[dup[0]].as_py()!r}, docid {str(docids[dup[0]])!r}) "
+                          "is judged twice; expected one judgment per (qid, docid)")
+    return Qrels(to_str_array(qid), docids, grade.astype(np.int64), source=name)
+
+
+def as_qrels(qrels: Any, name: str = "qrels") -> Qrels | None:
+    """Judgments as a :class:`Qrels` from whatever holds them: a ``Qrels``, a TREC qrels file, a DataFrame
+    (:func:`qrels_from_dataframe`), ranx's ``Qrels``, or a mapping ``{qid: {docid: grade}}``; None stays None."""
+    if qrels is None or isinstance(qrels, Qrels):
+        return qrels
+    if isinstance(qrels, (str, os.PathLike)):
+        return read_qrels(qrels)
+    if is_frame(qrels):
+        return qrels_from_dataframe(qrels, name=name)
+    if is_ranx(qrels, "Qrels"):
+        return qrels_from_dataframe(qrels.to_dataframe().rename(columns={"score": "relevance"}), name=name)
+    if isinstance(qrels, dict) or hasattr(qrels, "items"):
+        rows = [(str(q), str(d), g) for q, docs in qrels.items() for d, g in dict(docs).items()]
+        if not rows:
+            raise AssessError(f"{name}: no judgments; expected {{qid: {{docid: grade}}}}")
+        qids, docids, grades = zip(*rows)
+        if any(isinstance(g, bool) or not isinstance(g, (int, np.integer)) for g in grades):
+            q, d, g = next(r for r in rows if isinstance(r[2], bool) or not isinstance(r[2], (int, np.integer)))
+            raise AssessError(f"{name}[{q!r}][{d!r}]: grade {g!r}; expected an integer grade")
+        return Qrels(np.asarray(qids), np.asarray(docids), np.asarray(grades, dtype=np.int64), source=name)
+    raise AssessError(f"{name}: expected a qrels file, a DataFrame (query_id, doc_id, relevance), ranx Qrels or "
+                      f"{{qid: {{docid: grade}}}}, got {type(qrels).__name__}")
