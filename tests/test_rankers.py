@@ -314,3 +314,14 @@ def test_mc_dropout_per_query_masks_of_a_narrower_batch_are_a_prefix_of_the_full
         full = torch.empty(n).uniform_(generator=g)
         g.manual_seed(7)
         assert torch.equal(torch.empty(w).uniform_(generator=g), full[:w])
+
+
+def test_probabilities_of_extreme_logits_raise_no_overflow_warning():
+    import warnings
+
+    from calibrank.model.rankers.base import sigmoid
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # np.exp(1000) warned of an overflow
+        p = sigmoid(np.array([-1000.0, 0.0, 1000.0], dtype=np.float32))
+    assert p.dtype == np.float64 and p.tolist() == [0.0, 0.5, 1.0]

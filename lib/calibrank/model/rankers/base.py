@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import torch
+from scipy.special import expit
 from torch import nn
 
 from ...codekey import code_hash, package_versions
@@ -58,7 +59,8 @@ SEGMENT_COSINE_BIAS = -7.7
 
 
 def sigmoid(x: np.ndarray) -> np.ndarray:
-    return 1.0 / (1.0 + np.exp(-np.asarray(x, dtype=np.float64)))
+    """The logistic function in float64 (:func:`scipy.special.expit`: no overflow for large negative logits)."""
+    return expit(np.asarray(x, dtype=np.float64))
 
 
 def queries_version(queries: Sequence[RankingQuery]) -> str:
