@@ -126,19 +126,20 @@ def test_biencoder_prefers_the_paraphrase():
 def test_biencoder_similarity_of_several_sets_encodes_each_text_once(monkeypatch):
     a = [_query("a", ["what's your favourite food?"], ["I love sushi", "my car broke down", "late train"]),
          _query("b", ["where do you live?"], ["in Delft", "I love sushi", "blue"])]
-    b = [_query("a", ["what's your favourite food?"], ["I love sushi", "blue", "in Delft"])]  # another sampler
+    b = [_query("a", ["what's your favourite food?"], ["I love sushi", "blue", "in Delft"]),  # another sampler
+         _query("c", ["in Delft"], ["where do you live?", "blue", "late train"])]  # contexts and candidates share texts
     alone = [bl.biencoder_similarity([qs])[0] for qs in (a, b)]
     encoded: list[str] = []
     real = bl.encode
     monkeypatch.setattr(bl, "encode", lambda model, texts, **kw: encoded.extend(texts) or real(model, texts, **kw))
     together = bl.biencoder_similarity([a, b])
-    assert sorted(encoded) == sorted({"I love sushi", "my car broke down", "late train", "in Delft", "blue",
+    assert len(encoded) == len(set(encoded)) and sorted(encoded) == sorted({"I love sushi", "my car broke down", "late train", "in Delft", "blue",
                                       "what's your favourite food?", "where do you live?"})
     for x, y in zip(together, alone):
         assert x.shape == y.shape and np.allclose(x, y, atol=1e-5)
     np.testing.assert_allclose(bl.baseline_scores("biencoder", b, seed=0, similarity=together[1]), together[1], atol=1e-8)
     with pytest.raises(ValueError, match="similarity has shape"):
-        bl.baseline_scores("biencoder", b, seed=0, similarity=together[0])
+        bl.baseline_scores("biencoder", b, seed=0, similarity=together[0][:1])
     with pytest.raises(ValueError, match="query set 1 needs queries with one number of candidates, got no query"):
         bl.biencoder_similarity([a, []])
 

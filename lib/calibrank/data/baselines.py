@@ -96,7 +96,8 @@ def biencoder_similarity(query_sets: Sequence[Sequence[RankingQuery]], model: st
                          precision: str = "fp32", batch_size: int = 128) -> list[np.ndarray]:
     """``[Q, K]`` zero-shot cosine of each candidate with its context (newest utterance first), one per query set.
 
-    Every distinct text is encoded once across the sets: the samplers of a split share its contexts and true responses.
+    Every distinct text is encoded once across the sets and across both roles: the samplers of a split
+    share its contexts and true responses, and a context can be another query's candidate.
     """
     for i, qs in enumerate(query_sets):
         if len({len(q.candidates) for q in qs}) != 1:
@@ -104,15 +105,14 @@ def biencoder_similarity(query_sets: Sequence[Sequence[RankingQuery]], model: st
                              f"{sorted({len(q.candidates) for q in qs}) or 'no query'}")
     enc = load_embedding_model(model)
     contexts = [[query_text(q.context, newest_first=True) for q in qs] for qs in query_sets]
-    texts = list(dict.fromkeys(c for qs in query_sets for q in qs for c in q.candidates))
-    ctx_texts = list(dict.fromkeys(c for cs in contexts for c in cs))
-    cand = encode(enc, texts, batch_size=batch_size, precision=precision)
-    ctx = encode(enc, ctx_texts, batch_size=batch_size, precision=precision)
-    where, ctx_where = {t: i for i, t in enumerate(texts)}, {t: i for i, t in enumerate(ctx_texts)}
+    texts = list(dict.fromkeys([*(c for cs in contexts for c in cs),
+                                *(c for qs in query_sets for q in qs for c in q.candidates)]))
+    emb = encode(enc, texts, batch_size=batch_size, precision=precision)
+    where = {t: i for i, t in enumerate(texts)}
     out = []
     for qs, cs in zip(query_sets, contexts):
         rows = np.array([[where[c] for c in q.candidates] for q in qs], dtype=np.int64).reshape(len(qs), -1)
-        out.append(np.einsum("qkd,qd->qk", cand[rows], ctx[[ctx_where[c] for c in cs]]).astype(np.float64))
+        out.append(np.einsum("qkd,qd->qk", emb[rows], emb[[where[c] for c in cs]]).astype(np.float64))
     return out
 
 
