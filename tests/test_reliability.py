@@ -117,7 +117,8 @@ def test_two_trainers_of_one_model_end_with_the_weights_of_one_run(tmp_path):
     assert _same_tensors(load_file(str(tmp_path / "first.safetensors")), weights)
     assert _same_tensors(load_file(str(tmp_path / "second.safetensors")), weights)
     leftovers = sorted(p.name for p in workdir.parent.iterdir() if p.name.startswith("."))
-    assert leftovers == [] and sorted(p.name for p in workdir.iterdir()) == ["model.safetensors", "train.json"]
+    assert leftovers == [runs.lock_path(workdir).name]  # the lock file stays, free; no temporary file, no holder record
+    assert sorted(p.name for p in workdir.iterdir()) == ["model.safetensors", "train.json"]
 
 
 # Holds the lock of argv[1] for argv[2] seconds; then moves the file argv[3] (if given) into place.
@@ -130,6 +131,18 @@ HOLDER = textwrap.dedent("""
         if len(sys.argv) > 3:  # the result, then the sha256 recorded for it, as a writer puts them in place
             os.replace(sys.argv[3], sys.argv[1])
             runs.record_digest(sys.argv[1], runs.sha256_file(sys.argv[1]))
+""")
+
+
+# Tries the lock of argv[1] once and prints why it could not take it.
+TRY_LOCK = textwrap.dedent("""
+    import sys
+    from calibrank import runs
+    try:
+        with runs.exclusive(sys.argv[1], wait=False):
+            print("taken")
+    except runs.LockHeld as exc:
+        print(exc)
 """)
 
 
@@ -154,13 +167,30 @@ def test_a_held_lock_names_its_holder_and_a_dead_holders_lock_is_taken_over(tmp_
     finally:
         holder.send_signal(signal.SIGKILL)
         holder.wait()
-    assert runs.lock_path(dest).exists()  # the killed holder could not remove it ...
-    with runs.exclusive(dest, wait=False) as lock:  # ... but the kernel released it: taken over at once
-        assert lock.read_text().split()[0] == str(os.getpid())
+    assert runs.lock_path(dest).exists()  # the killed holder left its lock file and its record ...
+    with runs.exclusive(dest, wait=False) as lock:  # ... but the kernel released the lock: taken over at once
+        assert lock == runs.lock_path(dest).resolve()
+        other = subprocess.run([sys.executable, "-c", TRY_LOCK, str(dest)], capture_output=True, text=True, timeout=60)
+        assert f"is held by process {os.getpid()} on " in other.stdout, other.stderr  # the record names this process
         with pytest.raises(RuntimeError, match="already holds"):
             with runs.exclusive(dest):
                 pass
-    assert not runs.lock_path(dest).exists()  # removed on release
+    assert runs.lock_path(dest).exists()  # the lock file stays after release (removing it would break the lock) ...
+    assert sorted(p.name for p in tmp_path.iterdir()) == [runs.lock_path(dest).name]  # ... its holder's record goes
+    with runs.exclusive(dest, wait=False):  # and it is free
+        pass
+
+
+def test_a_dead_holders_record_names_no_process(tmp_path):
+    """The record a killed holder leaves names it no more once it is dead: a waiter then says "another process"."""
+    dest = tmp_path / "result.parquet"
+    holder = _hold(dest, 60)
+    record = runs._holder_path(runs.lock_path(dest).resolve())
+    assert runs._holder(runs.lock_path(dest).resolve()).startswith(f"process {holder.pid} on ")
+    holder.send_signal(signal.SIGKILL)
+    holder.wait()
+    assert record.read_text().split()[0] == str(holder.pid)  # left behind ...
+    assert runs._holder(runs.lock_path(dest).resolve()) == "another process"  # ... and read as no one's
 
 
 def test_a_second_builder_of_a_negatives_entry_reads_the_first_ones_file(tmp_root):
@@ -203,10 +233,10 @@ def test_sweep_removes_only_leftovers_of_dead_writers(tmp_path):
         started = time.time()
         os.utime(tmp_path / files["old_untagged"], (started - 100, started - 100))
         os.utime(tmp_path / files["new_untagged"], (started + 100, started + 100))
-        (tmp_path / ".free.lock").write_text("123 somewhere 2020-01-01T00:00:00\n")
+        (tmp_path / ".free.lock").write_text("")  # a lock file nobody holds stays: removing one can break the lock
         removed = {p.name for p in runs.sweep_temp(tmp_path, started)}
-        assert removed == {files["dead"], files["old_untagged"], files["notebook_dead"], ".free.lock"}
-        assert {p.name for p in tmp_path.iterdir()} == set(files.values()) - removed
+        assert removed == {files["dead"], files["old_untagged"], files["notebook_dead"]}
+        assert {p.name for p in tmp_path.iterdir()} == set(files.values()) - removed | {".free.lock"}
     finally:
         live.kill()
         live.wait()

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import errno
-import fcntl
 import hashlib
 import json
 import logging
@@ -25,6 +23,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import filelock
 
 __all__ = [
     "project_root",
@@ -270,7 +270,7 @@ def sweep_temp(folder: str | os.PathLike, started: float | None = None) -> list[
 
     A ``.tmp-*`` file goes when its writer (:func:`owner_tag`) is a dead process of this host, or,
     naming no writer, when it was last written before ``started`` (default :data:`RUN_STARTED`).
-    A lock file goes when no process holds it. Files of live processes and other hosts stay.
+    Files of live processes and other hosts stay, and so do lock files (:func:`exclusive`).
     """
     folder = Path(folder)
     started = RUN_STARTED if started is None else started
@@ -294,9 +294,6 @@ def sweep_temp(folder: str | os.PathLike, started: float | None = None) -> list[
             if stale:
                 path.unlink(missing_ok=True)
                 removed.append(path)
-        elif name.startswith(".") and name.endswith(".lock") and path.is_file():
-            if _remove_free_lock(path):
-                removed.append(path)
     return removed
 
 
@@ -313,43 +310,19 @@ def lock_path(dest: str | os.PathLike) -> Path:
     return dest.with_name(f".{dest.name}.lock")
 
 
-def _holder(path: Path) -> str:
+def _holder_path(lock: Path) -> Path:
+    """Who holds ``lock``: ``<lock>.holder``, written by the holder (filelock may truncate the lock file itself)."""
+    return lock.with_name(lock.name + ".holder")
+
+
+def _holder(lock: Path) -> str:
     try:
-        text = path.read_text(encoding="utf-8", errors="replace").split()
+        text = _holder_path(lock).read_text(encoding="utf-8", errors="replace").split()
     except OSError:
         text = []
-    if len(text) >= 3 and text[0].isdigit():
+    if len(text) >= 3 and text[0].isdigit() and not (text[1] == _host() and not _alive(int(text[0]))):
         return f"process {text[0]} on {text[1]} (since {text[2]})"
-    return "another process"
-
-
-def _same_file(fd: int, path: Path) -> bool:
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return False
-    own = os.fstat(fd)
-    return (st.st_dev, st.st_ino) == (own.st_dev, own.st_ino)
-
-
-def _remove_free_lock(path: Path) -> bool:
-    """Remove a lock file that no process holds (left by one that died); False when it is held or gone."""
-    try:
-        fd = os.open(path, os.O_RDWR)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        return False
-    try:
-        if _same_file(fd, path):
-            path.unlink(missing_ok=True)
-            return True
-        return False
-    finally:
-        os.close(fd)
+    return "another process"  # none recorded yet, or the record of a holder that died
 
 
 _HELD: set[Path] = set()
@@ -359,6 +332,8 @@ _HELD: set[Path] = set()
 def exclusive(dest: str | os.PathLike, *, what: str | None = None, wait: bool | float = True) -> Iterator[Path]:
     """Hold the exclusive lock of the result ``dest`` (a file or folder) for the ``with`` block; yield the lock file.
 
+    A :class:`filelock.FileLock` on :func:`lock_path`: the kernel releases the lock of a process that
+    dies, and the lock file stays after release (removing it would let two processes hold the lock).
     ``wait``: True waits as long as the holder works, a number at most that many seconds, False not
     at all; without the lock, :class:`LockHeld` names the lock file and its holder. The caller
     re-checks for the result after acquiring. A lock this process already holds raises ``RuntimeError``.
@@ -368,49 +343,27 @@ def exclusive(dest: str | os.PathLike, *, what: str | None = None, wait: bool | 
     if path in _HELD:
         raise RuntimeError(f"{what}: this process already holds {path}")
     path.parent.mkdir(parents=True, exist_ok=True)
-    deadline = None if wait is True else time.monotonic() + (0.0 if wait is False else float(wait))
-    announced = False
-    while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError as exc:
-                if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                    raise
-                holder = _holder(path)
-                if deadline is not None and time.monotonic() >= deadline:
-                    raise LockHeld(f"{what}: {path} is held by {holder}; wait for it to finish, or stop it "
-                                   f"(a lock of a process that died is released by the kernel)") from None
-                if not announced:
-                    log.warning("%s: waiting for %s, which holds %s", what, holder, path)
-                    announced = True
-                if deadline is None:
-                    fcntl.flock(fd, fcntl.LOCK_EX)
-                else:
-                    os.close(fd)
-                    fd = -1
-                    time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
-                    continue
-            if not _same_file(fd, path):  # removed or replaced by its previous holder: try again
-                os.close(fd)
-                fd = -1
-                continue
-        except BaseException:
-            if fd >= 0:
-                os.close(fd)
-            raise
-        break
+    lock = filelock.FileLock(str(path))
     try:
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()} {_host()} {time.strftime('%Y-%m-%dT%H:%M:%S')}\n".encode())
+        lock.acquire(timeout=0)
+    except filelock.Timeout:
+        try:
+            if wait is False:
+                raise
+            log.warning("%s: waiting for %s, which holds %s", what, _holder(path), path)
+            lock.acquire(timeout=-1 if wait is True else float(wait), poll_interval=0.05)
+        except filelock.Timeout:
+            raise LockHeld(f"{what}: {path} is held by {_holder(path)}; wait for it to finish, or stop it "
+                           f"(a lock of a process that died is released by the kernel)") from None
+    try:
+        with atomic_path(_holder_path(path)) as tmp:
+            tmp.write_text(f"{os.getpid()} {_host()} {time.strftime('%Y-%m-%dT%H:%M:%S')}\n", encoding="utf-8")
         _HELD.add(path)
         yield path
     finally:
         _HELD.discard(path)
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()  # while still held: a waiter on this file sees it gone and tries again
-        os.close(fd)
+        _holder_path(path).unlink(missing_ok=True)
+        lock.release()
 
 
 # ----------------------------------------------------------------------------- command line
@@ -421,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m calibrank.runs", description="Temporary files of dead writers.")
     sub = parser.add_subparsers(dest="command", required=True)
-    p_sweep = sub.add_parser("sweep", help="remove temporary files of dead writers and free lock files in DIR...")
+    p_sweep = sub.add_parser("sweep", help="remove temporary files of dead writers in DIR...")
     p_sweep.add_argument("dirs", nargs="+", metavar="DIR")
     p_sweep.add_argument("--started", type=float, default=None,
                          help="seconds since the epoch when this run started (default: now)")
