@@ -24,7 +24,6 @@ __all__ = [
     "DEFAULT_BS",
     "SPACES",
     "choose_b",
-    "per_query_metric",
     "risk_aware_table",
     "risk_penalty",
     "risk_scores",
@@ -96,13 +95,6 @@ def _metric_fn(metric: str) -> Callable[..., np.ndarray]:
     if m.group(1) == "R":
         return lambda s, y, mask=None: recall_at_k(s, y, k, mask=mask)
     return lambda s, y, mask=None: ndcg_at_k(s, y, k, mask=mask)
-
-
-def per_query_metric(scores: np.ndarray, labels: np.ndarray, metric: str = "R@1", *,
-                     mask: np.ndarray | None = None) -> np.ndarray:
-    """Per-query values [Q] of ``metric`` ('R@k', 'nDCG@k', 'MRR', 'MAP'); NaN without a relevant.
-    A padded slot of ``mask`` ranks below every candidate."""
-    return _metric_fn(metric)(scores, labels, mask=mask)
 
 
 # ---------------------------------------------------------------------------------- scores

@@ -20,7 +20,7 @@ from typing import TypeVar
 
 import pyarrow as pa
 
-from ..runs import project_root, read_json, run_dir, stable_hash, write_json
+from ..runs import project_root, run_dir, stable_hash, write_json
 from ..settings.choices import SamplerName
 from ..settings.schema import Config
 from ..table_checks import raise_problems
@@ -46,7 +46,6 @@ __all__ = [
     "data_files",
     "build_query_sets",
     "load_query_set",
-    "load_manifest",
     "load_query_sets",
     "split_leaks",
     "query_set_problems",
@@ -217,10 +216,6 @@ def load_query_set(cfg: Config, corpus: str, split: str, sampler: str | SamplerN
     spec = QuerySetSpec(str(getattr(corpus, "value", corpus)), split, SamplerName(sampler), k)
     target = f"make nb-02_negatives PROFILE={cfg.profile}"
     return _input(read_queries, _need(query_set_path(cfg, spec), target), cfg, "02_negatives")
-
-
-def load_manifest(cfg: Config) -> dict:
-    return read_json(_need(run_dir(cfg.profile, "queries") / "manifest.json", f"make nb-02_negatives PROFILE={cfg.profile}"))
 
 
 def load_query_sets(cfg: Config, split: str | None = None, corpus: str | None = None) -> dict[str, list[RankingQuery]]:

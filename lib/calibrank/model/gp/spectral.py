@@ -16,7 +16,7 @@ from torch.nn import functional as F
 
 from .settings import SpectralNormSettings
 
-__all__ = ["SpectralNormLinear", "apply_spectral_norm"]
+__all__ = ["SpectralNormLinear"]
 
 _EPS = 1e-12
 
@@ -129,13 +129,3 @@ class SpectralNormLinear(nn.Module):
     def extra_repr(self) -> str:
         return f"bound={self.bound}, n_power_iterations={self.n_power_iterations}"
 
-
-def apply_spectral_norm(
-    module: nn.Linear,
-    bound: float = SpectralNormSettings.bound,
-    n_power_iterations: int = SpectralNormSettings.n_power_iterations,
-    *,
-    seed: int = 0,
-) -> SpectralNormLinear:
-    """Wrap ``module`` in :class:`SpectralNormLinear` (same arguments, same errors)."""
-    return SpectralNormLinear(module, bound=bound, n_power_iterations=n_power_iterations, seed=seed)
