@@ -66,7 +66,7 @@ export TRANSFORMERS_VERBOSITY := error
 export TOKENIZERS_PARALLELISM := false
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: help setup data report test unit bench assess clean distclean
+.PHONY: help setup lock data report test unit bench assess docs clean distclean
 
 help: ## list the targets
 	@echo "calibrank — calibration and uncertainty of neural rankers"
@@ -83,11 +83,33 @@ help: ## list the targets
 
 setup: $(STAMP) ## create the virtual environment (idempotent)
 
+# TORCH=system: a machine that brings its own (CUDA) torch keeps it: the venv sees the system's site
+# packages and the lock's torch line is left out, so pip never replaces that torch with the CPU wheel.
+TORCH ?= locked
+ifeq ($(filter $(value TORCH),locked system),)
+$(error TORCH: expected locked (the lock's CPU torch) or system (the torch this machine has), got '$(value TORCH)')
+endif
+VENV_FLAGS := $(if $(filter system,$(TORCH)),--system-site-packages)
+ifeq ($(TORCH),system)
+export PIP_CONSTRAINT := $(CURDIR)/build/constraints-system-torch.txt
+endif
+
 $(STAMP): pyproject.toml constraints.txt
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV_FLAGS) $(VENV)
+	@if [ "$(TORCH)" = system ]; then mkdir -p build && grep -v '^torch==' constraints.txt > build/constraints-system-torch.txt; \
+	  $(BIN)/python -c 'import torch; print("setup: keeping torch", torch.__version__, "cuda" if torch.cuda.is_available() else "cpu")'; fi
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[study,dev]'
 	@touch $@
+
+# The lock: after changing a range in pyproject.toml, a fresh venv resolves the ranges and its exact
+# versions become constraints.txt (torch kept at the CPU wheel's version).
+lock: ## re-resolve pyproject.toml's ranges into constraints.txt
+	rm -rf build/lock-venv && $(PYTHON) -m venv build/lock-venv
+	PIP_CONSTRAINT= build/lock-venv/bin/python -m pip install --quiet 'torch==2.13.0' -e '.[study,dev]'
+	{ awk '/^#/{print; next} {exit}' constraints.txt; \
+	  build/lock-venv/bin/python -m pip freeze --exclude-editable | sed 's/^torch==\(.*\)+cpu$$/torch==\1/'; } > build/constraints.new
+	mv build/constraints.new constraints.txt
 
 data: $(STAMP) ## download a research dataset: make data DATASET=msdialog
 	@test -n "$(DATASET)" || { echo "usage: make data DATASET=msdialog|mantis|udc_dstc8"; exit 2; }
