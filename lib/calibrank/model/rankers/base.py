@@ -29,7 +29,7 @@ from ...codekey import code_hash, package_versions
 from ...data.schema import RankingQuery
 from ...data.splits import TURN_SEP, UTTERANCE_SEP
 from ...metrics.ranking import recall_at_k
-from ...precision import use_bf16
+from ...precision import precision_name, scoring_batch_size, use_bf16
 from ...predictions import Predictions
 from ...runs import atomic_recorded, check_recorded, stable_hash
 from ...settings.checks import ConfigError
@@ -273,6 +273,8 @@ class Ranker(ABC):
         self.seed = int(seed)
         self.context_style = ContextStyle(context_style)
         self.device = torch.device(device) if device is not None else torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        # A scoring batch the profile leaves open follows the device (no model key holds it).
+        self.training = dataclasses.replace(training, eval_batch_size=scoring_batch_size(training.eval_batch_size, self.device))
         self.fit_seconds = 0.0
 
     # -------------------------------------------------------------- shared machinery
@@ -433,6 +435,10 @@ class Ranker(ABC):
                     np.savez(fh, logits=logits, seconds=np.float64(seconds))
         return logits.reshape(logits.shape[0], len(queries), pairs.n_candidates), seconds
 
+    def scores_sides(self) -> bool:
+        """Whether this ranker scores from each distinct side encoded once (no joint layer), not pair by pair."""
+        return self.training.joint_layers == 0
+
     @staticmethod
     def encodes_once(model: nn.Module) -> bool:
         """Whether ``model`` scores from each distinct side encoded once (:mod:`calibrank.model.encode_once`):
@@ -490,6 +496,8 @@ class Ranker(ABC):
             "inference_seconds": round(seconds, 3),
             "inference_ms_per_query": round(1000 * seconds / max(1, len(queries)), 3),
             "n_parameters": int(n_parameters),
+            "scoring": {"device": self.device.type, "precision": precision_name(self.training.precision, self.device),
+                        "batch_size": self.training.eval_batch_size, "encode_once": self.scores_sides()},
             **(extra or {}),
         }
         return Predictions(

@@ -286,6 +286,10 @@ class MCDropoutRanker(DeterministicRanker):
 
     pair_key_has_query = True
 
+    def scores_sides(self) -> bool:
+        """Per-pair masks (training-mode dropout, one draw per pair) keep the pair path."""
+        return super().scores_sides() and self.masks is DropoutMasks.per_query
+
     def _from_logits(self, queries: Sequence[RankingQuery], logits: np.ndarray, seconds: float,
                      extra: dict | None = None) -> Predictions:
         samples = sigmoid(logits)
