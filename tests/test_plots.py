@@ -273,6 +273,29 @@ def test_prior_ece_names_the_condition_when_a_shift_has_several():
                                   "chitchat · mixed: as trained", "chitchat · mixed: prior-corrected"]
 
 
+def _debiased(table: pd.DataFrame, *columns: str) -> pd.DataFrame:
+    """``table`` as notebook 08 builds it: each ECE of ``columns`` with its debiased value (0.01 below), interval
+    and bias, and no interval of its own."""
+    out = table.copy()
+    for col in columns:
+        d = f"{col} debiased"
+        out[d], out[f"{col} bias"] = out[col] - 0.01, 0.01
+        out[f"{d} lo"], out[f"{d} hi"] = out[f"{col} lo"] - 0.01, out[f"{col} hi"] - 0.01
+        out = out.drop(columns=[f"{col} lo", f"{col} hi"])
+    return out
+
+
+def test_prior_ece_draws_the_debiased_ece_with_its_band():
+    panels = pp.plot_prior_ece(_debiased(_prior(False), "ECE raw", "ECE corrected"))
+    assert panels[0].get_ylabel() == "ECE debiased (in distribution)"
+    np.testing.assert_allclose(panels[0].get_lines()[0].get_ydata(), [0.04, 0.44])  # the value the band is around
+
+
+def test_recalibration_draws_the_debiased_ece_on_a_scale_that_holds_zero():
+    panels = pp.plot_recalibration(_debiased(_recalibration(False), "ECE"))
+    assert panels[0].get_yscale() == "symlog" and panels[0].get_ylabel() == "ECE debiased (log scale above 0.01)"
+
+
 def _recalibration(nan: bool) -> pd.DataFrame:
     rows = []
     for corpus, sampler, shift in CONDS:

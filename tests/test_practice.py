@@ -491,6 +491,43 @@ def test_practice_tables_on_a_synthetic_study(study):
         findings.findings_table({"prior_summary": summary})
 
 
+def test_the_ece_intervals_of_notebook_08_are_the_debiased_ones_and_hold_their_estimate(study):
+    """As notebook 04's: eq. 1 beside the debiased ECE, whose interval (centred on it) holds it in every row, and the
+    bias between them; no percentile interval of eq. 1, which lies above its own estimate at a low ECE."""
+    from calibrank.metrics.calibration import ece_debiased
+
+    by_n = prior.prior_ece_by_negatives(study, ["bert", "ensemble"], n_resamples=200)
+    recal = recalibrate.recalibration_table(study, ["bert"], n_resamples=200)
+    lw = listwise.listwise_calibration(study, ["bert", "ensemble"], n_resamples=200)
+    for table, cols in ((by_n, ("ECE raw", "ECE corrected")), (recal, ("ECE",)), (lw, ("pointwise ECE", "top-label ECE"))):
+        for col in cols:
+            d = f"{col} debiased"
+            assert f"{col} lo" not in table.columns and table[[d, f"{d} lo", f"{d} hi"]].notna().all().all()
+            assert ((table[f"{d} lo"] <= table[d] + 1e-12) & (table[d] <= table[f"{d} hi"] + 1e-12)).all(), col
+            np.testing.assert_allclose(table[col] - table[d], table[f"{col} bias"], atol=1e-12)
+    # the debiased value is Kumar et al.'s estimator of the cell's pairs
+    pred = study.get("bert", study.train_corpora[0], study.condition(study.train_corpora[0], study.train_sampler, "test"))
+    row = lw[(lw["ranker"] == "bert") & (lw["shift"] == "in distribution")].iloc[0]
+    assert row["pointwise ECE debiased"] == pytest.approx(ece_debiased(pred.probs, pred.labels), abs=1e-12)
+
+
+def test_a_calibrated_rankers_ece_interval_holds_its_estimate():
+    """Calibrated probabilities (y ~ Bernoulli(p)): eq. 1 is small and biased upwards, and the percentile bootstrap
+    of eq. 1 lies entirely above it; the debiased ECE's interval holds its estimate and eq. 1 sits above it by the bias."""
+    from calibrank.analysis.practice.cells import debiased_ece
+    from calibrank.metrics.calibration import ece
+    from calibrank.metrics.resample import features, interval
+
+    rng = np.random.default_rng(1)
+    probs = rng.uniform(size=(100, 2))
+    pred = _pred(probs, (rng.uniform(size=probs.shape) < probs).astype(int))
+    plug_in = interval(features(pred, "ECE"), n_resamples=500, seed=0)
+    assert plug_in.low > ece(pred.probs, pred.labels)  # the old interval leaves out its own estimate
+    cols = debiased_ece(pred, "ECE", n_resamples=500, seed=0)
+    assert cols["ECE debiased lo"] <= cols["ECE debiased"] <= cols["ECE debiased hi"]
+    assert cols["ECE bias"] > 0 and cols["ECE debiased"] + cols["ECE bias"] == pytest.approx(ece(pred.probs, pred.labels))
+
+
 def test_interval_columns_of_the_selective_and_shift_tables(study):
     sel = selective.selective_table(study, ["bert", "mc_dropout"], n_resamples=200)
     for col in ("AURC", "E-AURC", "AUGRC", "risk@80%"):

@@ -32,7 +32,8 @@ def plot_prior_ece(table: pd.DataFrame, *, shift: str = IN, ncols: int = 4, axes
     """ECE against non-relevant candidates per query, before (dashed) and after (solid) the prior correction.
 
     One panel per ranker on the conditions of ``shift`` (default in distribution), from
-    :func:`calibrank.analysis.practice.prior.prior_ece_by_negatives`; bands are the 95% intervals. With
+    :func:`calibrank.analysis.practice.prior.prior_ece_by_negatives`: the debiased ECE with its 95% band
+    when the table has one (as notebook 04's Figure 2 bands it), else eq. 1 with ``lo`` / ``hi``. With
     several conditions of that shift, each line's label names its condition.
     """
     sub = table[table["shift"] == shift]
@@ -40,7 +41,8 @@ def plot_prior_ece(table: pd.DataFrame, *, shift: str = IN, ncols: int = 4, axes
         return _empty(axes)
     rankers = list(dict.fromkeys(sub["ranker"]))
     conds = list(dict.fromkeys(zip(sub["corpus"], sub["sampler"])))
-    lines = (("ECE raw", "--", "as trained"), ("ECE corrected", "-", "prior-corrected"))
+    lines = tuple((_banded(sub, col), ls, label) for col, ls, label in
+                  (("ECE raw", "--", "as trained"), ("ECE corrected", "-", "prior-corrected")))
     colors = category_colors((c, col) for c in conds for col, _, _ in lines)
     panels = _panels(axes, len(rankers), ncols, (3.0, 2.7))
     for ax, ranker in zip(panels, rankers):
@@ -52,9 +54,15 @@ def plot_prior_ece(table: pd.DataFrame, *, shift: str = IN, ncols: int = 4, axes
                 band(ax, g["n_nonrel"], g[f"{col} lo"], g[f"{col} hi"], color)
         ax.set_title(ranker)
         ax.set_xlabel("non-relevant candidates per query")
-    panels[0].set_ylabel(f"ECE ({shift})")
+    panels[0].set_ylabel(f"ECE{' debiased' if lines[0][0].endswith(' debiased') else ''} ({shift})")
     panels[0].legend()
     return panels
+
+
+def _banded(table: pd.DataFrame, column: str) -> str:
+    """The column an ECE's interval belongs to: ``<column> debiased`` when the table has it and its ``lo`` / ``hi``."""
+    d = f"{column} debiased"
+    return d if {d, f"{d} lo", f"{d} hi"} <= set(table.columns) else column
 
 
 def _with_model(table: pd.DataFrame) -> pd.DataFrame:
@@ -98,18 +106,24 @@ def _dots(ax, g: pd.DataFrame, x: str, hue: str, y: str, lo: str | None = None, 
 def plot_recalibration(table: pd.DataFrame, *, ncols: int = 4, axes=None):
     """ECE after each recalibrator (markers, 95% interval bars) per ranker, one panel per test condition; log scale.
 
-    From :func:`calibrank.analysis.practice.recalibrate.recalibration_table`.
+    From :func:`calibrank.analysis.practice.recalibrate.recalibration_table`: the debiased ECE and its interval
+    when the table has them, on a log scale that turns linear below 0.01 (the debiased ECE can be 0 or below),
+    else eq. 1 with ``lo`` / ``hi`` on a log scale.
     """
     if table.empty:
         return _empty(axes)
     groups = list(_with_model(table).groupby(["corpus", "sampler"], sort=False))
     panels = _panels(axes, len(groups), ncols, (3.6, 3.0))
     colors = category_colors(table["method"])
+    y = _banded(table, "ECE")
     for ax, ((corpus, sampler), g) in zip(panels, groups):
-        _dots(ax, g, "model", "method", "ECE", "ECE lo", "ECE hi", colors=colors, rotation=45)
-        ax.set_yscale("log")
+        _dots(ax, g, "model", "method", y, f"{y} lo", f"{y} hi", colors=colors, rotation=45)
+        if y == "ECE":
+            ax.set_yscale("log")
+        else:
+            ax.set_yscale("symlog", linthresh=0.01)
         ax.set_title(f"{corpus} · {sampler} ({g['shift'].iloc[0]})")
-    panels[0].set_ylabel("ECE (log scale)")
+    panels[0].set_ylabel("ECE (log scale)" if y == "ECE" else "ECE debiased (log scale above 0.01)")
     panels[-1].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return panels
 

@@ -16,12 +16,10 @@ import pandas as pd
 
 from ...metrics.calibration import ece, reliability_curve
 from ...metrics.ranking import per_query_ranking, recall_at_k
-from ...metrics.resample import features, interval
 from ...predictions import Predictions, logit
 from ...table_checks import TOLERANCE, in_range, raise_problems
-from .. import uncertainty as unc
 from ..calibration import default_condition
-from .cells import CELL, rows_problems, study_cells
+from .cells import CELL, debiased_ece, debiased_problems, rows_problems, study_cells
 
 __all__ = ["SIGNALS", "VARIANCE_SIGNALS", "candidate_distribution", "listwise_calibration", "listwise_reliability",
            "query_signals", "top_label"]
@@ -93,9 +91,10 @@ def _top_label_predictions(pred: Predictions) -> Predictions:
 def listwise_calibration(study, rankers: Iterable[str] | None = None, *, n_resamples: int = 1000) -> pd.DataFrame:
     """Pointwise ECE (all candidates) and top-label ECE of the candidate distribution, per ranker x condition.
 
-    Each with its 95% bootstrap interval (main training seed), beside ``R@1`` and ``mean confidence``
+    Each (eq. 1) with its debiased ECE, 95% bootstrap interval and bias (main training seed;
+    :func:`~calibrank.analysis.practice.cells.debiased_ece`), beside ``R@1`` and ``mean confidence``
     (confidence above R@1 = over-confident). Raises :class:`~calibrank.table_checks.TableError` when a
-    cell has no row or a number leaves its range.
+    cell has no row, a number leaves its range or a debiased ECE its interval.
     """
     rows = []
     for ranker, tc, cond in study.cells("test", rankers):
@@ -104,8 +103,8 @@ def listwise_calibration(study, rankers: Iterable[str] | None = None, *, n_resam
         row = {"ranker": ranker, "train_corpus": tc, "corpus": cond.corpus, "sampler": cond.sampler,
                "shift": study.shift(cond, tc), "queries": int(pred.labels.shape[0])}
         for name, p in (("pointwise ECE", pred), ("top-label ECE", top)):
-            est = interval(features(p, "ECE"), level=unc.LEVEL, n_resamples=n_resamples, seed=study.cfg.seed)
-            row[name], row[f"{name} lo"], row[f"{name} hi"] = ece(p.probs, p.labels), est.low, est.high
+            row[name] = ece(p.probs, p.labels)
+            row.update(debiased_ece(p, name, n_resamples=n_resamples, seed=study.cfg.seed))
         row["R@1"] = float(top.labels.mean())
         row["mean confidence"] = float(top.probs.mean())
         rows.append(row)
@@ -114,7 +113,7 @@ def listwise_calibration(study, rankers: Iterable[str] | None = None, *, n_resam
     problems = rows_problems(name, table, CELL, study_cells(study, rankers), what="one per ranker x test condition")
     if not table.empty:
         for col in ("pointwise ECE", "top-label ECE"):
-            problems += in_range(name, table, col, CELL, 0, 1)
+            problems += in_range(name, table, col, CELL, 0, 1) + debiased_problems(name, table, col, CELL)
         problems += in_range(name, table, "mean confidence", CELL, 1 / (study.k + 1) - TOLERANCE, 1 + TOLERANCE)
     raise_problems(problems)
     return table

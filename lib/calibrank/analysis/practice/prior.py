@@ -15,12 +15,12 @@ import numpy as np
 import pandas as pd
 
 from ...metrics.calibration import ece
-from ...metrics.resample import compare, features, interval
+from ...metrics.resample import compare, features
 from ...predictions import Predictions
 from ...table_checks import in_range, raise_problems, rows_failing
 from .. import uncertainty as unc
 from ..subsets import subset_negatives
-from .cells import CELL, rows_problems, study_cells
+from .cells import CELL, debiased_ece, debiased_problems, rows_problems, study_cells
 
 __all__ = ["correct_predictions", "prior_correct", "prior_ece_by_negatives", "prior_odds_ratio", "prior_summary",
            "train_prior"]
@@ -77,7 +77,8 @@ def prior_ece_by_negatives(study, rankers: Iterable[str] | None = None, *, seed:
     """ECE per number of non-relevant candidates n = 1..k, before and after the prior correction.
 
     One row per ranker x training corpus x test condition x n (main training seed): ``ECE raw`` /
-    ``ECE corrected`` with 95% intervals, ``pi_train``, ``pi_test = 1 / (n + 1)`` and ``removed``.
+    ``ECE corrected`` (eq. 1), each with its debiased ECE, 95% interval and bias
+    (:func:`~calibrank.analysis.practice.cells.debiased_ece`), ``pi_train``, ``pi_test = 1 / (n + 1)`` and ``removed``.
     Subsets nested in n, drawn with ``seed`` (default the profile seed); checked as built
     (:func:`_by_negatives_problems`).
     """
@@ -94,8 +95,8 @@ def prior_ece_by_negatives(study, rankers: Iterable[str] | None = None, *, seed:
             row = {"ranker": ranker, "train_corpus": tc, "corpus": cond.corpus, "sampler": cond.sampler,
                    "shift": study.shift(cond, tc), "n_nonrel": n, "pi_train": pi_train, "pi_test": pi_test}
             for name, p in (("raw", sub), ("corrected", fixed)):
-                est = interval(features(p, "ECE"), level=unc.LEVEL, n_resamples=n_resamples, seed=seed)
-                row[f"ECE {name}"], row[f"ECE {name} lo"], row[f"ECE {name} hi"] = ece(p.probs, p.labels), est.low, est.high
+                row[f"ECE {name}"] = ece(p.probs, p.labels)
+                row.update(debiased_ece(p, f"ECE {name}", n_resamples=n_resamples, seed=seed))
             row["removed"] = 1.0 - row["ECE corrected"] / row["ECE raw"] if row["ECE raw"] > 0 else np.nan
             row["queries"] = int(pred.labels.shape[0])
             rows.append(row)
@@ -129,7 +130,7 @@ def prior_summary(study, rankers: Iterable[str] | None = None, *, n_resamples: i
 
 
 def _by_negatives_problems(study, table: pd.DataFrame, rankers: Iterable[str] | None) -> list[str]:
-    """One row per cell and n = 1..k; ECEs in [0, 1] with ordered intervals; nothing corrected where
+    """One row per cell and n = 1..k; ECEs in [0, 1], each debiased ECE inside its interval; nothing corrected where
     ``pi_test = pi_train`` (Bayes' rule with ``r = 1`` is the identity)."""
     name, keys = "prior ECE by negatives", (*CELL, "n_nonrel")
     cells = study_cells(study, rankers)
@@ -138,9 +139,7 @@ def _by_negatives_problems(study, table: pd.DataFrame, rankers: Iterable[str] | 
     if table.empty:
         return problems
     for col in ("ECE raw", "ECE corrected"):
-        problems += in_range(name, table, col, keys, 0, 1)
-        problems += rows_failing(name, table, table[f"{col} lo"] <= table[f"{col} hi"], keys,
-                                 f"{col} lo <= {col} hi", [f"{col} lo", f"{col} hi"])
+        problems += in_range(name, table, col, keys, 0, 1) + debiased_problems(name, table, col, keys)
     same = table[np.isclose(table["pi_test"], table["pi_train"])]
     problems += rows_failing(name, same, np.isclose(same["ECE corrected"], same["ECE raw"]), keys,
                              "ECE corrected = ECE raw where pi_test = pi_train (nothing to correct)",

@@ -20,11 +20,9 @@ from sklearn.isotonic import IsotonicRegression
 from sklearn.linear_model import LogisticRegression
 
 from ...metrics.calibration import ece
-from ...metrics.resample import features, interval
 from ...predictions import Predictions, logit
 from ...table_checks import in_range, raise_problems
-from .. import uncertainty as unc
-from .cells import CELL, rows_problems, study_cells
+from .cells import CELL, debiased_ece, debiased_problems, rows_problems, study_cells
 from .fitdata import drop_queries, fit_data
 from .prior import prior_correct, train_prior
 
@@ -139,12 +137,14 @@ def _test_conditions(study, ranker: str, train_corpus: str):
 
 def recalibration_table(study, rankers: Iterable[str] | None = None, methods: Sequence[str] = METHODS, *,
                         n_resamples: int = 1000) -> pd.DataFrame:
-    """ECE after each recalibrator, per ranker x test condition, with its 95% bootstrap interval over queries.
+    """ECE after each recalibrator, per ranker x test condition, with the debiased ECE and its 95% interval.
 
     Fitted once per ranker and training corpus on :func:`~calibrank.analysis.practice.fitdata.fit_data`
     (``fitted_on`` says which rule) and applied to every test condition (main training seed);
-    ``queries``: the queries evaluated. Columns ``ECE``, ``ECE lo``, ``ECE hi``, ``params``. Raises
-    :class:`~calibrank.table_checks.TableError` when a row is missing or an ECE is not in [0, 1].
+    ``queries``: the queries evaluated. Columns ``ECE`` (eq. 1), ``ECE debiased`` with ``lo`` / ``hi``, ``ECE bias``
+    (:func:`~calibrank.analysis.practice.cells.debiased_ece`), ``params``. Raises
+    :class:`~calibrank.table_checks.TableError` when a row is missing, an ECE is not in [0, 1] or a debiased
+    ECE not inside its interval.
     """
     pi_train = train_prior(study.cfg.negatives.train_k)
     rows = []
@@ -157,18 +157,19 @@ def recalibration_table(study, rankers: Iterable[str] | None = None, methods: Se
                 base = drop_queries(study.get(ranker, tc, cond), fd.exclude)
                 for m, recal in fitted.items():
                     p = recalibrate(base, recal)
-                    est = interval(features(p, "ECE"), level=unc.LEVEL, n_resamples=n_resamples, seed=study.cfg.seed)
                     rows.append({"ranker": ranker, "train_corpus": tc, "corpus": cond.corpus, "sampler": cond.sampler,
                                  "shift": study.shift(cond, tc), "method": m, "fitted_on": fd.fitted_on,
                                  "fit_queries": int(fd.pred.labels.shape[0]), "queries": int(p.labels.shape[0]),
-                                 "ECE": ece(p.probs, p.labels), "ECE lo": est.low, "ECE hi": est.high,
+                                 "ECE": ece(p.probs, p.labels),
+                                 **debiased_ece(p, "ECE", n_resamples=n_resamples, seed=study.cfg.seed),
                                  "params": ", ".join(f"{k}={v:.3g}" for k, v in recal.params.items())})
     table = pd.DataFrame(rows)
     name, keys = "recalibration", (*CELL, "method")
     cells = study_cells(study, rankers)
     problems = rows_problems(name, table, keys, [(*c, m) for c in cells for m in methods],
                              what=f"{len(cells)} cells x {len(methods)} methods")
-    raise_problems(problems if table.empty else problems + in_range(name, table, "ECE", keys, 0, 1))
+    raise_problems(problems if table.empty else
+                   problems + in_range(name, table, "ECE", keys, 0, 1) + debiased_problems(name, table, "ECE", keys))
     return table
 
 
