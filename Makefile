@@ -76,8 +76,9 @@ help: ## list the targets
 	@echo "  make setup                                create .venv and install the package (run by the targets above)"
 	@echo "  make data DATASET=msdialog|mantis|udc_dstc8  download a research dataset to data/raw/DATASET"
 	@echo "  make bench                                speed figures into reports/bench/bench.json and bench.md"
-	@echo "  make assess RUN=r.trec QRELS=q.txt [VALID_RUN=... VALID_QRELS=...] [SCORE=logit] [RELEVANT_AT=1] [NAME=...]"
-	@echo "                                            judge any ranker's run into reports/assess/NAME/index.html"
+	@echo "  make assess RUN=r.trec QRELS=q.txt [VALID_RUN=... VALID_QRELS=...] [SCORE=logit] [PRECISION=0.9] [NAME=...]"
+	@echo "                                            calibrank assess into reports/assess/NAME (index.html, calibrator.json)"
+	@echo "  make docs                                 the API page from the docstrings into build/docs (pdoc)"
 	@echo "  make nb-STEP [PROFILE=...]                one notebook step (and the steps it reads), e.g. make nb-02_negatives"
 	@echo "  make clean / distclean                    remove generated outputs / also .venv and caches"
 
@@ -158,23 +159,27 @@ bench: $(STAMP) ## speed benchmarks into reports/bench/
 	$(BIN)/python -m benchmarks --out reports/bench
 
 # --- assess any ranker ------------------------------------------------------------------
-# The values reach the shell inside single quotes: a value holding one is refused before any shell
-# sees it. RUN and VALID_RUN may list several files (samples of one ranker), separated by spaces.
-ASSESS_VARS := RUN QRELS VALID_RUN VALID_QRELS TABLE VALID_TABLE CHECKPOINT QUERIES VALID_QUERIES PASSES SCORE RELEVANT_AT NAME SEED
+# `make assess` is `calibrank assess` with the report under reports/assess/NAME. The values reach the
+# shell inside single quotes: a value holding one is refused before any shell sees it. RUN and VALID_RUN
+# may list several files (samples of one ranker), separated by spaces.
+ASSESS_VARS := RUN QRELS VALID_RUN VALID_QRELS TABLE VALID_TABLE CHECKPOINT QUERIES VALID_QUERIES PASSES SCORE \
+  RELEVANT_AT PRECISION RECALL CONFIDENCE COVERAGE RISK ALPHA MAP NAME SEED
 $(foreach v,$(ASSESS_VARS),$(if $(findstring ',$(value $(v))),$(error $(v): a value holding a single quote is refused)))
+ASSESS_NAME = $(or $(value NAME),$(basename $(notdir $(patsubst %.gz,%,$(firstword $(value RUN) $(value TABLE) $(patsubst %/,%,$(value CHECKPOINT)))))))
+ASSESS_OPTS := QRELS:qrels VALID_QRELS:valid-qrels TABLE:table VALID_TABLE:valid-table CHECKPOINT:checkpoint \
+  QUERIES:queries VALID_QUERIES:valid-queries PASSES:passes SCORE:score RELEVANT_AT:relevant-at PRECISION:precision \
+  RECALL:recall CONFIDENCE:confidence COVERAGE:coverage RISK:risk ALPHA:alpha MAP:map SEED:seed
 
 assess: $(STAMP) ## judge a ranker's scores: make assess RUN=run.trec QRELS=qrels.txt | TABLE=scores.csv | CHECKPOINT=dir QUERIES=q.jsonl
 	@test -n '$(value RUN)$(value TABLE)$(value CHECKPOINT)' || { echo "usage: make assess RUN=run.trec QRELS=qrels.txt [VALID_RUN=... VALID_QRELS=...]"; \
 	  echo "                   | TABLE=scores.csv [QRELS=...] [VALID_TABLE=...]"; \
 	  echo "                   | CHECKPOINT=folder QUERIES=queries.jsonl [QRELS=...] [VALID_QUERIES=...] [PASSES=T]"; \
-	  echo "       [SCORE=probability|logit|score] [RELEVANT_AT=1] [SEED=0] [NAME=...]"; exit 2; }
-	$(BIN)/python -m calibrank.assess $(foreach r,$(value RUN),--run '$(r)') $(if $(value QRELS),--qrels '$(value QRELS)') \
-	  $(foreach r,$(value VALID_RUN),--valid-run '$(r)') $(if $(value VALID_QRELS),--valid-qrels '$(value VALID_QRELS)') \
-	  $(if $(value TABLE),--table '$(value TABLE)') $(if $(value VALID_TABLE),--valid-table '$(value VALID_TABLE)') \
-	  $(if $(value CHECKPOINT),--checkpoint '$(value CHECKPOINT)') $(if $(value QUERIES),--queries '$(value QUERIES)') \
-	  $(if $(value VALID_QUERIES),--valid-queries '$(value VALID_QUERIES)') $(if $(value PASSES),--passes '$(value PASSES)') \
-	  $(if $(value SCORE),--score '$(value SCORE)') $(if $(value RELEVANT_AT),--relevant-at '$(value RELEVANT_AT)') \
-	  $(if $(value SEED),--seed '$(value SEED)') $(if $(value NAME),--name '$(value NAME)')
+	  echo "       [SCORE=probability|logit|score] [PRECISION=0.9 | RECALL=...] [CONFIDENCE=0.9] [COVERAGE=0.8 | RISK=...]"; \
+	  echo "       [ALPHA=0.1] [MAP=auto] [RELEVANT_AT=1] [SEED=0] [NAME=...]   (calibrank assess --help)"; exit 2; }
+	$(BIN)/calibrank assess $(foreach r,$(value RUN),'$(r)') $(if $(value RUN),$(if $(value QRELS),'$(value QRELS)')) \
+	  $(foreach r,$(value VALID_RUN),--valid-run '$(r)') \
+	  $(foreach o,$(ASSESS_OPTS),$(if $(and $(value $(word 1,$(subst :, ,$(o)))),$(if $(filter QRELS,$(word 1,$(subst :, ,$(o)))),$(if $(value RUN),,x),x)),--$(word 2,$(subst :, ,$(o))) '$(value $(word 1,$(subst :, ,$(o))))')) \
+	  --name '$(ASSESS_NAME)' --out 'reports/assess/$(ASSESS_NAME)'
 
 clean: ## remove reports, runs and build outputs (keeps .venv, downloads and caches)
 	rm -rf reports/*/ runs build .snakemake

@@ -8,7 +8,6 @@ matplotlib.use("Agg")
 
 
 import ir_measures
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
@@ -182,7 +181,7 @@ def _assert_study_numbers(a: Assessment, test: Predictions, valid: Predictions, 
     r1 = a.ranking.set_index("measure").loc["R@1", "value"]
     assert r1 == pytest.approx(recall_at_k(test.probs, test.labels, 1).mean(), abs=1e-12)
     conf, loss = confidences(test)
-    aurc = a.abstain.set_index("confidence").loc["top prob", "AURC"]
+    aurc = a.abstain.set_index("confidence").loc["top score", "AURC"]
     assert aurc == pytest.approx(selective_scores(conf["top prob"].to_numpy(), loss).aurc, abs=tol)
     qhat = conformal_quantile(true_scores(candidate_distribution(valid.probs), valid.labels, "LAC"), 0.1)
     sets = prediction_sets(candidate_distribution(test.probs), qhat, "LAC")
@@ -194,7 +193,8 @@ def _assert_study_numbers(a: Assessment, test: Predictions, valid: Predictions, 
 
 def test_a_study_predictions_gets_the_study_numbers():
     test, valid = study_predictions(300, 10, 1, "t"), study_predictions(200, 10, 2, "v")
-    _assert_study_numbers(assess(as_scored(test), as_scored(valid), alpha=0.1, **FAST), test, valid, tol=1e-12)
+    a = assess(as_scored(test), as_scored(valid), alpha=0.1, method="identity", **FAST)
+    _assert_study_numbers(a, test, valid, tol=1e-12)
 
 
 def test_study_predictions_exported_as_trec_runs_get_the_study_numbers(tmp_path):
@@ -207,7 +207,7 @@ def test_study_predictions_exported_as_trec_runs_get_the_study_numbers(tmp_path)
         (tmp_path / f"{role}.qrels").write_text("\n".join(qrel_lines) + "\n")
         preds[role] = pred
         scored[role] = read_runs(tmp_path / f"{role}.run", tmp_path / f"{role}.qrels", kind="probability")
-    a = assess(scored["test"], scored["valid"], alpha=0.1, **FAST)
+    a = assess(scored["test"], scored["valid"], alpha=0.1, method="identity", **FAST)
     _assert_study_numbers(a, preds["test"], preds["valid"], tol=1e-6)  # the run holds 8 decimals
 
 
@@ -246,7 +246,8 @@ def test_a_score_has_no_calibration_as_given_and_the_table_says_why():
     assert np.isnan(given["ECE"]) and given["note"] == NO_SCALE
     assert set(a.calibration["view"]) == {"as given", "platt", "isotonic", "beta", "base rate"}
     assert (a.calibration["view"] != "as given").sum() == 4
-    assert a.threshold["probabilities"].iloc[0] == "platt"
+    assert a.threshold["map"].iloc[0] == a.calibration.loc[a.calibration["deployed"], "view"].iloc[0]
+    assert a.threshold["map"].iloc[0] in {"platt", "isotonic", "beta"}
     assert "no probability scale" in a.finding("calibration")
 
 
@@ -260,25 +261,25 @@ def test_the_base_rate_constant_stands_beside_every_map():
     assert base["Brier"] == pytest.approx(np.mean((rate - y) ** 2))  # a constant: Brier in closed form
     assert base["ECE"] == pytest.approx(abs(rate - y.mean()))  # one bucket
     assert "validation base rate" in a.finding("calibration")
-    assert figures.best_view(a.calibration) != "base rate"
+    assert not a.calibration.set_index("view").loc["base rate", "deployed"]
 
 
 def test_a_small_validation_set_says_the_guarantee_cannot_hold():
     a = assess(synthetic(200, seed=5, prefix="t"), synthetic(6, seed=6, prefix="v", kmax=4, nota=0.0), **FAST)
     row = a.threshold.iloc[0]
-    assert not row["certified"] and "cannot hold" in row["note"]
-    assert "cannot hold" in a.finding("thresholds")
+    assert not row["certified"] and "too small" in row["note"] and "6 validation queries" in row["note"]
+    assert "No cutoff is certified" in a.finding("thresholds")
     conf = a.conformal.set_index("alpha")
     assert "cannot hold" in conf.loc[0.1, "note"] and np.isnan(conf.loc[0.1, "qhat"])
     assert np.isfinite(conf.loc[0.2, "qhat"])  # 5 answerable queries suffice for alpha = 0.2
 
 
 def test_a_certified_threshold_holds_its_precision_on_exchangeable_test_queries():
-    a = assess(synthetic(600, seed=8, prefix="t"), synthetic(600, seed=9, prefix="v"), alpha=0.2, **FAST)
+    a = assess(synthetic(600, seed=8, prefix="t"), synthetic(600, seed=9, prefix="v"), precision=0.8, **FAST)
     row = a.threshold.iloc[0]
-    assert row["certified"] and row["valid precision bound"] >= 0.8
+    assert row["certified"] and row["valid value"] >= 0.8 and row["target"] == 0.8
     assert row["precision hi"] >= 0.8
-    assert f"{row['threshold']:.2f}" in a.finding("thresholds")
+    assert f"{row['cutoff']:.6g}" in a.finding("thresholds")
 
 
 def test_samples_give_a_variance_confidence_and_risk_aware_ranking():
@@ -305,20 +306,20 @@ def test_save_writes_every_table_as_csv(tmp_path):
     assert np.allclose(back["value"], a.ranking["value"])
     assert not list((tmp_path / "tables").glob(".tmp-*"))
     with pytest.raises(TypeError, match="Assessment.ranking must be a DataFrame"):
-        Assessment(**{**a.tables(), "ranking": None})
+        Assessment(**{**a.tables(), "ranking": None, "calibrator": a.calibrator})
 
 
 # ------------------------------------------------------------------------------ figures
 def test_the_figures_draw_with_labelled_axes():
     for kind in ("probability", "score"):
         a = assess(synthetic(120, seed=5, prefix="t", kind=kind), synthetic(100, seed=6, prefix="v", kind=kind), **FAST)
-        for ax in (figures.plot_reliability(a.reliability, a.calibration),
-                   figures.plot_thresholds(a.thresholds, a.threshold),
-                   figures.plot_risk_coverage(a.risk_coverage, a.abstain)):
-            assert ax.get_xlabel() and ax.get_ylabel() and ax.get_title()
+        for fig in (figures.plot_reliability(a.reliability, a.calibration),
+                    figures.plot_thresholds(a.thresholds, a.threshold),
+                    figures.plot_risk_coverage(a.risk_coverage, a.abstain, a.abstain_rule)):
+            ax = fig.axes[0]
+            assert fig.axes[-1].get_xlabel() and ax.get_ylabel() and ax.get_title()
             assert ax.get_legend() is not None and ax.get_legend().get_texts()
             assert ax.lines
-        plt.close("all")
 
 
 # ------------------------------------------------------------------------------ the bench entry
@@ -328,7 +329,7 @@ def test_the_bench_entry_measures_a_full_assessment_in_a_subprocess():
     res = bench_assess(60, 30, n_resamples=20)
     assert res["pairs"] <= 60 * 30 and res["pairs"] > 60 * 15
     assert res["seconds"] > 0 and res["cpu_seconds"] > 0 and res["peak_gb"] >= res["baseline_gb"] > 0
-    assert set(res["tables"]) == set(Assessment.__dataclass_fields__)
+    assert set(res["tables"]) == set(Assessment.__dataclass_fields__) - {"calibrator"}
     assert [t["met"] for t in res["targets"]] == [True, True]
 
 

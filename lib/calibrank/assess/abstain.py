@@ -1,79 +1,87 @@
-"""Answer with the top candidate or abstain, per query: risk against coverage for several confidences.
+"""Answer with the top candidate or abstain, per query: risk against coverage, and the deployed rule on test.
 
-A query's loss is 1 when its top candidate is not relevant; each confidence orders the queries
-and :mod:`calibrank.analysis.practice.selective` gives the risk-coverage curve, AURC, E-AURC, AUGRC and
-the risk at 80% coverage with 95% intervals. Confidences: ``top prob``, ``margin``, ``-top var``
-(S > 1), and ``list``, a logistic regression on the sorted top probabilities fitted on
-validation queries (after Gisserot-Boukhlef et al. 2024).
+A query's loss is 1 when its top candidate is not relevant
+(:func:`calibrank.assess.fit.top_loss`). Each list confidence of the calibrator
+(:data:`~calibrank.assess.calibrator.CONFIDENCES`; ``-top var`` too with samples) orders the test
+queries, and :mod:`calibrank.analysis.practice.selective` gives the risk-coverage curve, AURC,
+E-AURC, AUGRC and the risk at 80% coverage with 95% intervals. The rule itself (its confidence
+chosen and its cut fitted on validation) is applied to the test queries through
+:meth:`Calibrator.abstain`: the share answered and the top-1 error among them (Clopper-Pearson;
+queries are independent).
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from sklearn.linear_model import LogisticRegression
+from scipy.special import expit
 
-from ..analysis.practice.selective import (
-    COVERAGE,
-    confidences,
-    risk_column,
-    risk_coverage,
-    selective_intervals,
-    selective_scores,
-)
-from ..predictions import Predictions
+from ..analysis.practice.nota_sets import clopper_pearson
+from ..analysis.practice.selective import COVERAGE, risk_column, risk_coverage, selective_intervals, selective_scores
+from .calibrator import Calibrator
+from .fit import list_confidence_features, raw_scores, top_loss
+from .scored import ScoredRun
 from .selfcheck import checked
 
-__all__ = ["LIST", "M_MAX", "abstain_tables", "list_features"]
-
-LIST = "list"
-M_MAX = 10
+__all__ = ["abstain_tables", "test_confidences"]
 
 
-def list_features(pred: Predictions, m: int) -> np.ndarray:
-    """``[Q, m]`` each query's ``m`` largest probabilities, in decreasing order (padded slots hold 0 and come last)."""
-    k = pred.probs.shape[1]
-    part = -np.partition(-pred.probs, m - 1, axis=1)[:, :m] if m < k else pred.probs
-    return -np.sort(-part, axis=1)[:, :m]
-
-
-def _list_confidence(valid: Predictions, test: Predictions, valid_loss: np.ndarray) -> tuple[np.ndarray | None, str]:
-    m = int(min(valid.lengths.min(), test.lengths.min(), M_MAX))
-    y = (valid_loss == 0).astype(int)
-    if np.unique(y).size < 2:
-        return None, "list: every validation query is answered rightly (or every one wrongly); nothing to fit"
-    lr = LogisticRegression(C=1e4, max_iter=1000).fit(list_features(valid, m), y)
-    return lr.predict_proba(list_features(test, m))[:, 1], f"list: logistic regression on the top {m} probabilities"
-
-
-def abstain_tables(valid: Predictions, test: Predictions, *, coverage: float = COVERAGE, n_resamples: int = 1000,
-                   seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """``(scores, curves)``: per confidence, AURC, E-AURC, AUGRC and risk at ``coverage`` with intervals and the
-    full-coverage ``risk``; the risk-coverage curves (one row per confidence and coverage). Intervals are
-    95% (:data:`calibrank.analysis.practice.intervals.LEVEL`)."""
-    conf, loss = confidences(test)
-    _, valid_loss = confidences(valid)
-    listed, note = _list_confidence(valid, test, valid_loss)
-    named = {"top prob": conf["top prob"].to_numpy(), "margin": conf["margin"].to_numpy()}
-    if listed is not None:
-        named[LIST] = listed
+def test_confidences(calibrator: Calibrator, test: ScoredRun) -> dict[str, np.ndarray]:
+    """``[Q]`` each confidence on the test queries: the deployed one through :meth:`Calibrator.confidence`, the
+    others by the same formulas (``list`` only when it is the deployed one: its model is fitted only then)."""
+    s, m = raw_scores(test), test.mask
+    p = np.where(m, calibrator.predict_proba(s), 0.0)
+    top = -np.sort(-p, axis=1)
+    out = {"top score": np.where(m, s, -np.inf).max(axis=1),
+           "margin": top[:, 0] - (top[:, 1] if top.shape[1] > 1 else 0.0)}
+    rule = calibrator.abstain_rule
+    if rule.confidence == "list":
+        out["list"] = expit(list_confidence_features(p, m, len(rule.list_coef)) @ np.asarray(rule.list_coef)
+                            + rule.list_intercept)
+    out[rule.confidence] = calibrator.confidence(s, m)
     if test.n_samples > 1:
-        named["-top var"] = conf["-top var"].to_numpy()
+        samples = np.where(m[None], calibrator.predict_proba(test.scores), 0.0)
+        first = np.argmax(np.where(m, p, -np.inf), axis=1)
+        out["-top var"] = -samples[:, np.arange(len(first)), first].var(axis=0)
+    return out
+
+
+def _rule_row(calibrator: Calibrator, test: ScoredRun, loss: np.ndarray) -> dict:
+    rule = calibrator.abstain_rule
+    answered = ~calibrator.abstain(raw_scores(test), test.mask)
+    n, wrong = int(answered.sum()), int(loss[answered].sum())
+    lo, hi = clopper_pearson(wrong, n)
+    asked = (f"answer {rule.coverage:.0%} of validation queries" if rule.coverage is not None
+             else f"top-1 error <= {rule.risk:.0%} among the answered, at confidence "
+                  f"{calibrator.cutoff.confidence:.0%}")
+    return {"confidence": rule.confidence, "cut": rule.cut, "asked": asked, "test queries": int(loss.size),
+            "answered": n, "coverage": n / loss.size, "risk": wrong / n if n else np.nan, "risk lo": lo,
+            "risk hi": hi, "risk if all answered": float(loss.mean())}
+
+
+def abstain_tables(calibrator: Calibrator, test: ScoredRun, *, coverage: float = COVERAGE, n_resamples: int = 1000,
+                   seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """``(scores, rule, curves)``: per confidence its validation AURC (what chose the deployed one), and on
+    test AURC, E-AURC, AUGRC and risk at ``coverage`` with 95% intervals; the deployed rule on test; the
+    risk-coverage curves (one row per confidence and coverage)."""
+    s, m = raw_scores(test), test.mask
+    loss = top_loss(s, test.labels, m)
+    confs = test_confidences(calibrator, test)
+    valid_aurc = calibrator.fitted_on.get("confidence_aurc", {})
     label = risk_column(coverage)
     rows, curves = [], []
-    for name, c in named.items():
-        if not np.isfinite(c).all():  # a one-candidate list set has no margin
-            continue
-        s = selective_scores(c, loss, coverage=coverage)
+    for name, c in confs.items():
+        sc = selective_scores(c, loss, coverage=coverage)
         lo, hi = selective_intervals(c, loss, coverage=coverage, seed=seed, n_resamples=n_resamples)
-        row = {"confidence": name, "queries": int(loss.size)}
-        for j, (col, value) in enumerate((("AURC", s.aurc), ("E-AURC", s.eaurc), ("AUGRC", s.augrc),
-                                          (label, s.risk_at_coverage))):
+        row = {"confidence": name, "deployed": name == calibrator.abstain_rule.confidence,
+               "valid AURC": float(valid_aurc.get(name, np.nan)), "queries": int(loss.size)}
+        for j, (col, value) in enumerate((("AURC", sc.aurc), ("E-AURC", sc.eaurc), ("AUGRC", sc.augrc),
+                                          (label, sc.risk_at_coverage))):
             row.update({col: value, f"{col} lo": float(lo[j]), f"{col} hi": float(hi[j])})
-        rows.append({**row, "risk": s.risk, "note": note if name == LIST else ""})
+        rows.append({**row, "risk": sc.risk})
         curves.append(risk_coverage(c, loss).assign(confidence=name))
-    if listed is None:
-        rows.append({"confidence": LIST, "queries": int(loss.size), "note": note})
-    table = checked("abstain", pd.DataFrame(rows), keys=("confidence",),
-                    unit=("AURC", "AUGRC", label, "risk"), nonneg=("queries",))
-    return table, pd.concat(curves, ignore_index=True)
+    table = checked("abstain", pd.DataFrame(rows), keys=("confidence",), unit=("AURC", "AUGRC", label, "risk"),
+                    nonneg=("queries",))
+    rule = checked("abstain rule", pd.DataFrame([_rule_row(calibrator, test, loss)]),
+                   keys=("confidence",), unit=("coverage", "risk"), nonneg=("answered",))
+    return table, rule, pd.concat(curves, ignore_index=True)

@@ -1,9 +1,10 @@
-"""Judge any ranker's scores: :func:`assess` runs every analysis of the study on a :class:`ScoredRun`.
+"""Judge any ranker's scores: :func:`assess` fits a :class:`Calibrator` on ``valid`` and runs every section on ``test``.
 
 Each section calls the library's own functions on Predictions built from the run, so a study
-ranker converted to a ScoredRun gets the study's numbers. Everything fitted (recalibration
-maps, thresholds, conformal quantiles, ``b``) is fitted on ``valid`` and reported on ``test``.
-Later sections read the working probabilities (:func:`calibrank.assess.calibration.working`).
+ranker converted to a ScoredRun gets the study's numbers. Everything fitted (the map, the
+certified cutoff, the abstain rule, the conformal quantile, ``b``) is fitted on ``valid`` and
+reported on ``test``; the threshold, abstain and shortlist sections apply the calibrator itself,
+so ``calibrator.json`` applied to the test run gives the page's numbers.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..runs import atomic_path
-from . import abstain, calibration, conformal, findings, ranking, thresholds, uncertainty
+from . import abstain, calibration, conformal, findings, ranking, risk_aware, thresholds
+from .calibrator import Calibrator
+from .fit import fit_parts
 from .scored import AssessError, ScoredRun
 from .selfcheck import checked
 
@@ -27,7 +29,8 @@ __all__ = ["Assessment", "assess"]
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Assessment:
-    """Every table of one assessment (each checked where it was built); :meth:`save` writes them as CSV."""
+    """Every table of one assessment (each checked where it was built) and the fitted :class:`Calibrator`;
+    :meth:`save` writes the tables as CSV."""
 
     summary: pd.DataFrame
     ranking: pd.DataFrame
@@ -36,18 +39,22 @@ class Assessment:
     thresholds: pd.DataFrame
     threshold: pd.DataFrame
     abstain: pd.DataFrame
+    abstain_rule: pd.DataFrame
     risk_coverage: pd.DataFrame
     conformal: pd.DataFrame
     risk_aware: pd.DataFrame
     findings: pd.DataFrame
+    calibrator: Calibrator
 
     def __post_init__(self) -> None:
-        for f in dataclasses.fields(self):
-            if not isinstance(getattr(self, f.name), pd.DataFrame):
-                raise TypeError(f"Assessment.{f.name} must be a DataFrame; got {type(getattr(self, f.name)).__name__}")
+        for name in self.tables():
+            if not isinstance(getattr(self, name), pd.DataFrame):
+                raise TypeError(f"Assessment.{name} must be a DataFrame; got {type(getattr(self, name)).__name__}")
+        if not isinstance(self.calibrator, Calibrator):
+            raise TypeError(f"Assessment.calibrator must be a Calibrator; got {type(self.calibrator).__name__}")
 
     def tables(self) -> dict[str, pd.DataFrame]:
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "calibrator"}
 
     def finding(self, section: str) -> str:
         """The sentence of ``section`` (one of :data:`calibrank.assess.findings.SECTIONS`)."""
@@ -57,23 +64,23 @@ class Assessment:
         return str(rows["finding"].iloc[0])
 
     def save(self, out_dir: str | os.PathLike) -> list[Path]:
-        """Write every table to ``out_dir/<name>.csv``, each atomically; returns the paths."""
+        """Write every table to ``out_dir/<name>.csv``; returns the paths."""
         out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
         paths = []
         for name, df in self.tables().items():
             path = out / f"{name}.csv"
-            with atomic_path(path) as tmp:
-                df.to_csv(tmp, index=False)
+            df.to_csv(path, index=False)
             paths.append(path)
         return paths
 
 
-def _check_args(seed, n_resamples, level, alpha, delta, k) -> tuple[int, ...]:
+def _check_args(seed, n_resamples, level, alpha, confidence, k) -> tuple[int, ...]:
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
         raise AssessError(f"seed: expected a non-negative integer, got {seed!r}")
     if isinstance(n_resamples, bool) or not isinstance(n_resamples, numbers.Integral) or n_resamples < 2:
         raise AssessError(f"n_resamples: expected an integer >= 2, got {n_resamples!r}")
-    for name, v in (("level", level), ("alpha", alpha), ("delta", delta)):
+    for name, v in (("level", level), ("alpha", alpha), ("confidence", confidence)):
         if isinstance(v, bool) or not isinstance(v, numbers.Real) or not 0.0 < float(v) < 1.0:
             raise AssessError(f"{name}: expected a number strictly between 0 and 1, got {v!r}")
     ks = tuple(k)
@@ -116,27 +123,60 @@ def _summary(test: ScoredRun, valid: ScoredRun, notes: Sequence[str]) -> pd.Data
 
 
 def assess(test: ScoredRun, valid: ScoredRun, *, seed: int = 0, n_resamples: int = 1000, level: float = 0.95,
-           alpha: float = 0.1, delta: float = 0.1, k: Sequence[int] = (1, 5, 10), notes: Sequence[str] = ()) -> Assessment:
-    """Every section on ``test``, with what is fitted fitted on ``valid``.
+           alpha: float = 0.1, precision: float | None = None, recall: float | None = None, confidence: float = 0.9,
+           coverage: float | None = None, risk: float | None = None, method: str = "auto", k: Sequence[int] = (1, 5, 10),
+           notes: Sequence[str] = (), inputs: Sequence[str | os.PathLike] = ()) -> Assessment:
+    """Every section on ``test``, with the calibrator fitted on ``valid``.
 
-    ``level``: the bootstrap intervals' confidence; ``alpha``: the shortlists' miscoverage and
-    ``1 -`` the certified precision, at confidence ``1 - delta``; ``k``: recall cut-offs; ``seed``
-    seeds every resampling.
+    Parameters
+    ----------
+    test, valid : ScoredRun
+        The queries to judge on and the queries to fit on (no query in both).
+    seed : int, default=0
+        Seeds every resampling and the folds of the map's choice.
+    n_resamples : int, default=1000
+        Bootstrap resamples of every interval.
+    level : float, default=0.95
+        The intervals' confidence.
+    alpha : float, default=0.1
+        The deployed shortlists' miscoverage.
+    precision, recall : float, default=None
+        The certified cutoff's target (precision 0.9 when neither is given).
+    confidence : float, default=0.9
+        The probability with which the cutoff's guarantee holds.
+    coverage, risk : float, default=None
+        What the abstain rule is fitted for (coverage 0.8 when neither is given).
+    method : str, default="auto"
+        The map (:func:`calibrank.assess.fit.fit_calibrator`).
+    k : sequence of int, default=(1, 5, 10)
+        Recall cut-offs.
+    notes : sequence of str, default=()
+        Sentences about the inputs, shown with the summary.
+    inputs : sequence of paths, default=()
+        The validation files, hashed into the calibrator's provenance.
+
+    Returns
+    -------
+    Assessment
     """
-    ks = _check_args(seed, n_resamples, level, alpha, delta, k)
+    ks = _check_args(seed, n_resamples, level, alpha, confidence, k)
     _check_pair(test, valid)
     boot = {"level": level, "n_resamples": int(n_resamples), "seed": int(seed)}
+    cal, cert = fit_parts(valid, method=method, precision=precision, recall=recall, confidence=confidence,
+                          coverage=coverage, risk=risk, alpha=alpha, seed=int(seed), inputs=inputs)
     summary = _summary(test, valid, notes)
     rank = ranking.ranking_table(test, ks=ks, **boot)
-    work = calibration.working(test.kind)
-    calib, reliability, kept = calibration.calibration_tables(
-        calibration.views(test, valid, keep=(work,), seed=int(seed)), test.kind, keep=(work,), **boot)
-    view = kept[work]
-    curve = thresholds.threshold_curve(view.test, **boot)
-    ltt = thresholds.ltt_row(view.valid, view.test, alpha=alpha, delta=delta, probabilities=work)
-    scores, curves = abstain.abstain_tables(view.valid, view.test, n_resamples=int(n_resamples), seed=int(seed))
+    deployed = calibration.deployed_view(cal.map)
+    calib, reliability = calibration.calibration_tables(
+        calibration.views(test, valid, cal.map, seed=int(seed)), test.kind, deployed=deployed, **boot)
+    curve = thresholds.threshold_curve(test, cal, **boot)
+    cut = thresholds.cutoff_row(cert, cal, test, **boot)
+    scores, rule, curves = abstain.abstain_tables(cal, test, n_resamples=int(n_resamples), seed=int(seed))
+    valid_pred, test_pred = calibration.mapped(valid, cal.map, deployed), calibration.mapped(test, cal.map, deployed)
     alphas = sorted({0.05, 0.1, 0.2, float(alpha)})
-    shortlists = conformal.conformal_table(view.valid, view.test, alphas)
-    risk = uncertainty.risk_aware(view.valid, view.test)
-    found = findings.findings(rank, calib, ltt, scores, shortlists, risk, alpha=alpha)
-    return Assessment(summary, rank, calib, reliability, curve, ltt, scores, curves, shortlists, risk, found)
+    shortlists = conformal.conformal_table(valid_pred, test_pred, alphas)
+    shortlists.insert(1, "deployed", np.isclose(shortlists["alpha"], alpha))
+    risk_table = risk_aware.risk_aware(valid_pred, test_pred)
+    found = findings.findings(rank, calib, cut, scores, rule, shortlists, risk_table, map_name=deployed)
+    return Assessment(summary, rank, calib, reliability, curve, cut, scores, rule, curves, shortlists, risk_table, found,
+                      cal)

@@ -1,85 +1,98 @@
 """Figures of an assessment, drawn from its tables (:class:`calibrank.assess.engine.Assessment`; nothing computed here).
 
-Each function takes the tables it draws and an optional matplotlib ``ax`` and returns the axes; each draws in
-the project's one look (:func:`calibrank.analysis.plots.style`), a category in its :func:`calibrank.analysis.plots.category_colors`
-colour.
+Each function takes the tables it draws and returns a matplotlib ``Figure`` made without pyplot,
+so the command draws with no display and no global state; a notebook shows the figure as it is.
+Colours: matplotlib's ``Dark2`` (the study's category palette), bands at the study's opacity.
 """
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib import colormaps
+from matplotlib.figure import Figure
 
-from ..analysis.plots import band, category_colors, styled
+__all__ = ["plot_reliability", "plot_risk_coverage", "plot_thresholds"]
 
-__all__ = ["best_view", "plot_reliability", "plot_risk_coverage", "plot_thresholds"]
-
-
-def _ax(ax, size=(5.0, 4.0)):
-    if ax is None:
-        _, ax = plt.subplots(figsize=size)
-    return ax
+BAND_ALPHA = 0.18
+_RC = {"font.size": 9, "axes.titlesize": 10, "axes.grid": True, "grid.color": "0.9", "axes.spines.top": False,
+       "axes.spines.right": False, "legend.frameon": False}
 
 
-def best_view(calibration: pd.DataFrame) -> str | None:
-    """The fitted map with the lowest test ECE (None when no map was fitted)."""
-    fitted = calibration[(calibration["fitted_on"] != "") & (calibration["view"] != "base rate")].dropna(subset=["ECE"])
-    return None if fitted.empty else str(fitted.loc[fitted["ECE"].idxmin(), "view"])
+def _colors(n: int) -> list:
+    cmap = colormaps["Dark2"]
+    return [cmap(i % 8) for i in range(n)]
 
 
-@styled
-def plot_reliability(reliability: pd.DataFrame, calibration: pd.DataFrame, *, ax=None):
-    """Fraction of relevant candidates against the mean probability per bucket: as given (when the scores have a
-    probability scale) and the best fitted map, with the diagonal of perfect calibration."""
-    ax = _ax(ax)
+def _figure(size: tuple[float, float], **grid) -> tuple[Figure, list]:
+    import matplotlib as mpl
+
+    with mpl.rc_context(_RC):
+        fig = Figure(figsize=size, layout="constrained")
+        axes = fig.subplots(**grid) if grid else fig.subplots()
+    return fig, list(np.atleast_1d(axes))
+
+
+def plot_reliability(reliability: pd.DataFrame, calibration: pd.DataFrame) -> Figure:
+    """Fraction of relevant candidates against the mean probability per bucket, as given (when the scores have a
+    probability scale) and through the deployed map, with the diagonal; below, the candidates in each bucket."""
+    fig, (ax, counts) = _figure((5.2, 5.0), nrows=2, sharex=True, gridspec_kw={"height_ratios": [3, 1]})
     ax.plot([0, 1], [0, 1], color="0.6", lw=1, ls=":", label="perfectly calibrated")
-    ece = calibration.set_index("view")["ECE"]
-    views = [v for v in ("as given", best_view(calibration)) if v is not None]
-    colors = category_colors(["as given", "fitted"])
-    for view in views:
-        g = reliability[(reliability["view"] == view) & (reliability["count"] > 0)]
-        if g.empty:
-            continue
-        label = f"{view} (ECE {ece[view]:.3f})" if view == "as given" else f"{view}, fitted on valid (ECE {ece[view]:.3f})"
-        ax.plot(g["mean predicted"], g["fraction relevant"], marker="o", ms=4,
-                color=colors["as given" if view == "as given" else "fitted"], label=label)
-    ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="mean probability in bucket", ylabel="fraction relevant in bucket",
-           title="reliability on the test queries")
+    table = calibration.set_index("view")
+    deployed = str(calibration.loc[calibration["deployed"], "view"].iloc[0])
+    views = [v for v in dict.fromkeys(("as given", deployed)) if v in table.index and np.isfinite(table.loc[v, "ECE"])]
+    colors = dict(zip(views, _colors(len(views))))
+    width = 0.08 / max(len(views), 1)
+    for i, view in enumerate(views):
+        g = reliability[reliability["view"] == view]
+        shown = g[g["count"] > 0]
+        label = f"{view}{' (deployed)' if view == deployed else ''}, ECE {table.loc[view, 'ECE']:.3g}"
+        ax.plot(shown["mean predicted"], shown["fraction relevant"], marker="o", ms=4, color=colors[view], label=label)
+        centres = 0.5 * (g["lower"] + g["upper"]).to_numpy()
+        counts.bar(centres + (i - (len(views) - 1) / 2) * width, g["count"], width=width, color=colors[view])
+    ax.set(xlim=(0, 1), ylim=(0, 1), ylabel="fraction relevant", title="reliability on the test queries")
     ax.legend(loc="upper left")
-    return ax
+    counts.set(xlabel="probability (bucket of width 0.1)", ylabel="candidates")
+    return fig
 
 
-@styled
-def plot_thresholds(thresholds: pd.DataFrame, threshold: pd.DataFrame, *, ax=None):
-    """Precision and recall of "keep candidates with p >= t" against t with their 95% bands; the Learn-then-Test
-    threshold chosen on the validation queries as a vertical line (when one is certified)."""
-    ax = _ax(ax)
-    t = thresholds["threshold"]
-    colors = category_colors(["precision", "recall"])
+def plot_thresholds(curve: pd.DataFrame, threshold: pd.DataFrame) -> Figure:
+    """Precision and recall of "keep candidates whose raw score is at least c" against c with their 95% bands;
+    the certified cutoff (or, when none is, the best certifiable one) and the target marked."""
+    fig, (ax,) = _figure((5.6, 4.0))
+    c = curve["cutoff"].to_numpy()
+    colors = dict(zip(("precision", "recall"), _colors(2)))
     for col in ("precision", "recall"):
-        ax.plot(t, thresholds[col], color=colors[col], label=col)
-        band(ax, t, thresholds[f"{col} lo"], thresholds[f"{col} hi"], colors[col])
+        ax.plot(c, curve[col], color=colors[col], label=f"{col} (test)")
+        ax.fill_between(c, curve[f"{col} lo"], curve[f"{col} hi"], color=colors[col], alpha=BAND_ALPHA, lw=0)
     row = threshold.iloc[0]
-    if row["certified"] and np.isfinite(row["threshold"]):
-        ax.axvline(row["threshold"], color="k", ls="--", lw=1,
-                   label=f"LTT threshold {row['threshold']:.2f} (precision >= {row['target precision']:.0%})")
-    ax.set(xlim=(0, 1), ylim=(0, 1.02), xlabel=f"threshold t on the probability ({row['probabilities']})",
-           ylabel="share of candidates", title="keep candidates with p >= t (test)")
-    ax.legend()
-    return ax
+    ax.axhline(row["target"], color="0.5", lw=0.8, ls=":", label=f"target {row['metric']} {row['target']:.0%}")
+    if row["certified"]:
+        ax.axvline(row["cutoff"], color="k", ls="--", lw=1, label=f"certified cutoff {row['cutoff']:.4g}")
+    elif np.isfinite(row["best cutoff"]):
+        ax.axvline(row["best cutoff"], color="0.4", ls="-.", lw=1,
+                   label=f"cutoff certified at {row['best level']:.1%} {row['metric']}")
+    ax.set(ylim=(0, 1.02), xlabel="cutoff on the raw score (keep score >= cutoff)", ylabel="share of candidates",
+           title=f"keep or drop a candidate (map for probabilities: {row['map']})")
+    ax.legend(fontsize=8, loc="best")
+    return fig
 
 
-@styled
-def plot_risk_coverage(curves: pd.DataFrame, scores: pd.DataFrame, *, ax=None):
-    """Selective risk (top-1 wrong among the answered queries) against coverage, one line per confidence,
-    labelled with its AURC."""
-    ax = _ax(ax)
+def plot_risk_coverage(curves: pd.DataFrame, scores: pd.DataFrame, rule: pd.DataFrame) -> Figure:
+    """Selective risk (top answer wrong among the answered queries) against coverage, one line per confidence
+    with its AURC; the deployed rule's point on the test queries marked."""
+    fig, (ax,) = _figure((5.6, 4.0))
     aurc = scores.set_index("confidence")["AURC"]
-    colors = category_colors(curves["confidence"])
-    for name, g in curves.groupby("confidence", sort=False):
-        ax.plot(g["coverage"], g["selective risk"], color=colors[name], label=f"{name} (AURC {aurc[name]:.3f})")
+    names = list(dict.fromkeys(curves["confidence"]))
+    colors = dict(zip(names, _colors(len(names))))
+    for name in names:
+        g = curves[curves["confidence"] == name]
+        ax.plot(g["coverage"], g["selective risk"], color=colors[name], label=f"{name} (AURC {aurc[name]:.3g})")
+    r = rule.iloc[0]
+    if np.isfinite(r["risk"]):
+        ax.plot([r["coverage"]], [r["risk"]], marker="o", ms=8, mfc="none", mec="k", ls="none",
+                label=f"deployed: {r['confidence']} >= {r['cut']:.4g}")
     ax.set(xlim=(0, 1), ylim=(0, None), xlabel="coverage (share of queries answered)",
-           ylabel="selective risk (top answer wrong)", title="answer or abstain (test)")
-    ax.legend()
-    return ax
+           ylabel="top-1 error among the answered", title="answer or abstain (test queries)")
+    ax.legend(fontsize=8)
+    return fig

@@ -1,40 +1,27 @@
-"""Keep the candidates with ``p >= t``: precision and recall against the threshold, and a certified threshold.
+"""Keep the candidates whose raw score reaches a cutoff: precision and recall against the cutoff, and the certified one.
 
-For each ``t`` of :data:`GRID`, precision and recall over the test candidates with 95% bootstrap
-bands over queries (one matrix product per band set). The Learn-then-Test threshold
-(Angelopoulos et al. 2021) for ``precision >= 1 - alpha`` at confidence ``1 - delta`` is chosen on
-validation candidates (:func:`calibrank.analysis.practice.nota_sets.ltt_threshold`). Its guarantee treats
-candidates as exchangeable, which a query's candidates are not; with too few validation
-candidates for any certified threshold, the row says so.
+The curve: for cutoffs across the test scores, precision and recall over the test candidates
+with 95% bootstrap bands over queries (one matrix product per band set). The row: the cutoff the
+calibrator certified on the validation queries (:mod:`calibrank.assess.certify`), what it kept
+on validation, the highest level certifiable at the same confidence, and what it keeps on the
+test queries, with query-bootstrap intervals.
 """
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 import pandas as pd
 
 from ..analysis.practice.intervals import bootstrap_interval
-from ..analysis.practice.nota_sets import MIN_ANSWERED, clopper_pearson, ltt_threshold
-from ..predictions import Predictions
+from .calibrator import Calibrator
+from .certify import Certificate, cutoff_grid, kept_by_cutoff
+from .fit import raw_scores
+from .scored import ScoredRun
 from .selfcheck import checked
 
-__all__ = ["GRID", "kept_counts", "ltt_row", "min_certifiable", "threshold_curve"]
+__all__ = ["CURVE_POINTS", "cutoff_row", "threshold_curve"]
 
-GRID = np.round(np.linspace(0.0, 1.0, 101), 2)
-"""Thresholds of the precision / recall curve: 0, 0.01, ..., 1."""
-
-
-def kept_counts(pred: Predictions, grid: np.ndarray = GRID) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(kept [Q, T], relevant kept [Q, T], relevant [Q])``: per query, candidates with ``p >= grid[t]``."""
-    q, t = pred.labels.shape[0], grid.size
-    rows = np.broadcast_to(np.arange(q)[:, None], pred.labels.shape)[pred.valid]
-    p, y = pred.probs[pred.valid], pred.labels[pred.valid].astype(np.float64)
-    slot = rows * t + np.searchsorted(grid, p, side="right") - 1  # the largest grid value <= p
-    n = np.bincount(slot, minlength=q * t).reshape(q, t).astype(np.float64)
-    h = np.bincount(slot, weights=y, minlength=q * t).reshape(q, t)
-    return n[:, ::-1].cumsum(axis=1)[:, ::-1], h[:, ::-1].cumsum(axis=1)[:, ::-1], pred.labels.sum(axis=1) * 1.0
+CURVE_POINTS = 100
 
 
 def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
@@ -42,11 +29,10 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
         return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
 
 
-def threshold_curve(pred: Predictions, *, grid: np.ndarray = GRID, level: float = 0.95, n_resamples: int = 1000,
-                    seed: int = 0) -> pd.DataFrame:
-    """One row per threshold: ``kept`` candidates, ``precision`` and ``recall`` with their bands (NaN: none kept)."""
-    kept, hits, rel = kept_counts(pred, grid)
-    n_q, n_t = kept.shape[0], grid.size
+def _bands(kept: np.ndarray, hits: np.ndarray, rel: np.ndarray, *, level: float, n_resamples: int,
+           seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(lo, hi)`` each ``[2, T]``: precision and recall bands over query resamples."""
+    n_q, n_t = kept.shape
 
     def statistic(idx, axis=-1):
         idx = np.moveaxis(np.asarray(idx), axis, -1).astype(np.int64)
@@ -57,48 +43,67 @@ def threshold_curve(pred: Predictions, *, grid: np.ndarray = GRID, level: float 
 
     lo, hi = bootstrap_interval((np.arange(n_q),), statistic, paired=True, seed=seed, n_resamples=n_resamples,
                                 level=level)
+    return lo.reshape(2, n_t), hi.reshape(2, n_t)
+
+
+def threshold_curve(test: ScoredRun, calibrator: Calibrator, *, points: int = CURVE_POINTS, level: float = 0.95,
+                    n_resamples: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """One row per raw-score cutoff across the test scores: its ``probability`` under the calibrator's map,
+    ``kept`` candidates, ``precision`` and ``recall`` with their bands (NaN: none kept)."""
+    s, y, m = raw_scores(test), test.labels, test.mask
+    grid = cutoff_grid(s[m], points)
+    kept, hits, rel = kept_by_cutoff(s, y, m, grid)
+    lo, hi = _bands(kept, hits, rel, level=level, n_resamples=n_resamples, seed=seed)
     k, h, r = kept.sum(axis=0), hits.sum(axis=0), rel.sum()
-    table = pd.DataFrame({"threshold": grid, "kept": k.astype(np.int64), "precision": _ratio(h, k),
-                          "precision lo": lo[:n_t], "precision hi": hi[:n_t], "recall": _ratio(h, np.full(n_t, r)),
-                          "recall lo": lo[n_t:], "recall hi": hi[n_t:]})
-    return checked("thresholds", table, keys=("threshold",), inside=("precision", "recall"),
-                   unit=("precision", "recall"), nonneg=("kept",))
+    table = pd.DataFrame({"cutoff": grid, "probability": calibrator.predict_proba(grid), "kept": k.astype(np.int64),
+                          "precision": _ratio(h, k), "precision lo": lo[0], "precision hi": hi[0],
+                          "recall": _ratio(h, np.full(grid.size, r)), "recall lo": lo[1], "recall hi": hi[1]})
+    return checked("thresholds", table, keys=("cutoff",), inside=("precision", "recall"),
+                   unit=("precision", "recall", "probability"), nonneg=("kept",))
 
 
-def min_certifiable(alpha: float, delta: float) -> int:
-    """The fewest kept candidates for which even an error-free threshold certifies precision ``>= 1 - alpha`` at
-    confidence ``1 - delta``: the one-sided Clopper-Pearson bound after 0 errors in ``n`` is ``1 - delta^(1/n)``."""
-    return math.ceil(math.log(delta) / math.log1p(-alpha) - 1e-9)
+def _note(cert: Certificate, calibrator: Calibrator) -> str:
+    c = calibrator.cutoff
+    what = f"{c.metric} >= {c.target:.0%} at confidence {c.confidence:.0%}"
+    if c.certified:
+        return (f"certified on {cert.valid_queries} validation queries: {what}, for queries drawn like them")
+    if cert.too_few:
+        return (f"the validation set is too small for the guarantee: {what} needs at least {cert.min_kept} kept "
+                f"candidates even with no error, and the {cert.valid_queries} validation queries hold "
+                f"{cert.candidates}")
+    if not cert.separation:
+        return (f"no clean separation: no cutoff reaches {c.metric} {c.target:.0%} even on the validation candidates "
+                f"(the best is {cert.max_value:.1%}); more validation queries cannot change that, a better ranker can")
+    more = (f"; about {cert.queries_needed} validation queries like these would certify it"
+            if cert.queries_needed else "")
+    best = (f"the highest level certifiable at {c.confidence:.0%} confidence is {c.best_level:.1%}"
+            if c.best_raw is not None else f"no level can be certified at {c.confidence:.0%} confidence")
+    return f"{what} is not certified on {cert.valid_queries} validation queries: {best}{more}"
 
 
-def ltt_row(valid: Predictions, test: Predictions, *, alpha: float = 0.1, delta: float = 0.1,
-            probabilities: str = "as given") -> pd.DataFrame:
-    """The certified threshold chosen on ``valid`` and what it keeps on ``test`` (one row; precision and recall
-    with 95% Clopper-Pearson intervals); ``probabilities`` names the view they are (e.g. ``platt``)."""
-    conf, y = valid.probs[valid.valid], valid.labels[valid.valid].astype(bool)
-    t = ltt_threshold(conf, ~y, np.ones(conf.size, bool), risk="wrong answer", target=alpha, delta=delta)
-    need = min_certifiable(alpha, delta)
-    if int(y.sum()) < need or conf.size < MIN_ANSWERED:
-        note = (f"the validation set is too small for the guarantee: it holds {int(y.sum())} relevant of "
-                f"{conf.size} candidates, and precision >= {1 - alpha:.0%} at confidence {1 - delta:.0%} needs at "
-                f"least {max(need, MIN_ANSWERED)} kept candidates ({need} relevant even with no error): "
-                "the guarantee cannot hold")
-    elif not t.certified:
-        note = (f"no threshold reaches precision >= {1 - alpha:.0%} at confidence {1 - delta:.0%} on the validation "
-                "candidates: keep none")
+def cutoff_row(cert: Certificate, calibrator: Calibrator, test: ScoredRun, *, level: float = 0.95,
+               n_resamples: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """One row: the certified cutoff and its guarantee, what it kept on validation, and on the test queries
+    (``calibrator.keep`` of their raw scores) precision and recall with query-bootstrap intervals."""
+    c = calibrator.cutoff
+    row = {"metric": c.metric, "target": c.target, "confidence": c.confidence, "certified": c.certified,
+           "cutoff": np.nan if c.raw is None else c.raw, "probability": np.nan if c.probability is None else c.probability,
+           "map": calibrator.map.method, "valid queries": cert.valid_queries, "valid kept": cert.valid_kept,
+           "valid value": cert.valid_value, "best level": c.best_level,
+           "best cutoff": np.nan if c.best_raw is None else c.best_raw,
+           "queries needed": np.nan if cert.queries_needed is None else float(cert.queries_needed),
+           "valid best value": cert.max_value, "separation": cert.separation}
+    s, y, m = raw_scores(test), test.labels.astype(bool), test.mask
+    if c.certified:
+        keep = calibrator.keep(s) & m
+        kept, hits, rel = keep.sum(axis=1) * 1.0, (keep & y).sum(axis=1) * 1.0, (y & m).sum(axis=1) * 1.0
+        lo, hi = _bands(kept[:, None], hits[:, None], rel, level=level, n_resamples=n_resamples, seed=seed)
+        row.update({"test kept": int(kept.sum()), "precision": _ratio(hits.sum(), kept.sum()).item(),
+                    "precision lo": lo[0, 0], "precision hi": hi[0, 0],
+                    "recall": _ratio(hits.sum(), rel.sum()).item(), "recall lo": lo[1, 0], "recall hi": hi[1, 0]})
     else:
-        note = (f"chosen on validation: precision >= {1 - alpha:.0%} with probability >= {1 - delta:.0%} for "
-                "candidates exchangeable with the validation ones")
-    tp, ty = test.probs[test.valid], test.labels[test.valid].astype(bool)
-    keep = tp >= t.threshold
-    n_keep, n_hit, n_rel = int(keep.sum()), int((keep & ty).sum()), int(ty.sum())
-    p_lo, p_hi = clopper_pearson(n_hit, n_keep)
-    r_lo, r_hi = clopper_pearson(n_hit, n_rel)
-    row = {"probabilities": probabilities, "target precision": 1.0 - alpha, "delta": delta, "threshold": t.threshold,
-           "certified": t.certified,
-           "valid candidates": int(conf.size), "valid kept": t.n, "valid wrong": t.k,
-           "valid precision bound": 1.0 - t.ucb if t.certified else np.nan, "test kept": n_keep,
-           "precision": n_hit / n_keep if n_keep else np.nan, "precision lo": p_lo, "precision hi": p_hi,
-           "recall": n_hit / n_rel if n_rel else np.nan, "recall lo": r_lo, "recall hi": r_hi, "note": note}
-    return checked("threshold", pd.DataFrame([row]), keys=("threshold",), inside=("precision", "recall"),
-                   unit=("precision", "recall", "valid precision bound"), nonneg=("test kept", "valid kept"))
+        row.update({"test kept": 0, **{k: np.nan for k in ("precision", "precision lo", "precision hi", "recall",
+                                                            "recall lo", "recall hi")}})
+    row["note"] = _note(cert, calibrator)
+    return checked("threshold", pd.DataFrame([row]), keys=("cutoff",), inside=("precision", "recall"),
+                   unit=("precision", "recall", "valid value", "best level"), nonneg=("test kept", "valid kept"))

@@ -1,0 +1,282 @@
+"""Fit a :class:`~calibrank.assess.calibrator.Calibrator` on validation queries.
+
+- The map: each map of :func:`calibrank.assess.maps.maps_for` scored by Brier on held-out folds
+  of whole validation queries (``method="auto"``), then refitted on every validation pair.
+- The cutoff: :func:`calibrank.assess.certify.certify` on the raw scores.
+- The abstain rule: each list confidence of :data:`~calibrank.assess.calibrator.CONFIDENCES` scored
+  by AURC on the validation queries (the ``list`` model cross-fitted over folds of queries), the
+  lowest kept; its cut answers the requested ``coverage`` of validation queries, or is the loosest
+  cut whose top-1 error is certified below ``risk`` (Learn-then-Test over queries, which are
+  independent, with the exact binomial test).
+- The shortlist: the split-conformal quantile of the LAC score at ``alpha``
+  (:mod:`calibrank.assess.conformal`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import __version__
+from .calibrator import CONFIDENCES, AbstainRule, Calibrator, Cutoff, Shortlist
+from .certify import Certificate, Metric, certify, min_kept
+from .maps import ScoreMap, fit_map, maps_for
+from .scored import AssessError, ScoredRun
+
+__all__ = ["MAX_FIT_PAIRS", "choose_map", "fit_calibrator", "fit_parts", "raw_scores", "list_confidence_features", "top_loss", "valid_confidences"]
+
+MAX_FIT_PAIRS = 250_000
+"""A map is fitted on at most this many validation pairs (a seeded sample beyond)."""
+FOLDS = 5
+M_MAX = 10
+
+
+def raw_scores(run: ScoredRun) -> np.ndarray:
+    """``[Q, K]`` one raw score per candidate: the mean over the run's samples (0 where padded)."""
+    return np.where(run.mask, run.scores.mean(axis=0), 0.0)
+
+
+def _fit_pairs(s: np.ndarray, y: np.ndarray, max_pairs: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    if s.size <= max_pairs:
+        return s, y
+    rows = np.sort(np.random.default_rng(seed).choice(s.size, max_pairs, replace=False))
+    return s[rows], y[rows]
+
+
+def _folds(n: int, seed: int, folds: int = FOLDS) -> np.ndarray:
+    """``[n]`` the fold of each query: a seeded permutation cut in ``folds`` parts."""
+    out = np.empty(n, np.int64)
+    out[np.random.default_rng(seed).permutation(n)] = np.arange(n) % folds
+    return out
+
+
+def choose_map(run: ScoredRun, *, seed: int = 0, max_pairs: int = MAX_FIT_PAIRS) -> tuple[str, dict[str, float]]:
+    """``(method, brier)``: the map with the lowest held-out Brier over folds of whole queries, and each map's Brier.
+
+    With fewer than ``2 * FOLDS`` validation queries no fold is held out: Platt's map, the one with the
+    fewest parameters that orders as the scores do.
+    """
+    s, y, m = raw_scores(run), run.labels, run.mask
+    methods = maps_for(run.kind.value)
+    if s.shape[0] < 2 * FOLDS:
+        return "platt", {}
+    fold = np.broadcast_to(_folds(s.shape[0], seed)[:, None], s.shape)[m]
+    sv, yv = s[m], y[m].astype(int)
+    brier = {}
+    for method in methods:
+        err, n = 0.0, 0
+        for f in range(FOLDS):
+            train, held = fold != f, fold == f
+            if np.unique(yv[train]).size < 2:
+                continue
+            fs, fy = _fit_pairs(sv[train], yv[train], max_pairs, seed)
+            if np.unique(fy).size < 2:
+                continue
+            p = fit_map(method, fs, fy, run.kind.value)(sv[held])
+            err += float(((p - yv[held]) ** 2).sum())
+            n += int(held.sum())
+        brier[method] = err / n if n else math.inf
+    best = min(brier, key=lambda k: (brier[k], methods.index(k)))
+    return best, brier
+
+
+def top_loss(scores: np.ndarray, labels: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """``[Q]`` 1 when the query's top candidate by score is not relevant; tied top candidates count against the
+    relevant one (the study's convention), a query without a relevant candidate is always wrong."""
+    s = np.where(mask, scores, -np.inf)
+    top = s == s.max(axis=1, keepdims=True)
+    wrong = (top & mask & ~labels.astype(bool)).any(axis=1)
+    return wrong.astype(np.float64)
+
+
+def list_confidence_features(probs: np.ndarray, mask: np.ndarray, m: int) -> np.ndarray:
+    """``[Q, m]`` each list's ``m`` largest probabilities in decreasing order (0 past a short list's end)."""
+    p = -np.sort(-np.where(mask, probs, 0.0), axis=1)
+    out = np.zeros((p.shape[0], m))
+    out[:, : min(m, p.shape[1])] = p[:, :m]
+    return out
+
+
+def _list_model(x: np.ndarray, ok: np.ndarray) -> tuple[np.ndarray, float] | None:
+    from sklearn.linear_model import LogisticRegression
+
+    if np.unique(ok).size < 2:
+        return None
+    lr = LogisticRegression(C=1e4, max_iter=1000).fit(x, ok)
+    return lr.coef_[0].copy(), float(lr.intercept_[0])
+
+
+def valid_confidences(score_map: ScoreMap, run: ScoredRun, *, seed: int = 0) -> tuple[dict[str, np.ndarray], np.ndarray,
+                                                                                     tuple[np.ndarray, float] | None]:
+    """``(confidences, loss, list model)`` on the validation queries: each confidence of
+    :data:`CONFIDENCES` (``list`` cross-fitted over folds of queries, so its AURC is not read on the
+    queries it was fitted on), the top-1 loss, and the ``list`` model fitted on every query (None when
+    every query is answered rightly, or every one wrongly)."""
+    s, m = raw_scores(run), run.mask
+    loss = top_loss(s, run.labels, m)
+    p = np.where(m, score_map(s), 0.0)
+    top = -np.sort(-p, axis=1)
+    conf = {"top score": np.where(m, s, -np.inf).max(axis=1),
+            "margin": top[:, 0] - (top[:, 1] if top.shape[1] > 1 else 0.0)}
+    k = int(min(M_MAX, m.sum(axis=1).min()))
+    x, ok = list_confidence_features(p, m, k), (loss == 0).astype(int)
+    model = _list_model(x, ok)
+    if model is not None and s.shape[0] >= 2 * FOLDS:
+        from scipy.special import expit
+
+        fold, cross = _folds(s.shape[0], seed), np.empty(s.shape[0])
+        for f in range(FOLDS):
+            fitted = _list_model(x[fold != f], ok[fold != f])
+            coef, b = fitted if fitted is not None else model
+            cross[fold == f] = expit(x[fold == f] @ coef + b)
+        conf["list"] = cross
+    return conf, loss, model
+
+
+def _coverage_cut(conf: np.ndarray, coverage: float) -> float:
+    """The cut that answers at least ``coverage`` of the validation queries (confidence >= cut)."""
+    return float(np.quantile(conf, 1.0 - coverage, method="lower"))
+
+
+def _risk_cut(conf: np.ndarray, loss: np.ndarray, risk: float, confidence: float) -> float:
+    """The loosest cut whose selective top-1 error is certified below ``risk`` at ``confidence`` (Learn-then-Test,
+    fixed sequence from the strictest cut with enough answered queries down; exact binomial over queries).
+    Above every validation confidence when none is."""
+    from scipy import stats
+
+    cuts = np.unique(conf)[::-1]
+    order = np.argsort(-conf, kind="stable")
+    c_sorted, l_sorted = conf[order], loss[order]
+    answered = np.searchsorted(-c_sorted, -cuts, side="right")  # queries with conf >= cut
+    wrong = np.concatenate([[0.0], np.cumsum(l_sorted)])[answered]
+    start = answered >= min_kept(1.0 - risk, confidence)
+    best = None
+    for i in np.flatnonzero(start):
+        if stats.binom.cdf(wrong[i], answered[i], risk) > 1.0 - confidence:
+            break
+        best = float(cuts[i])
+    return best if best is not None else float(np.nextafter(conf.max(), np.inf))
+
+
+def _sha256(path: str | os.PathLike) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _levels(precision: float | None, recall: float | None, confidence: float) -> tuple[Metric, float]:
+    if precision is not None and recall is not None:
+        raise AssessError("precision, recall: give one target, not both")
+    return (Metric.recall, recall) if recall is not None else (Metric.precision, 0.9 if precision is None else precision)
+
+
+def fit_calibrator(valid: ScoredRun, *, method: str = "auto", precision: float | None = None,
+                   recall: float | None = None, confidence: float = 0.9, coverage: float | None = None,
+                   risk: float | None = None, alpha: float = 0.1, seed: int = 0,
+                   inputs: Sequence[str | os.PathLike] = ()) -> Calibrator:
+    """Fit every part of a :class:`Calibrator` on ``valid`` (see the module docstring).
+
+    Parameters
+    ----------
+    valid : ScoredRun
+        The validation queries (the only data anything is fitted on).
+    method : str, default="auto"
+        The map: ``auto`` (lowest held-out Brier) or one of :func:`~calibrank.assess.maps.maps_for`.
+    precision, recall : float, default=None
+        The target of the cutoff (one of them; precision 0.9 when neither is given).
+    confidence : float, default=0.9
+        The probability with which the cutoff's (and a ``risk`` cut's) guarantee holds.
+    coverage, risk : float, default=None
+        The abstain rule answers this share of queries, or keeps the top-1 error among the answered
+        below ``risk`` (one of them; coverage 0.8 when neither is given).
+    alpha : float, default=0.1
+        The shortlists' miscoverage.
+    seed : int, default=0
+        Seeds the folds and the sample of fitting pairs.
+    inputs : sequence of paths, default=()
+        The files ``valid`` was read from, hashed into ``fitted_on``.
+
+    Returns
+    -------
+    Calibrator
+    """
+    return fit_parts(valid, method=method, precision=precision, recall=recall, confidence=confidence,
+                     coverage=coverage, risk=risk, alpha=alpha, seed=seed, inputs=inputs)[0]
+
+
+def fit_parts(valid: ScoredRun, *, method: str = "auto", precision: float | None = None, recall: float | None = None,
+              confidence: float = 0.9, coverage: float | None = None, risk: float | None = None, alpha: float = 0.1,
+              seed: int = 0, inputs: Sequence[str | os.PathLike] = ()) -> tuple[Calibrator, Certificate]:
+    """:func:`fit_calibrator` with the :class:`~calibrank.assess.certify.Certificate` behind its cutoff."""
+    if not isinstance(valid, ScoredRun):
+        raise AssessError(f"valid: expected a ScoredRun (calibrank.assess.load(...).valid), got {type(valid).__name__}")
+    metric, target = _levels(precision, recall, confidence)
+    if coverage is not None and risk is not None:
+        raise AssessError("coverage, risk: give one of them, not both")
+    if not valid.labels.any() or valid.labels[valid.mask].all():
+        raise AssessError(f"{valid.source}: the validation candidates are all relevant or all non-relevant; "
+                          "nothing can be fitted on them")
+    s, y, m = raw_scores(valid), valid.labels, valid.mask
+    brier: dict[str, float] = {}
+    if method == "auto":
+        method, brier = choose_map(valid, seed=seed)
+    elif method not in maps_for(valid.kind.value):
+        raise AssessError(f"method: expected auto or one of {', '.join(maps_for(valid.kind.value))} for a "
+                          f"{valid.kind.value}, got {method!r}")
+    fs, fy = _fit_pairs(s[m], y[m].astype(int), MAX_FIT_PAIRS, seed)
+    score_map = fit_map(method, fs, fy, valid.kind.value)
+
+    cert = certify(s, y, m, metric=metric, target=target, confidence=confidence)
+    raw = cert.cutoff if cert.certified and score_map.increasing else None
+    best_raw = cert.best_cutoff if math.isfinite(cert.best_cutoff) and score_map.increasing else None
+    cutoff = Cutoff(metric.value, float(target), float(confidence), raw,
+                    float(score_map(raw)) if raw is not None else None,
+                    cert.best_level if best_raw is not None else 0.0, best_raw,
+                    "Learn-then-Test, fixed sequence over raw-score cutoffs; each cutoff's p-value the larger of the "
+                    "candidate-level exact binomial test and the query-level one-sided t-test")
+
+    conf, loss, model = valid_confidences(score_map, valid, seed=seed)
+    from ..analysis.practice.selective import selective_scores
+
+    aurc = {name: selective_scores(c, loss).aurc for name, c in conf.items()}
+    chosen = min(aurc, key=lambda k: (aurc[k], CONFIDENCES.index(k)))
+    c = conf[chosen]
+    if chosen == "list":  # the deployed cut reads the model fitted on every query
+        from scipy.special import expit
+
+        k = len(model[0])
+        c = expit(list_confidence_features(np.where(m, score_map(s), 0.0), m, k) @ model[0] + model[1])
+    if risk is None:
+        coverage = 0.8 if coverage is None else coverage
+        cut = _coverage_cut(c, coverage)
+    else:
+        cut = _risk_cut(c, loss, risk, confidence)
+    rule = AbstainRule(chosen, cut, coverage=coverage, risk=risk,
+                       list_coef=tuple(float(v) for v in model[0]) if chosen == "list" else None,
+                       list_intercept=model[1] if chosen == "list" else None)
+
+    from ..analysis.practice.conformal import conformal_quantile
+    from ..analysis.practice.conformal import candidate_scores
+    from ..analysis.practice.listwise import candidate_distribution
+
+    pi = candidate_distribution(np.where(m, score_map(s), 0.0), m)
+    lac = np.where(y.astype(bool), candidate_scores(pi, "LAC"), np.inf).min(axis=1)[y.any(axis=1)]
+    try:
+        qhat = conformal_quantile(lac, alpha)
+    except ValueError:
+        qhat = None
+    fitted_on = {"source": Path(valid.source).name if valid.source else "", "queries": int(s.shape[0]),
+                 "candidates": int(m.sum()), "relevant": int(y.sum()), "base_rate": float(y[m].mean()),
+                 "score_kind": valid.kind.value, "samples": valid.n_samples, "relevant_at": valid.relevant_at,
+                 "map_brier": {k: v for k, v in brier.items() if math.isfinite(v)}, "confidence_aurc": aurc,
+                 "seed": int(seed), "calibrank": __version__,
+                 "inputs": [{"file": Path(p).name, "sha256": _sha256(p)} for p in inputs]}
+    return Calibrator(score_map, cutoff, rule, Shortlist(float(alpha), qhat), fitted_on), cert
