@@ -186,17 +186,19 @@ def test_the_advice_for_a_damaged_query_set_runs_the_step_that_writes_it(make_ro
     assert proc.returncode == 0, proc.stderr
     command = proc.stdout.splitlines()[-1]
     assert _planned(make_root, command)  # nothing made yet: the first dry run plans (and keys the code)
-    stamp = time.time() - 100
-    for step in grid.steps(cfg)[:2]:  # 01 and 02 made, each file newer than what it reads
-        for i, out in enumerate([*step.outputs, f"reports/smoke/{step.name}.html"]):
+    # 01 and 02 made, each file newer than what it reads (their code keys, written by the dry run, included)
+    stamp = max(p.stat().st_mtime for p in (make_root / "runs" / "smoke" / "code").iterdir())
+    for step in grid.steps(cfg)[:2]:
+        for out in [*step.outputs, f"reports/smoke/{step.name}.html"]:
             path = make_root / out
             path.parent.mkdir(parents=True, exist_ok=True)
             if not path.exists():
                 path.write_text("{}")
-            stamp += 1
+            stamp += 0.001
             os.utime(path, (stamp, stamp))
     path = write_queries(make_root / grid.steps(cfg)[1].outputs[1], learnable_queries(6, spec.k, seed=0))
     os.utime(path, (stamp, stamp))
+    time.sleep(max(0.0, stamp + 0.1 - time.time()))
     assert "02_negatives" not in _planned(make_root, command)  # "Nothing to be done": the old advice does nothing
     pq.write_table(pq.read_table(path).slice(1), path)  # a query dropped: truncated, still a Parquet file
     with pytest.raises(DataError) as err:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -237,7 +238,9 @@ def test_dry_run_plans_every_step_once_with_its_threads(smoke_dry_run, tmp_root)
     assert "-m calibrank.pipeline.train smoke ensemble chatterbot --seed 0 --member 1" in \
         jobs["train-ensemble-chatterbot-seed0-member1"]["shell"]
     assert "-m calibrank.pipeline.report smoke" in jobs["index"]["shell"]
-    assert not (root / "reports").exists() and not (root / "runs").exists()  # a dry run makes nothing
+    # a dry run makes nothing but the keys of the code each step reaches (its code input)
+    assert not (root / "reports").exists()
+    assert {p.parent for p in (root / "runs").rglob("*") if p.is_file()} == {root / "runs" / "smoke" / "code"}
 
 
 def _expected_kinds(cfg) -> dict[str, int]:
@@ -339,3 +342,56 @@ def test_smoke_graph_runs_with_the_local_executor(tmp_root):
     assert len(folders) == len(models)
     cache = tmp_root / "runs" / "smoke" / "models"
     assert {str(p.relative_to(tmp_root)) for p in cache.glob("*/*") if p.is_dir()} == folders
+
+
+# ---------------------------------------------------------------- code inputs
+
+
+def test_a_step_reruns_when_the_code_it_reaches_changes_and_the_estimate_counts_what_snakemake_runs(tmp_root):
+    """In a checkout of its own (lib/, notebooks/, workflow/), every output made: a comment edited in the losses
+    leaves every step's code input as it was (its mtime) and snakemake and the estimate plan nothing; a constant
+    only the focal loss reads reruns the steps of the rankers trained with it, the same steps in both."""
+    for folder in ("lib", "notebooks", "workflow"):
+        shutil.copytree(REPO / folder, tmp_root / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    env = dict(os.environ, CALIBRANK_ROOT=str(tmp_root), PYTHONPATH=str(tmp_root / "lib"), PYTHONDONTWRITEBYTECODE="1")
+    losses = tmp_root / "lib" / "calibrank" / "model" / "losses.py"
+
+    def planned() -> set[str]:  # the steps snakemake would run
+        proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", "workflow/Snakefile", "--cores", "2",
+                               "--config", "profile=smoke", "-n"], cwd=tmp_root, env=env, capture_output=True,
+                              text=True, timeout=300)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        return set(_jobs(proc.stdout + proc.stderr)) - {"html", "index", "all"}
+
+    def estimated() -> set[str]:  # the steps the estimate counts (calibrank.pipeline.eta.plan)
+        code = ("import json; from calibrank.pipeline.eta import plan; from calibrank.settings.config import load_config; "
+                "print(json.dumps([s.name for s in plan(load_config('smoke')) if s.pending and s.name != 'index']))")
+        proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_root, env=env, capture_output=True, text=True,
+                              timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return set(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+    steps = grid.steps(load_config("smoke"))
+    assert len(planned()) == len(steps)  # nothing made yet: every step (and the code keys are written)
+    made = [f for s in steps for f in s.outputs] + [f"reports/smoke/{s.name}.html" for s in steps if s.notebook]
+    keys = {s.name: tmp_root / s.code for s in steps}
+    mtimes = {name: p.stat().st_mtime_ns for name, p in keys.items()}
+    t = max(mtimes.values()) / 1e9  # made after the code keys were written, each after what it reads, in the past
+    for i, rel in enumerate([*made, "reports/smoke/index.html"], start=1):
+        path = tmp_root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("{}")
+        os.utime(path, (t + i / 1000, t + i / 1000))
+    time.sleep(max(0.0, t + len(made) / 1000 + 0.1 - time.time()))
+
+    text = losses.read_text(encoding="utf-8")
+    losses.write_text(text.replace("\nADAPTIVE_LOW = 5.0\n", "\nADAPTIVE_LOW = 5.0  # a note\n"), encoding="utf-8")
+    assert planned() == set() == estimated()
+    assert {name: p.stat().st_mtime_ns for name, p in keys.items()} == mtimes
+
+    losses.write_text(text.replace("\nADAPTIVE_HIGH = 3.0\n", "\nADAPTIVE_HIGH = 2.0\n"), encoding="utf-8")
+    again = planned()
+    assert again == estimated()
+    focal = {s.name for s in steps if (s.model.ranker if s.model else s.parameters.get("ranker")) in ("focal", "gpf_bert")}
+    assert focal and {s.name for s in steps if s.name.startswith(("train-", "03_train-"))} & again == focal
+    assert {name for name, p in keys.items() if p.stat().st_mtime_ns != mtimes[name]} == focal

@@ -4,7 +4,7 @@ A step takes its wall time in the last run. Without one, its work (:func:`calibr
 trained and scored, texts encoded) goes over the rates the study records about itself under ``runs/<profile>/``
 (``train.json``, each Predictions' sidecar) or, before any is recorded, rates measured with the real loop
 (:func:`measure`, :func:`measure_encoding`), plus a fixed cost: a kernel's start under papermill, an interpreter's
-for a training job. Steps whose outputs are newer than their inputs count zero. Not counted: the analyses' own work
+for a training job. Steps whose outputs are newer than their inputs and their code keys (:func:`plan`) count zero. Not counted: the analyses' own work
 (bootstrap resamples, the Gibbs sampler), so a first run's analysis notebooks are estimated at their start alone.
 """
 
@@ -29,8 +29,16 @@ from ..runs import project_root, read_json, write_json
 from ..settings.checks import ConfigError
 from ..settings.choices import RankerName
 from ..settings.config import load_config
-from .schedule import Estimate, clock, eta_path, recorded, steps, work
+from .schedule import Estimate, Step, clock, eta_path, recorded, refresh_code, steps, work
 from .train import trained_models
+
+
+def plan(cfg) -> list[Step]:
+    """The steps of the workflow, each pending or not, as snakemake sees them: the code keys brought up to date
+    first (:func:`calibrank.pipeline.schedule.refresh_code`, as the Snakefile does), then
+    :func:`calibrank.pipeline.schedule.steps`."""
+    refresh_code(cfg)
+    return steps(cfg)
 
 
 def measure(cfg, examples, *, threads: int, batches: int = 3) -> dict[str, float]:
@@ -106,7 +114,7 @@ def run(profile: str, *, jobs: int, cores: int, started: float) -> str:
 
     rates, threads = recorded(profile), max(1, cores // max(1, jobs))
     source, rates = ("recorded", rates) if len(rates) == 2 else ("measured", {**measure(cfg, examples(cfg.rankers.train_corpora[0]), threads=threads), **rates})
-    est = steps(cfg)
+    est = plan(cfg)
     if any(s.phase == "negatives" and s.pending and s.name not in durations for s in est):
         rates["encode"] = measure_encoding(cfg, examples(cfg.data.corpora[0]))
     if durations:

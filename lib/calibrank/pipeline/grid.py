@@ -11,6 +11,7 @@ Torch-free: the workflow reads it.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,8 @@ __all__ = [
     "run_models",
     "model_for",
     "marker_path",
+    "code_path",
+    "INDEX",
     "reused_scores",
     "shared_runs",
     "main",
@@ -161,6 +164,16 @@ def marker_path(profile: str, name: str) -> Path:
     return Path("runs") / profile / "grid" / f"{name}.json"
 
 
+#: The index page's step (``python -m calibrank.pipeline.report``), after every page: its code has a key too.
+INDEX = "index"
+
+
+def code_path(profile: str, name: str) -> Path:
+    """``runs/<profile>/code/<step>.key``: the key of the code the step reaches (:mod:`calibrank.pipeline.codekeys`),
+    rewritten only when it changes: the step's code input in the workflow (relative to the project root)."""
+    return Path("runs") / profile / "code" / f"{name}.key"
+
+
 #: The notebooks that read every 03 run's Predictions, in the order they are listed (07 comes after them).
 ANALYSES = ("04_calibration", "05_risk_aware", "06_nota", "08_beyond")
 #: The kinds of :class:`Step`, in the order the graph runs them: a cluster asks for resources by kind.
@@ -175,6 +188,7 @@ class Step:
     before it writes (and the profile's params files); ``outputs`` are what it writes, its executed
     notebook or done marker first. ``alone``: the step takes every core and nothing runs beside it.
     ``gpu``: a GPU speeds it up. ``kind`` groups steps that ask a cluster for the same resources.
+    ``code``: the file holding the key of the code it runs (:func:`code_path`), an input of the step.
     """
 
     name: str
@@ -187,6 +201,7 @@ class Step:
     threads: int
     gpu: bool
     model: GridModel | None = None
+    code: str = ""
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -248,7 +263,7 @@ def steps(cfg: Config, *, threads: int = 1, cores: int = 1) -> list[Step]:
     made = [f for step in predict for f in step.outputs]
     out += [notebook(name, "analysis", made) for name in ANALYSES]
     out.append(notebook("07_efficiency", "efficiency", [s.outputs[0] for s in out if s.notebook], alone=True, gpu=True))
-    return out
+    return [dataclasses.replace(s, code=str(code_path(cfg.profile, s.name))) for s in out]
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -7,8 +7,12 @@ Torch-free, so that the line after each step costs an interpreter start and no m
 
 import argparse
 import dataclasses
+import hashlib
+import json
 import os
 import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -17,6 +21,7 @@ from ..data.querysets import query_set_specs
 from ..runs import project_root, read_json
 from ..settings import registry
 from ..settings.choices import SamplerName
+from ..settings.profiles import profile_sources
 from . import grid
 from .grid import run_models
 
@@ -27,7 +32,8 @@ _KEYS = {"profile", "created", "started", "jobs", "cores", "seconds", "rates", "
 @dataclasses.dataclass(frozen=True)
 class Step:
     """A workflow step (:func:`calibrank.pipeline.grid.steps`): its first output, the models it trains, the ranker it predicts
-    with; its estimated seconds, and whether it is pending (an output missing or older than an input)."""
+    with; its estimated seconds, and whether it is pending (an output missing or older than an input or its code key,
+    or an input made by a pending step: what snakemake runs)."""
 
     name: str
     phase: str
@@ -38,22 +44,55 @@ class Step:
     pending: bool = True
 
 
-def _older(step: grid.Step) -> bool:
+def code_sources(cfg, notebooks: Path) -> str:
+    """A hash of the path, size and mtime of every file the code keys are read from (the package's sources, the
+    notebooks, the profile's params files) and of the step names: the keys are computed again when it changes."""
+    package = Path(grid.__file__).resolve().parents[1]
+    files = [*sorted(package.rglob("*.py")), *sorted(Path(notebooks).resolve().glob("*.ipynb")),
+             *(Path(p).resolve() for p in profile_sources(cfg.source or cfg.profile))]
+    stats = [(str(p), st.st_size, st.st_mtime_ns) for p in files if (st := p.stat())]
+    return hashlib.sha256(json.dumps([stats, [s.name for s in grid.steps(cfg)]]).encode()).hexdigest()
+
+
+def refresh_code(cfg, notebooks: str | os.PathLike | None = None) -> bool:
+    """Bring the code key of every step up to date (``runs/<profile>/code/``, :mod:`calibrank.pipeline.codekeys`) when
+    a file they are read from changed since they were written; True when the keys were computed. The keys are
+    computed in a child interpreter (they import the rankers), so that a line or a dry run with nothing changed
+    stays torch-free. ``notebooks`` defaults to ``notebooks/`` of the project root."""
     root = project_root()
-    outs = [root / o for o in step.outputs]
+    notebooks = Path(notebooks) if notebooks is not None else root / "notebooks"
+    folder = root / grid.code_path(cfg.profile, grid.INDEX).parent
+    names = [*(s.name for s in grid.steps(cfg)), grid.INDEX]
+    stamp = folder / ".sources"
+    if stamp.exists() and stamp.read_text(encoding="utf-8") == code_sources(cfg, notebooks) \
+            and all((folder / f"{n}.key").exists() for n in names):
+        return False
+    subprocess.run([sys.executable, "-m", "calibrank.pipeline.codekeys", cfg.profile,
+                    "--notebooks", str(notebooks)], check=True)
+    return True
+
+
+def _older(outputs, inputs) -> bool:
+    root = project_root()
+    outs = [root / o for o in outputs]
     if not all(o.exists() for o in outs):
         return True
-    newest = max((p.stat().st_mtime for p in (root / i for i in step.inputs) if p.exists()), default=0.0)
+    newest = max((p.stat().st_mtime for p in (root / i for i in inputs if i) if p.exists()), default=0.0)
     return min(o.stat().st_mtime for o in outs) < newest
 
 
 def steps(cfg) -> list[Step]:
-    """The workflow's steps (:func:`calibrank.pipeline.grid.steps`) and the index page, each pending or not."""
-    out = [Step(s.name, s.kind, s.outputs[0], (s.model.name,) if s.model else (),
-                registry.key(s.parameters["ranker"]).value if s.kind == "predict" else None, pending=_older(s))
-           for s in grid.steps(cfg)]
+    """The workflow's steps (:func:`calibrank.pipeline.grid.steps`) and the index page, each pending or not. The code
+    keys are read as they are: :func:`refresh_code` brings them up to date first."""
+    out, made = [], set()  # made: the outputs of pending steps (grid.steps lists a step after what it reads)
+    for s in grid.steps(cfg):
+        pending = _older(s.outputs, (*s.inputs, s.code)) or any(i in made for i in s.inputs)
+        made |= set(s.outputs) if pending else set()
+        out.append(Step(s.name, s.kind, s.outputs[0], (s.model.name,) if s.model else (),
+                        registry.key(s.parameters["ranker"]).value if s.kind == "predict" else None, pending=pending))
     index = f"reports/{cfg.profile}/index.html"
-    return out + [Step("index", "index", index, pending=any(s.pending for s in out) or not (project_root() / index).exists())]
+    return out + [Step("index", "index", index, pending=any(s.pending for s in out)
+                       or _older([index], [grid.code_path(cfg.profile, grid.INDEX)]))]
 
 
 def work(cfg, sizes: dict, trained=frozenset(), pools: dict | None = None) -> dict[str, dict[str, float]]:
