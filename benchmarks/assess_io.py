@@ -14,12 +14,22 @@ Each job reports its wall time, its CPU time (all threads; on a shared machine t
 also holds the time spent waiting for a core), lines/s and peak resident memory above its
 imports-only baseline (VmHWM, as in :mod:`benchmarks.memory`). The targets: >= 1 M lines/s and
 <= 4 GB peak for ``read_runs``.
+
+``baseline=REV`` adds the job ``calibrank@REV``: the same ``read_runs`` with the assembly of
+``lib/calibrank/assess/inputs.py`` as it was at git revision REV (``git show``, loaded as a
+temporary module), timed round robin with today's, so that a change to the assembly is measured
+old against new in one run::
+
+    python -m benchmarks.assess_io --compare REV [--queries 7000 --depth 1000 --repeats 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -100,8 +110,34 @@ def make_synthetic_run(out_dir: str | os.PathLike, n_queries: int = 7000, depth:
 # --------------------------------------------------------------------------- child side
 
 
+def _use_inputs_at(rev: str) -> None:
+    """Make :func:`read_runs` assemble with ``inputs.py`` as it was at git revision ``rev``."""
+    root = Path(__file__).resolve().parent.parent
+    source = subprocess.run(["git", "show", f"{rev}:lib/calibrank/assess/inputs.py"], cwd=root, capture_output=True,
+                            text=True, check=True).stdout
+    path = Path(tempfile.mkdtemp(prefix="calibrank-inputs-")) / "inputs_at_rev.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("calibrank.assess._inputs_at_rev", path)
+    old = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = old
+    spec.loader.exec_module(old)
+    from calibrank.assess import inputs, trec
+
+    def assemble(samples, qrels, **kw):
+        for rows in samples:  # the older assembly took docids as numpy strings, converted by the reader
+            if isinstance(rows.docid, (pa.Array, pa.ChunkedArray)):
+                rows.docid = inputs.to_str_array(rows.docid)
+        return old.assemble(samples, qrels, **kw)
+
+    trec.assemble, trec.first_duplicate = assemble, old.first_duplicate
+
+
 def _child(job: str, run: str, qrels: str) -> dict[str, Any]:
-    if job == "calibrank":
+    if job.startswith("calibrank@"):
+        _use_inputs_at(job.split("@", 1)[1])
+        from calibrank.assess.trec import read_runs
+        job = "calibrank"
+    elif job == "calibrank":
         from calibrank.assess.trec import read_runs
     elif job == "ir_measures":
         import ir_measures
@@ -164,12 +200,16 @@ def run_child(job: str, run: Path, qrels: Path, *, timeout_s: float = 900.0) -> 
 
 def bench_assess_io(n_queries: int = 7000, depth: int = 1000, *, seed: int = 0, repeats: int = 1,
                     jobs: Sequence[str] = _JOBS, work_dir: str | os.PathLike | None = None,
-                    timeout_s: float = 900.0) -> dict[str, Any]:
-    """Write the synthetic run, then time each job ``repeats`` times, round robin (the fastest run of each is kept)."""
+                    timeout_s: float = 900.0, baseline: str | None = None) -> dict[str, Any]:
+    """Write the synthetic run, then time each job ``repeats`` times, round robin (the fastest run of each is kept).
+
+    ``baseline``: a git revision; its assembly is timed too, as job ``calibrank@<baseline>`` (see the module).
+    """
     repeats = positive_int(repeats, "repeats")
     unknown = [j for j in jobs if j not in _JOBS]
     if unknown or not jobs:
         raise ValueError(f"jobs must be a non-empty subset of {_JOBS}, got {list(jobs)}")
+    jobs = list(jobs) + ([f"calibrank@{baseline}"] if baseline else [])
     with tempfile.TemporaryDirectory(prefix="calibrank-bench-assess-", dir=work_dir) as tmp:
         t0 = time.perf_counter()
         run, qrels = make_synthetic_run(tmp, n_queries, depth, seed)
@@ -200,15 +240,37 @@ def bench_assess_io(n_queries: int = 7000, depth: int = 1000, *, seed: int = 0, 
         target("read_runs peak memory (GB)", ours.get("peak_mb", float("nan")) / 1024, "<=", 4.0),
         target("read_runs speed / ir_measures.read_trec_run", speedup, ">=", 1.0),
     ]
+    if baseline:
+        old = best[f"calibrank@{baseline}"]
+        if "seconds" in old:
+            old["lines_per_s"] = lines / old["seconds"]
+        out["baseline"] = {"rev": baseline, **old}
+        out["time_over_baseline"] = ratio(ours.get("seconds", float("nan")), old.get("seconds", float("nan")))
+        out["cpu_over_baseline"] = ratio(ours.get("cpu_s", float("nan")), old.get("cpu_s", float("nan")))
     return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.assess_io", description="one assess_io job (child side)")
-    parser.add_argument("--child", nargs=3, metavar=("JOB", "RUN", "QRELS"), required=True)
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.assess_io",
+                                     description="one assess_io job (child side), or today's read_runs against a git revision's")
+    what = parser.add_mutually_exclusive_group(required=True)
+    what.add_argument("--child", nargs=3, metavar=("JOB", "RUN", "QRELS"))
+    what.add_argument("--compare", metavar="REV", help="time read_runs with REV's inputs.py and today's, round robin")
+    parser.add_argument("--queries", type=int, default=7000)
+    parser.add_argument("--depth", type=int, default=1000)
+    parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args(argv)
-    result = _child(*args.child)
-    emit(result)
+    if args.child:
+        emit(_child(*args.child))
+        return 0
+    res = bench_assess_io(args.queries, args.depth, repeats=args.repeats, jobs=("calibrank",), baseline=args.compare)
+    for job, runs in res["all_runs"].items():
+        log(f"{job}: wall " + ", ".join(f"{r.get('seconds', float('nan')):.2f}" for r in runs) + " s; cpu "
+            + ", ".join(f"{r.get('cpu_s', float('nan')):.2f}" for r in runs) + " s; peak +"
+            + ", ".join(f"{r.get('increment_mb', float('nan')):.0f}" for r in runs) + " MB")
+    log(f"today / {args.compare}: wall x{res['time_over_baseline']:.2f}, cpu x{res['cpu_over_baseline']:.2f}; "
+        f"today {res['calibrank'].get('lines_per_s', float('nan')) / 1e6:.2f} M lines/s")
+    emit(res)
     return 0
 
 

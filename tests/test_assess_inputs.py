@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import warnings
@@ -101,21 +102,27 @@ def test_samples_with_different_pairs_name_both_files_and_a_pair(tmp_path):
         read_runs([RUN, shorter], QRELS)
 
 
-def test_hash_collisions_are_retried_not_trusted(monkeypatch, tmp_path):
-    """With the first salt's keys cut to two bits, most pairs collide: the answers must not change."""
-    expected = read_runs([RUN, RUN2], QRELS)
-    real = inputs._keys
-    salts = []
+def test_pairs_match_on_the_whole_strings(tmp_path):
+    """Docids that share long prefixes, the same docid in every query, a qid that is another's prefix."""
+    stem = "x" * 40
+    run_lines, qrels_lines = [], []
+    for q in ("q", "q1", "q10"):
+        for j, tail in enumerate(("a", "b", "ab", "ba", "")):
+            run_lines.append(f"{q} Q0 {stem}{tail} {j + 1} {5 - j} t\n")
+        run_lines.append(f"{q} Q0 shared 9 0.5 t\n")
+        qrels_lines += [f"{q} 0 {stem}ab 2\n", f"{q} 0 shared {len(q)}\n", f"{q} 0 {stem}abc 1\n"]
+    run, qrels = _write(tmp_path, "p.run", "".join(run_lines)), _write(tmp_path, "p.qrels", "".join(qrels_lines))
+    scored = read_runs(run, qrels)
+    _assert_matches_oracle(scored, *_oracle(run, qrels))
+    assert scored.relevance[:, -1].tolist() == [1, 2, 3]
 
-    def coarse(q, d, n, salt):
-        salts.append(salt)
-        return real(q, d, n, salt) & np.uint64(3) if salt == 0 else real(q, d, n, salt)
 
-    monkeypatch.setattr(inputs, "_keys", coarse)
-    _assert_same(read_runs([RUN, RUN2], QRELS), expected)
-    assert 0 in salts and 1 in salts
-    with pytest.raises(AssessError, match=r"lines 1 and 4: \(qid 'q1', docid 'd1'\) appears twice"):
-        read_runs(_write(tmp_path, "d.run", GOOD + "q2 Q0 d1 1 0.5 t\nq1 Q0 d1 3 0.1 t\n"), QRELS)
+def test_first_duplicate_is_the_first_repeat_in_row_order():
+    q = np.array([0, 1, 0, 1, 0, 1])
+    d = np.array(["a", "b", "c", "c", "a", "b"])
+    assert inputs.first_duplicate(q, d) == (0, 4)
+    assert inputs.first_duplicate(q[:4], d[:4]) is None
+    assert inputs.first_duplicate(np.array([2, 2, 1, 1, 2]), np.array(["z", "y", "y", "y", "z"])) == (2, 3)
 
 
 def test_crlf_lines_read_the_same(tmp_path):
@@ -186,7 +193,8 @@ def test_malformed_run_lines_are_named(tmp_path, text, line, what):
 def test_probability_outside_unit_interval_is_named(tmp_path):
     run = _write(tmp_path, "p.run", GOOD + "q2 Q0 d3 1 1.5 t\n")
     qrels = _write(tmp_path, "q.qrels", "q1 0 d1 1\n")
-    with pytest.raises(AssessError, match=r"p\.run, line 3: score 1\.5 lies outside \[0, 1\].*kind='logit'"):
+    with pytest.raises(AssessError, match=r"p\.run, line 3: score 1\.5 lies outside \[0, 1\], which score kind "
+                                          r"'probability' expects; use score kind 'logit' \(sigmoid of the score\) or 'score'"):
         read_runs(run, qrels, kind="probability")
     assert read_runs(run, qrels, kind="logit").kind is ScoreKind.logit
 
@@ -219,11 +227,55 @@ def test_ranks_that_disagree_with_scores_warn(tmp_path):
     ("q1 0 d1 1\nq1 0 d2\n", r"line 2: 3 whitespace-separated columns; expected 4"),
     ("q1 0 d1 1\nq1 0 d2 1.5\n", r"line 2: relevance '1\.5' is not an integer grade"),
     ("q1 0 d1 1\nq2 0 d1 0\n\nq1 0 d1 2\n", r", lines 1 and 4: \(qid 'q1', docid 'd1'\) is judged twice"),
-    ("\n\n", r"no entries"),
+    ("\n\n", r": the file is empty; expected lines 'qid iter docid relevance'"),
+    ("", r": the file is empty; expected lines 'qid iter docid relevance'"),
 ])
 def test_malformed_qrels_are_named(tmp_path, text, what):
     with pytest.raises(AssessError, match=rf"bad\.qrels.*{what}"):
         read_qrels(_write(tmp_path, "bad.qrels", text))
+
+
+@pytest.mark.parametrize("name, data", [("e.run", b""), ("blank.run", b"\n  \n\t\n"), ("e.run.gz", gzip.compress(b""))])
+def test_an_empty_run_file_is_called_empty(tmp_path, name, data):
+    path = tmp_path / name
+    path.write_bytes(data)
+    with pytest.raises(AssessError, match=rf"{name}: the file is empty; expected lines 'qid Q0 docid rank score tag'$"):
+        read_runs(path, QRELS)
+
+
+@pytest.mark.parametrize("name, expected", [("e.csv", "a header line naming the columns"), ("e.tsv", "a header line"),
+                                            ("e.parquet", "a Parquet table"), ("e.jsonl", "one JSON object per line")])
+def test_an_empty_table_is_called_empty(tmp_path, name, expected):
+    path = _write(tmp_path, name, "" if name.endswith("parquet") else "\n\n")
+    with pytest.raises(AssessError, match=rf"{name}: the file is empty; expected {expected}"):
+        read_table(path, kind="score", qrels=QRELS)
+
+
+def test_messages_show_plain_values_not_numpy_reprs(tmp_path):
+    with pytest.raises(AssessError, match=r"relevant_at: expected an integer >= 1 .*got 0$"):
+        read_runs(RUN, QRELS, relevant_at=np.int64(0))
+    with pytest.raises(AssessError, match=r"seed: expected an integer >= 0, got -1$"):
+        load(run=RUN, qrels=QRELS, seed=np.int64(-1))
+    with pytest.raises(AssessError, match=r"kind: expected one of probability, logit, score, got 'prob'$"):
+        read_runs(RUN, QRELS, kind=np.str_("prob"))
+    notes = "\n".join(load(run=RUN, qrels=QRELS, valid_run=RUN).notes)
+    assert "(e.g. 'q1')" in notes and "np." not in notes
+
+
+def test_score_kinds_named_in_the_run_checks():
+    scored = read_runs(RUN, QRELS)
+    with pytest.raises(AssessError, match=r"score kind 'score' has no probabilities as given"):
+        scored.probabilities()
+    with pytest.raises(AssessError, match=r"scores lie outside \[0, 1\] \(first: 2\.5\), which score kind 'probability' "
+                                          r"expects; use score kind 'logit'"):
+        dataclasses.replace(scored, kind="probability")
+    logits = dataclasses.replace(scored, kind="logit", scores=scored.scores * 400)  # +-4000: no overflow
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        probs = logits.probabilities()
+    np.testing.assert_allclose(probs[:, scored.mask], 1 / (1 + np.exp(-np.clip(logits.scores[:, scored.mask], -700, 700))),
+                               rtol=1e-12, atol=1e-300)
+    assert ((probs == 0) | (probs == 1))[:, scored.mask].any() and (probs[:, ~scored.mask] == 0).all()
 
 
 def test_missing_file_is_named(tmp_path):

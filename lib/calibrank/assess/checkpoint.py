@@ -26,7 +26,7 @@ from ..data.splits import format_context
 from ..model.training import Pairs, score_pairs, use_bf16
 from ..runs import decode_error_position
 from ..settings.choices import ContextStyle, Precision
-from .scored import AssessError, ScoredRun, ScoreKind
+from .scored import AssessError, ScoredRun, ScoreKind, plain
 
 __all__ = ["Candidate", "TextQuery", "read_queries", "load_checkpoint", "score_checkpoint"]
 
@@ -39,7 +39,7 @@ _VOCABULARY_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model"
 
 def _identifier(value: Any, what: str) -> str:
     if isinstance(value, bool) or not isinstance(value, (str, int)) or str(value).strip() == "":
-        raise AssessError(f"{what}: expected a non-empty string (or an integer), got {value!r}")
+        raise AssessError(f"{what}: expected a non-empty string (or an integer), got {plain(value)!r}")
     return str(value)
 
 
@@ -53,7 +53,7 @@ def _text(value: Any, what: str) -> str:
 
 def _grade(value: Any, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise AssessError(f"{what}: expected an integer relevance grade, got {value!r}")
+        raise AssessError(f"{what}: expected an integer relevance grade, got {plain(value)!r}")
     return int(value)
 
 
@@ -414,13 +414,13 @@ def score_checkpoint(
     for name, value, low in (("passes", passes, 0), ("batch_size", batch_size, 1), ("max_length", max_length, 4),
                              ("relevant_at", relevant_at, 1)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-            raise AssessError(f"{name}: expected an integer >= {low}, got {value!r}")
+            raise AssessError(f"{name}: expected an integer >= {low}, got {plain(value)!r}")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise AssessError(f"seed: expected a non-negative integer, got {seed!r}")
+        raise AssessError(f"seed: expected a non-negative integer, got {plain(seed)!r}")
     try:
         precision = Precision(precision)
     except ValueError:
-        raise AssessError(f"precision: expected one of {[p.value for p in Precision]}, got {precision!r}") from None
+        raise AssessError(f"precision: expected one of {[p.value for p in Precision]}, got {plain(precision)!r}") from None
     if isinstance(queries, (str, os.PathLike)):
         where = str(queries)
         queries = read_queries(queries)

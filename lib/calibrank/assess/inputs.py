@@ -4,8 +4,8 @@ Each reader hands over one :class:`Rows` per sample; :func:`assemble` checks the
 out as padded ``[S, Q, K]`` arrays with the qrels joined, as trec_eval reads qrels: queries the
 qrels never mention are left out (``meta["dropped_queries"]``), unjudged candidates count as
 non-relevant, and ``n_relevant`` counts every relevant judgment. Checks are vectorised; a line
-number is looked up only to word an error. Candidates match through 64-bit hashes, each match
-then compared string for string, so a hash never decides an answer.
+number is looked up only to word an error. Candidates match on (qid, docid) through arrow's hash
+join and group-by (``pyarrow.Table.join``, ``Table.group_by``), which compare the strings themselves.
 """
 
 from __future__ import annotations
@@ -19,16 +19,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .scored import AssessError, ScoredRun, ScoreKind
+from .scored import AssessError, ScoredRun, ScoreKind, plain
 
-__all__ = ["Qrels", "Rows", "Locate", "assemble", "check_kind", "check_relevant_at", "factorize", "first_duplicate", "to_str_array", "two_places"]
+__all__ = ["Qrels", "Rows", "Locate", "assemble", "check_kind", "check_relevant_at", "factorize", "first_duplicate",
+           "positive_grades", "to_str_array", "two_places"]
 
 Locate = Callable[[Sequence[int]], list[str]]
 
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_SALTS = 4
 _SHOWN = 20  # dropped query ids kept in meta
 
 
@@ -37,12 +34,12 @@ def check_kind(kind: Any, name: str = "kind") -> ScoreKind:
     try:
         return ScoreKind(kind)
     except ValueError:
-        raise AssessError(f"{name}: expected one of {', '.join(k.value for k in ScoreKind)}, got {kind!r}") from None
+        raise AssessError(f"{name}: expected one of {', '.join(k.value for k in ScoreKind)}, got {plain(kind)!r}") from None
 
 
 def check_relevant_at(relevant_at: Any, name: str = "relevant_at") -> int:
     if isinstance(relevant_at, bool) or not isinstance(relevant_at, (int, np.integer)) or relevant_at < 1:
-        raise AssessError(f"{name}: expected an integer >= 1 (the lowest grade that counts as relevant), got {relevant_at!r}")
+        raise AssessError(f"{name}: expected an integer >= 1 (the lowest grade that counts as relevant), got {plain(relevant_at)!r}")
     return int(relevant_at)
 
 
@@ -81,58 +78,17 @@ def _is_ascii(arr: pa.Array) -> bool:
 
 
 def to_str_array(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    """A numpy ``str`` array of an arrow string column (ASCII goes through fixed-width bytes, with no Python objects).
-
-    Its width is even (a trailing NUL is no character to numpy), so that its keys read it as 64-bit words.
-    """
+    """A numpy ``str`` array of an arrow string column (ASCII goes through fixed-width bytes, with no Python objects)."""
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
     if len(arr) == 0:
         return np.zeros(0, "U2")
     width = max(1, pc.max(pc.binary_length(arr)).as_py() or 0)
-    width += width % 2
     if _is_ascii(arr):
         fixed = pc.ascii_rpad(arr, width=width, padding="\x00").cast(pa.binary(width))
         raw = np.frombuffer(fixed.buffers()[1], np.uint8)[fixed.offset * width:(fixed.offset + len(fixed)) * width]
         return np.ascontiguousarray(raw.reshape(-1, width).astype(np.uint32)).view(f"<U{width}").ravel()
     return np.asarray(arr.to_numpy(zero_copy_only=False)).astype(str)
-
-
-def _mix(h: np.ndarray) -> np.ndarray:
-    """splitmix64's finaliser, in place."""
-    h ^= h >> np.uint64(30)
-    h *= _M1
-    h ^= h >> np.uint64(27)
-    h *= _M2
-    h ^= h >> np.uint64(31)
-    return h
-
-
-def _keys(qcode: np.ndarray, docid: np.ndarray, n_words: int, salt: int) -> np.ndarray:
-    """A 64-bit hash of each (query code, docid), over ``n_words`` 64-bit words of the docid (two characters each).
-
-    The same pair gives the same key whatever the width of the str array that holds it.
-    """
-    docid = np.ascontiguousarray(docid)
-    width = docid.dtype.itemsize // 4
-    u32 = docid.view(np.uint32).reshape(len(docid), width)
-    words = u32.view(np.uint64) if width % 2 == 0 else None
-    h = qcode.astype(np.uint64)
-    h += np.uint64(salt + 1)
-    h *= _GOLDEN
-    for j in range(n_words):
-        h *= _M1
-        if words is not None and j < words.shape[1]:
-            h += words[:, j]
-        elif words is None and 2 * j < width:
-            h += u32[:, 2 * j]
-            if 2 * j + 1 < width:
-                h += u32[:, 2 * j + 1].astype(np.uint64) << np.uint64(32)
-    return _mix(h)
-
-
-def _n_words(docid: np.ndarray) -> int:
-    return -(-max(1, docid.dtype.itemsize // 4) // 2)
 
 
 def two_places(first: str, second: str) -> str:
@@ -141,28 +97,42 @@ def two_places(first: str, second: str) -> str:
     return f"{fa}, lines {na} and {nb}" if fa and fa == fb else f"{first} and {second}"
 
 
-class _Collision(Exception):
-    """Two different (qid, docid) pairs share a key: retry with another salt."""
-
-
 # --------------------------------------------------------------------------- qrels
 
 
-def first_duplicate(qcode: np.ndarray, docid: np.ndarray) -> tuple[int, int] | None:
-    """``(i, j)``, i < j, the rows of the first repeated (query code, docid) in row order; None when all differ."""
-    for salt in range(_SALTS):
-        keys = _keys(qcode, docid, _n_words(docid), salt)
-        order = np.argsort(keys, kind="stable")
-        ordered = keys[order]
-        same = np.flatnonzero(ordered[1:] == ordered[:-1])
-        if len(same) == 0:
-            return None
-        a, b = order[same], order[same + 1]
-        exact = np.flatnonzero((qcode[a] == qcode[b]) & (docid[a] == docid[b]))
-        if len(exact):
-            first = exact[int(np.argmin(b[exact]))]
-            return int(a[first]), int(b[first])
-    raise AssessError("could not separate (qid, docid) pairs by their hashes")  # pragma: no cover
+def _strings(docid: pa.Array | pa.ChunkedArray | np.ndarray) -> pa.Array | pa.ChunkedArray:
+    """Docids as arrow ``large_string`` (one type on both sides of every join, whichever reader made them)."""
+    arr = docid if isinstance(docid, (pa.Array, pa.ChunkedArray)) else pa.array(np.asarray(docid).astype(str))
+    return arr if arr.type == pa.large_string() else pc.cast(arr, pa.large_string())
+
+
+def _pairs(qcode: np.ndarray, docid: pa.Array | pa.ChunkedArray | np.ndarray, row: str) -> pa.Table:
+    """The (query code, docid) pairs as an arrow table, with their row numbers in column ``row``."""
+    return pa.table({"q": np.asarray(qcode, dtype=np.int64), "d": _strings(docid), row: np.arange(len(qcode))})
+
+
+def first_duplicate(qcode: np.ndarray, docid: pa.Array | pa.ChunkedArray | np.ndarray) -> tuple[int, int] | None:
+    """``(i, j)``, i < j, the rows of the first repeated (query code, docid) in row order; None when all differ.
+
+    Arrow counts the rows of each pair (a group-by on both columns); only when a count exceeds one
+    are the repeated pairs' rows looked at, to find the first repeat.
+    """
+    return _first_duplicate(_pairs(qcode, docid, "row"), "row")
+
+
+def _first_duplicate(table: pa.Table, row: str) -> tuple[int, int] | None:
+    """:func:`first_duplicate` of the pairs ``table`` (columns q, d and the row numbers ``row``)."""
+    table = table.rename_columns(["q", "d", "row"]) if row != "row" else table
+    counts = table.group_by(["q", "d"], use_threads=False).aggregate([("row", "count")])
+    if counts.num_rows == table.num_rows:
+        return None
+    repeated = counts.filter(pc.greater(counts["row_count"], 1)).select(["q", "d"])
+    rows = table.join(repeated, keys=["q", "d"], join_type="inner")
+    groups: dict[tuple[int, str], list[int]] = {}
+    for q, d, r in zip(rows["q"].to_pylist(), rows["d"].to_pylist(), rows["row"].to_pylist()):
+        groups.setdefault((q, d), []).append(r)
+    i, j = min((sorted(v)[:2] for v in groups.values()), key=lambda pair: pair[1])
+    return int(i), int(j)
 
 
 @dataclass(frozen=True)
@@ -217,7 +187,7 @@ class Qrels:
 class Rows:
     """One sample's rows as a reader found them.
 
-    ``qcode [N]`` indexes ``qnames``; ``docid [N]`` str; ``score [N]`` float64; ``rank [N]``
+    ``qcode [N]`` indexes ``qnames``; ``docid [N]`` arrow strings (or a numpy str array); ``score [N]`` float64; ``rank [N]``
     (TREC runs) or None; ``label [N]`` float64 (NaN: unjudged) when the rows carry their own
     judgments, else None. ``locate(rows)`` says where rows are in the input ("run.txt line 12");
     it may be slow: it runs only to word an error.
@@ -226,7 +196,7 @@ class Rows:
     name: str
     qcode: np.ndarray
     qnames: list[str]
-    docid: np.ndarray
+    docid: pa.Array | np.ndarray
     score: np.ndarray
     locate: Locate
     rank: np.ndarray | None = None
@@ -245,8 +215,8 @@ def _check_scores(rows: Rows, kind: ScoreKind) -> None:
         out = (rows.score < 0) | (rows.score > 1)
         if out.any():
             i = int(np.argmax(out))
-            raise AssessError(f"{rows.where(i)}: score {float(rows.score[i])!r} lies outside [0, 1], which kind='probability' "
-                              "expects; say kind='logit' (sigmoid of the score) or kind='score' (any scale)")
+            raise AssessError(f"{rows.where(i)}: score {float(rows.score[i])!r} lies outside [0, 1], which score kind "
+                              "'probability' expects; use score kind 'logit' (sigmoid of the score) or 'score' (any scale)")
 
 
 def _check_rank_order(rows: Rows) -> None:
@@ -276,7 +246,8 @@ def _qrels_from_labels(base: Rows) -> Qrels:
         i = int(np.argmax(bad))
         raise AssessError(f"{base.where(i)}: label {float(base.label[i])!r} is not an integer grade; expected 0, 1, 2, ...")
     names = np.asarray(base.qnames, dtype=str)
-    return Qrels(names[base.qcode[has]], base.docid[has], base.label[has].astype(np.int64), source=base.name)
+    docids = _strings(base.docid).filter(pa.array(has))
+    return Qrels(names[base.qcode[has]], to_str_array(docids), base.label[has].astype(np.int64), source=base.name)
 
 
 # --------------------------------------------------------------------------- assembly
@@ -307,16 +278,7 @@ def assemble(samples: Sequence[Rows], qrels: Qrels | None, *, kind: Any, relevan
     names = list(index)
     if qrels is None and any(r.label is None for r in samples):
         raise AssessError(f"{source}: no qrels and no labels; give qrels or a label column")
-    n_words = max([_n_words(r.docid) for r in samples] + ([] if qrels is None else [_n_words(qrels.docids)]))
-    for salt in range(_SALTS):
-        try:
-            return _assemble(samples, qcodes, names, qrels, kind, relevant_at, source, dict(meta or {}), n_words, salt)
-        except _Collision:
-            continue
-    raise AssessError(f"{source}: could not separate (qid, docid) pairs by their hashes")  # pragma: no cover
-
-
-_PAD = np.uint64(2**64 - 1)  # the key of a padded slot: sorts after every candidate of its query
+    return _assemble(samples, qcodes, names, qrels, kind, relevant_at, source, dict(meta or {}))
 
 
 class _Grid:
@@ -348,81 +310,60 @@ class _Grid:
         return self(np.arange(len(self.order) if self.order is not None else int(self.counts.sum())), fill=-1)
 
 
-def _sorted_keys(rows: Rows, qcode: np.ndarray, grid: _Grid, n_words: int, salt: int,
-                 need_order: bool) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
-    """``(keys, order, sorted)`` per query (padded slots last; ``order`` only when asked for: an argsort costs
-    more than a sort); a repeated (qid, docid) is an error naming both lines."""
-    keys = _keys(qcode, rows.docid, n_words, salt)
-    if (keys == _PAD).any():
-        raise _Collision
-    kg = grid(keys, fill=_PAD)
-    order = np.argsort(kg, axis=1) if need_order else None
-    ordered = np.take_along_axis(kg, order, axis=1) if need_order else np.sort(kg, axis=1)
-    if ((ordered[:, 1:] == ordered[:, :-1]) & grid.mask[:, 1:]).any():
-        dup = first_duplicate(qcode, rows.docid)
-        if dup is None:
-            raise _Collision
+def _check_unique(rows: Rows, pairs: pa.Table, row: str) -> None:
+    """A repeated (qid, docid) among the rows' ``pairs`` is an error naming both lines."""
+    dup = _first_duplicate(pairs, row)
+    if dup is not None:
         i, j = dup
         raise AssessError(f"{two_places(*rows.locate([i, j]))}: (qid {rows.qnames[rows.qcode[i]]!r}, docid "
-                          f"{str(rows.docid[i])!r}) appears twice; expected each candidate once per query")
-    return kg, order, ordered
+                          f"{_docid(rows, i)!r}) appears twice; expected each candidate once per query")
 
 
-def _not_same_pairs(base: Rows, rows: Rows, qb: np.ndarray, qr: np.ndarray, names: list[str], n_words: int,
-                    salt: int) -> AssessError:
-    """The error for two samples with different (qid, docid) pairs, naming one pair only one of them holds."""
-    kb, kr = _keys(qb, base.docid, n_words, salt), _keys(qr, rows.docid, n_words, salt)
-    only_b = np.setdiff1d(kb, kr)
-    one, other, q, keys = (base, rows, qb, kb) if len(only_b) else (rows, base, qr, kr)
-    k = only_b[0] if len(only_b) else np.setdiff1d(kr, kb)[0]
-    i = int(np.flatnonzero(keys == k)[0])
-    return AssessError(f"{base.name} and {rows.name} are samples of one ranker but hold different (qid, docid) pairs: "
-                       f"(qid {names[q[i]]!r}, docid {str(one.docid[i])!r}) is in {one.where(i)} but not in {other.name}; "
-                       "expected the same candidates in every sample")
+def _docid(rows: Rows, i: int) -> str:
+    return str(rows.docid[int(i)].as_py() if isinstance(rows.docid, (pa.Array, pa.ChunkedArray)) else rows.docid[int(i)])
 
 
-def _find_in_rows(kg: np.ndarray, rows: np.ndarray, keys: np.ndarray, chunk: int = 1 << 22) -> np.ndarray:
-    """For each (row, key): the column of ``kg[row]`` that holds the key, or -1 (rows hold distinct keys)."""
-    out = np.full(len(keys), -1, np.int64)
-    step = max(1, chunk // max(1, kg.shape[1]))
-    for start in range(0, len(keys), step):
-        eq = kg[rows[start:start + step]] == keys[start:start + step, None]
-        found = eq.any(axis=1)
-        out[start:start + step][found] = eq.argmax(axis=1)[found]
-    return out
+def _aligned_rows(base: Rows, rows: Rows, qb: np.ndarray, qr: np.ndarray, names: list[str], base_pairs: pa.Table,
+                  pairs: pa.Table) -> np.ndarray:
+    """``[N]`` the row of ``rows`` that holds each row's (qid, docid) of ``base`` (an arrow full outer join of their
+    ``pairs``); two samples with different pairs are an error naming one pair only one of them holds."""
+    joined = base_pairs.join(pairs, keys=["q", "d"], join_type="full outer")
+    b, r = joined["b"], joined["r"]
+    if not b.null_count and not r.null_count:
+        at = np.empty(len(qb), np.int64)
+        at[b.to_numpy()] = r.to_numpy()
+        return at
+    if r.null_count:  # a pair of base that rows lack
+        one, other, q, i = base, rows, qb, pc.min(b.filter(r.is_null())).as_py()
+    else:
+        one, other, q, i = rows, base, qr, pc.min(r.filter(b.is_null())).as_py()
+    raise AssessError(f"{base.name} and {rows.name} are samples of one ranker but hold different (qid, docid) pairs: "
+                      f"(qid {names[q[i]]!r}, docid {_docid(one, i)!r}) is in {one.where(i)} but not in {other.name}; "
+                      "expected the same candidates in every sample")
 
 
 def _assemble(samples: Sequence[Rows], qcodes: list[np.ndarray], names: list[str], qrels: Qrels | None, kind: ScoreKind,
-              relevant_at: int, source: str, meta: dict[str, Any], n_words: int, salt: int) -> ScoredRun:
+              relevant_at: int, source: str, meta: dict[str, Any]) -> ScoredRun:
     nq = len(names)
     base, qb = samples[0], qcodes[0]
+    base_pairs = _pairs(qb, base.docid, "b")
+    _check_unique(base, base_pairs, "b")
     grid = _Grid(qb, nq)
-    kg, order_b, sorted_b = _sorted_keys(base, qb, grid, n_words, salt, need_order=len(samples) > 1)
-    docid = grid(base.docid, fill="")
+    docid = grid(to_str_array(base_pairs["d"]), fill="")
     scores = [grid(base.score)]
     labels = [None if base.label is None else grid(base.label, fill=np.nan)]
     for rows, qr in zip(samples[1:], qcodes[1:]):
-        g = _Grid(qr, nq)
-        if g.k != grid.k or not (g.counts == grid.counts).all():
-            raise _not_same_pairs(base, rows, qb, qr, names, n_words, salt)
-        _, order_r, sorted_r = _sorted_keys(rows, qr, g, n_words, salt, need_order=True)
-        if not (sorted_r == sorted_b).all():
-            raise _not_same_pairs(base, rows, qb, qr, names, n_words, salt)
-
-        def aligned(a: np.ndarray, fill: Any = 0, g: _Grid = g, order_r: np.ndarray = order_r) -> np.ndarray:
-            out = np.empty_like(docid, dtype=a.dtype)
-            np.put_along_axis(out, order_b, np.take_along_axis(g(a, fill), order_r, axis=1), axis=1)
-            return out
-        if not (aligned(rows.docid, "") == docid).all():
-            raise _Collision
-        scores.append(aligned(rows.score))
-        labels.append(None if rows.label is None else aligned(rows.label, np.nan))
+        pairs = _pairs(qr, rows.docid, "r")
+        _check_unique(rows, pairs, "r")
+        at = _aligned_rows(base, rows, qb, qr, names, base_pairs, pairs)
+        scores.append(grid(rows.score[at]))
+        labels.append(None if rows.label is None else grid(rows.label[at], fill=np.nan))
         if labels[0] is not None and labels[-1] is not None:
             differ = grid.mask & ~((labels[-1] == labels[0]) | (np.isnan(labels[-1]) & np.isnan(labels[0])))
             if differ.any():
                 r, c = np.argwhere(differ)[0]
                 i = int(grid.rows()[r, c])
-                raise AssessError(f"{base.where(i)}: label {float(labels[0][r, c])!r} differs from the label {float(labels[-1][r, c])!r} "
+                raise AssessError(f"{base.where(i)}: label {float(labels[0][r, c])} differs from the label {float(labels[-1][r, c])} "
                                   f"that {rows.name} gives the same (qid, docid); expected one label per candidate")
 
     # the qrels (or the rows' own labels), joined on (qid, docid)
@@ -437,19 +378,15 @@ def _assemble(samples: Sequence[Rows], qcodes: list[np.ndarray], names: list[str
     if not judged_q.any():
         raise AssessError(f"{base.name} shares no qid with {qrels.source}: run qids look like {names[:3]}, qrels qids "
                           f"like {sorted(set(qrels.qids.tolist()))[:3]}; expected the same query ids")
-    q_code, q_docid, q_rel = qq[inrun], qrels.docids[inrun], qrels.relevance[inrun]
-    keys_q = _keys(q_code, q_docid, n_words, salt)
-    if (keys_q == _PAD).any():
-        raise _Collision
-    at = _find_in_rows(kg, q_code, keys_q)
-    hit = at >= 0
-    r, c = q_code[hit], at[hit]
-    if not (docid[r, c] == q_docid[hit]).all():
-        raise _Collision
-    relevance = np.zeros(docid.shape, np.int64)
-    judged = np.zeros(docid.shape, bool)
-    relevance[r, c] = q_rel[hit]
-    judged[r, c] = True
+    q_code, q_rel = qq[inrun], qrels.relevance[inrun]
+    judgments = pa.table({"q": q_code, "d": _strings(qrels.docids[inrun]), "g": q_rel})
+    hit = base_pairs.join(judgments, keys=["q", "d"], join_type="inner")
+    b = hit["b"].to_numpy()
+    flat_rel = np.zeros(len(qb), np.int64)
+    flat_judged = np.zeros(len(qb), bool)
+    flat_rel[b] = hit["g"].to_numpy()
+    flat_judged[b] = True
+    relevance, judged = grid(flat_rel), grid(flat_judged, fill=False)
     n_relevant = np.bincount(q_code, weights=(q_rel >= relevant_at), minlength=nq).astype(np.int64)
 
     # queries without any judgment are left out (trec_eval evaluates the queries both files hold)

@@ -18,7 +18,7 @@ import numpy as np
 
 from .checkpoint import score_checkpoint
 from .inputs import Qrels, check_kind, check_relevant_at
-from .scored import AssessError, ScoredRun
+from .scored import AssessError, ScoredRun, plain
 from .tables import is_ranx, as_qrels, from_dataframe, from_ranx, is_frame, read_table
 from .trec import read_runs
 
@@ -51,7 +51,7 @@ def _given(**named: Any) -> list[str]:
 
 def _check_int(value: Any, name: str, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise AssessError(f"{name}: expected an integer >= {minimum}, got {value!r}")
+        raise AssessError(f"{name}: expected an integer >= {minimum}, got {plain(value)!r}")
     return int(value)
 
 
@@ -182,7 +182,7 @@ def load(*, run: Runs | Any | None = None, qrels: Qrels | PathLike | Any | None 
                      f"({len(test.qids)} queries).")
         shared = np.intersect1d(valid.qids, test.qids)
         if len(shared):
-            notes.append(f"{len(shared)} queries are in both the validation and the test input (e.g. {shared[0]!r}): "
+            notes.append(f"{len(shared)} queries are in both the validation and the test input (e.g. {str(shared[0])!r}): "
                          "what is fitted on them is also judged on them, so the test figures are optimistic.")
         notes += _input_notes(valid, "validation") + _input_notes(test, "test")
     notes += [n for n in (_no_relevant_note(valid, "validation"), _no_relevant_note(test, "test")) if n]

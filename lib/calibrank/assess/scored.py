@@ -13,10 +13,11 @@ from enum import Enum
 from typing import Any
 
 import numpy as np
+from scipy.special import expit
 
 from ..predictions import Predictions
 
-__all__ = ["ScoreKind", "ScoredRun", "AssessError", "TIES"]
+__all__ = ["ScoreKind", "ScoredRun", "AssessError", "TIES", "plain"]
 
 TIES = ("pessimistic", "trec_eval")
 
@@ -31,13 +32,9 @@ class ScoreKind(str, Enum):
     score = "score"
 
 
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    out = np.empty_like(x, dtype=np.float64)
-    pos = x >= 0
-    out[pos] = 1.0 / (1.0 + np.exp(-x[pos]))
-    e = np.exp(x[~pos])
-    out[~pos] = e / (1.0 + e)
-    return out
+def plain(value: Any) -> Any:
+    """``value`` with a numpy scalar as its Python one, so that a message shows ``3`` or ``'q1'``, not ``np.int64(3)``."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 @dataclass(frozen=True)
@@ -91,12 +88,13 @@ class ScoredRun:
             raise AssessError(f"{self.source}: scores must be finite")
         if kind is ScoreKind.probability and ((scores[:, mask] < 0) | (scores[:, mask] > 1)).any():
             bad = scores[:, mask][(scores[:, mask] < 0) | (scores[:, mask] > 1)]
-            raise AssessError(f"{self.source}: SCORE=probability but {bad.size} scores lie outside [0, 1] "
-                              f"(first: {float(bad[0])!r}); say SCORE=logit or SCORE=score")
+            raise AssessError(f"{self.source}: {bad.size} scores lie outside [0, 1] (first: {float(bad[0])!r}), which "
+                              "score kind 'probability' expects; use score kind 'logit' (sigmoid of the score) or 'score' "
+                              "(any scale)")
         if not mask.any(axis=1).all():
             raise AssessError(f"{self.source}: every query needs at least one candidate")
         if int(self.relevant_at) < 1:
-            raise AssessError(f"relevant_at: expected an integer >= 1, got {self.relevant_at!r}")
+            raise AssessError(f"relevant_at: expected an integer >= 1, got {plain(self.relevant_at)!r}")
         if self.ties not in TIES:
             raise AssessError(f"ties: expected one of {', '.join(TIES)}, got {self.ties!r}")
         if self.grades is not None:
@@ -152,8 +150,9 @@ class ScoredRun:
         if self.kind is ScoreKind.probability:
             return self.scores
         if self.kind is ScoreKind.logit:
-            return np.where(self.mask[None], _sigmoid(self.scores), 0.0)
-        raise AssessError(f"{self.source}: SCORE=score has no probabilities as given; fit a recalibrator on validation first")
+            return np.where(self.mask[None], expit(self.scores), 0.0)
+        raise AssessError(f"{self.source}: score kind 'score' has no probabilities as given; fit a recalibrator on "
+                          "validation first")
 
     def to_predictions(self, samples: np.ndarray | None = None, **meta: Any) -> Predictions:
         """Predictions of these queries from probability ``samples [S, Q, K]`` (default: the scores as given)."""

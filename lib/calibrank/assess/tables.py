@@ -36,7 +36,7 @@ from .inputs import (
     to_str_array,
     two_places,
 )
-from .scored import AssessError, ScoredRun
+from .scored import AssessError, ScoredRun, plain
 from .trec import line_locator, read_qrels
 
 __all__ = ["read_table", "from_dataframe", "from_ranx", "as_qrels", "is_frame", "is_ranx", "qrels_from_dataframe", "TABLE_COLUMNS",
@@ -106,12 +106,29 @@ def _jsonl_rows(path: Path) -> list[dict[str, Any]]:
     return records
 
 
+_EXPECTED = {"csv": "a header line naming the columns (qid, docid, score, ...), then one line per (qid, docid)",
+             "tsv": "a header line naming the columns (qid, docid, score, ...), then one line per (qid, docid)",
+             "parquet": "a Parquet table with columns qid, docid, score, ...",
+             "jsonl": "one JSON object per line with qid, docid, score, ..."}
+
+
+def _is_blank(path: Path) -> bool:
+    """The file holds nothing but blanks (read until its first other byte)."""
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 16):
+            if chunk.strip():
+                return False
+    return True
+
+
 def _read(path: Path) -> tuple[pa.Table, Locate, str]:
     fmt = TABLE_FORMATS.get(path.suffix.lower())
     if fmt is None:
         raise AssessError(f"{path}: unknown table format {path.suffix!r}; expected one of {', '.join(TABLE_FORMATS)}")
     if not path.is_file():
         raise AssessError(f"{path}: no such file; expected a {fmt} table")
+    if _is_blank(path):
+        raise AssessError(f"{path}: the file is empty; expected {_EXPECTED[fmt]}")
     if fmt in ("csv", "tsv"):
         delimiter = "," if fmt == "csv" else "\t"
         try:
@@ -152,7 +169,7 @@ def _numbers(table: pa.Table, column: str, locate: Locate, name: str, *, nulls_a
                 except (TypeError, ValueError):
                     if (v is None or v == "") and nulls_as_nan:
                         continue
-                    raise AssessError(f"{locate([i])[0]}: {column} {v!r} is not a number; expected a number") from None
+                    raise AssessError(f"{locate([i])[0]}: {column} {plain(v)!r} is not a number; expected a number") from None
             raise AssessError(f"{name}: column {column} of type {col.type} is not numeric") from None
     if values.null_count and not nulls_as_nan:
         i = int(np.flatnonzero(values.is_null().to_numpy(zero_copy_only=False))[0])
@@ -228,7 +245,7 @@ def _from_arrow(table: pa.Table, locate: Locate, name: str, fmt: str, *, qrels: 
         qcode, qnames = factorize(sub_q)
         where = locate if idx is None else (lambda rows, idx=idx: locate([int(idx[r]) for r in rows]))
         label_s = None if label is None else (label if idx is None else label[idx])
-        samples.append(Rows(name if value is None else f"{name} (sample {value})", qcode, qnames, to_str_array(sub_d),
+        samples.append(Rows(name if value is None else f"{name} (sample {value})", qcode, qnames, sub_d,
                             score if idx is None else score[idx], where, label=label_s))
     meta = {"ranker": ranker or (Path(name).stem if fmt != "dataframe" else name), "format": fmt}
     if "sample" in columns:
@@ -348,7 +365,7 @@ def as_qrels(qrels: Any, name: str = "qrels") -> Qrels | None:
         qids, docids, grades = zip(*rows)
         if any(isinstance(g, bool) or not isinstance(g, (int, np.integer)) for g in grades):
             q, d, g = next(r for r in rows if isinstance(r[2], bool) or not isinstance(r[2], (int, np.integer)))
-            raise AssessError(f"{name}[{q!r}][{d!r}]: grade {g!r}; expected an integer grade")
+            raise AssessError(f"{name}[{q!r}][{d!r}]: grade {plain(g)!r}; expected an integer grade")
         return Qrels(np.asarray(qids), np.asarray(docids), np.asarray(grades, dtype=np.int64), source=name)
     raise AssessError(f"{name}: expected a qrels file, a DataFrame (query_id, doc_id, relevance), ranx Qrels or "
                       f"{{qid: {{docid: grade}}}}, got {type(qrels).__name__}")

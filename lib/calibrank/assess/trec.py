@@ -99,6 +99,8 @@ def _first_bad_line(path: Path, data: bytes, columns: Sequence[str], numeric: di
 def _read_whitespace_table(path: Path, what: str, columns: Sequence[str], types: dict[str, pa.DataType],
                            numeric: dict[str, type]) -> pa.Table:
     data = _read_bytes(path, what)
+    if not data.strip():
+        raise AssessError(f"{path}: the file is empty; expected lines '{' '.join(columns)}'")
     fast = data.translate(_BLANKS) if any(c in data for c in (b"\t", b"\r", b"\v", b"\f")) else data
     table = _parse(fast, columns, types)
     if table is None:
@@ -137,7 +139,7 @@ def read_qrels(path: PathLike) -> Qrels:
                                    {"qid": pa.string(), "docid": pa.string(), "relevance": pa.int64()}, {"relevance": int})
     qcode, _ = factorize(table["qid"])
     docids = to_str_array(table["docid"])
-    dup = first_duplicate(qcode, docids)
+    dup = first_duplicate(qcode, table["docid"])
     if dup is not None:
         raise AssessError(f"{two_places(*line_locator(path)(dup))}: (qid {table['qid'][dup[0]].as_py()!r}, docid {str(docids[dup[0]])!r}) is judged "
                           "twice; expected one judgment per (qid, docid)")
@@ -155,7 +157,7 @@ def _run_rows(path: Path) -> Rows:
         warnings.warn(f"{path}: the rank column is not numeric; ranks are ignored (the scores decide the order)",
                       UserWarning, stacklevel=3)
         rank = None
-    return Rows(str(path), qcode, qnames, to_str_array(table["docid"]), table["score"].to_numpy(), line_locator(path),
+    return Rows(str(path), qcode, qnames, table["docid"].combine_chunks(), table["score"].to_numpy(), line_locator(path),
                 rank=rank)
 
 

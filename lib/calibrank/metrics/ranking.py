@@ -55,7 +55,7 @@ def _check_inputs(scores: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, n
 def _check_k(k: int, name: str = "k") -> int:
     """Validate a cut-off: a positive integer (not a bool)."""
     if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
-        raise ValueError(f"{name} must be a positive integer; got {k!r}")
+        raise ValueError(f"{name} must be a positive integer; got {(k.item() if isinstance(k, np.generic) else k)!r}")
     return int(k)
 
 
