@@ -272,6 +272,29 @@ def test_cluster_dry_run_asks_resources_by_kind(grid_root):
     assert not (grid_root / "reports" / profile).exists()
 
 
+def test_local_dry_run_asks_for_the_gpu_one_at_a_time_where_torch_sees_cuda(smoke_dry_run):
+    """The local profile limits the `gpu` resource to 1; the steps that train or score models (negatives, train,
+    predict, efficiency) ask for one where torch sees CUDA, so one runs at a time with CPU steps beside it, and for
+    none where it does not; `gpus=1` asks for it on any machine, and the limit holds them to one at a time."""
+    import torch
+
+    local = REPO / "workflow" / "profiles" / "local"
+    assert yaml.safe_load((local / "config.yaml").read_text())["resources"] == ["gpu=1"]
+    root, jobs = smoke_dry_run
+    steps = grid.steps(load_config("smoke"))
+    on_gpu = {"negatives", "train", "predict", "efficiency"}
+    assert {s.kind for s in steps if s.gpu} == on_gpu
+    here = "1" if torch.cuda.is_available() else None
+    assert {s.name: jobs[s.name]["resources"].get("gpu") for s in steps} == \
+        {s.name: here if s.kind in on_gpu else None for s in steps}
+    proc = _snakemake(root, "--workflow-profile", str(local), "--cores", "2", "--config", "profile=smoke", "gpus=1", "-n")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    asked = _jobs(proc.stdout + proc.stderr)
+    assert {s.name: asked[s.name]["resources"].get("gpu") for s in steps} == \
+        {s.name: "1" if s.kind in on_gpu else None for s in steps}
+    assert all("gpu" not in asked[rule]["resources"] for rule in ("html", "index"))
+
+
 def test_dry_run_errors_name_the_config_value(grid_root):
     def error(*config):
         proc = _snakemake(grid_root, "--cores", "1", "-n", *(["--config", *config] if config else []))
