@@ -5,7 +5,7 @@
 - Every artefact read back is checked against the sha256 recorded when it was written: an altered
   cache is rebuilt (a model retrained, a negatives entry, a logits file or a PG posterior computed
   again, a training checkpoint not resumed from) with a log line naming the file; an altered input
-  (a query set, a corpus file) is an error naming it.
+  (a query set, a corpus file, a table the report reads) is an error naming it.
 - A TSV cut off mid-row is an error naming the file and line.
 """
 
@@ -362,6 +362,22 @@ def test_a_query_set_altered_after_it_was_written_is_an_error_naming_it(tmp_root
     runs.digest_path(path).unlink()
     with pytest.raises(DataError, match=rf"{path}: no sha256 was recorded"):
         load_query_set(cfg, "chitchat", "test", spec.sampler, 3)
+
+
+def test_an_exported_table_altered_after_it_was_written_is_an_error_naming_it(tmp_root):
+    import pandas as pd
+    from calibrank.analysis.exports import TableFileError, export_tables, load_exported_tables
+
+    table = pd.DataFrame({"claim": ["a, b", "c"], "ours": [0.1, 0.2]})
+    path = export_tables("smoke", {"claims_x": table}, notebook="04_calibration")["claims_x"]
+    pd.testing.assert_frame_equal(load_exported_tables("smoke")["claims_x"], table)
+    path.write_bytes(path.read_bytes().rsplit(b"\n", 2)[0] + b"\n")  # the last row dropped: still a readable table
+    with pytest.raises(TableFileError, match=rf"{path}: sha256 [0-9a-f]{{64}} differs from") as err:
+        load_exported_tables("smoke")
+    assert err.value.path == path
+    runs.digest_path(path).unlink()
+    with pytest.raises(TableFileError, match=rf"{path}: no sha256 was recorded"):
+        load_exported_tables("smoke")
 
 
 def test_a_corpus_file_that_disagrees_with_sha256sums_is_an_error_naming_it(tmp_root):

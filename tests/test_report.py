@@ -15,6 +15,8 @@ from calibrank.pipeline import report
 from calibrank.analysis import study as st
 from calibrank.analysis import verdicts
 from calibrank.analysis.efficiency import efficiency_table
+from calibrank.analysis.exports import TableFileError
+from test_make_graph import make_root  # noqa: F401 (a fixture: a project root for make)
 from test_study import write_synthetic_study
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
@@ -263,3 +265,95 @@ def test_the_package_ships_its_templates():
     files = [p.relative_to(root / "lib" / "calibrank").as_posix() for p in (root / "lib" / "calibrank" / "pipeline" / "templates").iterdir()]
     assert {"pipeline/templates/report.html.j2", "pipeline/templates/report.css"} <= set(files)
     assert [f for f in files if not any(fnmatch.fnmatch(f, pat) for pat in patterns)] == []
+
+
+# ------------------------------------------------------------------------------ a damaged table
+def _cut(path: Path, where: str) -> None:
+    """Cut the CSV ``path`` short: before its last row (``row``), after the last row's first field separator
+    (``field``: a comma outside quotes), or inside one of the last row's quoted texts (``text``)."""
+    data = path.read_bytes()
+    last = data.rstrip(b"\n").rfind(b"\n") + 1  # where the last row starts
+    quoted, field = False, None
+    for i in range(last, len(data)):
+        quoted ^= data[i:i + 1] == b'"'
+        if data[i:i + 1] == b"," and not quoted:
+            field = i + 1
+            break
+    path.write_bytes(data[:last if where == "row" else field if where == "field" else data.index(b'"', last) + 5])
+
+
+@pytest.mark.parametrize("where", ["row", "field", "text"])
+def test_a_cut_claims_table_names_itself_and_the_command_that_writes_it_again(tmp_root, capsys, where):
+    """A claims table cut short gives one line naming the file and a command that makes it again, never a page
+    with wrong counts (cut between rows or fields) nor a parser's error naming no file (cut inside a text)."""
+    export_study_tables(tmp_root)
+    write_executed_notebooks(tmp_root)
+    rdir = tmp_root / "reports" / "smoke"
+    table = rdir / "tables" / "claims_04_calibration.csv"
+    tally = "2 replicates, 2 opposite direction, not significant, 1 contradicted, 2 not tested."
+    assert tally in _Page(report.build_index("smoke").read_text(encoding="utf-8")).text  # the counts of the whole table
+    _cut(table, where)
+    with pytest.raises(TableFileError, match="claims_04_calibration.csv: sha256 .* differs from"):
+        report.build_index("smoke")
+    assert report.main(["smoke"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(table) in err
+    advice = err.split("`")[-2]
+    assert advice == (f"rm -f {table} {rdir / '04_calibration.ipynb'} {rdir / '04_calibration.html'} && "
+                      "make nb-04_calibration PROFILE=smoke")
+
+
+def test_a_table_written_without_its_record_is_refused(tmp_root):
+    """A table whose sha256 was never recorded (an older version wrote it, or its writer died before the record):
+    the page is not built from it."""
+    export_study_tables(tmp_root)
+    write_executed_notebooks(tmp_root)
+    record = tmp_root / "reports" / "smoke" / "tables" / "claims_04_calibration.csv.sha256"
+    record.unlink()
+    with pytest.raises(TableFileError, match="no sha256 was recorded for it.*make nb-04_calibration PROFILE=smoke"):
+        report.build_index("smoke")
+
+
+def test_the_advice_for_a_damaged_table_runs_the_step_that_writes_it(make_root, monkeypatch):
+    """Run as a dry run in a tree where every step up to notebook 04 is made, each output newer than its inputs, the
+    command a damaged claims table names plans 04 and its page (``make nb-04_calibration`` alone plans nothing)."""
+    import os
+    import re
+    import shlex
+    import subprocess
+    import time
+
+    from calibrank.pipeline import grid
+    from calibrank.settings.config import load_config
+    from test_make_graph import _env, _make, _planned
+
+    root = make_root
+    monkeypatch.setenv("CALIBRANK_ROOT", str(root))
+    proc = _make(root, "-n", "nb-04_calibration", "PROFILE=smoke")
+    assert proc.returncode == 0, proc.stderr
+    command = proc.stdout.splitlines()[-1]
+    assert _planned(root, command)  # nothing made yet: the first dry run plans (and keys the code)
+    steps = grid.steps(load_config("smoke"))
+    stamp = time.time()
+    for step in steps[:[s.name for s in steps].index("04_calibration") + 1]:
+        for out in [*step.outputs, *([f"reports/smoke/{step.name}.html"] if step.notebook else [])]:
+            path = root / out
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if not path.exists():
+                path.write_text("{}")
+            stamp += 1
+            os.utime(path, (stamp, stamp))
+    st.export_tables("smoke", {"claims_04_calibration": pd.DataFrame({"a": [1, 2]})}, notebook="04_calibration")
+    assert _planned(root, command) == set()  # "Nothing to be done": a bare make nb-04_calibration does nothing
+    table = root / "reports" / "smoke" / "tables" / "claims_04_calibration.csv"
+    _cut(table, "row")
+    with pytest.raises(TableFileError) as err:
+        report._tables("smoke")
+    advice = re.search(r"`([^`]+)`\s*$", str(err.value)).group(1)
+    *before, last = advice.split(" && ")
+    for part in before:  # what comes before make runs as it is (removing the table, the notebook and its page)
+        assert subprocess.run(part, shell=True, cwd=root, env=_env(root), timeout=60).returncode == 0
+    assert shlex.split(last) == ["make", "nb-04_calibration", "PROFILE=smoke"]
+    proc = _make(root, "-n", *shlex.split(last)[1:])
+    assert proc.returncode == 0, proc.stderr
+    assert _planned(root, proc.stdout.splitlines()[-1]) == {"04_calibration", "html"}

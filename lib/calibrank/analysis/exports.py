@@ -1,7 +1,14 @@
-"""Files for readers and other tools: every table as CSV under ``reports/<profile>/tables/`` and TREC run files."""
+"""Files for readers and other tools: every table as CSV under ``reports/<profile>/tables/`` and TREC run files.
+
+A table's sha256 is recorded beside it when it is written (``<name>.csv.sha256``) and checked when
+it is read back (:func:`load_exported_tables`): a cut or edited table is an error naming the file,
+never a page built from what is left of it.
+"""
 
 from __future__ import annotations
 
+import io
+import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -10,13 +17,21 @@ import numpy as np
 import pandas as pd
 
 from ..predictions import Predictions
-from ..runs import atomic_path, report_dir, write_json
+from ..runs import DigestMismatch, atomic_path, atomic_recorded, check_recorded, report_dir, write_json
 from ..settings.schema import Config
 from ..table_checks import raise_problems, rows_expected
 from .load import Study
 
 REPORT_TABLES = ("table1_bert", "table2_ece_change")
 """Notebook 04's tables that :func:`.papers.paper_comparison` reads back from the CSV files."""
+
+
+class TableFileError(ValueError):
+    """An exported table that cannot be read back as it was written; the message names the file (``path``) and why."""
+
+    def __init__(self, message: str, path: str | Path):
+        super().__init__(message)
+        self.path = Path(path)
 
 
 # ------------------------------------------------------------------------------ files
@@ -37,7 +52,8 @@ def export_tables(profile: str | Config, tables: Mapping[str, pd.DataFrame], *, 
     """Write each table to ``reports/<profile>/tables/<name>.csv`` atomically; return the paths.
 
     A manifest ``tables/<notebook>.json`` (when ``notebook`` is given) lists which notebook wrote
-    which tables, for the report's links. Index levels are written as columns.
+    which tables, for the report's links and for the command that writes a table again. Each table's
+    sha256 is recorded beside it, last. Index levels are written as columns.
     """
     prof = profile.profile if isinstance(profile, Config) else str(profile)
     folder = tables_dir(prof)
@@ -52,7 +68,7 @@ def export_tables(profile: str | Config, tables: Mapping[str, pd.DataFrame], *, 
             frame = frame.copy()
             frame.columns = [" | ".join(str(p) for p in c if str(p)) for c in frame.columns]
         dest = folder / f"{_slug(name)}.csv"
-        with atomic_path(dest) as tmp:
+        with atomic_recorded(dest) as tmp:
             frame.to_csv(tmp, index=False)
         out[name] = dest
     if notebook:
@@ -72,10 +88,38 @@ def _check_exported(tables: Mapping[str, pd.DataFrame], written: Mapping[str, Pa
     raise_problems(problems)
 
 
+def read_exported_table(path: str | Path) -> pd.DataFrame:
+    """The table in ``path`` (written by :func:`export_tables`), read once: checked against the sha256 recorded
+    beside it, then parsed; :class:`TableFileError` names the file when it is not the one written or not a table."""
+    path = Path(path)
+    data = path.read_bytes()
+    try:
+        check_recorded(path, data)
+        return pd.read_csv(io.BytesIO(data))
+    except DigestMismatch as exc:
+        raise TableFileError(str(exc), path) from None
+    except ValueError as exc:  # pandas' ParserError and EmptyDataError, a byte that is not UTF-8
+        raise TableFileError(f"{path}: not a CSV table ({' '.join(str(exc).split())})", path) from None
+
+
 def load_exported_tables(profile: str) -> dict[str, pd.DataFrame]:
-    """Every CSV under ``reports/<profile>/tables/``, keyed by file stem."""
+    """Every CSV under ``reports/<profile>/tables/``, keyed by file stem (:func:`read_exported_table`)."""
     folder = report_dir(profile) / "tables"
-    return {p.stem: pd.read_csv(p) for p in sorted(folder.glob("*.csv"))} if folder.is_dir() else {}
+    return {p.stem: read_exported_table(p) for p in sorted(folder.glob("*.csv"))} if folder.is_dir() else {}
+
+
+def table_writer(path: str | Path) -> str | None:
+    """The notebook whose manifest (``tables/<notebook>.json``, :func:`export_tables`) lists the table ``path``;
+    None when none does."""
+    path = Path(path)
+    for manifest in sorted(path.parent.glob("*.json")):
+        try:
+            entry = json.loads(manifest.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(entry, dict) and path.name in entry.get("tables", []) and isinstance(entry.get("notebook"), str):
+            return entry["notebook"]
+    return None
 
 
 def _trec_lines(pred: Predictions, run: str) -> tuple[list[str], list[str]]:

@@ -2,7 +2,9 @@
 
 Built from what the run left on disk, never by running a model: the setup, whether the rankers
 rank at all, the verdict on each tested claim, the papers' numbers beside ours, notebook 08's
-findings, and every table and figure of the executed notebooks with links to their HTML and CSV.
+findings, and every table and figure of the executed notebooks with links to their HTML and CSV. A
+table that is not the one its notebook wrote (its sha256 differs from the record) stops the page
+with one line naming the file and the command that writes it again.
 This module collects and formats; ``templates/report.html.j2`` lays the page out and escapes
 every text it is given. Run as ``python -m calibrank.pipeline.report PROFILE``.
 """
@@ -13,6 +15,7 @@ import contextlib
 import datetime as dt
 import json
 import re
+import shlex
 import sys
 from collections.abc import Mapping
 from importlib import metadata
@@ -26,7 +29,7 @@ from markdown_it import MarkdownIt
 from markupsafe import Markup
 
 from ..analysis.efficiency import machine
-from ..analysis.exports import load_exported_tables
+from ..analysis.exports import TableFileError, load_exported_tables, table_writer
 from ..analysis.papers import paper_comparison
 from ..analysis.verdicts import Verdict, summary
 from ..data.baselines import SHORTCUT_MARGIN, ranking_check, ranking_warnings
@@ -300,15 +303,37 @@ def _findings(tables: Mapping[str, pd.DataFrame]) -> list[tuple[str, list[str]]]
 
 
 # ----------------------------------------------------------------------------- the page
+def _tables(profile: str) -> dict[str, pd.DataFrame]:
+    """The exported tables, each checked against the sha256 recorded when its notebook wrote it; a damaged one is a
+    :class:`~calibrank.analysis.exports.TableFileError` that names it and a command that writes it again.
+
+    ``make nb-STEP`` alone would find the step's notebook and page newer than their inputs and do nothing (its
+    tables are no outputs snakemake tracks): the command removes the table and the step's notebook and page."""
+    try:
+        return load_exported_tables(profile)
+    except TableFileError as exc:
+        path = exc.path
+        step = table_writer(path)
+        if step is None:
+            raise TableFileError(f"{exc}; no manifest under {path.parent} names the notebook that writes it: rerun "
+                                 f"that notebook (make nb-STEP PROFILE={profile})", path) from None
+        rdir = report_dir(profile)
+        files = " ".join(shlex.quote(str(p)) for p in (path, rdir / f"{step}.ipynb", rdir / f"{step}.html"))
+        raise TableFileError(f"{exc}; make it again with `rm -f {files} && make nb-{step} PROFILE={profile}`",
+                             path) from None
+
+
 def build_index(profile: str) -> Path:
-    """Write ``reports/<profile>/index.html`` from the executed notebooks and tables there; return its path."""
+    """Write ``reports/<profile>/index.html`` from the executed notebooks and tables there; return its path.
+
+    A table that is not the one its notebook wrote raises :class:`~calibrank.analysis.exports.TableFileError`."""
     cfg = load_config(profile)
     rdir = report_dir(cfg.profile)
     paths = sorted(rdir.glob("[0-9][0-9]_*.ipynb"))
     if not paths:
         raise FileNotFoundError(f"{rdir}: no executed notebooks; run `make report PROFILE={cfg.profile}`")
     steps = [_step(p, rdir) for p in paths]
-    tables = load_exported_tables(cfg.profile)
+    tables = _tables(cfg.profile)
     seeds = _seeds_found(cfg.profile)
     page = _TEMPLATES.get_template("report.html.j2").render(
         cfg=cfg, seeds=seeds, n_seeds=len(seeds) or len(cfg.rankers.seeds), sizes=_data_sizes(cfg.profile),
@@ -329,7 +354,11 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 1:
         print("usage: python -m calibrank.pipeline.report PROFILE", file=sys.stderr)
         return 2
-    print(build_index(args[0]))
+    try:
+        print(build_index(args[0]))
+    except TableFileError as exc:  # one line: the file, what is wrong, the command that writes it again
+        print(f"report: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 
