@@ -13,7 +13,6 @@ import pandas as pd
 import pytest
 
 from calibrank.assess import inputs
-from calibrank.assess import load as load_mod
 from calibrank.assess.inputs import Qrels
 from calibrank.assess.load import load
 from calibrank.assess.scored import AssessError, ScoreKind
@@ -414,7 +413,7 @@ def test_load_hands_a_checkpoint_to_the_scorer(monkeypatch):
         calls.append((path, queries, passes, kw))
         return read_table(CSV, kind="logit", relevant_at=kw["relevant_at"])
 
-    monkeypatch.setattr(load_mod, "score_checkpoint", fake)
+    monkeypatch.setattr("calibrank.assess.checkpoint.score_checkpoint", fake)
     inputs = load(checkpoint="model", queries="test.jsonl", valid_queries="valid.jsonl", passes=3, score="logit", relevant_at=2)
     assert calls == [("model", "test.jsonl", 3, {"relevant_at": 2}), ("model", "valid.jsonl", 3, {"relevant_at": 2})]
     assert inputs.test.relevant_at == 2 and inputs.test.kind is ScoreKind.logit

@@ -4,11 +4,13 @@ inputs an assessment needs.
 Maps, thresholds and abstention rules are fitted on one set of queries and judged on another:
 :func:`load` returns both (:class:`Inputs`: ``valid``, ``test``) with notes on how queries were
 split, judged or left out. Without a validation input, a permutation drawn from ``seed`` splits
-the queries in halves.
+the queries in halves. The checkpoint scorer (torch, transformers: the ``checkpoint`` extra) is
+imported only when a checkpoint is given, so reading a run needs neither.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -16,13 +18,15 @@ from typing import Any
 
 import numpy as np
 
-from .checkpoint import score_checkpoint
 from .inputs import Qrels, check_kind, check_relevant_at
 from .scored import AssessError, ScoredRun, plain
 from .tables import is_ranx, as_qrels, from_dataframe, from_ranx, is_frame, read_table
 from .trec import read_runs
 
-__all__ = ["Inputs", "load"]
+__all__ = ["Inputs", "load", "CHECKPOINT_EXTRA"]
+
+#: what scoring a checkpoint needs beyond the core (pyproject's ``checkpoint`` extra)
+CHECKPOINT_EXTRA = ("torch", "transformers", "safetensors")
 
 PathLike = str | os.PathLike
 Runs = PathLike | Sequence[PathLike]
@@ -92,6 +96,12 @@ def _scored(given: Any, qrels: Qrels | None, name: str, kind: Any, relevant_at: 
 
 
 def _from_checkpoint(path: PathLike, queries: PathLike, qrels: Qrels | None, passes: int, relevant_at: int) -> ScoredRun:
+    try:  # the scorer's module imports torch and transformers: loaded only for a checkpoint
+        score_checkpoint = importlib.import_module(".checkpoint", __package__).score_checkpoint
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] not in CHECKPOINT_EXTRA:
+            raise
+        raise AssessError("--checkpoint needs the optional dependencies: pip install 'calibrank[checkpoint]'") from None
     return score_checkpoint(path, queries, passes=passes, relevant_at=relevant_at,
                             **({"qrels": qrels.to_dict()} if qrels is not None else {}))
 

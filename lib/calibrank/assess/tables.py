@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -267,7 +268,6 @@ def read_table(path: str | os.PathLike, *, qrels: Qrels | str | os.PathLike | No
 
 def is_frame(obj: Any) -> bool:
     """``obj`` is a pandas DataFrame (pandas is imported only if the caller already did)."""
-    import sys
     pd = sys.modules.get("pandas")
     return pd is not None and isinstance(obj, pd.DataFrame)
 
