@@ -86,9 +86,10 @@ def write(cfg: Config, notebooks: Path) -> list[str]:
     """Compute every step's key and write the key files whose key changed, then the sources' stamp
     (:func:`calibrank.pipeline.schedule.code_sources`); the names whose key changed."""
     root, steps = project_root(), grid_steps(cfg)
+    sources = code_sources(cfg, notebooks)  # before reading them: a file edited meanwhile is read again next time
     keys = step_keys(cfg, steps, notebooks)
     changed = [name for name, key in keys.items() if _write(root / code_path(cfg.profile, name), key + "\n")]
-    _write(root / code_path(cfg.profile, INDEX).parent / ".sources", code_sources(cfg, notebooks))
+    _write(root / code_path(cfg.profile, INDEX).parent / ".sources", sources)
     return changed
 
 
@@ -96,7 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m calibrank.pipeline.codekeys PROFILE [--notebooks DIR]``: bring the profile's code keys up to date."""
     p = argparse.ArgumentParser(prog="python -m calibrank.pipeline.codekeys", description=__doc__.split("\n\n")[0])
     p.add_argument("profile", help="params/<profile>.yaml")
-    p.add_argument("--notebooks", type=Path, help="the folder of the notebooks (default: notebooks/ of the project root)")
+    p.add_argument("--notebooks", type=Path,
+                   help="the folder of the notebooks (default: notebooks/ of the project root)")
     a = p.parse_args(argv)
     try:
         cfg = load_config(a.profile)

@@ -4,8 +4,9 @@ A step takes its wall time in the last run. Without one, its work (:func:`calibr
 trained and scored, texts encoded) goes over the rates the study records about itself under ``runs/<profile>/``
 (``train.json``, each Predictions' sidecar) or, before any is recorded, rates measured with the real loop
 (:func:`measure`, :func:`measure_encoding`), plus a fixed cost: a kernel's start under papermill, an interpreter's
-for a training job. Steps whose outputs are newer than their inputs and their code keys (:func:`plan`) count zero. Not counted: the analyses' own work
-(bootstrap resamples, the Gibbs sampler), so a first run's analysis notebooks are estimated at their start alone.
+for a training job. Steps whose outputs are newer than their inputs and their code keys, after no pending step
+(:func:`plan`), count zero. Not counted: the analyses' own work (bootstrap resamples, the Gibbs sampler), so a first
+run's analysis notebooks are estimated at their start alone.
 """
 
 import argparse
@@ -154,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         print(run(a.profile, jobs=a.jobs, cores=a.cores, started=time.time() if a.started is None else a.started),
               flush=True)
-    except (ConfigError, OSError, ValueError) as exc:
+    except (ConfigError, OSError, ValueError, subprocess.CalledProcessError) as exc:
         print(f"estimate: unavailable ({exc})", file=sys.stderr)
         return 1
     return 0
