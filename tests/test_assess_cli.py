@@ -219,3 +219,21 @@ def test_make_assess_calls_the_command_and_refuses_a_quote():
     bad = subprocess.run(["make", "-n", "-C", str(REPO), "assess", "RUN=x'; touch y; '", "QRELS=q"],
                          capture_output=True, text=True, check=False)
     assert bad.returncode != 0 and "RUN: a value holding a single quote is refused" in bad.stderr
+
+
+def test_notebook_09_calls_the_same_functions_as_the_command(files, tmp_path):
+    papermill = pytest.importorskip("papermill")
+    out = tmp_path / "09.ipynb"
+    papermill.execute_notebook(str(REPO / "notebooks" / "09_assess.ipynb"), str(out), progress_bar=False,
+                               parameters={"run": [str(files["run"])], "qrels": str(files["qrels"]),
+                                           "valid_run": [str(files["valid_run"])],
+                                           "valid_qrels": str(files["valid_qrels"]), "n_resamples": 50},
+                               kernel_name="python3", cwd=str(tmp_path))
+    assert cli.main(_args(files, tmp_path / "report")) == 0
+    import nbformat
+
+    nb = nbformat.read(out, as_version=4)
+    printed = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    findings = pd.read_csv(tmp_path / "report" / "tables" / "findings.csv")
+    for sentence in findings["finding"]:
+        assert sentence in printed
