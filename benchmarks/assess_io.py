@@ -123,13 +123,16 @@ def _use_inputs_at(rev: str) -> None:
     spec.loader.exec_module(old)
     from calibrank.assess import inputs, trec
 
+    def numpy_docids(docid):  # the older assembly took docids as numpy strings, converted by the reader
+        return inputs.to_str_array(docid) if isinstance(docid, (pa.Array, pa.ChunkedArray)) else docid
+
     def assemble(samples, qrels, **kw):
-        for rows in samples:  # the older assembly took docids as numpy strings, converted by the reader
-            if isinstance(rows.docid, (pa.Array, pa.ChunkedArray)):
-                rows.docid = inputs.to_str_array(rows.docid)
+        for rows in samples:
+            rows.docid = numpy_docids(rows.docid)
         return old.assemble(samples, qrels, **kw)
 
-    trec.assemble, trec.first_duplicate = assemble, old.first_duplicate
+    trec.assemble = assemble
+    trec.first_duplicate = lambda qcode, docid: old.first_duplicate(qcode, numpy_docids(docid))
 
 
 def _child(job: str, run: str, qrels: str) -> dict[str, Any]:

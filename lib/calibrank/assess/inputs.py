@@ -101,9 +101,15 @@ def two_places(first: str, second: str) -> str:
 
 
 def _strings(docid: pa.Array | pa.ChunkedArray | np.ndarray) -> pa.Array | pa.ChunkedArray:
-    """Docids as arrow ``large_string`` (one type on both sides of every join, whichever reader made them)."""
+    """Docids as arrow ``string``, one type on both sides of every join whichever reader made them (pandas hands
+    over ``large_string``, which arrow's group-by hashes some ten times slower)."""
     arr = docid if isinstance(docid, (pa.Array, pa.ChunkedArray)) else pa.array(np.asarray(docid).astype(str))
-    return arr if arr.type == pa.large_string() else pc.cast(arr, pa.large_string())
+    if arr.type == pa.string():
+        return arr
+    try:
+        return pc.cast(arr, pa.string())
+    except pa.ArrowInvalid:  # over 2 GiB of docids: string's 32-bit offsets cannot hold them
+        return pc.cast(arr, pa.large_string())
 
 
 def _pairs(qcode: np.ndarray, docid: pa.Array | pa.ChunkedArray | np.ndarray, row: str) -> pa.Table:

@@ -84,10 +84,12 @@ class ScoredRun:
                 raise AssessError(f"{self.source}: {name} must have shape {mask.shape}, got {np.shape(getattr(self, name))}")
         if np.shape(self.n_relevant) != (q,):
             raise AssessError(f"{self.source}: n_relevant must have shape ({q},), got {np.shape(self.n_relevant)}")
-        if not np.isfinite(scores[:, mask]).all():
+        full = bool(mask.all())  # no padding: the checks and copies below skip the masking
+        given = scores if full else scores[:, mask]
+        if not np.isfinite(given).all():
             raise AssessError(f"{self.source}: scores must be finite")
-        if kind is ScoreKind.probability and ((scores[:, mask] < 0) | (scores[:, mask] > 1)).any():
-            bad = scores[:, mask][(scores[:, mask] < 0) | (scores[:, mask] > 1)]
+        if kind is ScoreKind.probability and ((given < 0) | (given > 1)).any():
+            bad = given[(given < 0) | (given > 1)]
             raise AssessError(f"{self.source}: {bad.size} scores lie outside [0, 1] (first: {float(bad[0])!r}), which "
                               "score kind 'probability' expects; use score kind 'logit' (sigmoid of the score) or 'score' "
                               "(any scale)")
@@ -112,9 +114,12 @@ class ScoredRun:
         object.__setattr__(self, "kind", kind)
         object.__setattr__(self, "qids", qids)
         object.__setattr__(self, "mask", mask)
-        object.__setattr__(self, "scores", np.where(mask[None], scores, 0.0))
-        object.__setattr__(self, "docids", np.where(mask, np.asarray(self.docids).astype(str), ""))
-        object.__setattr__(self, "relevance", np.where(mask, np.asarray(self.relevance, dtype=np.int64), 0))
+        docids = np.asarray(self.docids)
+        docids = docids if docids.dtype.kind == "U" else docids.astype(str)
+        relevance = np.asarray(self.relevance, dtype=np.int64)
+        object.__setattr__(self, "scores", scores.copy() if full else np.where(mask[None], scores, 0.0))
+        object.__setattr__(self, "docids", docids.copy() if full else np.where(mask, docids, ""))
+        object.__setattr__(self, "relevance", relevance.copy() if full else np.where(mask, relevance, 0))
         object.__setattr__(self, "judged", np.asarray(self.judged, dtype=bool) & mask)
         object.__setattr__(self, "n_relevant", np.asarray(self.n_relevant, dtype=np.int64))
 

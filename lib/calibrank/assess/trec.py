@@ -99,7 +99,7 @@ def _first_bad_line(path: Path, data: bytes, columns: Sequence[str], numeric: di
 def _read_whitespace_table(path: Path, what: str, columns: Sequence[str], types: dict[str, pa.DataType],
                            numeric: dict[str, type]) -> pa.Table:
     data = _read_bytes(path, what)
-    if not data.strip():
+    if not data or data.isspace():
         raise AssessError(f"{path}: the file is empty; expected lines '{' '.join(columns)}'")
     fast = data.translate(_BLANKS) if any(c in data for c in (b"\t", b"\r", b"\v", b"\f")) else data
     table = _parse(fast, columns, types)
