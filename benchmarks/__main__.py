@@ -24,6 +24,9 @@ Sections (each can be left out with ``--skip``):
   profile against ``bert`` on the same queries, round robin.
 - ``inference_flops`` (:func:`benchmarks.inference.bench_inference_flops`): the scoring
   loop's GFLOP/s per precision on the same queries, and its fraction of the peak.
+- ``scoring_paths`` (``--skip scoring``; :func:`benchmarks.inference.bench_scoring_paths`): with no joint
+  layer, the pair path against encode-once for ``bert``, ``mc_dropout`` and ``ensemble`` on the tiny
+  random BERT and MiniLM, side by side on the same in-domain test queries of every evaluation sampler.
 - ``peak_memory`` (:mod:`benchmarks.memory`): peak resident memory of a training run and of
   PG-DRR's Gibbs sampler, each in a fresh subprocess beside its imports-only baseline.
 - ``assess_engine`` (``--skip assess``; :mod:`benchmarks.assess_engine`): wall time, CPU time and
@@ -60,11 +63,12 @@ from .retrieval import SECTION_BM25, SECTION_EMBEDDING, bench_bm25, bench_embedd
 
 __all__ = ["SECTIONS", "main"]
 
-SECTIONS = ("bm25", "embedding", "peak", "training", "inference", "inference_flops", "memory", "clock", "assess_io", "assess")
+SECTIONS = ("bm25", "embedding", "peak", "training", "inference", "inference_flops", "scoring", "memory", "clock", "assess_io",
+            "assess")
 
 # --quick: the value of every option still at its default (sized for a few minutes on 2 cores)
 QUICK = {"n_responses": 5_000, "n_queries": 20, "n_embed": 1_000, "train_steps": 6,
-         "train_warmup": 2, "inference_queries": 8, "inference_repeats": 2, "short_train_queries": 8,
+         "train_warmup": 2, "inference_queries": 8, "inference_repeats": 2, "short_train_queries": 8, "scoring_queries": 4,
          "memory_train_steps": 3, "gibbs_sizes": [256], "gibbs_steps": 5, "assess_queries": 700, "assess_depth": 100}
 
 
@@ -103,6 +107,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="comma-separated rankers of the inference section (default: the profile's; bert is always added)")
     g.add_argument("--inference-queries", type=int, default=50, help="test queries timed per ranker")
     g.add_argument("--inference-repeats", type=int, default=3, help="round-robin repeats (median)")
+    g.add_argument("--scoring-queries", type=int, default=40,
+                   help="test queries per evaluation sampler of the scoring_paths section (pair path against encode-once)")
     g.add_argument("--short-train-queries", type=int, default=32,
                    help="training queries of the short training of rankers not in the model cache")
     g.add_argument("--no-model-cache", action="store_true", help="always build rankers by the short training")
@@ -125,7 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if bad or not args.precisions:
         parser.error(f"--precisions must be a comma-separated subset of fp32,bf16, got {args.precisions}")
     for name in ("n_responses", "n_queries", "n_embed", "k", "train_steps", "train_warmup", "train_rounds", "inference_queries",
-                 "inference_repeats", "short_train_queries", "memory_train_steps", "peak_n", "peak_repeats", "assess_queries", "assess_depth",
+                 "inference_repeats", "scoring_queries", "short_train_queries", "memory_train_steps", "peak_n", "peak_repeats", "assess_queries", "assess_depth",
                  "assess_repeats"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be a positive integer, got {getattr(args, name)}")
@@ -147,6 +153,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         _rankers(args, out, machine, peak)
         if "peak" not in args.skip and not {"training", "inference_flops"} <= set(args.skip):
             _peak_again(args, out)
+    if "scoring" not in args.skip:
+        _scoring(args, out, machine)
     if "clock" not in args.skip:
         _clock(args, out, machine)
     if "assess_io" not in args.skip:
@@ -155,6 +163,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         _assess(args, out, machine)
     log(f"wrote {Path(out) / 'bench.json'}, bench.md and bench.html")
     return 0
+
+
+def _scoring(args: argparse.Namespace, out: Path, machine: dict[str, Any]) -> None:
+    """Pair path against encode-once (no joint layer) for bert, MC Dropout and the ensemble (the first of ``--precisions``)."""
+    from calibrank.settings.config import load_config
+
+    from .inference import SECTION_PATHS, bench_scoring_paths
+
+    res = bench_scoring_paths(load_config(args.profile), n_queries=args.scoring_queries, repeats=args.inference_repeats,
+                              precision=args.precisions[0], device=_device(args), seed=args.seed)
+    write_results(out, {SECTION_PATHS: {**res, "machine": machine}})
 
 
 def _clock(args: argparse.Namespace, out: Path, machine: dict[str, Any]) -> None:

