@@ -120,6 +120,8 @@ def test_frames_that_cannot_be_read_say_why():
         load(run=_run_frame())
     with pytest.raises(AssessError, match=r"^run: several DataFrames or ranx Runs; expected one"):
         load(run=[_run_frame(), _run_frame()], qrels=QRELS)
+    with pytest.raises(AssessError, match=r"^run: expected a file, a list of files, a DataFrame or a ranx Run, got int$"):
+        load(run=3, qrels=QRELS)
     with pytest.raises(AssessError, match=r"^qrels: expected a qrels file, a DataFrame"):
         load(run=RUN, qrels=3)
     with pytest.raises(AssessError, match=r"^qrels\['q1'\]\['d1'\]: grade 'yes'; expected an integer grade"):

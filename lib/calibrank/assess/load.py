@@ -88,6 +88,8 @@ def _scored(given: Any, qrels: Qrels | None, name: str, kind: Any, relevant_at: 
         return from_dataframe(given, qrels=qrels, kind=kind, relevant_at=relevant_at, name=name)
     if is_ranx(given, "Run"):
         return from_ranx(given, qrels=qrels, kind=kind, relevant_at=relevant_at, name=name)
+    if not isinstance(given, (str, os.PathLike, Sequence)):
+        raise AssessError(f"{name}: expected a file, a list of files, a DataFrame or a ranx Run, got {type(given).__name__}")
     if not isinstance(given, (str, os.PathLike)) and any(is_frame(g) or is_ranx(g, "Run") for g in given):
         raise AssessError(f"{name}: several DataFrames or ranx Runs; expected one, with a 'sample' column for samples")
     if table:
