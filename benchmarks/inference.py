@@ -321,14 +321,37 @@ def _tokens(sets: list[list], tokenizer, max_length: int, max_response_length: i
     return out
 
 
+def _jobs(models: list, pairs, qpairs, keys: list[str], *, batch_size: int, precision: str, passes: int, seed: int,
+          width: int) -> dict[str, tuple]:
+    """``ranker -> (pair path, encode-once)`` scorers of bert (member 0), mc_dropout (member 0, T passes) and ensemble."""
+    from calibrank.model import encode_once
+    from calibrank.model.rankers.mc_dropout import score_pairs_per_query, score_sides_per_query
+    from calibrank.model.training import score_pairs
+
+    kw = dict(batch_size=batch_size, precision=precision)
+    mc = dict(passes=passes, seed=seed, max_length=width, **kw)
+    first = models[0].model
+    return {
+        "bert": (lambda: score_pairs(first, pairs, **kw), lambda: encode_once.logits_once(first, pairs, **kw)),
+        "mc_dropout": (lambda: score_pairs_per_query(first, qpairs, keys, **mc),
+                       lambda: score_sides_per_query(first, qpairs, keys, **mc)),
+        "ensemble": (lambda: np.concatenate([score_pairs(m.model, pairs, **kw) for m in models]),
+                     lambda: np.concatenate([encode_once.logits_once(m.model, pairs, **kw) for m in models])),
+    }
+
+
 def _paths(name: str, models: list, sets: list[list], *, max_length: int, max_response_length: int | None, context_style,
            batch_size: int, precision: str, passes: int, repeats: int, seed: int, device) -> dict[str, Any]:
-    """Pair path against encode-once for bert, mc_dropout and ensemble on one backbone: seconds, tokens, parity."""
+    """Pair path against encode-once for bert, mc_dropout and ensemble on one backbone: seconds, tokens, parity.
+
+    On a CPU the process CPU time counts (less disturbed by other processes on a shared machine), on a GPU the
+    wall time after a synchronisation; both are recorded.
+    """
     import torch
-    from calibrank.model import encode_once
     from calibrank.model.rankers.base import distinct_pairs
-    from calibrank.model.rankers.mc_dropout import score_pairs_per_query, score_sides_per_query
-    from calibrank.model.training import encode_pairs, score_pairs
+    from calibrank.model.training import encode_pairs
+
+    from .training import _take_pairs
 
     tok = models[0].tok
     union, index = distinct_pairs(sets)
@@ -336,36 +359,33 @@ def _paths(name: str, models: list, sets: list[list], *, max_length: int, max_re
     qunion, qindex = distinct_pairs(sets, by_query=True)
     qpairs = encode_pairs(tok, qunion, max_length=max_length, max_response_length=max_response_length, context_style=context_style)
     keys = [q.qid for q in qunion]
-    width = max_length + 1
-    kw = dict(batch_size=batch_size, precision=precision)
-    jobs = {
-        "bert": (lambda: score_pairs(models[0].model, pairs, **kw),
-                 lambda: encode_once.logits_once(models[0].model, pairs, **kw), index),
-        "mc_dropout": (lambda: score_pairs_per_query(models[0].model, qpairs, keys, passes=passes, seed=seed, max_length=width, **kw),
-                       lambda: score_sides_per_query(models[0].model, qpairs, keys, passes=passes, seed=seed, max_length=width, **kw),
-                       qindex),
-        "ensemble": (lambda: np.concatenate([score_pairs(m.model, pairs, **kw) for m in models]),
-                     lambda: np.concatenate([encode_once.logits_once(m.model, pairs, **kw) for m in models]), index),
-    }
-    for pair, once, _ in jobs.values():  # untimed: lazy initialisation, thread pools, kernel selection
+    kw = dict(batch_size=batch_size, precision=precision, passes=passes, seed=seed, width=max_length + 1)
+    jobs = _jobs(models, pairs, qpairs, keys, **kw)
+    n = min(len(pairs), 16)  # untimed: lazy initialisation, thread pools, kernel selection
+    for pair, once in _jobs(models, _take_pairs(pairs, n), _take_pairs(qpairs, n), keys[:n], **kw).values():
         pair(), once()
-    times: dict[str, dict[str, list[float]]] = {r: {"pair": [], "once": []} for r in jobs}
+    cpu_clock = device.type == "cpu"
+    times: dict[str, dict[str, list]] = {r: {"pair": [], "once": []} for r in jobs}
     logits: dict[str, dict[str, np.ndarray]] = {r: {} for r in jobs}
     for r in range(repeats):
-        for ranker, (pair, once, _) in jobs.items():
+        for ranker, (pair, once) in jobs.items():
             for path, fn in ((("pair", pair), ("once", once)) if r % 2 == 0 else (("once", once), ("pair", pair))):
-                t0 = time.perf_counter()
+                w0, c0 = time.perf_counter(), time.process_time()
                 logits[ranker][path] = fn()
                 if device.type == "cuda":
                     torch.cuda.synchronize(device)
-                times[ranker][path].append(time.perf_counter() - t0)
-    out: dict[str, Any] = {**_tokens(sets, tok, max_length, max_response_length, context_style), "pairs_keyed_by_query": len(qpairs)}
-    for ranker, (_, _, ix) in jobs.items():
+                times[ranker][path].append((time.perf_counter() - w0, time.process_time() - c0))
+    out: dict[str, Any] = {**_tokens(sets, tok, max_length, max_response_length, context_style), "pairs_keyed_by_query": len(qpairs),
+                           "clock": "process CPU" if cpu_clock else "wall"}
+    for ranker in jobs:
         a, b = logits[ranker]["pair"], logits[ranker]["once"]
+        ix = qindex if ranker == "mc_dropout" else index
         same = all(np.array_equal(np.argsort(-a[:, i], -1, kind="stable"), np.argsort(-b[:, i], -1, kind="stable")) for i in ix)
-        pair_s, once_s = float(np.median(times[ranker]["pair"])), float(np.median(times[ranker]["once"]))
+        pick = 1 if cpu_clock else 0
+        pair_s = float(np.median([t[pick] for t in times[ranker]["pair"]]))
+        once_s = float(np.median([t[pick] for t in times[ranker]["once"]]))
         out[ranker] = {"pair_s": pair_s, "encode_once_s": once_s, "speedup": ratio(pair_s, once_s),
-                       "pair_s_rounds": times[ranker]["pair"], "encode_once_s_rounds": times[ranker]["once"],
+                       "pair_wall_cpu_s_rounds": times[ranker]["pair"], "encode_once_wall_cpu_s_rounds": times[ranker]["once"],
                        "max_abs_logit_diff": float(np.abs(a - b).max()), "same_orderings": bool(same)}
     log(f"scoring_paths {name}: " + ", ".join(f"{r} x{out[r]['speedup']:.2f}" for r in jobs))
     return out
@@ -433,6 +453,7 @@ def bench_scoring_paths(cfg: Config, *, n_queries: int = 100, repeats: int = 3, 
         out["whole_sets"] = _tokens(list(query_sets.values()), models_tokenizer, s.max_length, s.max_response_length,
                                     cfg.data.context_style)
     out["load_after"] = list(os.getloadavg())
-    out["note"] = ("median wall seconds of interleaved repeats (the order of the two paths alternates); untrained models; "
-                   "tokenisation outside the timing; load_before / load_after: the machine's load average (shared machines)")
+    out["note"] = ("median seconds (process CPU time on a CPU, wall time on a GPU) of interleaved repeats, the order of the "
+                   "two paths alternating; untrained models; tokenisation outside the timing; whole_sets: the pairs and tokens "
+                   "of all the test queries of those samplers; load_before / load_after: the machine's load average")
     return out

@@ -92,17 +92,29 @@ def split_sides(pairs: Pairs, key_index: np.ndarray | None = None) -> Sides:
                  np.asarray(resp_key, dtype=np.int64), np.asarray(resp_side_offset, dtype=np.int64))
 
 
-def _side_batches(lengths: np.ndarray, batch_size: int, group: np.ndarray | None = None) -> list[np.ndarray]:
-    """Batches of sides, longest first (as :func:`calibrank.model.training.length_batches` in inference);
-    with ``group``, sides of one group together (few per-query masks per batch)."""
+def _side_batches(lengths: np.ndarray, tokens: int, group: np.ndarray | None = None) -> list[np.ndarray]:
+    """Batches of sides of at most ``tokens`` padded positions (one side at least), longest first (as
+    :func:`calibrank.model.training.length_batches` in inference); with ``group``, sides of one group
+    together (few per-query masks per batch). A budget in tokens rather than sequences keeps the
+    matrix products of short sides (responses) as large as those of whole pairs."""
     order = np.argsort(-lengths, kind="stable") if group is None else np.lexsort((-lengths, group))
-    return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+    batches, start, width = [], 0, 0
+    for i, j in enumerate(order):
+        width = max(width, int(lengths[j]))
+        if i > start and (i - start + 1) * width > tokens:
+            batches.append(order[start:i])
+            start, width = i, int(lengths[j])
+    batches.append(order[start:])
+    return batches
 
 
 def encode_sides(encoder: nn.Module, sides: Sequence[Sequence[int]], *, batch_size: int, bf16: bool,
-                 device: torch.device, group: np.ndarray | None = None,
+                 device: torch.device, group: np.ndarray | None = None, width: int | None = None,
                  before: Callable[[np.ndarray], None] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """``(sums [n, d] float32, counts [n])``: each side's last hidden states summed over its positions.
+
+    Batches hold up to ``batch_size`` pairs' worth of tokens (``batch_size x width``; ``width``: the
+    widest pair, default the longest side).
 
     Each side is run alone through BERT's layers as :func:`calibrank.model.backbone.encode` runs it
     below the joint layers (segment 0 embeddings, positions from 0, attending to its own tokens only).
@@ -114,10 +126,11 @@ def encode_sides(encoder: nn.Module, sides: Sequence[Sequence[int]], *, batch_si
     sums: torch.Tensor | None = None
     counts = torch.as_tensor(lengths, dtype=torch.float32, device=device)
     layers = encoder.encoder.layer
-    for index in _side_batches(lengths, batch_size, group):
-        width = int(lengths[index].max())
-        ids = torch.zeros((len(index), width), dtype=torch.long)
-        mask = torch.zeros((len(index), width), dtype=torch.long)
+    budget = batch_size * (width or int(lengths.max()))
+    for index in _side_batches(lengths, budget, group):
+        w = int(lengths[index].max())
+        ids = torch.zeros((len(index), w), dtype=torch.long)
+        mask = torch.zeros((len(index), w), dtype=torch.long)
         for row, i in enumerate(index):
             ids[row, :lengths[i]] = torch.as_tensor(sides[i])
             mask[row, :lengths[i]] = 1
@@ -178,8 +191,9 @@ def features_once(model: nn.Module, pairs: Pairs, *, batch_size: int, precision,
     bf16 = use_bf16(precision, device)
     model.eval()
     sides = split_sides(pairs)
-    ctx = encode_sides(model.encoder, sides.ctx, batch_size=batch_size, bf16=bf16, device=device)
-    resp = encode_sides(model.encoder, sides.resp, batch_size=batch_size, bf16=bf16, device=device)
+    width = int(pairs.lengths.max()) + 1  # the pair path's widest row (the response's own [CLS])
+    ctx = encode_sides(model.encoder, sides.ctx, batch_size=batch_size, bf16=bf16, device=device, width=width)
+    resp = encode_sides(model.encoder, sides.resp, batch_size=batch_size, bf16=bf16, device=device, width=width)
     parts = []
     for start in range(0, len(pairs), chunk):
         pooled = pair_features(model, sides, ctx, resp, slice(start, start + chunk))

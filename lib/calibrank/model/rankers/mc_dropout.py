@@ -224,6 +224,7 @@ def score_sides_per_query(model: nn.Module, pairs: Pairs, keys: Sequence[str], *
     masks = _OffsetMasks(model, max_length=max_length, seed=seed)
     uniq, key_index = np.unique(np.asarray(keys, dtype=object).astype(str), return_inverse=True)
     sides = encode_once.split_sides(pairs, key_index)
+    width = int(pairs.lengths.max()) + 1  # the pair path's widest row
 
     def setter(side_keys: np.ndarray, offsets: np.ndarray | None):
         def before(index: np.ndarray) -> None:
@@ -240,9 +241,10 @@ def score_sides_per_query(model: nn.Module, pairs: Pairs, keys: Sequence[str], *
             # Contexts by length (as the pair path's batches: little padding); responses, short, by query, so
             # that a batch draws the masks of few queries.
             ctx = encode_once.encode_sides(model.encoder, sides.ctx, batch_size=batch_size, bf16=bf16, device=device,
-                                           before=setter(sides.ctx_key, None))
+                                           width=width, before=setter(sides.ctx_key, None))
             resp = encode_once.encode_sides(model.encoder, sides.resp, batch_size=batch_size, bf16=bf16, device=device,
-                                            group=sides.resp_key, before=setter(sides.resp_key, sides.resp_side_offset))
+                                            width=width, group=sides.resp_key,
+                                            before=setter(sides.resp_key, sides.resp_side_offset))
             for start in range(0, len(order), batch_size):
                 index = order[start:start + batch_size]
                 setter(key_index, None)(index)
