@@ -35,6 +35,8 @@ Sections (each can be left out with ``--skip``):
 - ``clock_under_load`` (``--skip clock``; :mod:`benchmarks.clock`): a 3:1 pair of workloads timed on
   process CPU time and on wall time, alone and with processes spinning beside them (the clock
   that decides notebook 07's cost claims, checked under load).
+- ``core_install`` (``--skip core``; :mod:`benchmarks.core`): the core install in a fresh venv: its
+  packages and size, no package of the study's stack, and ``import calibrank`` / ``import calibrank.cli`` time.
 - ``assess_io`` (:mod:`benchmarks.assess_io`): reading a synthetic 7 M-line TREC run with
   qrels against ir_measures' reader (lines/s, peak memory), and ranx's R@1 / MRR / nDCG@10 on it.
 
@@ -64,7 +66,7 @@ from .retrieval import SECTION_BM25, SECTION_EMBEDDING, bench_bm25, bench_embedd
 __all__ = ["SECTIONS", "main"]
 
 SECTIONS = ("bm25", "embedding", "peak", "training", "inference", "inference_flops", "scoring", "memory", "clock", "assess_io",
-            "assess")
+            "assess", "core")
 
 # --quick: the value of every option still at its default (sized for a few minutes on 2 cores)
 QUICK = {"n_responses": 5_000, "n_queries": 20, "n_embed": 1_000, "train_steps": 6,
@@ -161,6 +163,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         _assess_io(args, out, machine)
     if "assess" not in args.skip:
         _assess(args, out, machine)
+    if "core" not in args.skip:
+        _core(out, machine)
     log(f"wrote {Path(out) / 'bench.json'}, bench.md and bench.html")
     return 0
 
@@ -194,6 +198,16 @@ def _assess(args: argparse.Namespace, out: Path, machine: dict[str, Any]) -> Non
     write_results(out, {SECTION: {**res, "machine": machine}})
     log(f"assessed {res['pairs']} pairs in {res['seconds']:.1f} s ({res['cpu_seconds']:.1f} s CPU), "
         f"peak {res['peak_gb']:.2f} GB")
+
+
+def _core(out: Path, machine: dict[str, Any]) -> None:
+    from .core import SECTION, bench_core
+
+    log("core install: pip install of the checkout alone into a fresh venv")
+    res = bench_core(runs.project_root())
+    write_results(out, {SECTION: {**res, "machine": machine}})
+    log(f"core: {res['packages']} packages, {res['site_packages_mb']:.0f} MB, import calibrank "
+        f"{res['import_calibrank_s']:.2f} s, import calibrank.cli {res['import_cli_s']:.2f} s")
 
 
 def _device(args: argparse.Namespace):

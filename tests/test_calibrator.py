@@ -14,7 +14,8 @@ from calibrank import Calibrator
 from calibrank.analysis.practice.recalibrate import fit_recalibrator
 from calibrank.assess.calibrator import CalibratorError
 from calibrank.assess.fit import fit_calibrator
-from calibrank.assess.maps import MapError, ScoreMap, fit_map
+from calibrank.assess.fit import fit_map
+from calibrank.assess.maps import MapError, ScoreMap
 from calibrank.assess.scored import ScoredRun
 
 

@@ -13,6 +13,10 @@ import warnings
 from collections.abc import Sequence
 
 from . import __version__
+from .assess.calibrator import CalibratorError
+from .assess.command import report
+from .assess.options import OptionError, Options, cli_name
+from .assess.scored import AssessError
 
 __all__ = ["main"]
 
@@ -78,8 +82,6 @@ def _assess_parser(sub) -> None:
 
 
 def _options(args: argparse.Namespace, parser: argparse.ArgumentParser):
-    from .assess.options import Options
-
     files = list(args.files)
     if files and (args.table or args.checkpoint):
         parser.error(f"RUN QRELS: give run files or --table or --checkpoint, not both (got {' '.join(files)})")
@@ -97,11 +99,6 @@ def _options(args: argparse.Namespace, parser: argparse.ArgumentParser):
 
 
 def _assess(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from .assess.calibrator import CalibratorError
-    from .assess.command import report
-    from .assess.options import OptionError, cli_name
-    from .assess.scored import AssessError
-
     try:
         options = _options(args, parser)
     except OptionError as exc:

@@ -21,8 +21,8 @@ import pandas as pd
 from ..metrics.calibration import reliability_curve
 from ..metrics.resample import features, intervals
 from ..predictions import Predictions
-from .fit import MAX_FIT_PAIRS, _fit_pairs, raw_scores
-from .maps import ScoreMap, fit_map, maps_for
+from .fit import MAX_FIT_PAIRS, _fit_pairs, fit_map, raw_scores
+from .maps import ScoreMap, maps_for
 from .scored import ScoredRun, ScoreKind
 from .selfcheck import checked
 

@@ -1,6 +1,6 @@
 """What a practitioner deploys: a ranker's raw score as a probability, a certified cutoff, when to abstain.
 
-A :class:`Calibrator` is fitted on validation queries only (:meth:`Calibrator.fit`) and holds
+A :class:`Calibrator` is fitted on validation queries only (:func:`calibrank.assess.fit.fit_calibrator`) and holds
 numbers, not code: the map from the raw score to a probability (:class:`~calibrank.assess.maps.ScoreMap`),
 the cutoff in raw-score units certified by Learn-then-Test (:mod:`calibrank.assess.certify`) with
 its guarantee, the abstain rule (a list confidence and its cut), the split-conformal quantile
@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy.special import expit
 
 from .maps import MapError, ScoreMap
 
@@ -190,19 +191,6 @@ class Calibrator:
         if not self.map.increasing and self.cutoff.raw is not None:
             raise CalibratorError("cutoff.raw: a raw cutoff needs a map that orders candidates as their scores do")
 
-    # ------------------------------------------------------------------ fitting
-    @classmethod
-    def fit(cls, valid, **options: Any) -> "Calibrator":
-        """Fit on validation input: a :class:`~calibrank.assess.scored.ScoredRun`, or the keywords of
-        :func:`calibrank.assess.load.load` for one input (``run=``, ``qrels=``; ``table=``; a DataFrame).
-
-        Options are those of :func:`calibrank.assess.fit.fit_calibrator` (``precision=``,
-        ``recall=``, ``confidence=``, ``coverage=``, ``risk=``, ``method=``, ``alpha=``).
-        """
-        from .fit import fit_calibrator
-
-        return fit_calibrator(valid, **options)
-
     # ------------------------------------------------------------------ applying
     def predict_proba(self, scores: Any) -> np.ndarray:
         """The probability of relevance of each raw score (any shape).
@@ -246,8 +234,6 @@ class Calibrator:
                 k = len(rule.list_coef)
                 feats = np.zeros((top.shape[0], k))
                 feats[:, : min(k, top.shape[1])] = top[:, :k]
-                from scipy.special import expit
-
                 out = expit(feats @ np.asarray(rule.list_coef) + rule.list_intercept)
         return out[0] if one else out
 

@@ -17,8 +17,10 @@ cutoff's p-value is the larger of two tests, and a cutoff is certified only when
   ``E[hits] / E[kept]`` reaches the target; valid as the number of queries grows, whatever the
   dependence inside a query.
 
-Precision's sequence starts at the strictest cutoff that keeps enough validation candidates for
-an error-free count to certify (a rule that reads no label). What the guarantee means, and the
+Precision's sequences start at the strictest cutoffs that keep enough validation candidates for an
+error-free count to certify, and at a few looser ones (a rule that reads no label), each tested at
+an equal share of ``1 - confidence`` (Bonferroni), so a few wrong candidates at the very top of the
+scores do not stop every test. What the guarantee means, and the
 coverage measured on synthetic data: docs/decisions.md, "Certified thresholds".
 """
 
@@ -35,6 +37,8 @@ __all__ = ["Certificate", "Metric", "certify", "cutoff_grid", "kept_by_cutoff", 
 
 MAX_CUTOFFS = 200
 """Cutoffs tested: every distinct validation score, or this many of its quantiles."""
+STARTS = 6
+"""Most starting points of precision's fixed sequences (the confidence is split among them)."""
 
 
 class Metric(str, Enum):
@@ -51,7 +55,8 @@ class Certificate:
     or recall there; ``best_level``: the highest target certifiable at this confidence (0 when none)
     and ``best_cutoff`` its cutoff; ``queries_needed``: about how many validation queries like these
     would certify ``target`` (None when certified, or when no cutoff reaches it even on validation);
-    ``max_value``: the best precision (recall) any cutoff reached on validation; ``candidates``: the
+    ``max_value``: the best precision (recall) on validation of a cutoff that keeps enough candidates to be
+    certified at all (``min_kept``); ``candidates``: the
     validation candidates, ``min_kept``: the fewest kept candidates that can certify precision at all.
     """
 
@@ -129,24 +134,42 @@ def _pvalues(kept: np.ndarray, hits: np.ndarray, rel: np.ndarray, metric: Metric
     return np.maximum(p_binom, p_t)
 
 
-def _order(kept: np.ndarray, metric: Metric, target: float, confidence: float) -> np.ndarray:
-    """Indices of the cutoffs in testing order (label-free)."""
+def _order(kept: np.ndarray, metric: Metric, target: float, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(order, starts)``: indices of the cutoffs in testing order and the positions in it where a sequence
+    starts (label-free). Recall: one sequence from the loosest cutoff up (recall only falls as the cutoff
+    rises). Precision: from the strictest cutoff down, with a start wherever the kept candidates first reach
+    ``min_kept * 4**j`` (at most :data:`STARTS`, the last keeping every candidate), since precision need not
+    rise with the cutoff at the very top of a weak ranker's scores."""
     t = kept.shape[1]
     if metric is Metric.recall:
-        return np.arange(t)
-    enough = np.flatnonzero(kept.sum(axis=0) >= min_kept(target, confidence))
-    return enough[::-1]
+        return np.arange(t), np.zeros(1, np.int64)
+    total = kept.sum(axis=0)
+    need = min_kept(target, confidence)
+    order = np.flatnonzero(total >= need)[::-1]
+    if order.size == 0:
+        return order, np.zeros(0, np.int64)
+    along = total[order]
+    levels = [need * 4 ** j for j in range(STARTS - 1) if need * 4 ** j < along[-1]]
+    starts = sorted({int(np.searchsorted(along, n)) for n in levels} | {order.size - 1})
+    return order, np.asarray(starts[-STARTS:], np.int64)
 
 
 def _run(kept, hits, rel, metric, target, confidence) -> tuple[int | None, int, np.ndarray, np.ndarray]:
-    """``(certified index or None, tests run, order, p-values in order)``."""
-    order = _order(kept, metric, target, confidence)
+    """``(certified index or None, tests run, order, p-values in order)``: fixed-sequence testing from each start
+    at level ``(1 - confidence) / starts`` (Bonferroni over the sequences); the loosest cutoff any reaches."""
+    order, starts = _order(kept, metric, target, confidence)
     if order.size == 0:
         return None, 0, order, np.zeros(0)
     p = _pvalues(kept[:, order], hits[:, order], rel, metric, target)
-    fails = np.flatnonzero(p > 1.0 - confidence)
-    passed = fails[0] if fails.size else order.size
-    return (int(order[passed - 1]) if passed else None), int(min(order.size, passed + 1)), order, p
+    fail = p > (1.0 - confidence) / starts.size
+    reached, tested = -1, np.zeros(order.size, bool)
+    for s in starts:
+        after = np.flatnonzero(fail[s:])
+        stop = s + (after[0] if after.size else order.size - s)  # first failing position, or the end
+        tested[s: min(stop + 1, order.size)] = True
+        if stop > s:
+            reached = max(reached, stop - 1)
+    return (int(order[reached]) if reached >= 0 else None), int(tested.sum()), order, p
 
 
 def _values(kept: np.ndarray, hits: np.ndarray, rel: np.ndarray, metric: Metric) -> np.ndarray:
@@ -216,7 +239,8 @@ def certify(scores: np.ndarray, labels: np.ndarray, mask: np.ndarray | None = No
     kept, hits, rel = kept_by_cutoff(s, y & m, m, cutoffs)
     at, tested, order, _ = _run(kept, hits, rel, metric, target, confidence)
     values = _values(kept, hits, rel, metric)
-    max_value = float(np.nanmax(values)) if np.isfinite(values).any() else 0.0
+    counted = kept.sum(axis=0) >= (min_kept(target, confidence) if metric is Metric.precision else 1)
+    max_value = float(np.nanmax(values[counted])) if np.isfinite(values[counted]).any() else 0.0
 
     lo, hi, best = 0.0, 1.0, None
     for _ in range(30):  # bisection: a target certified implies every lower one is

@@ -7,6 +7,7 @@ Colours: matplotlib's ``Dark2`` (the study's category palette), bands at the stu
 
 from __future__ import annotations
 
+import matplotlib as mpl
 import numpy as np
 import pandas as pd
 from matplotlib import colormaps
@@ -25,8 +26,6 @@ def _colors(n: int) -> list:
 
 
 def _figure(size: tuple[float, float], **grid) -> tuple[Figure, list]:
-    import matplotlib as mpl
-
     with mpl.rc_context(_RC):
         fig = Figure(figsize=size, layout="constrained")
         axes = fig.subplots(**grid) if grid else fig.subplots()

@@ -22,14 +22,22 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy import stats
+from scipy.special import expit
+from sklearn.isotonic import IsotonicRegression
+from sklearn.linear_model import LogisticRegression
 
 from .. import __version__
+from ..analysis.practice.conformal import candidate_scores, conformal_quantile
+from ..analysis.practice.listwise import candidate_distribution
+from ..analysis.practice.recalibrate import fit_recalibrator
+from ..analysis.practice.selective import selective_scores
 from .calibrator import CONFIDENCES, AbstainRule, Calibrator, Cutoff, Shortlist
 from .certify import Certificate, Metric, certify, min_kept
-from .maps import ScoreMap, fit_map, maps_for
+from .maps import ScoreMap, maps_for
 from .scored import AssessError, ScoredRun
 
-__all__ = ["MAX_FIT_PAIRS", "choose_map", "fit_calibrator", "fit_parts", "raw_scores", "list_confidence_features", "top_loss", "valid_confidences"]
+__all__ = ["MAX_FIT_PAIRS", "choose_map", "fit_calibrator", "fit_map", "fit_parts", "raw_scores", "list_confidence_features", "top_loss", "valid_confidences"]
 
 MAX_FIT_PAIRS = 250_000
 """A map is fitted on at most this many validation pairs (a seeded sample beyond)."""
@@ -40,6 +48,28 @@ M_MAX = 10
 def raw_scores(run: ScoredRun) -> np.ndarray:
     """``[Q, K]`` one raw score per candidate: the mean over the run's samples (0 where padded)."""
     return np.where(run.mask, run.scores.mean(axis=0), 0.0)
+
+
+def _squash(scores: np.ndarray) -> tuple[float, float]:
+    m, d = float(scores.mean()), float(scores.std())
+    return m, (d if d > 0 else 1.0)
+
+
+def fit_map(method: str, scores: np.ndarray, labels: np.ndarray, kind: str) -> ScoreMap:
+    """Fit ``method`` on validation pairs (one raw score and one 0/1 label per candidate)."""
+    s = np.asarray(scores, dtype=np.float64).reshape(-1)
+    y = np.asarray(labels).reshape(-1).astype(int)
+    center, scale = _squash(s) if kind == "score" else (None, None)
+    start = ScoreMap(kind, "identity" if kind != "score" else "platt",
+                     {} if kind != "score" else {"A": 1.0, "B": 0.0}, center, scale)
+    q = start.base(s)
+    if method == "identity":
+        return ScoreMap(kind, method, {}, center, scale)
+    if method == "isotonic":
+        iso = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip", increasing=True).fit(q, y)
+        return ScoreMap(kind, method, {"x": iso.X_thresholds_.tolist(), "y": iso.y_thresholds_.tolist()}, center, scale)
+    recal = fit_recalibrator(method, q, y)
+    return ScoreMap(kind, method, dict(recal.params), center, scale)
 
 
 def _fit_pairs(s: np.ndarray, y: np.ndarray, max_pairs: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -104,8 +134,6 @@ def list_confidence_features(probs: np.ndarray, mask: np.ndarray, m: int) -> np.
 
 
 def _list_model(x: np.ndarray, ok: np.ndarray) -> tuple[np.ndarray, float] | None:
-    from sklearn.linear_model import LogisticRegression
-
     if np.unique(ok).size < 2:
         return None
     lr = LogisticRegression(C=1e4, max_iter=1000).fit(x, ok)
@@ -128,8 +156,6 @@ def valid_confidences(score_map: ScoreMap, run: ScoredRun, *, seed: int = 0) -> 
     x, ok = list_confidence_features(p, m, k), (loss == 0).astype(int)
     model = _list_model(x, ok)
     if model is not None and s.shape[0] >= 2 * FOLDS:
-        from scipy.special import expit
-
         fold, cross = _folds(s.shape[0], seed), np.empty(s.shape[0])
         for f in range(FOLDS):
             fitted = _list_model(x[fold != f], ok[fold != f])
@@ -148,8 +174,6 @@ def _risk_cut(conf: np.ndarray, loss: np.ndarray, risk: float, confidence: float
     """The loosest cut whose selective top-1 error is certified below ``risk`` at ``confidence`` (Learn-then-Test,
     fixed sequence from the strictest cut with enough answered queries down; exact binomial over queries).
     Above every validation confidence when none is."""
-    from scipy import stats
-
     cuts = np.unique(conf)[::-1]
     order = np.argsort(-conf, kind="stable")
     c_sorted, l_sorted = conf[order], loss[order]
@@ -244,14 +268,10 @@ def fit_parts(valid: ScoredRun, *, method: str = "auto", precision: float | None
                     "candidate-level exact binomial test and the query-level one-sided t-test")
 
     conf, loss, model = valid_confidences(score_map, valid, seed=seed)
-    from ..analysis.practice.selective import selective_scores
-
     aurc = {name: selective_scores(c, loss).aurc for name, c in conf.items()}
     chosen = min(aurc, key=lambda k: (aurc[k], CONFIDENCES.index(k)))
     c = conf[chosen]
     if chosen == "list":  # the deployed cut reads the model fitted on every query
-        from scipy.special import expit
-
         k = len(model[0])
         c = expit(list_confidence_features(np.where(m, score_map(s), 0.0), m, k) @ model[0] + model[1])
     if risk is None:
@@ -262,10 +282,6 @@ def fit_parts(valid: ScoredRun, *, method: str = "auto", precision: float | None
     rule = AbstainRule(chosen, cut, coverage=coverage, risk=risk,
                        list_coef=tuple(float(v) for v in model[0]) if chosen == "list" else None,
                        list_intercept=model[1] if chosen == "list" else None)
-
-    from ..analysis.practice.conformal import conformal_quantile
-    from ..analysis.practice.conformal import candidate_scores
-    from ..analysis.practice.listwise import candidate_distribution
 
     pi = candidate_distribution(np.where(m, score_map(s), 0.0), m)
     lac = np.where(y.astype(bool), candidate_scores(pi, "LAC"), np.inf).min(axis=1)[y.any(axis=1)]

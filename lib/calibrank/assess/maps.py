@@ -5,9 +5,8 @@ A raw score first becomes a base probability: as given for ``probability``, ``ex
 validation scores). A map then recalibrates it: ``identity``; ``platt`` (Platt 1999),
 ``expit(A * logit(q) + B)``; ``isotonic`` (Zadrozny & Elkan 2002), linear interpolation between
 the knots of scikit-learn's ``IsotonicRegression``; ``beta`` (Kull et al. 2017, eq. 5, with
-``a, b >= 0``); ``temperature`` (Guo et al. 2017), ``expit(logit(q) / T)``. Fitting reuses
-:func:`calibrank.analysis.practice.recalibrate.fit_recalibrator`; applying needs numpy and scipy
-alone, so a map saved as JSON is applied without the fitting stack.
+``a, b >= 0``); ``temperature`` (Guo et al. 2017), ``expit(logit(q) / T)``. Fitting is :func:`calibrank.assess.fit.fit_map`; applying needs numpy and
+scipy alone, so a map saved as JSON is applied without the fitting stack.
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ from typing import Any
 import numpy as np
 from scipy.special import expit
 
-__all__ = ["MAPS", "ScoreMap", "MapError", "fit_map", "maps_for"]
+__all__ = ["MAPS", "ScoreMap", "MapError", "maps_for"]
 
 MAPS = ("identity", "platt", "isotonic", "beta", "temperature")
 _PARAMS = {"identity": (), "platt": ("A", "B"), "isotonic": ("x", "y"), "beta": ("a", "b", "c"),
@@ -148,7 +147,7 @@ class ScoreMap:
         if self.method == "identity":
             head = "as given"
         elif self.method == "platt":
-            head = f"Platt: sigmoid({p['A']:.4g} * logit(q) + {p['B']:.4g})"
+            head = f"Platt: sigmoid({p['A']:.4g} * logit(q) {'-' if p['B'] < 0 else '+'} {abs(p['B']):.4g})"
         elif self.method == "isotonic":
             head = f"isotonic: {len(p['x'])} knots"
         elif self.method == "beta":
@@ -156,7 +155,8 @@ class ScoreMap:
         else:
             head = f"temperature: T={p['T']:.4g}"
         if self.kind == "score":
-            head += f", on q = sigmoid((score - {self.center:.6g}) / {self.scale:.6g})"
+            shift = f"score {'+' if self.center < 0 else '-'} {abs(self.center):.6g}"
+            head += f", on q = sigmoid(({shift}) / {self.scale:.6g})"
         elif self.kind == "logit" and self.method != "identity":
             head += ", on q = sigmoid(score)"
         return head
@@ -177,29 +177,3 @@ class ScoreMap:
         if missing:
             raise MapError(f"map: missing key(s) {missing}")
         return cls(d["kind"], d["method"], d["params"], d.get("center"), d.get("scale"))
-
-
-def _squash(scores: np.ndarray) -> tuple[float, float]:
-    m, d = float(scores.mean()), float(scores.std())
-    return m, (d if d > 0 else 1.0)
-
-
-def fit_map(method: str, scores: np.ndarray, labels: np.ndarray, kind: str) -> ScoreMap:
-    """Fit ``method`` on validation pairs (one raw score and one 0/1 label per candidate)."""
-    from ..analysis.practice.recalibrate import fit_recalibrator
-
-    s = np.asarray(scores, dtype=np.float64).reshape(-1)
-    y = np.asarray(labels).reshape(-1).astype(int)
-    center, scale = _squash(s) if kind == "score" else (None, None)
-    start = ScoreMap(kind, "identity" if kind != "score" else "platt",
-                     {} if kind != "score" else {"A": 1.0, "B": 0.0}, center, scale)
-    q = start.base(s)
-    if method == "identity":
-        return ScoreMap(kind, method, {}, center, scale)
-    if method == "isotonic":
-        from sklearn.isotonic import IsotonicRegression
-
-        iso = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip", increasing=True).fit(q, y)
-        return ScoreMap(kind, method, {"x": iso.X_thresholds_.tolist(), "y": iso.y_thresholds_.tolist()}, center, scale)
-    recal = fit_recalibrator(method, q, y)
-    return ScoreMap(kind, method, dict(recal.params), center, scale)

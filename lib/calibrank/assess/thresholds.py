@@ -16,6 +16,7 @@ from ..analysis.practice.intervals import bootstrap_interval
 from .calibrator import Calibrator
 from .certify import Certificate, cutoff_grid, kept_by_cutoff
 from .fit import raw_scores
+from .numbers import pct
 from .scored import ScoredRun
 from .selfcheck import checked
 
@@ -71,13 +72,15 @@ def _note(cert: Certificate, calibrator: Calibrator) -> str:
         return (f"the validation set is too small for the guarantee: {what} needs at least {cert.min_kept} kept "
                 f"candidates even with no error, and the {cert.valid_queries} validation queries hold "
                 f"{cert.candidates}")
+    best = (f"the highest level certifiable at {c.confidence:.0%} confidence is {pct(c.best_level)}"
+            if c.best_raw is not None else f"no level can be certified at {c.confidence:.0%} confidence")
     if not cert.separation:
-        return (f"no clean separation: no cutoff reaches {c.metric} {c.target:.0%} even on the validation candidates "
-                f"(the best is {cert.max_value:.1%}); more validation queries cannot change that, a better ranker can")
+        enough = f" that keeps at least {cert.min_kept} candidates" if c.metric == "precision" else ""
+        return (f"no clean separation: no cutoff{enough} reaches {c.metric} {c.target:.0%} even on the "
+                f"validation candidates (the best is {pct(cert.max_value)}), so more validation queries would not "
+                f"help, only a better ranker; {best}")
     more = (f"; about {cert.queries_needed} validation queries like these would certify it"
             if cert.queries_needed else "")
-    best = (f"the highest level certifiable at {c.confidence:.0%} confidence is {c.best_level:.1%}"
-            if c.best_raw is not None else f"no level can be certified at {c.confidence:.0%} confidence")
     return f"{what} is not certified on {cert.valid_queries} validation queries: {best}{more}"
 
 
