@@ -15,7 +15,7 @@ from ir_measures import AP, RR, R, nDCG, P
 
 from calibrank.analysis.exports import _trec_lines
 from calibrank.assess import figures
-from calibrank.assess.calibration import NO_SCALE
+from calibrank.assess.reliability import NO_SCALE
 from calibrank.assess.engine import Assessment, assess
 from calibrank.assess.load import load
 from calibrank.assess.ranking import per_query

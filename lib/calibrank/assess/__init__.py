@@ -8,8 +8,8 @@ Inputs: :mod:`.scored` (the contract), :mod:`.inputs` (qrels and assembly), :mod
 :mod:`.tables`, :mod:`.checkpoint`, :mod:`.load`. What is deployed: :mod:`.maps` (raw score to
 probability), :mod:`.certify` (a raw-score cutoff by Learn-then-Test), :mod:`.calibrator` (the JSON
 object), :mod:`.fit` (fitting it). Sections: :mod:`.engine` calls :mod:`.ranking`,
-:mod:`.calibration`, :mod:`.thresholds`, :mod:`.abstain`, :mod:`.conformal`, :mod:`.risk_aware`,
-:mod:`.findings`; :mod:`.selfcheck` checks each table. The command: :mod:`.options` (every option
+:mod:`.reliability`, :mod:`.thresholds`, :mod:`.abstain`, :mod:`.shortlists`, :mod:`.risk_aware`,
+:mod:`.headlines`; :mod:`.selfcheck` checks each table. The command: :mod:`.options` (every option
 checked in one place), :mod:`.command` (options to report), :mod:`.page` and :mod:`.figures` (the
 page from a template), :mod:`.numbers` (numbers for people), :mod:`.publish` (a folder written
 whole), and :mod:`.__main__` (``python -m calibrank.assess``, as ``calibrank assess``).

@@ -154,7 +154,11 @@ def _field_dict(obj: Any) -> dict[str, Any]:
 
 @dataclasses.dataclass(frozen=True)
 class Calibrator:
-    """A fitted calibrator (see the module docstring).
+    """A ranker's raw score as a probability, a certified cutoff, an abstain rule and a shortlist, as numbers.
+
+    What ``calibrank assess`` writes as ``calibrator.json``: everything is fitted on validation
+    queries by :func:`calibrank.assess.fit.fit_calibrator`, and applying it needs numpy and scipy
+    alone, so a service can load it without the fitting stack.
 
     Parameters
     ----------
@@ -172,9 +176,17 @@ class Calibrator:
 
     Examples
     --------
-    >>> cal = Calibrator.load("calibrator.json")  # doctest: +SKIP
-    >>> cal.predict_proba([2.1, 0.3, -1.0])        # doctest: +SKIP
-    array([0.81, 0.32, 0.05])
+    >>> import numpy as np
+    >>> from calibrank.assess.fit import fit_calibrator
+    >>> from calibrank.assess.scored import ScoredRun
+    >>> rng = np.random.default_rng(0)
+    >>> y = (rng.random((80, 10)) < 0.2).astype(int)           # 80 queries, 10 candidates each
+    >>> s = 3 * y + rng.normal(size=y.shape)                    # raw scores, any scale
+    >>> valid = ScoredRun(qids=np.arange(80), docids=np.tile(np.arange(10), (80, 1)), mask=np.ones(y.shape, bool),
+    ...                   scores=s[None], relevance=y, judged=np.ones(y.shape, bool), n_relevant=y.sum(axis=1))
+    >>> cal = fit_calibrator(valid, precision=0.8)
+    >>> cal.cutoff.certified, cal.predict_proba([3.0, 0.0]).round(2).tolist()
+    (True, [0.98, 0.0])
     """
 
     map: ScoreMap
@@ -202,12 +214,47 @@ class Calibrator:
 
         Returns
         -------
-        ndarray of float, the shape of ``scores``
+        ndarray of float
+            The probabilities, shaped as ``scores``.
+
+        Examples
+        --------
+        >>> from calibrank.assess.calibrator import AbstainRule, Calibrator, Cutoff, Shortlist
+        >>> from calibrank.assess.maps import ScoreMap
+        >>> cal = Calibrator(ScoreMap("logit", "platt", {"A": 1.0, "B": 0.0}),
+        ...                  Cutoff("precision", 0.9, 0.9, 1.5, 0.82, 0.93, 1.5, "Learn-then-Test"),
+        ...                  AbstainRule("margin", 0.3, coverage=0.8), Shortlist(0.1, 0.5), {})
+        >>> cal.predict_proba([2.0, 0.0, -2.0]).round(3).tolist()
+        [0.881, 0.5, 0.119]
         """
         return self.map(np.asarray(scores, dtype=np.float64))
 
     def keep(self, scores: Any) -> np.ndarray:
-        """True for each raw score at or above the certified cutoff (raises when none was certified)."""
+        """True for each raw score at or above the certified cutoff.
+
+        The cutoff is in the ranker's own units, so the guarantee (precision or recall at least
+        ``cutoff.target`` with probability ``cutoff.confidence``) holds without any map in between.
+
+        Parameters
+        ----------
+        scores : array-like of float
+            Raw scores, any shape.
+
+        Returns
+        -------
+        ndarray of bool
+            Shaped as ``scores``; raises :class:`CalibratorError` when no cutoff was certified.
+
+        Examples
+        --------
+        >>> from calibrank.assess.calibrator import AbstainRule, Calibrator, Cutoff, Shortlist
+        >>> from calibrank.assess.maps import ScoreMap
+        >>> cal = Calibrator(ScoreMap("logit", "platt", {"A": 1.0, "B": 0.0}),
+        ...                  Cutoff("precision", 0.9, 0.9, 1.5, 0.82, 0.93, 1.5, "Learn-then-Test"),
+        ...                  AbstainRule("margin", 0.3, coverage=0.8), Shortlist(0.1, 0.5), {})
+        >>> cal.keep([2.0, 1.5, 0.0]).tolist()
+        [True, True, False]
+        """
         if self.cutoff.raw is None:
             raise CalibratorError(f"no cutoff is certified for {self.cutoff.metric} >= {self.cutoff.target:g} at "
                                   f"confidence {self.cutoff.confidence:g}; the highest certifiable level is "
@@ -215,7 +262,33 @@ class Calibrator:
         return np.asarray(scores, dtype=np.float64) >= self.cutoff.raw
 
     def confidence(self, scores: Any, mask: Any = None) -> np.ndarray:
-        """The abstain rule's confidence of each list: ``scores [K]`` (one list) or ``[Q, K]`` with ``mask``."""
+        """The abstain rule's confidence of each list of candidates.
+
+        One of :data:`CONFIDENCES`: the top raw score, the top probability minus the second
+        (``margin``), or a logistic regression on the list's largest probabilities (``list``).
+
+        Parameters
+        ----------
+        scores : array-like of float
+            ``[K]`` one list, or ``[Q, K]`` one list per row.
+        mask : array-like of bool, default=None
+            ``[Q, K]`` True where a row has a candidate (None: every slot).
+
+        Returns
+        -------
+        float or ndarray of float
+            One confidence per list (a scalar for one list).
+
+        Examples
+        --------
+        >>> from calibrank.assess.calibrator import AbstainRule, Calibrator, Cutoff, Shortlist
+        >>> from calibrank.assess.maps import ScoreMap
+        >>> cal = Calibrator(ScoreMap("logit", "platt", {"A": 1.0, "B": 0.0}),
+        ...                  Cutoff("precision", 0.9, 0.9, 1.5, 0.82, 0.93, 1.5, "Learn-then-Test"),
+        ...                  AbstainRule("margin", 0.3, coverage=0.8), Shortlist(0.1, 0.5), {})
+        >>> round(float(cal.confidence([2.0, 0.0, -2.0])), 3)   # 0.881 - 0.5
+        0.381
+        """
         s = np.asarray(scores, dtype=np.float64)
         one = s.ndim == 1
         s = s[None] if one else s
@@ -238,13 +311,66 @@ class Calibrator:
         return out[0] if one else out
 
     def abstain(self, scores: Any, mask: Any = None) -> np.ndarray | bool:
-        """True where the list's confidence is below the cut: abstain rather than answer with the top candidate."""
+        """True where a list's confidence is below the rule's cut: abstain rather than answer with its top candidate.
+
+        The cut was fitted to answer a share of validation queries (``coverage``) or to keep the
+        top-1 error among the answered below ``risk`` (selective prediction).
+
+        Parameters
+        ----------
+        scores : array-like of float
+            ``[K]`` one list, or ``[Q, K]`` one list per row.
+        mask : array-like of bool, default=None
+            ``[Q, K]`` True where a row has a candidate (None: every slot).
+
+        Returns
+        -------
+        bool or ndarray of bool
+            One decision per list (a bool for one list).
+
+        Examples
+        --------
+        >>> from calibrank.assess.calibrator import AbstainRule, Calibrator, Cutoff, Shortlist
+        >>> from calibrank.assess.maps import ScoreMap
+        >>> cal = Calibrator(ScoreMap("logit", "platt", {"A": 1.0, "B": 0.0}),
+        ...                  Cutoff("precision", 0.9, 0.9, 1.5, 0.82, 0.93, 1.5, "Learn-then-Test"),
+        ...                  AbstainRule("margin", 0.3, coverage=0.8), Shortlist(0.1, 0.5), {})
+        >>> cal.abstain([[2.0, 0.0], [0.2, 0.1]]).tolist()
+        [False, True]
+        """
         c = self.confidence(scores, mask)
         out = np.asarray(c) < self.abstain_rule.cut
         return bool(out) if np.ndim(c) == 0 else out
 
     def shortlist(self, scores: Any, mask: Any = None) -> np.ndarray:
-        """The conformal shortlist of each list: True for the candidates in it (raises without a quantile)."""
+        """The split-conformal shortlist of each list: True for the candidates in it.
+
+        A candidate is kept when its share ``softmax(logit(p))`` of the list is at least
+        ``1 - qhat`` (the LAC score); the shortlist holds a relevant candidate with probability
+        ``1 - alpha``.
+
+        Parameters
+        ----------
+        scores : array-like of float
+            ``[K]`` one list, or ``[Q, K]`` one list per row.
+        mask : array-like of bool, default=None
+            ``[Q, K]`` True where a row has a candidate (None: every slot).
+
+        Returns
+        -------
+        ndarray of bool
+            Shaped as ``scores``; raises :class:`CalibratorError` when no quantile was fitted.
+
+        Examples
+        --------
+        >>> from calibrank.assess.calibrator import AbstainRule, Calibrator, Cutoff, Shortlist
+        >>> from calibrank.assess.maps import ScoreMap
+        >>> cal = Calibrator(ScoreMap("logit", "platt", {"A": 1.0, "B": 0.0}),
+        ...                  Cutoff("precision", 0.9, 0.9, 1.5, 0.82, 0.93, 1.5, "Learn-then-Test"),
+        ...                  AbstainRule("margin", 0.3, coverage=0.8), Shortlist(0.1, 0.5), {})
+        >>> cal.shortlist([2.0, 0.0, -2.0]).tolist()
+        [True, False, False]
+        """
         if self.shortlist_rule.qhat is None:
             raise CalibratorError(f"no conformal quantile: too few validation queries for alpha "
                                   f"{self.shortlist_rule.alpha:g}")
@@ -262,12 +388,55 @@ class Calibrator:
 
     # ------------------------------------------------------------------ JSON
     def to_dict(self) -> dict[str, Any]:
+        """The calibrator as plain JSON values (what :meth:`save` writes).
+
+        Returns
+        -------
+        dict
+            ``format``, ``schema``, ``map``, ``cutoff``, ``abstain``, ``shortlist`` and ``fitted_on``.
+
+        Examples
+        --------
+        >>> from calibrank.assess.calibrator import AbstainRule, Calibrator, Cutoff, Shortlist
+        >>> from calibrank.assess.maps import ScoreMap
+        >>> cal = Calibrator(ScoreMap("logit", "platt", {"A": 1.0, "B": 0.0}),
+        ...                  Cutoff("precision", 0.9, 0.9, 1.5, 0.82, 0.93, 1.5, "Learn-then-Test"),
+        ...                  AbstainRule("margin", 0.3, coverage=0.8), Shortlist(0.1, 0.5), {})
+        >>> d = cal.to_dict()
+        >>> d["format"], d["map"]["method"], d["cutoff"]["raw"]
+        ('calibrank.calibrator', 'platt', 1.5)
+        """
         return {"format": FORMAT, "schema": SCHEMA, "map": self.map.to_dict(), "cutoff": _field_dict(self.cutoff),
                 "abstain": _field_dict(self.abstain_rule), "shortlist": _field_dict(self.shortlist_rule),
                 "fitted_on": dict(self.fitted_on)}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Calibrator":
+        """A calibrator from :meth:`to_dict`'s values, every field checked.
+
+        Parameters
+        ----------
+        d : mapping
+            As :meth:`to_dict` returns it; an unknown or missing key, a foreign format or another
+            schema is one :class:`CalibratorError` naming the field.
+
+        Returns
+        -------
+        Calibrator
+
+        Examples
+        --------
+        >>> from calibrank import Calibrator
+        >>> cal = Calibrator.from_dict({
+        ...     "format": "calibrank.calibrator", "schema": 1,
+        ...     "map": {"kind": "logit", "method": "platt", "params": {"A": 1.0, "B": 0.0}},
+        ...     "cutoff": {"metric": "precision", "target": 0.9, "confidence": 0.9, "raw": 1.5, "probability": 0.82,
+        ...                "best_level": 0.93, "best_raw": 1.5, "procedure": "Learn-then-Test"},
+        ...     "abstain": {"confidence": "margin", "cut": 0.3, "coverage": 0.8},
+        ...     "shortlist": {"alpha": 0.1, "qhat": 0.5}, "fitted_on": {}})
+        >>> Calibrator.from_dict(cal.to_dict()) == cal
+        True
+        """
         _strict("calibrator", d, {"format", "schema", "map", "cutoff", "abstain", "shortlist", "fitted_on"})
         if d["format"] != FORMAT:
             raise CalibratorError(f"format: expected {FORMAT!r}, got {d['format']!r}")
@@ -288,7 +457,34 @@ class Calibrator:
             raise CalibratorError(f"map: {exc}") from None
 
     def save(self, path: str | os.PathLike) -> Path:
-        """Write the calibrator as JSON at ``path`` (atomically: a reader never sees half a file)."""
+        """Write the calibrator as JSON at ``path``, atomically (a reader never sees half a file).
+
+        JSON rather than pickle: the file holds numbers only, so loading it runs no code.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The file to write (replaced if it exists).
+
+        Returns
+        -------
+        Path
+            ``path``.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> from calibrank.assess.calibrator import AbstainRule, Calibrator, Cutoff, Shortlist
+        >>> from calibrank.assess.maps import ScoreMap
+        >>> cal = Calibrator(ScoreMap("logit", "platt", {"A": 1.0, "B": 0.0}),
+        ...                  Cutoff("precision", 0.9, 0.9, 1.5, 0.82, 0.93, 1.5, "Learn-then-Test"),
+        ...                  AbstainRule("margin", 0.3, coverage=0.8), Shortlist(0.1, 0.5), {})
+        >>> tmp = tempfile.TemporaryDirectory()
+        >>> path = cal.save(f"{tmp.name}/calibrator.json")
+        >>> Calibrator.load(path) == cal
+        True
+        >>> tmp.cleanup()
+        """
         path = Path(path)
         tmp = path.with_name(f".tmp-{path.name}.{os.getpid()}")
         try:
@@ -300,7 +496,33 @@ class Calibrator:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Calibrator":
-        """Read a calibrator written by :meth:`save`; a damaged or foreign file is one :class:`CalibratorError`."""
+        """Read a calibrator written by :meth:`save`.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            A ``calibrator.json``; a missing, damaged or foreign file is one :class:`CalibratorError`
+            naming the file (and the line or field).
+
+        Returns
+        -------
+        Calibrator
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> from calibrank.assess.calibrator import AbstainRule, Calibrator, Cutoff, Shortlist
+        >>> from calibrank.assess.maps import ScoreMap
+        >>> cal = Calibrator(ScoreMap("logit", "platt", {"A": 1.0, "B": 0.0}),
+        ...                  Cutoff("precision", 0.9, 0.9, 1.5, 0.82, 0.93, 1.5, "Learn-then-Test"),
+        ...                  AbstainRule("margin", 0.3, coverage=0.8), Shortlist(0.1, 0.5), {})
+        >>> tmp = tempfile.TemporaryDirectory()
+        >>> cal.save(f"{tmp.name}/calibrator.json").name
+        'calibrator.json'
+        >>> Calibrator.load(f"{tmp.name}/calibrator.json").keep([2.0, 0.0]).tolist()
+        [True, False]
+        >>> tmp.cleanup()
+        """
         path = Path(path)
         try:
             d = json.loads(path.read_text(encoding="utf-8"))

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import abstain, calibration, conformal, findings, ranking, risk_aware, thresholds
+from . import abstain, headlines, ranking, reliability, risk_aware, shortlists, thresholds
 from .calibrator import Calibrator
 from .fit import fit_parts
 from .scored import AssessError, ScoredRun
@@ -29,8 +29,36 @@ __all__ = ["Assessment", "assess"]
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Assessment:
-    """Every table of one assessment (each checked where it was built) and the fitted :class:`Calibrator`;
-    :meth:`save` writes the tables as CSV."""
+    """Every table of one assessment and the fitted :class:`Calibrator`.
+
+    Each table is checked where it was built (:mod:`calibrank.assess.selfcheck`); the page of
+    ``calibrank assess`` shows them, :meth:`save` writes them as CSV and :meth:`finding` reads a
+    section's sentence.
+
+    Parameters
+    ----------
+    summary, ranking, calibration, reliability, thresholds, threshold : pandas.DataFrame
+        One table per section, on the test queries (``summary``: both inputs).
+    abstain, abstain_rule, risk_coverage, conformal, risk_aware, findings : pandas.DataFrame
+        The same, for the later sections.
+    calibrator : Calibrator
+        What was fitted on the validation queries.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from calibrank.assess.scored import ScoredRun
+    >>> rng = np.random.default_rng(0)
+    >>> y = (rng.random((80, 10)) < 0.2).astype(int)           # 80 queries, 10 candidates each
+    >>> s = 3 * y + rng.normal(size=y.shape)                    # raw scores, any scale
+    >>> run = ScoredRun(qids=np.arange(80), docids=np.tile(np.arange(10), (80, 1)), mask=np.ones(y.shape, bool),
+    ...                 scores=s[None], relevance=y, judged=np.ones(y.shape, bool), n_relevant=y.sum(axis=1))
+    >>> a = assess(run.subset(np.arange(40, 80)), run.subset(np.arange(40)), n_resamples=50)
+    >>> list(a.ranking["measure"])
+    ['R@1', 'R@5', 'R@10', 'P@1', 'MRR', 'nDCG@10', 'MAP']
+    >>> a.finding("ranking").startswith("On ")
+    True
+    """
 
     summary: pd.DataFrame
     ranking: pd.DataFrame
@@ -57,7 +85,7 @@ class Assessment:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "calibrator"}
 
     def finding(self, section: str) -> str:
-        """The sentence of ``section`` (one of :data:`calibrank.assess.findings.SECTIONS`)."""
+        """The sentence of ``section`` (one of :data:`calibrank.assess.headlines.SECTIONS`)."""
         rows = self.findings[self.findings["section"] == section]
         if rows.empty:
             raise KeyError(f"section must be one of {list(self.findings['section'])}; got {section!r}")
@@ -126,7 +154,12 @@ def assess(test: ScoredRun, valid: ScoredRun, *, seed: int = 0, n_resamples: int
            alpha: float = 0.1, precision: float | None = None, recall: float | None = None, confidence: float = 0.9,
            coverage: float | None = None, risk: float | None = None, method: str = "auto", k: Sequence[int] = (1, 5, 10),
            notes: Sequence[str] = (), inputs: Sequence[str | os.PathLike] = ()) -> Assessment:
-    """Every section on ``test``, with the calibrator fitted on ``valid``.
+    """Judge a ranker's scores: every section on ``test``, with the calibrator fitted on ``valid``.
+
+    Ranking quality, calibration before and after the map, the certified cutoff, abstention,
+    conformal shortlists and risk-aware ranking, each with bootstrap intervals over test
+    queries. What is fitted is fitted on ``valid`` only, so the test numbers are what a
+    deployment would see.
 
     Parameters
     ----------
@@ -158,6 +191,21 @@ def assess(test: ScoredRun, valid: ScoredRun, *, seed: int = 0, n_resamples: int
     Returns
     -------
     Assessment
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from calibrank.assess.scored import ScoredRun
+    >>> rng = np.random.default_rng(0)
+    >>> y = (rng.random((80, 10)) < 0.2).astype(int)           # 80 queries, 10 candidates each
+    >>> s = 3 * y + rng.normal(size=y.shape)                    # raw scores, any scale
+    >>> run = ScoredRun(qids=np.arange(80), docids=np.tile(np.arange(10), (80, 1)), mask=np.ones(y.shape, bool),
+    ...                 scores=s[None], relevance=y, judged=np.ones(y.shape, bool), n_relevant=y.sum(axis=1))
+    >>> a = assess(run.subset(np.arange(40, 80)), run.subset(np.arange(40)), n_resamples=50, k=(1, 5))
+    >>> a.summary[["split", "queries"]].values.tolist()
+    [['test', 40], ['valid', 40]]
+    >>> a.calibrator.fitted_on["queries"]
+    40
     """
     ks = _check_args(seed, n_resamples, level, alpha, confidence, k)
     _check_pair(test, valid)
@@ -166,17 +214,16 @@ def assess(test: ScoredRun, valid: ScoredRun, *, seed: int = 0, n_resamples: int
                           coverage=coverage, risk=risk, alpha=alpha, seed=int(seed), inputs=inputs)
     summary = _summary(test, valid, notes)
     rank = ranking.ranking_table(test, ks=ks, **boot)
-    deployed = calibration.deployed_view(cal.map)
-    calib, reliability = calibration.calibration_tables(
-        calibration.views(test, valid, cal.map, seed=int(seed)), test.kind, deployed=deployed, **boot)
+    deployed = reliability.deployed_view(cal.map)
+    calib, buckets = reliability.calibration_tables(
+        reliability.views(test, valid, cal.map, seed=int(seed)), test.kind, deployed=deployed, **boot)
     curve = thresholds.threshold_curve(test, cal, **boot)
     cut = thresholds.cutoff_row(cert, cal, test, **boot)
     scores, rule, curves = abstain.abstain_tables(cal, test, n_resamples=int(n_resamples), seed=int(seed))
-    valid_pred, test_pred = calibration.mapped(valid, cal.map, deployed), calibration.mapped(test, cal.map, deployed)
+    valid_pred, test_pred = reliability.mapped(valid, cal.map, deployed), reliability.mapped(test, cal.map, deployed)
     alphas = sorted({0.05, 0.1, 0.2, float(alpha)})
-    shortlists = conformal.conformal_table(valid_pred, test_pred, alphas)
-    shortlists.insert(1, "deployed", np.isclose(shortlists["alpha"], alpha))
+    sets = shortlists.conformal_table(valid_pred, test_pred, alphas)
+    sets.insert(1, "deployed", np.isclose(sets["alpha"], alpha))
     risk_table = risk_aware.risk_aware(valid_pred, test_pred)
-    found = findings.findings(rank, calib, cut, scores, rule, shortlists, risk_table, map_name=deployed)
-    return Assessment(summary, rank, calib, reliability, curve, cut, scores, rule, curves, shortlists, risk_table, found,
-                      cal)
+    found = headlines.findings(rank, calib, cut, scores, rule, sets, risk_table, map_name=deployed)
+    return Assessment(summary, rank, calib, buckets, curve, cut, scores, rule, curves, sets, risk_table, found, cal)

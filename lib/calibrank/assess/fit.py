@@ -9,7 +9,7 @@
   cut whose top-1 error is certified below ``risk`` (Learn-then-Test over queries, which are
   independent, with the exact binomial test).
 - The shortlist: the split-conformal quantile of the LAC score at ``alpha``
-  (:mod:`calibrank.assess.conformal`).
+  (:mod:`calibrank.assess.shortlists`).
 """
 
 from __future__ import annotations
@@ -206,7 +206,12 @@ def fit_calibrator(valid: ScoredRun, *, method: str = "auto", precision: float |
                    recall: float | None = None, confidence: float = 0.9, coverage: float | None = None,
                    risk: float | None = None, alpha: float = 0.1, seed: int = 0,
                    inputs: Sequence[str | os.PathLike] = ()) -> Calibrator:
-    """Fit every part of a :class:`Calibrator` on ``valid`` (see the module docstring).
+    """Fit every part of a :class:`Calibrator` on validation queries.
+
+    The map is chosen by held-out Brier over folds of whole queries, the cutoff certified by
+    Learn-then-Test (:func:`calibrank.assess.certify.certify`), the abstain rule's confidence
+    chosen by AURC and the shortlist's quantile by split conformal prediction (see the module
+    docstring). Nothing is read from test queries, so the test numbers stay honest.
 
     Parameters
     ----------
@@ -231,6 +236,19 @@ def fit_calibrator(valid: ScoredRun, *, method: str = "auto", precision: float |
     Returns
     -------
     Calibrator
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from calibrank.assess.scored import ScoredRun
+    >>> rng = np.random.default_rng(0)
+    >>> y = (rng.random((80, 10)) < 0.2).astype(int)           # 80 queries, 10 candidates each
+    >>> s = 3 * y + rng.normal(size=y.shape)                    # raw scores, any scale
+    >>> run = ScoredRun(qids=np.arange(80), docids=np.tile(np.arange(10), (80, 1)), mask=np.ones(y.shape, bool),
+    ...                 scores=s[None], relevance=y, judged=np.ones(y.shape, bool), n_relevant=y.sum(axis=1))
+    >>> cal = fit_calibrator(run, precision=0.8, coverage=0.8)
+    >>> cal.cutoff.certified, cal.abstain_rule.coverage, cal.fitted_on["queries"]
+    (True, 0.8, 80)
     """
     return fit_parts(valid, method=method, precision=precision, recall=recall, confidence=confidence,
                      coverage=coverage, risk=risk, alpha=alpha, seed=seed, inputs=inputs)[0]

@@ -74,11 +74,66 @@ def _files(option: str, v: Any) -> tuple[str, ...]:
 
 @dataclasses.dataclass(frozen=True)
 class Options:
-    """One assessment's inputs and settings (see ``calibrank assess --help`` for each).
+    r"""One assessment's inputs and settings, every one checked on construction.
 
-    Exactly one input: ``run`` (TREC run files, several = samples of one ranker) with ``qrels``;
-    ``table`` (query, candidate, score, relevance); or ``checkpoint`` with ``queries``. The
-    ``valid_*`` inputs are what everything is fitted on (else a seeded half of the queries).
+    The command line, notebook 09 and the Python API build one, so a bad option is refused
+    before any work, as one :class:`OptionError` naming it as the caller spells it. Exactly one
+    input: ``run`` (TREC run files, several = samples of one ranker) with ``qrels``; ``table``
+    (query, candidate, score, relevance); or ``checkpoint`` with ``queries``. The ``valid_*``
+    inputs are what everything is fitted on (else a seeded half of the queries). Each option is
+    described by ``calibrank assess --help``.
+
+    Parameters
+    ----------
+    run, valid_run : sequence of str, default=()
+        TREC run files (several: samples of one ranker).
+    qrels, valid_qrels : str, default=None
+        TREC qrels files judging the runs (or the tables).
+    table, valid_table : str, default=None
+        Score tables (CSV, TSV, Parquet, JSONL).
+    checkpoint : str, default=None
+        A local cross-encoder checkpoint folder, scored on ``queries`` / ``valid_queries``.
+    queries, valid_queries : str, default=None
+        JSONL queries with their candidates, for ``checkpoint``.
+    passes : int, default=0
+        MC Dropout passes of the checkpoint (0: one deterministic pass).
+    score : {"score", "logit", "probability"}, default="score"
+        What a raw score is.
+    relevant_at : int, default=1
+        The lowest grade that counts as relevant.
+    precision, recall : float, default=None
+        The certified cutoff's target (precision 0.9 when neither is given).
+    confidence : float, default=0.9
+        The probability with which the cutoff's guarantee holds.
+    coverage, risk : float, default=None
+        What the abstain rule is fitted for (coverage 0.8 when neither is given).
+    alpha : float, default=0.1
+        The shortlists' miscoverage.
+    map : str, default="auto"
+        The score map: ``auto`` or one of :data:`calibrank.assess.maps.MAPS`.
+    seed : int, default=0
+        Seeds the split, the folds and every resampling.
+    n_resamples : int, default=1000
+        Bootstrap resamples of every interval.
+    name : str, default=None
+        The report's name (default: the input's file name).
+    out : str, default=None
+        The report folder (default: ``assess-<name>``).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> table = pathlib.Path(tmp.name, "bm25.csv")
+    >>> _ = table.write_text("qid,docid,score,label\nq1,d1,2.5,1\nq1,d2,0.3,0\n")
+    >>> opts = Options(table=str(table), precision=0.8)
+    >>> opts.name, opts.out, opts.confidence
+    ('bm25', 'assess-bm25', 0.9)
+    >>> Options(table=str(table), precision=1.5)
+    Traceback (most recent call last):
+    ...
+    calibrank.assess.options.OptionError: precision: expected a number in (0, 1), got 1.5
+    >>> tmp.cleanup()
     """
 
     run: Sequence[str] = ()

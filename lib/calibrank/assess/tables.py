@@ -256,10 +256,37 @@ def _from_arrow(table: pa.Table, locate: Locate, name: str, fmt: str, *, qrels: 
 
 def read_table(path: str | os.PathLike, *, qrels: Qrels | str | os.PathLike | None = None, kind: Any,
                relevant_at: int = 1) -> ScoredRun:
-    """A score table (CSV, TSV, Parquet or JSONL, by suffix) as a :class:`ScoredRun`.
+    r"""Read a score table (CSV, TSV, Parquet or JSONL, by suffix) as a :class:`ScoredRun`.
 
-    ``qrels`` (a :class:`Qrels` or a TREC qrels file) judge the rows when the table has no
-    label column; ``kind`` says what a score is (``probability``, ``logit``, ``score``).
+    One row per (qid, docid): columns ``qid``, ``docid``, ``score``, ``label`` (an integer grade,
+    empty = unjudged) unless ``qrels`` judge the rows, and optionally ``sample``. Ids stay
+    strings (``007`` stays); a bad row is one :class:`AssessError` naming its line.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The table; its suffix says the format.
+    qrels : Qrels, str or os.PathLike, default=None
+        Judgments (or a TREC qrels file) for a table without a ``label`` column.
+    kind : {"score", "logit", "probability"}
+        What a score is.
+    relevant_at : int, default=1
+        The lowest grade that counts as relevant.
+
+    Returns
+    -------
+    ScoredRun
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = pathlib.Path(tmp.name, "scores.csv")
+    >>> _ = path.write_text("qid,docid,score,label\nq1,d1,0.9,1\nq1,d2,0.2,0\nq2,d3,0.4,0\nq2,d4,0.1,\n")
+    >>> run = read_table(path, kind="probability")
+    >>> run.labels.tolist(), run.judged.tolist()
+    ([[1, 0], [0, 0]], [[True, True], [True, False]])
+    >>> tmp.cleanup()
     """
     path = Path(path)
     table, locate, fmt = _read(path)
@@ -292,18 +319,77 @@ def _arrow_of(df: Any, name: str) -> pa.Table:
 
 def from_dataframe(df: Any, *, kind: Any, relevant_at: int = 1, qrels: Any = None, name: str = "dataframe",
                    ranker: str | None = None) -> ScoredRun:
-    """A pandas DataFrame with columns qid, docid, score, label (or ``qrels``) [, sample] as a :class:`ScoredRun`.
+    """Read a pandas DataFrame of scores as a :class:`ScoredRun`.
 
-    ir_measures' column names (query_id, doc_id, score, relevance) are read as ours. ``qrels``: see
-    :func:`as_qrels`. Rows are named by position (``df.iloc[i]``) in messages, after ``name``; the
-    index is ignored.
+    Columns ``qid``, ``docid``, ``score``, ``label`` (or ``qrels``) and optionally ``sample``;
+    ir_measures' names (``query_id``, ``doc_id``, ``score``, ``relevance``) are read as ours, so
+    ``pd.DataFrame(ir_measures.read_trec_run(...))`` is a run. Rows are named by position
+    (``df.iloc[i]``) in messages, after ``name``; the index is ignored.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        One row per (qid, docid).
+    kind : {"score", "logit", "probability"}
+        What a score is.
+    relevant_at : int, default=1
+        The lowest grade that counts as relevant.
+    qrels : Qrels, path, DataFrame, ranx Qrels or dict, default=None
+        Judgments for a frame without a label column (:func:`as_qrels`).
+    name : str, default="dataframe"
+        How messages and the report name the frame.
+    ranker : str, default=None
+        The ranker's name (default: ``name``).
+
+    Returns
+    -------
+    ScoredRun
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"query_id": ["q1", "q1", "q2"], "doc_id": ["d1", "d2", "d3"],
+    ...                    "score": [2.1, -0.3, 0.8], "relevance": [1, 0, 2]})
+    >>> run = from_dataframe(df, kind="logit")
+    >>> run.qids.tolist(), run.relevance.tolist()
+    (['q1', 'q2'], [[1, 0], [2, 0]])
     """
     return _from_arrow(_arrow_of(df, name), _frame_locator(name), name, "dataframe", qrels=qrels, kind=kind,
                        relevant_at=relevant_at, ranker=ranker)
 
 
 def from_ranx(run: Any, *, kind: Any, relevant_at: int = 1, qrels: Any = None, name: str = "run") -> ScoredRun:
-    """ranx's ``Run`` as a :class:`ScoredRun` judged by ``qrels`` (see :func:`as_qrels`); its name is the ranker's."""
+    """Read ranx's ``Run`` as a :class:`ScoredRun` judged by ``qrels``.
+
+    Read through the run's ``to_dataframe`` (ranx itself is never imported here); the run's
+    name becomes the ranker's.
+
+    Parameters
+    ----------
+    run : ranx.Run
+        The ranker's scores.
+    kind : {"score", "logit", "probability"}
+        What a score is.
+    relevant_at : int, default=1
+        The lowest grade that counts as relevant.
+    qrels : ranx.Qrels, Qrels, path, DataFrame or dict, default=None
+        The judgments (:func:`as_qrels`).
+    name : str, default="run"
+        How messages name the run.
+
+    Returns
+    -------
+    ScoredRun
+
+    Examples
+    --------
+    >>> from ranx import Qrels, Run
+    >>> run = Run({"q1": {"d1": 2.1, "d2": -0.3}, "q2": {"d3": 0.8}}, name="bm25")
+    >>> qrels = Qrels({"q1": {"d1": 1}, "q2": {"d3": 1}})
+    >>> scored = from_ranx(run, kind="score", qrels=qrels)
+    >>> scored.meta["ranker"], scored.labels.tolist()
+    ('bm25', [[1, 0], [1, 0]])
+    """
     if not is_ranx(run, "Run"):
         raise AssessError(f"{name}: expected a ranx Run, got {type(run).__name__}")
     frame = run.to_dataframe()

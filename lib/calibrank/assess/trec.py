@@ -133,7 +133,31 @@ def line_locator(path: Path, data_rows_from: int = 0) -> Locate:
 
 
 def read_qrels(path: PathLike) -> Qrels:
-    """The graded judgments of a TREC qrels file (``qid iter docid relevance``; ``iter`` is ignored)."""
+    r"""Read the graded judgments of a TREC qrels file.
+
+    Lines ``qid iter docid relevance`` (``iter`` is ignored), as trec_eval reads them; each
+    (qid, docid) may be judged once, and a bad line is one :class:`AssessError` naming it.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The qrels file (``.gz`` read through gzip).
+
+    Returns
+    -------
+    Qrels
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> run, qrels = pathlib.Path(tmp.name, "bm25.trec"), pathlib.Path(tmp.name, "qrels.txt")
+    >>> _ = run.write_text("q1 Q0 d1 1 12.5 bm25\nq1 Q0 d2 2 9.1 bm25\nq2 Q0 d3 1 7.0 bm25\n")
+    >>> _ = qrels.write_text("q1 0 d1 1\nq2 0 d3 0\nq2 0 d4 2\n")
+    >>> read_qrels(qrels).to_dict()
+    {'q1': {'d1': 1}, 'q2': {'d3': 0, 'd4': 2}}
+    >>> tmp.cleanup()
+    """
     path = Path(path)
     table = _read_whitespace_table(path, "TREC qrels", QRELS_COLUMNS,
                                    {"qid": pa.string(), "docid": pa.string(), "relevance": pa.int64()}, {"relevance": int})
@@ -163,10 +187,39 @@ def _run_rows(path: Path) -> Rows:
 
 def read_runs(paths: PathLike | Sequence[PathLike], qrels: Qrels | PathLike, *, kind: Any = "score",
               relevant_at: int = 1) -> ScoredRun:
-    """One ranker's TREC run(s) judged by ``qrels`` (a :class:`Qrels` or a qrels file): S = ``len(paths)`` samples.
+    r"""Read one ranker's TREC run file(s), judged by ``qrels``, as a :class:`ScoredRun`.
 
-    ``kind``: what a score is; ``relevant_at``: the lowest relevant grade. Queries the qrels do not
-    mention are left out (``meta["dropped_queries"]``).
+    Lines ``qid Q0 docid rank score tag``; the scores order the candidates (not the rank
+    column). Several files are samples of one ranker (MC Dropout passes, seeds) and must hold
+    the same pairs. Queries the qrels do not mention are left out, as trec_eval does
+    (``meta["dropped_queries"]``); unjudged candidates count as non-relevant.
+
+    Parameters
+    ----------
+    paths : str, os.PathLike or sequence of them
+        One run file, or several: ``S = len(paths)`` samples.
+    qrels : Qrels, str or os.PathLike
+        The judgments, or a TREC qrels file.
+    kind : {"score", "logit", "probability"}, default="score"
+        What a score is.
+    relevant_at : int, default=1
+        The lowest grade that counts as relevant.
+
+    Returns
+    -------
+    ScoredRun
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> run, qrels = pathlib.Path(tmp.name, "bm25.trec"), pathlib.Path(tmp.name, "qrels.txt")
+    >>> _ = run.write_text("q1 Q0 d1 1 12.5 bm25\nq1 Q0 d2 2 9.1 bm25\nq2 Q0 d3 1 7.0 bm25\n")
+    >>> _ = qrels.write_text("q1 0 d1 1\nq2 0 d3 0\nq2 0 d4 2\n")
+    >>> scored = read_runs(run, qrels)
+    >>> scored.scores.shape, scored.labels.tolist(), scored.n_relevant.tolist()
+    ((1, 2, 2), [[1, 0], [0, 0]], [1, 1])
+    >>> tmp.cleanup()
     """
     kind = check_kind(kind)
     relevant_at = check_relevant_at(relevant_at)
