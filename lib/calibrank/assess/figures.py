@@ -16,6 +16,8 @@ from matplotlib.figure import Figure
 __all__ = ["plot_reliability", "plot_risk_coverage", "plot_thresholds"]
 
 BAND_ALPHA = 0.18
+FEW = 30
+"""A reliability bucket with fewer candidates is drawn hollow, with its count."""
 _RC = {"font.size": 9, "axes.titlesize": 10, "axes.grid": True, "grid.color": "0.9", "axes.spines.top": False,
        "axes.spines.right": False, "legend.frameon": False}
 
@@ -34,7 +36,8 @@ def _figure(size: tuple[float, float], **grid) -> tuple[Figure, list]:
 
 def plot_reliability(reliability: pd.DataFrame, calibration: pd.DataFrame) -> Figure:
     """Fraction of relevant candidates against the mean probability per bucket, as given (when the scores have a
-    probability scale) and through the deployed map, with the diagonal; below, the candidates in each bucket."""
+    probability scale) and through the deployed map, with the diagonal (a bucket of fewer than :data:`FEW`
+    candidates hollow, with its count); below, the candidates in each bucket."""
     fig, (ax, counts) = _figure((5.2, 5.0), nrows=2, sharex=True, gridspec_kw={"height_ratios": [3, 1]})
     ax.plot([0, 1], [0, 1], color="0.6", lw=1, ls=":", label="perfectly calibrated")
     table = calibration.set_index("view")
@@ -47,10 +50,16 @@ def plot_reliability(reliability: pd.DataFrame, calibration: pd.DataFrame) -> Fi
         shown = g[g["count"] > 0]
         label = f"{view}{' (deployed)' if view == deployed else ''}, ECE {table.loc[view, 'ECE']:.3g}"
         ax.plot(shown["mean predicted"], shown["fraction relevant"], marker="o", ms=4, color=colors[view], label=label)
+        few = shown[shown["count"] < FEW]
+        ax.plot(few["mean predicted"], few["fraction relevant"], ls="none", marker="o", ms=7, mfc="white",
+                mec=colors[view])
+        for _, r in few.iterrows():
+            ax.annotate(f"n={int(r['count'])}", (r["mean predicted"], r["fraction relevant"]), textcoords="offset points",
+                        xytext=(4, -10), fontsize=7, color=colors[view])
         centres = 0.5 * (g["lower"] + g["upper"]).to_numpy()
         counts.bar(centres + (i - (len(views) - 1) / 2) * width, g["count"], width=width, color=colors[view])
-    ax.set(xlim=(0, 1), ylim=(0, 1), ylabel="fraction relevant", title="reliability on the test queries")
-    ax.legend(loc="upper left")
+    ax.set(xlim=(0, 1), ylim=(0, 1.05), ylabel="fraction relevant", title="reliability on the test queries")
+    ax.legend(loc="lower right")
     counts.set(xlabel="probability (bucket of width 0.1)", ylabel="candidates")
     return fig
 
