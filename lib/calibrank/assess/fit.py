@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 from collections.abc import Sequence
@@ -28,6 +27,7 @@ from sklearn.isotonic import IsotonicRegression
 from sklearn.linear_model import LogisticRegression
 
 from .. import __version__
+from ..runs import sha256_file
 from ..analysis.practice.conformal import candidate_scores, conformal_quantile
 from ..analysis.practice.listwise import candidate_distribution
 from ..analysis.practice.recalibrate import fit_recalibrator
@@ -188,14 +188,6 @@ def _risk_cut(conf: np.ndarray, loss: np.ndarray, risk: float, confidence: float
     return best if best is not None else float(np.nextafter(conf.max(), np.inf))
 
 
-def _sha256(path: str | os.PathLike) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _levels(precision: float | None, recall: float | None, confidence: float) -> tuple[Metric, float]:
     if precision is not None and recall is not None:
         raise AssessError("precision, recall: give one target, not both")
@@ -312,5 +304,5 @@ def fit_parts(valid: ScoredRun, *, method: str = "auto", precision: float | None
                  "score_kind": valid.kind.value, "samples": valid.n_samples, "relevant_at": valid.relevant_at,
                  "map_brier": {k: v for k, v in brier.items() if math.isfinite(v)}, "confidence_aurc": aurc,
                  "seed": int(seed), "calibrank": __version__,
-                 "inputs": [{"file": Path(p).name, "sha256": _sha256(p)} for p in inputs]}
+                 "inputs": [{"file": Path(p).name, "sha256": sha256_file(p)} for p in inputs]}
     return Calibrator(score_map, cutoff, rule, Shortlist(float(alpha), qhat), fitted_on), cert
