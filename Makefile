@@ -158,6 +158,19 @@ unit: $(STAMP) ## unit tests only
 bench: $(STAMP) ## speed benchmarks into reports/bench/
 	$(BIN)/python -m benchmarks --out reports/bench
 
+# The API page: pdoc renders the numpydoc docstrings of the public API into build/docs. pdoc says
+# what it cannot resolve (an annotation, a reference) through Python's warnings: -W error fails on any.
+# tests/test_docs.py builds the same modules and runs their examples.
+DOC_MODULES := calibrank calibrank.assess.calibrator calibrank.assess.fit calibrank.assess.certify \
+  calibrank.assess.engine calibrank.assess.options calibrank.assess.command calibrank.assess.trec \
+  calibrank.assess.tables calibrank.assess.load calibrank.assess.scored calibrank.metrics.calibration \
+  calibrank.metrics.ranking
+
+docs: $(STAMP) ## the API page from the docstrings into build/docs (pdoc)
+	rm -rf build/docs
+	$(BIN)/python -W error -m pdoc --docformat numpy -o build/docs $(DOC_MODULES)
+	@echo "docs: build/docs/index.html"
+
 # --- assess any ranker ------------------------------------------------------------------
 # `make assess` is `calibrank assess` with the report under reports/assess/NAME. The values reach the
 # shell inside single quotes: a value holding one is refused before any shell sees it. RUN and VALID_RUN

@@ -219,8 +219,7 @@ class Calibrator:
 
         Examples
         --------
-        >>> from calibrank.assess.calibrator import AbstainRule, Calibrator, Cutoff, Shortlist
-        >>> from calibrank.assess.maps import ScoreMap
+        >>> from calibrank.assess.calibrator import AbstainRule, Calibrator, Cutoff, ScoreMap, Shortlist
         >>> cal = Calibrator(ScoreMap("logit", "platt", {"A": 1.0, "B": 0.0}),
         ...                  Cutoff("precision", 0.9, 0.9, 1.5, 0.82, 0.93, 1.5, "Learn-then-Test"),
         ...                  AbstainRule("margin", 0.3, coverage=0.8), Shortlist(0.1, 0.5), {})
@@ -247,8 +246,7 @@ class Calibrator:
 
         Examples
         --------
-        >>> from calibrank.assess.calibrator import AbstainRule, Calibrator, Cutoff, Shortlist
-        >>> from calibrank.assess.maps import ScoreMap
+        >>> from calibrank.assess.calibrator import AbstainRule, Calibrator, Cutoff, ScoreMap, Shortlist
         >>> cal = Calibrator(ScoreMap("logit", "platt", {"A": 1.0, "B": 0.0}),
         ...                  Cutoff("precision", 0.9, 0.9, 1.5, 0.82, 0.93, 1.5, "Learn-then-Test"),
         ...                  AbstainRule("margin", 0.3, coverage=0.8), Shortlist(0.1, 0.5), {})
@@ -281,8 +279,7 @@ class Calibrator:
 
         Examples
         --------
-        >>> from calibrank.assess.calibrator import AbstainRule, Calibrator, Cutoff, Shortlist
-        >>> from calibrank.assess.maps import ScoreMap
+        >>> from calibrank.assess.calibrator import AbstainRule, Calibrator, Cutoff, ScoreMap, Shortlist
         >>> cal = Calibrator(ScoreMap("logit", "platt", {"A": 1.0, "B": 0.0}),
         ...                  Cutoff("precision", 0.9, 0.9, 1.5, 0.82, 0.93, 1.5, "Learn-then-Test"),
         ...                  AbstainRule("margin", 0.3, coverage=0.8), Shortlist(0.1, 0.5), {})
@@ -318,10 +315,8 @@ class Calibrator:
 
         Parameters
         ----------
-        scores : array-like of float
-            ``[K]`` one list, or ``[Q, K]`` one list per row.
-        mask : array-like of bool, default=None
-            ``[Q, K]`` True where a row has a candidate (None: every slot).
+        scores, mask : array-like
+            As :meth:`confidence`.
 
         Returns
         -------
@@ -330,8 +325,7 @@ class Calibrator:
 
         Examples
         --------
-        >>> from calibrank.assess.calibrator import AbstainRule, Calibrator, Cutoff, Shortlist
-        >>> from calibrank.assess.maps import ScoreMap
+        >>> from calibrank.assess.calibrator import AbstainRule, Calibrator, Cutoff, ScoreMap, Shortlist
         >>> cal = Calibrator(ScoreMap("logit", "platt", {"A": 1.0, "B": 0.0}),
         ...                  Cutoff("precision", 0.9, 0.9, 1.5, 0.82, 0.93, 1.5, "Learn-then-Test"),
         ...                  AbstainRule("margin", 0.3, coverage=0.8), Shortlist(0.1, 0.5), {})
@@ -351,10 +345,8 @@ class Calibrator:
 
         Parameters
         ----------
-        scores : array-like of float
-            ``[K]`` one list, or ``[Q, K]`` one list per row.
-        mask : array-like of bool, default=None
-            ``[Q, K]`` True where a row has a candidate (None: every slot).
+        scores, mask : array-like
+            As :meth:`confidence`.
 
         Returns
         -------
@@ -363,8 +355,7 @@ class Calibrator:
 
         Examples
         --------
-        >>> from calibrank.assess.calibrator import AbstainRule, Calibrator, Cutoff, Shortlist
-        >>> from calibrank.assess.maps import ScoreMap
+        >>> from calibrank.assess.calibrator import AbstainRule, Calibrator, Cutoff, ScoreMap, Shortlist
         >>> cal = Calibrator(ScoreMap("logit", "platt", {"A": 1.0, "B": 0.0}),
         ...                  Cutoff("precision", 0.9, 0.9, 1.5, 0.82, 0.93, 1.5, "Learn-then-Test"),
         ...                  AbstainRule("margin", 0.3, coverage=0.8), Shortlist(0.1, 0.5), {})
@@ -397,8 +388,7 @@ class Calibrator:
 
         Examples
         --------
-        >>> from calibrank.assess.calibrator import AbstainRule, Calibrator, Cutoff, Shortlist
-        >>> from calibrank.assess.maps import ScoreMap
+        >>> from calibrank.assess.calibrator import AbstainRule, Calibrator, Cutoff, ScoreMap, Shortlist
         >>> cal = Calibrator(ScoreMap("logit", "platt", {"A": 1.0, "B": 0.0}),
         ...                  Cutoff("precision", 0.9, 0.9, 1.5, 0.82, 0.93, 1.5, "Learn-then-Test"),
         ...                  AbstainRule("margin", 0.3, coverage=0.8), Shortlist(0.1, 0.5), {})
@@ -426,14 +416,10 @@ class Calibrator:
 
         Examples
         --------
-        >>> from calibrank import Calibrator
-        >>> cal = Calibrator.from_dict({
-        ...     "format": "calibrank.calibrator", "schema": 1,
-        ...     "map": {"kind": "logit", "method": "platt", "params": {"A": 1.0, "B": 0.0}},
-        ...     "cutoff": {"metric": "precision", "target": 0.9, "confidence": 0.9, "raw": 1.5, "probability": 0.82,
-        ...                "best_level": 0.93, "best_raw": 1.5, "procedure": "Learn-then-Test"},
-        ...     "abstain": {"confidence": "margin", "cut": 0.3, "coverage": 0.8},
-        ...     "shortlist": {"alpha": 0.1, "qhat": 0.5}, "fitted_on": {}})
+        >>> from calibrank.assess.calibrator import AbstainRule, Calibrator, Cutoff, ScoreMap, Shortlist
+        >>> cal = Calibrator(ScoreMap("logit", "platt", {"A": 1.0, "B": 0.0}),
+        ...                  Cutoff("precision", 0.9, 0.9, 1.5, 0.82, 0.93, 1.5, "Learn-then-Test"),
+        ...                  AbstainRule("margin", 0.3, coverage=0.8), Shortlist(0.1, 0.5), {})
         >>> Calibrator.from_dict(cal.to_dict()) == cal
         True
         """
@@ -474,8 +460,7 @@ class Calibrator:
         Examples
         --------
         >>> import tempfile
-        >>> from calibrank.assess.calibrator import AbstainRule, Calibrator, Cutoff, Shortlist
-        >>> from calibrank.assess.maps import ScoreMap
+        >>> from calibrank.assess.calibrator import AbstainRule, Calibrator, Cutoff, ScoreMap, Shortlist
         >>> cal = Calibrator(ScoreMap("logit", "platt", {"A": 1.0, "B": 0.0}),
         ...                  Cutoff("precision", 0.9, 0.9, 1.5, 0.82, 0.93, 1.5, "Learn-then-Test"),
         ...                  AbstainRule("margin", 0.3, coverage=0.8), Shortlist(0.1, 0.5), {})
@@ -511,15 +496,12 @@ class Calibrator:
         Examples
         --------
         >>> import tempfile
-        >>> from calibrank.assess.calibrator import AbstainRule, Calibrator, Cutoff, Shortlist
-        >>> from calibrank.assess.maps import ScoreMap
+        >>> from calibrank.assess.calibrator import AbstainRule, Calibrator, Cutoff, ScoreMap, Shortlist
         >>> cal = Calibrator(ScoreMap("logit", "platt", {"A": 1.0, "B": 0.0}),
         ...                  Cutoff("precision", 0.9, 0.9, 1.5, 0.82, 0.93, 1.5, "Learn-then-Test"),
         ...                  AbstainRule("margin", 0.3, coverage=0.8), Shortlist(0.1, 0.5), {})
         >>> tmp = tempfile.TemporaryDirectory()
-        >>> cal.save(f"{tmp.name}/calibrator.json").name
-        'calibrator.json'
-        >>> Calibrator.load(f"{tmp.name}/calibrator.json").keep([2.0, 0.0]).tolist()
+        >>> Calibrator.load(cal.save(f"{tmp.name}/calibrator.json")).keep([2.0, 0.0]).tolist()
         [True, False]
         >>> tmp.cleanup()
         """

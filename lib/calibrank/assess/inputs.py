@@ -143,9 +143,27 @@ def _first_duplicate(table: pa.Table, row: str) -> tuple[int, int] | None:
 
 @dataclass(frozen=True)
 class Qrels:
-    """Graded judgments: ``qids [N]``, ``docids [N]``, ``relevance [N]`` (integers; negative grades are non-relevant).
+    """Graded relevance judgments, one per (qid, docid), as a qrels file holds them.
 
-    Each (qid, docid) is judged once. ``source`` names where they came from, for messages.
+    What the readers join onto a run's candidates; negative grades are non-relevant. Built by
+    :func:`calibrank.assess.trec.read_qrels`, :func:`calibrank.assess.tables.as_qrels` or directly.
+
+    Parameters
+    ----------
+    qids : array-like of shape (N,)
+        Query ids (read as strings).
+    docids : array-like of shape (N,)
+        Document ids (read as strings).
+    relevance : array-like of int, shape (N,)
+        Integer grades.
+    source : str, default="qrels"
+        Where they came from, for messages.
+
+    Examples
+    --------
+    >>> qrels = Qrels(["q1", "q1", "q2"], ["d1", "d2", "d3"], [1, 0, 2])
+    >>> len(qrels), qrels.to_dict()
+    (3, {'q1': {'d1': 1, 'd2': 0}, 'q2': {'d3': 2}})
     """
 
     qids: np.ndarray

@@ -147,15 +147,51 @@ def load(*, run: Runs | Any | None = None, qrels: Qrels | PathLike | Any | None 
          valid_table: PathLike | Any | None = None,
          checkpoint: PathLike | None = None, queries: PathLike | None = None, valid_queries: PathLike | None = None,
          passes: int = 0, score: Any = "score", relevant_at: int = 1, seed: int = 0) -> Inputs:
-    """The test and validation inputs of one ranker, with notes.
+    """Read one ranker's test and validation inputs, whatever form they come in, with notes.
 
-    Exactly one of ``run`` (TREC file(s) with ``qrels``; several = samples), ``table`` or
-    ``checkpoint`` (scored on ``queries`` with ``passes`` MC Dropout passes); the matching
-    ``valid_*`` input is fitted on, else a seeded half of the queries. ``score``: what a score is;
-    ``relevant_at``: the lowest relevant grade. A run or table may also be a pandas DataFrame
-    (ir_measures' ``query_id``, ``doc_id``, ``score`` [, ``relevance``], or ``qid``, ``docid``,
-    ``score`` [, ``label``]) or ranx's ``Run``; qrels a DataFrame (``query_id``, ``doc_id``,
-    ``relevance``), ranx's ``Qrels`` or ``{qid: {docid: grade}}``, besides a file or :class:`Qrels`.
+    Maps and cutoffs are fitted on one set of queries and judged on another: the ``valid_*``
+    input when given, else a seeded half of the queries. Exactly one of ``run``, ``table`` or
+    ``checkpoint``. A run or table may also be a pandas DataFrame (ir_measures' ``query_id``,
+    ``doc_id``, ``score`` [, ``relevance``], or ``qid``, ``docid``, ``score`` [, ``label``]) or
+    ranx's ``Run``; qrels a DataFrame, ranx's ``Qrels`` or ``{qid: {docid: grade}}``, besides a
+    file or :class:`Qrels`.
+
+    Parameters
+    ----------
+    run, valid_run : path, sequence of paths, DataFrame or ranx.Run, default=None
+        TREC run file(s) (several: samples of one ranker), or a frame or ranx run.
+    qrels, valid_qrels : Qrels, path, DataFrame, ranx.Qrels or dict, default=None
+        The judgments (``valid_qrels`` defaults to ``qrels``).
+    table, valid_table : path or DataFrame, default=None
+        Score tables (:func:`calibrank.assess.tables.read_table`).
+    checkpoint : path, default=None
+        A local cross-encoder checkpoint (needs the ``checkpoint`` extra).
+    queries, valid_queries : path, default=None
+        JSONL queries and candidates for ``checkpoint`` to score.
+    passes : int, default=0
+        MC Dropout passes of the checkpoint (0: one deterministic pass).
+    score : {"score", "logit", "probability"}, default="score"
+        What a score is.
+    relevant_at : int, default=1
+        The lowest grade that counts as relevant.
+    seed : int, default=0
+        Seeds the split into halves when no validation input is given.
+
+    Returns
+    -------
+    Inputs
+        ``test``, ``valid`` (:class:`ScoredRun`) and ``notes`` (sentences for the report).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"qid": [f"q{i // 2}" for i in range(8)], "docid": [f"d{i}" for i in range(8)],
+    ...                    "score": [2.0, 0.1] * 4, "label": [1, 0] * 4})
+    >>> inputs = load(run=df, score="logit")
+    >>> len(inputs.valid.qids), len(inputs.test.qids)              # a seeded half each
+    (2, 2)
+    >>> inputs.notes[0].startswith("No validation run was given")
+    True
     """
     kind = check_kind(score, "score")
     relevant_at = check_relevant_at(relevant_at)

@@ -39,7 +39,11 @@ def plain(value: Any) -> Any:
 
 @dataclass(frozen=True)
 class ScoredRun:
-    """One ranker's scores on Q queries, each with its own list of candidates.
+    """One ranker's raw scores on Q queries, each with its own list of candidates, and their judgments.
+
+    What every reader returns and every analysis reads: ragged lists padded with a mask, the
+    qrels joined (unjudged candidates non-relevant but remembered), several runs of one ranker
+    as samples. Arrays are checked and copied on construction.
 
     - ``qids [Q]``; ``docids [Q, K]`` ('' where padded); ``mask [Q, K]`` True for a candidate;
     - ``scores [S, Q, K]``: S samples of the raw score (0 where padded);
@@ -53,6 +57,46 @@ class ScoredRun:
       trec_eval's; None: the candidates' grades and ``relevant_at`` for each relevant one missing;
     - ``ties``: how candidates of equal score rank: ``"trec_eval"`` by docid, the greater first
       (trec_eval's order, for a user's runs); ``"pessimistic"`` the relevant after the others.
+
+    Parameters
+    ----------
+    qids : array-like of shape (Q,)
+        Query ids (read as strings).
+    docids : array-like of shape (Q, K)
+        Candidate ids ('' where padded).
+    mask : array-like of bool, shape (Q, K)
+        True for a candidate.
+    scores : array-like of float, shape (S, Q, K)
+        S samples of the raw score.
+    relevance : array-like of int, shape (Q, K)
+        Graded relevance (0 for unjudged).
+    judged : array-like of bool, shape (Q, K)
+        The qrels judge the candidate.
+    n_relevant : array-like of int, shape (Q,)
+        Relevant documents in the qrels, retrieved or not.
+    kind : ScoreKind or str, default="score"
+        What a score is: ``probability``, ``logit`` or ``score`` (any scale).
+    relevant_at : int, default=1
+        The lowest grade that counts as relevant.
+    source : str, default="run"
+        Where the scores came from, for messages.
+    meta : dict, default={}
+        What the reader knows besides (ranker, format, dropped queries).
+    grades : array-like of int, shape (Q, M), default=None
+        Every positive grade of each query's judged documents (nDCG's ideal ranking).
+    ties : {"pessimistic", "trec_eval"}, default="pessimistic"
+        How equal scores rank.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> run = ScoredRun(qids=["q1", "q2"], docids=[["d1", "d2"], ["d3", ""]], mask=[[True, True], [True, False]],
+    ...                 scores=[[[2.0, -1.0], [0.5, 0.0]]], relevance=[[1, 0], [0, 0]],
+    ...                 judged=[[True, True], [True, False]], n_relevant=[1, 0], kind="logit")
+    >>> run.n_samples, run.labels.tolist(), run.answerable.tolist()
+    (1, [[1, 0], [0, 0]], [True, False])
+    >>> run.probabilities()[0].round(3).tolist()
+    [[0.881, 0.269], [0.622, 0.0]]
     """
 
     qids: np.ndarray

@@ -133,10 +133,37 @@ def _reliability(p: np.ndarray, y: np.ndarray, n_bins: int, strategy: str) -> Re
 def reliability_curve(
     probs: np.ndarray, labels: np.ndarray, n_bins: int = 10, strategy: str = "uniform"
 ) -> ReliabilityCurve:
-    """Per-bucket mean prediction, fraction of relevant pairs and count (NaN for empty buckets).
+    """Per-bucket mean prediction, fraction of relevant pairs and count: a reliability diagram's numbers.
 
-    Unlike ``sklearn.calibration.calibration_curve`` (same buckets), empty buckets are kept,
-    so every array has exactly ``n_bins`` entries.
+    Unlike ``sklearn.calibration.calibration_curve`` (same buckets), empty buckets are kept
+    (NaN means, count 0), so every array has exactly ``n_bins`` entries; buckets are
+    right-closed.
+
+    Parameters
+    ----------
+    probs : array-like of float
+        Predicted probabilities of relevance in [0, 1], any shape (flattened).
+    labels : array-like of {0, 1}
+        The true labels, shaped as ``probs``.
+    n_bins : int, default=10
+        Number of buckets.
+    strategy : {"uniform", "quantile"}, default="uniform"
+        Equal-width buckets on [0, 1] (as ``sklearn.calibration.calibration_curve``) or equal-mass.
+
+    Returns
+    -------
+    ReliabilityCurve
+        ``bin_edges``, ``mean_predicted``, ``fraction_positive``, ``counts``; its ``ece`` and
+        ``mce`` are :func:`ece` and :func:`mce`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> p = np.array([0.9, 0.8, 0.3, 0.2, 0.6, 0.1])
+    >>> y = np.array([1, 1, 0, 0, 0, 0])
+    >>> curve = reliability_curve(p, y, n_bins=2)
+    >>> curve.mean_predicted.round(3).tolist(), curve.fraction_positive.round(3).tolist(), curve.counts.tolist()
+    ([0.2, 0.767], [0.0, 0.667], [3, 3])
     """
     _check_bins(n_bins, strategy)
     p, y = _check_probs_labels(probs, labels)
@@ -146,8 +173,31 @@ def reliability_curve(
 def ece(probs: np.ndarray, labels: np.ndarray, n_bins: int = 10, strategy: str = "uniform") -> float:
     """Expected calibration error, eq. 1 of Penha & Hauff (2021): ``sum_i |B_i|/n |avg(B_i) - rel(B_i)/|B_i||``.
 
-    ``strategy="uniform"``: ``n_bins`` equal-width buckets on [0, 1]; ``"quantile"``: equal-mass.
-    Empty buckets contribute 0.
+    The gap between the mean predicted probability and the share of relevant pairs in each
+    bucket, weighted by the bucket's size: 0 for a calibrated ranker. Empty buckets contribute 0.
+
+    Parameters
+    ----------
+    probs : array-like of float
+        Predicted probabilities of relevance in [0, 1], any shape (flattened).
+    labels : array-like of {0, 1}
+        The true labels, shaped as ``probs``.
+    n_bins : int, default=10
+        Number of buckets.
+    strategy : {"uniform", "quantile"}, default="uniform"
+        Equal-width buckets on [0, 1] (as ``sklearn.calibration.calibration_curve``) or equal-mass.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> p = np.array([0.9, 0.8, 0.3, 0.2, 0.6, 0.1])
+    >>> y = np.array([1, 1, 0, 0, 0, 0])
+    >>> round(ece(p, y, n_bins=2), 3)        # (3 * |0.2 - 0| + 3 * |0.767 - 0.667|) / 6
+    0.15
     """
     return reliability_curve(probs, labels, n_bins, strategy).ece
 
@@ -185,8 +235,32 @@ def debiased_gap_sum(sum_gap: np.ndarray, count: np.ndarray, sum_y: np.ndarray) 
 def ece_debiased(probs: np.ndarray, labels: np.ndarray, n_bins: int = 10, strategy: str = "uniform") -> float:
     """ECE with the plug-in bias removed (Kumar, Liang & Ma 2019, sec. 5; closed-form expectation).
 
-    Same buckets as :func:`ece`; ``ece(...) - ece_debiased(...)`` is the estimated bias of eq. 1,
-    which the bootstrap intervals of :mod:`calibrank.metrics.resample` correct for.
+    The plug-in ECE of eq. 1 is biased upwards on few pairs per bucket; ``ece(...) -
+    ece_debiased(...)`` is that estimated bias, which the bootstrap intervals of
+    :mod:`calibrank.metrics.resample` correct for. Same buckets as :func:`ece`.
+
+    Parameters
+    ----------
+    probs : array-like of float
+        Predicted probabilities of relevance in [0, 1], any shape (flattened).
+    labels : array-like of {0, 1}
+        The true labels, shaped as ``probs``.
+    n_bins : int, default=10
+        Number of buckets.
+    strategy : {"uniform", "quantile"}, default="uniform"
+        Equal-width buckets on [0, 1] (as ``sklearn.calibration.calibration_curve``) or equal-mass.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> p = np.array([0.9, 0.8, 0.3, 0.2, 0.6, 0.1])
+    >>> y = np.array([1, 1, 0, 0, 0, 0])
+    >>> round(ece_debiased(p, y, n_bins=2), 3)
+    0.084
     """
     _check_bins(n_bins, strategy)
     p, y = _check_probs_labels(probs, labels)
@@ -199,7 +273,33 @@ def ece_debiased(probs: np.ndarray, labels: np.ndarray, n_bins: int = 10, strate
 
 
 def mce(probs: np.ndarray, labels: np.ndarray, n_bins: int = 10, strategy: str = "uniform") -> float:
-    """Maximum calibration error: ``max_i |avg(B_i) - rel(B_i)/|B_i||`` over non-empty buckets."""
+    """Maximum calibration error (Naeini et al. 2015): ``max_i |avg(B_i) - rel(B_i)/|B_i||`` over non-empty buckets.
+
+    The worst bucket's gap, where :func:`ece` averages them.
+
+    Parameters
+    ----------
+    probs : array-like of float
+        Predicted probabilities of relevance in [0, 1], any shape (flattened).
+    labels : array-like of {0, 1}
+        The true labels, shaped as ``probs``.
+    n_bins : int, default=10
+        Number of buckets.
+    strategy : {"uniform", "quantile"}, default="uniform"
+        Equal-width buckets on [0, 1] (as ``sklearn.calibration.calibration_curve``) or equal-mass.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> p = np.array([0.9, 0.8, 0.3, 0.2, 0.6, 0.1])
+    >>> y = np.array([1, 1, 0, 0, 0, 0])
+    >>> round(mce(p, y, n_bins=2), 3)
+    0.2
+    """
     return reliability_curve(probs, labels, n_bins, strategy).mce
 
 
@@ -213,17 +313,86 @@ def _nll(p: np.ndarray, y: np.ndarray) -> float:
 
 
 def brier(probs: np.ndarray, labels: np.ndarray) -> float:
-    """Brier score: mean squared difference between probability and 0/1 label."""
+    """Brier score: the mean squared difference between probability and 0/1 label.
+
+    A proper scoring rule: it rewards calibration and sharpness together, with no buckets.
+
+    Parameters
+    ----------
+    probs : array-like of float
+        Predicted probabilities of relevance in [0, 1], any shape (flattened).
+    labels : array-like of {0, 1}
+        The true labels, shaped as ``probs``.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> p = np.array([0.9, 0.8, 0.3, 0.2, 0.6, 0.1])
+    >>> y = np.array([1, 1, 0, 0, 0, 0])
+    >>> round(brier(p, y), 4)
+    0.0917
+    """
     return _brier(*_check_probs_labels(probs, labels))
 
 
 def nll(probs: np.ndarray, labels: np.ndarray) -> float:
-    """Mean binary log loss, with probabilities clipped to ``[EPS, 1 - EPS]`` (``EPS = 1e-7``)."""
+    """Negative log-likelihood: the mean binary log loss.
+
+    Probabilities are clipped to ``[EPS, 1 - EPS]`` (``EPS = 1e-7``) so a confident mistake
+    costs about 16 nats, not infinity.
+
+    Parameters
+    ----------
+    probs : array-like of float
+        Predicted probabilities of relevance in [0, 1], any shape (flattened).
+    labels : array-like of {0, 1}
+        The true labels, shaped as ``probs``.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> p = np.array([0.9, 0.8, 0.3, 0.2, 0.6, 0.1])
+    >>> y = np.array([1, 1, 0, 0, 0, 0])
+    >>> round(nll(p, y), 4)
+    0.3217
+    """
     return _nll(*_check_probs_labels(probs, labels))
 
 
 def calibration_metrics(probs: np.ndarray, labels: np.ndarray, n_bins: int = 10) -> dict[str, float]:
-    """``{"ECE", "ECE (equal mass)", "MCE", "Brier", "NLL"}``; the MCE uses equal-width buckets."""
+    """Every calibration metric at once: ``{"ECE", "ECE (equal mass)", "MCE", "Brier", "NLL"}``.
+
+    The inputs are checked once; the MCE uses equal-width buckets.
+
+    Parameters
+    ----------
+    probs : array-like of float
+        Predicted probabilities of relevance in [0, 1], any shape (flattened).
+    labels : array-like of {0, 1}
+        The true labels, shaped as ``probs``.
+    n_bins : int, default=10
+        Number of buckets of the ECEs and the MCE.
+
+    Returns
+    -------
+    dict of str to float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> p = np.array([0.9, 0.8, 0.3, 0.2, 0.6, 0.1])
+    >>> y = np.array([1, 1, 0, 0, 0, 0])
+    >>> {k: round(v, 3) for k, v in calibration_metrics(p, y, n_bins=2).items()}
+    {'ECE': 0.15, 'ECE (equal mass)': 0.15, 'MCE': 0.2, 'Brier': 0.092, 'NLL': 0.322}
+    """
     _check_bins(n_bins, "uniform")
     p, y = _check_probs_labels(probs, labels)
     uniform = _reliability(p, y, n_bins, "uniform")

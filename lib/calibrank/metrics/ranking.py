@@ -146,9 +146,36 @@ def _check_n_relevant(n_relevant: np.ndarray | None, rel: np.ndarray) -> np.ndar
 
 def recall_at_k(scores: np.ndarray, labels: np.ndarray, k: int, *, mask: np.ndarray | None = None,
                 n_relevant: np.ndarray | None = None) -> np.ndarray:
-    """Per-query recall ``R_n@k``: relevant candidates in the top k / relevant candidates (or ``n_relevant``).
+    """Per-query recall ``R_n@k``: the share of a query's relevant candidates ranked in its top k.
 
-    Pessimistic ties; shape [Q], NaN for a query without a relevant candidate.
+    The metric of conversation response ranking (``n`` candidates per query). Ties count
+    against the relevant candidate (the module docstring).
+
+    Parameters
+    ----------
+    scores : array-like of float, shape (Q, K)
+        One row of candidate scores per query.
+    labels : array-like of {0, 1}, shape (Q, K)
+        1 for a relevant candidate.
+    k : int
+        The cut-off.
+    mask : array-like of bool, shape (Q, K), default=None
+        True where a row has a candidate (None: every slot); padded slots rank last.
+    n_relevant : array-like of int, shape (Q,), default=None
+        Relevant documents in the qrels, retrieved or not (None: the relevant candidates).
+
+    Returns
+    -------
+    ndarray of float, shape (Q,)
+        NaN for a query without a relevant candidate.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> scores = np.array([[0.9, 0.2, 0.5], [0.1, 0.7, 0.3]])
+    >>> labels = np.array([[0, 1, 1], [1, 0, 0]])
+    >>> recall_at_k(scores, labels, 2).tolist()
+    [0.5, 0.0]
     """
     k = _check_k(k)
     s, y = _check_inputs(scores, labels)
@@ -158,9 +185,34 @@ def recall_at_k(scores: np.ndarray, labels: np.ndarray, k: int, *, mask: np.ndar
 
 def average_precision(scores: np.ndarray, labels: np.ndarray, *, mask: np.ndarray | None = None,
                       n_relevant: np.ndarray | None = None) -> np.ndarray:
-    """Per-query average precision ``(1/R) sum_i rel_i * P@i``; shape [Q], NaN without a relevant.
+    """Per-query average precision ``(1/R) sum_i rel_i * P@i`` (Manning et al. 2008, ch. 8).
 
-    ``R``: the relevant candidates, or ``n_relevant``. Pessimistic ties (see the module docstring).
+    The precision at each relevant candidate's rank, averaged over the ``R`` relevant ones
+    (the candidates, or ``n_relevant``); pessimistic ties (see the module docstring).
+
+    Parameters
+    ----------
+    scores : array-like of float, shape (Q, K)
+        One row of candidate scores per query.
+    labels : array-like of {0, 1}, shape (Q, K)
+        1 for a relevant candidate.
+    mask : array-like of bool, shape (Q, K), default=None
+        True where a row has a candidate (None: every slot); padded slots rank last.
+    n_relevant : array-like of int, shape (Q,), default=None
+        Relevant documents in the qrels, retrieved or not (None: the relevant candidates).
+
+    Returns
+    -------
+    ndarray of float, shape (Q,)
+        NaN for a query without a relevant candidate.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> scores = np.array([[0.9, 0.2, 0.5], [0.1, 0.7, 0.3]])
+    >>> labels = np.array([[0, 1, 1], [1, 0, 0]])
+    >>> average_precision(scores, labels).round(3).tolist()     # (1/2 + 2/3) / 2, 1/3
+    [0.583, 0.333]
     """
     s, y = _check_inputs(scores, labels)
     rel = _sorted_relevance(s, y, _check_mask(mask, s.shape))
@@ -168,27 +220,94 @@ def average_precision(scores: np.ndarray, labels: np.ndarray, *, mask: np.ndarra
 
 
 def rank_of_relevant(scores: np.ndarray, labels: np.ndarray, *, mask: np.ndarray | None = None) -> np.ndarray:
-    """Per-query 1-based rank of the first (highest-ranked) relevant candidate; shape [Q].
+    """Per-query 1-based rank of the first (highest-ranked) relevant candidate.
 
     Pessimistic ties: a relevant candidate tied with m non-relevant ones is ranked after all
-    of them. NaN for a query without a relevant candidate.
+    of them.
+
+    Parameters
+    ----------
+    scores : array-like of float, shape (Q, K)
+        One row of candidate scores per query.
+    labels : array-like of {0, 1}, shape (Q, K)
+        1 for a relevant candidate.
+    mask : array-like of bool, shape (Q, K), default=None
+        True where a row has a candidate (None: every slot); padded slots rank last.
+
+    Returns
+    -------
+    ndarray of float, shape (Q,)
+        NaN for a query without a relevant candidate.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> scores = np.array([[0.9, 0.2, 0.5], [0.1, 0.7, 0.3]])
+    >>> labels = np.array([[0, 1, 1], [1, 0, 0]])
+    >>> rank_of_relevant(scores, labels).tolist()
+    [2.0, 3.0]
     """
     s, y = _check_inputs(scores, labels)
     return _first_relevant_rank(_sorted_relevance(s, y, _check_mask(mask, s.shape)))
 
 
 def reciprocal_rank(scores: np.ndarray, labels: np.ndarray, *, mask: np.ndarray | None = None) -> np.ndarray:
-    """Per-query reciprocal rank ``1 / rank_of_relevant``; shape [Q], NaN without a relevant.
+    """Per-query reciprocal rank: one over the rank of the first relevant candidate (its mean is MRR).
 
-    Pessimistic ties (see the module docstring).
+    Pessimistic ties: a relevant candidate tied with non-relevant ones ranks after them.
+
+    Parameters
+    ----------
+    scores : array-like of float, shape (Q, K)
+        One row of candidate scores per query.
+    labels : array-like of {0, 1}, shape (Q, K)
+        1 for a relevant candidate.
+    mask : array-like of bool, shape (Q, K), default=None
+        True where a row has a candidate (None: every slot); padded slots rank last.
+
+    Returns
+    -------
+    ndarray of float, shape (Q,)
+        NaN for a query without a relevant candidate.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> reciprocal_rank(np.array([[0.9, 0.5, 0.1], [0.5, 0.5, 0.1]]), np.array([[0, 1, 0], [1, 0, 0]])).tolist()
+    [0.5, 0.5]
     """
     return 1.0 / rank_of_relevant(scores, labels, mask=mask)
 
 
 def ndcg_at_k(scores: np.ndarray, labels: np.ndarray, k: int = 10, *, mask: np.ndarray | None = None) -> np.ndarray:
-    """Per-query nDCG@k with binary gains and a ``1/log2(i+1)`` discount; shape [Q].
+    """Per-query nDCG@k (Järvelin & Kekäläinen 2002) with binary gains and a ``1/log2(i+1)`` discount.
 
-    Pessimistic ties (see the module docstring). NaN for a query without a relevant candidate.
+    DCG of the top k over that of the ideal ranking; pessimistic ties (see the module
+    docstring). Graded gains: :func:`per_query_ranking`.
+
+    Parameters
+    ----------
+    scores : array-like of float, shape (Q, K)
+        One row of candidate scores per query.
+    labels : array-like of {0, 1}, shape (Q, K)
+        1 for a relevant candidate.
+    k : int, default=10
+        The cut-off.
+    mask : array-like of bool, shape (Q, K), default=None
+        True where a row has a candidate (None: every slot); padded slots rank last.
+
+    Returns
+    -------
+    ndarray of float, shape (Q,)
+        NaN for a query without a relevant candidate.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> scores = np.array([[0.9, 0.2, 0.5], [0.1, 0.7, 0.3]])
+    >>> labels = np.array([[0, 1, 1], [1, 0, 0]])
+    >>> ndcg_at_k(scores, labels, k=3).round(3).tolist()      # (1/log2(3) + 1/2) / (1 + 1/log2(3)), 1/2
+    [0.693, 0.5]
     """
     k = _check_k(k)
     s, y = _check_inputs(scores, labels)
@@ -201,10 +320,44 @@ def per_query_ranking(scores: np.ndarray, labels: np.ndarray, ks: Iterable[int] 
                       tiebreak: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """Every per-query ranking metric from one sort: ``R@k`` for ``ks``, ``P@1``, ``AP``, ``RR``, ``nDCG@<ndcg_k>``.
 
-    Each is ``[Q]``, NaN for a query without a relevant document. ``gains`` and ``ideal_gains`` make
-    nDCG graded as trec_eval's ``ndcg_cut``; without them it is binary. ``tiebreak [Q, K]``: among
-    equal scores the lower key ranks first (None: the gains, or the labels, so that ties count
-    against the relevant candidate).
+    One sort per query serves them all, which is what the bootstrap over queries needs.
+    ``gains`` and ``ideal_gains`` make nDCG graded as trec_eval's ``ndcg_cut``; without them it
+    is binary.
+
+    Parameters
+    ----------
+    scores : array-like of float, shape (Q, K)
+        One row of candidate scores per query.
+    labels : array-like of {0, 1}, shape (Q, K)
+        1 for a relevant candidate.
+    ks : iterable of int, default=(1, 2, 5)
+        Recall cut-offs.
+    ndcg_k : int, default=10
+        nDCG's cut-off.
+    mask : array-like of bool, shape (Q, K), default=None
+        True where a row has a candidate (None: every slot); padded slots rank last.
+    n_relevant : array-like of int, shape (Q,), default=None
+        Relevant documents in the qrels, retrieved or not (None: the relevant candidates).
+    gains : array-like of float, shape (Q, K), default=None
+        Graded gains of the candidates (positive where ``labels`` is 1).
+    ideal_gains : array-like of float, shape (Q, M), default=None
+        The gains of the ideal ranking (None: ``gains``).
+    tiebreak : array-like, shape (Q, K), default=None
+        Among equal scores the lower key ranks first (None: the gains, or the labels, so that
+        ties count against the relevant candidate).
+
+    Returns
+    -------
+    dict of str to ndarray of shape (Q,)
+        NaN for a query without a relevant document.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> scores = np.array([[0.9, 0.2, 0.5], [0.1, 0.7, 0.3]])
+    >>> labels = np.array([[0, 1, 1], [1, 0, 0]])
+    >>> {k: v.round(3).tolist() for k, v in per_query_ranking(scores, labels, ks=(1, 2), ndcg_k=3).items()}
+    {'R@1': [0.0, 0.0], 'R@2': [0.5, 0.0], 'P@1': [0.0, 0.0], 'AP': [0.583, 0.333], 'RR': [0.5, 0.333], 'nDCG@3': [0.693, 0.5]}
     """
     ks = [_check_k(k, "ks entries") for k in ks]
     ndcg_k = _check_k(ndcg_k, "ndcg_k")
@@ -256,8 +409,32 @@ def ranking_metrics(
 ) -> dict[str, float]:
     """Mean ranking metrics over the queries that have at least one relevant candidate.
 
-    Returns ``{"R@k" for k in ks, "MAP", "MRR", "nDCG@<ndcg_k>", "queries"}``, ``queries`` the number
-    averaged over; every mean is NaN when there is none.
+    Parameters
+    ----------
+    scores : array-like of float, shape (Q, K)
+        One row of candidate scores per query.
+    labels : array-like of {0, 1}, shape (Q, K)
+        1 for a relevant candidate.
+    ks : iterable of int, default=(1, 2, 5)
+        Recall cut-offs.
+    ndcg_k : int, default=10
+        nDCG's cut-off.
+    mask : array-like of bool, shape (Q, K), default=None
+        True where a row has a candidate (None: every slot); padded slots rank last.
+
+    Returns
+    -------
+    dict
+        ``{"R@k" for k in ks, "MAP", "MRR", "nDCG@<ndcg_k>", "queries"}``, ``queries`` the number
+        averaged over; every mean is NaN when there is none.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> scores = np.array([[0.9, 0.2, 0.5], [0.1, 0.7, 0.3]])
+    >>> labels = np.array([[0, 1, 1], [1, 0, 0]])
+    >>> {k: round(v, 3) for k, v in ranking_metrics(scores, labels, ks=(1, 2), ndcg_k=3).items()}
+    {'R@1': 0.0, 'R@2': 0.25, 'MAP': 0.458, 'MRR': 0.417, 'nDCG@3': 0.597, 'queries': 2}
     """
     ks = [_check_k(k, "ks entries") for k in ks]
     ndcg_k = _check_k(ndcg_k, "ndcg_k")
