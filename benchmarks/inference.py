@@ -218,6 +218,7 @@ def bench_inference_flops(cfg: Config, *, n_queries: int = 50, repeats: int = 3,
     from calibrank.model.backbone import load_backbone
     from calibrank.model.rankers.base import CrossEncoder
     from calibrank.model.training import encode_pairs, score_pairs
+    from calibrank.precision import scoring_batch_size
 
     from .flops import ShapeRecorder, available_precisions, utilisation
     from .training import _take_pairs
@@ -234,9 +235,10 @@ def bench_inference_flops(cfg: Config, *, n_queries: int = 50, repeats: int = 3,
     model = CrossEncoder(backbone, seed=seed, pooling=s.pooling).to(device).eval()
     pairs = encode_pairs(backbone.tokenizer, queries, max_length=s.max_length, max_response_length=s.max_response_length,
                          context_style=cfg.data.context_style)
-    warm = _take_pairs(pairs, min(len(pairs), s.eval_batch_size))
+    batch = scoring_batch_size(s.eval_batch_size, device)
+    warm = _take_pairs(pairs, min(len(pairs), batch))
     for p in precisions:  # lazy initialisation, thread pools, kernel selection per dtype
-        score_pairs(model, warm, batch_size=s.eval_batch_size, precision=p, device=device)
+        score_pairs(model, warm, batch_size=batch, precision=p, device=device)
     times: dict[str, list[float]] = {p: [] for p in precisions}
     flops: dict[str, float] = {}
     shapes: dict[str, list] = {}
@@ -245,7 +247,7 @@ def bench_inference_flops(cfg: Config, *, n_queries: int = 50, repeats: int = 3,
         for p in (precisions if r % 2 == 0 else list(reversed(precisions))):
             with ShapeRecorder(model) as rec:
                 t0 = time.perf_counter()
-                score_pairs(model, pairs, batch_size=s.eval_batch_size, precision=p, device=device)
+                score_pairs(model, pairs, batch_size=batch, precision=p, device=device)
                 if device.type == "cuda":
                     torch.cuda.synchronize(device)
                 times[p].append(time.perf_counter() - t0)
@@ -259,7 +261,7 @@ def bench_inference_flops(cfg: Config, *, n_queries: int = 50, repeats: int = 3,
         "sampler": info["sampler"],
         "queries": info["queries"],
         "pairs": len(pairs),
-        "eval_batch_size": s.eval_batch_size,
+        "eval_batch_size": batch,
         "batches": len(shapes[precisions[0]]),
         "mean_padded_length": float(np.mean([n for _, n in shapes[precisions[0]]])),
         "repeats": repeats,
