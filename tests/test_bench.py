@@ -122,7 +122,7 @@ def test_write_results_merges_and_renders(tmp_path):
 def test_main_end_to_end_tiny(tmp_path):
     out = tmp_path / "out"
     rankers = ["--skip", "training", "--skip", "inference", "--skip", "inference_flops", "--skip", "memory", "--skip", "peak",
-               "--skip", "assess", "--skip", "assess_io", "--skip", "clock", "--skip", "scoring"]
+               "--skip", "assess", "--skip", "assess_io", "--skip", "clock", "--skip", "scoring", "--skip", "core"]
     assert main(["--out", str(out), "--n-responses", "200", "--n-queries", "10", "--n-embed", "60", "--k", "5", *rankers]) == 0
     res = json.loads((out / "bench.json").read_text())
     assert set(res) == {"machine", "negatives_bm25", "negatives_embedding"}
