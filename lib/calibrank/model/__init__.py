@@ -2,6 +2,7 @@
 
 - :mod:`.backbone`: the encoder and its pooling, loaded offline;
 - :mod:`.training`: fine-tuning and scoring of (context, response) pairs, the weights on disk;
+- :mod:`.encode_once`: scoring with no joint layer, each distinct context and response encoded once;
 - :mod:`.losses`: binary cross-entropy and focal loss;
 - :mod:`.experiment`: one ranker trained on one corpus and predicted on every condition;
 - ``rankers/``: one class per method of the papers (:mod:`calibrank.model.rankers`);

@@ -10,11 +10,8 @@ keyword arguments are the profile section's fields (:func:`ranker_settings`).
 from __future__ import annotations
 
 import dataclasses
-import io
-import logging
 import math
 import time
-import zipfile
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -31,7 +28,7 @@ from ...data.splits import TURN_SEP, UTTERANCE_SEP
 from ...metrics.ranking import recall_at_k
 from ...precision import precision_name, scoring_batch_size, use_bf16
 from ...predictions import Predictions
-from ...runs import atomic_recorded, check_recorded, stable_hash
+from ...runs import stable_hash
 from ...settings.checks import ConfigError
 from ...settings.choices import ContextStyle, Pooling
 from ...settings.config import build_section
@@ -40,6 +37,7 @@ from .. import encode_once, losses
 from ..backbone import Backbone, encode, load_backbone
 from ..losses import binary_cross_entropy
 from ..training import Pairs, TrainResult, collate, encode_pairs, length_batches, load_trained, score_pairs, train_model
+from .logits_cache import read_logits, write_logits
 
 __all__ = ["CrossEncoder", "Ranker", "TrainedModel", "distinct_pairs", "encode_features", "head_param_groups", "init_cosine_head",
            "queries_version", "checked", "ranker_settings", "sigmoid", "MODEL_PACKAGES"]
@@ -48,7 +46,6 @@ __all__ = ["CrossEncoder", "Ranker", "TrainedModel", "distinct_pairs", "encode_f
 #: itself enters as :func:`calibrank.codekey.code_hash`): they compute the forward and backward
 #: passes, tokenise the text and draw the batch order.
 MODEL_PACKAGES = ("torch", "transformers", "tokenizers", "numpy")
-log = logging.getLogger(__name__)
 _NOT_IN_KEY = ("log_every", "checkpoint_every", "eval_batch_size")
 _IN_KEY_UNLESS_DEFAULT = {"schedule": "linear", "selection": "best", "joint_layers": None}
 #: ``segments`` pooling: the head starts as ``SEGMENT_COSINE_WEIGHT * cos(u, v) + SEGMENT_COSINE_BIAS``.
@@ -86,25 +83,6 @@ def checked(where: str, check: Callable[..., Any], *args: Any) -> Any:
         return check(*args)
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}") from None
-
-
-def _read_logits(path: Path, n_pairs: int) -> tuple[np.ndarray, float] | None:
-    """The logits ``[S, n_pairs]`` and seconds cached in ``path``; None when there is no sound file there
-    (missing; not the bytes recorded beside it; not a readable .npz of that shape), logged unless missing."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    try:
-        check_recorded(path, data)
-        with np.load(io.BytesIO(data), allow_pickle=False) as z:
-            logits, seconds = z["logits"], float(z["seconds"])
-        if logits.ndim != 2 or logits.shape[1] != n_pairs:
-            raise ValueError(f"{path}: logits of shape {logits.shape}, expected [S, {n_pairs}]")
-    except (ValueError, KeyError, OSError, EOFError, zipfile.BadZipFile) as exc:
-        log.warning("%s: the cached logits are not used (%s); scoring again", path, str(exc).removeprefix(f"{path}: "))
-        return None
-    return logits, seconds
 
 
 class CrossEncoder(nn.Module):
@@ -415,7 +393,7 @@ class Ranker(ABC):
                                "eval_batch_size": self.training.eval_batch_size, "device": self.device.type,
                                "context": self.context_style.value, "code": code}, 16)
             path = trained.workdir / "logits" / f"{key}.npz"
-            cached = _read_logits(path, len(pairs))
+            cached = read_logits(path, len(pairs))
             if cached is not None:
                 logits, seconds = cached
                 return logits.reshape(logits.shape[0], len(queries), pairs.n_candidates), seconds
@@ -430,9 +408,7 @@ class Ranker(ABC):
                                  precision=self.training.precision, **kw)
         seconds = time.perf_counter() - t0
         if path is not None:
-            with atomic_recorded(path) as tmp:
-                with open(tmp, "wb") as fh:
-                    np.savez(fh, logits=logits, seconds=np.float64(seconds))
+            write_logits(path, logits, seconds)
         return logits.reshape(logits.shape[0], len(queries), pairs.n_candidates), seconds
 
     def scores_sides(self) -> bool:
