@@ -73,7 +73,7 @@ def bf16_support(device: torch.device | str = "cpu") -> dict[str, Any]:
     """Whether ``device`` has native bf16 arithmetic, and from what: ``{"supported", "via", ...}``.
 
     CPU: AVX512-BF16 (``torch.cpu._is_avx512_bf16_supported``, the probe
-    :func:`calibrank.precision.use_bf16` uses) or AMX tiles (``_is_amx_tile_supported``, or the
+    :func:`calibrank.hardware.use_bf16` uses) or AMX tiles (``_is_amx_tile_supported``, or the
     ``amx_bf16`` flag of /proc/cpuinfo). CUDA: ``torch.cuda.is_bf16_supported()``.
     """
     device = torch.device(device)

@@ -218,7 +218,7 @@ def bench_inference_flops(cfg: Config, *, n_queries: int = 50, repeats: int = 3,
     from calibrank.model.backbone import load_backbone
     from calibrank.model.rankers.base import CrossEncoder
     from calibrank.model.training import encode_pairs, score_pairs
-    from calibrank.precision import scoring_batch_size
+    from calibrank.hardware import scoring_batch_size
 
     from .flops import ShapeRecorder, available_precisions, utilisation
     from .training import _take_pairs
@@ -408,7 +408,7 @@ def bench_scoring_paths(cfg: Config, *, n_queries: int = 100, repeats: int = 3, 
     import torch
     from calibrank.model.backbone import MINILM, load_backbone
     from calibrank.model.rankers.base import CrossEncoder
-    from calibrank.precision import precision_name, scoring_batch_size
+    from calibrank.hardware import precision_name, scoring_batch_size
     from calibrank.settings.choices import Pooling
 
     n_queries = positive_int(n_queries, "n_queries")

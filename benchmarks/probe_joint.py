@@ -59,7 +59,7 @@ from calibrank.metrics.resample import compare, features, interval
 from calibrank.model.rankers import ranker_from_config
 from calibrank.model.rankers.base import distinct_pairs, queries_version, sigmoid
 from calibrank.model.training import score_pairs
-from calibrank.precision import use_bf16
+from calibrank.hardware import use_bf16
 from calibrank.predictions import Predictions
 from calibrank.runs import atomic_path, write_json
 from calibrank.settings import registry

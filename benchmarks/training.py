@@ -145,7 +145,7 @@ def run_calibrank(queries: Sequence[RankingQuery], settings: TrainingConfig, *, 
     from calibrank.model.losses import binary_cross_entropy
     from calibrank.model.rankers.base import CrossEncoder
     from calibrank.model.training import encode_pairs, train_model
-    from calibrank.precision import use_bf16
+    from calibrank.hardware import use_bf16
 
     device = device or torch.device("cpu")
     if precision is not None:
@@ -407,7 +407,7 @@ def bench_training(queries: Sequence[RankingQuery], settings: TrainingConfig, *,
                               TARGET_SPEEDUP))
     out["ratio_ours_over"] = ratios
     if "st" in variants and "fp32" in precisions:  # each side's default: ours training.precision (auto), fit's fp32
-        from calibrank.precision import use_bf16
+        from calibrank.hardware import use_bf16
 
         ours = "bf16" if use_bf16(settings.precision, device) else "fp32"
         if f"calibrank_{ours}" in out:

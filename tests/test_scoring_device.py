@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from calibrank.model.rankers import make_ranker
-from calibrank.precision import SCORING_BATCH, precision_name, scoring_batch_size
+from calibrank.hardware import SCORING_BATCH, precision_name, scoring_batch_size
 from calibrank.settings.checks import ConfigError
 from calibrank.settings.schema import TrainingConfig
 from rankfix import learnable_queries, tiny_training

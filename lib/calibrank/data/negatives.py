@@ -28,7 +28,7 @@ import numpy as np
 
 from .. import runs
 from ..codekey import code_hash, package_versions
-from ..precision import use_bf16
+from ..hardware import use_bf16
 from ..settings.choices import SamplerName
 from .io import read_queries, write_queries
 from .schema import DataError, Example, RankingQuery, normalise_text

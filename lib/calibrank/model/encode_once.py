@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..precision import use_bf16
+from ..hardware import use_bf16
 from ..settings.choices import Pooling
 from .training import Pairs
 

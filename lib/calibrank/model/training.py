@@ -32,7 +32,7 @@ from tqdm import tqdm
 
 from ..data.schema import DataError, RankingQuery
 from ..data.splits import format_context
-from ..precision import use_bf16
+from ..hardware import use_bf16
 from ..runs import (
     DigestMismatch,
     atomic_path,

@@ -25,7 +25,7 @@ from ..data.negatives import encode, load_embedding_model
 from ..data.querysets import load_examples
 from ..data.schema import RankingQuery
 from ..model.rankers import make_ranker
-from ..precision import use_bf16
+from ..hardware import use_bf16
 from ..runs import project_root, read_json, write_json
 from ..settings.checks import ConfigError
 from ..settings.choices import RankerName

@@ -247,7 +247,7 @@ class TrainingConfig:
     ``max_length`` bounds ``[CLS] context [SEP] response [SEP]`` in tokens, the context cut from the
     left; a response is cut at ``max_response_length`` (null: one that leaves no room for context is
     an error). ``eval_batch_size``: sequences per scoring batch; null follows the device
-    (:func:`calibrank.precision.scoring_batch_size`: 64 on a CPU, 1024 on a GPU). ``joint_layers``: the encoder's top layers that attend across context and response
+    (:func:`calibrank.hardware.scoring_batch_size`: 64 on a CPU, 1024 on a GPU). ``joint_layers``: the encoder's top layers that attend across context and response
     (:func:`calibrank.model.backbone.encode`); null, the papers' cross-encoder, is all of them.
     """
 

@@ -26,7 +26,7 @@ from ...codekey import code_hash, package_versions
 from ...data.schema import RankingQuery
 from ...data.splits import TURN_SEP, UTTERANCE_SEP
 from ...metrics.ranking import recall_at_k
-from ...precision import precision_name, scoring_batch_size, use_bf16
+from ...hardware import precision_name, scoring_batch_size, use_bf16
 from ...predictions import Predictions
 from ...runs import stable_hash
 from ...settings.checks import ConfigError
