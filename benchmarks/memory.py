@@ -96,7 +96,7 @@ def gibbs_estimate_mb(n: int, chains: int) -> float:
 def _child(spec: dict[str, Any]) -> dict[str, Any]:
     import numpy as np
     import torch
-    from calibrank import precision
+    from calibrank import hardware
     from calibrank.model import training  # noqa: F401
     from calibrank.model.gp import polya_gamma
     from calibrank.model.rankers import base  # noqa: F401
@@ -133,7 +133,7 @@ def _child(spec: dict[str, Any]) -> dict[str, Any]:
         with tempfile.TemporaryDirectory(prefix="calibrank-bench-mem-") as tmp:
             res = training.train_model(model, lambda m, b, y: binary_cross_entropy(m(**b), y), pairs, settings, Path(tmp),
                                        seed=int(spec["seed"]), device=device)
-        info.update(steps_run=res.steps, bf16=precision.use_bf16(settings.precision, device),
+        info.update(steps_run=res.steps, bf16=hardware.use_bf16(settings.precision, device),
                     parameters=sum(p.numel() for p in model.parameters()))
     elif job == "gibbs":
         n, dim = int(spec["n"]), int(spec["dim"])

@@ -472,7 +472,8 @@ def test_markdown_shows_how_close_to_the_limit(tmp_path):
 
 def test_main_peak_only(tmp_path):
     out = tmp_path / "out"
-    skip = [x for name in ("bm25", "embedding", "training", "inference", "inference_flops", "memory", "assess", "assess_io", "clock")
+    skip = [x for name in ("bm25", "embedding", "training", "inference", "inference_flops", "memory", "assess", "assess_io",
+                           "clock", "scoring", "core")
             for x in ("--skip", name)]
     assert main(["--out", str(out), "--peak-n", "64", "--peak-repeats", "2", *skip]) == 0
     res = json.loads((out / "bench.json").read_text())
