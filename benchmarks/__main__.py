@@ -56,7 +56,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from calibrank import runs
+from calibrank import atomic, paths
 from calibrank.analysis.efficiency import machine_info
 
 from .common import log
@@ -140,7 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-    out = args.out if args.out is not None else runs.project_root() / "reports" / "bench"
+    out = args.out if args.out is not None else paths.project_root() / "reports" / "bench"
     machine = machine_info()
     if args.quick:
         machine["quick"] = True
@@ -204,7 +204,7 @@ def _core(out: Path, machine: dict[str, Any]) -> None:
     from .core import SECTION, bench_core
 
     log("core install: pip install of the checkout alone into a fresh venv")
-    res = bench_core(runs.project_root())
+    res = bench_core(paths.project_root())
     write_results(out, {SECTION: {**res, "machine": machine}})
     log(f"core: {res['packages']} packages, {res['site_packages_mb']:.0f} MB, import calibrank "
         f"{res['import_calibrank_s']:.2f} s, import calibrank.cli {res['import_cli_s']:.2f} s")
@@ -222,7 +222,7 @@ def _peak(args: argparse.Namespace, out: Path, machine: dict[str, Any]) -> dict[
 
     if "peak" in args.skip:
         try:
-            old = runs.read_json(Path(out) / "bench.json").get(SECTION) or {}
+            old = atomic.read_json(Path(out) / "bench.json").get(SECTION) or {}
         except (OSError, ValueError, AttributeError):
             old = {}
         same = old.get("machine", {}) if isinstance(old, dict) else {}
@@ -244,7 +244,7 @@ def _peak_again(args: argparse.Namespace, out: Path) -> None:
     from .inference import SECTION_FLOPS
     from .training import SECTION as TRAINING
 
-    results = runs.read_json(Path(out) / "bench.json")
+    results = atomic.read_json(Path(out) / "bench.json")
     again = measure_peak(args.peak_n, args.peak_repeats, device=_device(args), precisions=tuple(args.precisions))
     merged = merge_peaks(results[SECTION], again)
     peak = merged["peak_gflop_per_s"]

@@ -61,7 +61,7 @@ from calibrank.model.rankers.base import distinct_pairs, queries_version, sigmoi
 from calibrank.model.training import score_pairs
 from calibrank.hardware import use_bf16
 from calibrank.predictions import Predictions
-from calibrank.runs import atomic_path, write_json
+from calibrank.atomic import atomic_path, write_json
 from calibrank.settings import registry
 from calibrank.settings.checks import ConfigError
 from calibrank.settings.choices import Pooling

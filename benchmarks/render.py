@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from calibrank import runs
+from calibrank import atomic
 
 __all__ = ["layout", "to_markdown", "to_html", "fmt", "render_markdown", "render_html", "write_results"]
 
@@ -281,15 +281,15 @@ def write_results(out_dir: str | os.PathLike, sections: dict[str, Any]) -> dict[
     merged: dict[str, Any] = {}
     if path.exists():
         try:
-            merged = runs.read_json(path)
+            merged = atomic.read_json(path)
         except json.JSONDecodeError as exc:
             raise SystemExit(f"{path}: not valid JSON ({exc}); fix or remove it, it may hold other benchmarks") from exc
         if not isinstance(merged, dict):
             raise SystemExit(f"{path}: expected a JSON object of sections, got {type(merged).__name__}")
     merged.update(sections)
-    runs.write_json(path, merged)
-    with runs.atomic_path(out / "bench.md") as tmp:
+    atomic.write_json(path, merged)
+    with atomic.atomic_path(out / "bench.md") as tmp:
         tmp.write_text(render_markdown(merged), encoding="utf-8")
-    with runs.atomic_path(out / "bench.html") as tmp:
+    with atomic.atomic_path(out / "bench.html") as tmp:
         tmp.write_text(render_html(merged), encoding="utf-8")
     return merged

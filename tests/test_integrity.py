@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from calibrank import codekey, runs
+from calibrank import atomic, codekey
 from calibrank.data import DataError
 from calibrank.data.schema import Example
 from calibrank.model.rankers import make_ranker
@@ -245,7 +245,7 @@ def test_a_truncated_or_altered_logits_cache_is_computed_again(tmp_path, caplog)
     with caplog.at_level(logging.WARNING):
         np.testing.assert_array_equal(bert.predict(TEST).probs, expected)
     assert any(str(path) in r.getMessage() for r in caplog.records), caplog.text
-    runs.check_recorded(path, path.read_bytes())  # written again, with its record
+    atomic.check_recorded(path, path.read_bytes())  # written again, with its record
     with np.load(path) as z:
         np.testing.assert_array_equal(z["logits"], logits)
     # A well-formed file with other numbers.
@@ -292,7 +292,7 @@ def test_a_pg_posterior_cache_with_bytes_changed_is_computed_again(tmp_path, cap
         again = _fit("pg_drr", tmp_path, **kw)
     assert any(str(path) in r.getMessage() and "sha256" in r.getMessage() for r in caplog.records), caplog.text
     assert again.trained.workdir == first.trained.workdir
-    runs.check_recorded(path, path.read_bytes())  # written again, with its record
+    atomic.check_recorded(path, path.read_bytes())  # written again, with its record
     pred = again.predict(TEST)
     np.testing.assert_array_equal(pred.probs, expected.probs)
     np.testing.assert_array_equal(pred.samples, expected.samples)
@@ -325,7 +325,7 @@ def test_a_checkpoint_with_bytes_zeroed_is_not_resumed_from(tmp_path, caplog):
     with pytest.raises(Interrupt):
         train_model(fresh(), loss, pairs, settings, tmp_path / "resumed", seed=5, on_step=stop_at_5)
     path = tmp_path / "resumed" / "checkpoint.safetensors"
-    runs.check_recorded(path, path.read_bytes())  # written with its record
+    atomic.check_recorded(path, path.read_bytes())  # written with its record
     good = path.read_bytes()
     data = bytearray(good)
     start = len(data) // 2  # inside the tensors: the file still parses; skip moments that are zero already
@@ -340,7 +340,7 @@ def test_a_checkpoint_with_bytes_zeroed_is_not_resumed_from(tmp_path, caplog):
     a = load_file(str(tmp_path / "straight" / "model.safetensors"))
     b = load_file(str(tmp_path / "resumed" / "model.safetensors"))
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
-    assert not path.exists() and not runs.digest_path(path).exists()  # cleaned up when finished
+    assert not path.exists() and not atomic.digest_path(path).exists()  # cleaned up when finished
 
 
 # ---------------------------------------------------------------- altered inputs are errors
@@ -359,7 +359,7 @@ def test_a_query_set_altered_after_it_was_written_is_an_error_naming_it(tmp_root
     pq.write_table(table.slice(1), path)  # a query dropped: still a readable query set
     with pytest.raises(DataError, match=rf"{path}: sha256 [0-9a-f]{{64}} differs from .*make nb-02_negatives PROFILE=smoke"):
         load_query_set(cfg, "chitchat", "test", spec.sampler, 3)
-    runs.digest_path(path).unlink()
+    atomic.digest_path(path).unlink()
     with pytest.raises(DataError, match=rf"{path}: no sha256 was recorded"):
         load_query_set(cfg, "chitchat", "test", spec.sampler, 3)
 
@@ -375,7 +375,7 @@ def test_an_exported_table_altered_after_it_was_written_is_an_error_naming_it(tm
     with pytest.raises(TableFileError, match=rf"{path}: sha256 [0-9a-f]{{64}} differs from") as err:
         load_exported_tables("smoke")
     assert err.value.path == path
-    runs.digest_path(path).unlink()
+    atomic.digest_path(path).unlink()
     with pytest.raises(TableFileError, match=rf"{path}: no sha256 was recorded"):
         load_exported_tables("smoke")
 

@@ -223,7 +223,7 @@ def test_embedding_negatives_closer_than_random(minilm):
 
 def test_embedding_pool_cache_is_reused(minilm, monkeypatch):
     first = neg.make_sampler("embedding", POOL)
-    files = list((neg.runs.cache_dir("embeddings")).glob("*.npy"))
+    files = list((neg.paths.cache_dir("embeddings")).glob("*.npy"))
     assert len(files) == 1
 
     def no_encoding(*a, **kw):
@@ -292,7 +292,7 @@ CACHE_ARGS = dict(corpus="toy", split="test", sampler="random", k=K, seed=11)
 def test_cache_second_call_reads_file(monkeypatch):
     first = neg.cached_queries(EXAMPLES, **CACHE_ARGS)
     path = neg.queries_cache_path(EXAMPLES, **CACHE_ARGS)
-    assert path.exists() and path.parent == neg.runs.cache_dir("negatives")
+    assert path.exists() and path.parent == neg.paths.cache_dir("negatives")
 
     def boom(*a, **kw):
         raise AssertionError("the sampler must not run when the cache file exists")

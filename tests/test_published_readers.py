@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from calibrank import runs
+from calibrank import paths
 from calibrank.data.dstc8 import read_dstc8, strip_speakers
 from calibrank.data.published import PUBLISHED, expected_files, load_published
 from calibrank.data.schema import DataError
@@ -240,8 +240,8 @@ def test_expected_files_layout(tmp_path):
 
 def test_default_root_is_raw_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("CALIBRANK_ROOT", str(tmp_path))
-    assert expected_files("mantis")["train"] == runs.raw_dir("mantis") / "train.tsv"
-    shutil.copytree(FIXTURES / "mantis", runs.raw_dir("mantis"))
+    assert expected_files("mantis")["train"] == paths.raw_dir("mantis") / "train.tsv"
+    shutil.copytree(FIXTURES / "mantis", paths.raw_dir("mantis"))
     assert len(load_published("mantis")["train"]) == 3
 
 

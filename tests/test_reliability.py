@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from safetensors.torch import load_file
 
-from calibrank import runs
+from calibrank import atomic, locks, paths
 from calibrank.data.io import write_queries
 from calibrank.data.schema import Example, RankingQuery
 from calibrank.data.negatives import cached_queries, queries_cache_path
@@ -117,31 +117,31 @@ def test_two_trainers_of_one_model_end_with_the_weights_of_one_run(tmp_path):
     assert _same_tensors(load_file(str(tmp_path / "first.safetensors")), weights)
     assert _same_tensors(load_file(str(tmp_path / "second.safetensors")), weights)
     leftovers = sorted(p.name for p in workdir.parent.iterdir() if p.name.startswith("."))
-    assert leftovers == [runs.lock_path(workdir).name]  # the lock file stays, free; no temporary file, no holder record
+    assert leftovers == [locks.lock_path(workdir).name]  # the lock file stays, free; no temporary file, no holder record
     assert sorted(p.name for p in workdir.iterdir()) == ["model.safetensors", "train.json"]
 
 
 # Holds the lock of argv[1] for argv[2] seconds; then moves the file argv[3] (if given) into place.
 HOLDER = textwrap.dedent("""
     import os, sys, time
-    from calibrank import runs
-    with runs.exclusive(sys.argv[1], what="test"):
+    from calibrank import atomic, locks, paths
+    with locks.exclusive(sys.argv[1], what="test"):
         print("held", flush=True)
         time.sleep(float(sys.argv[2]))
         if len(sys.argv) > 3:  # the result, then the sha256 recorded for it, as a writer puts them in place
             os.replace(sys.argv[3], sys.argv[1])
-            runs.record_digest(sys.argv[1], runs.sha256_file(sys.argv[1]))
+            atomic.record_digest(sys.argv[1], atomic.sha256_file(sys.argv[1]))
 """)
 
 
 # Tries the lock of argv[1] once and prints why it could not take it.
 TRY_LOCK = textwrap.dedent("""
     import sys
-    from calibrank import runs
+    from calibrank import atomic, locks, paths
     try:
-        with runs.exclusive(sys.argv[1], wait=False):
+        with locks.exclusive(sys.argv[1], wait=False):
             print("taken")
-    except runs.LockHeld as exc:
+    except locks.LockHeld as exc:
         print(exc)
 """)
 
@@ -157,27 +157,27 @@ def test_a_held_lock_names_its_holder_and_a_dead_holders_lock_is_taken_over(tmp_
     dest = tmp_path / "result.parquet"
     holder = _hold(dest, 60)
     try:
-        with pytest.raises(runs.LockHeld, match=rf"result.parquet.lock is held by process {holder.pid} on "):
-            with runs.exclusive(dest, wait=False):
+        with pytest.raises(locks.LockHeld, match=rf"result.parquet.lock is held by process {holder.pid} on "):
+            with locks.exclusive(dest, wait=False):
                 pass
-        with pytest.raises(runs.LockHeld, match=f"process {holder.pid}"):
-            with runs.exclusive(dest, wait=0.3):
+        with pytest.raises(locks.LockHeld, match=f"process {holder.pid}"):
+            with locks.exclusive(dest, wait=0.3):
                 pass
-        assert runs.sweep_temp(tmp_path) == []  # a held lock is not swept
+        assert locks.sweep_temp(tmp_path) == []  # a held lock is not swept
     finally:
         holder.send_signal(signal.SIGKILL)
         holder.wait()
-    assert runs.lock_path(dest).exists()  # the killed holder left its lock file and its record ...
-    with runs.exclusive(dest, wait=False) as lock:  # ... but the kernel released the lock: taken over at once
-        assert lock == runs.lock_path(dest).resolve()
+    assert locks.lock_path(dest).exists()  # the killed holder left its lock file and its record ...
+    with locks.exclusive(dest, wait=False) as lock:  # ... but the kernel released the lock: taken over at once
+        assert lock == locks.lock_path(dest).resolve()
         other = subprocess.run([sys.executable, "-c", TRY_LOCK, str(dest)], capture_output=True, text=True, timeout=60)
         assert f"is held by process {os.getpid()} on " in other.stdout, other.stderr  # the record names this process
         with pytest.raises(RuntimeError, match="already holds"):
-            with runs.exclusive(dest):
+            with locks.exclusive(dest):
                 pass
-    assert runs.lock_path(dest).exists()  # the lock file stays after release (removing it would break the lock) ...
-    assert sorted(p.name for p in tmp_path.iterdir()) == [runs.lock_path(dest).name]  # ... its holder's record goes
-    with runs.exclusive(dest, wait=False):  # and it is free
+    assert locks.lock_path(dest).exists()  # the lock file stays after release (removing it would break the lock) ...
+    assert sorted(p.name for p in tmp_path.iterdir()) == [locks.lock_path(dest).name]  # ... its holder's record goes
+    with locks.exclusive(dest, wait=False):  # and it is free
         pass
 
 
@@ -185,12 +185,12 @@ def test_a_dead_holders_record_names_no_process(tmp_path):
     """The record a killed holder leaves names it no more once it is dead: a waiter then says "another process"."""
     dest = tmp_path / "result.parquet"
     holder = _hold(dest, 60)
-    record = runs._holder_path(runs.lock_path(dest).resolve())
-    assert runs._holder(runs.lock_path(dest).resolve()).startswith(f"process {holder.pid} on ")
+    record = locks._holder_path(locks.lock_path(dest).resolve())
+    assert locks._holder(locks.lock_path(dest).resolve()).startswith(f"process {holder.pid} on ")
     holder.send_signal(signal.SIGKILL)
     holder.wait()
     assert record.read_text().split()[0] == str(holder.pid)  # left behind ...
-    assert runs._holder(runs.lock_path(dest).resolve()) == "another process"  # ... and read as no one's
+    assert locks._holder(locks.lock_path(dest).resolve()) == "another process"  # ... and read as no one's
 
 
 def test_a_second_builder_of_a_negatives_entry_reads_the_first_ones_file(tmp_root):
@@ -214,14 +214,14 @@ def _dead_pid() -> int:
 
 
 def test_sweep_removes_only_leftovers_of_dead_writers(tmp_path):
-    host = runs.owner_tag().split("@")[1]
+    host = atomic.owner_tag().split("@")[1]
     live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     dead = _dead_pid()
     try:
         files = {
             "dead": f".tmp-a.parquet.pid{dead}@{host}.x1",
             "live": f".tmp-b.parquet.pid{live.pid}@{host}.x2",
-            "mine": f".tmp-c.parquet.{runs.owner_tag()}.x3",
+            "mine": f".tmp-c.parquet.{atomic.owner_tag()}.x3",
             "other_host": f".tmp-d.parquet.pid{dead}@elsewhere-9.x4",
             "old_untagged": ".tmp-e.parquet.abc",
             "new_untagged": ".tmp-f.ipynb",
@@ -234,7 +234,7 @@ def test_sweep_removes_only_leftovers_of_dead_writers(tmp_path):
         os.utime(tmp_path / files["old_untagged"], (started - 100, started - 100))
         os.utime(tmp_path / files["new_untagged"], (started + 100, started + 100))
         (tmp_path / ".free.lock").write_text("")  # a lock file nobody holds stays: removing one can break the lock
-        removed = {p.name for p in runs.sweep_temp(tmp_path, started)}
+        removed = {p.name for p in locks.sweep_temp(tmp_path, started)}
         assert removed == {files["dead"], files["old_untagged"], files["notebook_dead"]}
         assert {p.name for p in tmp_path.iterdir()} == set(files.values()) - removed | {".free.lock"}
     finally:
@@ -244,11 +244,11 @@ def test_sweep_removes_only_leftovers_of_dead_writers(tmp_path):
 
 def test_atomic_writes_name_their_writer_and_leave_nothing_on_error(tmp_path):
     dest = tmp_path / "out.json"
-    with runs.atomic_path(dest) as tmp:
-        assert runs.temp_owner(tmp.name) == (os.getpid(), runs.owner_tag().split("@")[1])
+    with atomic.atomic_path(dest) as tmp:
+        assert atomic.temp_owner(tmp.name) == (os.getpid(), atomic.owner_tag().split("@")[1])
         tmp.write_text("{}")
     with pytest.raises(ZeroDivisionError):
-        with runs.atomic_path(dest) as tmp:
+        with atomic.atomic_path(dest) as tmp:
             tmp.write_text("half")
             1 / 0
     assert [p.name for p in tmp_path.iterdir()] == ["out.json"] and dest.read_text() == "{}"
@@ -291,7 +291,7 @@ def test_read_json_names_file_and_line(tmp_path):
     path = tmp_path / "x.json"
     path.write_text('{\n  "a": 1,\n  "b": \n}\n')
     with pytest.raises(json.JSONDecodeError, match=rf"{path}: not valid JSON \(Expecting value\): line 4 column 1"):
-        runs.read_json(path)
+        atomic.read_json(path)
 
 
 def test_an_unreadable_pool_file_names_the_file(tmp_root):
@@ -300,7 +300,7 @@ def test_an_unreadable_pool_file_names_the_file(tmp_root):
     from calibrank.data.querysets import load_pool_table
 
     cfg = load_config("smoke")
-    path = runs.run_dir("smoke", "data", "chitchat") / "train.pool.parquet"
+    path = paths.run_dir("smoke", "data", "chitchat") / "train.pool.parquet"
     path.write_bytes(b"PAR1 not really")
     with pytest.raises(DataError, match=rf"{path}: not a readable Parquet file .*make nb-01_data PROFILE=smoke"):
         load_pool_table(cfg, "chitchat", "train")

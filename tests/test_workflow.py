@@ -234,7 +234,7 @@ def test_dry_run_plans_every_step_once_with_its_threads(smoke_dry_run, tmp_root)
     # the executed notebook is written under a temporary name holding the shell's pid and host, then renamed
     assert 'tmp="reports/smoke/.tmp-03_train-bert-chitchat-seed1.pid$$@$(uname -n' in bert
     assert 'mv "$tmp" reports/smoke/03_train-bert-chitchat-seed1.ipynb' in bert
-    assert "calibrank.runs sweep reports/smoke" in bert
+    assert "calibrank.locks sweep reports/smoke" in bert
     assert "-m calibrank.pipeline.train smoke ensemble chatterbot --seed 0 --member 1" in \
         jobs["train-ensemble-chatterbot-seed0-member1"]["shell"]
     assert "-m calibrank.pipeline.report smoke" in jobs["index"]["shell"]

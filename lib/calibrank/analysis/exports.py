@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 
 from ..predictions import Predictions
-from ..runs import DigestMismatch, atomic_path, atomic_recorded, check_recorded, report_dir, write_json
+from ..atomic import DigestMismatch, atomic_path, atomic_recorded, check_recorded, write_json
+from ..paths import report_dir
 from ..settings.schema import Config
 from ..table_checks import raise_problems, rows_expected
 from .load import Study

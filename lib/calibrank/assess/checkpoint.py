@@ -24,7 +24,7 @@ from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTok
 
 from ..data.splits import format_context
 from ..model.training import Pairs, score_pairs, use_bf16
-from ..runs import decode_error_position
+from ..atomic import decode_error_position
 from ..settings.choices import ContextStyle, Precision
 from .scored import AssessError, ScoredRun, ScoreKind, plain
 

@@ -18,7 +18,6 @@ import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -27,7 +26,7 @@ from sklearn.isotonic import IsotonicRegression
 from sklearn.linear_model import LogisticRegression
 
 from .. import __version__
-from ..runs import sha256_file
+from ..atomic import sha256_file
 from ..analysis.practice.conformal import candidate_scores, conformal_quantile
 from ..analysis.practice.listwise import candidate_distribution
 from ..analysis.practice.recalibrate import fit_recalibrator

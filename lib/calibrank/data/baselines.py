@@ -22,7 +22,7 @@ from sklearn.linear_model import LogisticRegression
 from ..metrics.calibration import ece
 from ..metrics.ranking import recall_at_k
 from ..predictions import Predictions
-from ..runs import run_dir
+from ..paths import run_dir
 from ..table_checks import raise_problems, rows_expected, rows_failing
 from .conditions import Condition, eval_conditions
 from .negatives import encode, load_embedding_model, query_text, words as _words

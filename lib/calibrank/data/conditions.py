@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..predictions import Predictions
-from ..runs import project_root, run_dir
+from ..paths import project_root, run_dir
 from ..settings import registry
 from ..settings.choices import Corpus, RankerName
 from ..settings.config import run_name, training_seeds

@@ -30,7 +30,7 @@ import gdown
 import py7zr
 import requests
 
-from .. import runs
+from .. import atomic, paths
 from .published import PUBLISHED, SUMS, check_sums, expected_files, homepage, read_sums
 from .schema import DataError
 
@@ -65,8 +65,8 @@ class Recipe:
 
 
 def _write_sums(dest: Path, targets: dict[str, Path]) -> None:
-    lines = [f"{runs.sha256_file(p)}  {p.name}" for p in sorted(targets.values(), key=lambda q: q.name)]
-    with runs.atomic_path(dest / SUMS) as tmp:
+    lines = [f"{atomic.sha256_file(p)}  {p.name}" for p in sorted(targets.values(), key=lambda q: q.name)]
+    with atomic.atomic_path(dest / SUMS) as tmp:
         tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
@@ -76,7 +76,7 @@ def verify(name: str, dest: Path | None = None) -> dict[str, str]:
     Raises DownloadFailed naming the first file that is missing or differs, with both hashes.
     (:func:`calibrank.data.published.load_published` makes the same check whenever it reads them.)
     """
-    dest = Path(dest) if dest is not None else runs.raw_dir(name)
+    dest = Path(dest) if dest is not None else paths.raw_dir(name)
     sums_path = dest / SUMS
     try:
         recorded = read_sums(sums_path)
@@ -120,7 +120,7 @@ def drive_url(file_id: str) -> str:
 def fetch(name: str, dest: Path | None = None, *, force: bool = False, quiet: bool = False) -> dict[str, Path]:
     """Download and install a dataset's files into ``dest``; returns them by role. Raises DownloadFailed."""
     rec = recipe(name)
-    dest = Path(dest) if dest is not None else runs.raw_dir(name)
+    dest = Path(dest) if dest is not None else paths.raw_dir(name)
     targets = expected_files(name, dest)
     if not force and all(p.is_file() for p in targets.values()):
         if (dest / SUMS).is_file():
@@ -145,8 +145,8 @@ def fetch(name: str, dest: Path | None = None, *, force: bool = False, quiet: bo
             except OSError as exc:
                 raise DownloadFailed(f"Could not download {name}: writing to {tmp} failed ({_short(exc)}); nothing was installed in {dest}.") from None
             pinned = dict(rec.sha256).get(file_id)
-            if pinned is not None and runs.sha256_file(archive) != pinned:
-                problems.append(f"{drive_url(file_id)}: sha256 {runs.sha256_file(archive)} differs from the pinned {pinned}")
+            if pinned is not None and atomic.sha256_file(archive) != pinned:
+                problems.append(f"{drive_url(file_id)}: sha256 {atomic.sha256_file(archive)} differs from the pinned {pinned}")
                 archive.unlink(missing_ok=True)
                 continue
             try:

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..runs import utf8_error_at
+from ..atomic import utf8_error_at
 from .schema import DataError, Example
 
 __all__ = ["read_dstc8", "strip_speakers"]

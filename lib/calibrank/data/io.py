@@ -2,7 +2,7 @@
 
 Every read error is a :class:`DataError` naming the file (for text, the line and column of the
 first byte that is not UTF-8). Parquet files get their sha256 recorded beside them and are
-checked against it when read (:func:`calibrank.runs.atomic_recorded`).
+checked against it when read (:func:`calibrank.atomic.atomic_recorded`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..runs import DigestMismatch, atomic_recorded, check_recorded, decode_error_position
+from ..atomic import DigestMismatch, atomic_recorded, check_recorded, decode_error_position
 from .schema import DataError, Example, RankingQuery
 
 __all__ = ["write_queries", "read_queries", "write_examples", "read_examples", "read_table", "write_table", "read_utf8"]

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import runs
+from .. import atomic, locks, paths
 from ..codekey import code_hash, package_versions
 from ..hardware import use_bf16
 from ..settings.choices import SamplerName
@@ -457,14 +457,14 @@ def encode(model, texts: Sequence[str], batch_size: int = 64, precision: str = "
 def embeddings_cache_path(texts: Sequence[str], model: str = DEFAULT_EMBEDDING_MODEL, precision: str = "fp32") -> Path:
     """Where :func:`cached_embeddings` keeps the embeddings of ``texts`` under ``model`` and ``precision``."""
     path = resolve_model_path(model)
-    key = runs.cache_key(
+    key = atomic.cache_key(
         model=model if model == DEFAULT_EMBEDDING_MODEL else path.name,
         precision=_resolved_precision(precision),
         n=len(texts),
         ident=stable_model_hash(path),
-        texts=runs.stable_hash(list(texts)),
+        texts=atomic.stable_hash(list(texts)),
     )
-    return runs.cache_dir("embeddings") / f"{key}.npy"
+    return paths.cache_dir("embeddings") / f"{key}.npy"
 
 
 def _resolved_precision(precision: str, device: str | None = None) -> str:
@@ -482,12 +482,12 @@ def cached_embeddings(texts: Sequence[str], model: str = DEFAULT_EMBEDDING_MODEL
     emb = _read_embeddings(dest, len(texts))
     if emb is not None:
         return emb
-    runs.sweep_temp(dest.parent)
-    with runs.exclusive(dest, what=f"embedding cache entry {dest.name}"):
+    locks.sweep_temp(dest.parent)
+    with locks.exclusive(dest, what=f"embedding cache entry {dest.name}"):
         emb = _read_embeddings(dest, len(texts))  # written by the process we waited for
         if emb is None:
             emb = encode(load_embedding_model(model, device), texts, batch_size=batch_size, precision=precision)
-            with runs.atomic_recorded(dest) as tmp:
+            with atomic.atomic_recorded(dest) as tmp:
                 with open(tmp, "wb") as fh:  # a file object: np.save would append ".npy" to a bare path
                     np.save(fh, emb, allow_pickle=False)
     return emb
@@ -501,7 +501,7 @@ def _read_embeddings(dest: Path, n: int) -> np.ndarray | None:
     except FileNotFoundError:
         return None
     try:
-        runs.check_recorded(dest, data)
+        atomic.check_recorded(dest, data)
         emb = np.load(io.BytesIO(data), allow_pickle=False)
         if not (emb.dtype == np.float32 and emb.ndim == 2 and emb.shape[0] == n):
             raise ValueError(f"{dest}: a {emb.dtype} array of shape {emb.shape}, expected float32 [{n}, d]")
@@ -512,7 +512,7 @@ def _read_embeddings(dest: Path, n: int) -> np.ndarray | None:
 
 
 def stable_model_hash(path: Path) -> str:
-    return runs.stable_hash(model_identity(path))
+    return atomic.stable_hash(model_identity(path))
 
 
 class EmbeddingSampler(NegativeSampler):
@@ -635,7 +635,7 @@ def build_queries(examples: Sequence[Example], sampler: NegativeSampler, k: int,
 
 def data_version(examples: Sequence[Example], pool: Sequence[str] | None) -> str:
     """Hash of what the negatives are drawn for and from: the examples (eid, context, response) and the pool."""
-    return runs.stable_hash(
+    return atomic.stable_hash(
         {
             "examples": [[e.eid, list(e.context), e.response] for e in examples],
             "pool": None if pool is None else list(pool),
@@ -658,7 +658,7 @@ def queries_cache_path(
     """Where :func:`cached_queries` keeps the queries for these arguments."""
     if pool is None and pool_dialogues is None:
         pool_dialogues = [e.dialogue_id for e in examples]
-    key = runs.cache_key(
+    key = atomic.cache_key(
         corpus=corpus,
         split=split,
         sampler=SamplerName(sampler).value,
@@ -666,11 +666,11 @@ def queries_cache_path(
         seed=int(seed),
         params=dict(params or {}),
         data=data_version(examples, pool),
-        dialogues=None if pool_dialogues is None else runs.stable_hash(list(pool_dialogues)),
+        dialogues=None if pool_dialogues is None else atomic.stable_hash(list(pool_dialogues)),
         code=code_hash(build_queries, _sampler_class(sampler)),
         packages=package_versions(SAMPLER_PACKAGES),
     )
-    return runs.cache_dir("negatives") / f"{key}.parquet"
+    return paths.cache_dir("negatives") / f"{key}.parquet"
 
 
 def cached_queries(
@@ -688,7 +688,7 @@ def cached_queries(
     """:func:`build_queries` through a Parquet cache; the result is the same whether read or built.
 
     ``pool`` defaults to the examples' true responses. Written atomically, built once under the
-    entry's lock (:func:`calibrank.runs.exclusive`), rebuilt when its sha256 does not match.
+    entry's lock (:func:`calibrank.locks.exclusive`), rebuilt when its sha256 does not match.
     """
     examples = list(examples)
     _sampler_class(sampler)  # fail early on an unknown name, before hashing the data
@@ -698,8 +698,8 @@ def cached_queries(
                               pool_dialogues=pool_dialogues, params=params)
     queries = _read_cached_queries(dest, examples)
     if queries is None:
-        runs.sweep_temp(dest.parent)  # leftovers of writers that died
-        with runs.exclusive(dest, what=f"negatives cache entry {dest.name}"):
+        locks.sweep_temp(dest.parent)  # leftovers of writers that died
+        with locks.exclusive(dest, what=f"negatives cache entry {dest.name}"):
             queries = _read_cached_queries(dest, examples)  # written by the process we waited for
             if queries is None:
                 the_pool = pool if pool is not None else [e.response for e in examples]

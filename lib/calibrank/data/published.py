@@ -14,7 +14,7 @@ import logging
 import re
 from pathlib import Path
 
-from .. import runs
+from .. import atomic, paths
 from .dstc8 import read_dstc8
 from .schema import DataError, Example
 from .tsv import read_tsv
@@ -51,7 +51,7 @@ def homepage(name: str) -> str:
 def expected_files(name: str, root: Path | None = None) -> dict[str, Path]:
     """The files a dataset needs, by role: ``train``/``valid``/``test`` (TSV) or ``train``/``dev`` (DSTC8)."""
     _check(name)
-    root = Path(root) if root is not None else runs.raw_dir(name)
+    root = Path(root) if root is not None else paths.raw_dir(name)
     if name == "udc_dstc8":
         return {"train": root / "task-1.ubuntu.train.json", "dev": root / "task-1.ubuntu.dev.json"}
     return {split: root / f"{split}.tsv" for split in SPLITS}
@@ -59,7 +59,7 @@ def expected_files(name: str, root: Path | None = None) -> dict[str, Path]:
 
 def missing_hint(name: str, paths: list[Path]) -> str:
     """The message for missing dataset files: which ones, and how to get them."""
-    where = paths[0].parent if paths else runs.raw_dir(name)
+    where = paths[0].parent if paths else paths.raw_dir(name)
     return (
         f"{name}: missing {', '.join(str(p) for p in paths)}. "
         f"Run `make data DATASET={name}` on a machine with internet access (and copy {where} here), "
@@ -98,7 +98,7 @@ def check_sums(name: str, paths: list[Path], root: Path) -> None:
         expected = recorded.get(path.name)
         if expected is None:
             raise DataError(f"{path}: not listed in {sums_path}; rerun `make data DATASET={name}` to record it")
-        got = runs.sha256_file(path)
+        got = atomic.sha256_file(path)
         if got != expected:
             raise DataError(f"{path}: sha256 {got} differs from {expected} recorded in {sums_path} when it was "
                             f"installed (changed or truncated since?); download it again with "

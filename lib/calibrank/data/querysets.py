@@ -20,7 +20,8 @@ from typing import TypeVar
 
 import pyarrow as pa
 
-from ..runs import project_root, run_dir, stable_hash, write_json
+from ..atomic import stable_hash, write_json
+from ..paths import project_root, run_dir
 from ..settings.choices import SamplerName
 from ..settings.schema import Config
 from ..table_checks import raise_problems

@@ -5,7 +5,7 @@ A pointwise cross-encoder (Penha & Hauff 2021, sec. 3.2) scores ``[CLS] context 
 loop: AdamW, linear or constant lr, gradient clipping, bf16 autocast where supported,
 length-sorted batches, selection on a validation metric or the last step, and checkpoints from
 which an interrupted run resumes to the same weights. Files are written atomically with their
-sha256; one process trains a model at a time (:func:`calibrank.runs.exclusive`); under
+sha256; one process trains a model at a time (:func:`calibrank.locks.exclusive`); under
 ``torchrun`` a model trains data-parallel. Why: docs/decisions.md, "Training: reproducibility and
 several processes".
 """
@@ -33,19 +33,8 @@ from tqdm import tqdm
 from ..data.schema import DataError, RankingQuery
 from ..data.splits import format_context
 from ..hardware import use_bf16
-from ..runs import (
-    DigestMismatch,
-    atomic_path,
-    atomic_recorded,
-    check_recorded,
-    digest_path,
-    exclusive,
-    read_json,
-    record_digest,
-    sha256_file,
-    sweep_temp,
-    write_json,
-)
+from ..atomic import DigestMismatch, atomic_path, atomic_recorded, check_recorded, digest_path, read_json, record_digest, sha256_file, write_json
+from ..locks import exclusive, sweep_temp
 from ..settings.choices import ContextStyle, Precision, Schedule, Selection
 from ..settings.schema import TrainingConfig
 
@@ -212,7 +201,7 @@ def load_weights(model: nn.Module, path: Path, sha256: str | None = None, record
                  recorded: bool = False) -> None:
     """Load the weights in ``path`` into ``model``, reading the file once; on any error no weight changes.
 
-    Bytes other than ``sha256`` or the ``recorded`` digest raise :class:`calibrank.runs.DigestMismatch`;
+    Bytes other than ``sha256`` or the ``recorded`` digest raise :class:`calibrank.atomic.DigestMismatch`;
     a file that is not safetensors or does not fit raises ``ValueError`` naming it.
     """
     data = Path(path).read_bytes()
@@ -234,7 +223,7 @@ def load_weights(model: nn.Module, path: Path, sha256: str | None = None, record
 
 def save_recorded(path: Path, tensors: dict[str, torch.Tensor], metadata: dict) -> None:
     """Write ``tensors`` with ``metadata`` (JSON, under the ``calibrank`` key) to ``path``, atomically,
-    its sha256 recorded beside it last (:func:`calibrank.runs.atomic_recorded`)."""
+    its sha256 recorded beside it last (:func:`calibrank.atomic.atomic_recorded`)."""
     with atomic_recorded(path) as tmp:
         save_file(tensors, str(tmp), metadata={"calibrank": json.dumps(metadata)})
 
@@ -242,7 +231,7 @@ def save_recorded(path: Path, tensors: dict[str, torch.Tensor], metadata: dict) 
 def read_recorded(path: Path) -> tuple[dict[str, torch.Tensor], dict]:
     """The tensors and ``calibrank`` metadata of a file written by :func:`save_recorded`, read once.
 
-    A missing or unmatched record raises :class:`calibrank.runs.DigestMismatch`, another file ``ValueError``.
+    A missing or unmatched record raises :class:`calibrank.atomic.DigestMismatch`, another file ``ValueError``.
     """
     data = Path(path).read_bytes()
     check_recorded(path, data)

@@ -22,7 +22,8 @@ from pathlib import Path
 
 from .. import codekey
 from ..model.rankers import ranker_from_config
-from ..runs import atomic_path, project_root
+from ..atomic import atomic_path
+from ..paths import project_root
 from ..settings.checks import ConfigError
 from ..settings.config import load_config
 from ..settings.schema import Config

@@ -26,7 +26,8 @@ from ..data.querysets import load_examples
 from ..data.schema import RankingQuery
 from ..model.rankers import make_ranker
 from ..hardware import use_bf16
-from ..runs import project_root, read_json, write_json
+from ..atomic import read_json, write_json
+from ..paths import project_root
 from ..settings.checks import ConfigError
 from ..settings.choices import RankerName
 from ..settings.config import load_config

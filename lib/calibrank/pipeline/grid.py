@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..data import conditions
 from ..data.querysets import data_files, query_set_files
-from ..runs import project_root
+from ..paths import project_root
 from ..settings import registry
 from ..settings.checks import ConfigError
 from ..settings.choices import Corpus, RankerName

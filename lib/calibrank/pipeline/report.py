@@ -34,7 +34,8 @@ from ..analysis.papers import paper_comparison
 from ..analysis.verdicts import Verdict, summary
 from ..data.baselines import SHORTCUT_MARGIN, ranking_check, ranking_warnings
 from ..metrics.resample import ONE_SEED_NOTE
-from ..runs import atomic_path, project_root, report_dir
+from ..atomic import atomic_path
+from ..paths import project_root, report_dir
 from ..settings.config import load_config
 from ..settings.schema import Config
 from .schedule import eta_path, read_eta

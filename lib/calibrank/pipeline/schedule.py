@@ -18,7 +18,8 @@ from pathlib import Path
 
 from ..data.conditions import Condition, eval_conditions, ranker_conditions
 from ..data.querysets import query_set_specs
-from ..runs import project_root, read_json
+from ..atomic import read_json
+from ..paths import project_root
 from ..settings import registry
 from ..settings.choices import SamplerName
 from ..settings.profiles import profile_sources

@@ -23,7 +23,8 @@ from ..data.querysets import MissingStepError
 from ..model import experiment
 from ..model.rankers import ranker_from_config
 from ..model.training import is_trained, setup_distributed
-from ..runs import project_root, run_dir, write_json
+from ..atomic import write_json
+from ..paths import project_root, run_dir
 from ..settings.checks import ConfigError
 from ..settings.choices import RankerName
 from ..settings.config import load_config

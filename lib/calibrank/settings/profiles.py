@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from ..runs import project_root
+from ..paths import project_root
 from .checks import ConfigError
 
 __all__ = ["EXTENDS", "Lines", "check_no_empty_section", "dotted", "key_path", "lines_within", "locate", "merge",

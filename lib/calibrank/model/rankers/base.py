@@ -28,7 +28,7 @@ from ...data.splits import TURN_SEP, UTTERANCE_SEP
 from ...metrics.ranking import recall_at_k
 from ...hardware import precision_name, scoring_batch_size, use_bf16
 from ...predictions import Predictions
-from ...runs import stable_hash
+from ...atomic import stable_hash
 from ...settings.checks import ConfigError
 from ...settings.choices import ContextStyle, Pooling
 from ...settings.config import build_section

@@ -2,7 +2,7 @@
 
 :meth:`calibrank.model.rankers.base.Ranker._timed_logits` keys a file by the queries, the scoring
 settings and the scoring code; a file is used only when it is the bytes recorded beside it
-(:func:`calibrank.runs.atomic_recorded`), so an interrupted or edited file is scored again.
+(:func:`calibrank.atomic.atomic_recorded`), so an interrupted or edited file is scored again.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...runs import atomic_recorded, check_recorded
+from ...atomic import atomic_recorded, check_recorded
 
 __all__ = ["read_logits", "write_logits"]
 

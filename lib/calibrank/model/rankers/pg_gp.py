@@ -27,7 +27,7 @@ from torch import nn
 from ...data.schema import RankingQuery
 from ...metrics.ranking import recall_at_k
 from ...predictions import Predictions
-from ...runs import stable_hash
+from ...atomic import stable_hash
 from ...settings.checks import check_choice
 from ...settings.choices import GPKernel, GPMeanFunction, Pooling
 from ...settings.schema import PGDRRConfig, check_gp_batch_size
