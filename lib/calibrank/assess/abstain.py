@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy.special import expit
 
 from ..analysis.practice.nota_sets import clopper_pearson
 from ..analysis.practice.selective import COVERAGE, risk_column, risk_coverage, selective_intervals, selective_scores
-from .calibrator import Calibrator
-from .fit import list_confidence_features, raw_scores, top_loss
+from .calibrator import Calibrator, list_confidence
+from .fit import raw_scores, top_loss
 from .scored import ScoredRun
 from .selfcheck import checked
 
@@ -28,16 +27,12 @@ __all__ = ["abstain_tables", "test_confidences"]
 
 def test_confidences(calibrator: Calibrator, test: ScoredRun) -> dict[str, np.ndarray]:
     """``[Q]`` each confidence on the test queries: the deployed one through :meth:`Calibrator.confidence`, the
-    others by the same formulas (``list`` only when it is the deployed one: its model is fitted only then)."""
+    others by the same formula (:func:`~calibrank.assess.calibrator.list_confidence`; ``list`` only when it is the
+    deployed one: its model is kept only then)."""
     s, m = raw_scores(test), test.mask
     p = np.where(m, calibrator.predict_proba(s), 0.0)
-    top = -np.sort(-p, axis=1)
-    out = {"top score": np.where(m, s, -np.inf).max(axis=1),
-           "margin": top[:, 0] - (top[:, 1] if top.shape[1] > 1 else 0.0)}
+    out = {name: list_confidence(name, s, p, m) for name in ("top score", "margin")}
     rule = calibrator.abstain_rule
-    if rule.confidence == "list":
-        out["list"] = expit(list_confidence_features(p, m, len(rule.list_coef)) @ np.asarray(rule.list_coef)
-                            + rule.list_intercept)
     out[rule.confidence] = calibrator.confidence(s, m)
     if test.n_samples > 1:
         samples = np.where(m[None], calibrator.predict_proba(test.scores), 0.0)

@@ -25,7 +25,8 @@ from scipy.special import expit
 
 from .maps import MapError, ScoreMap
 
-__all__ = ["AbstainRule", "Calibrator", "CalibratorError", "Cutoff", "Shortlist", "CONFIDENCES"]
+__all__ = ["AbstainRule", "Calibrator", "CalibratorError", "Cutoff", "Shortlist", "CONFIDENCES", "list_confidence",
+           "top_probabilities"]
 
 FORMAT = "calibrank.calibrator"
 SCHEMA = 1
@@ -145,6 +146,28 @@ class Shortlist:
     def __post_init__(self) -> None:
         _level("shortlist.alpha", self.alpha)
         _number("shortlist.qhat", self.qhat, allow_none=True)
+
+
+def top_probabilities(probs: np.ndarray, mask: np.ndarray, m: int) -> np.ndarray:
+    """``[Q, m]`` each list's ``m`` largest probabilities in decreasing order (0 past a short list's end)."""
+    p = -np.sort(-np.where(mask, probs, 0.0), axis=1)
+    out = np.zeros((p.shape[0], m))
+    out[:, : min(m, p.shape[1])] = p[:, :m]
+    return out
+
+
+def list_confidence(name: str, scores: np.ndarray, probs: np.ndarray, mask: np.ndarray,
+                    list_model: tuple[Any, float] | None = None) -> np.ndarray:
+    """``[Q]`` the confidence ``name`` (one of :data:`CONFIDENCES`) of each list: its top raw score, its top
+    probability minus the second, or ``list_model``'s (coefficients, intercept) logistic regression on its
+    largest probabilities. The one formula the fitting, the page and :meth:`Calibrator.confidence` share."""
+    if name == "top score":
+        return np.where(mask, scores, -np.inf).max(axis=1)
+    if name == "margin":
+        top = top_probabilities(probs, mask, 2)
+        return top[:, 0] - top[:, 1]
+    coef, intercept = list_model
+    return expit(top_probabilities(probs, mask, len(coef)) @ np.asarray(coef) + intercept)
 
 
 def _field_dict(obj: Any) -> dict[str, Any]:
@@ -293,18 +316,9 @@ class Calibrator:
         if not m.any(axis=1).all():
             raise CalibratorError("scores: every list needs at least one candidate")
         rule = self.abstain_rule
-        if rule.confidence == "top score":
-            out = np.where(m, s, -np.inf).max(axis=1)
-        else:
-            p = np.where(m, self.predict_proba(s), 0.0)
-            top = -np.sort(-p, axis=1)
-            if rule.confidence == "margin":
-                out = top[:, 0] - (top[:, 1] if top.shape[1] > 1 else 0.0)
-            else:
-                k = len(rule.list_coef)
-                feats = np.zeros((top.shape[0], k))
-                feats[:, : min(k, top.shape[1])] = top[:, :k]
-                out = expit(feats @ np.asarray(rule.list_coef) + rule.list_intercept)
+        model = None if rule.list_coef is None else (rule.list_coef, rule.list_intercept)
+        probs = None if rule.confidence == "top score" else self.predict_proba(s)
+        out = list_confidence(rule.confidence, s, probs, m, model)
         return out[0] if one else out
 
     def abstain(self, scores: Any, mask: Any = None) -> np.ndarray | bool:

@@ -7,7 +7,6 @@ API stop there); :func:`report` also writes ``index.html``, ``calibrator.json`` 
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
 
 from .engine import Assessment, assess
@@ -93,11 +92,7 @@ def report(options: Options) -> Path:
     assessment, inputs = run(options)
     paths = [p for p in (*options.run, *options.valid_run, options.qrels, options.valid_qrels, options.table,
                          options.valid_table, options.checkpoint, options.queries, options.valid_queries) if p]
-    shown = {k: (Path(v).name if isinstance(v, str) and k in ("qrels", "valid_qrels", "table", "valid_table",
-                                                               "checkpoint", "queries", "valid_queries", "out")
-                 else [Path(x).name for x in v] if k in ("run", "valid_run") else v)
-             for k, v in asdict(options).items()}
-    page = render(assessment, name=options.name, notes=inputs.notes, paths=paths, options=shown)
+    page = render(assessment, name=options.name, notes=inputs.notes, paths=paths)
 
     def write(folder: Path) -> None:
         assessment.save(folder / "tables")

@@ -31,12 +31,12 @@ from ..analysis.practice.conformal import candidate_scores, conformal_quantile
 from ..analysis.practice.listwise import candidate_distribution
 from ..analysis.practice.recalibrate import fit_recalibrator
 from ..analysis.practice.selective import selective_scores
-from .calibrator import CONFIDENCES, AbstainRule, Calibrator, Cutoff, Shortlist
+from .calibrator import CONFIDENCES, AbstainRule, Calibrator, Cutoff, Shortlist, list_confidence, top_probabilities
 from .certify import Certificate, Metric, certify, min_kept
 from .maps import ScoreMap, maps_for
 from .scored import AssessError, ScoredRun
 
-__all__ = ["MAX_FIT_PAIRS", "choose_map", "fit_calibrator", "fit_map", "fit_parts", "raw_scores", "list_confidence_features", "top_loss", "valid_confidences"]
+__all__ = ["MAX_FIT_PAIRS", "choose_map", "fit_calibrator", "fit_map", "fit_parts", "raw_scores", "top_loss", "valid_confidences"]
 
 MAX_FIT_PAIRS = 250_000
 """A map is fitted on at most this many validation pairs (a seeded sample beyond)."""
@@ -124,14 +124,6 @@ def top_loss(scores: np.ndarray, labels: np.ndarray, mask: np.ndarray) -> np.nda
     return wrong.astype(np.float64)
 
 
-def list_confidence_features(probs: np.ndarray, mask: np.ndarray, m: int) -> np.ndarray:
-    """``[Q, m]`` each list's ``m`` largest probabilities in decreasing order (0 past a short list's end)."""
-    p = -np.sort(-np.where(mask, probs, 0.0), axis=1)
-    out = np.zeros((p.shape[0], m))
-    out[:, : min(m, p.shape[1])] = p[:, :m]
-    return out
-
-
 def _list_model(x: np.ndarray, ok: np.ndarray) -> tuple[np.ndarray, float] | None:
     if np.unique(ok).size < 2:
         return None
@@ -148,11 +140,9 @@ def valid_confidences(score_map: ScoreMap, run: ScoredRun, *, seed: int = 0) -> 
     s, m = raw_scores(run), run.mask
     loss = top_loss(s, run.labels, m)
     p = np.where(m, score_map(s), 0.0)
-    top = -np.sort(-p, axis=1)
-    conf = {"top score": np.where(m, s, -np.inf).max(axis=1),
-            "margin": top[:, 0] - (top[:, 1] if top.shape[1] > 1 else 0.0)}
+    conf = {name: list_confidence(name, s, p, m) for name in ("top score", "margin")}
     k = int(min(M_MAX, m.sum(axis=1).min()))
-    x, ok = list_confidence_features(p, m, k), (loss == 0).astype(int)
+    x, ok = top_probabilities(p, m, k), (loss == 0).astype(int)
     model = _list_model(x, ok)
     if model is not None and s.shape[0] >= 2 * FOLDS:
         fold, cross = _folds(s.shape[0], seed), np.empty(s.shape[0])
@@ -281,8 +271,7 @@ def fit_parts(valid: ScoredRun, *, method: str = "auto", precision: float | None
     chosen = min(aurc, key=lambda k: (aurc[k], CONFIDENCES.index(k)))
     c = conf[chosen]
     if chosen == "list":  # the deployed cut reads the model fitted on every query
-        k = len(model[0])
-        c = expit(list_confidence_features(np.where(m, score_map(s), 0.0), m, k) @ model[0] + model[1])
+        c = list_confidence("list", s, np.where(m, score_map(s), 0.0), m, model)
     if risk is None:
         coverage = 0.8 if coverage is None else coverage
         cut = _coverage_cut(c, coverage)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import io
-import json
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
@@ -73,8 +72,7 @@ def _public(text: str, paths: Sequence[str]) -> str:
     return text
 
 
-def render(assessment: Assessment, *, name: str, notes: Sequence[str] = (), paths: Sequence[str] = (),
-           options: dict | None = None) -> str:
+def render(assessment: Assessment, *, name: str, notes: Sequence[str] = (), paths: Sequence[str] = ()) -> str:
     """The page of ``assessment`` (``name``: the ranker's; ``paths``: input files, shown by name only)."""
     a, cal = assessment, assessment.calibrator
     deployed = str(a.calibration.loc[a.calibration["deployed"], "view"].iloc[0])
@@ -111,6 +109,5 @@ def render(assessment: Assessment, *, name: str, notes: Sequence[str] = (), path
         notes=[_public(n, paths) for n in notes], figs=figs, tables=tables, deployed=deployed,
         map_text=cal.map.describe(), cutoff=cut, threshold_note=str(a.threshold["note"].iloc[0]),
         rule=cal.abstain_rule, shortlist=cal.shortlist_rule, fitted_on=cal.fitted_on,
-        raw_cutoff=None if cut.raw is None else f"{cut.raw:.6g}",
-        calibrator_json=json.dumps(cal.to_dict()["map"]), options=options or {})
+        raw_cutoff=None if cut.raw is None else f"{cut.raw:.6g}")
     return page
