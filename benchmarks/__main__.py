@@ -110,7 +110,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     g.add_argument("--inference-queries", type=int, default=50, help="test queries timed per ranker")
     g.add_argument("--inference-repeats", type=int, default=3, help="round-robin repeats (median)")
     g.add_argument("--scoring-queries", type=int, default=40,
-                   help="test queries per evaluation sampler of the scoring_paths section (pair path against encode-once)")
+                   help="test queries per evaluation sampler of the scoring_paths section (pair path against encode-once); "
+                        "0: all of them, the test sets the study scores")
+    g.add_argument("--scoring-rankers", type=lambda t: [x.strip() for x in t.split(",") if x.strip()],
+                   default=["bert", "mc_dropout", "ensemble"], help="comma-separated rankers of the scoring_paths section")
+    g.add_argument("--scoring-backbones", type=lambda t: [x.strip() for x in t.split(",") if x.strip()],
+                   default=["tiny-random", "all-MiniLM-L6-v2"], help="comma-separated backbones of the scoring_paths section")
+    g.add_argument("--scoring-passes", type=int, default=None,
+                   help="MC Dropout passes of the scoring_paths section (default: the profile's T; the ratio is per pass)")
+    g.add_argument("--scoring-members", type=int, default=None,
+                   help="ensemble members of the scoring_paths section (default: the profile's M; the ratio is per member)")
     g.add_argument("--short-train-queries", type=int, default=32,
                    help="training queries of the short training of rankers not in the model cache")
     g.add_argument("--no-model-cache", action="store_true", help="always build rankers by the short training")
@@ -129,11 +138,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name, value in QUICK.items():
             if getattr(args, name) == parser.get_default(name):
                 setattr(args, name, value)
+    if args.scoring_queries < 0:
+        parser.error(f"--scoring-queries must be 0 (all) or a positive integer, got {args.scoring_queries}")
+    for name in ("scoring_passes", "scoring_members"):
+        if getattr(args, name) is not None and getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be a positive integer, got {getattr(args, name)}")
     bad = [p for p in args.precisions if p not in ("fp32", "bf16")]
     if bad or not args.precisions:
         parser.error(f"--precisions must be a comma-separated subset of fp32,bf16, got {args.precisions}")
     for name in ("n_responses", "n_queries", "n_embed", "k", "train_steps", "train_warmup", "train_rounds", "inference_queries",
-                 "inference_repeats", "scoring_queries", "short_train_queries", "memory_train_steps", "peak_n", "peak_repeats", "assess_queries", "assess_depth",
+                 "inference_repeats", "short_train_queries", "memory_train_steps", "peak_n", "peak_repeats", "assess_queries", "assess_depth",
                  "assess_repeats"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be a positive integer, got {getattr(args, name)}")
@@ -170,14 +184,23 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _scoring(args: argparse.Namespace, out: Path, machine: dict[str, Any]) -> None:
-    """Pair path against encode-once (no joint layer) for bert, MC Dropout and the ensemble (the first of ``--precisions``)."""
+    """Pair path against encode-once (no joint layer) for bert, MC Dropout and the ensemble, at each of ``--precisions``."""
     from calibrank.settings.config import load_config
 
     from .inference import SECTION_PATHS, bench_scoring_paths
 
-    res = bench_scoring_paths(load_config(args.profile), n_queries=args.scoring_queries, repeats=args.inference_repeats,
-                              precision=args.precisions[0], device=_device(args), seed=args.seed)
-    write_results(out, {SECTION_PATHS: {**res, "machine": machine}})
+    from calibrank.hardware import use_bf16
+
+    device = _device(args)
+    for i, precision in enumerate(args.precisions):  # the first precision's section keeps the plain name
+        if precision == "bf16" and not use_bf16("auto", device):
+            log(f"scoring_paths: no bf16 on {device}, skipped")
+            continue
+        res = bench_scoring_paths(load_config(args.profile), n_queries=args.scoring_queries or None,
+                                  repeats=args.inference_repeats, precision=precision, device=device, seed=args.seed,
+                                  rankers=args.scoring_rankers, backbones=args.scoring_backbones, passes=args.scoring_passes,
+                                  members=args.scoring_members)
+        write_results(out, {SECTION_PATHS + ("" if i == 0 else f"_{precision}"): {**res, "machine": machine}})
 
 
 def _clock(args: argparse.Namespace, out: Path, machine: dict[str, Any]) -> None:

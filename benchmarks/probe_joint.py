@@ -57,7 +57,8 @@ from calibrank.data.querysets import MissingStepError, build_query_sets, load_qu
 from calibrank.data.schema import RankingQuery
 from calibrank.metrics.resample import compare, features, interval
 from calibrank.model.rankers import ranker_from_config
-from calibrank.model.rankers.base import distinct_pairs, queries_version, sigmoid
+from calibrank.model.rankers.keys import queries_version
+from calibrank.model.rankers.scoring import distinct_pairs, sigmoid
 from calibrank.model.training import score_pairs
 from calibrank.hardware import use_bf16
 from calibrank.predictions import Predictions

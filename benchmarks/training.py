@@ -6,7 +6,7 @@ precision of ``precisions`` the hardware runs natively (fp32 always; bf16 on a C
 AVX512-BF16 or AMX, or a GPU with bf16; :func:`benchmarks.flops.available_precisions`), of
 
 - ``calibrank_<precision>``: :func:`calibrank.model.training.train_model` on a
-  :class:`calibrank.model.rankers.base.CrossEncoder` (fused AdamW, length-bucketed batches with dynamic
+  :class:`calibrank.model.cross_encoder.CrossEncoder` (fused AdamW, length-bucketed batches with dynamic
   padding) with ``training.precision`` set to that precision (bf16: autocast, head in fp32).
   Its tokenisation happens once before the loop (:func:`calibrank.model.training.encode_pairs`); the
   share of it that belongs to the timed pairs is added to the timed seconds, because
@@ -143,7 +143,7 @@ def run_calibrank(queries: Sequence[RankingQuery], settings: TrainingConfig, *, 
     """
     from calibrank.model.backbone import load_backbone
     from calibrank.model.losses import binary_cross_entropy
-    from calibrank.model.rankers.base import CrossEncoder
+    from calibrank.model.cross_encoder import CrossEncoder
     from calibrank.model.training import encode_pairs, train_model
     from calibrank.hardware import use_bf16
 

@@ -272,6 +272,13 @@ def test_scoring_paths_side_by_side_on_the_tiny_backbone(monkeypatch):
     json.dumps(res)
     with pytest.raises(ValueError, match="n_queries"):
         bench_inference.bench_scoring_paths(cfg, n_queries=0, query_sets=sets)
+    # the whole sets (n_queries None), one ranker, one backbone
+    only = bench_inference.bench_scoring_paths(cfg, n_queries=None, repeats=1, query_sets=sets, rankers=("bert",),
+                                               backbones=("tiny-random",))
+    assert only["queries_per_set"] == 3 and only["rankers"] == ["bert"] and only["members"] == cfg.rankers.ensemble.members
+    assert "bert" in only["backbones"]["tiny-random"] and "mc_dropout" not in only["backbones"]["tiny-random"]
+    with pytest.raises(ValueError, match="rankers: expected some of bert, mc_dropout, ensemble"):
+        bench_inference.bench_scoring_paths(cfg, query_sets=sets, rankers=("nope",))
 
 
 def _own_peak_mb() -> float:
@@ -399,7 +406,7 @@ def test_encoder_flops_by_hand():
 def test_encoder_shape_and_recorder_on_the_tiny_backbone():
     import torch
     from calibrank.model.backbone import load_backbone
-    from calibrank.model.rankers.base import CrossEncoder
+    from calibrank.model.cross_encoder import CrossEncoder
 
     model = CrossEncoder(load_backbone("tiny-random"))
     rec = bench_flops.ShapeRecorder(model)

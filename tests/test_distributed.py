@@ -24,7 +24,7 @@ from safetensors.torch import load_file
 from calibrank.model.backbone import load_backbone
 from calibrank.model.losses import binary_cross_entropy
 from calibrank.metrics.ranking import recall_at_k
-from calibrank.model.rankers.base import CrossEncoder
+from calibrank.model.cross_encoder import CrossEncoder
 from calibrank.model.training import encode_pairs, score_pairs, train_model
 from rankfix import learnable_queries, tiny_training
 
@@ -47,7 +47,7 @@ SCRIPT = textwrap.dedent(
     from calibrank.model.backbone import load_backbone
     from calibrank.model.losses import binary_cross_entropy
     from calibrank.metrics.ranking import recall_at_k
-    from calibrank.model.rankers.base import CrossEncoder
+    from calibrank.model.cross_encoder import CrossEncoder
     from calibrank.model.training import encode_pairs, score_pairs, train_model
     from rankfix import learnable_queries, tiny_training
 

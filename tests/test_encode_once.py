@@ -15,8 +15,8 @@ from calibrank.data.schema import RankingQuery
 from calibrank.model import encode_once
 from calibrank.model.backbone import load_backbone
 from calibrank.model.rankers import make_ranker
-from calibrank.model.rankers.base import CrossEncoder
-from calibrank.model.rankers.mc_dropout import score_pairs_per_query, score_sides_per_query
+from calibrank.model.cross_encoder import CrossEncoder
+from calibrank.model.dropout_masks import score_pairs_per_query, score_sides_per_query
 from calibrank.model.training import encode_pairs, score_pairs
 from rankfix import learnable_queries, tiny_training
 
@@ -38,9 +38,9 @@ def _queries() -> list[RankingQuery]:
 def _logits(ranker, queries) -> np.ndarray:
     """The ranker's logits ``[S, Q, K]`` (the GP rankers: posterior means, and the features they read)."""
     if ranker.name == "ensemble":
-        return np.concatenate([ranker._logits(t, queries) for t in ranker.trained])
+        return np.concatenate([ranker._timed_logits(t, queries)[0] for t in ranker.trained])
     if ranker.name == "mc_dropout":
-        return ranker._logits(ranker.trained, queries, **ranker._scoring())
+        return ranker._timed_logits(ranker.trained, queries, **ranker.scoring())[0]
     if ranker.name in ("sngp", "gpf_bert", "pg_drr"):
         return ranker.joint_logits(queries)[0].cpu().numpy()[None]
     return ranker.logits(queries)[None]

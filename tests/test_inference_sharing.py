@@ -14,7 +14,7 @@ import pytest
 from calibrank.data.schema import RankingQuery
 from calibrank.model.experiment import predict_split
 from calibrank.model.rankers import make_ranker
-from calibrank.model.rankers.base import distinct_pairs
+from calibrank.model.rankers.scoring import distinct_pairs
 from rankfix import WORDS, learnable_queries, tiny_training
 
 TRAIN, VALID = learnable_queries(64, 1, seed=0), learnable_queries(24, 3, seed=1)

@@ -153,7 +153,7 @@ def test_each_ranker_trains_with_the_loss_its_key_covers(monkeypatch):
     labels = torch.tensor([1.0, 0.0])
     for name, ranker in rankers.items():
         called.clear()
-        ranker._loss(Stub().eval(), {}, labels)
+        ranker.loss(Stub().eval(), {}, labels)
         assert called == [expected[name]], name
 
 
@@ -302,7 +302,7 @@ def test_a_checkpoint_with_bytes_zeroed_is_not_resumed_from(tmp_path, caplog):
     import torch
     from calibrank.model.backbone import load_backbone
     from calibrank.model.losses import binary_cross_entropy
-    from calibrank.model.rankers.base import CrossEncoder
+    from calibrank.model.cross_encoder import CrossEncoder
     from calibrank.model.training import encode_pairs, train_model
     from safetensors.torch import load_file
 

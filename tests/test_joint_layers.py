@@ -8,7 +8,7 @@ import torch
 from calibrank.data.schema import RankingQuery
 from calibrank.metrics.ranking import recall_at_k
 from calibrank.model.backbone import encode, load_backbone
-from calibrank.model.rankers.base import SEGMENT_COSINE_BIAS, SEGMENT_COSINE_WEIGHT, CrossEncoder
+from calibrank.model.cross_encoder import SEGMENT_COSINE_BIAS, SEGMENT_COSINE_WEIGHT, CrossEncoder
 from calibrank.model.training import collate, encode_pairs
 from calibrank.predictions import Predictions
 from calibrank.settings.checks import ConfigError
@@ -174,11 +174,11 @@ def test_known_layer_counts_are_the_loaded_encoders():
 
 
 def test_model_cache_key_names_joint_layers_only_when_set(tmp_path, monkeypatch):
-    from calibrank.model.rankers import base, make_ranker
+    from calibrank.model.rankers import keys, make_ranker
 
     seen = []
-    real = base.stable_hash
-    monkeypatch.setattr(base, "stable_hash", lambda obj, *a: (seen.append(obj), real(obj, *a))[1])
+    real = keys.stable_hash
+    monkeypatch.setattr(keys, "stable_hash", lambda obj, *a: (seen.append(obj), real(obj, *a))[1])
     queries = learnable_queries(4, 1, seed=0)
     keys = [make_ranker("bert", training=tiny_training(joint_layers=j), models_dir=tmp_path).model_dirs(queries)[0].name
             for j in (None, 0, 1, 2)]

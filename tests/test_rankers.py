@@ -166,7 +166,7 @@ def test_pooled_features_match_their_definitions():
     import torch
 
     from calibrank.model.backbone import load_backbone
-    from calibrank.model.rankers.base import SEGMENT_COSINE_BIAS, SEGMENT_COSINE_WEIGHT, CrossEncoder
+    from calibrank.model.cross_encoder import SEGMENT_COSINE_BIAS, SEGMENT_COSINE_WEIGHT, CrossEncoder
 
     ids, am, tt = _pair_batch()
     model = CrossEncoder(load_backbone("tiny-random"), pooling="mean").eval()
@@ -192,7 +192,7 @@ def test_gp_heads_start_where_the_dense_head_starts_on_segment_features():
     import torch
 
     from calibrank.model.backbone import load_backbone
-    from calibrank.model.rankers.base import CrossEncoder
+    from calibrank.model.cross_encoder import CrossEncoder
     from calibrank.model.rankers.pg_gp import PGCrossEncoder
     from calibrank.model.rankers.sngp import SNGPCrossEncoder
 
@@ -213,7 +213,7 @@ def test_gp_heads_start_where_the_dense_head_starts_on_segment_features():
 def test_every_trainable_parameter_gets_a_gradient(pooling):
     """What data-parallel training needs: no trainable parameter left out of the graph (the pooler is frozen)."""
     from calibrank.model.backbone import load_backbone
-    from calibrank.model.rankers.base import CrossEncoder
+    from calibrank.model.cross_encoder import CrossEncoder
 
     ids, am, tt = _pair_batch()
     model = CrossEncoder(load_backbone("tiny-random"), pooling=pooling).train()
@@ -227,7 +227,7 @@ def test_every_trainable_parameter_gets_a_gradient(pooling):
 
 def test_mc_dropout_per_pair_masks_are_the_unchanged_training_mode_passes(models_dir):
     """``masks: per_pair`` is the first paper's scoring: score_pairs in training mode, one torch RNG seeded with the seed."""
-    from calibrank.model.rankers.base import sigmoid
+    from calibrank.model.rankers.scoring import sigmoid
     from calibrank.model.training import score_pairs
 
     mc = _ranker("mc_dropout", models_dir, passes=3, masks="per_pair").fit(TRAIN, VALID)
@@ -319,7 +319,7 @@ def test_mc_dropout_per_query_masks_of_a_narrower_batch_are_a_prefix_of_the_full
 def test_probabilities_of_extreme_logits_raise_no_overflow_warning():
     import warnings
 
-    from calibrank.model.rankers.base import sigmoid
+    from calibrank.model.rankers.scoring import sigmoid
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # np.exp(1000) warned of an overflow

@@ -10,7 +10,7 @@ from calibrank.model.gp.gaussian import draw_joint
 from calibrank.model.gp.polya_gamma import gauss_hermite_sigmoid
 from calibrank.model.gp.spectral import SpectralNormLinear
 from calibrank.model.losses import binary_cross_entropy, focal
-from calibrank.model.rankers.base import encode_features
+from calibrank.model.rankers.scoring import encode_features
 from calibrank.model.rankers.focal import FocalRanker, GPFBertRanker
 from calibrank.model.rankers.pg_gp import PGDRRRanker, pg_param_groups
 from calibrank.model.rankers.sngp import SNGPRanker
@@ -109,7 +109,7 @@ def test_sngp_output_weights_start_from_a_seeded_random_draw(sngp, models_dir):
     # the cache key tells the initialisations apart
     zero = _make(SNGPRanker, models_dir, output_init="zero", **SNGP_KW)
     assert sngp.params()["output_init"] == "dense" and zero.params()["output_init"] == "zero"
-    assert zero._model_key("sngp", 3, TRAIN, VALID, zero.params()) != sngp.trained.workdir.name
+    assert zero.model_dirs(TRAIN, VALID)[0].name != sngp.trained.workdir.name
 
 
 def test_sngp_precision_reset_each_epoch_and_untouched_by_evaluation(sngp):
@@ -221,11 +221,11 @@ def test_gpf_bert_is_sngp_trained_with_focal_loss(models_dir):
                  **SNGP_KW).fit(TRAIN, VALID)
     assert same.trained.workdir == gpf.trained.workdir
     fixed = _make(GPFBertRanker, models_dir, **SNGP_KW)
-    assert fixed.focal_gamma == 2.0 and fixed.loss == "focal"
+    assert fixed.settings.focal_gamma == 2.0 and fixed.loss_kind == "focal"
 
 
 def test_focal_ranker_is_a_point_estimate(models_dir):
-    ranker = _make(FocalRanker, models_dir, focal_gamma=2.0).fit(TRAIN, VALID)
+    ranker = _make(FocalRanker, models_dir, gamma=2.0).fit(TRAIN, VALID)
     pred = ranker.predict(TEST)
     assert pred.samples.shape == (1, 20, 4) and np.allclose(pred.var, 0) and np.allclose(pred.probs, pred.samples[0])
     assert pred.meta["focal_gamma"] == 2.0
@@ -233,8 +233,8 @@ def test_focal_ranker_is_a_point_estimate(models_dir):
     top = pred.labels[np.arange(len(pred.labels)), pred.probs.argmax(axis=1)]
     assert top.mean() >= 0.9
     assert ranker.trained.workdir.name.startswith("focal-seed3-")
-    other = _make(FocalRanker, models_dir, focal_gamma=3.0)
-    assert other._model_key("focal", 3, TRAIN, extra={"loss": "focal", "focal_gamma": 3.0}) != ranker.trained.workdir.name
+    other = _make(FocalRanker, models_dir, gamma=3.0)
+    assert other.model_dirs(TRAIN, VALID)[0].name != ranker.trained.workdir.name
 
 
 # ----------------------------------------------------------------------------- PG-DRR
@@ -254,7 +254,7 @@ def test_pg_drr_predicts_quadrature_probs_and_joint_samples(pg):
 
 def test_pg_drr_predictive_is_eq14_moment_matched(pg):
     """The shared-factor predictive equals the GP module's per-chain eq. 14, moment matched, for a query."""
-    trained, state = pg._require_fit()
+    trained, state = pg._require_fit(), pg.state
     pairs = pg._encode(trained.backbone.tokenizer, TEST[:1])
     x = encode_features(trained.model, pairs, batch_size=64, precision="fp32", fn=lambda m, b: m(**b))
     mu = trained.model.head.prior_mean(x).detach()
@@ -316,7 +316,7 @@ def test_pg_drr_linear_mean_function_is_trained_and_used_in_prediction(pg):
     model.train()
     try:
         model.zero_grad()
-        pg._loss(model, collate(pairs, np.arange(8)), torch.as_tensor(pairs.labels)).backward()
+        pg.loss(model, collate(pairs, np.arange(8)), torch.as_tensor(pairs.labels)).backward()
     finally:
         model.eval()
     assert head.mean_weight.grad is not None and float(head.mean_weight.grad.abs().sum()) > 0
@@ -332,8 +332,8 @@ def test_pg_drr_single_pair_batch_gives_zero_loss(pg):
     pairs = pg._encode(pg.trained.backbone.tokenizer, TEST[:1])
     model.train()
     try:
-        one = pg._loss(model, collate(pairs, np.arange(1)), torch.as_tensor(pairs.labels[:1]))
-        four = pg._loss(model, collate(pairs, np.arange(4)), torch.as_tensor(pairs.labels))
+        one = pg.loss(model, collate(pairs, np.arange(1)), torch.as_tensor(pairs.labels[:1]))
+        four = pg.loss(model, collate(pairs, np.arange(4)), torch.as_tensor(pairs.labels))
     finally:
         model.eval()
     assert float(one.detach()) == 0.0 and one.requires_grad
@@ -364,8 +364,8 @@ def test_pg_drr_single_pair_batch_gives_zero_loss(pg):
          r"gpf_bert: focal_gamma: a focal-loss gamma must be >= 0 \(or one of 'adaptive'\), got -0.5"),
         (GPFBertRanker, dict(focal_gamma="adaptiv"), ValueError, "gpf_bert: focal_gamma: .*did you mean 'adaptive'"),
         (GPFBertRanker, dict(length_scale=0.0), ValueError, "gpf_bert: length_scale"),
-        (GPFBertRanker, dict(loss="bce"), TypeError, "gpf_bert always trains with focal loss"),
-        (FocalRanker, dict(focal_gamma=-1), ValueError, "focal: focal_gamma: a focal-loss gamma must be >= 0"),
+        (GPFBertRanker, dict(loss="bce"), TypeError, "unexpected keyword argument .loss."),
+        (FocalRanker, dict(gamma=-1), ValueError, "focal: gamma: a focal-loss gamma must be >= 0"),
         (PGDRRRanker, dict(mean_function="quadratic"), ValueError, "pg_drr: mean_function: expected one of"),
         (PGDRRRanker, dict(projection_lr=0.0), ValueError, "pg_drr: projection_lr: expected a positive number"),
         (PGDRRRanker, dict(length_scale=-1.0), ValueError, "pg_drr: length_scale: expected a positive number"),
@@ -401,7 +401,7 @@ def test_defaults_are_the_config_sections(tmp_path):
     assert sngp.settings == SNGPConfig()
     assert GPFBertRanker(training=tiny_training(), models_dir=tmp_path).settings == GPFBertConfig()
     assert PGDRRRanker(training=tiny_training(), models_dir=tmp_path).settings == PGDRRConfig()
-    assert FocalRanker(training=tiny_training(), models_dir=tmp_path).focal_gamma == SNGPConfig().focal_gamma
+    assert FocalRanker(training=tiny_training(), models_dir=tmp_path).gamma == SNGPConfig().focal_gamma
     model, _ = sngp._build(0)
     assert model.head.n_features == SNGPConfig.n_features and model.head.mean_field_factor == SNGPConfig.mean_field_factor
     assert model.dropout.p == SNGPConfig.head_dropout
@@ -410,6 +410,6 @@ def test_defaults_are_the_config_sections(tmp_path):
 def test_sngp_head_lr_defaults_to_the_training_rate(tmp_path):
     """``head_lr=None`` (default): the GP output layer trains at the encoder's ``training.lr``."""
     ranker = SNGPRanker(training=tiny_training(lr=2e-4), models_dir=tmp_path)
-    assert ranker.head_lr == 2e-4 and ranker.params()["head_lr"] == 2e-4
-    assert SNGPRanker(training=tiny_training(lr=2e-4), models_dir=tmp_path, head_lr=1e-3).head_lr == 1e-3
-    assert GPFBertRanker(training=tiny_training(lr=3e-5), models_dir=tmp_path).head_lr == 3e-5
+    assert ranker._head_lr() == 2e-4 and ranker.params()["head_lr"] == 2e-4
+    assert SNGPRanker(training=tiny_training(lr=2e-4), models_dir=tmp_path, head_lr=1e-3)._head_lr() == 1e-3
+    assert GPFBertRanker(training=tiny_training(lr=3e-5), models_dir=tmp_path)._head_lr() == 3e-5

@@ -308,7 +308,7 @@ def test_an_unreadable_pool_file_names_the_file(tmp_root):
 
 def test_a_truncated_model_file_names_the_file(tmp_path):
     from calibrank.model.backbone import load_backbone
-    from calibrank.model.rankers.base import CrossEncoder
+    from calibrank.model.cross_encoder import CrossEncoder
     from calibrank.model.training import load_weights, save_weights
 
     model = CrossEncoder(load_backbone("tiny-random", seed=0), seed=0)

@@ -10,7 +10,7 @@ from calibrank.data.schema import DataError, RankingQuery
 from calibrank.model.losses import binary_cross_entropy, focal
 from calibrank.metrics.ranking import recall_at_k
 from calibrank.model.rankers import make_ranker
-from calibrank.model.rankers.base import CrossEncoder
+from calibrank.model.cross_encoder import CrossEncoder
 from calibrank.model.training import TrainingDiverged, encode_pairs, length_batches, train_model
 from rankfix import learnable_queries, tiny_training
 

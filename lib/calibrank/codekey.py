@@ -5,7 +5,7 @@ A change to the code that trains a model retrains exactly the models whose train
 top-level names, the root class's members and the classes it names (not names used only in
 ``raise``); each definition enters without docstrings, so comments and layout change no key.
 :func:`package_versions` covers dependencies. ``opaque`` modules (:mod:`calibrank.model.losses`)
-and definitions (``"calibrank.model.rankers:RANKERS"``) are not followed from other modules: code
+and definitions (``"calibrank.model.rankers:ranker_class"``) are not followed from other modules: code
 reached only through run-time values must be given as a root. Inside an opaque module a root
 follows what it reads (the focal loss its constants), so a module constant enters only the keys
 of the code that reads it. :func:`source_module` makes a script (a notebook's code) a root.

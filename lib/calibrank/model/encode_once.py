@@ -23,9 +23,10 @@ from torch import nn
 
 from ..hardware import use_bf16
 from ..settings.choices import Pooling
+from .cross_encoder import CrossEncoder
 from .training import Pairs
 
-__all__ = ["Sides", "applies", "dense_head", "encode_sides", "features_once", "join_sides", "logits_once", "pair_features",
+__all__ = ["Sides", "applies", "dense", "dense_head", "encode_sides", "features_once", "join_sides", "logits_once", "pair_features",
            "split_sides"]
 
 
@@ -33,6 +34,12 @@ def applies(model: nn.Module) -> bool:
     """Whether ``model`` scores a pair from its two sides encoded alone: a cross-encoder with no joint
     layer, pooling ``segments`` or ``mean`` (the only poolings 0 joint layers allow)."""
     return getattr(model, "joint_layers", None) == 0 and getattr(model, "pooling", None) in (Pooling.segments, Pooling.mean)
+
+
+def dense(model: nn.Module) -> bool:
+    """Whether :func:`logits_once` gives ``model``'s logits: :func:`applies` and :class:`CrossEncoder`'s own
+    dense head (a model with another output layer scores its features, :func:`features_once`)."""
+    return applies(model) and type(model).forward is CrossEncoder.forward
 
 
 @dataclass
@@ -153,7 +160,7 @@ def encode_sides(encoder: nn.Module, sides: Sequence[Sequence[int]], *, batch_si
 
 def join_sides(pooling: Pooling, ctx: tuple[torch.Tensor, torch.Tensor], resp: tuple[torch.Tensor, torch.Tensor]
                ) -> torch.Tensor:
-    """The pooled features ``[N, d]`` of :meth:`calibrank.model.rankers.base.CrossEncoder.features` from
+    """The pooled features ``[N, d]`` of :meth:`calibrank.model.cross_encoder.CrossEncoder.features` from
     each pair's side sums and counts (rows already gathered per pair)."""
     (cs, cn), (rs, rn) = ctx, resp
     if Pooling(pooling) is Pooling.mean:
@@ -173,7 +180,7 @@ def pair_features(model: nn.Module, sides: Sides, ctx: tuple[torch.Tensor, torch
 
 
 def dense_head(model: nn.Module, pooled: torch.Tensor) -> torch.Tensor:
-    """:class:`calibrank.model.rankers.base.CrossEncoder`'s head on pooled features, in fp32 as there."""
+    """:class:`calibrank.model.cross_encoder.CrossEncoder`'s head on pooled features, in fp32 as there."""
     with torch.autocast(device_type=pooled.device.type, enabled=False):
         return model.head(model.dropout(pooled.float())).squeeze(-1)
 
@@ -183,7 +190,7 @@ def features_once(model: nn.Module, pairs: Pairs, *, batch_size: int, precision,
                   head: Callable[[nn.Module, torch.Tensor], torch.Tensor] | None = None,
                   chunk: int = 65536) -> torch.Tensor:
     """Per pair ``[N, ...]`` (float32): the pooled features, or ``head(model, pooled)`` under the scoring's
-    autocast, from each distinct side encoded once; what :func:`calibrank.model.rankers.base.encode_features`
+    autocast, from each distinct side encoded once; what :func:`calibrank.model.rankers.scoring.encode_features`
     gives on a model that :func:`applies`."""
     if not applies(model):
         raise ValueError("features_once: the model has joint layers (or a pooling that reads one side); score pairs")

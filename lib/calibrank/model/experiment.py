@@ -23,6 +23,7 @@ from ..data.querysets import load_query_set
 from ..metrics.calibration import ece
 from ..metrics.ranking import recall_at_k
 from ..predictions import Predictions
+from ..settings import registry
 from ..settings.choices import Corpus, RankerName
 from ..settings.schema import Config
 from ..table_checks import in_range, raise_problems, rows_expected, rows_failing
@@ -51,7 +52,7 @@ def trained_rankers(cfg: Config, names: Iterable[str | RankerName] | None = None
     """Every ranker of ``names`` (default: the profile's) fitted on ``train_corpus`` (default: the first
     training corpus) with the main seed: from the model cache when notebook 03 trained it."""
     corpus = Corpus(train_corpus or cfg.rankers.train_corpora[0])
-    names = [RankerName(n).value for n in names] if names is not None else [r.value for r in cfg.rankers.names]
+    names = [registry.key(n).value for n in names] if names is not None else [r.value for r in cfg.rankers.names]
     return {name: train_ranker(cfg, name, corpus) for name in names}
 
 

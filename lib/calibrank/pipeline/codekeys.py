@@ -4,7 +4,7 @@ A step's key (:func:`calibrank.codekey.code_hash`) covers what the step runs: a 
 ``python -m calibrank.pipeline.train``, and, for a step of one ranker, that ranker's training and scoring code
 from the same roots as its model key (its ``fit``, ``predict``, ``_train``, ``_timed_logits`` and its loss
 function). Code chosen at run time is not followed from the rest: the loss functions
-(:mod:`calibrank.model.losses`) and the table of ranker classes (``calibrank.model.rankers:RANKERS``), so a
+(:mod:`calibrank.model.losses`) and the table of ranker classes (``calibrank.model.rankers:ranker_class``, which imports them by name), so a
 step of ``bert`` does not reach the focal loss. :func:`write` rewrites ``runs/<profile>/code/<step>.key``
 only when the key changes: its mtime, which snakemake and :mod:`calibrank.pipeline.schedule` compare with
 the step's outputs, moves only then (an edit to a comment reruns nothing). The workflow and the estimate
@@ -33,7 +33,7 @@ from .schedule import code_sources
 __all__ = ["step_keys", "write", "main"]
 
 _OPAQUE = ("calibrank.model.losses",)
-_RANKERS = "calibrank.model.rankers:RANKERS"
+_RANKERS = "calibrank.model.rankers:ranker_class"
 _METHODS = ("fit", "fit_member", "predict", "predict_many", "_train", "_timed_logits")
 
 

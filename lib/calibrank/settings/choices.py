@@ -119,7 +119,7 @@ class Selection(str, enum.Enum):
 
 
 class Pooling(str, enum.Enum):
-    """The feature the ranker's head reads (:class:`calibrank.model.rankers.base.CrossEncoder`).
+    """The feature the ranker's head reads (:class:`calibrank.model.cross_encoder.CrossEncoder`).
 
     ``pooler``: BERT's pooler (dense + tanh over ``[CLS]``), the first paper's head. ``mean``: the
     masked mean of the last hidden states, what sentence-transformers checkpoints were fine-tuned

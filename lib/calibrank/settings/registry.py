@@ -3,7 +3,8 @@
 One :class:`RankerInfo` per ranker (:class:`calibrank.settings.choices.RankerName`): its name in the
 papers, family, the model it shares, whether data-parallel training is exact, its sample count
 S under a profile, and whose claims it is tested against. Torch-free. A new ranker is a class
-in :mod:`calibrank.model.rankers` and one entry here.
+in a module of its own and one entry here, its ``impl`` naming the class
+(:func:`calibrank.model.rankers.ranker_class` imports it).
 """
 
 from __future__ import annotations
@@ -43,7 +44,9 @@ class RankerInfo:
     reuse ``bert``'s of the same seed); ``first_member_shares``: for an ensemble, the ranker whose
     model is member 0; ``data_parallel``: training is a mean over pairs, so data-parallel training is
     exact; ``samples`` (S of its Predictions) and ``members`` (models per seed) take the profile, which
-    this module does not import, so that the registry stays below the config that reads it.
+    this module does not import, so that the registry stays below the config that reads it;
+    ``impl``: the ranker's class as ``"module:Class"``, imported only when a ranker is made (so the
+    registry loads no torch).
     """
 
     name: str
@@ -55,6 +58,7 @@ class RankerInfo:
     data_parallel: bool = False
     members: Callable[[Any], int] = lambda cfg: 1
     papers: tuple[Papers, ...] = ()
+    impl: str = ""
 
 
 def _one(cfg: Any) -> int:
@@ -72,21 +76,27 @@ def register(entry: RankerInfo) -> RankerInfo:
     return entry
 
 
+_RANKERS = "calibrank.model.rankers."
 for _entry in (
-    RankerInfo(RankerName.bert.value, "BERT", Family.deterministic, _one, data_parallel=True),
+    RankerInfo(RankerName.bert.value, "BERT", Family.deterministic, _one, data_parallel=True,
+               impl=_RANKERS + "deterministic:DeterministicRanker"),
     RankerInfo(RankerName.mc_dropout.value, "MC Dropout", Family.stochastic, lambda cfg: cfg.rankers.mc_dropout.passes,
-               shares=RankerName.bert.value, data_parallel=True, papers=(Papers.penha_hauff,)),
+               shares=RankerName.bert.value, data_parallel=True, papers=(Papers.penha_hauff,),
+               impl=_RANKERS + "mc_dropout:MCDropoutRanker"),
     RankerInfo(RankerName.ensemble.value, "Ensemble", Family.stochastic, lambda cfg: cfg.rankers.ensemble.members,
                first_member_shares=RankerName.bert.value, data_parallel=True,
-               members=lambda cfg: cfg.rankers.ensemble.members, papers=(Papers.penha_hauff,)),
+               members=lambda cfg: cfg.rankers.ensemble.members, papers=(Papers.penha_hauff,),
+               impl=_RANKERS + "ensemble:EnsembleRanker"),
     RankerInfo(RankerName.temperature.value, "Temperature scaling", Family.deterministic, _one,
-               shares=RankerName.bert.value, data_parallel=True),
-    RankerInfo(RankerName.focal.value, "BERT + focal loss", Family.deterministic, _one, data_parallel=True),
-    RankerInfo(RankerName.sngp.value, "SNGP", Family.gp, lambda cfg: cfg.rankers.sngp.samples, papers=(Papers.gp_2023,)),
+               shares=RankerName.bert.value, data_parallel=True, impl=_RANKERS + "temperature:TemperatureRanker"),
+    RankerInfo(RankerName.focal.value, "BERT + focal loss", Family.deterministic, _one, data_parallel=True,
+               impl=_RANKERS + "focal:FocalRanker"),
+    RankerInfo(RankerName.sngp.value, "SNGP", Family.gp, lambda cfg: cfg.rankers.sngp.samples, papers=(Papers.gp_2023,),
+               impl=_RANKERS + "sngp:SNGPRanker"),
     RankerInfo(RankerName.gpf_bert.value, "GPF-BERT", Family.gp, lambda cfg: cfg.rankers.gpf_bert.samples,
-               papers=(Papers.gp_2023,)),
+               papers=(Papers.gp_2023,), impl=_RANKERS + "focal:GPFBertRanker"),
     RankerInfo(RankerName.pg_drr.value, "PG-DRR", Family.gp, lambda cfg: cfg.rankers.pg_drr.samples,
-               papers=(Papers.gp_2023,)),
+               papers=(Papers.gp_2023,), impl=_RANKERS + "pg_gp:PGDRRRanker"),
 ):
     register(_entry)
 

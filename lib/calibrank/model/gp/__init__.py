@@ -7,6 +7,8 @@
   (SNGP; GPF-BERT eqs. 2-5, mean-field logits).
 * :mod:`.polya_gamma`: Pólya-Gamma augmented GP layer (PG-DRR, eqs. 4-15, Algorithm 1):
   Gibbs sampler, Fisher-identity loss, Gaussian predictive and Gauss-Hermite quadrature.
+* :mod:`.inducing`: PG-DRR's predictive from an inducing set, its chains moment-matched into one
+  joint Gaussian of a query's candidates.
 * :mod:`.gaussian`: what both GP layers need from a Gaussian: Cholesky factors with escalating
   jitter and joint draws (of a query's candidates, for every query).
 

@@ -237,6 +237,21 @@ class RandomFeatureGP(nn.Module):
         cov = 0.5 * (cov + cov.t())
         return mean, cov.to(mean.dtype)
 
+    @torch.no_grad()
+    def query_moments(self, h: torch.Tensor, k: int, *, rows: int = 4096) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(mean [Q, k], cov [Q, k, k])`` (float64): the joint posterior of each query's ``k`` candidate
+        logits from their features ``h`` ``[Q*k, d]`` in query order; ``rows`` bounds the memory of a chunk."""
+        sigma = self.covariance()
+        per_chunk = max(1, rows // k)
+        means, covs = [], []
+        for start in range(0, h.shape[0] // k, per_chunk):
+            logits, phi = self.forward(h[start * k:(start + per_chunk) * k], return_features=True)
+            phi64 = phi.to(torch.float64).reshape(-1, k, self.n_features)
+            cov = phi64 @ sigma.to(phi64.device) @ phi64.transpose(1, 2)
+            means.append(logits.to(torch.float64).reshape(-1, k))
+            covs.append(0.5 * (cov + cov.transpose(1, 2)))
+        return torch.cat(means), torch.cat(covs)
+
     def mean_field_logits(self, h: torch.Tensor) -> torch.Tensor:
         """Mean-field logits ``m / sqrt(1 + lambda * var)`` (Lu et al. 2020; lambda = pi/8)."""
         mean, var = self.predictive(h)

@@ -13,40 +13,52 @@ name                    method
 ``pg_drr``              GP output layer, Pólya-Gamma Gibbs, Fisher-identity loss (AAAI 2023)
 ======================  =========================================================
 
-A ranker's keyword arguments are the fields of its profile section (:mod:`calibrank.settings.config`).
+The contract is :class:`~calibrank.model.rankers.base.Ranker`: a ranker states its settings in its
+signature. A new ranker is a module with its class and one :class:`calibrank.settings.registry.RankerInfo`
+naming it (``impl``); a profile section of the ranker's name (``rankers.<name>``) gives its settings.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
+import importlib
+from pathlib import Path
 from typing import Any
+
+import torch
 
 from ...settings import registry
 from ...settings.choices import RankerName
 from ...settings.config import training_seeds
 from ...settings.schema import Config
-from .base import CrossEncoder, Ranker
-from .deterministic import DeterministicRanker
-from .ensemble import EnsembleRanker
-from .focal import FocalRanker, GPFBertRanker
-from .mc_dropout import MCDropoutRanker
-from .pg_gp import PGDRRRanker
-from .sngp import SNGPRanker
-from .temperature import TemperatureRanker
+from .base import Ranker
 
-__all__ = ["CrossEncoder", "Ranker", "RANKERS", "make_ranker", "ranker_from_config"]
+__all__ = ["Ranker", "make_ranker", "ranker_class", "ranker_from_config"]
 
-RANKERS: dict[RankerName | str, type[Ranker]] = {
-    RankerName.bert: DeterministicRanker,
-    RankerName.mc_dropout: MCDropoutRanker,
-    RankerName.ensemble: EnsembleRanker,
-    RankerName.temperature: TemperatureRanker,
-    RankerName.focal: FocalRanker,
-    RankerName.sngp: SNGPRanker,
-    RankerName.gpf_bert: GPFBertRanker,
-    RankerName.pg_drr: PGDRRRanker,
-}
+
+def ranker_class(name: str | RankerName) -> type[Ranker]:
+    """The class of the registered ranker ``name`` (its :attr:`calibrank.settings.registry.RankerInfo.impl`)."""
+    try:
+        entry = registry.info(name)
+    except KeyError as exc:
+        raise ValueError(exc.args[0]) from None
+    module, _, attr = entry.impl.partition(":")
+    if not module or not attr:
+        raise ValueError(f"ranker {entry.name!r}: its registry entry names no class (impl 'module:Class', got {entry.impl!r})")
+    cls = getattr(importlib.import_module(module), attr, None)
+    if not (isinstance(cls, type) and issubclass(cls, Ranker)):
+        raise ValueError(f"ranker {entry.name!r}: {entry.impl} is not a Ranker class")
+    return cls
+
+
+def make_ranker(name: str | RankerName, **params: Any) -> Ranker:
+    """A ranker by name; ``params`` are its constructor's keyword arguments (unknown ones are errors)."""
+    cls = ranker_class(name)
+    try:
+        return cls(**params)
+    except TypeError as exc:
+        raise TypeError(f"ranker {registry.info(name).name!r}: {exc}") from None
 
 
 def _section_params(section: Any) -> dict[str, Any]:
@@ -54,40 +66,16 @@ def _section_params(section: Any) -> dict[str, Any]:
     return {k: (v.value if isinstance(v, enum.Enum) else v) for k, v in dataclasses.asdict(section).items()}
 
 
-def make_ranker(name: str | RankerName, **params: Any) -> Ranker:
-    """A ranker by name; ``params`` are its constructor's keyword arguments (unknown ones are errors)."""
-    try:
-        key = registry.key(name)
-    except KeyError as exc:
-        raise ValueError(exc.args[0]) from None
-    if key not in RANKERS:
-        raise ValueError(f"ranker {name!r} is registered (calibrank.settings.registry) but has no class in "
-                         f"calibrank.model.rankers.RANKERS")
-    try:
-        return RANKERS[key](**params)
-    except TypeError as exc:
-        raise TypeError(f"ranker {registry.info(key).name!r}: {exc}") from None
-
-
-def ranker_from_config(cfg: Config, name: str | RankerName, models_dir, device=None, seed: int | None = None) -> Ranker:
-    """The ranker ``name`` with the profile's training settings and its own section's parameters.
+def ranker_from_config(cfg: Config, name: str | RankerName, models_dir: str | Path,
+                       device: str | torch.device | None = None, seed: int | None = None) -> Ranker:
+    """The ranker ``name`` with the profile's training settings and its own section's parameters
+    (``rankers.<name>``, when the profile has one).
 
     ``seed`` is the training seed (default: the profile's main training seed).
     """
     key = registry.key(name)
-    params: dict[str, Any] = {
-        "training": cfg.training,
-        "models_dir": models_dir,
-        "seed": training_seeds(cfg)[0] if seed is None else int(seed),
-        "context_style": cfg.data.context_style,
-        "device": device,
-    }
-    if key is RankerName.mc_dropout:
-        params.update(_section_params(cfg.rankers.mc_dropout))
-    elif key is RankerName.ensemble:
-        params["members"] = cfg.rankers.ensemble.members
-    elif key is RankerName.focal:
-        params["focal_gamma"] = cfg.rankers.focal.gamma
-    elif key in (RankerName.sngp, RankerName.gpf_bert, RankerName.pg_drr):
-        params.update(_section_params(getattr(cfg.rankers, key.value)))
-    return make_ranker(key, **params)
+    section = getattr(cfg.rankers, key.value, None)
+    params = _section_params(section) if dataclasses.is_dataclass(section) else {}
+    return make_ranker(key, training=cfg.training, models_dir=models_dir,
+                       seed=training_seeds(cfg)[0] if seed is None else int(seed),
+                       context_style=cfg.data.context_style, device=device, **params)

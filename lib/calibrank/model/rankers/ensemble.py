@@ -8,29 +8,44 @@ member gives one sample; ``probs`` is their mean.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
+import torch
 
 from ...data.schema import RankingQuery
 from ...predictions import Predictions
+from ...settings.choices import ContextStyle
 from ...settings.config import build_section
-from ...settings.schema import EnsembleConfig
+from ...settings.schema import EnsembleConfig, TrainingConfig
 from ..training import TrainResult
-from .base import Ranker, TrainedModel, sigmoid
+from .base import Ranker, TrainedModel
+from .scoring import sigmoid
 
 __all__ = ["EnsembleRanker"]
 
 
 class EnsembleRanker(Ranker):
-    """``members``: M, the default and check of :class:`calibrank.settings.config.EnsembleConfig`."""
+    """M ``bert`` models differing only in their seed.
+
+    Parameters (besides :class:`~calibrank.model.rankers.base.Ranker`'s)
+    ----------
+    members : int
+        M, the default and check of :class:`calibrank.settings.schema.EnsembleConfig`.
+    """
 
     name = "ensemble"
     kind = "bert"  # every member is a bert model (member 0 is the bert model of the seed)
+    #: Each member's logit of a pair depends on the pair only: query sets share their distinct pairs.
+    shares_pairs: ClassVar[bool] = True
 
-    def __init__(self, *, members: int = EnsembleConfig.members, **kw) -> None:
-        super().__init__(**kw)
+    def __init__(self, training: TrainingConfig, models_dir: str | Path, *, seed: int = 0,
+                 context_style: ContextStyle | str = ContextStyle.plain, device: str | torch.device | None = None,
+                 members: int = EnsembleConfig.members) -> None:
+        super().__init__(training, models_dir, seed=seed, context_style=context_style, device=device)
         self.members = build_section(EnsembleConfig, {"members": members}, where=self.name).members
-        self.trained: list[TrainedModel] = []
+        self.trained: list[TrainedModel] = []  # type: ignore[assignment]
 
     def model_seeds(self) -> list[int]:
         return self.member_seeds()
@@ -54,9 +69,6 @@ class EnsembleRanker(Ranker):
         self.trained = [self.fit_member(i, train, valid) for i in range(self.members)]
         self.fit_seconds = sum(t.result.seconds for t in self.trained)
         return self
-
-    #: Each member's logit of a pair depends on the pair only: query sets share their distinct pairs.
-    shares_pairs = True
 
     def _require_members(self) -> list[TrainedModel]:
         if not self.trained:
@@ -83,11 +95,14 @@ class EnsembleRanker(Ranker):
     def _from_members(self, queries: Sequence[RankingQuery], member_logits: list[np.ndarray], seconds: float,
                       extra: dict | None = None) -> Predictions:
         samples = np.stack([sigmoid(logits[0]) for logits in member_logits])
-        n_params = sum(sum(p.numel() for p in t.model.parameters()) for t in self.trained)
         return self._predictions(
-            queries, samples.mean(axis=0), samples, seconds=seconds, n_parameters=n_params,
+            queries, samples.mean(axis=0), samples, seconds=seconds, n_parameters=self.n_parameters,
             extra={"members": self.members, "member_seeds": self.member_seeds(), **(extra or {})},
         )
 
     def training_results(self) -> list[TrainResult]:
-        return [t.result for t in self.trained]
+        return [t.result for t in self._require_members()]
+
+    @property
+    def n_parameters(self) -> int:
+        return sum(sum(p.numel() for p in t.model.parameters()) for t in self._require_members())

@@ -9,56 +9,76 @@ rankers on laptop").
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
 
+import numpy as np
 import torch
 from torch import nn
 
-from ...settings.checks import check_focal_gamma
-from ...settings.schema import FocalConfig, GPFBertConfig
+from ...settings.choices import ContextStyle, FocalGamma, RFOutputInit, SNGPLoss, SpectralNormPlacement
+from ...settings.config import build_section
+from ...settings.schema import FocalConfig, GPFBertConfig, TrainingConfig
 from ..losses import focal
-from .base import checked
 from .deterministic import DeterministicRanker
 from .sngp import SNGPRanker
 
 __all__ = ["FocalRanker", "GPFBertRanker"]
 
+_D = GPFBertConfig  # the defaults of gpf_bert
+
 
 class FocalRanker(DeterministicRanker):
-    """The ``bert`` cross-encoder trained with focal loss (``focal_gamma``: number >= 0 or ``"adaptive"``).
+    """The ``bert`` cross-encoder trained with focal loss.
 
-    ``focal_gamma`` is the ``gamma`` of the ``focal`` config section (:class:`calibrank.settings.config.FocalConfig`):
-    its default and its check.
+    Parameters (besides :class:`~calibrank.model.rankers.base.Ranker`'s)
+    ----------
+    gamma : float or FocalGamma
+        A number >= 0 or ``"adaptive"``: the ``gamma`` of the ``focal`` section
+        (:class:`calibrank.settings.schema.FocalConfig`), its default and its check.
     """
 
     name = "focal"
     kind = "focal"
 
-    def __init__(self, *, focal_gamma: float | str = FocalConfig.gamma, **kw: Any) -> None:
-        super().__init__(**kw)
-        self.focal_gamma = checked(self.name, check_focal_gamma, "focal_gamma", focal_gamma)
+    def __init__(self, training: TrainingConfig, models_dir: str | Path, *, seed: int = 0,
+                 context_style: ContextStyle | str = ContextStyle.plain, device: str | torch.device | None = None,
+                 gamma: float | FocalGamma | str = FocalConfig.gamma) -> None:
+        super().__init__(training, models_dir, seed=seed, context_style=context_style, device=device)
+        gamma = build_section(FocalConfig, {"gamma": gamma}, where=self.name).gamma
+        self.gamma = gamma.value if isinstance(gamma, FocalGamma) else gamma
 
-    def _loss(self, model: nn.Module, batch: dict, labels: torch.Tensor) -> torch.Tensor:
-        return focal(model(**batch), labels, self.focal_gamma)
+    def loss(self, model: nn.Module, batch: dict, labels: torch.Tensor) -> torch.Tensor:
+        return focal(model(**batch), labels, self.gamma)
 
-    def _model_key_extra(self) -> dict:
-        return {"loss": "focal", "focal_gamma": self.focal_gamma}
+    def model_key_extra(self) -> dict:
+        return {"loss": "focal", "focal_gamma": self.gamma}
 
     def training_loss(self):
         return focal
 
-    def _from_logits(self, queries, logits, seconds, extra=None):
-        return super()._from_logits(queries, logits, seconds, {"focal_gamma": self.focal_gamma, **(extra or {})})
+    def probabilities(self, logits: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict]:
+        probs, samples, meta = super().probabilities(logits)
+        return probs, samples, {"focal_gamma": self.gamma, **meta}
 
 
 class GPFBertRanker(SNGPRanker):
-    """GPF-BERT: :class:`SNGPRanker` always trained with focal loss; its keyword arguments are the fields of
-    :class:`calibrank.settings.config.GPFBertConfig` (SNGP's without ``loss``)."""
+    """GPF-BERT: :class:`SNGPRanker` always trained with focal loss; its parameters are SNGP's but ``loss``
+    (the fields of :class:`calibrank.settings.schema.GPFBertConfig`)."""
 
     name = "gpf_bert"
     section = GPFBertConfig
 
-    def __init__(self, **kw: Any) -> None:
-        if "loss" in kw:
-            raise TypeError("gpf_bert always trains with focal loss; use the 'sngp' ranker with loss='bce' or 'focal'")
-        super().__init__(**kw)
+    def __init__(self, training: TrainingConfig, models_dir: str | Path, *, seed: int = 0,
+                 context_style: ContextStyle | str = ContextStyle.plain, device: str | torch.device | None = None,
+                 spectral_norm: SpectralNormPlacement | str = _D.spectral_norm, sn_bound: float = _D.sn_bound,
+                 sn_power_iterations: int = _D.sn_power_iterations, n_features: int = _D.n_features,
+                 length_scale: float = _D.length_scale, feature_scale: float = _D.feature_scale, ridge: float = _D.ridge,
+                 momentum: float | None = _D.momentum, mean_field_factor: float = _D.mean_field_factor,
+                 samples: int = _D.samples, focal_gamma: float | FocalGamma | str = _D.focal_gamma,
+                 head_dropout: float = _D.head_dropout, head_lr: float | None = _D.head_lr,
+                 output_init: RFOutputInit | str = _D.output_init) -> None:
+        super().__init__(training, models_dir, seed=seed, context_style=context_style, device=device,
+                         spectral_norm=spectral_norm, sn_bound=sn_bound, sn_power_iterations=sn_power_iterations,
+                         n_features=n_features, length_scale=length_scale, feature_scale=feature_scale, ridge=ridge,
+                         momentum=momentum, mean_field_factor=mean_field_factor, samples=samples, loss=SNGPLoss.focal,
+                         focal_gamma=focal_gamma, head_dropout=head_dropout, head_lr=head_lr, output_init=output_init)

@@ -3,301 +3,78 @@
 The ``bert`` model's weights with dropout on at test time: T stochastic passes give T joint
 samples of a query's candidate probabilities; ``probs`` is their mean. ``masks``
 (:class:`calibrank.settings.choices.DropoutMasks`): ``per_query`` (default) shares one mask per
-query and pass among its candidates, so each pass is one sub-network scoring the whole list and a
-mask depends only on (seed, pass, query, site) (:func:`mask_seeds`); attention dropout then acts on
-value vectors, dropping key j for every position at once. ``per_pair`` (the first paper's code)
-draws a fresh mask for each pair. Cost: docs/decisions.md, "Cost of MC Dropout's masks". With no
-joint layer, per-query masks score from each (query, context) encoded once per pass
-(:func:`score_sides_per_query`), the same masks on the same positions as on the pair row.
+query and pass among its candidates (:mod:`calibrank.model.dropout_masks`); ``per_pair`` (the
+first paper's code) draws a fresh mask for each pair. Cost: docs/decisions.md, "Cost of MC
+Dropout's masks". With no joint layer, per-query masks score from each (query, context) encoded
+once per pass, the same masks on the same positions as on the pair row.
 """
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Sequence
-from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-from torch import nn
 
-from ...data.schema import RankingQuery
-from ...predictions import Predictions
-from ...settings.choices import DropoutMasks
-from ...settings.schema import MCDropoutConfig
+from ...settings.choices import ContextStyle, DropoutMasks
+from ...settings.config import build_section
+from ...settings.schema import MCDropoutConfig, TrainingConfig
 from .. import encode_once
-from ..training import Pairs, collate, length_batches, use_bf16
-from .base import ranker_settings, sigmoid
+from ..dropout_masks import score_pairs_per_query, score_sides_per_query
+from ..training import Pairs
 from .deterministic import DeterministicRanker
+from .scoring import sigmoid
 
-__all__ = ["MCDropoutRanker", "mask_seeds", "score_pairs_per_query", "score_sides_per_query"]
-
-
-def _key_number(key: str) -> int:
-    return int.from_bytes(hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest(), "little")
-
-
-def mask_seeds(seed: int, pass_index: int, key: str, n_sites: int) -> list[int]:
-    """The torch seeds of a query's dropout masks in one pass, one per dropout site: a function of
-    (seed, pass, query id) only (:class:`numpy.random.SeedSequence`)."""
-    words = [int(seed) % (1 << 64), int(pass_index), _key_number(key)]
-    return [int(x >> 1) for x in np.random.SeedSequence(words).generate_state(n_sites, np.uint64)]
-
-
-class _PerQueryMasks:
-    """Forward hooks that multiply per-query dropout masks into an eval-mode cross-encoder.
-
-    Sites, in module order: every ``nn.Dropout`` with p > 0 but attention-probability dropout, and the
-    value projection of every self-attention module (with its attention dropout's p).
-    """
-
-    def __init__(self, model: nn.Module, *, max_length: int, seed: int) -> None:
-        self.max_length = int(max_length)
-        self.seed = int(seed)
-        self.sites: list[tuple[nn.Module, str, float, int]] = []  # (module hooked, kind, p, heads)
-        attention_dropouts = set()
-        for module in model.modules():
-            if all(isinstance(getattr(module, a, None), nn.Linear) for a in ("query", "key", "value")) and \
-                    isinstance(getattr(module, "dropout", None), nn.Dropout):
-                attention_dropouts.add(id(module.dropout))
-        for module in model.modules():
-            if id(module) in attention_dropouts:
-                continue
-            if isinstance(module, nn.Dropout) and module.p > 0:
-                self.sites.append((module, "hidden", float(module.p), 0))
-            elif all(isinstance(getattr(module, a, None), nn.Linear) for a in ("query", "key", "value")) and \
-                    isinstance(getattr(module, "dropout", None), nn.Dropout) and module.dropout.p > 0:
-                heads = int(getattr(module, "num_attention_heads", 0) or getattr(module, "num_heads", 0))
-                if heads <= 0:
-                    raise ValueError(f"mc_dropout: attention module {type(module).__name__} does not say its number of heads")
-                self.sites.append((module.value, "attention", float(module.dropout.p), heads))
-        if not self.sites:
-            raise ValueError("mc_dropout: the model has no dropout with p > 0 to sample")
-        self.pass_index = 0
-        self.keys: list[str] = []
-        self.rows = torch.zeros(0, dtype=torch.long)
-        self.slices: list[tuple[int, int, int]] | None = None
-        self._seeds: dict[tuple[int, str], list[int]] = {}
-        self._generator = torch.Generator()
-
-    def set_batch(self, keys: list[str], rows: np.ndarray) -> None:
-        """The batch's distinct query ids and each row's index among them."""
-        self.keys, self._seeds = keys, {}
-        self.rows = torch.as_tensor(rows, dtype=torch.long)
-        starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
-        ends = np.r_[starts[1:], len(rows)]
-        self.slices = [(int(a), int(b), int(rows[a])) for a, b in zip(starts, ends)]
-        if len(self.slices) != len(keys):  # a query's rows are not contiguous
-            self.slices = None
-
-    def _apply(self, output: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
-        """``output[i] *= keep[u(i)]`` in place, ``keep`` ``[U, ...]`` broadcast over each query's rows."""
-        if self.slices is None:
-            return output.mul_(keep[self.rows.to(keep.device)])
-        for a, b, u in self.slices:
-            output[a:b].mul_(keep[u])
-        return output
-
-    def _masks(self, site: int, p: float, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-        """Scaled keep-masks ``[U, *shape]`` of the batch's queries at ``site`` in this pass.
-
-        A ``[width, d]`` site takes the first ``width`` rows of the query's ``[max_length, d]`` mask, so a
-        mask does not depend on the batch.
-        """
-        g = self._generator
-        uniform = torch.empty((len(self.keys), *shape), dtype=torch.float32)
-        for u, key in enumerate(self.keys):
-            seeds = self._seeds.get((self.pass_index, key))
-            if seeds is None:
-                seeds = self._seeds[(self.pass_index, key)] = mask_seeds(self.seed, self.pass_index, key, len(self.sites))
-            g.manual_seed(seeds[site])
-            uniform[u].uniform_(generator=g)
-        scale = torch.tensor(1.0 / (1.0 - p), dtype=dtype)
-        return torch.where(uniform >= p, scale, torch.zeros((), dtype=dtype)).to(device)
-
-    def _hook(self, site: int, kind: str, p: float, heads: int):
-        def hook(module: nn.Module, inputs: Any, output: torch.Tensor) -> torch.Tensor:
-            if output.dim() == 3:
-                b, width, d = output.shape
-                if width > self.max_length:
-                    raise ValueError(f"mc_dropout: a batch of width {width} exceeds max_length {self.max_length}")
-                if kind == "attention":  # [U, W, H] -> one factor per value vector of a head
-                    keep = self._masks(site, p, (width, heads), output.dtype, output.device)
-                    return self._apply(output.view(b, width, heads, d // heads), keep.unsqueeze(-1)).view(b, width, d)
-                return self._apply(output, self._masks(site, p, (width, d), output.dtype, output.device))
-            if output.dim() == 2 and kind == "hidden":
-                return self._apply(output, self._masks(site, p, (output.shape[1],), output.dtype, output.device))
-            raise ValueError(f"mc_dropout: per-query masks expect [B, L, d] or [B, d] activations, got {list(output.shape)}")
-
-        return hook
-
-    @contextmanager
-    def active(self):
-        handles = [module.register_forward_hook(self._hook(i, kind, p, heads))
-                   for i, (module, kind, p, heads) in enumerate(self.sites)]
-        try:
-            yield self
-        finally:
-            for h in handles:
-                h.remove()
-
-
-@torch.no_grad()
-def score_pairs_per_query(model: nn.Module, pairs: Pairs, keys: Sequence[str], *, passes: int, seed: int, max_length: int,
-                          batch_size: int = 64, precision: Any = "auto") -> np.ndarray:
-    """Logits ``[passes, N]`` of every pair with one dropout mask per key (query id) and pass.
-
-    Masks depend on (seed, pass, key) only, so a pair's logits do not depend on the pairs scored with
-    it (up to the floating-point order of a batched product).
-    """
-    if len(keys) != len(pairs):
-        raise ValueError(f"score_pairs_per_query: {len(keys)} keys for {len(pairs)} pairs")
-    device = next(model.parameters()).device
-    bf16 = use_bf16(precision, device)
-    model.eval()
-    masks = _PerQueryMasks(model, max_length=max_length, seed=seed)
-    uniq, key_index = np.unique(np.asarray(keys, dtype=object).astype(str), return_inverse=True)
-    out = np.empty((passes, len(pairs)), dtype=np.float64)
-    with masks.active(), torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=bf16):
-        for index in length_batches(pairs.lengths, batch_size):  # the batches of score_pairs
-            index = index[np.argsort(key_index[index], kind="stable")]  # a query's rows together: one slice each
-            batch = {k: v.to(device) for k, v in collate(pairs, index).items()}
-            batch_keys, rows = np.unique(key_index[index], return_inverse=True)
-            masks.set_batch([str(uniq[k]) for k in batch_keys], rows)
-            for t in range(passes):
-                masks.pass_index = t
-                out[t, index] = model(**batch).float().cpu().numpy()
-    model.eval()
-    return out
-
-
-class _OffsetMasks(_PerQueryMasks):
-    """Per-query masks for sides encoded alone: row ``i`` of a batch takes its query's mask rows from
-    ``offset[i]`` on, the rows its positions held in the pair row (0 for a context side, the context
-    side's length for a response side), so that each position is dropped as on the pair path."""
-
-    offsets: torch.Tensor | None = None
-
-    def set_sides(self, keys: list[str], rows: np.ndarray, offsets: np.ndarray) -> None:
-        """The batch's distinct query ids, each row's index among them, and each row's first mask row."""
-        self.set_batch(keys, rows)
-        self.offsets = torch.as_tensor(offsets, dtype=torch.long)
-
-    def set_batch(self, keys: list[str], rows: np.ndarray) -> None:
-        super().set_batch(keys, rows)
-        self.offsets = None
-
-    def _masks(self, site: int, p: float, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-        if self.offsets is None or len(shape) < 2:
-            return super()._masks(site, p, shape, dtype, device)
-        width = shape[0]
-        # A mask's first n rows do not depend on n (test_rankers): draw as many rows as the batch reaches.
-        need = min(self.max_length, int(self.offsets.max()) + width)
-        full = super()._masks(site, p, (need, *shape[1:]), dtype, torch.device("cpu"))  # [U, need, ...]
-        at = (self.offsets.unsqueeze(1) + torch.arange(width)).clamp(max=need - 1)  # rows past a side are padding
-        return full[self.rows.unsqueeze(1), at].to(device)  # [B, width, ...]: one mask per row
-
-    def _apply(self, output: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
-        if self.offsets is None:
-            return super()._apply(output, keep)
-        return output.mul_(keep)
-
-
-@torch.no_grad()
-def score_sides_per_query(model: nn.Module, pairs: Pairs, keys: Sequence[str], *, passes: int, seed: int,
-                          max_length: int, batch_size: int = 64, precision: Any = "auto") -> np.ndarray:
-    """:func:`score_pairs_per_query`'s logits ``[passes, N]`` on a model with no joint layer
-    (:func:`calibrank.model.encode_once.applies`): in each pass each distinct (query, context side) is
-    encoded once and each response side where it stood in its pair row, with the same masks.
-
-    A response side's masks depend on its query and its offset, so responses are encoded per pair; the
-    saving is the context, encoded once per query and truncation instead of once per candidate.
-    """
-    if len(keys) != len(pairs):
-        raise ValueError(f"score_sides_per_query: {len(keys)} keys for {len(pairs)} pairs")
-    if not encode_once.applies(model):
-        raise ValueError("score_sides_per_query: the model has joint layers; use score_pairs_per_query")
-    device = next(model.parameters()).device
-    bf16 = use_bf16(precision, device)
-    model.eval()
-    masks = _OffsetMasks(model, max_length=max_length, seed=seed)
-    uniq, key_index = np.unique(np.asarray(keys, dtype=object).astype(str), return_inverse=True)
-    sides = encode_once.split_sides(pairs, key_index)
-    width = int(pairs.lengths.max()) + 1  # the pair path's widest row
-
-    def setter(side_keys: np.ndarray, offsets: np.ndarray | None):
-        def before(index: np.ndarray) -> None:
-            batch_keys, rows = np.unique(side_keys[index], return_inverse=True)
-            names = [str(uniq[k]) for k in batch_keys]
-            masks.set_sides(names, rows, offsets[index]) if offsets is not None else masks.set_batch(names, rows)
-        return before
-
-    order = np.argsort(key_index, kind="stable")  # the head's batches: a query's pairs together
-    out = np.empty((passes, len(pairs)), dtype=np.float64)
-    with masks.active():
-        for t in range(passes):
-            masks.pass_index = t
-            # Contexts by length (as the pair path's batches: little padding); responses, short, by query, so
-            # that a batch draws the masks of few queries.
-            ctx = encode_once.encode_sides(model.encoder, sides.ctx, batch_size=batch_size, bf16=bf16, device=device,
-                                           width=width, before=setter(sides.ctx_key, None))
-            resp = encode_once.encode_sides(model.encoder, sides.resp, batch_size=batch_size, bf16=bf16, device=device,
-                                            width=width, group=sides.resp_key,
-                                            before=setter(sides.resp_key, sides.resp_side_offset))
-            for start in range(0, len(order), batch_size):
-                index = order[start:start + batch_size]
-                setter(key_index, None)(index)
-                pooled = encode_once.pair_features(model, sides, ctx, resp, index)
-                out[t, index] = encode_once.dense_head(model, pooled).cpu().numpy()
-    model.eval()
-    return out
+__all__ = ["MCDropoutRanker"]
 
 
 class MCDropoutRanker(DeterministicRanker):
-    """``passes`` (T) and ``masks`` (``per_query`` / ``per_pair``): the fields, defaults and checks of
-    :class:`calibrank.settings.config.MCDropoutConfig`."""
+    """``bert``'s model scored with dropout on, T passes.
+
+    Parameters (besides :class:`~calibrank.model.rankers.base.Ranker`'s), the fields, defaults and
+    checks of :class:`calibrank.settings.schema.MCDropoutConfig`
+    ----------
+    passes : int
+        T, the stochastic passes (samples of the Predictions).
+    masks : DropoutMasks
+        ``per_query`` (one mask per query and pass) or ``per_pair`` (a fresh mask per pair).
+    """
 
     name = "mc_dropout"
+    #: Per-query masks depend on (seed, pass, query id): a pair is keyed by its query too.
+    pair_key_has_query = True
 
-    def __init__(self, **kw: Any) -> None:
-        settings, kw = ranker_settings(MCDropoutConfig, self.name, kw)
-        super().__init__(**kw)
+    def __init__(self, training: TrainingConfig, models_dir: str | Path, *, seed: int = 0,
+                 context_style: ContextStyle | str = ContextStyle.plain, device: str | torch.device | None = None,
+                 passes: int = MCDropoutConfig.passes, masks: DropoutMasks | str = MCDropoutConfig.masks) -> None:
+        super().__init__(training, models_dir, seed=seed, context_style=context_style, device=device)
+        settings = build_section(MCDropoutConfig, {"passes": passes, "masks": masks}, where=self.name)
         self.passes = settings.passes
         self.masks = DropoutMasks(settings.masks)
+        # Per-query masks do not depend on the pairs batched together; per-pair masks are fresh draws.
+        self.shares_pairs = self.masks is DropoutMasks.per_query
 
-    # -------------------------------------------------------------- scoring
     def _score(self, trained, pairs: Pairs) -> np.ndarray:
+        """Logits ``[T, N]`` with per-query masks (:mod:`calibrank.model.dropout_masks`)."""
         keys = [pairs.qids[i] for i in pairs.query_index]
         # + 1: below its joint layers the encoder gives the response a [CLS] of its own (calibrank.model.backbone.encode)
         width = self.training.max_length + (self.training.joint_layers is not None)
         score = score_sides_per_query if encode_once.applies(trained.model) else score_pairs_per_query
-        return score(trained.model, pairs, keys, passes=self.passes, seed=self.seed,
-                                     max_length=width, batch_size=self.training.eval_batch_size,
-                                     precision=self.training.precision)
+        return score(trained.model, pairs, keys, passes=self.passes, seed=self.seed, max_length=width,
+                     batch_size=self.training.eval_batch_size, precision=self.training.precision)
 
-    def _scoring(self) -> dict[str, Any]:
-        """How :meth:`_timed_logits` scores (and what its logits cache is keyed by)."""
+    def scoring(self) -> dict[str, Any]:
         if self.masks is DropoutMasks.per_pair:
             return {"passes": self.passes, "dropout": True, "seed": self.seed}
         return {"passes": self.passes, "dropout": True, "seed": self.seed, "masks": self.masks.value,
                 "score": self._score}
 
-    #: Per-query masks depend on (seed, pass, query id): a pair is keyed by its query too.
-    @property
-    def shares_pairs(self) -> bool:
-        return self.masks is DropoutMasks.per_query
-
-    pair_key_has_query = True
-
     def scores_sides(self) -> bool:
         """Per-pair masks (training-mode dropout, one draw per pair) keep the pair path."""
         return super().scores_sides() and self.masks is DropoutMasks.per_query
 
-    def _from_logits(self, queries: Sequence[RankingQuery], logits: np.ndarray, seconds: float,
-                     extra: dict | None = None) -> Predictions:
+    def probabilities(self, logits: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict]:
+        """The mean of the T passes' sigmoids, and the passes as samples."""
         samples = sigmoid(logits)
-        return self._predictions(
-            queries, samples.mean(axis=0), samples, seconds=seconds, n_parameters=self.n_parameters,
-            extra={"passes": self.passes, "masks": self.masks.value, **(extra or {})},
-        )
+        return samples.mean(axis=0), samples, {"passes": self.passes, "masks": self.masks.value}

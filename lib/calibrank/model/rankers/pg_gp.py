@@ -15,27 +15,25 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
+from ...atomic import stable_hash
 from ...data.schema import RankingQuery
 from ...metrics.ranking import recall_at_k
-from ...predictions import Predictions
-from ...atomic import stable_hash
-from ...settings.checks import check_choice
-from ...settings.choices import GPKernel, GPMeanFunction, Pooling
-from ...settings.schema import PGDRRConfig, check_gp_batch_size
-from .. import encode_once
+from ...settings.checks import ConfigError, check_choice
+from ...settings.choices import ContextStyle, GPKernel, GPMeanFunction, Pooling
+from ...settings.config import build_section
+from ...settings.schema import PGDRRConfig, TrainingConfig, check_gp_batch_size
 from ..backbone import Backbone
-from ..gp.gaussian import draw_joint
+from ..cross_encoder import SEGMENT_COSINE_BIAS, SEGMENT_COSINE_WEIGHT, CrossEncoder
+from ..gp.inducing import InducingPosterior, inducing_posterior, predictive_mean, predictive_moments
 from ..gp.polya_gamma import (
-    PGPosterior,
     fisher_loss,
     gauss_hermite_sigmoid,
     gibbs_gp,
@@ -44,20 +42,11 @@ from ..gp.polya_gamma import (
     rbf_kernel,
     select_inducing,
 )
-from ..training import TrainResult, read_recorded, save_recorded
-from .base import (
-    SEGMENT_COSINE_BIAS,
-    SEGMENT_COSINE_WEIGHT,
-    CrossEncoder,
-    Ranker,
-    TrainedModel,
-    checked,
-    encode_features,
-    ranker_settings,
-    sigmoid,
-)
+from ..training import read_recorded, save_recorded
+from .gp_base import GPRanker
+from .scoring import encode_features
 
-__all__ = ["PGCrossEncoder", "PGDRRRanker", "PGHead", "InducingPosterior", "pg_param_groups"]
+__all__ = ["PGCrossEncoder", "PGDRRRanker", "PGHead", "pg_param_groups"]
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +106,7 @@ class PGCrossEncoder(CrossEncoder):
                            mean_function=mean_function, seed=seed)
         if self.pooling is Pooling.segments and self.head.mean_function == GPMeanFunction.linear:
             # The prior mean starts where the dense head on these features starts (a scaled
-            # cosine of the two segments, :func:`calibrank.model.rankers.base.init_cosine_head`),
+            # cosine of the two segments, :func:`calibrank.model.cross_encoder.init_cosine_head`),
             # through an identity projection.
             d = backbone.hidden_size
             with torch.no_grad():
@@ -151,29 +140,7 @@ def pg_param_groups(model: PGCrossEncoder, gp_lr: float, projection_lr: float | 
     return groups
 
 
-# ----------------------------------------------------------------------------- the posterior
-
-
-@dataclass
-class InducingPosterior:
-    """What prediction needs: the inducing pairs (index, features, labels), the chains' ``w`` and derived factors."""
-
-    index: np.ndarray  # [M] indices of the training pairs (query-major order of the training queries)
-    features: torch.Tensor  # [M, d] float32 GP input features z of the inducing pairs
-    labels: torch.Tensor  # [M] float64 0/1
-    w: torch.Tensor  # [C, M] float64 Pólya-Gamma draws of the last Gibbs step
-    jitter: float  # diagonal jitter Gibbs added to K
-    posterior: PGPosterior
-    q_bar: torch.Tensor  # [M, M] mean over chains of (K + W_c^-1)^-1
-
-    def tensors(self) -> dict[str, torch.Tensor]:
-        return {
-            "index": torch.as_tensor(self.index, dtype=torch.int64),
-            "features": self.features.detach().cpu().contiguous(),
-            "labels": self.labels.detach().cpu().contiguous(),
-            "w": self.w.detach().cpu().contiguous(),
-            "jitter": torch.tensor(float(self.jitter), dtype=torch.float64),
-        }
+# ----------------------------------------------------------------------------- the stored posterior
 
 
 def _read_posterior(path: Path) -> tuple[dict[str, torch.Tensor], dict] | None:
@@ -196,97 +163,87 @@ def _read_posterior(path: Path) -> tuple[dict[str, torch.Tensor], dict] | None:
 # ----------------------------------------------------------------------------- the ranker
 
 
-class PGDRRRanker(Ranker):
+class PGDRRRanker(GPRanker):
     """PG-DRR: GP output layer with Pólya-Gamma Gibbs sampling and Fisher-identity training (:mod:`.pg_gp`).
 
-    Keyword arguments (besides :class:`Ranker`'s): the fields of :class:`calibrank.settings.config.PGDRRConfig`,
-    with its defaults and checks (:func:`calibrank.model.rankers.base.ranker_settings`):
+    Parameters (besides :class:`~calibrank.model.rankers.base.Ranker`'s), the fields of
+    :class:`calibrank.settings.schema.PGDRRConfig` with its defaults and checks:
 
-    * kernel: ``kernel`` (``"rbf"``, ``"matern"`` with ``nu``, ``"linear"``), ``length_scale``,
-      ``output_scale`` (the prior variance);
-    * sampling: ``gibbs_steps``, ``gibbs_chains``, ``inducing`` (capped at the training pairs),
-      ``samples`` per query, ``quadrature_points`` for ``probs``;
-    * learnable parts: ``projection``, ``projection_lr`` (``None``: ``training.lr``), ``learn_mean``,
-      ``mean_function`` (``"linear"``, ``"constant"``), ``gp_lr``, ``head_dropout``.
+    kernel, length_scale, output_scale, nu
+        The kernel (``rbf``, ``matern`` with ``nu``, ``linear``) and its scales (the output scale is the prior variance).
+    gibbs_steps, gibbs_chains, inducing, samples, quadrature_points
+        Sampling: Gibbs steps and chains, the inducing set (capped at the training pairs), joint draws
+        per query, Gauss-Hermite points for ``probs``.
+    projection, projection_lr, learn_mean, mean_function, gp_lr, head_dropout
+        The learnable parts: the projection and its rate (``None``: ``training.lr``), the prior mean and
+        the GP layer's rate, dropout before the head.
 
     The training batch is the GP's conditioning set: ``training.batch_size`` must be at least 2.
     """
 
     name = "pg_drr"
     kind = "pg_drr"
-    #: The config section whose fields are the keyword arguments.
-    section: ClassVar[type[PGDRRConfig]] = PGDRRConfig
+    draw_stream = 0x5A3
 
-    def __init__(self, **kw: Any) -> None:
-        settings, kw = ranker_settings(self.section, self.name, kw)
-        super().__init__(**kw)
-        checked(self.name, check_gp_batch_size, self.training.batch_size)
-        self.settings = settings
-        self.kernel = settings.kernel.value
-        self.length_scale = settings.length_scale
-        self.output_scale = settings.output_scale
-        self.nu = settings.nu
-        self.gibbs_steps = settings.gibbs_steps
-        self.gibbs_chains = settings.gibbs_chains
-        self.gp_lr = settings.gp_lr
-        self.projection = settings.projection
-        self.learn_mean = settings.learn_mean
-        self.mean_function = settings.mean_function.value
-        self.projection_lr = settings.projection_lr
-        self.inducing = settings.inducing
-        self.samples = settings.samples
-        self.quadrature_points = settings.quadrature_points
-        self.head_dropout = settings.head_dropout
-        self.trained: TrainedModel | None = None
+    def __init__(self, training: TrainingConfig, models_dir: str | Path, *, seed: int = 0,
+                 context_style: ContextStyle | str = ContextStyle.plain, device: str | torch.device | None = None,
+                 kernel: GPKernel | str = _D.kernel, length_scale: float = _D.length_scale,
+                 output_scale: float = _D.output_scale, nu: float = _D.nu, gibbs_steps: int = _D.gibbs_steps,
+                 gibbs_chains: int = _D.gibbs_chains, gp_lr: float = _D.gp_lr, projection: bool = _D.projection,
+                 learn_mean: bool = _D.learn_mean, mean_function: GPMeanFunction | str = _D.mean_function,
+                 projection_lr: float | None = _D.projection_lr, inducing: int = _D.inducing, samples: int = _D.samples,
+                 quadrature_points: int = _D.quadrature_points, head_dropout: float = _D.head_dropout) -> None:
+        super().__init__(training, models_dir, seed=seed, context_style=context_style, device=device)
+        try:
+            check_gp_batch_size(self.training.batch_size)
+        except ConfigError as exc:
+            raise ConfigError(f"{self.name}: {exc}") from None
+        self.settings = build_section(PGDRRConfig, dict(
+            kernel=kernel, length_scale=length_scale, output_scale=output_scale, nu=nu, gibbs_steps=gibbs_steps,
+            gibbs_chains=gibbs_chains, gp_lr=gp_lr, projection=projection, learn_mean=learn_mean,
+            mean_function=mean_function, projection_lr=projection_lr, inducing=inducing, samples=samples,
+            quadrature_points=quadrature_points, head_dropout=head_dropout), where=self.name)
+        self.samples = self.settings.samples
         self.state: InducingPosterior | None = None
         self._fit_queries: Sequence[RankingQuery] = ()
 
     # -------------------------------------------------------------- parameters and kernel
     def params(self) -> dict[str, Any]:
         """What determines the trained model besides the training settings (the cache key's extra)."""
-        return {
-            "kernel": self.kernel,
-            "length_scale": self.length_scale,
-            "output_scale": self.output_scale,
-            "nu": self.nu if self.kernel == GPKernel.matern else None,
-            "gibbs_steps": self.gibbs_steps,
-            "gibbs_chains": self.gibbs_chains,
-            "gp_lr": self.gp_lr,
-            "projection": self.projection,
-            "learn_mean": self.learn_mean,
-            "mean_function": self.mean_function,
-            "projection_lr": self.projection_lr,
-            "head_dropout": self.head_dropout,
-            "inducing": self.inducing,  # early selection validates through the inducing posterior
-        }
+        s = self.settings
+        return {"kernel": s.kernel.value, "length_scale": s.length_scale, "output_scale": s.output_scale,
+                "nu": s.nu if s.kernel is GPKernel.matern else None, "gibbs_steps": s.gibbs_steps,
+                "gibbs_chains": s.gibbs_chains, "gp_lr": s.gp_lr, "projection": s.projection, "learn_mean": s.learn_mean,
+                "mean_function": s.mean_function.value, "projection_lr": s.projection_lr, "head_dropout": s.head_dropout,
+                "inducing": s.inducing}  # early selection validates through the inducing posterior
 
     def prediction_params(self) -> dict[str, Any]:
         """What determines the inducing posterior given the trained model."""
-        return {"inducing": self.inducing, "gibbs_steps": self.gibbs_steps, "gibbs_chains": self.gibbs_chains,
+        s = self.settings
+        return {"inducing": s.inducing, "gibbs_steps": s.gibbs_steps, "gibbs_chains": s.gibbs_chains,
                 "seed": self.seed, "stratified": True}
 
     def kernel_fn(self, x1: torch.Tensor, x2: torch.Tensor) -> torch.Tensor:
         """The kernel (float64, autocast off) between feature matrices ``[n, d]`` and ``[m, d]``."""
-        if self.kernel == GPKernel.rbf:
-            fn = partial(rbf_kernel, length_scale=self.length_scale, output_scale=self.output_scale)
-        elif self.kernel == GPKernel.matern:
-            fn = partial(matern_kernel, nu=self.nu, length_scale=self.length_scale, output_scale=self.output_scale)
+        s = self.settings
+        if s.kernel is GPKernel.rbf:
+            fn = partial(rbf_kernel, length_scale=s.length_scale, output_scale=s.output_scale)
+        elif s.kernel is GPKernel.matern:
+            fn = partial(matern_kernel, nu=s.nu, length_scale=s.length_scale, output_scale=s.output_scale)
         else:
-            fn = partial(linear_kernel, length_scale=self.length_scale, output_scale=self.output_scale)
+            fn = partial(linear_kernel, length_scale=s.length_scale, output_scale=s.output_scale)
         with torch.autocast(device_type=x1.device.type, enabled=False):
             a = x1.to(torch.float64)
             b = a if x2 is x1 else x2.to(torch.float64)
             return fn(a, b)
 
     # -------------------------------------------------------------- model, loss, hooks
-    def _build(self, seed: int) -> tuple[CrossEncoder, Backbone]:
-        _, backbone = super()._build(seed)
-        model = PGCrossEncoder(backbone, projection=self.projection, learn_mean=self.learn_mean,
-                               mean_function=self.mean_function, head_dropout=self.head_dropout, seed=seed,
-                               pooling=self.training.pooling)
-        return model, backbone
+    def build_model(self, backbone: Backbone, seed: int) -> PGCrossEncoder:
+        s = self.settings
+        return PGCrossEncoder(backbone, projection=s.projection, learn_mean=s.learn_mean, mean_function=s.mean_function,
+                              head_dropout=s.head_dropout, seed=seed, pooling=self.training.pooling)
 
-    def _loss(self, model: nn.Module, batch: dict, labels: torch.Tensor) -> torch.Tensor:
+    def loss(self, model: nn.Module, batch: dict, labels: torch.Tensor) -> torch.Tensor:
         z = model(**batch)
         n = int(labels.shape[0])
         if n < 2:  # a 1-pair last batch: no conditioning set; zero loss, zero gradient
@@ -295,20 +252,27 @@ class PGDRRRanker(Ranker):
         rng = np.random.default_rng(int(torch.randint(0, 2**62, (1,)).item()))
         K = self.kernel_fn(z, z)
         mu = model.head.prior_mean(z)
-        chains = gibbs_gp(K.detach(), labels, mu.detach(), self.gibbs_steps, self.gibbs_chains, rng=rng)
+        chains = gibbs_gp(K.detach(), labels, mu.detach(), self.settings.gibbs_steps, self.settings.gibbs_chains, rng=rng)
         return fisher_loss(K, mu, labels, chains.w, jitter=chains.jitter).float()
 
-    def _param_groups(self, model: nn.Module) -> list[dict]:
-        return pg_param_groups(model, self.gp_lr, self.projection_lr)
+    def model_key_extra(self) -> dict:
+        return self.params()
+
+    def train_hooks(self) -> dict[str, Any]:
+        return {"param_groups": lambda model: pg_param_groups(model, self.settings.gp_lr, self.settings.projection_lr)}
+
+    def training_loss(self) -> None:
+        return None  # the Fisher-identity loss of calibrank.model.gp, reached through loss
 
     # -------------------------------------------------------------- the inducing posterior
     def _inducing_pairs(self, tokenizer, train: Sequence[RankingQuery]):
         """Indices (query-major pair order) and the tokenised pairs of the seeded, stratified inducing set."""
         labels = np.array([lab for q in train for lab in q.labels], dtype=np.int64)
         k = len(train[0].candidates)
-        size = min(self.inducing, labels.shape[0])
-        if size < self.inducing:
-            log.info("%s: inducing set capped at the %d training pairs (asked for %d)", self.name, size, self.inducing)
+        size = min(self.settings.inducing, labels.shape[0])
+        if size < self.settings.inducing:
+            log.info("%s: inducing set capped at the %d training pairs (asked for %d)", self.name, size,
+                     self.settings.inducing)
         index = select_inducing(labels, size, np.random.default_rng([self.seed, 0x1D]))
         singles = []
         for i in index:
@@ -319,30 +283,26 @@ class PGDRRRanker(Ranker):
 
     def _posterior(self, model: PGCrossEncoder, index: np.ndarray, features: torch.Tensor, labels: torch.Tensor,
                    w: torch.Tensor, jitter: float) -> InducingPosterior:
-        device = features.device
-        K = self.kernel_fn(features, features)
-        post = PGPosterior.from_w(K, w.to(device), labels.to(device), model.head.prior_mean(features).detach(),
-                                  jitter=jitter)
-        b_inv = torch.cholesky_inverse(post.chol_b)  # [C, M, M]
-        s = post.sqrt_w
-        q_bar = (s.unsqueeze(-1) * b_inv * s.unsqueeze(-2)).mean(0)
-        return InducingPosterior(index=np.asarray(index), features=features, labels=labels.to(device), w=w.to(device),
-                                 jitter=float(jitter), posterior=post, q_bar=0.5 * (q_bar + q_bar.t()))
+        return inducing_posterior(self.kernel_fn, model.head.prior_mean, index, features, labels, w, jitter)
+
+    def _gp_inputs(self, model: nn.Module, pairs) -> torch.Tensor:
+        """The GP inputs ``[N, d]`` of pairs on the pair path (the model's forward)."""
+        return encode_features(model, pairs, batch_size=self.training.eval_batch_size, precision=self.training.precision,
+                               fn=lambda m, b: m(**b))
 
     @torch.no_grad()
     def _compute_posterior(self, model: PGCrossEncoder, index: np.ndarray, pairs, labels: torch.Tensor) -> InducingPosterior:
-        feats = encode_features(model, pairs, batch_size=self.training.eval_batch_size, precision=self.training.precision,
-                                fn=lambda m, b: m(**b))
+        feats = self._gp_inputs(model, pairs)
         K = self.kernel_fn(feats, feats)
         rng = np.random.default_rng([self.seed, 0x61B])
-        chains = gibbs_gp(K, labels.to(feats.device), model.head.prior_mean(feats).detach(), self.gibbs_steps,
-                          self.gibbs_chains, rng=rng)
+        chains = gibbs_gp(K, labels.to(feats.device), model.head.prior_mean(feats).detach(), self.settings.gibbs_steps,
+                          self.settings.gibbs_chains, rng=rng)
         return self._posterior(model, index, feats, labels, chains.w.to(torch.float64), chains.jitter)
 
     def _posterior_path(self, workdir: Path) -> Path:
         return workdir / f"pg_posterior-{stable_hash(self.prediction_params(), 10)}.safetensors"
 
-    def _load_or_compute_posterior(self, trained: TrainedModel, train: Sequence[RankingQuery]) -> InducingPosterior:
+    def _load_or_compute_posterior(self, trained, train: Sequence[RankingQuery]) -> InducingPosterior:
         path = self._posterior_path(trained.workdir)
         model: PGCrossEncoder = trained.model  # type: ignore[assignment]
         device = next(model.parameters()).device
@@ -368,79 +328,12 @@ class PGDRRRanker(Ranker):
 
         def validate(model: nn.Module) -> float:
             state = self._compute_posterior(model, index, ind_pairs, ind_labels)
-            feats = encode_features(model, pairs, batch_size=self.training.eval_batch_size,
-                                    precision=self.training.precision, fn=lambda m, b: m(**b))
-            mean = self._mean(state, feats, model).cpu().numpy()
-            scores = mean.reshape(len(pairs.qids), pairs.n_candidates)
+            mean = predictive_mean(state, self.kernel_fn, model.head.prior_mean, self._gp_inputs(model, pairs))
+            scores = mean.cpu().numpy().reshape(len(pairs.qids), pairs.n_candidates)
             labels = pairs.labels.reshape(len(pairs.qids), pairs.n_candidates)
             return float(np.nanmean(recall_at_k(scores, labels, 1)))
 
         return validate
-
-    # -------------------------------------------------------------- predictive (eq. 14)
-    def _mean(self, state: InducingPosterior, feats: torch.Tensor, model: PGCrossEncoder, chunk: int = 8192) -> torch.Tensor:
-        out = []
-        for start in range(0, feats.shape[0], chunk):
-            x = feats[start:start + chunk]
-            kc = self.kernel_fn(state.features, x)
-            out.append(model.head.prior_mean(x).detach() + (state.posterior.alpha @ kc).mean(0))
-        return torch.cat(out)
-
-    @torch.no_grad()
-    def _features(self, queries: Sequence[RankingQuery]) -> torch.Tensor:
-        """The GP layer's inputs ``[Q*K, d]`` (the model's forward), one row per pair in query order."""
-        trained, _ = self._require_fit()
-        pairs = self._encode(trained.backbone.tokenizer, queries)
-        if encode_once.applies(trained.model):  # no joint layer: each distinct side encoded once
-            return encode_once.features_once(trained.model, pairs, batch_size=self.training.eval_batch_size,
-                                             precision=self.training.precision,
-                                             head=lambda m, pooled: m.head(m.dropout(pooled)))
-        return encode_features(trained.model, pairs, batch_size=self.training.eval_batch_size,
-                               precision=self.training.precision, fn=lambda m, b: m(**b))
-
-    @torch.no_grad()
-    def joint_logits(self, queries: Sequence[RankingQuery], features: torch.Tensor | None = None
-                     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(mean [Q, K], cov [Q, K, K])``: the moment-matched Gaussian predictive of each query's logits (float64).
-
-        ``features``: the queries' GP inputs (:meth:`_features`) when already computed.
-        """
-        trained, state = self._require_fit()
-        model: PGCrossEncoder = trained.model  # type: ignore[assignment]
-        feats = self._features(queries) if features is None else features
-        q, k = len(queries), len(queries[0].candidates)
-        alpha, q_bar = state.posterior.alpha, state.q_bar
-        m = state.features.shape[0]
-        means, covs = [], []
-        per_chunk = max(1, 4096 // k)
-        for start in range(0, q, per_chunk):
-            x = feats[start * k:(start + per_chunk) * k]
-            nq = x.shape[0] // k
-            kc = self.kernel_fn(state.features, x)  # [M, nq*k]
-            chain_means = model.head.prior_mean(x).detach() + alpha @ kc  # [C, nq*k]
-            reduction = (kc.reshape(m, nq, k).permute(1, 2, 0) @ (q_bar @ kc).reshape(m, nq, k).permute(1, 0, 2))
-            k_test = torch.stack([self.kernel_fn(x[i * k:(i + 1) * k], x[i * k:(i + 1) * k]) for i in range(nq)])
-            cm = chain_means.reshape(-1, nq, k)
-            centred = cm - cm.mean(0, keepdim=True)
-            between = torch.einsum("cqi,cqj->qij", centred, centred) / cm.shape[0]
-            cov = k_test - reduction + between
-            means.append(cm.mean(0))
-            covs.append(0.5 * (cov + cov.transpose(1, 2)))
-        return torch.cat(means), torch.cat(covs)
-
-    def logit_moments(self, queries: Sequence[RankingQuery]) -> tuple[np.ndarray, np.ndarray]:
-        """Predictive mean and variance ``[Q, K]`` of each candidate's logit."""
-        mean, cov = self.joint_logits(queries)
-        return mean.cpu().numpy(), cov.diagonal(dim1=-2, dim2=-1).clamp_min(0.0).cpu().numpy()
-
-    def _model_key_extra(self) -> dict:
-        return self.params()
-
-    def _train_hooks(self) -> dict[str, Any]:
-        return {"param_groups": self._param_groups}
-
-    def training_loss(self) -> None:
-        return None  # the Fisher-identity loss of calibrank.model.gp, reached through _loss
 
     # -------------------------------------------------------------- interface
     def fit(self, train: Sequence[RankingQuery], valid: Sequence[RankingQuery] = ()) -> "PGDRRRanker":
@@ -455,38 +348,31 @@ class PGDRRRanker(Ranker):
         self.fit_seconds = self.trained.result.seconds
         return self
 
-    def _require_fit(self) -> tuple[TrainedModel, InducingPosterior]:
-        if self.trained is None or self.state is None:
+    def _require_state(self) -> InducingPosterior:
+        self._require_fit()
+        if self.state is None:
             raise RuntimeError(f"ranker {self.name!r}: call fit() before predict()")
-        return self.trained, self.state
+        return self.state
 
-    def _predict_arrays(self, queries: Sequence[RankingQuery], features: torch.Tensor | None = None
-                        ) -> tuple[np.ndarray, np.ndarray]:
-        mean, cov = self.joint_logits(queries, features)
-        var = cov.diagonal(dim1=-2, dim2=-1).clamp_min(0.0)
-        probs = gauss_hermite_sigmoid(mean, var, self.quadrature_points)
-        draws = draw_joint(mean, cov, self.samples, np.random.default_rng([self.seed, 0x5A3]))
-        return probs.cpu().numpy(), sigmoid(draws.cpu().numpy())
+    def gp_input(self, model: nn.Module, pooled: torch.Tensor) -> torch.Tensor:
+        """The GP layer's input: the projection of the pooled feature after dropout (the model's forward)."""
+        return model.head(model.dropout(pooled))
 
-    def predict(self, queries: Sequence[RankingQuery]) -> Predictions:
-        return self.predict_many([queries])[0]
+    @torch.no_grad()
+    def joint_logits(self, queries: Sequence[RankingQuery], features: torch.Tensor | None = None
+                     ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(mean [Q, K], cov [Q, K, K])``: the moment-matched Gaussian predictive of each query's logits
+        (float64, :func:`calibrank.model.gp.inducing.predictive_moments`)."""
+        state = self._require_state()
+        x = self.features(queries) if features is None else features
+        return predictive_moments(state, self.kernel_fn, self._require_fit().model.head.prior_mean, x,
+                                  len(queries[0].candidates))
 
-    def _meta(self) -> dict[str, Any]:
-        _, state = self._require_fit()
+    def probabilities(self, mean: torch.Tensor, var: torch.Tensor) -> np.ndarray:
+        """``E[sigmoid(f)]`` under each logit's Gaussian by Gauss-Hermite quadrature (eq. 15)."""
+        return gauss_hermite_sigmoid(mean, var, self.settings.quadrature_points).cpu().numpy()
+
+    def meta(self) -> dict[str, Any]:
+        state = self._require_state()
         return {"params": self.params(), "samples": self.samples, "inducing": int(state.features.shape[0]),
                 "gibbs_jitter": state.jitter}
-
-    #: A pair's GP input depends on the pair only; the joint draws are made per query set.
-    shares_pairs = True
-
-    def predict_many(self, query_sets: Sequence[Sequence[RankingQuery]]) -> list[Predictions]:
-        """Each distinct pair's GP input encoded once; each set's joint Gaussian and seeded draws as :meth:`predict`."""
-        return self._posterior_predictions(query_sets, self._meta)
-
-    @property
-    def n_parameters(self) -> int:
-        trained, _ = self._require_fit()
-        return sum(p.numel() for p in trained.model.parameters())
-
-    def training_results(self) -> list[TrainResult]:
-        return [self._require_fit()[0].result]

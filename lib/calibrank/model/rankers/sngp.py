@@ -14,6 +14,7 @@ focal rankers on laptop".
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -21,33 +22,19 @@ import torch
 from torch import nn
 
 from ...data.schema import RankingQuery
-from ...predictions import Predictions
 from ...settings.checks import check_choice
-from ...settings.choices import FocalGamma, Pooling, SNGPLoss, SpectralNormPlacement
-from ...settings.schema import RandomFeatureGPConfig, SNGPConfig, check_spectral_norm_placement
-from .. import encode_once
+from ...settings.choices import ContextStyle, FocalGamma, Pooling, RFOutputInit, SNGPLoss, SpectralNormPlacement
+from ...settings.config import build_section
+from ...settings.schema import RandomFeatureGPConfig, SNGPConfig, TrainingConfig, check_spectral_norm_placement
 from ..backbone import Backbone
-from ..gp.gaussian import draw_joint
+from ..cross_encoder import CrossEncoder, head_param_groups, init_cosine_head
 from ..gp.random_features import RandomFeatureGP
 from ..gp.spectral import SpectralNormLinear
 from ..losses import binary_cross_entropy, focal
-from ..training import TrainResult
-from .base import (
-    CrossEncoder,
-    Ranker,
-    TrainedModel,
-    encode_features,
-    head_param_groups,
-    init_cosine_head,
-    ranker_settings,
-    sigmoid,
-)
+from .gp_base import GPRanker
+from .scoring import sigmoid
 
-__all__ = [
-    "SNGPCrossEncoder",
-    "SNGPRanker",
-    "apply_spectral_norm_to",
-]
+__all__ = ["SNGPCrossEncoder", "SNGPRanker", "apply_spectral_norm_to"]
 
 _D = RandomFeatureGPConfig  # the defaults
 
@@ -135,104 +122,103 @@ class SNGPCrossEncoder(CrossEncoder):
 # ----------------------------------------------------------------------------- the ranker
 
 
-class SNGPRanker(Ranker):
+class SNGPRanker(GPRanker):
     """SNGP: spectral normalisation + random-feature GP head with a Laplace posterior (:mod:`.sngp`).
 
-    Keyword arguments (besides :class:`Ranker`'s): the fields of :class:`calibrank.settings.config.SNGPConfig`,
-    with its defaults and checks (:func:`calibrank.model.rankers.base.ranker_settings`):
+    Parameters (besides :class:`~calibrank.model.rankers.base.Ranker`'s), the fields of
+    :class:`calibrank.settings.schema.SNGPConfig` with its defaults and checks:
 
-    * spectral normalisation: ``spectral_norm`` (``"pooler"``, ``"all"``, ``"none"``), ``sn_bound``,
-      ``sn_power_iterations``;
-    * random features (eq. 2): ``n_features``, ``length_scale`` (against the spread of the pooled
-      features), ``feature_scale``;
-    * posterior: ``ridge`` (eq. 4), ``momentum`` (``None``, or eq. 5), ``mean_field_factor``, ``samples``;
-    * training: ``loss`` (``"bce"``, ``"focal"``), ``focal_gamma``, ``head_dropout``, ``output_init``
-      (``"dense"``, ``"prior"``, ``"zero"``), ``head_lr`` (``None``: ``training.lr``, as GPF-BERT).
+    spectral_norm, sn_bound, sn_power_iterations
+        Where spectral normalisation wraps linear layers (eq. 1), its bound and power iterations.
+    n_features, length_scale, feature_scale
+        The random features (eq. 2); the length scale is against the spread of the pooled features.
+    ridge, momentum, mean_field_factor, samples
+        The posterior: eq. 4's ridge, ``None`` or eq. 5's momentum, the mean-field factor, joint draws per query.
+    loss, focal_gamma, head_dropout, output_init, head_lr
+        Training: BCE or focal loss, its gamma, dropout before the head, the start of beta and the head's
+        rate (``None``: ``training.lr``, one rate as in GPF-BERT).
     """
 
     name = "sngp"
     kind = "sngp"  # cache kind: sngp and gpf_bert with identical settings share the trained model
-    #: The config section whose fields are the keyword arguments.
+    draw_stream = 0x5E6
+    #: The config section that checks the settings.
     section: ClassVar[type[RandomFeatureGPConfig]] = SNGPConfig
 
-    def __init__(self, **kw: Any) -> None:
-        settings, kw = ranker_settings(self.section, self.name, kw)
-        super().__init__(**kw)
-        self.settings = settings
-        self.spectral_norm = settings.spectral_norm.value
-        self.sn_bound = settings.sn_bound
-        self.sn_power_iterations = settings.sn_power_iterations
-        self.gp_params = {
-            "n_features": settings.n_features,
-            "length_scale": settings.length_scale,
-            "feature_scale": settings.feature_scale,
-            "ridge": settings.ridge,
-            "momentum": settings.momentum,
-            "mean_field_factor": settings.mean_field_factor,
-            "output_init": settings.output_init.value,
-        }
-        self.samples = settings.samples
-        # gpf_bert's section has no loss: it always trains with focal loss
-        self.loss = getattr(settings, "loss", SNGPLoss.focal).value
-        gamma = settings.focal_gamma
-        self.focal_gamma = gamma.value if isinstance(gamma, FocalGamma) else gamma
-        self.head_dropout = settings.head_dropout
-        # None: one rate for the whole model, as in the papers
-        self.head_lr = float(self.training.lr if settings.head_lr is None else settings.head_lr)
-        self.trained: TrainedModel | None = None
+    def __init__(self, training: TrainingConfig, models_dir: str | Path, *, seed: int = 0,
+                 context_style: ContextStyle | str = ContextStyle.plain, device: str | torch.device | None = None,
+                 spectral_norm: SpectralNormPlacement | str = _D.spectral_norm, sn_bound: float = _D.sn_bound,
+                 sn_power_iterations: int = _D.sn_power_iterations, n_features: int = _D.n_features,
+                 length_scale: float = _D.length_scale, feature_scale: float = _D.feature_scale, ridge: float = _D.ridge,
+                 momentum: float | None = _D.momentum, mean_field_factor: float = _D.mean_field_factor,
+                 samples: int = _D.samples, loss: SNGPLoss | str = SNGPConfig.loss,
+                 focal_gamma: float | FocalGamma | str = _D.focal_gamma, head_dropout: float = _D.head_dropout,
+                 head_lr: float | None = _D.head_lr, output_init: RFOutputInit | str = _D.output_init) -> None:
+        super().__init__(training, models_dir, seed=seed, context_style=context_style, device=device)
+        values = dict(spectral_norm=spectral_norm, sn_bound=sn_bound, sn_power_iterations=sn_power_iterations,
+                      n_features=n_features, length_scale=length_scale, feature_scale=feature_scale, ridge=ridge,
+                      momentum=momentum, mean_field_factor=mean_field_factor, samples=samples, focal_gamma=focal_gamma,
+                      head_dropout=head_dropout, head_lr=head_lr, output_init=output_init, loss=loss)
+        self._configure(values)
+
+    def _configure(self, values: dict[str, Any]) -> None:
+        """Check ``values`` as the :attr:`section` of a profile (errors name the ranker) and keep them."""
+        fields = {f for f in self.section.__dataclass_fields__}
+        self.settings = build_section(self.section, {k: v for k, v in values.items() if k in fields}, where=self.name)
+        self.samples = self.settings.samples
+        # gpf_bert's section has no loss: it always trains with focal loss (GPFBertRanker passes it)
+        self.loss_kind = SNGPLoss(getattr(self.settings, "loss", values["loss"]))
 
     # -------------------------------------------------------------- model, loss, hooks
     def params(self) -> dict[str, Any]:
         """Everything that determines the trained model besides the training settings (the cache key's extra)."""
-        return {
-            "spectral_norm": self.spectral_norm,
-            "sn_bound": self.sn_bound,
-            "sn_power_iterations": self.sn_power_iterations,
-            **self.gp_params,
-            "loss": self.loss,
-            "focal_gamma": self.focal_gamma if self.loss == SNGPLoss.focal else None,
-            "head_dropout": self.head_dropout,
-            "head_lr": self.head_lr,
-        }
+        s = self.settings
+        gamma = s.focal_gamma.value if isinstance(s.focal_gamma, FocalGamma) else s.focal_gamma
+        return {**self._gp_params(), "spectral_norm": s.spectral_norm.value, "sn_bound": s.sn_bound,
+                "sn_power_iterations": s.sn_power_iterations, "loss": self.loss_kind.value,
+                "focal_gamma": gamma if self.loss_kind is SNGPLoss.focal else None, "head_dropout": s.head_dropout,
+                "head_lr": self._head_lr()}
 
-    def _build(self, seed: int) -> tuple[CrossEncoder, Backbone]:
-        _, backbone = super()._build(seed)  # the plain CrossEncoder is dropped; the backbone is reused
+    def _gp_params(self) -> dict[str, Any]:
+        s = self.settings
+        return {"n_features": s.n_features, "length_scale": s.length_scale, "feature_scale": s.feature_scale,
+                "ridge": s.ridge, "momentum": s.momentum, "mean_field_factor": s.mean_field_factor,
+                "output_init": s.output_init.value}
+
+    def _head_lr(self) -> float:
+        """The GP layer's rate: its own, or ``training.lr`` (one rate for the whole model, as in the papers)."""
+        return float(self.training.lr if self.settings.head_lr is None else self.settings.head_lr)
+
+    def build_model(self, backbone: Backbone, seed: int) -> SNGPCrossEncoder:
+        s = self.settings
         try:
-            model = SNGPCrossEncoder(
-                backbone,
-                spectral_norm=self.spectral_norm,
-                sn_bound=self.sn_bound,
-                sn_power_iterations=self.sn_power_iterations,
-                gp=self.gp_params,
-                head_dropout=self.head_dropout,
-                seed=seed,
-                pooling=self.training.pooling,
-            )
+            return SNGPCrossEncoder(backbone, spectral_norm=s.spectral_norm, sn_bound=s.sn_bound,
+                                    sn_power_iterations=s.sn_power_iterations, gp=self._gp_params(),
+                                    head_dropout=s.head_dropout, seed=seed, pooling=self.training.pooling)
         except ValueError as exc:
             raise ValueError(f"{self.name}: {exc}") from exc
-        return model, backbone
 
-    def _loss(self, model: nn.Module, batch: dict, labels: torch.Tensor) -> torch.Tensor:
+    def loss(self, model: nn.Module, batch: dict, labels: torch.Tensor) -> torch.Tensor:
         logits, phi = model.train_logits(batch)
         if model.training:  # always so inside the training loop; never in evaluation
             model.head.update_precision(phi, logits)
-        if self.loss == SNGPLoss.focal:
-            return focal(logits, labels, self.focal_gamma)
+        if self.loss_kind is SNGPLoss.focal:
+            return focal(logits, labels, self.settings.focal_gamma)
         return binary_cross_entropy(logits, labels)
 
     @staticmethod
     def _reset_precision(model: nn.Module, epoch: int) -> None:
         model.head.reset_precision()
 
-    def _model_key_extra(self) -> dict:
+    def model_key_extra(self) -> dict:
         return self.params()
 
-    def _train_hooks(self) -> dict[str, Any]:
+    def train_hooks(self) -> dict[str, Any]:
         return {"on_epoch_start": self._reset_precision,
-                "param_groups": lambda model: head_param_groups(model, self.head_lr)}
+                "param_groups": lambda model: head_param_groups(model, self._head_lr())}
 
     def training_loss(self):
-        return focal if self.loss == SNGPLoss.focal else binary_cross_entropy
+        return focal if self.loss_kind is SNGPLoss.focal else binary_cross_entropy
 
     # -------------------------------------------------------------- interface
     def fit(self, train: Sequence[RankingQuery], valid: Sequence[RankingQuery] = ()) -> "SNGPRanker":
@@ -245,69 +231,19 @@ class SNGPRanker(Ranker):
         return self._require_fit().model  # type: ignore[return-value]
 
     @torch.no_grad()
-    def _features(self, queries: Sequence[RankingQuery]) -> torch.Tensor:
-        """The pooled features ``[Q*K, d]`` the GP layer reads, one row per pair in query order."""
-        trained = self._require_fit()
-        pairs = self._encode(trained.backbone.tokenizer, queries)
-        if encode_once.applies(trained.model):  # no joint layer: each distinct side encoded once
-            return encode_once.features_once(trained.model, pairs, batch_size=self.training.eval_batch_size,
-                                             precision=self.training.precision)
-        return encode_features(trained.model, pairs, batch_size=self.training.eval_batch_size,
-                               precision=self.training.precision)
-
-    @torch.no_grad()
     def joint_logits(self, queries: Sequence[RankingQuery], features: torch.Tensor | None = None
                      ) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(mean [Q, K], cov [Q, K, K])``: the Gaussian posterior of each query's candidate logits (float64).
+        """``(mean [Q, K], cov [Q, K, K])``: the Laplace posterior of each query's candidate logits (float64,
+        :meth:`calibrank.model.gp.random_features.RandomFeatureGP.query_moments`)."""
+        h = self.features(queries) if features is None else features
+        return self.model.head.query_moments(h, len(queries[0].candidates))
 
-        ``features``: the queries' pooled features (:meth:`_features`) when already computed.
-        """
-        model = self._require_fit().model
-        h = self._features(queries) if features is None else features
-        head: RandomFeatureGP = model.head
-        q, k = len(queries), len(queries[0].candidates)
-        sigma = head.covariance()  # [L, L] float64, cached until P changes
-        means, covs = [], []
-        chunk = max(1, 4096 // k)  # queries per chunk: bounds memory at ~4096 x L
-        for start in range(0, q, chunk):
-            hq = h[start * k:(start + chunk) * k]
-            logits, phi = head(hq, return_features=True)
-            phi64 = phi.to(torch.float64).reshape(-1, k, head.n_features)
-            cov = phi64 @ sigma.to(phi64.device) @ phi64.transpose(1, 2)
-            means.append(logits.to(torch.float64).reshape(-1, k))
-            covs.append(0.5 * (cov + cov.transpose(1, 2)))
-        return torch.cat(means), torch.cat(covs)
+    def probabilities(self, mean: torch.Tensor, var: torch.Tensor) -> np.ndarray:
+        """The sigmoid of the mean-field logit ``mean / sqrt(1 + lambda var)`` (Lu et al. 2020)."""
+        return sigmoid((mean / torch.sqrt(1.0 + self.settings.mean_field_factor * var)).cpu().numpy())
 
-    def logit_moments(self, queries: Sequence[RankingQuery]) -> tuple[np.ndarray, np.ndarray]:
-        """Posterior mean and variance ``[Q, K]`` of each candidate's logit."""
-        mean, cov = self.joint_logits(queries)
-        return mean.cpu().numpy(), cov.diagonal(dim1=-2, dim2=-1).clamp_min(0.0).cpu().numpy()
-
-    def _predict_arrays(self, queries: Sequence[RankingQuery], features: torch.Tensor | None = None
-                        ) -> tuple[np.ndarray, np.ndarray]:
-        mean, cov = self.joint_logits(queries, features)
-        var = cov.diagonal(dim1=-2, dim2=-1).clamp_min(0.0)
-        mf = mean / torch.sqrt(1.0 + self.gp_params["mean_field_factor"] * var)
-        rng = np.random.default_rng([self.seed, 0x5E6])
-        draws = draw_joint(mean, cov, self.samples, rng)
-        return sigmoid(mf.cpu().numpy()), sigmoid(draws.cpu().numpy())
-
-    def predict(self, queries: Sequence[RankingQuery]) -> Predictions:
-        return self.predict_many([queries])[0]
-
-    #: A pair's pooled feature depends on the pair only; the joint draws are made per query set.
-    shares_pairs = True
-
-    def predict_many(self, query_sets: Sequence[Sequence[RankingQuery]]) -> list[Predictions]:
-        """Each distinct pair's feature encoded once; each set's joint Gaussian and seeded draws as :meth:`predict`."""
-        return self._posterior_predictions(query_sets, lambda: {"params": self.params(), "samples": self.samples})
-
-    @property
-    def n_parameters(self) -> int:
-        return sum(p.numel() for p in self.model.parameters())
-
-    def training_results(self) -> list[TrainResult]:
-        return [self._require_fit().result]
+    def meta(self) -> dict:
+        return {"params": self.params(), "samples": self.samples}
 
     def precision_state(self) -> dict[str, torch.Tensor]:
         """Copies of the Laplace-posterior buffers (``precision``, ``n_seen``) of the trained model."""

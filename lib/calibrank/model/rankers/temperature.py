@@ -12,9 +12,8 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 
 from ...data.schema import RankingQuery
-from ...predictions import Predictions
-from .base import sigmoid
 from .deterministic import DeterministicRanker
+from .scoring import sigmoid
 
 __all__ = ["TemperatureRanker", "fit_temperature"]
 
@@ -39,6 +38,8 @@ def fit_temperature(logits: np.ndarray, labels: np.ndarray, *, bounds: tuple[flo
 
 
 class TemperatureRanker(DeterministicRanker):
+    """``bert``'s model with ``p = sigmoid(z / T)``, T fitted on the validation queries by :meth:`fit`."""
+
     name = "temperature"
     temperature: float = 1.0
 
@@ -50,8 +51,10 @@ class TemperatureRanker(DeterministicRanker):
         self.temperature = fit_temperature(self.logits(valid), labels)
         return self
 
-    def _from_logits(self, queries: Sequence[RankingQuery], logits: np.ndarray, seconds: float,
-                     extra: dict | None = None) -> Predictions:
+    def probabilities(self, logits: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict]:
         probs = sigmoid(logits[0] / self.temperature)
-        return self._predictions(queries, probs, probs[None], seconds=seconds, n_parameters=self.n_parameters + 1,
-                                 extra={"temperature": self.temperature, **(extra or {})})
+        return probs, probs[None], {"temperature": self.temperature}
+
+    @property
+    def n_parameters(self) -> int:
+        return super().n_parameters + 1  # T
