@@ -1,0 +1,78 @@
+"""A ranker written from the contract alone (``toy_ranker.py``) and one registry line: trained and predicted
+as notebook 03 does, then read by notebook 04's tables, on a throw-away smoke study."""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+
+from calibrank.analysis import study as st
+from calibrank.data.io import write_queries
+from calibrank.data.querysets import query_set_path, query_set_specs
+from calibrank.model import experiment
+from calibrank.model.rankers import make_ranker, ranker_class
+from calibrank.settings import registry
+from calibrank.settings.config import load_config
+from rankfix import learnable_queries, tiny_training
+from toy_ranker import LabelSmoothingRanker
+
+
+@pytest.fixture
+def toy(monkeypatch):
+    """The registry with the toy ranker in it, undone after the test."""
+    monkeypatch.setattr(registry, "RANKERS", dict(registry.RANKERS))
+    registry.register(registry.RankerInfo("toy", "BERT + label smoothing", registry.Family.deterministic, lambda cfg: 1,
+                                          impl="toy_ranker:LabelSmoothingRanker"))
+    return registry
+
+
+def test_the_toy_ranker_is_a_short_file_that_states_its_settings():
+    source = inspect.getsource(LabelSmoothingRanker)
+    assert len(source.splitlines()) <= 40
+    params = inspect.signature(LabelSmoothingRanker).parameters
+    assert params["smoothing"].default == 0.1 and params["seed"].default == 0
+    assert not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
+def test_every_ranker_states_its_settings_in_its_signature():
+    """No ``**kw``: each built-in ranker's own settings are parameters with defaults, those of its profile section."""
+    from calibrank.settings.schema import RankersConfig
+
+    sections = RankersConfig()
+    for name in registry.RANKERS:
+        params = inspect.signature(ranker_class(name)).parameters
+        assert not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()), name
+        section = getattr(sections, name, None)
+        for field, value in (vars(section).items() if section is not None else ()):
+            assert params[field].default == value, (name, field)
+
+
+def test_a_toy_ranker_runs_through_notebooks_03_and_04(toy, tmp_root):
+    with pytest.raises(ValueError, match="toy: smoothing: expected a number in"):
+        make_ranker("toy", training=tiny_training(), models_dir=tmp_root, smoothing=1.5)
+    cfg = load_config("smoke", {"rankers.names": ["bert", "toy"], "rankers.seeds": [0], "rankers.train_corpora": ["chitchat"],
+                                "data.corpora": ["chitchat"], "negatives.eval": ["mixed", "random"],
+                                "training.max_length": 40, "training.max_response_length": 16, "training.epochs": 3,
+                                "training.lr": 2e-3})
+    for i, spec in enumerate(query_set_specs(cfg)):
+        write_queries(query_set_path(cfg, spec), learnable_queries(24 if spec.split == "train" else 8, spec.k, seed=i))
+    summaries = {}
+    for name in ("bert", "toy"):  # notebook 03, one ranker at a time
+        ranker = experiment.train_ranker(cfg, name, "chitchat")
+        assert isinstance(ranker, LabelSmoothingRanker) == (name == "toy")
+        summaries[name] = experiment.predict_conditions(cfg, ranker, "chitchat")
+    toy_run, bert_run = summaries["toy"], summaries["bert"]
+    assert list(toy_run["sampler"]) == ["mixed", "random"] and (toy_run["samples"] == 1).all()
+    assert (toy_run["R10@1"] >= 0.75).all()  # it learned the fixture's signal
+    # smoothed targets keep the probabilities off 0 and 1: a different model from bert's
+    assert not np.allclose(toy_run["ECE"], bert_run["ECE"])
+    data = st.load_study(cfg)  # notebook 04
+    overview = st.overview(data).set_index("ranker")
+    assert overview.loc["toy", "method"] == "BERT + label smoothing" and overview.loc["toy", "S"] == 1
+    metrics = st.metrics_table(data)
+    assert set(metrics["ranker"]) == {"bert", "toy"}
+    table2 = st.table2(data, n_resamples=200)
+    assert set(table2["ranker"]) == {"toy"} and len(table2) == 2
+    assert table2.notna().any(axis=None)
