@@ -348,7 +348,7 @@ def _jobs(models: list, pairs, qpairs, keys: list[str], *, batch_size: int, prec
 
 def _paths(name: str, models: list, sets: list[list], *, max_length: int, max_response_length: int | None, context_style,
            batch_size: int, precision: str, passes: int, repeats: int, seed: int, device,
-           rankers: Sequence[str] = ("bert", "mc_dropout", "ensemble")) -> dict[str, Any]:
+           rankers: Sequence[str] = SCORED) -> dict[str, Any]:
     """Pair path against encode-once for bert, mc_dropout and ensemble on one backbone: seconds, tokens, parity.
 
     On a CPU the process CPU time counts (less disturbed by other processes on a shared machine), on a GPU the
@@ -384,13 +384,13 @@ def _paths(name: str, models: list, sets: list[list], *, max_length: int, max_re
                 times[ranker][path].append((time.perf_counter() - w0, time.process_time() - c0))
     from calibrank.model import encode_once
 
-    # MC Dropout's sides are keyed by query (its masks are): contexts once per query and cut, responses per pair
-    mc_sides = encode_once.split_sides(qpairs, np.unique(np.asarray(keys, dtype=str), return_inverse=True)[1])
-    mc_pair_tokens = int(qpairs.lengths.sum()) + len(qpairs)
     out: dict[str, Any] = {**_tokens(sets, tok, max_length, max_response_length, context_style), "pairs_keyed_by_query": len(qpairs),
-                           "mc_tokens_pair_path": mc_pair_tokens, "mc_tokens_encode_once": mc_sides.tokens,
-                           "mc_token_ratio": ratio(mc_pair_tokens, mc_sides.tokens),
                            "clock": "process CPU" if cpu_clock else "wall"}
+    if "mc_dropout" in rankers:  # its sides are keyed by query (its masks are): contexts once per query and cut, responses per pair
+        mc_sides = encode_once.split_sides(qpairs, np.unique(np.asarray(keys, dtype=str), return_inverse=True)[1])
+        mc_pair_tokens = int(qpairs.lengths.sum()) + len(qpairs)
+        out.update(mc_tokens_pair_path=mc_pair_tokens, mc_tokens_encode_once=mc_sides.tokens,
+                   mc_token_ratio=ratio(mc_pair_tokens, mc_sides.tokens))
     for ranker in jobs:
         a, b = logits[ranker]["pair"], logits[ranker]["once"]
         ix = qindex if ranker == "mc_dropout" else index

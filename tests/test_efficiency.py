@@ -165,7 +165,7 @@ def bert_and_temperature(tmp_path_factory):
 
 
 def test_temperature_scores_once_like_bert_and_divides_its_logits(bert_and_temperature):
-    import calibrank.model.rankers.base as base
+    import calibrank.model.rankers.scoring as base
 
     bert, temp = bert_and_temperature
     queries = learnable_queries(20, 9, seed=5)

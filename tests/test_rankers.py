@@ -68,7 +68,7 @@ def test_shared_model_scores_each_query_set_once_and_timing_bypasses_the_cache(m
     assert cached  # written by the first scoring
     ens = _ranker("ensemble", models_dir, members=2).fit(TRAIN, VALID)
     calls = []
-    import calibrank.model.rankers.base as base
+    import calibrank.model.rankers.scoring as base
 
     real = base.score_pairs
 

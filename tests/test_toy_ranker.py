@@ -36,6 +36,26 @@ def test_the_toy_ranker_is_a_short_file_that_states_its_settings():
     assert not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
 
+def test_the_toy_rankers_model_key_follows_its_own_code(tmp_path, monkeypatch):
+    """A ranker written outside calibrank is keyed by its code as a built-in one is: an edit of its loss is a new model."""
+    import toy_ranker
+    from calibrank import codekey
+
+    ranker = LabelSmoothingRanker(tiny_training(), tmp_path)
+    queries = learnable_queries(4, 1, seed=0)
+    before, bert = ranker.model_dirs(queries)[0].name, make_ranker("bert", training=tiny_training(), models_dir=tmp_path)
+    assert ranker.training_code() != bert.training_code()
+    edited = inspect.getsource(toy_ranker).replace("self.smoothing / 2", "self.smoothing / 3")
+    codekey.forget()
+    monkeypatch.setitem(codekey._SOURCES, "toy_ranker", edited)
+    try:
+        assert ranker.model_dirs(queries)[0].name != before
+    finally:
+        monkeypatch.delitem(codekey._SOURCES, "toy_ranker")
+        codekey.forget()
+    assert ranker.model_dirs(queries)[0].name == before
+
+
 def test_every_ranker_states_its_settings_in_its_signature():
     """No ``**kw``: each built-in ranker's own settings are parameters with defaults, those of its profile section."""
     from calibrank.settings.schema import RankersConfig

@@ -38,7 +38,7 @@ class LabelSmoothingRanker(DeterministicRanker):
         return F.binary_cross_entropy_with_logits(model(**batch).float(), targets)
 
     def training_loss(self) -> None:
-        return None  # the loss is the method above, which the model key's code reaches
+        return None  # the loss is the method above, which the model key's code reaches (calibrank.codekey)
 
     def model_key_extra(self) -> dict:
         return {"smoothing": self.smoothing}

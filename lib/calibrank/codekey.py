@@ -1,7 +1,8 @@
 """The code a cached result depends on: a hash of the definitions its computation can reach.
 
 A change to the code that trains a model retrains exactly the models whose training reaches it.
-:func:`code_hash` walks the package's source with :mod:`ast` from root objects, following
+:func:`code_hash` walks the source of the roots' package (and calibrank's, which a class written
+outside it reaches through what it extends) with :mod:`ast` from root objects, following
 top-level names, the root class's members and the classes it names (not names used only in
 ``raise``); each definition enters without docstrings, so comments and layout change no key.
 :func:`package_versions` covers dependencies. ``opaque`` modules (:mod:`calibrank.model.losses`)
@@ -97,8 +98,10 @@ def _source_of(name: str) -> Path | None:
     top, *parts = name.split(".")
     package = sys.modules.get(top)
     init = getattr(package, "__file__", None)
-    if not init or Path(init).name != "__init__.py":
+    if not init:
         return None
+    if Path(init).name != "__init__.py":  # a module on its own (a ranker written outside any package)
+        return Path(init) if not parts and Path(init).suffix == ".py" else None
     base = Path(init).parent.joinpath(*parts)
     for candidate in (base / "__init__.py", base.with_name(base.name + ".py") if parts else None):
         if candidate is not None and candidate.is_file():
@@ -215,18 +218,20 @@ def _refs(stmt: ast.AST) -> _Refs:
     return refs
 
 
-def _in_package(module: str, package: str) -> bool:
-    return module == package or module.startswith(package + ".")
+def _in_package(module: str, package: str | tuple[str, ...]) -> bool:
+    """Whether ``module`` is ``package`` or inside it (any of several packages)."""
+    packages = (package,) if isinstance(package, str) else package
+    return any(module == p or module.startswith(p + ".") for p in packages)
 
 
-def _is_module(name: str, package: str) -> bool:
+def _is_module(name: str, package: str | tuple[str, ...]) -> bool:
     return _in_package(name, package) and _parse(name) is not None
 
 
 class _Walk:
     """One walk from a set of roots: the definitions reached, each with its syntax tree dumped."""
 
-    def __init__(self, package: str, opaque: frozenset[str]) -> None:
+    def __init__(self, package: str | tuple[str, ...], opaque: frozenset[str]) -> None:
         self.package = package
         self.opaque = opaque  # module names, and "module:name" for one definition
         self.entries: list[tuple[str, str]] = []
@@ -409,7 +414,7 @@ def _root_key(obj: Any) -> Any:
 
 
 def code_hash(*roots: Any, opaque: Iterable[types.ModuleType | str] = (), length: int = 16) -> str:
-    """A hash of the code ``roots`` reach within their package (module docstring), ``length`` hex digits.
+    """A hash of the code ``roots`` reach within their package and calibrank (module docstring), ``length`` hex digits.
 
     Roots: functions, classes, modules, bound methods, :func:`functools.partial` objects,
     ``(cls, "name")``, or by name ``"module"`` / ``"module:name"`` (:func:`source_module`). ``opaque``
@@ -425,7 +430,8 @@ def code_hash(*roots: Any, opaque: Iterable[types.ModuleType | str] = (), length
 def _cached_hash(roots: tuple, opaque: frozenset[str], length: int) -> str:
     first = roots[0][0] if isinstance(roots[0], tuple) else roots[0]
     module = first if isinstance(first, str) else first.__name__ if isinstance(first, types.ModuleType) else first.__module__
-    walk = _Walk(module.split(".")[0], opaque)
+    # The roots' package, and calibrank's code a class of another package reaches (a ranker that extends a calibrank one)
+    walk = _Walk(tuple(dict.fromkeys([module.split(".")[0], __name__.split(".")[0]])), opaque)
     for root in roots:
         walk.root(root)
     walk.effects()

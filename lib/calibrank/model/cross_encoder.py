@@ -28,16 +28,17 @@ SEGMENT_COSINE_WEIGHT = 10.0
 SEGMENT_COSINE_BIAS = -7.7
 
 
-
 class CrossEncoder(nn.Module):
     """Encoder + dropout + linear head on the pooled [CLS] feature -> one relevance logit per pair.
 
     The encoder attends across context and response in its top ``backbone.joint_layers`` layers
-    (all by default; :func:`calibrank.model.backbone.encode`).
+    (all by default; :func:`calibrank.model.backbone.encode`). ``head``: the output layer on the
+    pooled feature (a GP layer); None: a dense layer seeded by ``seed``, which starts at a scaled
+    cosine of the two sides on ``segments`` features (:func:`init_cosine_head`).
     """
 
     def __init__(self, backbone: Backbone, *, head_dropout: float = HEAD_DROPOUT, seed: int = 0,
-                 pooling: Pooling | str = Pooling.pooler) -> None:
+                 pooling: Pooling | str = Pooling.pooler, head: nn.Module | None = None) -> None:
         super().__init__()
         self.encoder = backbone.encoder
         self.pooling = Pooling(pooling)
@@ -50,11 +51,13 @@ class CrossEncoder(nn.Module):
             # Not in the path: frozen, so that no optimizer (or DDP's gradient reduction) waits for its gradient.
             pooler.requires_grad_(False)
         self.dropout = nn.Dropout(head_dropout)
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            self.head = nn.Linear(backbone.hidden_size, 1)
-        if self.pooling is Pooling.segments:
-            init_cosine_head(self.head, backbone.hidden_size)
+        if head is None:
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(seed)
+                head = nn.Linear(backbone.hidden_size, 1)
+            if self.pooling is Pooling.segments:
+                init_cosine_head(head, backbone.hidden_size)
+        self.head = head
 
     def features(self, input_ids, attention_mask, token_type_ids=None) -> torch.Tensor:
         out = encode(self.encoder, input_ids, attention_mask, token_type_ids, joint_layers=self.joint_layers)

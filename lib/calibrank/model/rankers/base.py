@@ -21,7 +21,6 @@ import numpy as np
 import torch
 from torch import nn
 
-from ...atomic import stable_hash
 from ...codekey import code_hash
 from ...data.schema import RankingQuery
 from ...data.splits import TURN_SEP, UTTERANCE_SEP
@@ -30,13 +29,13 @@ from ...metrics.ranking import recall_at_k
 from ...predictions import Predictions
 from ...settings.choices import ContextStyle
 from ...settings.schema import TrainingConfig
-from .. import encode_once, losses
+from .. import losses
 from ..backbone import Backbone, load_backbone
 from ..cross_encoder import CrossEncoder
 from ..losses import binary_cross_entropy
 from ..training import Pairs, TrainResult, encode_pairs, load_trained, score_pairs, train_model
-from .keys import model_key, queries_version, settings_record
-from .scoring import model_logits, shared
+from .keys import logits_key, model_key, queries_version, settings_record
+from .scoring import model_logits, pair_logits, shared
 
 __all__ = ["Ranker", "TrainedModel"]
 
@@ -212,31 +211,28 @@ class Ranker(ABC):
         """Whether this ranker scores from each distinct side encoded once (no joint layer), not pair by pair."""
         return self.training.joint_layers == 0
 
-    def _timed_logits(self, trained: TrainedModel, queries: Sequence[RankingQuery], **kw: Any) -> tuple[np.ndarray, float]:
+    def _timed_logits(self, trained: TrainedModel, queries: Sequence[RankingQuery], *,
+                      score: Callable[[TrainedModel, Pairs], np.ndarray] | None = None, **scoring: Any
+                      ) -> tuple[np.ndarray, float]:
         """Logits ``[S, Q, K]`` of a trained model on ``queries`` and the seconds the scoring took.
 
-        ``kw``: how it scores (``passes``, ``dropout``, ``seed`` of :func:`calibrank.model.training.score_pairs`,
-        or ``score(trained, pairs) -> [S, N]`` in its place); part of the logits cache key with the queries,
-        the precision, the batch, the device and the scoring code (:attr:`reuse_logits`).
+        ``scoring``: how it scores (``passes``, ``dropout``, ``seed`` of
+        :func:`calibrank.model.rankers.scoring.pair_logits`; ``score(trained, pairs) -> [S, N]`` in its place).
+        With :attr:`reuse_logits` the logits come from the model folder's cache when the file there was made
+        with the same queries, scoring, settings and scoring code (:func:`calibrank.model.rankers.keys.logits_key`).
         """
         pairs = self._encode(trained.backbone.tokenizer, queries)
-        score = kw.pop("score", None)
-        settings = {"passes": 1, "dropout": False, "seed": 0, **kw}
+        settings = {"passes": 1, "dropout": False, "seed": 0, **scoring}
         t = self.training
         if score is not None:
             compute = lambda: score(trained, pairs)  # noqa: E731
-        elif not settings["dropout"] and settings["passes"] == 1 and "forward" not in kw and encode_once.dense(trained.model):
-            compute = lambda: encode_once.logits_once(trained.model, pairs, batch_size=t.eval_batch_size,  # noqa: E731
-                                                      precision=t.precision)
         else:
-            compute = lambda: score_pairs(trained.model, pairs, batch_size=t.eval_batch_size,  # noqa: E731
-                                          precision=t.precision, **kw)
+            compute = lambda: pair_logits(trained.model, pairs, batch_size=t.eval_batch_size, precision=t.precision,  # noqa: E731
+                                          passes=settings["passes"], dropout=settings["dropout"], seed=settings["seed"])
         cache = None
-        if self.reuse_logits and "forward" not in kw:
+        if self.reuse_logits:
             code = code_hash((type(self), "_timed_logits"), *([score] if score is not None else []), opaque=(losses,))
-            key = stable_hash({"queries": queries_version(queries), "scoring": settings,
-                               "precision": getattr(t.precision, "value", t.precision), "eval_batch_size": t.eval_batch_size,
-                               "device": self.device.type, "context": self.context_style.value, "code": code}, 16)
+            key = logits_key(queries, settings, t, device=self.device.type, context_style=self.context_style.value, code=code)
             cache = trained.workdir / "logits" / f"{key}.npz"
         logits, seconds = model_logits(pairs, compute, cache)
         return logits.reshape(logits.shape[0], len(queries), pairs.n_candidates), seconds

@@ -17,7 +17,7 @@ from ...codekey import package_versions
 from ...data.schema import RankingQuery
 from ...settings.schema import TrainingConfig
 
-__all__ = ["MODEL_PACKAGES", "model_key", "queries_version", "settings_record"]
+__all__ = ["MODEL_PACKAGES", "logits_key", "model_key", "queries_version", "settings_record"]
 
 #: The installed packages whose version is part of a trained model's key (the code of calibrank
 #: itself enters as :func:`calibrank.codekey.code_hash`): they compute the forward and backward
@@ -55,3 +55,14 @@ def model_key(kind: str, seed: int, training: TrainingConfig, *, context_style: 
              "packages": package_versions(MODEL_PACKAGES), "data": queries_version(train),
              "valid": queries_version(valid) if valid else None, "extra": extra or {}}
     return f"{kind}-seed{seed}-{stable_hash(parts, 12)}"
+
+
+def logits_key(queries: Sequence[RankingQuery], scoring: dict[str, Any], training: TrainingConfig, *, device: str,
+               context_style: str, code: str) -> str:
+    """The stem of a trained model's logits cache file: the queries, how they are scored (``scoring``:
+    passes, dropout, seed, masks), the precision, the scoring batch, the device, the context style and
+    the scoring ``code``."""
+    return stable_hash({"queries": queries_version(queries), "scoring": scoring,
+                        "precision": getattr(training.precision, "value", training.precision),
+                        "eval_batch_size": training.eval_batch_size, "device": device, "context": context_style,
+                        "code": code}, 16)

@@ -52,8 +52,11 @@ class MCDropoutRanker(DeterministicRanker):
         settings = build_section(MCDropoutConfig, {"passes": passes, "masks": masks}, where=self.name)
         self.passes = settings.passes
         self.masks = DropoutMasks(settings.masks)
-        # Per-query masks do not depend on the pairs batched together; per-pair masks are fresh draws.
-        self.shares_pairs = self.masks is DropoutMasks.per_query
+
+    @property
+    def shares_pairs(self) -> bool:  # type: ignore[override]
+        """Per-query masks do not depend on the pairs batched together; per-pair masks are fresh draws."""
+        return self.masks is DropoutMasks.per_query
 
     def _score(self, trained, pairs: Pairs) -> np.ndarray:
         """Logits ``[T, N]`` with per-query masks (:mod:`calibrank.model.dropout_masks`)."""

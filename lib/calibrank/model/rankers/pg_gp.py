@@ -1,7 +1,7 @@
 """``pg_drr``: PG-DRR (Ye et al., AAAI 2023): a GP output layer with Pólya-Gamma augmentation.
 
-The cross-encoder of :mod:`.base` with its dense output layer replaced by a GP on a learnable
-projection of the pooled feature (sec. 3.3; RBF kernel of eq. 4, Matérn and linear for sec. 5.3).
+The cross-encoder (:mod:`calibrank.model.cross_encoder`) with a GP output layer in place of the
+dense one, on a learnable projection of the pooled feature (sec. 3.3; RBF kernel of eq. 4, Matérn and linear for sec. 5.3).
 Training (Algorithm 1): each mini-batch is the conditioning set, Gibbs sampling
 (:func:`calibrank.model.gp.polya_gamma.gibbs_gp`) seeded from the loop's torch RNG gives ``w``, and
 the loss is eq. 13 (:func:`calibrank.model.gp.polya_gamma.fisher_loss`). Prediction (eqs. 14-15)
@@ -101,9 +101,9 @@ class PGCrossEncoder(CrossEncoder):
     def __init__(self, backbone: Backbone, *, projection: bool = _D.projection, learn_mean: bool = _D.learn_mean,
                  mean_function: GPMeanFunction | str = _D.mean_function, head_dropout: float = _D.head_dropout,
                  seed: int = 0, pooling: Pooling | str = Pooling.pooler) -> None:
-        super().__init__(backbone, head_dropout=head_dropout, seed=seed, pooling=pooling)
-        self.head = PGHead(backbone.hidden_size, projection=projection, learn_mean=learn_mean,
-                           mean_function=mean_function, seed=seed)
+        head = PGHead(backbone.hidden_size, projection=projection, learn_mean=learn_mean, mean_function=mean_function,
+                      seed=seed)
+        super().__init__(backbone, head_dropout=head_dropout, seed=seed, pooling=pooling, head=head)
         if self.pooling is Pooling.segments and self.head.mean_function == GPMeanFunction.linear:
             # The prior mean starts where the dense head on these features starts (a scaled
             # cosine of the two segments, :func:`calibrank.model.cross_encoder.init_cosine_head`),

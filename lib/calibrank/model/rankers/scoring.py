@@ -20,10 +20,11 @@ from torch import nn
 
 from ...data.schema import RankingQuery
 from ...hardware import use_bf16
-from ..training import Pairs, collate, length_batches
+from .. import encode_once
+from ..training import Pairs, collate, length_batches, score_pairs
 from .logits_cache import read_logits, write_logits
 
-__all__ = ["distinct_pairs", "encode_features", "model_logits", "shared", "sigmoid", "timed"]
+__all__ = ["distinct_pairs", "encode_features", "model_logits", "pair_logits", "shared", "sigmoid", "timed"]
 
 T = TypeVar("T")
 
@@ -96,6 +97,17 @@ def model_logits(pairs: Pairs, compute: Callable[[], np.ndarray], cache: Path | 
     if cache is not None:
         write_logits(cache, logits, seconds)
     return logits, seconds
+
+
+def pair_logits(model: nn.Module, pairs: Pairs, *, batch_size: int, precision, passes: int = 1, dropout: bool = False,
+                seed: int = 0) -> np.ndarray:
+    """Logits ``[passes, N]`` of ``pairs``: from each distinct side encoded once where that gives the model's
+    logits (one deterministic pass of a dense-head cross-encoder with no joint layer,
+    :func:`calibrank.model.encode_once.dense`), else pair by pair (:func:`calibrank.model.training.score_pairs`,
+    with training-mode dropout in each pass when ``dropout``)."""
+    if not dropout and passes == 1 and encode_once.dense(model):
+        return encode_once.logits_once(model, pairs, batch_size=batch_size, precision=precision)
+    return score_pairs(model, pairs, batch_size=batch_size, precision=precision, passes=passes, dropout=dropout, seed=seed)
 
 
 @torch.no_grad()

@@ -1,6 +1,6 @@
 """``sngp``: SNGP cross-encoder (Liu et al. 2020) as used by GPF-BERT (Ye et al., ICASSP 2023, sec. 2.1).
 
-The cross-encoder of :mod:`.base` with spectral normalisation (eq. 1,
+The cross-encoder (:mod:`calibrank.model.cross_encoder`) with spectral normalisation (eq. 1,
 :class:`calibrank.model.gp.spectral.SpectralNormLinear`) of the pooler, of every encoder linear
 layer or of none, and a random-Fourier-feature GP output layer (eqs. 2-5,
 :class:`calibrank.model.gp.random_features.RandomFeatureGP`). Training minimises BCE (``sngp``) or
@@ -100,16 +100,16 @@ class SNGPCrossEncoder(CrossEncoder):
         seed: int = 0,
         pooling: Pooling | str = Pooling.pooler,
     ) -> None:
-        super().__init__(backbone, head_dropout=head_dropout, seed=seed, pooling=pooling)
+        segments = Pooling(pooling) is Pooling.segments
+        head = RandomFeatureGP(backbone.hidden_size, seed=seed, linear_mean=segments, **(gp or {}))
+        if segments:  # the GP's prior mean starts where the dense head on these features starts
+            init_cosine_head(head.prior_mean, backbone.hidden_size)
+        super().__init__(backbone, head_dropout=head_dropout, seed=seed, pooling=pooling, head=head)
         spectral_norm = check_choice("spectral_norm", spectral_norm, SpectralNormPlacement)
         check_spectral_norm_placement(spectral_norm, self.pooling)
         self.spectral_layers = apply_spectral_norm_to(
             self.encoder, spectral_norm, bound=sn_bound, n_power_iterations=sn_power_iterations, seed=seed
         )
-        segments = self.pooling is Pooling.segments
-        self.head = RandomFeatureGP(backbone.hidden_size, seed=seed, linear_mean=segments, **(gp or {}))
-        if segments:  # the GP's prior mean starts where the dense head on these features starts
-            init_cosine_head(self.head.prior_mean, backbone.hidden_size)
 
     def forward(self, input_ids, attention_mask, token_type_ids=None) -> torch.Tensor:
         return self.head(self.dropout(self.features(input_ids, attention_mask, token_type_ids)))
