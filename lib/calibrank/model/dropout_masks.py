@@ -164,47 +164,70 @@ def score_pairs_per_query(model: nn.Module, pairs: Pairs, keys: Sequence[str], *
     return out
 
 
-class _OffsetMasks(_PerQueryMasks):
-    """Per-query masks for sides encoded alone: row ``i`` of a batch takes its query's mask rows from
-    ``offset[i]`` on, the rows its positions held in the pair row (0 for a context side, the context
-    side's length for a response side), so that each position is dropped as on the pair path."""
+class _QueryMasks(_PerQueryMasks):
+    """Per-query masks for sides encoded alone, drawn once per query, site and pass for a chunk of queries
+    (:meth:`start`) and read by row: row ``i`` of a batch takes its query's mask rows from ``offset[i]``
+    on, the rows its positions held in the pair row (0 for a context side, the context side's length for
+    a response side), so that each position is dropped as on the pair path. A mask's first n rows do not
+    depend on n (``test_rankers``): the rows drawn are the pair path's."""
 
-    offsets: torch.Tensor | None = None
+    def __init__(self, model: nn.Module, *, max_length: int, seed: int) -> None:
+        super().__init__(model, max_length=max_length, seed=seed)
+        self.offsets: torch.Tensor | None = None
+        self._flags: dict[int, torch.Tensor] = {}
 
-    def set_sides(self, keys: list[str], rows: np.ndarray, offsets: np.ndarray) -> None:
-        """The batch's distinct query ids, each row's index among them, and each row's first mask row."""
-        self.set_batch(keys, rows)
-        self.offsets = torch.as_tensor(offsets, dtype=torch.long)
+    def start(self, keys: list[str]) -> None:
+        """The queries whose masks this pass's next batches read (each site's drawn at its first use)."""
+        self.keys, self._seeds, self._flags = keys, {}, {}
 
-    def set_batch(self, keys: list[str], rows: np.ndarray) -> None:
-        super().set_batch(keys, rows)
-        self.offsets = None
+    def set_rows(self, rows: np.ndarray, offsets: np.ndarray | None = None) -> None:
+        """Each batch row's query (its index in :meth:`start`'s keys) and its first mask row (None: 0)."""
+        self.rows = torch.as_tensor(rows, dtype=torch.long)
+        self.offsets = None if offsets is None else torch.as_tensor(offsets, dtype=torch.long)
+
+    def _keep(self, site: int, p: float, rows: int, width: int) -> torch.Tensor:
+        """Keep flags ``[C, rows, width]`` of the chunk's queries at ``site`` in this pass."""
+        keep = self._flags.get(site)
+        if keep is None:
+            g = self._generator
+            uniform = torch.empty((len(self.keys), rows, width), dtype=torch.float32)
+            for u, key in enumerate(self.keys):
+                seeds = self._seeds.get((self.pass_index, key))
+                if seeds is None:
+                    seeds = self._seeds[(self.pass_index, key)] = mask_seeds(self.seed, self.pass_index, key, len(self.sites))
+                g.manual_seed(seeds[site])
+                uniform[u].uniform_(generator=g)
+            keep = self._flags[site] = uniform >= p
+        return keep
 
     def _masks(self, site: int, p: float, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-        if self.offsets is None or len(shape) < 2:
-            return super()._masks(site, p, shape, dtype, device)
-        width = shape[0]
-        # A mask's first n rows do not depend on n (test_rankers): draw as many rows as the batch reaches.
-        need = min(self.max_length, int(self.offsets.max()) + width)
-        full = super()._masks(site, p, (need, *shape[1:]), dtype, torch.device("cpu"))  # [U, need, ...]
-        at = (self.offsets.unsqueeze(1) + torch.arange(width)).clamp(max=need - 1)  # rows past a side are padding
-        return full[self.rows.unsqueeze(1), at].to(device)  # [B, width, ...]: one mask per row
+        """Scaled keep-masks ``[B, *shape]``, one per batch row."""
+        if len(shape) == 1:  # a pooled feature [B, d]: the first row of the query's mask
+            keep = self._keep(site, p, 1, shape[0])[self.rows, 0]
+        else:
+            width = shape[0]
+            at = torch.arange(width) if self.offsets is None else self.offsets.unsqueeze(1) + torch.arange(width)
+            at = at.clamp(max=self.max_length - 1)  # rows past a side are padding
+            rows = self.rows.unsqueeze(1) if self.offsets is not None else self.rows.unsqueeze(1).expand(-1, width)
+            keep = self._keep(site, p, self.max_length, shape[1])[rows, at]
+        scale = torch.tensor(1.0 / (1.0 - p), dtype=dtype)
+        return torch.where(keep, scale, torch.zeros((), dtype=dtype)).to(device)
 
     def _apply(self, output: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
-        if self.offsets is None:
-            return super()._apply(output, keep)
         return output.mul_(keep)
 
 
 @torch.no_grad()
 def score_sides_per_query(model: nn.Module, pairs: Pairs, keys: Sequence[str], *, passes: int, seed: int,
-                          max_length: int, batch_size: int = 64, precision: Any = "auto") -> np.ndarray:
+                          max_length: int, batch_size: int = 64, precision: Any = "auto", chunk: int = 256) -> np.ndarray:
     """:func:`score_pairs_per_query`'s logits ``[passes, N]`` on a model with no joint layer
     (:func:`calibrank.model.encode_once.applies`): in each pass each distinct (query, context side) is
     encoded once and each response side where it stood in its pair row, with the same masks.
 
     A response side's masks depend on its query and its offset, so responses are encoded per pair; the
-    saving is the context, encoded once per query and truncation instead of once per candidate.
+    saving is the context, encoded once per query and truncation instead of once per candidate. The
+    queries go ``chunk`` at a time: each one's masks are drawn once per pass and site, and its sides are
+    batched by length with any other query's (a pair batch's worth of tokens, little padding).
     """
     if len(keys) != len(pairs):
         raise ValueError(f"score_sides_per_query: {len(keys)} keys for {len(pairs)} pairs")
@@ -213,34 +236,40 @@ def score_sides_per_query(model: nn.Module, pairs: Pairs, keys: Sequence[str], *
     device = next(model.parameters()).device
     bf16 = use_bf16(precision, device)
     model.eval()
-    masks = _OffsetMasks(model, max_length=max_length, seed=seed)
+    masks = _QueryMasks(model, max_length=max_length, seed=seed)
     uniq, key_index = np.unique(np.asarray(keys, dtype=object).astype(str), return_inverse=True)
     sides = encode_once.split_sides(pairs, key_index)
     width = int(pairs.lengths.max()) + 1  # the pair path's widest row
-
-    def setter(side_keys: np.ndarray, offsets: np.ndarray | None):
-        def before(index: np.ndarray) -> None:
-            batch_keys, rows = np.unique(side_keys[index], return_inverse=True)
-            names = [str(uniq[k]) for k in batch_keys]
-            masks.set_sides(names, rows, offsets[index]) if offsets is not None else masks.set_batch(names, rows)
-        return before
-
-    order = np.argsort(key_index, kind="stable")  # the head's batches: a query's pairs together
     out = np.empty((passes, len(pairs)), dtype=np.float64)
+    chunks = [np.arange(q, min(q + chunk, len(uniq))) for q in range(0, len(uniq), chunk)]
     with masks.active():
         for t in range(passes):
             masks.pass_index = t
-            # Contexts by length (as the pair path's batches: little padding); responses, short, by query, so
-            # that a batch draws the masks of few queries.
-            ctx = encode_once.encode_sides(model.encoder, sides.ctx, batch_size=batch_size, bf16=bf16, device=device,
-                                           width=width, before=setter(sides.ctx_key, None))
-            resp = encode_once.encode_sides(model.encoder, sides.resp, batch_size=batch_size, bf16=bf16, device=device,
-                                            width=width, group=sides.resp_key,
-                                            before=setter(sides.resp_key, sides.resp_side_offset))
-            for start in range(0, len(order), batch_size):
-                index = order[start:start + batch_size]
-                setter(key_index, None)(index)
-                pooled = encode_once.pair_features(model, sides, ctx, resp, index)
-                out[t, index] = encode_once.dense_head(model, pooled).cpu().numpy()
+            for members in chunks:
+                local = np.full(len(uniq), -1, dtype=np.int64)
+                local[members] = np.arange(len(members))
+                masks.start([str(uniq[k]) for k in members])
+                ctx_ix = np.flatnonzero(local[sides.ctx_key] >= 0)
+                resp_ix = np.flatnonzero(local[sides.resp_key] >= 0)
+                ctx = encode_once.encode_sides(
+                    model.encoder, [sides.ctx[i] for i in ctx_ix], batch_size=batch_size, bf16=bf16, device=device,
+                    width=width, before=lambda index: masks.set_rows(local[sides.ctx_key[ctx_ix[index]]]))
+                resp = encode_once.encode_sides(
+                    model.encoder, [sides.resp[i] for i in resp_ix], batch_size=batch_size, bf16=bf16, device=device,
+                    width=width, before=lambda index: masks.set_rows(local[sides.resp_key[resp_ix[index]]],
+                                                                     sides.resp_side_offset[resp_ix[index]]))
+                # the chunk's pairs, with their sides' rows among the chunk's sides
+                pair_ix = np.flatnonzero(local[key_index] >= 0)
+                ctx_at = np.full(len(sides.ctx), -1, dtype=np.int64)
+                ctx_at[ctx_ix] = np.arange(len(ctx_ix))
+                resp_at = np.full(len(sides.resp), -1, dtype=np.int64)
+                resp_at[resp_ix] = np.arange(len(resp_ix))
+                for start in range(0, len(pair_ix), batch_size):
+                    index = pair_ix[start:start + batch_size]
+                    masks.set_rows(local[key_index[index]])
+                    ci = torch.as_tensor(ctx_at[sides.ctx_of[index]], device=device)
+                    ri = torch.as_tensor(resp_at[sides.resp_of[index]], device=device)
+                    pooled = encode_once.join_sides(model.pooling, (ctx[0][ci], ctx[1][ci]), (resp[0][ri], resp[1][ri]))
+                    out[t, index] = encode_once.dense_head(model, pooled).cpu().numpy()
     model.eval()
     return out

@@ -6,7 +6,7 @@ side encoded alone, and the ``segments`` (or ``mean``) head reads only their per
 context, cut to the room its candidate leaves, and a response are each encoded once per model
 however many pairs hold them, and the pairs' logits come from the cached sums (the same numbers
 as the pair path up to the floating-point order of batched products). MC Dropout's per-query
-masks (:mod:`calibrank.model.rankers.mc_dropout`) are applied exactly as on the pair row: a
+masks (:mod:`calibrank.model.dropout_masks`) are applied exactly as on the pair row: a
 response side takes the rows of its query's mask where it stood in the pair, after its context.
 Where layers attend across the pair the scorers here are not used (:func:`applies`).
 """
@@ -99,12 +99,11 @@ def split_sides(pairs: Pairs, key_index: np.ndarray | None = None) -> Sides:
                  np.asarray(resp_key, dtype=np.int64), np.asarray(resp_side_offset, dtype=np.int64))
 
 
-def _side_batches(lengths: np.ndarray, tokens: int, group: np.ndarray | None = None) -> list[np.ndarray]:
+def _side_batches(lengths: np.ndarray, tokens: int) -> list[np.ndarray]:
     """Batches of sides of at most ``tokens`` padded positions (one side at least), longest first (as
-    :func:`calibrank.model.training.length_batches` in inference); with ``group``, sides of one group
-    together (few per-query masks per batch). A budget in tokens rather than sequences keeps the
-    matrix products of short sides (responses) as large as those of whole pairs."""
-    order = np.argsort(-lengths, kind="stable") if group is None else np.lexsort((-lengths, group))
+    :func:`calibrank.model.training.length_batches` in inference). A budget in tokens rather than
+    sequences keeps the matrix products of short sides (responses) as large as those of whole pairs."""
+    order = np.argsort(-lengths, kind="stable")
     batches, start, width = [], 0, 0
     for i, j in enumerate(order):
         width = max(width, int(lengths[j]))
@@ -116,7 +115,7 @@ def _side_batches(lengths: np.ndarray, tokens: int, group: np.ndarray | None = N
 
 
 def encode_sides(encoder: nn.Module, sides: Sequence[Sequence[int]], *, batch_size: int, bf16: bool,
-                 device: torch.device, group: np.ndarray | None = None, width: int | None = None,
+                 device: torch.device, width: int | None = None,
                  before: Callable[[np.ndarray], None] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """``(sums [n, d] float32, counts [n])``: each side's last hidden states summed over its positions.
 
@@ -134,7 +133,7 @@ def encode_sides(encoder: nn.Module, sides: Sequence[Sequence[int]], *, batch_si
     counts = torch.as_tensor(lengths, dtype=torch.float32, device=device)
     layers = encoder.encoder.layer
     budget = batch_size * (width or int(lengths.max()))
-    for index in _side_batches(lengths, budget, group):
+    for index in _side_batches(lengths, budget):
         w = int(lengths[index].max())
         ids = torch.zeros((len(index), w), dtype=torch.long)
         mask = torch.zeros((len(index), w), dtype=torch.long)
