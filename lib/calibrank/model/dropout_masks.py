@@ -97,6 +97,13 @@ class _PerQueryMasks:
         A ``[width, d]`` site takes the first ``width`` rows of the query's ``[max_length, d]`` mask, so a
         mask does not depend on the batch.
         """
+        uniform = self._uniform(site, shape)
+        scale = torch.tensor(1.0 / (1.0 - p), dtype=dtype)
+        return torch.where(uniform >= p, scale, torch.zeros((), dtype=dtype)).to(device)
+
+    def _uniform(self, site: int, shape: tuple[int, ...]) -> torch.Tensor:
+        """Uniform draws ``[U, *shape]`` for the current queries at ``site`` in this pass, each from its own seed
+        (:func:`mask_seeds`): a query's first n values do not depend on the shape drawn."""
         g = self._generator
         uniform = torch.empty((len(self.keys), *shape), dtype=torch.float32)
         for u, key in enumerate(self.keys):
@@ -105,8 +112,7 @@ class _PerQueryMasks:
                 seeds = self._seeds[(self.pass_index, key)] = mask_seeds(self.seed, self.pass_index, key, len(self.sites))
             g.manual_seed(seeds[site])
             uniform[u].uniform_(generator=g)
-        scale = torch.tensor(1.0 / (1.0 - p), dtype=dtype)
-        return torch.where(uniform >= p, scale, torch.zeros((), dtype=dtype)).to(device)
+        return uniform
 
     def _hook(self, site: int, kind: str, p: float, heads: int):
         def hook(module: nn.Module, inputs: Any, output: torch.Tensor) -> torch.Tensor:
@@ -189,15 +195,7 @@ class _QueryMasks(_PerQueryMasks):
         """Keep flags ``[C, rows, width]`` of the chunk's queries at ``site`` in this pass."""
         keep = self._flags.get(site)
         if keep is None:
-            g = self._generator
-            uniform = torch.empty((len(self.keys), rows, width), dtype=torch.float32)
-            for u, key in enumerate(self.keys):
-                seeds = self._seeds.get((self.pass_index, key))
-                if seeds is None:
-                    seeds = self._seeds[(self.pass_index, key)] = mask_seeds(self.seed, self.pass_index, key, len(self.sites))
-                g.manual_seed(seeds[site])
-                uniform[u].uniform_(generator=g)
-            keep = self._flags[site] = uniform >= p
+            keep = self._flags[site] = self._uniform(site, (rows, width)) >= p
         return keep
 
     def _masks(self, site: int, p: float, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
