@@ -180,7 +180,7 @@ class _QueryMasks(_PerQueryMasks):
     def __init__(self, model: nn.Module, *, max_length: int, seed: int) -> None:
         super().__init__(model, max_length=max_length, seed=seed)
         self.offsets: torch.Tensor | None = None
-        self._flags: dict[int, torch.Tensor] = {}
+        self._flags: dict[tuple[int, int], torch.Tensor] = {}  # (site, rows drawn) -> keep flags
 
     def start(self, keys: list[str]) -> None:
         """The queries whose masks this pass's next batches read (each site's drawn at its first use)."""
@@ -193,9 +193,9 @@ class _QueryMasks(_PerQueryMasks):
 
     def _keep(self, site: int, p: float, rows: int, width: int) -> torch.Tensor:
         """Keep flags ``[C, rows, width]`` of the chunk's queries at ``site`` in this pass."""
-        keep = self._flags.get(site)
+        keep = self._flags.get((site, rows))
         if keep is None:
-            keep = self._flags[site] = self._uniform(site, (rows, width)) >= p
+            keep = self._flags[(site, rows)] = self._uniform(site, (rows, width)) >= p
         return keep
 
     def _masks(self, site: int, p: float, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
@@ -203,11 +203,9 @@ class _QueryMasks(_PerQueryMasks):
         if len(shape) == 1:  # a pooled feature [B, d]: the first row of the query's mask
             keep = self._keep(site, p, 1, shape[0])[self.rows, 0]
         else:
-            width = shape[0]
-            at = torch.arange(width) if self.offsets is None else self.offsets.unsqueeze(1) + torch.arange(width)
+            at = torch.arange(shape[0]) if self.offsets is None else self.offsets.unsqueeze(1) + torch.arange(shape[0])
             at = at.clamp(max=self.max_length - 1)  # rows past a side are padding
-            rows = self.rows.unsqueeze(1) if self.offsets is not None else self.rows.unsqueeze(1).expand(-1, width)
-            keep = self._keep(site, p, self.max_length, shape[1])[rows, at]
+            keep = self._keep(site, p, self.max_length, shape[1])[self.rows.unsqueeze(1), at]  # [B, width, ...]
         scale = torch.tensor(1.0 / (1.0 - p), dtype=dtype)
         return torch.where(keep, scale, torch.zeros((), dtype=dtype)).to(device)
 

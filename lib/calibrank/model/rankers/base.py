@@ -221,21 +221,25 @@ class Ranker(ABC):
         With :attr:`reuse_logits` the logits come from the model folder's cache when the file there was made
         with the same queries, scoring, settings and scoring code (:func:`calibrank.model.rankers.keys.logits_key`).
         """
-        pairs = self._encode(trained.backbone.tokenizer, queries)
         settings = {"passes": 1, "dropout": False, "seed": 0, **scoring}
         t = self.training
-        if score is not None:
-            compute = lambda: score(trained, pairs)  # noqa: E731
-        else:
-            compute = lambda: pair_logits(trained.model, pairs, batch_size=t.eval_batch_size, precision=t.precision,  # noqa: E731
-                                          passes=settings["passes"], dropout=settings["dropout"], seed=settings["seed"])
+
+        def compute(pairs: Pairs) -> np.ndarray:
+            if score is not None:
+                return score(trained, pairs)
+            return pair_logits(trained.model, pairs, batch_size=t.eval_batch_size, precision=t.precision,
+                               passes=settings["passes"], dropout=settings["dropout"], seed=settings["seed"])
+
         cache = None
         if self.reuse_logits:
             code = code_hash((type(self), "_timed_logits"), *([score] if score is not None else []), opaque=(losses,))
             key = logits_key(queries, settings, t, device=self.device.type, context_style=self.context_style.value, code=code)
             cache = trained.workdir / "logits" / f"{key}.npz"
-        logits, seconds = model_logits(pairs, compute, cache)
-        return logits.reshape(logits.shape[0], len(queries), pairs.n_candidates), seconds
+        k = len(queries[0].candidates)
+        # tokenised only when not read from the cache, and outside the timing
+        logits, seconds = model_logits(len(queries) * k, lambda: self._encode(trained.backbone.tokenizer, queries),
+                                       compute, cache)
+        return logits.reshape(logits.shape[0], len(queries), k), seconds
 
     def _shared_logits(self, trained: TrainedModel, query_sets: Sequence[Sequence[RankingQuery]],
                        **kw: Any) -> list[tuple[np.ndarray, float, dict]]:

@@ -83,17 +83,19 @@ def shared(query_sets: Sequence[Sequence[RankingQuery]], score: Callable[[list[R
     return [(take(values, ix), seconds * ix.size / total, {"shared_scoring": meta}) for ix in index]
 
 
-def model_logits(pairs: Pairs, compute: Callable[[], np.ndarray], cache: Path | None) -> tuple[np.ndarray, float]:
-    """The logits ``[S, N]`` of ``pairs`` by ``compute()`` and the seconds it took.
+def model_logits(n_pairs: int, prepare: Callable[[], T], compute: Callable[[T], np.ndarray], cache: Path | None
+                 ) -> tuple[np.ndarray, float]:
+    """The logits ``[S, n_pairs]`` by ``compute(prepare())`` and the seconds ``compute`` took.
 
-    With a ``cache`` file they are read from it when it holds a sound copy of the same shape
-    (with the seconds its scoring took), else computed and written there.
+    With a ``cache`` file they are read from it when it holds a sound copy of that shape
+    (with the seconds its scoring took), else computed (``prepare``, the tokenising, untimed)
+    and written there.
     """
     if cache is not None:
-        cached = read_logits(cache, len(pairs))
+        cached = read_logits(cache, n_pairs)
         if cached is not None:
             return cached
-    logits, seconds = timed(compute)
+    logits, seconds = timed(compute, prepare())
     if cache is not None:
         write_logits(cache, logits, seconds)
     return logits, seconds
