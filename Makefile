@@ -1,5 +1,5 @@
 # calibrank: `make report` reruns the study for a profile, `make test` checks everything.
-# The graph of runs is workflow/Snakefile (one rule per step of calibrank.pipeline.grid.steps): `make report`
+# The graph of runs is workflow/Snakefile (one rule per step of calibrank.study.pipeline.grid.steps): `make report`
 # sets up the .venv and runs it with snakemake; this file holds the setup and the user's goals.
 
 SHELL := /bin/bash
@@ -114,19 +114,19 @@ lock: ## re-resolve pyproject.toml's ranges into constraints.txt
 
 data: $(STAMP) ## download a research dataset: make data DATASET=msdialog
 	@test -n "$(DATASET)" || { echo "usage: make data DATASET=msdialog|mantis|udc_dstc8"; exit 2; }
-	$(BIN)/python -m calibrank.data.download $(DATASET)
+	$(BIN)/python -m calibrank.study.data.download $(DATASET)
 
 # --- the report -------------------------------------------------------------------------
 
 # The profile is checked first (its error alone, before anything runs). Before the run,
-# python -m calibrank.pipeline.eta measures this machine's throughput for the profile and prints the
+# python -m calibrank.study.pipeline.eta measures this machine's throughput for the profile and prints the
 # estimated wall time; it writes reports/PROFILE/eta.json, which the progress line after each step
 # and the report's setup section read. An estimate that cannot be made is said and the run goes on.
 # The wall time counts from when make started (setup included).
 RUN_START := $(shell date +%s)
 report: $(STAMP) ## run the study for PROFILE (default laptop) into reports/PROFILE/index.html
-	@$(BIN)/python -m calibrank.settings.config check $(PROFILE)
-	$(BIN)/python -m calibrank.pipeline.eta $(PROFILE) --jobs $(REPORT_JOBS) --cores $(NPROC) --started $(RUN_START) || true
+	@$(BIN)/python -m calibrank.study.settings.config check $(PROFILE)
+	$(BIN)/python -m calibrank.study.pipeline.eta $(PROFILE) --jobs $(REPORT_JOBS) --cores $(NPROC) --started $(RUN_START) || true
 	CALIBRANK_RUN_START=$(RUN_START) $(SNAKEMAKE) --cores $(NPROC) --config profile=$(PROFILE) threads=$(THREADS)
 	@echo "report: $(REPORT)/index.html (wall time $$(( $$(date +%s) - $(RUN_START) )) s)"
 
@@ -135,17 +135,17 @@ report: $(STAMP) ## run the study for PROFILE (default laptop) into reports/PROF
 # --config, which takes every word after it as a name=value pair.
 $(foreach g,$(filter nb-%,$(MAKECMDGOALS)),$(if $(call only_chars,$(g),$(NAME_CHARS)),,$(error $(g): a step's name is made of letters, digits, _ and -)))
 nb-%: $(STAMP)
-	@$(BIN)/python -m calibrank.settings.config check $(PROFILE) >/dev/null
+	@$(BIN)/python -m calibrank.study.settings.config check $(PROFILE) >/dev/null
 	$(SNAKEMAKE) $(REPORT)/$*.html --cores $(NPROC) --config profile=$(PROFILE) threads=$(THREADS)
 
 # --- checks -----------------------------------------------------------------------------
 
-# Every notebook step of the smoke profile (python -m calibrank.pipeline.grid steps: name, notebook, papermill
+# Every notebook step of the smoke profile (python -m calibrank.study.pipeline.grid steps: name, notebook, papermill
 # parameters; the training jobs, "-", are left to the 03 notebooks), prepared with its parameters
 # and executed by nbval in the test root.
 test: $(STAMP) ## unit tests and every notebook on the smoke profile under nbval
 	@rm -rf $(NBVAL_DIR) $(TEST_ROOT) && mkdir -p $(NBVAL_DIR) $(TEST_ROOT) && cp -r params $(TEST_ROOT)/
-	@$(BIN)/python -m calibrank.pipeline.grid steps smoke | while read -r step notebook params; do \
+	@$(BIN)/python -m calibrank.study.pipeline.grid steps smoke | while read -r step notebook params; do \
 	  if [ "$$notebook" != - ]; then \
 	    $(BIN)/papermill --prepare-only notebooks/$$notebook.ipynb $(NBVAL_DIR)/$$step.ipynb $$params --log-level WARNING >/dev/null; \
 	  fi; \
@@ -161,9 +161,9 @@ bench: $(STAMP) ## speed benchmarks into reports/bench/
 # The API page: pdoc renders the numpydoc docstrings of the public API into build/docs. pdoc says
 # what it cannot resolve (an annotation, a reference) through Python's warnings: -W error fails on any.
 # tests/test_docs.py builds the same modules and runs their examples.
-DOC_MODULES := calibrank calibrank.assess.calibrator calibrank.assess.fit calibrank.assess.certify \
-  calibrank.assess.engine calibrank.assess.options calibrank.assess.command calibrank.assess.trec \
-  calibrank.assess.tables calibrank.assess.load calibrank.assess.scored calibrank.metrics.calibration \
+DOC_MODULES := calibrank calibrank.assess.deploy.calibrator calibrank.assess.deploy.fit calibrank.assess.deploy.certify \
+  calibrank.assess.engine calibrank.assess.options calibrank.assess.command calibrank.assess.read.trec \
+  calibrank.assess.read.score_tables calibrank.assess.read.load calibrank.assess.read.scored calibrank.metrics.calibration \
   calibrank.metrics.ranking
 
 docs: $(STAMP) ## the API page from the docstrings into build/docs (pdoc)

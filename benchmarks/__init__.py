@@ -27,6 +27,6 @@
   bi-encoder on the same test queries.
 - :mod:`.render`: ``bench.json`` merged and rendered as markdown and HTML.
 
-The machine a run took place on is described by :func:`calibrank.analysis.efficiency.machine_info`.
+The machine a run took place on is described by :func:`calibrank.study.analysis.efficiency.machine_info`.
 Nothing is imported here, so that a memory job's imports-only baseline holds only what it needs.
 """

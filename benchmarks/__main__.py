@@ -42,7 +42,7 @@ Sections (each can be left out with ``--skip``):
 
 Every ratio is written beside its target and whether it is met (``targets`` in each section).
 Results are merged into ``DIR/bench.json`` (other top-level sections are kept; ``machine``, from
-:func:`calibrank.analysis.efficiency.machine_info`, is the latest run's) and rendered in ``DIR/bench.md``
+:func:`calibrank.study.analysis.efficiency.machine_info`, is the latest run's) and rendered in ``DIR/bench.md``
 and ``DIR/bench.html`` (:mod:`benchmarks.render`), which list every ratio in one table under
 the machine the run took place on; all files are written atomically.
 """
@@ -56,8 +56,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from calibrank import atomic, paths
-from calibrank.analysis.efficiency import machine_info
+from calibrank import atomic
+from calibrank.study import paths
+from calibrank.study.analysis.efficiency import machine_info
 
 from .common import log
 from .render import write_results
@@ -185,7 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _scoring(args: argparse.Namespace, out: Path, machine: dict[str, Any]) -> None:
     """Pair path against encode-once (no joint layer) for bert, MC Dropout and the ensemble, at each of ``--precisions``."""
-    from calibrank.settings.config import load_config
+    from calibrank.study.settings.config import load_config
 
     from .inference import SECTION_PATHS, bench_scoring_paths
 
@@ -281,7 +282,7 @@ def _peak_again(args: argparse.Namespace, out: Path) -> None:
 
 
 def _negatives(args: argparse.Namespace, out: Path, machine: dict[str, Any]) -> None:
-    from calibrank.data.negatives import DEFAULT_EMBEDDING_MODEL, cached_embeddings, embeddings_cache_path, query_text
+    from calibrank.study.data.negatives import DEFAULT_EMBEDDING_MODEL, cached_embeddings, embeddings_cache_path, query_text
 
     qu = args.query_utterances or None
     log(f"loading chitchat: {args.n_responses} responses, {args.n_queries} queries")
@@ -325,8 +326,8 @@ def _negatives(args: argparse.Namespace, out: Path, machine: dict[str, Any]) -> 
 
 def _rankers(args: argparse.Namespace, out: Path, machine: dict[str, Any], peak: dict[str, float] | None = None) -> None:
     """The sections on the profile's rankers: training throughput, inference per query and its FLOP/s, peak memory."""
-    from calibrank.data.querysets import load_query_set
-    from calibrank.settings.config import load_config
+    from calibrank.study.data.querysets import load_query_set
+    from calibrank.study.settings.config import load_config
 
     cfg = load_config(args.profile)
     device = _device(args)

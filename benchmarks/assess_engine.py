@@ -1,6 +1,6 @@
 """``assess_engine``: wall time and peak memory of a full assessment at scale.
 
-A synthetic :class:`~calibrank.assess.scored.ScoredRun` of ``queries`` x ``candidates`` pairs
+A synthetic :class:`~calibrank.assess.read.scored.ScoredRun` of ``queries`` x ``candidates`` pairs
 (graded relevance, some queries without a relevant candidate, one list in ten shorter than the
 rest, logits that track the grade) is assessed by :func:`calibrank.assess.engine.assess` with
 every section and ``n_resamples`` bootstrap resamples, against a validation run of the same
@@ -34,7 +34,7 @@ TARGETS = {"seconds": 120.0, "peak_gb": 4.0}
 
 def synthetic_run(queries: int, candidates: int, *, seed: int, prefix: str):
     """A ragged ScoredRun of logits: grades 0-2, 5% of the queries without a relevant candidate."""
-    from calibrank.assess.scored import ScoredRun
+    from calibrank.assess.read.scored import ScoredRun
 
     rng = np.random.default_rng(seed)
     lengths = np.where(rng.random(queries) < 0.1, rng.integers(candidates // 2, candidates + 1, queries), candidates)

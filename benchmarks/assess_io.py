@@ -4,7 +4,7 @@ On a synthetic run of ``n_queries x depth`` lines (:func:`make_synthetic_run`, s
 1,000 = 7 M lines, ~300 MB by default) with graded qrels, it measures, each job in a fresh
 subprocess (``python -m benchmarks.assess_io --child JOB``) run one after the other:
 
-- ``calibrank``: :func:`calibrank.assess.trec.read_runs` (qrels included) to a ``ScoredRun``;
+- ``calibrank``: :func:`calibrank.assess.read.trec.read_runs` (qrels included) to a ``ScoredRun``;
 - ``ir_measures``: ``ir_measures.read_trec_run`` and ``read_trec_qrels`` materialised as lists
   (the reference for what a valid file is, and a per-line Python reader);
 - ``ranx``: R@1, MRR and nDCG@10 with ``ranx.evaluate`` on the same run: building ranx's
@@ -121,7 +121,7 @@ def _use_inputs_at(rev: str) -> None:
     old = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = old
     spec.loader.exec_module(old)
-    from calibrank.assess import inputs, trec
+    from calibrank.assess.read import rows as inputs, trec
 
     def numpy_docids(docid):  # the older assembly took docids as numpy strings, converted by the reader
         return inputs.to_str_array(docid) if isinstance(docid, (pa.Array, pa.ChunkedArray)) else docid
@@ -138,15 +138,15 @@ def _use_inputs_at(rev: str) -> None:
 def _child(job: str, run: str, qrels: str) -> dict[str, Any]:
     if job.startswith("calibrank@"):
         _use_inputs_at(job.split("@", 1)[1])
-        from calibrank.assess.trec import read_runs
+        from calibrank.assess.read.trec import read_runs
         job = "calibrank"
     elif job == "calibrank":
-        from calibrank.assess.trec import read_runs
+        from calibrank.assess.read.trec import read_runs
     elif job == "ir_measures":
         import ir_measures
     elif job == "ranx":
         import ranx
-        from calibrank.assess.trec import read_runs
+        from calibrank.assess.read.trec import read_runs
     else:
         raise ValueError(f"job must be one of {_JOBS}, got {job!r}")
     baseline, source = peak_rss_mb()

@@ -1,7 +1,7 @@
 """``clock_under_load``: does the CPU clock that decides notebook 07's cost claims hold while the machine is busy?
 
 What is measured: two pure-Python workloads of 1 and 3 units (one thread each; the true ratio is 3)
-timed by :func:`calibrank.analysis.efficiency.time_interleaved`, first alone and then with 1 and
+timed by :func:`calibrank.study.analysis.efficiency.time_interleaved`, first alone and then with 1 and
 as many processes as the cores this process may run on spinning beside them. For each load: the median per-round ratio on
 process CPU time and on wall time, and the spread (largest over smallest) of the per-round wall
 ratios. Target: the CPU ratio within 20% of 3 under every load. The wall ratio is shown beside
@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 import numpy as np
-from calibrank.analysis.efficiency import time_interleaved
+from calibrank.study.analysis.efficiency import time_interleaved
 
 from .common import positive_int, target
 

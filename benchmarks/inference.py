@@ -2,11 +2,11 @@
 
 What is measured: the time of each ranker's ``predict`` on the same seeded test queries of the
 in-domain corpus (each query: all ``1 + k`` candidates scored, tokenisation included), by
-:func:`calibrank.analysis.efficiency.measure_efficiency`: every ranker loaded first and warmed up, then
+:func:`calibrank.study.analysis.efficiency.measure_efficiency`: every ranker loaded first and warmed up, then
 ``repeats`` rounds that time each ranker in turn (interleaved, so a change of machine load hits
 all alike) on the process CPU time where the rankers run on the CPU; the median per query counts and the ratio of
 medians to ``bert``
-(:func:`calibrank.analysis.efficiency.efficiency_table`) is set beside its target:
+(:func:`calibrank.study.analysis.efficiency.efficiency_table`) is set beside its target:
 
 - single-pass rankers (``temperature``, ``focal``, ``sngp``, ``gpf_bert``, ``pg_drr``: one encoder pass,
   plus a posterior computation for the GP layers) at most 1.10x;
@@ -24,7 +24,7 @@ size sets PG-DRR's prediction cost.
 ``inference_flops`` (:func:`bench_inference_flops`): how close the scoring loop comes to the
 machine's matmul peak, per precision. The ``bert`` cross-encoder of the profile (backbone,
 pooling; weights as loaded, since timing does not depend on training) scores the pairs of the
-same seeded test queries with :func:`calibrank.model.training.score_pairs` (length-bucketed batches of
+same seeded test queries with :func:`calibrank.study.model.training.score_pairs` (length-bucketed batches of
 ``eval_batch_size``, tokenisation done before and not timed) at fp32 and, where the hardware has
 it, bf16 autocast; precisions alternate round robin over ``repeats`` rounds after one untimed
 batch each, and the median time counts. FLOPs are counted from the encoder's configuration and
@@ -32,9 +32,9 @@ the padded batch shapes recorded as it runs (:mod:`benchmarks.flops`); ``gflop_p
 the median time, and ``fraction_of_peak`` its share of the matmul peak of the same precision.
 
 ``scoring_paths`` (:func:`bench_scoring_paths`): with no joint layer, the pair path (every distinct
-pair through the encoder, :func:`calibrank.model.training.score_pairs` and MC Dropout's
-:func:`~calibrank.model.dropout_masks.score_pairs_per_query`) against encode-once (each distinct
-side encoded once, :mod:`calibrank.model.encode_once`), side by side in one run on the same queries,
+pair through the encoder, :func:`calibrank.study.model.training.score_pairs` and MC Dropout's
+:func:`~calibrank.study.model.dropout_masks.score_pairs_per_query`) against encode-once (each distinct
+side encoded once, :mod:`calibrank.study.model.encode_once`), side by side in one run on the same queries,
 for ``bert``, ``mc_dropout`` (T passes) and ``ensemble`` (M members), on the tiny random BERT and, when
 its package is installed, MiniLM. The queries are the first test queries of the in-domain corpus under
 each evaluation sampler, scored together as the study scores its conditions (the profile's query
@@ -54,8 +54,8 @@ from typing import Any
 from unittest import mock
 
 import numpy as np
-from calibrank.settings.choices import RankerName
-from calibrank.settings.schema import Config
+from calibrank.study.settings.choices import RankerName
+from calibrank.study.settings.schema import Config
 
 from .common import log, positive_int, ratio, target
 
@@ -81,8 +81,8 @@ class _NotCached(Exception):
 
 def cached_ranker(cfg: Config, name: str, train_corpus: str):
     """The ranker fitted from the profile's model cache, or None when fitting it would train a model."""
-    from calibrank.model import experiment
-    from calibrank.model.rankers import base
+    from calibrank.study.model import experiment
+    from calibrank.study.model.rankers import base
 
     def _refuse(*_args, **_kw):
         raise _NotCached
@@ -108,8 +108,8 @@ def short_trained_ranker(cfg: Config, name: str, train_corpus: str, models_dir: 
     ``n_train`` is raised to the queries PG-DRR's inducing set needs. Models are cached in
     ``models_dir`` (rankers sharing a model, e.g. ``bert`` and ``mc_dropout``, train it once).
     """
-    from calibrank.data.querysets import load_query_set
-    from calibrank.model.rankers import ranker_from_config
+    from calibrank.study.data.querysets import load_query_set
+    from calibrank.study.model.rankers import ranker_from_config
 
     n_train = positive_int(n_train, "n_train")
     n_valid = positive_int(n_valid, "n_valid", minimum=2)
@@ -137,7 +137,7 @@ def bench_inference(cfg: Config, *, n_queries: int = 50, repeats: int = 3, warmu
     ``use_cache=False`` always builds the rankers by the short training (in ``models_dir``, a
     temporary folder by default).
     """
-    from calibrank.analysis import efficiency
+    from calibrank.study.analysis import efficiency
 
     n_queries = positive_int(n_queries, "n_queries")
     repeats = positive_int(repeats, "repeats")
@@ -204,7 +204,7 @@ def bench_inference(cfg: Config, *, n_queries: int = 50, repeats: int = 3, warmu
         "rankers": out_rankers,
         "targets": targets,
         "clock": str(first["clock"]),
-        "note": (f"median of interleaved repeats at one intra-op thread, {first['clock']} clock (calibrank.analysis.efficiency); "
+        "note": (f"median of interleaved repeats at one intra-op thread, {first['clock']} clock (calibrank.study.analysis.efficiency); "
                  "ratio = median ms/query over bert's; tokenisation included"),
     }
 
@@ -216,10 +216,11 @@ def bench_inference_flops(cfg: Config, *, n_queries: int = 50, repeats: int = 3,
     ``peak_gflop_per_s``: precision -> GFLOP/s (:func:`benchmarks.flops.measure_peak`).
     """
     import torch
-    from calibrank.analysis.efficiency import efficiency_queries
-    from calibrank.model.backbone import load_backbone
-    from calibrank.model.cross_encoder import CrossEncoder
-    from calibrank.model.training import encode_pairs, score_pairs
+    from calibrank.study.analysis.efficiency import efficiency_queries
+    from calibrank.study.model.backbone import load_backbone
+    from calibrank.study.model.cross_encoder import CrossEncoder
+    from calibrank.study.model.training import encode_pairs
+    from calibrank.pairs import score_pairs
     from calibrank.hardware import scoring_batch_size
 
     from .flops import ShapeRecorder, available_precisions, utilisation
@@ -282,7 +283,7 @@ def bench_inference_flops(cfg: Config, *, n_queries: int = 50, repeats: int = 3,
             entry["peak_gflop_per_s"] = peak[p]
             entry["fraction_of_peak"] = util["fraction_of_peak"]
         out[p] = entry
-    out["note"] = ("calibrank.model.training.score_pairs of the bert cross-encoder, tokenisation outside the timing; FLOPs of the "
+    out["note"] = ("calibrank.study.model.training.score_pairs of the bert cross-encoder, tokenisation outside the timing; FLOPs of the "
                    "padded shapes (forward = N B (2 L P + 4 L^2 d_attn)); median of round-robin repeats")
     return out
 
@@ -290,9 +291,9 @@ def bench_inference_flops(cfg: Config, *, n_queries: int = 50, repeats: int = 3,
 def scoring_query_sets(cfg: Config, corpus: str | None = None) -> tuple[dict[str, list], str]:
     """The in-domain test query set of every evaluation sampler, and where they came from: the profile's
     files (notebook 02), else built from the corpus with the samplers that need no embedding model."""
-    from calibrank.data.corpora import load_corpus
-    from calibrank.data.negatives import build_queries, make_sampler
-    from calibrank.data.querysets import MissingStepError, load_query_set
+    from calibrank.study.data.corpora import load_corpus
+    from calibrank.study.data.negatives import build_queries, make_sampler
+    from calibrank.study.data.querysets import MissingStepError, load_query_set
 
     corpus = corpus or cfg.rankers.train_corpora[0].value
     samplers = [s.value for s in cfg.negatives.eval]
@@ -309,9 +310,9 @@ def scoring_query_sets(cfg: Config, corpus: str | None = None) -> tuple[dict[str
 
 def _tokens(sets: list[list], tokenizer, max_length: int, max_response_length: int | None, context_style) -> dict[str, Any]:
     """Pairs, sides and tokens of query sets scored together: the pair path's and encode-once's work."""
-    from calibrank.model import encode_once
-    from calibrank.model.rankers.scoring import distinct_pairs
-    from calibrank.model.training import encode_pairs
+    from calibrank.study.model import encode_once
+    from calibrank.study.model.rankers.scoring import distinct_pairs
+    from calibrank.study.model.training import encode_pairs
 
     union, _ = distinct_pairs(sets)
     pairs = encode_pairs(tokenizer, union, max_length=max_length, max_response_length=max_response_length,
@@ -329,9 +330,9 @@ def _jobs(models: list, pairs, qpairs, keys: list[str], *, batch_size: int, prec
           width: int, rankers: Sequence[str] = SCORED) -> dict[str, tuple]:
     """``ranker -> (pair path, encode-once)`` scorers of bert (member 0), mc_dropout (member 0, T passes) and ensemble,
     those of ``rankers``."""
-    from calibrank.model import encode_once
-    from calibrank.model.dropout_masks import score_pairs_per_query, score_sides_per_query
-    from calibrank.model.training import score_pairs
+    from calibrank.study.model import encode_once
+    from calibrank.study.model.dropout_masks import score_pairs_per_query, score_sides_per_query
+    from calibrank.pairs import score_pairs
 
     kw = dict(batch_size=batch_size, precision=precision)
     mc = dict(passes=passes, seed=seed, max_length=width, **kw)
@@ -355,8 +356,8 @@ def _paths(name: str, models: list, sets: list[list], *, max_length: int, max_re
     wall time after a synchronisation; both are recorded.
     """
     import torch
-    from calibrank.model.rankers.scoring import distinct_pairs
-    from calibrank.model.training import encode_pairs
+    from calibrank.study.model.rankers.scoring import distinct_pairs
+    from calibrank.study.model.training import encode_pairs
 
     from .training import _take_pairs
 
@@ -382,7 +383,7 @@ def _paths(name: str, models: list, sets: list[list], *, max_length: int, max_re
                 if device.type == "cuda":
                     torch.cuda.synchronize(device)
                 times[ranker][path].append((time.perf_counter() - w0, time.process_time() - c0))
-    from calibrank.model import encode_once
+    from calibrank.study.model import encode_once
 
     out: dict[str, Any] = {**_tokens(sets, tok, max_length, max_response_length, context_style), "pairs_keyed_by_query": len(qpairs),
                            "clock": "process CPU" if cpu_clock else "wall"}
@@ -413,7 +414,7 @@ def bench_scoring_paths(cfg: Config, *, n_queries: int | None = 100, repeats: in
 
     ``n_queries`` first test queries of each evaluation sampler (None: all of them, the sets the study
     scores), scored together (each distinct pair once, as
-    :meth:`calibrank.model.rankers.base.Ranker.predict_many`); ``passes`` / ``members``: the profile's T and M
+    :meth:`calibrank.study.model.rankers.base.Ranker.predict_many`); ``passes`` / ``members``: the profile's T and M
     by default (each pass and each member repeats the same work, so fewer bound the time, not the ratio);
     ``rankers``: which of the three. A backbone whose package is missing is listed as skipped.
     """
@@ -421,10 +422,10 @@ def bench_scoring_paths(cfg: Config, *, n_queries: int | None = 100, repeats: in
     import os
 
     import torch
-    from calibrank.model.backbone import MINILM, load_backbone
-    from calibrank.model.cross_encoder import CrossEncoder
+    from calibrank.study.model.backbone import MINILM, load_backbone
+    from calibrank.study.model.cross_encoder import CrossEncoder
     from calibrank.hardware import precision_name, scoring_batch_size
-    from calibrank.settings.choices import Pooling
+    from calibrank.study.settings.choices import Pooling
 
     n_queries = None if n_queries is None else positive_int(n_queries, "n_queries")
     unknown = sorted(set(rankers) - set(SCORED))

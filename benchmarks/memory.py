@@ -12,11 +12,11 @@ hiding another's. On CUDA the child also reports ``torch.cuda.max_memory_allocat
 
 Jobs:
 
-- ``train``: :func:`calibrank.model.training.train_model` on a :class:`calibrank.model.cross_encoder.CrossEncoder`
+- ``train``: :func:`calibrank.study.model.training.train_model` on a :class:`calibrank.study.model.cross_encoder.CrossEncoder`
   with the given training settings (the laptop profile's: MiniLM, batch 16, max length 128,
   bf16 autocast where supported) for a fixed number of steps: model, AdamW moments,
   activations and gradients.
-- ``gibbs``: :func:`calibrank.model.gp.polya_gamma.gibbs_gp` on an ``M x M`` RBF kernel of
+- ``gibbs``: :func:`calibrank.study.model.gp.polya_gamma.gibbs_gp` on an ``M x M`` RBF kernel of
   ``M`` random features (the encoder's hidden size), ``chains`` chains for ``steps`` steps, as
   PG-DRR runs it on its inducing set (laptop: M = 256, 30 chains, 10 steps); larger ``M`` shows
   how memory grows (the chains' ``I + W^1/2 K W^1/2`` and their Cholesky factors are
@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from calibrank.settings.schema import PGDRRConfig
+from calibrank.study.settings.schema import PGDRRConfig
 
 from .common import emit, log, positive_int, run_child
 
@@ -97,9 +97,9 @@ def _child(spec: dict[str, Any]) -> dict[str, Any]:
     import numpy as np
     import torch
     from calibrank import hardware
-    from calibrank.model import training  # noqa: F401
-    from calibrank.model.gp import polya_gamma
-    from calibrank.model import cross_encoder  # noqa: F401
+    from calibrank.study.model import training  # noqa: F401
+    from calibrank.study.model.gp import polya_gamma
+    from calibrank.study.model import cross_encoder  # noqa: F401
     from transformers import BertModel  # noqa: F401  (part of the common baseline)
 
     baseline, source = peak_rss_mb()
@@ -110,11 +110,11 @@ def _child(spec: dict[str, Any]) -> dict[str, Any]:
     info: dict[str, Any] = {}
     job = spec["job"]
     if job == "train":
-        from calibrank.data.io import read_queries
-        from calibrank.model.backbone import load_backbone
-        from calibrank.model.losses import binary_cross_entropy
-        from calibrank.settings.choices import Precision
-        from calibrank.settings.schema import TrainingConfig
+        from calibrank.study.data.io import read_queries
+        from calibrank.study.model.backbone import load_backbone
+        from calibrank.study.model.losses import binary_cross_entropy
+        from calibrank.study.settings.choices import Precision
+        from calibrank.study.settings.schema import TrainingConfig
 
         from .training import _take_pairs
 
@@ -172,7 +172,7 @@ def bench_memory(queries, settings, *, train_steps: int = 10, gibbs_sizes: Seque
                  feature_dim: int = 384, laptop_inducing: int = 256,
                  seed: int = 0, context_style: str = "plain", device: str = "cpu", timeout_s: float = 900.0) -> dict[str, Any]:
     """Peak RSS (and its increment over the imports-only baseline) of a training run and of the Gibbs sampler at each size."""
-    from calibrank.data.io import write_queries
+    from calibrank.study.data.io import write_queries
 
     train_steps = positive_int(train_steps, "train_steps")
     gibbs_chains = positive_int(gibbs_chains, "gibbs_chains")

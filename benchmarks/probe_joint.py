@@ -8,7 +8,7 @@ For every (joint layers, head, seed) the profile's ``bert`` (or ``--ranker``: an
 model of its own, e.g. ``sngp``, with its profile section) is trained on the profile's training
 corpus (its first, unless ``--corpus``) with the profile's settings otherwise: the same data,
 epochs, batch size and schedule, hence the same number of steps. Joint layers are realised by
-attention masks over the same sequences (:func:`calibrank.model.backbone.encode`), so a step costs the
+attention masks over the same sequences (:func:`calibrank.study.model.backbone.encode`), so a step costs the
 same for every setting and equal steps are equal training time up to noise; the seconds of each
 training are in the table. ``null`` in ``--joint-layers`` is the papers' cross-encoder; ``L``
 (the encoder's layer count) gives the same numbers through the layer-by-layer path.
@@ -19,7 +19,7 @@ scored on every test condition of the profile (each corpus x each evaluation sam
 scored with ``bert`` (``focal`` starts from the same model). A setting the profile's check refuses for
 the ranker (e.g. SNGP's spectral norm on the pooler with another head) gets one row saying so. Beside
 each R10@1 (95% percentile bootstrap over test queries, :mod:`calibrank.metrics.resample`) the
-CSV holds the zero-shot bi-encoder rule's R10@1 on the same queries (:mod:`calibrank.data.baselines`)
+CSV holds the zero-shot bi-encoder rule's R10@1 on the same queries (:mod:`calibrank.study.data.baselines`)
 with its interval, the paired difference with its interval and the one-sided permutation
 p-value of "the ranker ranks better", and ``above_biencoder_interval``: the ranker's R10@1 above
 the upper end of the bi-encoder's interval. With several seeds, rows with seed ``all`` resample
@@ -50,24 +50,24 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
-from calibrank.analysis.efficiency import machine_info
-from calibrank.data.baselines import BaselineName, baseline_predictions, baseline_scores
-from calibrank.data.conditions import Condition, eval_conditions, models_dir as profile_models_dir, shift_kind
-from calibrank.data.querysets import MissingStepError, build_query_sets, load_query_set, prepare_data
-from calibrank.data.schema import RankingQuery
+from calibrank.study.analysis.efficiency import machine_info
+from calibrank.study.data.baselines import BaselineName, baseline_predictions, baseline_scores
+from calibrank.study.data.conditions import Condition, eval_conditions, models_dir as profile_models_dir, shift_kind
+from calibrank.study.data.querysets import MissingStepError, build_query_sets, load_query_set, prepare_data
+from calibrank.study.data.schema import RankingQuery
 from calibrank.metrics.resample import compare, features, interval
-from calibrank.model.rankers import ranker_from_config
-from calibrank.model.rankers.keys import queries_version
-from calibrank.model.rankers.scoring import distinct_pairs, sigmoid
-from calibrank.model.training import score_pairs
+from calibrank.study.model.rankers import ranker_from_config
+from calibrank.study.model.rankers.keys import queries_version
+from calibrank.study.model.rankers.scoring import distinct_pairs, sigmoid
+from calibrank.pairs import score_pairs
 from calibrank.hardware import use_bf16
 from calibrank.predictions import Predictions
 from calibrank.atomic import atomic_path, write_json
-from calibrank.settings import registry
-from calibrank.settings.checks import ConfigError
-from calibrank.settings.choices import Pooling
-from calibrank.settings.config import load_config
-from calibrank.settings.schema import BACKBONE_LAYERS, Config, check_joint_layers
+from calibrank.study.settings import registry
+from calibrank.study.settings.checks import ConfigError
+from calibrank.study.settings.choices import Pooling
+from calibrank.study.settings.config import load_config
+from calibrank.study.settings.schema import BACKBONE_LAYERS, Config, check_joint_layers
 
 __all__ = ["COLUMNS", "probe", "query_sets", "settings", "summary", "main"]
 
@@ -80,7 +80,7 @@ COLUMNS = ["ranker", "joint_layers", "head", "seed", "stage", "corpus", "sampler
 def settings(joint_layers: Sequence[int | None], heads: Sequence[str], backbone: str) -> list[tuple[int | None, Pooling, str]]:
     """``(joint_layers, head, why not)`` for every combination; ``why not`` is empty for one that can run.
 
-    A value out of range for a backbone of known depth is an error (:func:`calibrank.settings.config.check_joint_layers`).
+    A value out of range for a backbone of known depth is an error (:func:`calibrank.study.settings.config.check_joint_layers`).
     """
     out = []
     for j in joint_layers:

@@ -250,8 +250,8 @@ def bench_embedding(responses_emb: np.ndarray, queries_emb: np.ndarray, k: int =
 
 def chitchat_workload(n_responses: int, n_queries: int, seed: int = 0) -> tuple[list[str], list[tuple[str, ...]], dict[str, Any]]:
     """The first ``n_responses`` unique responses of the chitchat corpus and ``n_queries`` contexts of other examples."""
-    from calibrank.data.chitchat import read_chitchat
-    from calibrank.data.schema import normalise_text
+    from calibrank.study.data.chitchat import read_chitchat
+    from calibrank.study.data.schema import normalise_text
 
     pairs = [(d.utterances[:i], d.utterances[i]) for d in read_chitchat() for i in range(1, len(d.utterances))]
     seen: set[str] = set()

@@ -5,10 +5,10 @@ untimed warm-up steps, which pay for lazy initialisation and the trainer's setup
 precision of ``precisions`` the hardware runs natively (fp32 always; bf16 on a CPU with
 AVX512-BF16 or AMX, or a GPU with bf16; :func:`benchmarks.flops.available_precisions`), of
 
-- ``calibrank_<precision>``: :func:`calibrank.model.training.train_model` on a
-  :class:`calibrank.model.cross_encoder.CrossEncoder` (fused AdamW, length-bucketed batches with dynamic
+- ``calibrank_<precision>``: :func:`calibrank.study.model.training.train_model` on a
+  :class:`calibrank.study.model.cross_encoder.CrossEncoder` (fused AdamW, length-bucketed batches with dynamic
   padding) with ``training.precision`` set to that precision (bf16: autocast, head in fp32).
-  Its tokenisation happens once before the loop (:func:`calibrank.model.training.encode_pairs`); the
+  Its tokenisation happens once before the loop (:func:`calibrank.study.model.training.encode_pairs`); the
   share of it that belongs to the timed pairs is added to the timed seconds, because
   sentence-transformers tokenises inside its loop;
 - ``st_<precision>``: sentence-transformers' ``CrossEncoder.fit``; fp32 is its default, bf16 is
@@ -57,10 +57,10 @@ from typing import Any
 
 import numpy as np
 import torch
-from calibrank.data.schema import RankingQuery
-from calibrank.data.splits import format_context
-from calibrank.settings.choices import ContextStyle
-from calibrank.settings.schema import TrainingConfig
+from calibrank.study.data.schema import RankingQuery
+from calibrank.study.data.splits import format_context
+from calibrank.study.settings.choices import ContextStyle
+from calibrank.study.settings.schema import TrainingConfig
 
 from .common import log, positive_int, ratio, target
 from .flops import ShapeRecorder, available_precisions, utilisation
@@ -84,8 +84,8 @@ def st_fit_available() -> tuple[bool, str]:
 
 
 def _take_pairs(pairs, n: int):
-    """The first ``n`` tokenised pairs (query order) as a :class:`calibrank.model.training.Pairs`."""
-    from calibrank.model.training import Pairs
+    """The first ``n`` tokenised pairs (query order) as a :class:`calibrank.study.model.training.Pairs`."""
+    from calibrank.pairs import Pairs
 
     return Pairs(
         input_ids=pairs.input_ids[:n],
@@ -141,10 +141,10 @@ def run_calibrank(queries: Sequence[RankingQuery], settings: TrainingConfig, *, 
 
     ``precision`` (``fp32``, ``bf16``) overrides ``settings.precision``.
     """
-    from calibrank.model.backbone import load_backbone
-    from calibrank.model.losses import binary_cross_entropy
-    from calibrank.model.cross_encoder import CrossEncoder
-    from calibrank.model.training import encode_pairs, train_model
+    from calibrank.study.model.backbone import load_backbone
+    from calibrank.study.model.losses import binary_cross_entropy
+    from calibrank.study.model.cross_encoder import CrossEncoder
+    from calibrank.study.model.training import encode_pairs, train_model
     from calibrank.hardware import use_bf16
 
     device = device or torch.device("cpu")
@@ -181,7 +181,7 @@ def run_calibrank(queries: Sequence[RankingQuery], settings: TrainingConfig, *, 
         "loop_seconds": loop_s,
         "tokenise_seconds": tok_share,
         "precision": "bf16 autocast (fp32 head)" if bf16 else "fp32",
-        "method": "calibrank.model.training.train_model (fused AdamW, length-bucketed dynamic padding)",
+        "method": "calibrank.study.model.training.train_model (fused AdamW, length-bucketed dynamic padding)",
         "steps_run": result.steps,
         "mean_pair_tokens": float(np.mean(pairs.lengths)),
         **_flop_figures(rec, warmup, steps, loop_s),
@@ -243,7 +243,7 @@ def _timed_trainer(ends: list[float], info: dict[str, Any], *, bf16: bool = Fals
 
 def _st_checkpoint(settings: TrainingConfig, seed: int, workdir: Path) -> str:
     """A folder sentence-transformers can load with the backbone's weights (MiniLM's own; tiny-random saved)."""
-    from calibrank.model.backbone import TINY, load_backbone, resolve_checkpoint
+    from calibrank.study.model.backbone import TINY, load_backbone, resolve_checkpoint
 
     if settings.backbone != TINY:  # MiniLM's local folder, another local folder, or a name in the local HF cache
         return str(resolve_checkpoint(settings.backbone))

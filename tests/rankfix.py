@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-from calibrank.data.schema import RankingQuery
-from calibrank.settings.schema import TrainingConfig
+from calibrank.study.data.schema import RankingQuery
+from calibrank.study.settings.schema import TrainingConfig
 
 WORDS = ["apple", "banana", "cherry", "grape", "lemon", "mango", "peach", "plum", "melon", "orange", "kiwi", "lime"]
 

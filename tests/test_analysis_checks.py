@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibrank.analysis import study as st
-from calibrank.analysis import calibration, exports, load, nota_tables, risk_aware, uncertainty, verdicts
+from calibrank.study.analysis import study as st
+from calibrank.study.analysis import calibration, exports, load, nota_tables, risk_aware, uncertainty, verdicts
 from calibrank.table_checks import TableError
 
 from conftest import project_root
@@ -262,8 +262,8 @@ def test_a_study_trained_on_both_corpora_builds_every_table(tmp_path):
     """Table 1 as the train x test matrix, the 2023 layouts' shift rows, and every other table of 04-06."""
     import shutil
 
-    from calibrank.data import baselines as bl
-    from calibrank.data.conditions import eval_conditions
+    from calibrank.study.data import baselines as bl
+    from calibrank.study.data.conditions import eval_conditions
 
     with project_root(tmp_path):
         data = st.load_study(write_synthetic_study(tmp_path, train_corpora=("chitchat", "chatterbot"), domain_drop=True))

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from calibrank.assess import certify as cert_mod
-from calibrank.assess.certify import Metric, certify, cutoff_grid, kept_by_cutoff, min_kept
+from calibrank.assess.deploy import certify as cert_mod
+from calibrank.assess.deploy.certify import Metric, certify, cutoff_grid, kept_by_cutoff, min_kept
 
 TRIALS = 200
 DELTA = 0.1

@@ -8,9 +8,9 @@ import pytest
 import torch
 from transformers import AutoModelForSequenceClassification, AutoTokenizer, BertConfig, BertForSequenceClassification, BertModel
 
-from calibrank.assess.checkpoint import Candidate, TextQuery, load_checkpoint, read_queries, score_checkpoint
-from calibrank.assess.scored import AssessError, ScoreKind
-from calibrank.model.backbone import resolve_checkpoint
+from calibrank.assess.read.checkpoint import Candidate, TextQuery, load_checkpoint, read_queries, score_checkpoint
+from calibrank.assess.read.scored import AssessError, ScoreKind
+from calibrank.study.model.backbone import resolve_checkpoint
 
 QUERIES = [
     {"qid": "q1", "query": "how do I reset my router", "candidates": [
@@ -276,7 +276,7 @@ def test_labels_and_parameters_are_checked_before_scoring(folders):
         score_checkpoint(folders["ce"], bare, qrels={"q": {"d": "yes"}})
     with pytest.raises(AssessError, match="qrels: judge none of the 1 queries"):
         score_checkpoint(folders["ce"], bare, qrels={"Q": {"d": 1}})
-    with pytest.raises(AssessError, match="passes: expected an integer >= 0"):
+    with pytest.raises(AssessError, match="passes: expected a whole number >= 0"):
         score_checkpoint(folders["ce"], folders["queries"], passes=-1)
     with pytest.raises(AssessError, match="precision: expected one of"):
         score_checkpoint(folders["ce"], folders["queries"], precision="fp16")

@@ -58,10 +58,10 @@ def _fails(capsys, argv) -> str:
 
 @pytest.mark.parametrize("extra,expected", [
     (["--precision", "1.5"], "--precision: expected a number in (0, 1), got 1.5"),
-    (["--precision", "high"], "--precision: expected a number between 0 and 1, got 'high'"),
+    (["--precision", "high"], "--precision: expected a number in (0, 1), got 'high'"),
     (["--confidence", "0"], "--confidence: expected a number in (0, 1), got 0.0"),
-    (["--score", "prob"], "--score: expected one of probability, logit, score, got 'prob'"),
-    (["--map", "splines"], "--map: expected auto or one of identity, platt, isotonic, beta, temperature"),
+    (["--score", "prob"], "--score: expected one of score, logit, probability, got 'prob'"),
+    (["--map", "splines"], "--map: expected one of auto, identity, platt, isotonic, beta, temperature"),
     (["--map", "temperature"], "--map: temperature scales a logit"),
     (["--precision", "0.9", "--recall", "0.5"], "--recall: give a target precision or a target recall, not both"),
     (["--coverage", "0.8", "--risk", "0.1"], "--risk: give a coverage or a risk"),
@@ -108,7 +108,7 @@ def test_a_failed_rerun_keeps_the_previous_report_whole(capsys, files, tmp_path,
     def full_disk(self, path):
         raise OSError(28, "No space left on device", str(path))
 
-    from calibrank.assess.calibrator import Calibrator
+    from calibrank.assess.deploy.calibrator import Calibrator
     monkeypatch.setattr(Calibrator, "save", full_disk)
     err = _fails(capsys, _args(files, out, "--seed", "3"))
     assert f"{out / 'calibrator.json'}: cannot be written (No space left on device)" in err
@@ -162,7 +162,7 @@ def test_the_calibrator_reproduces_the_page_numbers_in_a_fresh_interpreter(files
 import json, sys
 import numpy as np
 from calibrank import Calibrator
-from calibrank.assess.trec import read_runs
+from calibrank.assess.read.trec import read_runs
 cal = Calibrator.load({str(out / 'calibrator.json')!r})
 run = read_runs({str(files['run'])!r}, {str(files['qrels'])!r})
 s = np.where(run.mask, run.scores.mean(axis=0), 0.0)

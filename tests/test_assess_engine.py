@@ -13,20 +13,20 @@ import pandas as pd
 import pytest
 from ir_measures import AP, RR, R, nDCG, P
 
-from calibrank.analysis.exports import _trec_lines
-from calibrank.assess import figures
-from calibrank.assess.reliability import NO_SCALE
+from calibrank.study.analysis.exports import _trec_lines
+from calibrank.assess.page import figures
+from calibrank.assess.sections.reliability import NO_SCALE
 from calibrank.assess.engine import Assessment, assess
-from calibrank.assess.load import load
-from calibrank.assess.ranking import per_query
-from calibrank.assess.scored import AssessError, ScoredRun
-from calibrank.assess.selfcheck import checked
-from calibrank.assess.trec import read_runs
+from calibrank.assess.read.load import load
+from calibrank.assess.sections.ranking import per_query
+from calibrank.assess.read.scored import AssessError, ScoredRun
+from calibrank.assess.sections.selfcheck import checked
+from calibrank.assess.read.trec import read_runs
 from calibrank.metrics.calibration import brier, ece
 from calibrank.metrics.ranking import rank_of_relevant, recall_at_k
-from calibrank.analysis.practice.conformal import conformal_quantile, prediction_sets, true_scores
-from calibrank.analysis.practice.listwise import candidate_distribution
-from calibrank.analysis.practice.selective import confidences, selective_scores
+from calibrank.methods.conformal import conformal_quantile, prediction_sets, true_scores
+from calibrank.methods.listwise import candidate_distribution
+from calibrank.methods.selective import confidences, selective_scores
 from calibrank.predictions import Predictions
 
 FAST = {"n_resamples": 200}
@@ -193,7 +193,7 @@ def _assert_study_numbers(a: Assessment, test: Predictions, valid: Predictions, 
 
 def test_a_study_predictions_gets_the_study_numbers():
     test, valid = study_predictions(300, 10, 1, "t"), study_predictions(200, 10, 2, "v")
-    a = assess(as_scored(test), as_scored(valid), alpha=0.1, method="identity", **FAST)
+    a = assess(as_scored(test), as_scored(valid), alpha=0.1, map="identity", score="probability", **FAST)
     _assert_study_numbers(a, test, valid, tol=1e-12)
 
 
@@ -207,7 +207,7 @@ def test_study_predictions_exported_as_trec_runs_get_the_study_numbers(tmp_path)
         (tmp_path / f"{role}.qrels").write_text("\n".join(qrel_lines) + "\n")
         preds[role] = pred
         scored[role] = read_runs(tmp_path / f"{role}.run", tmp_path / f"{role}.qrels", kind="probability")
-    a = assess(scored["test"], scored["valid"], alpha=0.1, method="identity", **FAST)
+    a = assess(scored["test"], scored["valid"], alpha=0.1, map="identity", score="probability", **FAST)
     _assert_study_numbers(a, preds["test"], preds["valid"], tol=1e-6)  # the run holds 8 decimals
 
 
@@ -346,10 +346,10 @@ def _ragged_predictions() -> Predictions:
 
 
 def test_the_helpers_that_build_predictions_carry_mask_and_docids():
-    from calibrank.analysis.subsets import keep_candidates
-    from calibrank.analysis.practice.fitdata import drop_queries
-    from calibrank.analysis.practice.prior import correct_predictions
-    from calibrank.analysis.practice.recalibrate import fit_recalibrator, recalibrate
+    from calibrank.study.analysis.subsets import keep_candidates
+    from calibrank.study.analysis.practice.fitdata import drop_queries
+    from calibrank.methods.prior import correct_predictions
+    from calibrank.methods.recalibrate import fit_recalibrator, recalibrate
 
     pred = _ragged_predictions()
     dropped = drop_queries(pred, {"q0", "q5"})
@@ -367,7 +367,7 @@ def test_the_helpers_that_build_predictions_carry_mask_and_docids():
 
 
 def test_a_padded_slot_is_never_ranked_in_a_set_or_on_top():
-    from calibrank.analysis.practice.nota_sets import top_answer
+    from calibrank.study.analysis.practice.nota_sets import top_answer
 
     pred = _ragged_predictions()
     pi = candidate_distribution(pred.probs, pred.mask)

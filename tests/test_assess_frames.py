@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibrank.assess.load import load
-from calibrank.assess.scored import AssessError
-from calibrank.assess.tables import as_qrels, from_dataframe, qrels_from_dataframe
-from calibrank.assess.trec import read_qrels, read_runs
+from calibrank.assess.read.load import load
+from calibrank.assess.read.scored import AssessError
+from calibrank.assess.read.score_tables import as_qrels, from_dataframe, qrels_from_dataframe
+from calibrank.assess.read.trec import read_qrels, read_runs
 
 from conftest import FIXTURES, REPO
 
@@ -133,7 +133,7 @@ def test_frames_that_cannot_be_read_say_why():
 
 def test_reading_frames_imports_no_ranx():
     code = ("import sys, pandas as pd, ir_measures\n"
-            "from calibrank.assess.load import load\n"
+            "from calibrank.assess.read.load import load\n"
             f"run = pd.DataFrame(ir_measures.read_trec_run({str(RUN)!r}))\n"
             f"qrels = pd.DataFrame(ir_measures.read_trec_qrels({str(QRELS)!r}))\n"
             "load(run=run, qrels=qrels)\n"

@@ -17,7 +17,7 @@ def _python(code: str) -> subprocess.CompletedProcess:
 def test_reading_a_run_imports_no_torch():
     done = _python(
         "import sys\n"
-        "from calibrank.assess.load import load\n"
+        "from calibrank.assess.read.load import load\n"
         f"inputs = load(run={str(HERE / 'run.txt')!r}, qrels={str(HERE / 'qrels.txt')!r})\n"
         f"load(table={str(HERE / 'scores.csv')!r}, score='probability')\n"
         "heavy = sorted(m for m in ('torch', 'transformers', 'ranx', 'numba') if m in sys.modules)\n"
@@ -33,8 +33,8 @@ def test_a_checkpoint_without_torch_is_one_clear_line(tmp_path):
         "import sys\n"
         "sys.modules['torch'] = None\n"  # 'import torch' now fails as if it were not installed
         "sys.modules['transformers'] = None\n"
-        "from calibrank.assess.load import load\n"
-        "from calibrank.assess.scored import AssessError\n"
+        "from calibrank.assess.read.load import load\n"
+        "from calibrank.assess.read.scored import AssessError\n"
         f"load(run={str(HERE / 'run.txt')!r}, qrels={str(HERE / 'qrels.txt')!r})\n"
         "try:\n"
         f"    load(checkpoint={str(tmp_path)!r}, queries={str(tmp_path / 'q.jsonl')!r})\n"

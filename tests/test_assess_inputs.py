@@ -12,12 +12,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibrank.assess import inputs
-from calibrank.assess.inputs import Qrels
-from calibrank.assess.load import load
-from calibrank.assess.scored import AssessError, ScoreKind
-from calibrank.assess.tables import from_dataframe, read_table
-from calibrank.assess.trec import read_qrels, read_runs
+from calibrank.assess.read import rows as inputs
+from calibrank.assess.read.rows import Qrels
+from calibrank.assess.read.load import load
+from calibrank.assess.read.scored import AssessError, ScoreKind
+from calibrank.assess.read.score_tables import from_dataframe, read_table
+from calibrank.assess.read.trec import read_qrels, read_runs
 from benchmarks.__main__ import SECTIONS, main
 from benchmarks.assess_io import bench_assess_io, make_synthetic_run
 
@@ -199,9 +199,9 @@ def test_probability_outside_unit_interval_is_named(tmp_path):
 
 
 def test_unknown_kind_and_relevant_at(tmp_path):
-    with pytest.raises(AssessError, match=r"kind: expected one of probability, logit, score, got 'prob'"):
+    with pytest.raises(AssessError, match=r"kind: expected one of score, logit, probability, got 'prob'"):
         read_runs(RUN, QRELS, kind="prob")
-    with pytest.raises(AssessError, match=r"relevant_at: expected an integer >= 1"):
+    with pytest.raises(AssessError, match=r"relevant_at: expected a whole number >= 1"):
         read_runs(RUN, QRELS, relevant_at=0)
 
 
@@ -251,11 +251,11 @@ def test_an_empty_table_is_called_empty(tmp_path, name, expected):
 
 
 def test_messages_show_plain_values_not_numpy_reprs(tmp_path):
-    with pytest.raises(AssessError, match=r"relevant_at: expected an integer >= 1 .*got 0$"):
+    with pytest.raises(AssessError, match=r"relevant_at: expected a whole number >= 1 .*got 0$"):
         read_runs(RUN, QRELS, relevant_at=np.int64(0))
-    with pytest.raises(AssessError, match=r"seed: expected an integer >= 0, got -1$"):
+    with pytest.raises(AssessError, match=r"seed: expected a whole number >= 0, got -1$"):
         load(run=RUN, qrels=QRELS, seed=np.int64(-1))
-    with pytest.raises(AssessError, match=r"kind: expected one of probability, logit, score, got 'prob'$"):
+    with pytest.raises(AssessError, match=r"kind: expected one of score, logit, probability, got 'prob'$"):
         read_runs(RUN, QRELS, kind=np.str_("prob"))
     notes = "\n".join(load(run=RUN, qrels=QRELS, valid_run=RUN).notes)
     assert "(e.g. 'q1')" in notes and "np." not in notes
@@ -390,16 +390,16 @@ def test_load_with_validation_input_and_notes():
 
 
 @pytest.mark.parametrize("kwargs, what", [
-    (dict(run=RUN, qrels=QRELS, score="probs"), r"score: expected one of probability, logit, score"),
-    (dict(run=RUN, qrels=QRELS, relevant_at=0), r"relevant_at: expected an integer >= 1"),
-    (dict(run=RUN, qrels=QRELS, seed=-1), r"seed: expected an integer >= 0"),
+    (dict(run=RUN, qrels=QRELS, score="probs"), r"score: expected one of score, logit, probability"),
+    (dict(run=RUN, qrels=QRELS, relevant_at=0), r"relevant_at: expected a whole number >= 1"),
+    (dict(run=RUN, qrels=QRELS, seed=-1), r"seed: expected a whole number >= 0"),
     (dict(run=RUN, qrels=QRELS, table=CSV), r"run, table, checkpoint: expected exactly one of them, got run and table"),
     (dict(), r"got none"),
     (dict(run=RUN), r"qrels: a TREC run needs qrels"),
     (dict(table=CSV, valid_run=RUN), r"valid_run: goes with run="),
     (dict(table=CSV, valid_qrels=QRELS), r"valid_qrels: given without a validation input"),
     (dict(checkpoint="model"), r"queries: a checkpoint needs the queries"),
-    (dict(run=RUN, qrels=QRELS, passes=-1), r"passes: expected an integer >= 0"),
+    (dict(run=RUN, qrels=QRELS, passes=-1), r"passes: expected a whole number >= 0"),
 ])
 def test_load_checks_its_parameters(kwargs, what):
     with pytest.raises(AssessError, match=what):
@@ -413,7 +413,7 @@ def test_load_hands_a_checkpoint_to_the_scorer(monkeypatch):
         calls.append((path, queries, passes, kw))
         return read_table(CSV, kind="logit", relevant_at=kw["relevant_at"])
 
-    monkeypatch.setattr("calibrank.assess.checkpoint.score_checkpoint", fake)
+    monkeypatch.setattr("calibrank.assess.read.checkpoint.score_checkpoint", fake)
     inputs = load(checkpoint="model", queries="test.jsonl", valid_queries="valid.jsonl", passes=3, score="logit", relevant_at=2)
     assert calls == [("model", "test.jsonl", 3, {"relevant_at": 2}), ("model", "valid.jsonl", 3, {"relevant_at": 2})]
     assert inputs.test.relevant_at == 2 and inputs.test.kind is ScoreKind.logit

@@ -13,9 +13,9 @@ import pandas as pd
 import pytest
 from ir_measures import AP, RR, P, R, nDCG
 
-from calibrank.assess.ranking import per_query, ranking_table
-from calibrank.assess.tables import read_table
-from calibrank.assess.trec import read_runs
+from calibrank.assess.sections.ranking import per_query, ranking_table
+from calibrank.assess.read.score_tables import read_table
+from calibrank.assess.read.trec import read_runs
 
 KS = (1, 3, 5, 10)
 

@@ -9,8 +9,8 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from calibrank.data import baselines as bl  # noqa: E402
-from calibrank.data.schema import RankingQuery  # noqa: E402
+from calibrank.study.data import baselines as bl  # noqa: E402
+from calibrank.study.data.schema import RankingQuery  # noqa: E402
 from calibrank.metrics.ranking import recall_at_k  # noqa: E402
 
 POOL = ["i love pizza with cheese", "my cat sleeps all day", "pizza or pasta tonight",
@@ -39,7 +39,7 @@ def test_bm25_scores_are_the_same_bits_in_every_process():
     import subprocess
     import sys
 
-    code = ("import sys; from calibrank.data.baselines import BM25Stats; "
+    code = ("import sys; from calibrank.study.data.baselines import BM25Stats; "
             "pool = [' '.join(f'w{(7 * i + j) % 97}' for j in range(i % 9 + 3)) for i in range(300)]; "
             "s = BM25Stats(pool); q = ' '.join(f'w{j}' for j in range(0, 97, 2)); "
             "print(repr(sum(s.score(q, d) for d in pool)), [s.score(q, d).hex() for d in pool[:40]])")
@@ -165,7 +165,7 @@ def test_ranking_check_flags_a_shortcut_and_a_ranker_below_chance():
 def write_rule_predictions(cfg, n: int = 8, seed: int = 0) -> None:
     """Predictions of every rule on every test condition of ``cfg`` (trained on chitchat): random scores,
     the relevant candidate first, ``n`` queries."""
-    from calibrank.data.conditions import eval_conditions
+    from calibrank.study.data.conditions import eval_conditions
 
     rng = np.random.default_rng(seed)
     for c in eval_conditions(cfg, ("test",)):
@@ -178,9 +178,9 @@ def write_rule_predictions(cfg, n: int = 8, seed: int = 0) -> None:
 
 
 def test_table1_shows_the_rules_as_reference_rows(tmp_root):
-    from calibrank.analysis import study as st
-    from calibrank.settings.config import load_config
-    from calibrank.data.conditions import eval_conditions
+    from calibrank.study.analysis import study as st
+    from calibrank.study.settings.config import load_config
+    from calibrank.study.data.conditions import eval_conditions
 
     cfg = load_config("smoke", {"rankers.names": ["bert"], "rankers.seeds": [0]})
     write_rule_predictions(cfg)

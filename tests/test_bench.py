@@ -139,7 +139,7 @@ def test_main_end_to_end_tiny(tmp_path):
 
 # --------------------------------------------------------------------------- ranker sections
 
-from calibrank.settings.config import load_config  # noqa: E402
+from calibrank.study.settings.config import load_config  # noqa: E402
 from rankfix import learnable_queries, tiny_training  # noqa: E402
 
 from benchmarks import (
@@ -213,8 +213,8 @@ def test_training_throughput_bf16_side_by_side():
 @pytest.fixture
 def smoke_queries(tmp_path):
     """The smoke profile (tiny-random backbone) with tiny learnable query sets written under the test's root."""
-    from calibrank.data.io import write_queries
-    from calibrank.data.querysets import QuerySetSpec, query_set_path
+    from calibrank.study.data.io import write_queries
+    from calibrank.study.data.querysets import QuerySetSpec, query_set_path
 
     cfg = load_config(SMOKE, {"rankers.pg_drr.inducing": 8, "rankers.ensemble.members": 2, "rankers.mc_dropout.passes": 2,
                               "training.max_length": 32, "training.max_response_length": 12})
@@ -251,7 +251,7 @@ def test_scoring_paths_side_by_side_on_the_tiny_backbone(monkeypatch):
     """Pair path and encode-once on the same queries: the same logits, fewer tokens; MiniLM listed as skipped without its package."""
     import importlib.util
 
-    from calibrank.data.schema import RankingQuery
+    from calibrank.study.data.schema import RankingQuery
 
     cfg = load_config(SMOKE, {"training.max_length": 32, "training.max_response_length": 12})
     base = learnable_queries(3, 4, seed=2)
@@ -290,7 +290,7 @@ def _own_peak_mb() -> float:
 
 
 def test_peak_memory_child_jobs_in_process(tmp_path):
-    from calibrank.data.io import write_queries
+    from calibrank.study.data.io import write_queries
 
     path = write_queries(tmp_path / "q.parquet", learnable_queries(4, 1, 0))
     settings = bench_memory._plain_settings(tiny_training(batch_size=4))
@@ -405,8 +405,8 @@ def test_encoder_flops_by_hand():
 
 def test_encoder_shape_and_recorder_on_the_tiny_backbone():
     import torch
-    from calibrank.model.backbone import load_backbone
-    from calibrank.model.cross_encoder import CrossEncoder
+    from calibrank.study.model.backbone import load_backbone
+    from calibrank.study.model.cross_encoder import CrossEncoder
 
     model = CrossEncoder(load_backbone("tiny-random"))
     rec = bench_flops.ShapeRecorder(model)

@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 from calibrank import Calibrator
-from calibrank.analysis.practice.recalibrate import fit_recalibrator
-from calibrank.assess.calibrator import CalibratorError
-from calibrank.assess.fit import fit_calibrator
-from calibrank.assess.fit import fit_map
-from calibrank.assess.maps import MapError, ScoreMap
-from calibrank.assess.scored import ScoredRun
+from calibrank.methods.recalibrate import fit_recalibrator
+from calibrank.assess.deploy.calibrator import CalibratorError
+from calibrank.assess.deploy.fit import fit_calibrator
+from calibrank.assess.deploy.fit import fit_map
+from calibrank.assess.deploy.maps import MapError, ScoreMap
+from calibrank.assess.read.scored import ScoredRun
 
 
 def _run(q: int = 200, seed: int = 0, kind: str = "score") -> ScoredRun:

@@ -4,9 +4,9 @@ import re
 
 import pytest
 
-from calibrank.settings.checks import ConfigError
-from calibrank.settings.choices import Corpus, SamplerName
-from calibrank.settings.config import load_config
+from calibrank.study.settings.checks import ConfigError
+from calibrank.study.settings.choices import Corpus, SamplerName
+from calibrank.study.settings.config import load_config
 from conftest import REPO
 
 
@@ -105,7 +105,7 @@ def test_defaults_fill_omitted_sections(tmp_path):
 
 
 def test_training_seeds_name_the_runs_and_round_trip(tmp_root):
-    from calibrank.settings.config import parse_run_name, run_name, train_runs, training_seeds
+    from calibrank.study.settings.config import parse_run_name, run_name, train_runs, training_seeds
 
     cfg = load_config("smoke", {"rankers.names": ["bert", "pg_drr"], "rankers.seeds": [5, 2],
                                 "rankers.train_corpora": ["chitchat"]})
@@ -126,13 +126,13 @@ def test_config_and_choices_load_without_torch():
     import subprocess
     import sys
 
-    code = "import sys, calibrank.settings.config, calibrank.settings.choices; sys.exit('torch' in sys.modules)"
+    code = "import sys, calibrank.study.settings.config, calibrank.study.settings.choices; sys.exit('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
 
 
 def test_config_exports_only_what_it_defines():
     """One place per name: the sections live in schema, the option enums in choices, the errors in checks."""
-    from calibrank.settings import config
+    from calibrank.study.settings import config
 
     assert config.__all__ and all(getattr(config, name).__module__ == config.__name__ for name in config.__all__)
 
@@ -216,7 +216,7 @@ def test_extends_errors_name_the_file(tmp_root):
 
 
 def test_sources_lists_the_chain(tmp_root):
-    from calibrank.settings.profiles import profile_sources
+    from calibrank.study.settings.profiles import profile_sources
 
     assert [p.relative_to(tmp_root).as_posix() for p in profile_sources("laptop-3seeds")] == \
         ["params/laptop-3seeds.yaml", "params/laptop.yaml"]
@@ -230,7 +230,7 @@ def _child(tmp_root, text, name="child"):
 
 
 def test_an_empty_section_in_a_child_is_an_error_naming_its_line(tmp_root):
-    from calibrank.settings.schema import PGDRRConfig, TrainingConfig
+    from calibrank.study.settings.schema import PGDRRConfig, TrainingConfig
 
     smoke = load_config("smoke")
     path = _child(tmp_root, "training:\n  # lr: 0.1\n  # epochs: 3\n")
@@ -250,7 +250,7 @@ def test_an_empty_section_in_a_child_is_an_error_naming_its_line(tmp_root):
 
 
 def test_a_null_section_in_a_profile_that_extends_nothing_is_its_defaults(tmp_path):
-    from calibrank.settings.schema import TrainingConfig
+    from calibrank.study.settings.schema import TrainingConfig
 
     assert load_config(_write(tmp_path, "profile: x\ntraining:\n")).training == TrainingConfig()
 

@@ -85,7 +85,7 @@ def test_calibrank_assess_from_another_folder_and_the_calibrator_in_a_fresh_inte
 import json, sys
 import numpy as np
 from calibrank import Calibrator
-from calibrank.assess.trec import read_runs
+from calibrank.assess.read.trec import read_runs
 cal = Calibrator.load("calibrator.json")
 run = read_runs({str(runs['test'])!r}, {str(runs['test_qrels'])!r})
 s = np.where(run.mask, run.scores.mean(axis=0), 0.0)

@@ -3,9 +3,9 @@
 import shutil
 
 import pytest
-from calibrank.data import DataError
-from calibrank.data.corpora import load_corpus
-from calibrank.settings.schema import DataConfig, QueryCaps
+from calibrank.study.data import DataError
+from calibrank.study.data.corpora import load_corpus
+from calibrank.study.settings.schema import DataConfig, QueryCaps
 from conftest import FIXTURES
 
 
@@ -41,9 +41,9 @@ def test_missing_published_files_say_how_to_get_them(tmp_root):
 
 
 def test_split_leaks_and_query_set_problems_catch_what_they_name(tmp_root):
-    from calibrank.data import Example, RankingQuery
-    from calibrank.data.querysets import query_set_problems, split_leaks
-    from calibrank.settings.config import load_config
+    from calibrank.study.data import Example, RankingQuery
+    from calibrank.study.data.querysets import query_set_problems, split_leaks
+    from calibrank.study.settings.config import load_config
 
     a, b = Example("e1", ("hi",), "yo", dialogue_id="d1"), Example("e2", ("hey",), "ok", dialogue_id="d2")
     assert split_leaks({"c": {"train": [a], "test": [b]}}) == []
@@ -75,8 +75,8 @@ def test_published_corpus_errors_never_suggest_max_dialogues(tmp_root):
 
 
 def test_offline_corpus_files_that_are_not_utf8_name_file_line_and_column(tmp_path):
-    from calibrank.data.chatterbot import read_chatterbot
-    from calibrank.data.chitchat import read_chitchat
+    from calibrank.study.data.chatterbot import read_chatterbot
+    from calibrank.study.data.chitchat import read_chitchat
 
     (tmp_path / "c.json").write_bytes(b'{\n  "a": {"prompt": "caf\xe9"}\n}\n')
     with pytest.raises(DataError, match=r"c.json: not UTF-8 text at line 2, column 23 \(byte 24, 0xe9\)"):

@@ -1,4 +1,4 @@
-"""calibrank.data.stats on tiny hand-made examples and query sets, against numbers worked out by hand.
+"""calibrank.study.data.stats on tiny hand-made examples and query sets, against numbers worked out by hand.
 
 Words are ``\\w+`` runs of the lower-cased text ("What's up?" is three words: what, s, up).
 """
@@ -10,8 +10,8 @@ import math
 import pandas as pd
 import pytest
 
-from calibrank.data.schema import Example, RankingQuery
-from calibrank.data.stats import corpus_table, length_frame, overlap_table, side_by_side
+from calibrank.study.data.schema import Example, RankingQuery
+from calibrank.study.data.stats import corpus_table, length_frame, overlap_table, side_by_side
 
 # context utterances / context words / response words / domain
 EXAMPLES = {

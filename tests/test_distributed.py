@@ -21,11 +21,12 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from calibrank.model.backbone import load_backbone
-from calibrank.model.losses import binary_cross_entropy
+from calibrank.study.model.backbone import load_backbone
+from calibrank.study.model.losses import binary_cross_entropy
 from calibrank.metrics.ranking import recall_at_k
-from calibrank.model.cross_encoder import CrossEncoder
-from calibrank.model.training import encode_pairs, score_pairs, train_model
+from calibrank.study.model.cross_encoder import CrossEncoder
+from calibrank.study.model.training import encode_pairs, train_model
+from calibrank.pairs import score_pairs
 from rankfix import learnable_queries, tiny_training
 
 TESTS = Path(__file__).resolve().parent
@@ -44,11 +45,12 @@ SCRIPT = textwrap.dedent(
 
     torch.set_num_threads(1)
 
-    from calibrank.model.backbone import load_backbone
-    from calibrank.model.losses import binary_cross_entropy
+    from calibrank.study.model.backbone import load_backbone
+    from calibrank.study.model.losses import binary_cross_entropy
     from calibrank.metrics.ranking import recall_at_k
-    from calibrank.model.cross_encoder import CrossEncoder
-    from calibrank.model.training import encode_pairs, score_pairs, train_model
+    from calibrank.study.model.cross_encoder import CrossEncoder
+    from calibrank.study.model.training import encode_pairs, train_model
+    from calibrank.pairs import score_pairs
     from rankfix import learnable_queries, tiny_training
 
     out = Path(sys.argv[1])
@@ -162,7 +164,7 @@ def test_two_processes_train_the_single_process_model(tmp_path):
 
 
 def test_no_process_group_outside_torchrun(monkeypatch):
-    from calibrank.model.training import setup_distributed
+    from calibrank.study.model.training import setup_distributed
 
     monkeypatch.delenv("WORLD_SIZE", raising=False)
     assert setup_distributed(None) == (0, 1, torch.device("cpu"))

@@ -17,8 +17,8 @@ import py7zr
 import pytest
 import requests
 
-from calibrank.data import download
-from calibrank.data.published import load_published
+from calibrank.study.data import download
+from calibrank.study.data.published import load_published
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ROOT = Path(__file__).resolve().parent.parent
@@ -136,7 +136,7 @@ def test_offline_mantis_does_not_try_the_second_id(tmp_path, drive, capsys):
 
 def test_module_runs_as_a_script():
     env = {**os.environ, "PYTHONPATH": str(ROOT / "lib")}
-    done = subprocess.run([sys.executable, "-m", "calibrank.data.download", "--help"], capture_output=True, text=True, env=env, check=False)
+    done = subprocess.run([sys.executable, "-m", "calibrank.study.data.download", "--help"], capture_output=True, text=True, env=env, check=False)
     assert done.returncode == 0
     assert "msdialog" in done.stdout and "udc_dstc8" in done.stdout
 

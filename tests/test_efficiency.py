@@ -1,4 +1,4 @@
-"""Tests of calibrank.analysis.efficiency: interleaved timing on two clocks, and the cost claims decided on CPU time."""
+"""Tests of calibrank.study.analysis.efficiency: interleaved timing on two clocks, and the cost claims decided on CPU time."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 import pytest
-from calibrank.analysis import efficiency, verdicts
-from calibrank.model.rankers import make_ranker
-from calibrank.settings.config import load_config
+from calibrank.study.analysis import efficiency, verdicts
+from calibrank.study.model.rankers import make_ranker
+from calibrank.study.settings.config import load_config
 from rankfix import learnable_queries, tiny_training
 
 
@@ -165,7 +165,7 @@ def bert_and_temperature(tmp_path_factory):
 
 
 def test_temperature_scores_once_like_bert_and_divides_its_logits(bert_and_temperature):
-    import calibrank.model.rankers.scoring as base
+    import calibrank.study.model.rankers.scoring as base
 
     bert, temp = bert_and_temperature
     queries = learnable_queries(20, 9, seed=5)

@@ -1,6 +1,6 @@
 """Scoring with no joint layer encodes each distinct side once and gives the pair path's numbers.
 
-For every ranker kind that scores through :mod:`calibrank.model.encode_once` (bert, temperature,
+For every ranker kind that scores through :mod:`calibrank.study.model.encode_once` (bert, temperature,
 focal, the ensemble's members, MC Dropout with per-query masks, the GP rankers' features), on the
 tiny random BERT with the smoke profile's head (segments) and on MiniLM: logits within 1e-5 of
 the pair path (the same model with every pair through the encoder) and the same orderings. fp32:
@@ -11,13 +11,14 @@ import numpy as np
 import pytest
 import torch
 
-from calibrank.data.schema import RankingQuery
-from calibrank.model import encode_once
-from calibrank.model.backbone import load_backbone
-from calibrank.model.rankers import make_ranker
-from calibrank.model.cross_encoder import CrossEncoder
-from calibrank.model.dropout_masks import score_pairs_per_query, score_sides_per_query
-from calibrank.model.training import encode_pairs, score_pairs
+from calibrank.study.data.schema import RankingQuery
+from calibrank.study.model import encode_once
+from calibrank.study.model.backbone import load_backbone
+from calibrank.study.model.rankers import make_ranker
+from calibrank.study.model.cross_encoder import CrossEncoder
+from calibrank.study.model.dropout_masks import score_pairs_per_query, score_sides_per_query
+from calibrank.study.model.training import encode_pairs
+from calibrank.pairs import score_pairs
 from rankfix import learnable_queries, tiny_training
 
 TRAIN, VALID = learnable_queries(48, 1, seed=0), learnable_queries(12, 3, seed=1)

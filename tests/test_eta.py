@@ -1,4 +1,4 @@
-"""Tests of calibrank.pipeline.eta and .schedule: the work of each step counted by hand on the smoke profile, the rates the loop records
+"""Tests of calibrank.study.pipeline.eta and .schedule: the work of each step counted by hand on the smoke profile, the rates the loop records
 read back, eta.json and its errors, the progress lines."""
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ import time
 
 import pytest
 
-from calibrank.pipeline import eta, grid, schedule
-from calibrank.settings.config import load_config
-from calibrank.data.schema import RankingQuery
-from calibrank.model.experiment import predict_split
-from calibrank.pipeline.grid import grid_models
+from calibrank.study.pipeline import eta, grid, schedule
+from calibrank.study.settings.config import load_config
+from calibrank.study.data.schema import RankingQuery
+from calibrank.study.model.experiment import predict_split
+from calibrank.study.pipeline.grid import grid_models
 from calibrank.predictions import Predictions
-from calibrank.model.rankers import make_ranker
+from calibrank.study.model.rankers import make_ranker
 from rankfix import learnable_queries, tiny_training
 
 SIZES = {c: {"train": 64, "valid": 24, "test": 24} for c in ("chitchat", "chatterbot")}
@@ -180,5 +180,5 @@ def test_the_progress_line_and_the_report_page_load_no_torch():
     import subprocess
     import sys
 
-    code = "import sys, calibrank.pipeline.schedule, calibrank.pipeline.report; sys.exit('torch' in sys.modules)"
+    code = "import sys, calibrank.study.pipeline.schedule, calibrank.study.pipeline.report; sys.exit('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 import torch
-from calibrank.model.gp.gaussian import draw_joint, jittered_cholesky
-from calibrank.model.gp.polya_gamma import (
+from calibrank.study.model.gp.gaussian import draw_joint, jittered_cholesky
+from calibrank.study.model.gp.polya_gamma import (
     PGPosterior,
     fisher_loss,
     gauss_hermite_sigmoid,
@@ -412,9 +412,9 @@ def test_the_pg_drr_section_reads_the_layers_defaults() -> None:
     """PG-DRR's settings (sec. 4.4) are the functions' defaults, and the ``pg_drr`` section of a profile reads them."""
     import inspect
 
-    from calibrank.model.gp.settings import PolyaGammaSettings
-    from calibrank.settings.checks import ConfigError
-    from calibrank.settings.schema import PGDRRConfig
+    from calibrank.study.model.gp.settings import PolyaGammaSettings
+    from calibrank.study.settings.checks import ConfigError
+    from calibrank.study.settings.schema import PGDRRConfig
 
     def default(fn, name):
         return inspect.signature(fn).parameters[name].default

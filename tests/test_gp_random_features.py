@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from calibrank.model.gp.random_features import RandomFeatureGP
+from calibrank.study.model.gp.random_features import RandomFeatureGP
 
 
 def _inputs(n: int, d: int, seed: int, scale: float = 1.0) -> torch.Tensor:
@@ -255,7 +255,7 @@ def test_the_sngp_sections_read_the_layers_defaults() -> None:
     """Every argument of the layer that a profile sets defaults to the same value in both."""
     import inspect
 
-    from calibrank.settings.schema import GPFBertConfig, SNGPConfig
+    from calibrank.study.settings.schema import GPFBertConfig, SNGPConfig
 
     params = inspect.signature(RandomFeatureGP).parameters
     names = ("n_features", "length_scale", "feature_scale", "ridge", "momentum", "mean_field_factor", "output_init")
@@ -266,9 +266,9 @@ def test_the_sngp_sections_read_the_layers_defaults() -> None:
 
 
 def test_the_settings_check_themselves_where_they_are_built() -> None:
-    from calibrank.model.gp.settings import MAX_FEATURES, RandomFeatureSettings
-    from calibrank.settings.checks import ConfigError
-    from calibrank.settings.choices import RFOutputInit
+    from calibrank.study.model.gp.settings import MAX_FEATURES, RandomFeatureSettings
+    from calibrank.study.settings.checks import ConfigError
+    from calibrank.study.settings.choices import RFOutputInit
 
     assert RandomFeatureSettings(output_init="prior").output_init is RFOutputInit.prior
     with pytest.raises(ConfigError, match=rf"^n_features: expected at most {MAX_FEATURES} "):

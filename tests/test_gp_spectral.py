@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from calibrank.model.gp.spectral import SpectralNormLinear
+from calibrank.study.model.gp.spectral import SpectralNormLinear
 from torch import nn
 
 
@@ -139,9 +139,9 @@ def test_the_sngp_sections_read_the_layers_defaults_and_rules() -> None:
     the layer refuses is refused by the settings with the same words."""
     import inspect
 
-    from calibrank.model.gp.settings import SpectralNormSettings
-    from calibrank.settings.checks import ConfigError
-    from calibrank.settings.schema import GPFBertConfig, SNGPConfig
+    from calibrank.study.model.gp.settings import SpectralNormSettings
+    from calibrank.study.settings.checks import ConfigError
+    from calibrank.study.settings.schema import GPFBertConfig, SNGPConfig
 
     params = inspect.signature(SpectralNormLinear).parameters
     for section in (SNGPConfig(), GPFBertConfig()):

@@ -24,6 +24,11 @@ OPTIONAL = {
 }
 
 
+# The command line imports the assessment inside its function, once the options hold, so that
+# `calibrank --help` loads the standard library alone (tests/test_layers.py measures it).
+DEFERRED = {"calibrank.cli"}
+
+
 def module_name(path: Path, root: Path) -> str:
     parts = list(path.relative_to(root).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
@@ -66,7 +71,7 @@ def scan(root: Path, package: str = "calibrank") -> tuple[dict[str, set[str]], l
                     continue  # annotations only: no runtime edge
                 if isinstance(child, (ast.Import, ast.ImportFrom)):
                     targets = _targets(child, name, path, set(files))
-                    if in_function:
+                    if in_function and name not in DEFERRED:
                         inner.extend(dict.fromkeys(f"{name}:{child.lineno} {t}" for t in targets
                                                    if t.split(".")[0] not in OPTIONAL))
                     else:

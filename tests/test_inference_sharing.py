@@ -11,10 +11,10 @@ with the usual batches the numbers agree to float32 rounding.
 import numpy as np
 import pytest
 
-from calibrank.data.schema import RankingQuery
-from calibrank.model.experiment import predict_split
-from calibrank.model.rankers import make_ranker
-from calibrank.model.rankers.scoring import distinct_pairs
+from calibrank.study.data.schema import RankingQuery
+from calibrank.study.model.experiment import predict_split
+from calibrank.study.model.rankers import make_ranker
+from calibrank.study.model.rankers.scoring import distinct_pairs
 from rankfix import WORDS, learnable_queries, tiny_training
 
 TRAIN, VALID = learnable_queries(64, 1, seed=0), learnable_queries(24, 3, seed=1)
@@ -113,7 +113,7 @@ def test_shared_scoring_with_usual_batches_agrees_to_float_rounding(name, models
 
 
 def test_profiles_choose_their_dropout_masks():
-    from calibrank.settings.config import load_config
+    from calibrank.study.settings.config import load_config
 
     assert load_config("smoke").rankers.mc_dropout.masks == "per_query"
     assert load_config("laptop").rankers.mc_dropout.masks == "per_query"

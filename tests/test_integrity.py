@@ -25,10 +25,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from calibrank import atomic, codekey
-from calibrank.data import DataError
-from calibrank.data.schema import Example
-from calibrank.model.rankers import make_ranker
+from calibrank import atomic
+from calibrank.study import codekey
+from calibrank.study.data import DataError
+from calibrank.study.data.schema import Example
+from calibrank.study.model.rankers import make_ranker
 from conftest import FIXTURES, REPO
 from rankfix import learnable_queries, tiny_training
 
@@ -40,7 +41,7 @@ MODEL_RANKERS = ("bert", "mc_dropout", "ensemble", "temperature", "focal", "sngp
 KEYS = textwrap.dedent("""
     import json, sys
     sys.path.insert(0, {tests!r})
-    from calibrank.model.rankers import make_ranker
+    from calibrank.study.model.rankers import make_ranker
     from rankfix import learnable_queries, tiny_training
 
     train, valid = learnable_queries(8, 1, seed=0), learnable_queries(4, 3, seed=1)
@@ -85,8 +86,8 @@ def test_editing_the_focal_loss_changes_the_keys_of_the_models_trained_with_it_a
 
 NEGATIVE_KEYS = textwrap.dedent("""
     import json
-    from calibrank.data.schema import Example
-    from calibrank.data.negatives import queries_cache_path
+    from calibrank.study.data.schema import Example
+    from calibrank.study.data.negatives import queries_cache_path
 
     examples = [Example(f"e{{i}}", (f"context {{i}}",), f"response {{i}}", f"d{{i}}", "test") for i in range(4)]
     print(json.dumps({{s: queries_cache_path(examples, corpus="c", split="test", sampler=s, k=2, seed=0).name
@@ -117,11 +118,11 @@ def test_editing_the_bm25_sampler_changes_the_negatives_cache_keys_of_the_sample
 
 def test_each_ranker_trains_with_the_loss_its_key_covers(monkeypatch):
     """``training_loss()`` (what the model key covers) is the loss ``_loss`` calls."""
-    import calibrank.model.rankers.base as base
-    import calibrank.model.rankers.focal as focal_mod
-    import calibrank.model.rankers.sngp as sngp_mod
+    import calibrank.study.model.rankers.base as base
+    import calibrank.study.model.rankers.focal as focal_mod
+    import calibrank.study.model.rankers.sngp as sngp_mod
     import torch
-    from calibrank.model import losses
+    from calibrank.study.model import losses
 
     rankers = {name: make_ranker(name, training=tiny_training(), models_dir="models", seed=0)
                for name in ("bert", "focal", "sngp", "gpf_bert")}
@@ -258,7 +259,7 @@ def test_a_truncated_or_altered_logits_cache_is_computed_again(tmp_path, caplog)
 
 
 def test_a_negatives_cache_entry_with_a_label_moved_is_rebuilt(tmp_root, caplog):
-    from calibrank.data.negatives import cached_queries, queries_cache_path
+    from calibrank.study.data.negatives import cached_queries, queries_cache_path
 
     examples = [Example(f"e{i}", (f"context {i}",), f"response number {i}", f"d{i}", "test") for i in range(12)]
     kw = dict(corpus="fixture", split="test", sampler="random", k=3, seed=0)
@@ -300,10 +301,10 @@ def test_a_pg_posterior_cache_with_bytes_changed_is_computed_again(tmp_path, cap
 
 def test_a_checkpoint_with_bytes_zeroed_is_not_resumed_from(tmp_path, caplog):
     import torch
-    from calibrank.model.backbone import load_backbone
-    from calibrank.model.losses import binary_cross_entropy
-    from calibrank.model.cross_encoder import CrossEncoder
-    from calibrank.model.training import encode_pairs, train_model
+    from calibrank.study.model.backbone import load_backbone
+    from calibrank.study.model.losses import binary_cross_entropy
+    from calibrank.study.model.cross_encoder import CrossEncoder
+    from calibrank.study.model.training import encode_pairs, train_model
     from safetensors.torch import load_file
 
     def loss(model, batch, labels):
@@ -347,9 +348,9 @@ def test_a_checkpoint_with_bytes_zeroed_is_not_resumed_from(tmp_path, caplog):
 
 
 def test_a_query_set_altered_after_it_was_written_is_an_error_naming_it(tmp_root):
-    from calibrank.data.io import write_queries
-    from calibrank.data.querysets import QuerySetSpec, load_query_set, query_set_path
-    from calibrank.settings.config import load_config
+    from calibrank.study.data.io import write_queries
+    from calibrank.study.data.querysets import QuerySetSpec, load_query_set, query_set_path
+    from calibrank.study.settings.config import load_config
 
     cfg = load_config("smoke")
     spec = QuerySetSpec("chitchat", "test", cfg.negatives.eval[0], 3)
@@ -366,7 +367,7 @@ def test_a_query_set_altered_after_it_was_written_is_an_error_naming_it(tmp_root
 
 def test_an_exported_table_altered_after_it_was_written_is_an_error_naming_it(tmp_root):
     import pandas as pd
-    from calibrank.analysis.exports import TableFileError, export_tables, load_exported_tables
+    from calibrank.study.analysis.exports import TableFileError, export_tables, load_exported_tables
 
     table = pd.DataFrame({"claim": ["a, b", "c"], "ours": [0.1, 0.2]})
     path = export_tables("smoke", {"claims_x": table}, notebook="04_calibration")["claims_x"]
@@ -381,8 +382,8 @@ def test_an_exported_table_altered_after_it_was_written_is_an_error_naming_it(tm
 
 
 def test_a_corpus_file_that_disagrees_with_sha256sums_is_an_error_naming_it(tmp_root):
-    from calibrank.data.corpora import load_corpus
-    from calibrank.settings.schema import DataConfig
+    from calibrank.study.data.corpora import load_corpus
+    from calibrank.study.settings.schema import DataConfig
 
     raw = tmp_root / "data" / "raw" / "mantis"
     shutil.copytree(FIXTURES / "mantis", raw)
@@ -397,7 +398,7 @@ def test_a_corpus_file_that_disagrees_with_sha256sums_is_an_error_naming_it(tmp_
 
 
 def test_a_tsv_cut_off_mid_row_is_an_error_naming_file_and_line(tmp_path):
-    from calibrank.data.tsv import read_tsv
+    from calibrank.study.data.tsv import read_tsv
 
     text = (FIXTURES / "msdialog" / "train.tsv").read_text(encoding="utf-8")
     lines = text.count("\n")
@@ -412,7 +413,7 @@ def test_a_tsv_cut_off_mid_row_is_an_error_naming_file_and_line(tmp_path):
 
 
 def test_a_constant_only_the_focal_loss_reads_enters_the_keys_of_the_models_trained_with_it_and_no_other(tmp_path):
-    """``ADAPTIVE_HIGH`` is read by :func:`calibrank.model.losses.focal` alone: changing it retrains the models
+    """``ADAPTIVE_HIGH`` is read by :func:`calibrank.study.model.losses.focal` alone: changing it retrains the models
     that train with the focal loss, not ``bert``'s (a module constant is not part of every ranker's key)."""
     lib = tmp_path / "lib"
     shutil.copytree(REPO / "lib", lib, ignore=shutil.ignore_patterns("__pycache__"))

@@ -5,15 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from calibrank.data.schema import RankingQuery
+from calibrank.study.data.schema import RankingQuery
 from calibrank.metrics.ranking import recall_at_k
-from calibrank.model.backbone import encode, load_backbone
-from calibrank.model.cross_encoder import SEGMENT_COSINE_BIAS, SEGMENT_COSINE_WEIGHT, CrossEncoder
-from calibrank.model.training import collate, encode_pairs
+from calibrank.study.model.backbone import encode, load_backbone
+from calibrank.study.model.cross_encoder import SEGMENT_COSINE_BIAS, SEGMENT_COSINE_WEIGHT, CrossEncoder
+from calibrank.study.model.training import encode_pairs
+from calibrank.pairs import collate
 from calibrank.predictions import Predictions
-from calibrank.settings.checks import ConfigError
-from calibrank.settings.config import load_config
-from calibrank.settings.schema import TrainingConfig
+from calibrank.study.settings.checks import ConfigError
+from calibrank.study.settings.config import load_config
+from calibrank.study.settings.schema import TrainingConfig
 from rankfix import learnable_queries, tiny_training
 
 CLS, SEP = 101, 102
@@ -112,7 +113,7 @@ def test_with_no_joint_layer_each_segment_is_encoded_as_if_alone(attn):
 
 def test_untrained_segments_ranker_with_no_joint_layer_ranks_as_the_zero_shot_biencoder():
     """MiniLM with no joint layer and the segments head: 10 cos + b of sentence-transformers' embeddings."""
-    from calibrank.data.baselines import baseline_scores
+    from calibrank.study.data.baselines import baseline_scores
     queries = [
         RankingQuery("pets", ("what pets do you have at home?",), ("i have two cats and a parrot", "i work as a nurse",
                      "the weather is terrible today", "my favourite food is pizza"), (1, 0, 0, 0)),
@@ -167,14 +168,14 @@ def test_joint_layers_are_checked_in_the_profile_and_where_the_encoder_is_built(
 
 
 def test_known_layer_counts_are_the_loaded_encoders():
-    from calibrank.settings.schema import BACKBONE_LAYERS
+    from calibrank.study.settings.schema import BACKBONE_LAYERS
 
     for name in ("tiny-random", "all-MiniLM-L6-v2"):
         assert load_backbone(name).encoder.config.num_hidden_layers == BACKBONE_LAYERS[name]
 
 
 def test_model_cache_key_names_joint_layers_only_when_set(tmp_path, monkeypatch):
-    from calibrank.model.rankers import keys, make_ranker
+    from calibrank.study.model.rankers import keys, make_ranker
 
     seen = []
     real = keys.stable_hash
@@ -192,7 +193,7 @@ def test_model_cache_key_names_joint_layers_only_when_set(tmp_path, monkeypatch)
 def test_rankers_train_and_predict_with_separate_lower_layers(tmp_path, name):
     """Every family reads ``features``: with one joint layer of two the rankers train, and MC Dropout's
     per-query masks cover the response's extra [CLS] at the longest width."""
-    from calibrank.model.rankers import make_ranker
+    from calibrank.study.model.rankers import make_ranker
 
     train, valid, test = learnable_queries(32, 1, seed=0), learnable_queries(8, 3, seed=1), learnable_queries(8, 3, seed=2)
     kw = {"passes": 2} if name == "mc_dropout" else {"samples": 4} if name in ("sngp", "pg_drr") else {}

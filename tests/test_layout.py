@@ -11,18 +11,24 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 LIB = ROOT / "lib" / "calibrank"
 #: Subpackages whose docstring lists its modules one by one as ":mod:`.name`".
-LISTED = ("settings", "data", "model", "model.gp", "analysis", "analysis.practice", "pipeline", "metrics", "assess")
+LISTED = ("study", "study.settings", "study.data", "study.model", "study.model.gp", "study.analysis", "study.analysis.practice", "study.pipeline", "metrics", "methods", "assess")
 
 
 def _modules(folder: Path) -> set[str]:
     return {p.stem for p in folder.glob("*.py") if p.stem != "__init__"}
 
 
+def _subpackages(folder: Path) -> set[str]:
+    return {p.parent.name for p in folder.glob("*/__init__.py")}
+
+
 @pytest.mark.parametrize("package", LISTED)
 def test_each_subpackage_docstring_lists_exactly_its_modules(package):
     doc = importlib.import_module(f"calibrank.{package}").__doc__ or ""
     listed = set(re.findall(r":mod:`\.(\w+)`", doc))
-    assert listed == _modules(LIB / package.replace(".", "/")), f"calibrank.{package}: docstring lists {sorted(listed)}"
+    folder = LIB / package.replace(".", "/")
+    assert _modules(folder) <= listed <= _modules(folder) | _subpackages(folder), \
+        f"calibrank.{package}: docstring lists {sorted(listed)}"
 
 
 def test_the_benchmarks_docstring_lists_exactly_its_modules():

@@ -66,8 +66,8 @@ def test_report_checks_the_profile_estimates_and_runs_snakemake(make_root, args,
     jobs = jobs or min(cores, 4)  # steps side by side: the cores up to 4; the paper profile one at a time
     threads = max(1, cores // jobs)
     lines = proc.stdout.splitlines()
-    assert lines[0] == f".venv/bin/python -m calibrank.settings.config check {profile}"
-    assert lines[1].startswith(f".venv/bin/python -m calibrank.pipeline.eta {profile} --jobs {jobs} --cores {cores} --started ")
+    assert lines[0] == f".venv/bin/python -m calibrank.study.settings.config check {profile}"
+    assert lines[1].startswith(f".venv/bin/python -m calibrank.study.pipeline.eta {profile} --jobs {jobs} --cores {cores} --started ")
     assert lines[1].endswith(" || true")  # an estimate that cannot be made never stops the run
     assert lines[2].endswith(f".venv/bin/snakemake -s workflow/Snakefile --workflow-profile workflow/profiles/local "
                              f"--cores {cores} --config profile={profile} threads={threads}")
@@ -134,7 +134,7 @@ def test_make_test_runs_the_unit_tests_and_every_notebook_step_in_its_own_root(m
     dry = proc.stdout
     assert "rm -rf build/nbval build/test-root && mkdir -p build/nbval build/test-root && cp -r params build/test-root/" in dry
     # one prepared notebook per notebook step of the smoke profile (training jobs, "-", are the 03 notebooks' own)
-    assert ".venv/bin/python -m calibrank.pipeline.grid steps smoke | while read -r step notebook params" in dry
+    assert ".venv/bin/python -m calibrank.study.pipeline.grid steps smoke | while read -r step notebook params" in dry
     assert '.venv/bin/papermill --prepare-only notebooks/$notebook.ipynb build/nbval/$step.ipynb $params' in dry
     assert (f"CALIBRANK_ROOT={make_root}/build/test-root TQDM_DISABLE=1 .venv/bin/python -m pytest tests build/nbval "
             "--nbval-lax --nbval-current-env -p no:cacheprovider") in dry
@@ -172,11 +172,11 @@ def test_the_advice_for_a_damaged_query_set_runs_the_step_that_writes_it(make_ro
     output of 01 and 02 exists and is newer than its inputs, the command plans 02 (``make nb-02_negatives`` alone
     plans nothing there)."""
     import pyarrow.parquet as pq
-    from calibrank.data import DataError
-    from calibrank.data.io import write_queries
-    from calibrank.data.querysets import load_query_set, query_set_specs
-    from calibrank.pipeline import grid
-    from calibrank.settings.config import load_config
+    from calibrank.study.data import DataError
+    from calibrank.study.data.io import write_queries
+    from calibrank.study.data.querysets import load_query_set, query_set_specs
+    from calibrank.study.pipeline import grid
+    from calibrank.study.settings.config import load_config
     from rankfix import learnable_queries
 
     monkeypatch.setenv("CALIBRANK_ROOT", str(make_root))

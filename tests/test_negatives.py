@@ -10,9 +10,9 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from calibrank.data import negatives as neg  # noqa: E402
-from calibrank.data import io as data_io  # noqa: E402
-from calibrank.data.schema import DataError, Example, normalise_text  # noqa: E402
+from calibrank.study.data import negatives as neg  # noqa: E402
+from calibrank.study.data import io as data_io  # noqa: E402
+from calibrank.study.data.schema import DataError, Example, normalise_text  # noqa: E402
 
 # A small chit-chat-like corpus: a few topics, several (context, response) pairs each, so that
 # lexical and semantic neighbours exist and differ from random picks.
@@ -360,7 +360,7 @@ def test_bf16_embeddings_find_the_neighbours_of_fp32_ones(minilm):
     """The speed-up of bf16 autocast keeps the embedding negatives: neighbours agree with fp32."""
     import torch
 
-    from calibrank.data.chatterbot import read_chatterbot
+    from calibrank.study.data.chatterbot import read_chatterbot
 
     probe = getattr(torch.cpu, "_is_avx512_bf16_supported", None)
     if probe is None or not probe():

@@ -1,4 +1,4 @@
-"""Tests of calibrank.analysis.nota (none-of-the-above prediction) on synthetic, seeded Predictions."""
+"""Tests of calibrank.study.analysis.nota (none-of-the-above prediction) on synthetic, seeded Predictions."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from calibrank.analysis.nota import (
+from calibrank.study.analysis.nota import (
     NotaResult,
     compare_inputs,
     cross_validate_nota,

@@ -7,13 +7,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibrank.data import baselines, conditions
-from calibrank.analysis import efficiency
-from calibrank.model import experiment
-from calibrank.settings.config import load_config
-from calibrank.data import stats
-from calibrank.data.schema import Example, RankingQuery
-from calibrank.data.conditions import expected_samples, ranker_conditions, shift_kind
+from calibrank.study.data import baselines, conditions
+from calibrank.study.analysis import efficiency
+from calibrank.study.model import experiment
+from calibrank.study.settings.config import load_config
+from calibrank.study.data import stats
+from calibrank.study.data.schema import Example, RankingQuery
+from calibrank.study.data.conditions import expected_samples, ranker_conditions, shift_kind
 
 from test_analysis_checks import raises
 
@@ -39,7 +39,7 @@ def _examples() -> dict:
 
 
 def _summary(examples: dict, pool: int = 2) -> dict:
-    """What :func:`calibrank.data.querysets.prepare_data` returns for ``examples`` (``pool`` responses per example)."""
+    """What :func:`calibrank.study.data.querysets.prepare_data` returns for ``examples`` (``pool`` responses per example)."""
     return {"corpora": {c: {"dialogues": {s: len({e.dialogue_id for e in exs}) for s, exs in splits.items()},
                             "pool": {s: pool * len(exs) for s, exs in splits.items()}}
                         for c, splits in examples.items()}}
@@ -99,7 +99,7 @@ def test_the_rules_that_learn_nothing(cfg):
 
 # ------------------------------------------------------------------------------ 03 train
 def _run_summary(cfg, ranker: str) -> pd.DataFrame:
-    """A summary with the columns of :func:`calibrank.model.experiment.predict_conditions`, one row per condition."""
+    """A summary with the columns of :func:`calibrank.study.model.experiment.predict_conditions`, one row per condition."""
     s = expected_samples(cfg, ranker)
     return pd.DataFrame([{"corpus": c.corpus, "split": c.split, "sampler": c.sampler,
                           "shift": shift_kind(c, "chitchat", cfg.negatives.train.value), "queries": 24, "samples": s,
@@ -136,7 +136,7 @@ def test_the_validation_conditions_are_expected_for_a_ranker_with_samples_only(c
 
 # ------------------------------------------------------------------------------ 07 efficiency
 def _measured(cfg, repeats: int = 3) -> pd.DataFrame:
-    """A table with the columns of :func:`calibrank.analysis.efficiency.measure_efficiency`, one row per ranker."""
+    """A table with the columns of :func:`calibrank.study.analysis.efficiency.measure_efficiency`, one row per ranker."""
     rows = []
     for i, r in enumerate(cfg.rankers.names):
         times = np.array([10.0, 11.0, 9.5, 10.5][:repeats]) * (1 + i) + np.arange(repeats) * 0.1 * i

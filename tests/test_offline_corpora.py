@@ -5,10 +5,10 @@ import logging
 
 import pytest
 
-from calibrank.data import DataError
-from calibrank.data.chatterbot import read_chatterbot
-from calibrank.data.chitchat import read_chitchat
-from calibrank.data.splits import dialogue_examples
+from calibrank.study.data import DataError
+from calibrank.study.data.chatterbot import read_chatterbot
+from calibrank.study.data.chitchat import read_chitchat
+from calibrank.study.data.splits import dialogue_examples
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""The figures of notebooks 01-08 (calibrank.analysis.plots, calibrank.analysis.plots_practice) on small tables shaped as the notebooks
+"""The figures of notebooks 01-08 (calibrank.study.analysis.plots, calibrank.study.analysis.plots_practice) on small tables shaped as the notebooks
 pass them (the columns of the study / practice functions that compute them): each returns its axes with the labels
 and legend a reader needs, draws what the table holds, and does not raise on a NaN or empty bucket / bin / cell."""
 
@@ -17,7 +17,7 @@ import pytest  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 
-from calibrank.analysis import plots, plots_practice as pp  # noqa: E402
+from calibrank.study.analysis import plots, plots_practice as pp  # noqa: E402
 
 NAN = float("nan")
 IN = "in distribution"
@@ -219,7 +219,7 @@ def test_efficiency_bars_with_the_papers_ratios():
 
 
 def test_efficiency_on_both_clocks_in_the_common_style():
-    from calibrank.analysis import efficiency
+    from calibrank.study.analysis import efficiency
     from test_efficiency import NOISY_WALL
 
     table = efficiency.efficiency_table(NOISY_WALL)
@@ -572,7 +572,7 @@ def test_the_style_is_seaborns_whitegrid_theme():
 
 
 def test_a_ranker_has_one_colour_whatever_else_a_figure_shows():
-    from calibrank.settings.registry import RANKERS
+    from calibrank.study.settings.registry import RANKERS
 
     palette = sns.color_palette(plots.RANKER_PALETTE, len(RANKERS) + 2)
     alone, among = plots.ranker_colors(["mc_dropout"]), plots.ranker_colors(["sngp", "bert", "mc_dropout"])
@@ -650,7 +650,7 @@ def test_a_notebook_shows_every_figure_after_a_styled_one(tmp_path):
     import nbformat
 
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell("import matplotlib.pyplot as plt\nfrom calibrank.analysis import plots"),
+    nb.cells = [nbformat.v4.new_code_cell("import matplotlib.pyplot as plt\nfrom calibrank.study.analysis import plots"),
                 nbformat.v4.new_code_cell("with plots.style():\n    plt.subplots()[1].plot([1, 2])"),
                 nbformat.v4.new_code_cell("plt.subplots()[1].plot([2, 1])")]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}

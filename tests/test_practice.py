@@ -1,4 +1,4 @@
-"""Tests of calibrank.analysis.practice (notebook 08) against independent computations, on tiny synthetic data."""
+"""Tests of calibrank.study.analysis.practice (notebook 08) against independent computations, on tiny synthetic data."""
 
 from __future__ import annotations
 
@@ -10,8 +10,15 @@ import pytest
 from scipy import optimize, stats
 from sklearn.metrics import roc_auc_score
 
-from calibrank.analysis import study as st
-from calibrank.analysis.practice import (conformal, findings, fitdata, intervals, listwise, nota_sets, prior, recalibrate,
+from calibrank.study.analysis import study as st
+from calibrank.methods import conformal as m_conformal
+from calibrank.methods import listwise as m_listwise
+from calibrank.methods import proportions as m_proportions
+from calibrank.methods import prior as m_prior
+from calibrank.methods import recalibrate as m_recalibrate
+from calibrank.methods import selective as m_selective
+from calibrank.methods import intervals
+from calibrank.study.analysis.practice import (conformal, findings, fitdata, listwise, nota_sets, prior, recalibrate,
                                 selective, signals)
 from calibrank.predictions import Predictions
 from test_study import Q, write_synthetic_study
@@ -31,21 +38,21 @@ def test_prior_correction_is_bayes_rule_on_known_class_densities():
     def post(pi):
         return pi * f1 / (pi * f1 + (1 - pi) * f0)
 
-    assert np.allclose(prior.prior_correct(post(0.5), 0.5, 0.1), post(0.1))
-    assert np.allclose(prior.prior_correct(post(0.3), 0.3, 0.8), post(0.8))
-    assert prior.prior_odds_ratio(0.5, 0.1) == pytest.approx(1 / 9)
+    assert np.allclose(m_prior.prior_correct(post(0.5), 0.5, 0.1), post(0.1))
+    assert np.allclose(m_prior.prior_correct(post(0.3), 0.3, 0.8), post(0.8))
+    assert m_prior.prior_odds_ratio(0.5, 0.1) == pytest.approx(1 / 9)
 
 
 def test_prior_correction_keeps_certain_predictions_and_rejects_bad_input():
-    assert np.array_equal(prior.prior_correct(np.array([0.0, 1.0]), 0.5, 0.1), [0.0, 1.0])  # fixed points, no clipping
-    assert np.array_equal(prior.prior_correct(np.array([0.2, 0.7]), 0.5, 0.5), [0.2, 0.7])  # same prior: unchanged
+    assert np.array_equal(m_prior.prior_correct(np.array([0.0, 1.0]), 0.5, 0.1), [0.0, 1.0])  # fixed points, no clipping
+    assert np.array_equal(m_prior.prior_correct(np.array([0.2, 0.7]), 0.5, 0.5), [0.2, 0.7])  # same prior: unchanged
     for bad in (0.0, 1.0, -0.1, True):
         with pytest.raises(ValueError, match="pi_test"):
-            prior.prior_correct(np.array([0.5]), 0.5, bad)
+            m_prior.prior_correct(np.array([0.5]), 0.5, bad)
     with pytest.raises(ValueError, match="probabilities in"):
-        prior.prior_correct(np.array([1.2]), 0.5, 0.1)
+        m_prior.prior_correct(np.array([1.2]), 0.5, 0.1)
     with pytest.raises(ValueError, match="train_k"):
-        prior.train_prior(0)
+        m_prior.train_prior(0)
 
 
 def test_prior_correction_calibrates_a_balanced_model_on_one_in_ten():
@@ -59,7 +66,7 @@ def test_prior_correction_calibrates_a_balanced_model_on_one_in_ten():
     from calibrank.metrics.calibration import ece
 
     assert ece(p_balanced, y) > 0.15
-    assert ece(prior.prior_correct(p_balanced, 0.5, 0.1), y) < 0.02
+    assert ece(m_prior.prior_correct(p_balanced, 0.5, 0.1), y) < 0.02
 
 
 # ------------------------------------------------------------------------------ 2 recalibrators
@@ -80,11 +87,11 @@ def test_platt_and_temperature_match_a_direct_likelihood_fit():
     z = np.log(s) - np.log1p(-s)
     ab = optimize.minimize(lambda v: _nll(_sigmoid(v[0] * z + v[1]), y), [1.0, 0.0], method="Nelder-Mead",
                            options={"xatol": 1e-8, "fatol": 1e-12, "maxiter": 4000}).x
-    platt = recalibrate.fit_recalibrator("platt", s, y)
+    platt = m_recalibrate.fit_recalibrator("platt", s, y)
     assert platt.params["A"] == pytest.approx(ab[0], abs=1e-3) and platt.params["B"] == pytest.approx(ab[1], abs=1e-3)
     grid = np.exp(np.linspace(-2, 2, 4001))
     t_grid = grid[np.argmin([_nll(_sigmoid(z / t), y) for t in grid])]
-    temp = recalibrate.fit_recalibrator("temperature", s, y)
+    temp = m_recalibrate.fit_recalibrator("temperature", s, y)
     assert temp.params["T"] == pytest.approx(t_grid, rel=2e-3)
     assert np.allclose(temp(s), _sigmoid(z / temp.params["T"]))
 
@@ -94,14 +101,14 @@ def test_beta_calibration_matches_a_direct_likelihood_fit_and_stays_monotone():
     f = np.stack([np.log(s), -np.log1p(-s)], axis=1)
     abc = optimize.minimize(lambda v: _nll(_sigmoid(f @ v[:2] + v[2]), y), [1.0, 1.0, 0.0], method="Nelder-Mead",
                             options={"xatol": 1e-8, "fatol": 1e-12, "maxiter": 8000}).x
-    beta = recalibrate.fit_recalibrator("beta", s, y)
+    beta = m_recalibrate.fit_recalibrator("beta", s, y)
     assert abc[0] > 0 and abc[1] > 0
     assert [beta.params[k] for k in "abc"] == pytest.approx(list(abc), abs=5e-3)
     # a decreasing relation in ln p: the coefficient would be negative, so it is dropped (a = 0), map monotone
     rng = np.random.default_rng(2)
     s2 = rng.uniform(0.01, 0.99, 2000)
     y2 = (rng.uniform(size=s2.size) < np.where(s2 < 0.2, 0.5, s2)).astype(int)
-    b2 = recalibrate.fit_recalibrator("beta", s2, y2)
+    b2 = m_recalibrate.fit_recalibrator("beta", s2, y2)
     f2 = np.stack([np.log(s2), -np.log1p(-s2)], axis=1)
     full = optimize.minimize(lambda v: _nll(_sigmoid(f2 @ v[:2] + v[2]), y2), [1.0, 1.0, 0.0], method="Nelder-Mead",
                              options={"xatol": 1e-8, "fatol": 1e-12, "maxiter": 8000}).x
@@ -116,16 +123,16 @@ def test_beta_calibration_matches_a_direct_likelihood_fit_and_stays_monotone():
 
 def test_isotonic_and_prior_recalibrators():
     s, y = _pairs(3, 500)
-    iso = recalibrate.fit_recalibrator("isotonic", s, y)
+    iso = m_recalibrate.fit_recalibrator("isotonic", s, y)
     fitted = iso(np.sort(s))
     assert (np.diff(fitted) >= 0).all() and fitted.mean() == pytest.approx(y.mean())  # PAV keeps the mean
-    pr = recalibrate.fit_recalibrator("prior", s, y, pi_train=0.5, k=10)
-    assert np.allclose(pr(s), prior.prior_correct(s, 0.5, 0.1))
-    assert np.array_equal(recalibrate.fit_recalibrator("none", s, y)(s), s)
+    pr = m_recalibrate.fit_recalibrator("prior", s, y, pi_train=0.5, k=10)
+    assert np.allclose(pr(s), m_prior.prior_correct(s, 0.5, 0.1))
+    assert np.array_equal(m_recalibrate.fit_recalibrator("none", s, y)(s), s)
     with pytest.raises(ValueError, match="one class"):
-        recalibrate.fit_recalibrator("platt", s, np.zeros_like(y))
+        m_recalibrate.fit_recalibrator("platt", s, np.zeros_like(y))
     with pytest.raises(ValueError, match="method must be one of"):
-        recalibrate.fit_recalibrator("histogram", s, y)
+        m_recalibrate.fit_recalibrator("histogram", s, y)
 
 
 # ------------------------------------------------------------------------------ 3 answer or abstain
@@ -146,7 +153,7 @@ def test_selective_scores_match_direct_loops():
     for n in (1, 7, 40):
         conf = rng.permutation(n) + rng.uniform(0, 0.5, n)
         loss = (rng.uniform(size=n) < 0.4).astype(float)
-        s = selective.selective_scores(conf, loss)
+        s = m_selective.selective_scores(conf, loss)
         assert (s.aurc, s.eaurc, s.augrc, s.risk_at_coverage) == pytest.approx(_direct_scores(conf, loss))
         assert s.risk == pytest.approx(loss.mean()) and s.eaurc >= -1e-12 and s.augrc <= s.aurc + 1e-12
 
@@ -154,7 +161,7 @@ def test_selective_scores_match_direct_loops():
 def test_selective_scores_average_over_the_order_of_tied_confidences():
     conf = np.array([0.9, 0.5, 0.5, 0.5, 0.2, 0.2])
     loss = np.array([0.0, 1.0, 0.0, 0.0, 1.0, 0.0])
-    got = selective.selective_scores(conf, loss)
+    got = m_selective.selective_scores(conf, loss)
     groups = [[0], [1, 2, 3], [4, 5]]
     runs = []
     for perm in itertools.product(*(itertools.permutations(g) for g in groups)):
@@ -164,9 +171,9 @@ def test_selective_scores_average_over_the_order_of_tied_confidences():
         runs.append(_direct_scores(c, loss))
     assert (got.aurc, got.eaurc, got.augrc, got.risk_at_coverage) == pytest.approx(tuple(np.mean(runs, axis=0)))
     with pytest.raises(ValueError, match="coverage"):
-        selective.selective_scores(conf, loss, coverage=0.0)
+        m_selective.selective_scores(conf, loss, coverage=0.0)
     with pytest.raises(ValueError, match="finite"):
-        selective.selective_scores(np.array([np.nan, 1.0]), np.array([0.0, 1.0]))
+        m_selective.selective_scores(np.array([np.nan, 1.0]), np.array([0.0, 1.0]))
 
 
 def test_selective_batch_equals_selective_scores_row_by_row():
@@ -175,7 +182,7 @@ def test_selective_batch_equals_selective_scores_row_by_row():
     loss = (rng.uniform(size=(6, 30)) < 0.5).astype(float)
     got = selective.selective_batch(conf, loss, coverage=0.7)
     for b in range(6):
-        s = selective.selective_scores(conf[b], loss[b], coverage=0.7)
+        s = m_selective.selective_scores(conf[b], loss[b], coverage=0.7)
         assert got[:, b] == pytest.approx([s.aurc, s.eaurc, s.augrc, s.risk_at_coverage])
 
 
@@ -186,7 +193,7 @@ def test_selective_intervals_equal_scipy_bootstrap_of_the_direct_computation(n):
     rng = np.random.default_rng(15 + n)
     conf = np.round(rng.uniform(size=n), 1)
     loss = np.where(rng.uniform(size=n) < 0.3, rng.uniform(size=n), (rng.uniform(size=n) < 0.5).astype(float))
-    lo, hi = selective.selective_intervals(conf, loss, coverage=0.8, seed=3, n_resamples=400)
+    lo, hi = m_selective.selective_intervals(conf, loss, coverage=0.8, seed=3, n_resamples=400)
     ref = stats.bootstrap((conf, loss), lambda a, b, axis=-1: selective.selective_batch(a, b, coverage=0.8, axis=axis),
                           paired=True, vectorized=True, n_resamples=400, batch=200, method="percentile",
                           rng=np.random.default_rng(3))
@@ -217,7 +224,7 @@ def test_bootstrap_interval_names_its_bad_parameters():
         intervals.bootstrap_interval((x, x[:3]), lambda a, b, axis=-1: a.mean(axis), paired=True, seed=0)
     lo, hi = intervals.bootstrap_interval((np.ones(6),), np.mean, paired=True, seed=0)  # degenerate: [value, value]
     assert lo == hi == 1.0
-    lo, hi = selective.selective_intervals(np.array([0.3]), np.array([1.0]), seed=0)  # one query: its own scores
+    lo, hi = m_selective.selective_intervals(np.array([0.3]), np.array([1.0]), seed=0)  # one query: its own scores
     assert np.allclose(lo, [1.0, 0.0, 1.0, 1.0]) and np.allclose(hi, lo)
 
 
@@ -244,18 +251,18 @@ def _k_class(n, k, rng, temp=1.0):
     return pi, y
 
 
-@pytest.mark.parametrize("score", conformal.SCORES)
+@pytest.mark.parametrize("score", m_conformal.SCORES)
 @pytest.mark.parametrize("alpha", conformal.ALPHAS)
 def test_conformal_sets_match_brute_force(score, alpha):
     rng = np.random.default_rng(5)
     pi_cal, y_cal = _k_class(30, 6, rng, temp=1.7)
     pi_test, _ = _k_class(15, 6, rng, temp=1.7)
-    qhat = conformal.conformal_quantile(conformal.true_scores(pi_cal, y_cal, score), alpha)
-    sets = conformal.prediction_sets(pi_test, qhat, score)
+    qhat = m_conformal.conformal_quantile(m_conformal.true_scores(pi_cal, y_cal, score), alpha)
+    sets = m_conformal.prediction_sets(pi_test, qhat, score)
     assert np.array_equal(sets, _brute_sets(pi_cal, y_cal, pi_test, alpha, score))
 
 
-@pytest.mark.parametrize("score", conformal.SCORES)
+@pytest.mark.parametrize("score", m_conformal.SCORES)
 def test_conformal_coverage_on_exchangeable_data_is_within_sampling_error(score):
     """Split conformal: E[coverage] in [1 - alpha, 1 - alpha + 1/(n+1)]; 200 repetitions of 100 + 100 queries."""
     rng = np.random.default_rng(6)
@@ -263,8 +270,8 @@ def test_conformal_coverage_on_exchangeable_data_is_within_sampling_error(score)
     cover = []
     for _ in range(reps):
         pi, y = _k_class(2 * n, 10, rng, temp=1.5)  # miscalibrated class probabilities: the guarantee still holds
-        qhat = conformal.conformal_quantile(conformal.true_scores(pi[:n], y[:n], score), alpha)
-        cover.append(conformal.prediction_sets(pi[n:], qhat, score)[y[n:].astype(bool)].mean())
+        qhat = m_conformal.conformal_quantile(m_conformal.true_scores(pi[:n], y[:n], score), alpha)
+        cover.append(m_conformal.prediction_sets(pi[n:], qhat, score)[y[n:].astype(bool)].mean())
     se = np.std(cover) / np.sqrt(reps)
     assert 1 - alpha - 3 * se <= np.mean(cover) <= 1 - alpha + 1 / (n + 1) + 3 * se
 
@@ -272,12 +279,12 @@ def test_conformal_coverage_on_exchangeable_data_is_within_sampling_error(score)
 def test_conformal_refuses_what_cannot_hold():
     for bad in (0, 1, -0.1, 1.5, True):
         with pytest.raises(ValueError, match="alpha"):
-            conformal.conformal_quantile(np.arange(100.0), bad)
+            m_conformal.conformal_quantile(np.arange(100.0), bad)
     with pytest.raises(ValueError, match="too few"):
-        conformal.conformal_quantile(np.arange(8.0), 0.1)  # ceil(9 * 0.9) = 9 > 8
-    assert conformal.conformal_quantile(np.arange(9.0), 0.1) == 8.0  # n = 9 = 1/alpha - 1: the largest score
+        m_conformal.conformal_quantile(np.arange(8.0), 0.1)  # ceil(9 * 0.9) = 9 > 8
+    assert m_conformal.conformal_quantile(np.arange(9.0), 0.1) == 8.0  # n = 9 = 1/alpha - 1: the largest score
     with pytest.raises(ValueError, match="exactly one relevant"):
-        conformal.true_scores(np.full((2, 3), 1 / 3), np.zeros((2, 3)), "LAC")
+        m_conformal.true_scores(np.full((2, 3), 1 / 3), np.zeros((2, 3)), "LAC")
 
 
 # ------------------------------------------------------------------------------ 8 none of the above
@@ -369,11 +376,11 @@ def test_ltt_threshold_matches_brute_force(risk):
         assert got.threshold == want
         if got.certified and math.isfinite(got.threshold) and got.threshold > 0:
             assert got.ucb <= target + 1e-12  # the chosen threshold's upper bound is within the target
-    assert nota_sets.binomial_pvalue(3, 20, 0.3) == pytest.approx(stats.binom.cdf(3, 20, 0.3))
+    assert m_proportions.binomial_pvalue(3, 20, 0.3) == pytest.approx(stats.binom.cdf(3, 20, 0.3))
     # p <= delta exactly when the Clopper-Pearson upper bound is <= target
     for k, n in ((0, 30), (4, 50), (10, 40)):
-        ub = float(nota_sets.clopper_pearson_upper(k, n, 0.1))
-        assert nota_sets.binomial_pvalue(k, n, ub + 1e-9) <= 0.1 < nota_sets.binomial_pvalue(k, n, ub - 1e-6)
+        ub = float(m_proportions.clopper_pearson_upper(k, n, 0.1))
+        assert m_proportions.binomial_pvalue(k, n, ub + 1e-9) <= 0.1 < m_proportions.binomial_pvalue(k, n, ub - 1e-6)
 
 
 def test_ltt_controls_the_risk_on_synthetic_data_with_a_known_risk():
@@ -419,8 +426,8 @@ def test_candidate_distribution_is_the_exactly_one_relevant_posterior():
     p = rng.uniform(0.01, 0.99, size=(5, 4))
     brute = np.array([[p[q, j] * np.prod(np.delete(1 - p[q], j)) for j in range(4)] for q in range(5)])
     brute /= brute.sum(axis=1, keepdims=True)
-    assert np.allclose(listwise.candidate_distribution(p), brute)
-    assert np.allclose(listwise.candidate_distribution(prior.prior_correct(p, 0.5, 0.1)), brute)  # prior cancels
+    assert np.allclose(m_listwise.candidate_distribution(p), brute)
+    assert np.allclose(m_listwise.candidate_distribution(m_prior.prior_correct(p, 0.5, 0.1)), brute)  # prior cancels
 
 
 def _pred(probs, labels, samples=None, name="p"):
@@ -435,14 +442,14 @@ def test_query_signals_against_direct_computations():
     labels = np.zeros((6, 5), dtype=int)
     labels[np.arange(6), rng.integers(0, 5, 6)] = 1
     pred = _pred(samples.mean(0), labels, samples)
-    sig = listwise.query_signals(pred)
-    pi = listwise.candidate_distribution(pred.probs)
+    sig = m_listwise.query_signals(pred)
+    pi = m_listwise.candidate_distribution(pred.probs)
     top = pred.probs.argmax(axis=1)
     assert np.allclose(sig["entropy"], stats.entropy(pi, axis=1))
     assert np.allclose(sig["top var"], samples.var(axis=0)[np.arange(6), top])
     assert np.allclose(sig["mean var"], samples.var(axis=0).mean(axis=1))
     assert np.allclose(sig["R@1"], labels[np.arange(6), top])
-    assert listwise.query_signals(_pred(pred.probs, labels))[["mean var", "top var"]].isna().all().all()
+    assert m_listwise.query_signals(_pred(pred.probs, labels))[["mean var", "top var"]].isna().all().all()
 
 
 # ------------------------------------------------------------------------------ study-level tables
@@ -514,7 +521,7 @@ def test_the_ece_intervals_of_notebook_08_are_the_debiased_ones_and_hold_their_e
 def test_a_calibrated_rankers_ece_interval_holds_its_estimate():
     """Calibrated probabilities (y ~ Bernoulli(p)): eq. 1 is small and biased upwards, and the percentile bootstrap
     of eq. 1 lies entirely above it; the debiased ECE's interval holds its estimate and eq. 1 sits above it by the bias."""
-    from calibrank.analysis.practice.cells import debiased_ece
+    from calibrank.study.analysis.practice.cells import debiased_ece
     from calibrank.metrics.calibration import ece
     from calibrank.metrics.resample import features, interval
 
@@ -580,8 +587,8 @@ def test_shift_auroc_is_the_mann_whitney_statistic(study):
     row = shift[(shift["signal"] == "entropy")].iloc[0]
     home = st.default_condition(study, tc)
     other = study.condition(row["corpus"], row["sampler"])
-    a = listwise.query_signals(study.get("mc_dropout", tc, other))["entropy"]
-    b = listwise.query_signals(study.get("mc_dropout", tc, home))["entropy"]
+    a = m_listwise.query_signals(study.get("mc_dropout", tc, other))["entropy"]
+    b = m_listwise.query_signals(study.get("mc_dropout", tc, home))["entropy"]
     u = stats.mannwhitneyu(a, b).statistic
     assert row["AUROC"] == pytest.approx(u / (len(a) * len(b)))
 
@@ -590,8 +597,8 @@ def test_the_practice_layer_does_not_import_torch():
     import subprocess
     import sys
 
-    code = ("import sys, calibrank.analysis.practice.prior, calibrank.analysis.practice.recalibrate, calibrank.analysis.practice.selective, "
-            "calibrank.analysis.practice.conformal, calibrank.analysis.practice.signals, calibrank.analysis.practice.findings, "
-            "calibrank.analysis.practice.nota_sets, calibrank.analysis.practice.intervals, calibrank.analysis.practice.cells, "
-            "calibrank.analysis.plots_practice; sys.exit('torch' in sys.modules)")
+    code = ("import sys, calibrank.study.analysis.practice.prior, calibrank.study.analysis.practice.recalibrate, calibrank.study.analysis.practice.selective, "
+            "calibrank.study.analysis.practice.conformal, calibrank.study.analysis.practice.signals, calibrank.study.analysis.practice.findings, "
+            "calibrank.study.analysis.practice.nota_sets, calibrank.methods.intervals, calibrank.study.analysis.practice.cells, "
+            "calibrank.study.analysis.plots_practice; sys.exit('torch' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

@@ -1,4 +1,4 @@
-"""The tables of calibrank.analysis.practice (notebook 08) check themselves where they are built.
+"""The tables of calibrank.study.analysis.practice (notebook 08) check themselves where they are built.
 
 On a synthetic study every table is built without a TableError and agrees with the tables it relates
 to; a corrupted input (a Predictions file of another shape, a collaborator that returns a wrong
@@ -14,11 +14,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibrank.analysis import study as st
-from calibrank.data.conditions import eval_conditions, predictions_path, ranker_conditions
-from calibrank.analysis.practice import (conformal, findings, fitdata, listwise, nota_sets, prior, recalibrate, selective,
+from calibrank.study.analysis import study as st
+from calibrank.study.data.conditions import eval_conditions, predictions_path, ranker_conditions
+from calibrank.methods import conformal as m_conformal
+from calibrank.methods import listwise as m_listwise
+from calibrank.methods import prior as m_prior
+from calibrank.methods import recalibrate as m_recalibrate
+from calibrank.methods import selective as m_selective
+from calibrank.study.analysis.practice import (conformal, findings, fitdata, listwise, nota_sets, prior, recalibrate, selective,
                                 signals)
-from calibrank.analysis.practice.cells import CELL, study_cells
+from calibrank.study.analysis.practice.cells import CELL, study_cells
 from calibrank.predictions import Predictions
 from calibrank.table_checks import TableError
 from conftest import project_root
@@ -122,7 +127,7 @@ def test_recalibration_agrees_with_the_prior_summary(t):
 def test_every_recalibrator_is_ranked_in_each_setting(t):
     best = t.best
     for _, grp in best.groupby("setting"):
-        assert set(grp["method"]) == set(recalibrate.METHODS) and grp["rank"].min() == 1
+        assert set(grp["method"]) == set(m_recalibrate.METHODS) and grp["rank"].min() == 1
         assert grp["cells won"].sum() == grp["cells"].iloc[0]
 
 
@@ -198,7 +203,7 @@ def test_samples_that_are_not_the_rankers_are_named(cfg):
 
 def test_prior_tables_name_a_wrong_number(cfg, monkeypatch):
     data = st.load_study(cfg)
-    correct = prior.correct_predictions
+    correct = m_prior.correct_predictions
     monkeypatch.setattr(prior, "correct_predictions", lambda pred, pi_train, pi_test=None: correct(pred, pi_train, 0.1))
     _raises(lambda: prior.prior_ece_by_negatives(data, ["bert"], n_resamples=R),
             _row("prior ECE by negatives", "bert", "chitchat", "random", "n_nonrel=1: expected ECE corrected = ECE raw "
@@ -229,7 +234,7 @@ def test_recalibration_names_a_wrong_number_and_a_cell_given_twice(cfg, monkeypa
 
 def test_selective_names_a_wrong_number(cfg, monkeypatch):
     data = st.load_study(cfg)
-    scores, spans = selective.selective_scores, selective.selective_intervals
+    scores, spans = m_selective.selective_scores, m_selective.selective_intervals
     monkeypatch.setattr(selective, "selective_intervals", lambda *a, **kw: spans(*a, **kw)[::-1])
     _raises(lambda: selective.selective_table(data, ["mc_dropout"], n_resamples=R),
             _row("selective", "mc_dropout", "chitchat", "random", "confidence=top prob: expected AURC lo <= AURC hi"))
@@ -247,7 +252,7 @@ def test_selective_names_a_wrong_number(cfg, monkeypatch):
 
 def test_conformal_names_a_wrong_row(tmp_root, monkeypatch):
     data = st.load_study(_write_study(q=12))  # a deterministic ranker is fitted on 6 queries: too few for alpha 0.1
-    quantile = conformal.conformal_quantile
+    quantile = m_conformal.conformal_quantile
     monkeypatch.setattr(conformal, "conformal_quantile", lambda s, alpha: float(np.quantile(s, 1 - alpha)))
     _raises(lambda: conformal.conformal_table(data, ["bert"]),
             _row("conformal", "bert", "chitchat", "random", "score=LAC, alpha=0.1: expected n_cal >= "
@@ -284,7 +289,7 @@ def test_signals_name_a_wrong_row(cfg, monkeypatch):
 
 def test_listwise_names_a_confidence_below_one_in_k(cfg, monkeypatch):
     data = st.load_study(cfg)
-    spread = listwise.candidate_distribution
+    spread = m_listwise.candidate_distribution
     monkeypatch.setattr(listwise, "candidate_distribution", lambda probs, mask=None: spread(probs, mask) / 2)
     _raises(lambda: listwise.listwise_calibration(data, ["temperature"], n_resamples=R),
             _row("listwise", "temperature", "chitchat", "random") + ": expected mean confidence in [0.1, 1], "

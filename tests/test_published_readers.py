@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from calibrank import paths
-from calibrank.data.dstc8 import read_dstc8, strip_speakers
-from calibrank.data.published import PUBLISHED, expected_files, load_published
-from calibrank.data.schema import DataError
-from calibrank.data.tsv import read_tsv
+from calibrank.study import paths
+from calibrank.study.data.dstc8 import read_dstc8, strip_speakers
+from calibrank.study.data.published import PUBLISHED, expected_files, load_published
+from calibrank.study.data.schema import DataError
+from calibrank.study.data.tsv import read_tsv
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -162,7 +162,7 @@ def test_dstc8_utterance_emptied_by_stripping(tmp_path):
 
 
 def test_dstc8_streams_across_chunks(tmp_path, monkeypatch):
-    import calibrank.data.dstc8 as dstc8
+    import calibrank.study.data.dstc8 as dstc8
 
     monkeypatch.setattr(dstc8, "_CHUNK", 5)
     exs = read_dstc8(FIXTURES / "udc_dstc8" / "task-1.ubuntu.train.json", split="train")
@@ -281,7 +281,7 @@ def test_tsv_bytes_that_are_not_utf8_name_file_line_and_column(tmp_path):
 
 
 def test_dstc8_bytes_that_are_not_utf8_name_file_and_line(tmp_path, monkeypatch):
-    import calibrank.data.dstc8 as dstc8
+    import calibrank.study.data.dstc8 as dstc8
 
     monkeypatch.setattr(dstc8, "_CHUNK", 7)  # the bad byte sits in a later chunk
     good = json.dumps(_example(1))

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from calibrank.predictions import Predictions, PredictionsError
-from calibrank.model.rankers import make_ranker
-from calibrank.model.rankers.temperature import fit_temperature
+from calibrank.study.model.rankers import make_ranker
+from calibrank.study.model.rankers.temperature import fit_temperature
 from rankfix import learnable_queries, tiny_training
 
 TRAIN, VALID, TEST = learnable_queries(64, 1, seed=0), learnable_queries(24, 3, seed=1), learnable_queries(20, 3, seed=2)
@@ -68,7 +68,7 @@ def test_shared_model_scores_each_query_set_once_and_timing_bypasses_the_cache(m
     assert cached  # written by the first scoring
     ens = _ranker("ensemble", models_dir, members=2).fit(TRAIN, VALID)
     calls = []
-    import calibrank.model.rankers.scoring as base
+    import calibrank.study.model.rankers.scoring as base
 
     real = base.score_pairs
 
@@ -165,8 +165,8 @@ def _pair_batch():
 def test_pooled_features_match_their_definitions():
     import torch
 
-    from calibrank.model.backbone import load_backbone
-    from calibrank.model.cross_encoder import SEGMENT_COSINE_BIAS, SEGMENT_COSINE_WEIGHT, CrossEncoder
+    from calibrank.study.model.backbone import load_backbone
+    from calibrank.study.model.cross_encoder import SEGMENT_COSINE_BIAS, SEGMENT_COSINE_WEIGHT, CrossEncoder
 
     ids, am, tt = _pair_batch()
     model = CrossEncoder(load_backbone("tiny-random"), pooling="mean").eval()
@@ -191,10 +191,10 @@ def test_pooled_features_match_their_definitions():
 def test_gp_heads_start_where_the_dense_head_starts_on_segment_features():
     import torch
 
-    from calibrank.model.backbone import load_backbone
-    from calibrank.model.cross_encoder import CrossEncoder
-    from calibrank.model.rankers.pg_gp import PGCrossEncoder
-    from calibrank.model.rankers.sngp import SNGPCrossEncoder
+    from calibrank.study.model.backbone import load_backbone
+    from calibrank.study.model.cross_encoder import CrossEncoder
+    from calibrank.study.model.rankers.pg_gp import PGCrossEncoder
+    from calibrank.study.model.rankers.sngp import SNGPCrossEncoder
 
     ids, am, tt = _pair_batch()
     with torch.no_grad():
@@ -212,8 +212,8 @@ def test_gp_heads_start_where_the_dense_head_starts_on_segment_features():
 @pytest.mark.parametrize("pooling", ["mean", "segments"])
 def test_every_trainable_parameter_gets_a_gradient(pooling):
     """What data-parallel training needs: no trainable parameter left out of the graph (the pooler is frozen)."""
-    from calibrank.model.backbone import load_backbone
-    from calibrank.model.cross_encoder import CrossEncoder
+    from calibrank.study.model.backbone import load_backbone
+    from calibrank.study.model.cross_encoder import CrossEncoder
 
     ids, am, tt = _pair_batch()
     model = CrossEncoder(load_backbone("tiny-random"), pooling=pooling).train()
@@ -227,8 +227,8 @@ def test_every_trainable_parameter_gets_a_gradient(pooling):
 
 def test_mc_dropout_per_pair_masks_are_the_unchanged_training_mode_passes(models_dir):
     """``masks: per_pair`` is the first paper's scoring: score_pairs in training mode, one torch RNG seeded with the seed."""
-    from calibrank.model.rankers.scoring import sigmoid
-    from calibrank.model.training import score_pairs
+    from calibrank.study.model.rankers.scoring import sigmoid
+    from calibrank.pairs import score_pairs
 
     mc = _ranker("mc_dropout", models_dir, passes=3, masks="per_pair").fit(TRAIN, VALID)
     mc.reuse_logits = False
@@ -242,7 +242,7 @@ def test_mc_dropout_per_pair_masks_are_the_unchanged_training_mode_passes(models
 
 
 def test_mc_dropout_per_query_masks_are_shared_by_the_candidates_of_a_query_within_a_pass(models_dir):
-    from calibrank.data.schema import RankingQuery
+    from calibrank.study.data.schema import RankingQuery
 
     def doubled(q):  # a negative listed twice, first and last: K = 5
         j = q.labels.index(0)
@@ -319,7 +319,7 @@ def test_mc_dropout_per_query_masks_of_a_narrower_batch_are_a_prefix_of_the_full
 def test_probabilities_of_extreme_logits_raise_no_overflow_warning():
     import warnings
 
-    from calibrank.model.rankers.scoring import sigmoid
+    from calibrank.study.model.rankers.scoring import sigmoid
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # np.exp(1000) warned of an overflow

@@ -5,17 +5,17 @@ import math
 import numpy as np
 import pytest
 import torch
-from calibrank.data.schema import RankingQuery
-from calibrank.model.gp.gaussian import draw_joint
-from calibrank.model.gp.polya_gamma import gauss_hermite_sigmoid
-from calibrank.model.gp.spectral import SpectralNormLinear
-from calibrank.model.losses import binary_cross_entropy, focal
-from calibrank.model.rankers.scoring import encode_features
-from calibrank.model.rankers.focal import FocalRanker, GPFBertRanker
-from calibrank.model.rankers.pg_gp import PGDRRRanker, pg_param_groups
-from calibrank.model.rankers.sngp import SNGPRanker
-from calibrank.model.training import collate
-from calibrank.settings.schema import GPFBertConfig, PGDRRConfig, SNGPConfig
+from calibrank.study.data.schema import RankingQuery
+from calibrank.study.model.gp.gaussian import draw_joint
+from calibrank.study.model.gp.polya_gamma import gauss_hermite_sigmoid
+from calibrank.study.model.gp.spectral import SpectralNormLinear
+from calibrank.study.model.losses import binary_cross_entropy, focal
+from calibrank.study.model.rankers.scoring import encode_features
+from calibrank.study.model.rankers.focal import FocalRanker, GPFBertRanker
+from calibrank.study.model.rankers.pg_gp import PGDRRRanker, pg_param_groups
+from calibrank.study.model.rankers.sngp import SNGPRanker
+from calibrank.pairs import collate
+from calibrank.study.settings.schema import GPFBertConfig, PGDRRConfig, SNGPConfig
 from rankfix import learnable_queries, tiny_training
 from torch import nn
 
@@ -95,7 +95,7 @@ def test_sngp_training_loss_is_bce_on_the_gp_mean(models_dir):
 
 def test_sngp_output_weights_start_from_a_seeded_random_draw(sngp, models_dir):
     """Default ``output_init="dense"``: beta ~ U(+-1/sqrt(L)) as a dense layer; ``"prior"``: N(0, I / ridge)."""
-    from calibrank.model.gp.random_features import RandomFeatureGP
+    from calibrank.study.model.gp.random_features import RandomFeatureGP
 
     draws = [RandomFeatureGP(16, 4000, ridge=4.0, seed=s).output.weight.detach() for s in (0, 0, 1)]
     assert torch.equal(draws[0], draws[1]) and not torch.equal(draws[0], draws[2])
@@ -301,11 +301,11 @@ def test_pg_drr_trains_encoder_and_gp_layer_at_two_learning_rates(tmp_path, monk
 
 def test_pg_drr_linear_mean_function_is_trained_and_used_in_prediction(pg):
     """m(z) = m0 + v^T z: the Fisher loss sends a gradient to v, and the predictive mean carries m(x*)."""
-    from calibrank.model.rankers.pg_gp import PGHead
+    from calibrank.study.model.rankers.pg_gp import PGHead
 
     head = pg.trained.model.head
     assert head.mean_function == "linear" and head.mean_weight is not None
-    from calibrank.model.rankers.pg_gp import PGHead as _Head
+    from calibrank.study.model.rankers.pg_gp import PGHead as _Head
 
     assert not torch.equal(head.mean_weight.detach(), _Head(head.mean_weight.shape[0], seed=3).mean_weight.detach())
     z = torch.randn(5, head.mean_weight.shape[0], dtype=torch.float64)

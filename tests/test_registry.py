@@ -8,11 +8,11 @@ import json
 import numpy as np
 import pytest
 
-from calibrank.pipeline import grid
-from calibrank.settings import registry
-from calibrank.analysis import study as st
-from calibrank.settings.config import load_config
-from calibrank.data.conditions import eval_conditions, expected_samples, predictions_path
+from calibrank.study.pipeline import grid
+from calibrank.study.settings import registry
+from calibrank.study.analysis import study as st
+from calibrank.study.settings.config import load_config
+from calibrank.study.data.conditions import eval_conditions, expected_samples, predictions_path
 from calibrank.predictions import Predictions
 
 
@@ -24,7 +24,7 @@ def registered(monkeypatch):
 
 
 def test_every_ranker_of_the_config_is_described_once():
-    from calibrank.settings.choices import RankerName
+    from calibrank.study.settings.choices import RankerName
 
     assert set(registry.RANKERS) == {r.value for r in RankerName}
     assert registry.claimed_by(registry.Papers.penha_hauff) == ("mc_dropout", "ensemble")
@@ -71,7 +71,7 @@ def test_a_toy_ranker_flows_through_the_analyses(registered, tmp_root):
     assert overview.loc["toy", "method"] == "Toy ranker" and overview.loc["toy", "S"] == 2
     t2 = st.table2(study, n_resamples=200)
     assert set(t2["ranker"]) == {"toy"} and len(t2) == len(conds)
-    from calibrank.analysis import verdicts
+    from calibrank.study.analysis import verdicts
 
     claims = verdicts.calibration_claims(study, n_resamples=200)
     assert "toy has lower balanced ECE (debiased) than bert" in set(claims["claim"])  # a Penha & Hauff method now
@@ -86,7 +86,7 @@ def test_a_toy_ranker_enters_a_profile_and_the_grid(registered):
     cfg = load_config("smoke", {"rankers.names": ["bert", "toy"], "rankers.seeds": [0, 1], "rankers.train_corpora": ["chitchat"]})
     assert [r.value for r in cfg.rankers.names] == ["bert", "toy"]
     assert json.loads(json.dumps(cfg.to_dict()))["rankers"]["names"] == ["bert", "toy"]  # sidecars, hashes
-    from calibrank.settings.config import parse_run_name, train_runs
+    from calibrank.study.settings.config import parse_run_name, train_runs
 
     assert "toy-chitchat" in train_runs(cfg) and "toy-chitchat-seed1" in train_runs(cfg)
     assert parse_run_name("toy-chitchat-seed1", cfg)[::2] == ("toy", 1)

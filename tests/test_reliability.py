@@ -21,11 +21,12 @@ from pathlib import Path
 import pytest
 from safetensors.torch import load_file
 
-from calibrank import atomic, locks, paths
-from calibrank.data.io import write_queries
-from calibrank.data.schema import Example, RankingQuery
-from calibrank.data.negatives import cached_queries, queries_cache_path
-from calibrank.model.rankers import make_ranker
+from calibrank import atomic
+from calibrank.study import locks, paths
+from calibrank.study.data.io import write_queries
+from calibrank.study.data.schema import Example, RankingQuery
+from calibrank.study.data.negatives import cached_queries, queries_cache_path
+from calibrank.study.model.rankers import make_ranker
 from rankfix import learnable_queries, tiny_training
 
 TESTS = Path(__file__).resolve().parent
@@ -41,8 +42,8 @@ TRAINER = textwrap.dedent("""
     torch.set_num_threads(1)
     sys.path.insert(0, {tests!r})
     from safetensors.torch import save_file
-    import calibrank.model.rankers.base as base
-    from calibrank.model.rankers import make_ranker
+    import calibrank.study.model.rankers.base as base
+    from calibrank.study.model.rankers import make_ranker
     from rankfix import learnable_queries, tiny_training
 
     models, out, slow = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3] == "slow"
@@ -124,7 +125,8 @@ def test_two_trainers_of_one_model_end_with_the_weights_of_one_run(tmp_path):
 # Holds the lock of argv[1] for argv[2] seconds; then moves the file argv[3] (if given) into place.
 HOLDER = textwrap.dedent("""
     import os, sys, time
-    from calibrank import atomic, locks, paths
+    from calibrank import atomic
+    from calibrank.study import locks, paths
     with locks.exclusive(sys.argv[1], what="test"):
         print("held", flush=True)
         time.sleep(float(sys.argv[2]))
@@ -137,7 +139,8 @@ HOLDER = textwrap.dedent("""
 # Tries the lock of argv[1] once and prints why it could not take it.
 TRY_LOCK = textwrap.dedent("""
     import sys
-    from calibrank import atomic, locks, paths
+    from calibrank import atomic
+    from calibrank.study import locks, paths
     try:
         with locks.exclusive(sys.argv[1], wait=False):
             print("taken")
@@ -295,9 +298,9 @@ def test_read_json_names_file_and_line(tmp_path):
 
 
 def test_an_unreadable_pool_file_names_the_file(tmp_root):
-    from calibrank.settings.config import load_config
-    from calibrank.data.schema import DataError
-    from calibrank.data.querysets import load_pool_table
+    from calibrank.study.settings.config import load_config
+    from calibrank.study.data.schema import DataError
+    from calibrank.study.data.querysets import load_pool_table
 
     cfg = load_config("smoke")
     path = paths.run_dir("smoke", "data", "chitchat") / "train.pool.parquet"
@@ -307,9 +310,9 @@ def test_an_unreadable_pool_file_names_the_file(tmp_root):
 
 
 def test_a_truncated_model_file_names_the_file(tmp_path):
-    from calibrank.model.backbone import load_backbone
-    from calibrank.model.cross_encoder import CrossEncoder
-    from calibrank.model.training import load_weights, save_weights
+    from calibrank.study.model.backbone import load_backbone
+    from calibrank.study.model.cross_encoder import CrossEncoder
+    from calibrank.study.model.training import load_weights, save_weights
 
     model = CrossEncoder(load_backbone("tiny-random", seed=0), seed=0)
     path = tmp_path / "model.safetensors"

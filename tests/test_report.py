@@ -1,4 +1,4 @@
-"""Tests of calibrank.pipeline.report: the front page built from executed notebooks and exported tables (all synthetic)."""
+"""Tests of calibrank.study.pipeline.report: the front page built from executed notebooks and exported tables (all synthetic)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from calibrank.pipeline import report
-from calibrank.analysis import study as st
-from calibrank.analysis import verdicts
-from calibrank.analysis.efficiency import efficiency_table
-from calibrank.analysis.exports import TableFileError
+from calibrank.study.pipeline import report
+from calibrank.study.analysis import study as st
+from calibrank.study.analysis import verdicts
+from calibrank.study.analysis.efficiency import efficiency_table
+from calibrank.study.analysis.exports import TableFileError
 from test_make_graph import make_root  # noqa: F401 (a fixture: a project root for make)
 from test_study import write_synthetic_study
 
@@ -236,7 +236,7 @@ def test_report_shows_the_estimate_beside_each_step(tmp_root):
     page = _Page(built)
     assert "<th>estimate</th>" in built
     assert "01_data 3.5 s 30.0 s" in page.text and "03_train-bert-chitchat 12.0 s – " in page.text
-    assert "sum 41.5 s 3.0 min elapsed – " in page.text  # then the elapsed time calibrank.pipeline.eta's schedule predicts
+    assert "sum 41.5 s 3.0 min elapsed – " in page.text  # then the elapsed time calibrank.study.pipeline.eta's schedule predicts
     assert "(2026-01-01 09:00:00 UTC; 4 cores, cpu, bf16: no; measured 12.3 training and 568 inference pairs/s" \
         in page.text and "for the 2 steps that run needed, 2 side by side" in page.text
 
@@ -323,8 +323,8 @@ def test_the_advice_for_a_damaged_table_runs_the_step_that_writes_it(make_root, 
     import subprocess
     import time
 
-    from calibrank.pipeline import grid
-    from calibrank.settings.config import load_config
+    from calibrank.study.pipeline import grid
+    from calibrank.study.settings.config import load_config
     from test_make_graph import _env, _make, _planned
 
     root = make_root

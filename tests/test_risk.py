@@ -1,4 +1,4 @@
-"""Tests of calibrank.analysis.risk (RA-BERT risk-aware ranking) on synthetic, seeded Predictions."""
+"""Tests of calibrank.methods.rerank (RA-BERT risk-aware ranking) on synthetic, seeded Predictions."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from calibrank.predictions import Predictions, PredictionsError, logit
-from calibrank.analysis.risk import DEFAULT_BS, choose_b, risk_aware_table, risk_penalty, risk_scores, sweep_b
+from calibrank.methods.rerank import DEFAULT_BS, choose_b, risk_aware_table, risk_penalty, risk_scores, sweep_b
 
 
 def random_pred(seed: int, s: int = 6, q: int = 12, k: int = 5) -> Predictions:

@@ -1,6 +1,6 @@
 import pytest
 
-from calibrank.data import DataError, Dialogue, Example, RankingQuery, normalise_text
+from calibrank.study.data import DataError, Dialogue, Example, RankingQuery, normalise_text
 
 
 def test_records_clean_whitespace():

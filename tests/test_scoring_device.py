@@ -3,10 +3,10 @@
 import pytest
 import torch
 
-from calibrank.model.rankers import make_ranker
+from calibrank.study.model.rankers import make_ranker
 from calibrank.hardware import SCORING_BATCH, precision_name, scoring_batch_size
-from calibrank.settings.checks import ConfigError
-from calibrank.settings.schema import TrainingConfig
+from calibrank.study.settings.checks import ConfigError
+from calibrank.study.settings.schema import TrainingConfig
 from rankfix import learnable_queries, tiny_training
 
 

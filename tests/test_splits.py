@@ -1,5 +1,5 @@
 import pytest
-from calibrank.data import (
+from calibrank.study.data import (
     TURN_SEP,
     UTTERANCE_SEP,
     Dialogue,
@@ -8,8 +8,8 @@ from calibrank.data import (
     split_dialogues,
     subsample,
 )
-from calibrank.settings.choices import ContextStyle
-from calibrank.settings.schema import SplitConfig
+from calibrank.study.settings.choices import ContextStyle
+from calibrank.study.settings.schema import SplitConfig
 
 
 def _dialogues(n, length=4):

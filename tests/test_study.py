@@ -1,4 +1,4 @@
-"""Tests of calibrank.analysis.study (and efficiency.efficiency_table) on synthetic Predictions in a throw-away project root.
+"""Tests of calibrank.study.analysis.study (and efficiency.efficiency_table) on synthetic Predictions in a throw-away project root.
 
 The synthetic rankers have hand-computable numbers: ``bert`` gives the relevant candidate 0.9
 and every negative 0.35; ``temperature`` gives every candidate 0.5 (all tied); ``ensemble``
@@ -17,12 +17,12 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from calibrank.analysis import study as st
-from calibrank.settings.config import load_config
-from calibrank.analysis.efficiency import PAPER_EFFICIENCY, efficiency_table
-from calibrank.data.conditions import eval_conditions, predictions_path, ranker_conditions
+from calibrank.study.analysis import study as st
+from calibrank.study.settings.config import load_config
+from calibrank.study.analysis.efficiency import PAPER_EFFICIENCY, efficiency_table
+from calibrank.study.data.conditions import eval_conditions, predictions_path, ranker_conditions
 from calibrank.predictions import Predictions, PredictionsError
-from calibrank.data.querysets import MissingStepError
+from calibrank.study.data.querysets import MissingStepError
 
 Q, K = 12, 10
 RANKERS = ("bert", "mc_dropout", "ensemble", "temperature")
@@ -175,7 +175,7 @@ def test_table1_matches_hand_computation(study):
 
 
 def test_table1_is_the_papers_train_by_test_matrix_and_shift_claims_are_paired_per_test_corpus(tmp_root):
-    from calibrank.analysis import verdicts
+    from calibrank.study.analysis import verdicts
 
     data = st.load_study(write_synthetic_study(tmp_root, train_corpora=("chitchat", "chatterbot"), domain_drop=True))
     t1 = st.table1(data)
@@ -383,7 +383,7 @@ def test_efficiency_table_ratios():
 
 # ------------------------------------------------------------------------------ verdicts
 def test_claims_on_the_synthetic_study(study):
-    from calibrank.analysis import verdicts
+    from calibrank.study.analysis import verdicts
 
     claims = verdicts.summary({"c4": verdicts.calibration_claims(study), "c5": verdicts.risk_claims(study)})
     by = {(c, m): v for c, m, v in zip(claims["claim"], claims["method"], claims["verdict"])}
@@ -421,15 +421,15 @@ def test_the_analysis_layer_does_not_import_torch():
     import subprocess
     import sys
 
-    modules = ["calibrank.analysis.study", "calibrank.analysis.practice", "calibrank.analysis.efficiency"] + [
-        f"calibrank.analysis.{m}" for m in ("load", "calibration", "risk_aware", "nota_tables", "papers", "verdicts",
+    modules = ["calibrank.study.analysis.study", "calibrank.study.analysis.practice", "calibrank.study.analysis.efficiency"] + [
+        f"calibrank.study.analysis.{m}" for m in ("load", "calibration", "risk_aware", "nota_tables", "papers", "verdicts",
                                              "exports", "uncertainty", "subsets")]
     code = f"import sys, {', '.join(modules)}; sys.exit('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
 
 
 def test_efficiency_ratios_over_repeats_and_their_claims():
-    from calibrank.analysis import verdicts
+    from calibrank.study.analysis import verdicts
 
     measured = pd.DataFrame({"ranker": ["bert", "mc_dropout", "sngp"], "parameters": [100, 100, 110],
                              "ms/query": [2.0, 10.0, 2.5],

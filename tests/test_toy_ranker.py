@@ -8,13 +8,13 @@ import inspect
 import numpy as np
 import pytest
 
-from calibrank.analysis import study as st
-from calibrank.data.io import write_queries
-from calibrank.data.querysets import query_set_path, query_set_specs
-from calibrank.model import experiment
-from calibrank.model.rankers import make_ranker, ranker_class
-from calibrank.settings import registry
-from calibrank.settings.config import load_config
+from calibrank.study.analysis import study as st
+from calibrank.study.data.io import write_queries
+from calibrank.study.data.querysets import query_set_path, query_set_specs
+from calibrank.study.model import experiment
+from calibrank.study.model.rankers import make_ranker, ranker_class
+from calibrank.study.settings import registry
+from calibrank.study.settings.config import load_config
 from rankfix import learnable_queries, tiny_training
 from toy_ranker import LabelSmoothingRanker
 
@@ -39,7 +39,7 @@ def test_the_toy_ranker_is_a_short_file_that_states_its_settings():
 def test_the_toy_rankers_model_key_follows_its_own_code(tmp_path, monkeypatch):
     """A ranker written outside calibrank is keyed by its code as a built-in one is: an edit of its loss is a new model."""
     import toy_ranker
-    from calibrank import codekey
+    from calibrank.study import codekey
 
     ranker = LabelSmoothingRanker(tiny_training(), tmp_path)
     queries = learnable_queries(4, 1, seed=0)
@@ -58,7 +58,7 @@ def test_the_toy_rankers_model_key_follows_its_own_code(tmp_path, monkeypatch):
 
 def test_every_ranker_states_its_settings_in_its_signature():
     """No ``**kw``: each built-in ranker's own settings are parameters with defaults, those of its profile section."""
-    from calibrank.settings.schema import RankersConfig
+    from calibrank.study.settings.schema import RankersConfig
 
     sections = RankersConfig()
     for name in registry.RANKERS:

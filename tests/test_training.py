@@ -5,13 +5,14 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from calibrank.model.backbone import BackboneError, load_backbone
-from calibrank.data.schema import DataError, RankingQuery
-from calibrank.model.losses import binary_cross_entropy, focal
+from calibrank.study.model.backbone import BackboneError, load_backbone
+from calibrank.study.data.schema import DataError, RankingQuery
+from calibrank.study.model.losses import binary_cross_entropy, focal
 from calibrank.metrics.ranking import recall_at_k
-from calibrank.model.rankers import make_ranker
-from calibrank.model.cross_encoder import CrossEncoder
-from calibrank.model.training import TrainingDiverged, encode_pairs, length_batches, train_model
+from calibrank.study.model.rankers import make_ranker
+from calibrank.study.model.cross_encoder import CrossEncoder
+from calibrank.study.model.training import TrainingDiverged, encode_pairs, train_model
+from calibrank.pairs import length_batches
 from rankfix import learnable_queries, tiny_training
 
 
@@ -168,7 +169,7 @@ def test_fused_adamw_gives_the_weights_of_the_reference_update(tmp_path, tokeniz
 
 
 def test_constant_schedule_and_last_weights_as_the_first_papers_code(tmp_path, tokenizer):
-    from calibrank.model.training import _lr_factor
+    from calibrank.study.model.training import _lr_factor
 
     # linear: warm-up to the full lr, then down to 0; constant: the full lr after the warm-up
     assert [_lr_factor(s, 10, 2) for s in (0, 1, 2, 9)] == [0.5, 1.0, 1.0, 0.125]  # (10 - 9) / (10 - 2)

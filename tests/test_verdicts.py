@@ -1,4 +1,4 @@
-"""The replication verdicts (calibrank.analysis.verdicts) on Predictions built to give each verdict."""
+"""The replication verdicts (calibrank.study.analysis.verdicts) on Predictions built to give each verdict."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibrank.analysis import uncertainty as unc
-from calibrank.analysis import verdicts as V
+from calibrank.study.analysis import uncertainty as unc
+from calibrank.study.analysis import verdicts as V
 from calibrank.metrics.resample import features
 from calibrank.predictions import Predictions
 

@@ -1,4 +1,4 @@
-"""The graph of runs: ``calibrank.pipeline.grid.steps`` and ``workflow/Snakefile``, which builds one rule per step.
+"""The graph of runs: ``calibrank.study.pipeline.grid.steps`` and ``workflow/Snakefile``, which builds one rule per step.
 
 The step list is checked against counts worked out by hand from the smoke profile and against
 invariants of any graph (each file made by one step, every step after the steps it reads). The
@@ -23,9 +23,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from calibrank.pipeline import grid, train
-from calibrank.settings.config import load_config, run_name, train_runs, training_seeds
-from calibrank.model.experiment import ranker_conditions
+from calibrank.study.pipeline import grid, train
+from calibrank.study.settings.config import load_config, run_name, train_runs, training_seeds
+from calibrank.study.model.experiment import ranker_conditions
 
 REPO = Path(__file__).resolve().parent.parent
 SNAKEFILE = REPO / "workflow" / "Snakefile"
@@ -227,17 +227,17 @@ def test_dry_run_plans_every_step_once_with_its_threads(smoke_dry_run, tmp_root)
         assert job["threads"] == step.threads == (2 if step.name in ("01_data", "02_negatives", "07_efficiency") else 1)
         assert job["output"] == list(step.outputs)
         assert f"OMP_NUM_THREADS={step.threads} " in job["shell"]
-        assert f"calibrank.pipeline.schedule smoke {step.name} --seconds" in job["shell"]
+        assert f"calibrank.study.pipeline.schedule smoke {step.name} --seconds" in job["shell"]
     bert = jobs["03_train-bert-chitchat-seed1"]["shell"]
     assert "papermill " in bert and "/notebooks/03_train.ipynb" in bert
     assert "-p profile smoke -p ranker bert -p train_corpus chitchat -p seed 1 " in bert
     # the executed notebook is written under a temporary name holding the shell's pid and host, then renamed
     assert 'tmp="reports/smoke/.tmp-03_train-bert-chitchat-seed1.pid$$@$(uname -n' in bert
     assert 'mv "$tmp" reports/smoke/03_train-bert-chitchat-seed1.ipynb' in bert
-    assert "calibrank.locks sweep reports/smoke" in bert
-    assert "-m calibrank.pipeline.train smoke ensemble chatterbot --seed 0 --member 1" in \
+    assert "calibrank.study.locks sweep reports/smoke" in bert
+    assert "-m calibrank.study.pipeline.train smoke ensemble chatterbot --seed 0 --member 1" in \
         jobs["train-ensemble-chatterbot-seed0-member1"]["shell"]
-    assert "-m calibrank.pipeline.report smoke" in jobs["index"]["shell"]
+    assert "-m calibrank.study.pipeline.report smoke" in jobs["index"]["shell"]
     # a dry run makes nothing but the keys of the code each step reaches (its code input)
     assert not (root / "reports").exists()
     assert {p.parent for p in (root / "runs").rglob("*") if p.is_file()} == {root / "runs" / "smoke" / "code"}
@@ -386,8 +386,8 @@ def test_a_step_reruns_when_the_code_it_reaches_changes_and_the_estimate_counts_
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
         return set(_jobs(proc.stdout + proc.stderr)) - {"html", "index", "all"}
 
-    def estimated() -> set[str]:  # the steps the estimate counts (calibrank.pipeline.eta.plan)
-        code = ("import json; from calibrank.pipeline.eta import plan; from calibrank.settings.config import load_config; "
+    def estimated() -> set[str]:  # the steps the estimate counts (calibrank.study.pipeline.eta.plan)
+        code = ("import json; from calibrank.study.pipeline.eta import plan; from calibrank.study.settings.config import load_config; "
                 "print(json.dumps([s.name for s in plan(load_config('smoke')) if s.pending and s.name != 'index']))")
         proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_root, env=env, capture_output=True, text=True,
                               timeout=300)

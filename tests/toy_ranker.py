@@ -14,9 +14,9 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from calibrank.model.rankers.deterministic import DeterministicRanker
-from calibrank.settings.choices import ContextStyle
-from calibrank.settings.schema import TrainingConfig
+from calibrank.study.model.rankers.deterministic import DeterministicRanker
+from calibrank.study.settings.choices import ContextStyle
+from calibrank.study.settings.schema import TrainingConfig
 
 
 class LabelSmoothingRanker(DeterministicRanker):
@@ -38,7 +38,7 @@ class LabelSmoothingRanker(DeterministicRanker):
         return F.binary_cross_entropy_with_logits(model(**batch).float(), targets)
 
     def training_loss(self) -> None:
-        return None  # the loss is the method above, which the model key's code reaches (calibrank.codekey)
+        return None  # the loss is the method above, which the model key's code reaches (calibrank.study.codekey)
 
     def model_key_extra(self) -> dict:
         return {"smoothing": self.smoothing}

@@ -6,17 +6,25 @@ asks too) stays importable without it.
 
 from __future__ import annotations
 
+import enum
 import logging
 from typing import TYPE_CHECKING
 
-from .settings.choices import Precision
 
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["SCORING_BATCH", "precision_name", "scoring_batch_size", "use_bf16"]
+__all__ = ["SCORING_BATCH", "Precision", "precision_name", "scoring_batch_size", "use_bf16"]
 
 log = logging.getLogger(__name__)
+
+
+class Precision(str, enum.Enum):
+    """Arithmetic of forward passes: ``auto`` is bf16 autocast where the CPU or GPU supports it, else fp32."""
+
+    auto = "auto"
+    bf16 = "bf16"
+    fp32 = "fp32"
 
 
 def use_bf16(precision: Precision | str, device: torch.device) -> bool:

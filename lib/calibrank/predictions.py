@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .atomic import atomic_path, read_json, sha256_file, write_json
+from calibrank.atomic import atomic_path, read_json, sha256_file, write_json
 
 __all__ = ["Predictions", "PredictionsError", "logit"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from ..cli import main
+from calibrank.cli import main
 
 if __name__ == "__main__":
     raise SystemExit(main(["assess", *sys.argv[1:]]))

@@ -2,18 +2,18 @@
 
 :func:`run` returns the :class:`~calibrank.assess.engine.Assessment` (the notebook and the Python
 API stop there); :func:`report` also writes ``index.html``, ``calibrator.json`` and
-``tables/*.csv`` into the report folder, whole or not at all (:func:`calibrank.assess.publish.publish`).
+``tables/*.csv`` into the report folder, whole or not at all (:func:`calibrank.assess.page.publish.publish`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from .engine import Assessment, assess
-from .load import Inputs, load
-from .options import Options
-from .page import render
-from .publish import publish
+from calibrank.assess.engine import Assessment, assess
+from calibrank.assess.read.load import Inputs, load
+from calibrank.assess.options import Options
+from calibrank.assess.page.render import render
+from calibrank.assess.page.publish import publish
 
 __all__ = ["report", "run"]
 
@@ -21,7 +21,7 @@ __all__ = ["report", "run"]
 def run(options: Options) -> tuple[Assessment, Inputs]:
     """Read the inputs of ``options`` and assess them, writing nothing.
 
-    What ``calibrank assess`` does short of the report folder: :func:`calibrank.assess.load.load`
+    What ``calibrank assess`` does short of the report folder: :func:`calibrank.assess.read.load.load`
     then :func:`calibrank.assess.engine.assess`, with the validation files hashed into the
     calibrator's provenance.
 
@@ -54,8 +54,8 @@ def run(options: Options) -> tuple[Assessment, Inputs]:
     >>> tmp.cleanup()
     """
     inputs = load(**options.inputs())
-    return assess(inputs.test, inputs.valid, notes=inputs.notes, inputs=options.validation_files(),
-                  **options.fitting()), inputs
+    return assess(inputs.test, inputs.valid, options.settings(), notes=inputs.notes,
+                  inputs=options.validation_files()), inputs
 
 
 def report(options: Options) -> Path:
@@ -90,9 +90,7 @@ def report(options: Options) -> Path:
     >>> tmp.cleanup()
     """
     assessment, inputs = run(options)
-    paths = [p for p in (*options.run, *options.valid_run, options.qrels, options.valid_qrels, options.table,
-                         options.valid_table, options.checkpoint, options.queries, options.valid_queries) if p]
-    page = render(assessment, name=options.name, notes=inputs.notes, paths=paths)
+    page = render(assessment, name=options.name, notes=inputs.notes, paths=options.input_files())
 
     def write(folder: Path) -> None:
         assessment.save(folder / "tables")

@@ -14,15 +14,17 @@ import numbers
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from . import abstain, headlines, ranking, reliability, risk_aware, shortlists, thresholds
-from .calibrator import Calibrator
-from .fit import fit_parts
-from .scored import AssessError, ScoredRun
-from .selfcheck import checked
+from calibrank.assess.sections import abstain, headlines, ranking, reliability, reranking as risk_aware, shortlists, thresholds
+from calibrank.assess.deploy.calibrator import Calibrator
+from calibrank.assess.deploy.fit import fit_parts
+from calibrank.assess.options import Settings, resolve
+from calibrank.assess.read.scored import AssessError, ScoredRun
+from calibrank.assess.sections.selfcheck import checked
 
 __all__ = ["Assessment", "assess"]
 
@@ -31,7 +33,7 @@ __all__ = ["Assessment", "assess"]
 class Assessment:
     """Every table of one assessment and the fitted :class:`Calibrator`.
 
-    Each table is checked where it was built (:mod:`calibrank.assess.selfcheck`); the page of
+    Each table is checked where it was built (:mod:`calibrank.assess.sections.selfcheck`); the page of
     ``calibrank assess`` shows them, :meth:`save` writes them as CSV and :meth:`finding` reads a
     section's sentence.
 
@@ -47,13 +49,14 @@ class Assessment:
     Examples
     --------
     >>> import numpy as np
-    >>> from calibrank.assess.scored import ScoredRun
+    >>> from calibrank.assess.options import Settings
+    >>> from calibrank.assess.read.scored import ScoredRun
     >>> rng = np.random.default_rng(0)
     >>> y = (rng.random((80, 10)) < 0.2).astype(int)           # 80 queries, 10 candidates each
     >>> s = 3 * y + rng.normal(size=y.shape)                    # raw scores, any scale
     >>> run = ScoredRun(qids=np.arange(80), docids=np.tile(np.arange(10), (80, 1)), mask=np.ones(y.shape, bool),
     ...                 scores=s[None], relevance=y, judged=np.ones(y.shape, bool), n_relevant=y.sum(axis=1))
-    >>> a = assess(run.subset(np.arange(40, 80)), run.subset(np.arange(40)), n_resamples=50)
+    >>> a = assess(run.subset(np.arange(40, 80)), run.subset(np.arange(40)), Settings(n_resamples=50))
     >>> list(a.ranking["measure"])
     ['R@1', 'R@5', 'R@10', 'P@1', 'MRR', 'nDCG@10', 'MAP']
     >>> a.finding("ranking").startswith("On ")
@@ -85,7 +88,7 @@ class Assessment:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "calibrator"}
 
     def finding(self, section: str) -> str:
-        """The sentence of ``section`` (one of :data:`calibrank.assess.headlines.SECTIONS`)."""
+        """The sentence of ``section`` (one of :data:`calibrank.assess.sections.headlines.SECTIONS`)."""
         rows = self.findings[self.findings["section"] == section]
         if rows.empty:
             raise KeyError(f"section must be one of {list(self.findings['section'])}; got {section!r}")
@@ -103,14 +106,7 @@ class Assessment:
         return paths
 
 
-def _check_args(seed, n_resamples, level, alpha, confidence, k) -> tuple[int, ...]:
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-        raise AssessError(f"seed: expected a non-negative integer, got {seed!r}")
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, numbers.Integral) or n_resamples < 2:
-        raise AssessError(f"n_resamples: expected an integer >= 2, got {n_resamples!r}")
-    for name, v in (("level", level), ("alpha", alpha), ("confidence", confidence)):
-        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not 0.0 < float(v) < 1.0:
-            raise AssessError(f"{name}: expected a number strictly between 0 and 1, got {v!r}")
+def _check_k(k: Sequence[int]) -> tuple[int, ...]:
     ks = tuple(k)
     if not ks or any(isinstance(x, bool) or not isinstance(x, numbers.Integral) or x < 1 for x in ks):
         raise AssessError(f"k: expected positive integer cut-offs, got {k!r}")
@@ -150,10 +146,8 @@ def _summary(test: ScoredRun, valid: ScoredRun, notes: Sequence[str]) -> pd.Data
                    nonneg=("queries", "candidates"))
 
 
-def assess(test: ScoredRun, valid: ScoredRun, *, seed: int = 0, n_resamples: int = 1000, level: float = 0.95,
-           alpha: float = 0.1, precision: float | None = None, recall: float | None = None, confidence: float = 0.9,
-           coverage: float | None = None, risk: float | None = None, method: str = "auto", k: Sequence[int] = (1, 5, 10),
-           notes: Sequence[str] = (), inputs: Sequence[str | os.PathLike] = ()) -> Assessment:
+def assess(test: ScoredRun, valid: ScoredRun, settings: Settings | None = None, *, k: Sequence[int] = (1, 5, 10),
+           notes: Sequence[str] = (), inputs: Sequence[str | os.PathLike] = (), **given: Any) -> Assessment:
     """Judge a ranker's scores: every section on ``test``, with the calibrator fitted on ``valid``.
 
     Ranking quality, calibration before and after the map, the certified cutoff, abstention,
@@ -165,22 +159,11 @@ def assess(test: ScoredRun, valid: ScoredRun, *, seed: int = 0, n_resamples: int
     ----------
     test, valid : ScoredRun
         The queries to judge on and the queries to fit on (no query in both).
-    seed : int, default=0
-        Seeds every resampling and the folds of the map's choice.
-    n_resamples : int, default=1000
-        Bootstrap resamples of every interval.
-    level : float, default=0.95
-        The intervals' confidence.
-    alpha : float, default=0.1
-        The deployed shortlists' miscoverage.
-    precision, recall : float, default=None
-        The certified cutoff's target (precision 0.9 when neither is given).
-    confidence : float, default=0.9
-        The probability with which the cutoff's guarantee holds.
-    coverage, risk : float, default=None
-        What the abstain rule is fitted for (coverage 0.8 when neither is given).
-    method : str, default="auto"
-        The map (:func:`calibrank.assess.fit.fit_calibrator`).
+    settings : Settings, default=None
+        What is fitted and how it is judged (:class:`~calibrank.assess.options.Settings`, checked where built;
+        its defaults when None).
+    **given
+        The settings as keywords instead (``precision=0.8``), checked the same way.
     k : sequence of int, default=(1, 5, 10)
         Recall cut-offs.
     notes : sequence of str, default=()
@@ -195,31 +178,33 @@ def assess(test: ScoredRun, valid: ScoredRun, *, seed: int = 0, n_resamples: int
     Examples
     --------
     >>> import numpy as np
-    >>> from calibrank.assess.scored import ScoredRun
+    >>> from calibrank.assess.options import Settings
+    >>> from calibrank.assess.read.scored import ScoredRun
     >>> rng = np.random.default_rng(0)
     >>> y = (rng.random((80, 10)) < 0.2).astype(int)           # 80 queries, 10 candidates each
     >>> s = 3 * y + rng.normal(size=y.shape)                    # raw scores, any scale
     >>> run = ScoredRun(qids=np.arange(80), docids=np.tile(np.arange(10), (80, 1)), mask=np.ones(y.shape, bool),
     ...                 scores=s[None], relevance=y, judged=np.ones(y.shape, bool), n_relevant=y.sum(axis=1))
-    >>> a = assess(run.subset(np.arange(40, 80)), run.subset(np.arange(40)), n_resamples=50, k=(1, 5))
+    >>> a = assess(run.subset(np.arange(40, 80)), run.subset(np.arange(40)), Settings(n_resamples=50), k=(1, 5))
     >>> a.summary[["split", "queries"]].values.tolist()
     [['test', 40], ['valid', 40]]
     >>> a.calibrator.fitted_on["queries"]
     40
     """
-    ks = _check_args(seed, n_resamples, level, alpha, confidence, k)
+    settings = resolve(settings, given, "assess")
+    ks = _check_k(k)
     _check_pair(test, valid)
-    boot = {"level": level, "n_resamples": int(n_resamples), "seed": int(seed)}
-    cal, cert = fit_parts(valid, method=method, precision=precision, recall=recall, confidence=confidence,
-                          coverage=coverage, risk=risk, alpha=alpha, seed=int(seed), inputs=inputs)
+    seed, n_resamples, alpha = settings.seed, settings.n_resamples, settings.alpha
+    boot = {"level": settings.level, "n_resamples": n_resamples, "seed": seed}
+    cal, cert = fit_parts(valid, settings, inputs=inputs)
     summary = _summary(test, valid, notes)
     rank = ranking.ranking_table(test, ks=ks, **boot)
     deployed = reliability.deployed_view(cal.map)
     calib, buckets = reliability.calibration_tables(
-        reliability.views(test, valid, cal.map, seed=int(seed)), test.kind, deployed=deployed, **boot)
+        reliability.views(test, valid, cal.map, seed=seed), test.kind, deployed=deployed, **boot)
     curve = thresholds.threshold_curve(test, cal, **boot)
     cut = thresholds.cutoff_row(cert, cal, test, **boot)
-    scores, rule, curves = abstain.abstain_tables(cal, test, n_resamples=int(n_resamples), seed=int(seed))
+    scores, rule, curves = abstain.abstain_tables(cal, test, n_resamples=n_resamples, seed=seed)
     valid_pred, test_pred = reliability.mapped(valid, cal.map, deployed), reliability.mapped(test, cal.map, deployed)
     alphas = sorted({0.05, 0.1, 0.2, float(alpha)})
     sets = shortlists.conformal_table(valid_pred, test_pred, alphas)

@@ -7,14 +7,14 @@
 - :mod:`.resample`: every set-level metric as a function of per-query sums, so that bootstrap
   intervals over queries (and seeds) and paired permutation tests are matrix products.
 
-Compute only: plots live in :mod:`calibrank.analysis.plots`.
+Compute only: plots live in :mod:`calibrank.study.analysis.plots`.
 """
 
 from __future__ import annotations
 
-from .calibration import EPS, ReliabilityCurve, brier, calibration_metrics, ece, mce, nll, reliability_curve
-from .ranking import average_precision, ndcg_at_k, rank_of_relevant, ranking_metrics, recall_at_k, reciprocal_rank
-from .stats import TTestResult, holm, mean_ci, paired_ttest, relative_change
+from calibrank.metrics.calibration import EPS, ReliabilityCurve, brier, calibration_metrics, ece, mce, nll, reliability_curve
+from calibrank.metrics.ranking import average_precision, ndcg_at_k, rank_of_relevant, ranking_metrics, recall_at_k, reciprocal_rank
+from calibrank.metrics.stats import TTestResult, holm, mean_ci, paired_ttest, relative_change
 
 __all__ = [
     "EPS",

@@ -4,7 +4,7 @@ Recall ``R_n@k``, AP (Manning et al. 2008, ch. 8), RR and nDCG@k (Järvelin & Ke
 ``[Q, K]`` scores and labels. Ties count against the relevant candidate (the first paper's code
 let them favour it); a query with no relevant candidate is NaN and left out of the means.
 :func:`per_query_ranking`'s ``tiebreak`` orders ties otherwise (trec_eval's docid order for a
-user's run, :mod:`calibrank.assess.ranking`). Padded lists and trec_eval conventions:
+user's run, :mod:`calibrank.assess.sections.ranking`). Padded lists and trec_eval conventions:
 docs/decisions.md, "Ranking metrics".
 """
 

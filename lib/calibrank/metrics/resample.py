@@ -16,9 +16,9 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from scipy import stats as _sps
 
-from ..predictions import Predictions, PredictionsError
-from .calibration import EPS, _bin_edges, debiased_gap_sum
-from .ranking import average_precision, recall_at_k, reciprocal_rank
+from calibrank.predictions import Predictions, PredictionsError
+from calibrank.metrics.calibration import EPS, _bin_edges, debiased_gap_sum
+from calibrank.metrics.ranking import average_precision, recall_at_k, reciprocal_rank
 
 __all__ = [
     "METRICS",

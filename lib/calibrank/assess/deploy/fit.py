@@ -1,0 +1,284 @@
+"""Fit a :class:`~calibrank.assess.deploy.calibrator.Calibrator` on validation queries.
+
+- The map: each map of :func:`calibrank.assess.deploy.maps.maps_for` scored by Brier on held-out folds
+  of whole validation queries (``method="auto"``), then refitted on every validation pair.
+- The cutoff: :func:`calibrank.assess.deploy.certify.certify` on the raw scores.
+- The abstain rule: each list confidence of :data:`~calibrank.assess.deploy.calibrator.CONFIDENCES` scored
+  by AURC on the validation queries (the ``list`` model cross-fitted over folds of queries), the
+  lowest kept; its cut answers the requested ``coverage`` of validation queries, or is the loosest
+  cut whose top-1 error is certified below ``risk`` (Learn-then-Test over queries, which are
+  independent, with the exact binomial test).
+- The shortlist: the split-conformal quantile of the LAC score at ``alpha``
+  (:mod:`calibrank.assess.sections.shortlists`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy import stats
+from scipy.special import expit
+from sklearn.isotonic import IsotonicRegression
+from sklearn.linear_model import LogisticRegression
+
+from calibrank import __version__
+from calibrank.atomic import sha256_file
+from calibrank.methods.conformal import candidate_scores, conformal_quantile
+from calibrank.methods.listwise import candidate_distribution
+from calibrank.methods.recalibrate import fit_recalibrator
+from calibrank.methods.selective import selective_scores
+from calibrank.assess.deploy.calibrator import CONFIDENCES, AbstainRule, Calibrator, Cutoff, Shortlist, list_confidence, top_probabilities
+from calibrank.assess.deploy.certify import Certificate, Metric, certify, min_kept
+from calibrank.assess.deploy.maps import ScoreMap, maps_for
+from calibrank.assess.errors import OptionError
+from calibrank.assess.options import Settings, resolve
+from calibrank.assess.read.scored import AssessError, ScoredRun
+
+__all__ = ["MAX_FIT_PAIRS", "choose_map", "fit_calibrator", "fit_map", "fit_parts", "raw_scores", "top_loss", "valid_confidences"]
+
+MAX_FIT_PAIRS = 250_000
+"""A map is fitted on at most this many validation pairs (a seeded sample beyond)."""
+FOLDS = 5
+M_MAX = 10
+
+
+def raw_scores(run: ScoredRun) -> np.ndarray:
+    """``[Q, K]`` one raw score per candidate: the mean over the run's samples (0 where padded)."""
+    return np.where(run.mask, run.scores.mean(axis=0), 0.0)
+
+
+def _squash(scores: np.ndarray) -> tuple[float, float]:
+    m, d = float(scores.mean()), float(scores.std())
+    return m, (d if d > 0 else 1.0)
+
+
+def fit_map(method: str, scores: np.ndarray, labels: np.ndarray, kind: str) -> ScoreMap:
+    """Fit ``method`` on validation pairs (one raw score and one 0/1 label per candidate)."""
+    s = np.asarray(scores, dtype=np.float64).reshape(-1)
+    y = np.asarray(labels).reshape(-1).astype(int)
+    center, scale = _squash(s) if kind == "score" else (None, None)
+    start = ScoreMap(kind, "identity" if kind != "score" else "platt",
+                     {} if kind != "score" else {"A": 1.0, "B": 0.0}, center, scale)
+    q = start.base(s)
+    if method == "identity":
+        return ScoreMap(kind, method, {}, center, scale)
+    if method == "isotonic":
+        iso = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip", increasing=True).fit(q, y)
+        return ScoreMap(kind, method, {"x": iso.X_thresholds_.tolist(), "y": iso.y_thresholds_.tolist()}, center, scale)
+    recal = fit_recalibrator(method, q, y)
+    return ScoreMap(kind, method, dict(recal.params), center, scale)
+
+
+def _fit_pairs(s: np.ndarray, y: np.ndarray, max_pairs: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    if s.size <= max_pairs:
+        return s, y
+    rows = np.sort(np.random.default_rng(seed).choice(s.size, max_pairs, replace=False))
+    return s[rows], y[rows]
+
+
+def _folds(n: int, seed: int, folds: int = FOLDS) -> np.ndarray:
+    """``[n]`` the fold of each query: a seeded permutation cut in ``folds`` parts."""
+    out = np.empty(n, np.int64)
+    out[np.random.default_rng(seed).permutation(n)] = np.arange(n) % folds
+    return out
+
+
+def choose_map(run: ScoredRun, *, seed: int = 0, max_pairs: int = MAX_FIT_PAIRS) -> tuple[str, dict[str, float]]:
+    """``(method, brier)``: the map with the lowest held-out Brier over folds of whole queries, and each map's Brier.
+
+    With fewer than ``2 * FOLDS`` validation queries no fold is held out: Platt's map, the one with the
+    fewest parameters that orders as the scores do.
+    """
+    s, y, m = raw_scores(run), run.labels, run.mask
+    methods = maps_for(run.kind.value)
+    if s.shape[0] < 2 * FOLDS:
+        return "platt", {}
+    fold = np.broadcast_to(_folds(s.shape[0], seed)[:, None], s.shape)[m]
+    sv, yv = s[m], y[m].astype(int)
+    brier = {}
+    for method in methods:
+        err, n = 0.0, 0
+        for f in range(FOLDS):
+            train, held = fold != f, fold == f
+            if np.unique(yv[train]).size < 2:
+                continue
+            fs, fy = _fit_pairs(sv[train], yv[train], max_pairs, seed)
+            if np.unique(fy).size < 2:
+                continue
+            p = fit_map(method, fs, fy, run.kind.value)(sv[held])
+            err += float(((p - yv[held]) ** 2).sum())
+            n += int(held.sum())
+        brier[method] = err / n if n else math.inf
+    best = min(brier, key=lambda k: (brier[k], methods.index(k)))
+    return best, brier
+
+
+def top_loss(scores: np.ndarray, labels: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """``[Q]`` 1 when the query's top candidate by score is not relevant; tied top candidates count against the
+    relevant one (the study's convention), a query without a relevant candidate is always wrong."""
+    s = np.where(mask, scores, -np.inf)
+    top = s == s.max(axis=1, keepdims=True)
+    wrong = (top & mask & ~labels.astype(bool)).any(axis=1)
+    return wrong.astype(np.float64)
+
+
+def _list_model(x: np.ndarray, ok: np.ndarray) -> tuple[np.ndarray, float] | None:
+    if np.unique(ok).size < 2:
+        return None
+    lr = LogisticRegression(C=1e4, max_iter=1000).fit(x, ok)
+    return lr.coef_[0].copy(), float(lr.intercept_[0])
+
+
+def valid_confidences(score_map: ScoreMap, run: ScoredRun, *, seed: int = 0) -> tuple[dict[str, np.ndarray], np.ndarray,
+                                                                                     tuple[np.ndarray, float] | None]:
+    """``(confidences, loss, list model)`` on the validation queries: each confidence of
+    :data:`CONFIDENCES` (``list`` cross-fitted over folds of queries, so its AURC is not read on the
+    queries it was fitted on), the top-1 loss, and the ``list`` model fitted on every query (None when
+    every query is answered rightly, or every one wrongly)."""
+    s, m = raw_scores(run), run.mask
+    loss = top_loss(s, run.labels, m)
+    p = np.where(m, score_map(s), 0.0)
+    conf = {name: list_confidence(name, s, p, m) for name in ("top score", "margin")}
+    k = int(min(M_MAX, m.sum(axis=1).min()))
+    x, ok = top_probabilities(p, m, k), (loss == 0).astype(int)
+    model = _list_model(x, ok)
+    if model is not None and s.shape[0] >= 2 * FOLDS:
+        fold, cross = _folds(s.shape[0], seed), np.empty(s.shape[0])
+        for f in range(FOLDS):
+            fitted = _list_model(x[fold != f], ok[fold != f])
+            coef, b = fitted if fitted is not None else model
+            cross[fold == f] = expit(x[fold == f] @ coef + b)
+        conf["list"] = cross
+    return conf, loss, model
+
+
+def _coverage_cut(conf: np.ndarray, coverage: float) -> float:
+    """The cut that answers at least ``coverage`` of the validation queries (confidence >= cut)."""
+    return float(np.quantile(conf, 1.0 - coverage, method="lower"))
+
+
+def _risk_cut(conf: np.ndarray, loss: np.ndarray, risk: float, confidence: float) -> float:
+    """The loosest cut whose selective top-1 error is certified below ``risk`` at ``confidence`` (Learn-then-Test,
+    fixed sequence from the strictest cut with enough answered queries down; exact binomial over queries).
+    Above every validation confidence when none is."""
+    cuts = np.unique(conf)[::-1]
+    order = np.argsort(-conf, kind="stable")
+    c_sorted, l_sorted = conf[order], loss[order]
+    answered = np.searchsorted(-c_sorted, -cuts, side="right")  # queries with conf >= cut
+    wrong = np.concatenate([[0.0], np.cumsum(l_sorted)])[answered]
+    start = answered >= min_kept(1.0 - risk, confidence)
+    best = None
+    for i in np.flatnonzero(start):
+        if stats.binom.cdf(wrong[i], answered[i], risk) > 1.0 - confidence:
+            break
+        best = float(cuts[i])
+    return best if best is not None else float(np.nextafter(conf.max(), np.inf))
+
+
+def fit_calibrator(valid: ScoredRun, settings: Settings | None = None, *,
+                   inputs: Sequence[str | os.PathLike] = (), **given: Any) -> Calibrator:
+    """Fit every part of a :class:`Calibrator` on validation queries.
+
+    The map is chosen by held-out Brier over folds of whole queries, the cutoff certified by
+    Learn-then-Test (:func:`calibrank.assess.deploy.certify.certify`), the abstain rule's confidence
+    chosen by AURC and the shortlist's quantile by split conformal prediction (see the module
+    docstring). Nothing is read from test queries, so the test numbers stay honest.
+
+    Parameters
+    ----------
+    valid : ScoredRun
+        The validation queries (the only data anything is fitted on).
+    settings : Settings, default=None
+        The map, the cutoff's target and confidence, the abstain rule's coverage or risk, the shortlists'
+        miscoverage and the seed (:class:`~calibrank.assess.options.Settings`; its defaults when None).
+    **given
+        The settings as keywords instead (``precision=0.8``), checked the same way.
+    inputs : sequence of paths, default=()
+        The files ``valid`` was read from, hashed into ``fitted_on``.
+
+    Returns
+    -------
+    Calibrator
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from calibrank.assess.options import Settings, resolve
+    >>> from calibrank.assess.read.scored import ScoredRun
+    >>> rng = np.random.default_rng(0)
+    >>> y = (rng.random((80, 10)) < 0.2).astype(int)           # 80 queries, 10 candidates each
+    >>> s = 3 * y + rng.normal(size=y.shape)                    # raw scores, any scale
+    >>> run = ScoredRun(qids=np.arange(80), docids=np.tile(np.arange(10), (80, 1)), mask=np.ones(y.shape, bool),
+    ...                 scores=s[None], relevance=y, judged=np.ones(y.shape, bool), n_relevant=y.sum(axis=1))
+    >>> cal = fit_calibrator(run, Settings(precision=0.8, coverage=0.8))
+    >>> cal.cutoff.certified, cal.abstain_rule.coverage, cal.fitted_on["queries"]
+    (True, 0.8, 80)
+    """
+    return fit_parts(valid, resolve(settings, given, "fit_calibrator"), inputs=inputs)[0]
+
+
+def fit_parts(valid: ScoredRun, settings: Settings | None = None, *,
+              inputs: Sequence[str | os.PathLike] = ()) -> tuple[Calibrator, Certificate]:
+    """:func:`fit_calibrator` with the :class:`~calibrank.assess.deploy.certify.Certificate` behind its cutoff."""
+    if not isinstance(valid, ScoredRun):
+        raise AssessError(f"valid: expected a ScoredRun (calibrank.assess.read.load(...).valid), got {type(valid).__name__}")
+    settings = resolve(settings, {}, "fit_parts")
+    method, confidence, coverage, risk, alpha, seed = (settings.map, settings.confidence, settings.coverage,
+                                                       settings.risk, settings.alpha, settings.seed)
+    metric, target = ((Metric.recall, settings.recall) if settings.recall is not None
+                      else (Metric.precision, 0.9 if settings.precision is None else settings.precision))
+    if not valid.labels.any() or valid.labels[valid.mask].all():
+        raise AssessError(f"{valid.source}: the validation candidates are all relevant or all non-relevant; "
+                          "nothing can be fitted on them")
+    s, y, m = raw_scores(valid), valid.labels, valid.mask
+    brier: dict[str, float] = {}
+    if method == "auto":
+        method, brier = choose_map(valid, seed=seed)
+    elif method not in maps_for(valid.kind.value):
+        raise OptionError("map", f"expected auto or one of {', '.join(maps_for(valid.kind.value))} for a "
+                          f"{valid.kind.value}, got {method!r}")
+    fs, fy = _fit_pairs(s[m], y[m].astype(int), MAX_FIT_PAIRS, seed)
+    score_map = fit_map(method, fs, fy, valid.kind.value)
+
+    cert = certify(s, y, m, metric=metric, target=target, confidence=confidence)
+    raw = cert.cutoff if cert.certified and score_map.increasing else None
+    best_raw = cert.best_cutoff if math.isfinite(cert.best_cutoff) and score_map.increasing else None
+    cutoff = Cutoff(metric.value, float(target), float(confidence), raw,
+                    float(score_map(raw)) if raw is not None else None,
+                    cert.best_level if best_raw is not None else 0.0, best_raw,
+                    "Learn-then-Test, fixed sequence over raw-score cutoffs; each cutoff's p-value the larger of the "
+                    "candidate-level exact binomial test and the query-level one-sided t-test")
+
+    conf, loss, model = valid_confidences(score_map, valid, seed=seed)
+    aurc = {name: selective_scores(c, loss).aurc for name, c in conf.items()}
+    chosen = min(aurc, key=lambda k: (aurc[k], CONFIDENCES.index(k)))
+    c = conf[chosen]
+    if chosen == "list":  # the deployed cut reads the model fitted on every query
+        c = list_confidence("list", s, np.where(m, score_map(s), 0.0), m, model)
+    if risk is None:
+        coverage = 0.8 if coverage is None else coverage
+        cut = _coverage_cut(c, coverage)
+    else:
+        cut = _risk_cut(c, loss, risk, confidence)
+    rule = AbstainRule(chosen, cut, coverage=coverage, risk=risk,
+                       list_coef=tuple(float(v) for v in model[0]) if chosen == "list" else None,
+                       list_intercept=model[1] if chosen == "list" else None)
+
+    pi = candidate_distribution(np.where(m, score_map(s), 0.0), m)
+    lac = np.where(y.astype(bool), candidate_scores(pi, "LAC"), np.inf).min(axis=1)[y.any(axis=1)]
+    try:
+        qhat = conformal_quantile(lac, alpha)
+    except ValueError:
+        qhat = None
+    fitted_on = {"source": Path(valid.source).name if valid.source else "", "queries": int(s.shape[0]),
+                 "candidates": int(m.sum()), "relevant": int(y.sum()), "base_rate": float(y[m].mean()),
+                 "score_kind": valid.kind.value, "samples": valid.n_samples, "relevant_at": valid.relevant_at,
+                 "map_brier": {k: v for k, v in brier.items() if math.isfinite(v)}, "confidence_aurc": aurc,
+                 "seed": int(seed), "calibrank": __version__,
+                 "inputs": [{"file": Path(p).name, "sha256": sha256_file(p)} for p in inputs]}
+    return Calibrator(score_map, cutoff, rule, Shortlist(float(alpha), qhat), fitted_on), cert

@@ -1,0 +1,113 @@
+"""One sentence per section of an assessment, written from the numbers of its tables (never typed in).
+
+:func:`findings` returns one row per section: ``section``, ``finding`` (the sentence),
+``value`` / ``lo`` / ``hi`` (the number the sentence is about and its 95% interval, NaN where
+there is none). Every sentence about probabilities names the map that made them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from calibrank.assess.numbers import interval, number, pct
+
+__all__ = ["SECTIONS", "findings"]
+
+RANKING, CALIBRATION, THRESHOLDS, ABSTAIN, CONFORMAL, RISK = (
+    "ranking", "calibration", "thresholds", "answer or abstain", "conformal shortlists", "risk-aware ranking")
+SECTIONS = (RANKING, CALIBRATION, THRESHOLDS, ABSTAIN, CONFORMAL, RISK)
+
+
+def _row(section: str, text: str, value: float = np.nan, lo: float = np.nan, hi: float = np.nan) -> dict:
+    return {"section": section, "finding": text, "value": float(value), "lo": float(lo), "hi": float(hi)}
+
+
+def _ranking(t: pd.DataFrame) -> dict:
+    r = t.set_index("measure")
+    r1, nd = r.loc["R@1"], r.loc[[m for m in r.index if m.startswith("nDCG")][0]]
+    left = int(r1["left out"])
+    tail = f" ({left} without a relevant document in the qrels left out)" if left else ""
+    return _row(RANKING, f"On {int(r1['queries'])} test queries{tail}, R@1 was "
+                f"{interval(r1['value'], r1['value lo'], r1['value hi'])} and {nd.name} "
+                f"{interval(nd['value'], nd['value lo'], nd['value hi'])}.", r1["value"], r1["value lo"], r1["value hi"])
+
+
+def _calibration(t: pd.DataFrame) -> dict:
+    v = t.set_index("view")
+    dep = t[t["deployed"]].iloc[0]
+    base = v.loc["base rate"]
+    text = (f"The deployed map, {dep['view']} (chosen on the validation queries by held-out Brier), gives ECE "
+            f"{interval(dep['ECE'], dep['ECE lo'], dep['ECE hi'])} and Brier {number(dep['Brier'])} on the test "
+            f"queries, where a constant at the validation base rate ({pct(float(str(base['params'])[2:]))}) gives "
+            f"Brier {number(base['Brier'])}")
+    given = v.loc["as given"] if "as given" in v.index else None
+    if given is not None and np.isfinite(given["ECE"]) and dep["view"] != "as given":
+        text += f"; as given, ECE is {interval(given['ECE'], given['ECE lo'], given['ECE hi'])}"
+    elif given is not None and not np.isfinite(given["ECE"]):
+        text = "The scores have no probability scale. " + text
+    text += "."
+    flagged = [f"{r['view']} ({r['flag']})" for _, r in t.iterrows() if r["flag"]]
+    if flagged:
+        text += " Flagged: " + "; ".join(flagged) + "."
+    return _row(CALIBRATION, text, dep["ECE"], dep["ECE lo"], dep["ECE hi"])
+
+
+def _thresholds(row: pd.DataFrame) -> dict:
+    r = row.iloc[0]
+    metric, what = r["metric"], f"{r['metric']} >= {pct(r['target'])}"
+    if not r["certified"]:
+        return _row(THRESHOLDS, f"No cutoff is certified for {what} at {pct(r['confidence'])} confidence: "
+                    f"{r['note']}.")
+    other = "recall" if metric == "precision" else "precision"
+    return _row(THRESHOLDS, f"Keep candidates whose raw score is at least {r['cutoff']:.6g} (probability "
+                f"{number(r['probability'])} under the {r['map']} map): certified on the validation queries for "
+                f"{what} at {pct(r['confidence'])} confidence; on the test queries it kept {int(r['test kept'])} "
+                f"candidates, {metric} {interval(r[metric], r[f'{metric} lo'], r[f'{metric} hi'], pct)} and "
+                f"{other} {interval(r[other], r[f'{other} lo'], r[f'{other} hi'], pct)}.",
+                r[metric], r[f"{metric} lo"], r[f"{metric} hi"])
+
+
+def _abstain(scores: pd.DataFrame, rule: pd.DataFrame, map_name: str) -> dict:
+    r = rule.iloc[0]
+    unit = "raw score" if r["confidence"] == "top score" else f"{map_name} probability"
+    return _row(ABSTAIN, f"Answer a query when its {r['confidence']} ({unit}) is at least {r['cut']:.4g} "
+                f"(fitted on the validation queries to {r['asked']}); on the test queries that answers "
+                f"{pct(r['coverage'])} of them with a top-1 error of "
+                f"{interval(r['risk'], r['risk lo'], r['risk hi'], pct)}, against {pct(r['risk if all answered'])} "
+                f"when answering all.", r["risk"], r["risk lo"], r["risk hi"])
+
+
+def _conformal(t: pd.DataFrame, map_name: str) -> dict:
+    r = t[t["deployed"]].iloc[0]
+    alpha = r["alpha"]
+    if not np.isfinite(r["qhat"]):
+        return _row(CONFORMAL, f"Shortlists for {pct(1 - alpha)} coverage: {r['note']}.")
+    nota = ""
+    if r["NOTA queries"]:
+        nota = (f"; an empty list said 'none of the above' on {pct(r['NOTA recall'])} of the {int(r['NOTA queries'])} "
+                f"queries without a relevant candidate and wrongly on {pct(r['false NOTA'])} of the others")
+    return _row(CONFORMAL, f"Shortlists calibrated on the validation queries ({map_name} probabilities) for "
+                f"{pct(1 - alpha)} coverage held a relevant candidate for "
+                f"{interval(r['coverage'], r['coverage lo'], r['coverage hi'], pct)} of test queries with "
+                f"{r['mean set size']:.1f} candidates on average{nota}.", r["coverage"], r["coverage lo"],
+                r["coverage hi"])
+
+
+def _risk(t: pd.DataFrame, map_name: str) -> dict:
+    if t.empty:
+        return _row(RISK, "One score per candidate (no samples): no variance to re-rank with.")
+    r = t.iloc[0]
+    test = f"paired t-test p = {r['pvalue']:.2g}" if np.isfinite(r["pvalue"]) else r["note"].split(";")[0]
+    return _row(RISK, f"Risk-aware re-ranking of the {map_name} probabilities with b = {r['b']:g} (chosen on the "
+                f"validation queries) gives R@1 {number(r['risk_aware'])} against {number(r['mean_ranker'])} for the "
+                f"mean ranker ({test}).", r["risk_aware"])
+
+
+def findings(ranking: pd.DataFrame, calibration: pd.DataFrame, threshold: pd.DataFrame, abstain: pd.DataFrame,
+             abstain_rule: pd.DataFrame, conformal: pd.DataFrame, risk_aware: pd.DataFrame, *,
+             map_name: str) -> pd.DataFrame:
+    """One sentence per section of :data:`SECTIONS`; ``map_name``: the calibrator's map."""
+    return pd.DataFrame([_ranking(ranking), _calibration(calibration), _thresholds(threshold),
+                         _abstain(abstain, abstain_rule, map_name), _conformal(conformal, map_name),
+                         _risk(risk_aware, map_name)])

@@ -1,0 +1,129 @@
+"""Answer or abstain: risk-coverage analysis of "answer with the top-ranked response, or say nothing".
+
+The loss is ``1 - R@1`` of the top candidate; a confidence orders the queries. Selective risk
+(El-Yaniv & Wiener 2010), AURC (Geifman, Uziel & El-Yaniv 2019, eq. 3), E-AURC (their section 4,
+with the exact oracle) and AUGRC (Traub et al. 2024, eq. 4), and the selective risk at a coverage.
+Tied confidences share their mean loss, the expectation over orders of the tied queries.
+Intervals: :func:`selective_intervals`. Definitions in full: docs/decisions.md, "Selective answering".
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+import numpy as np
+import pandas as pd
+
+from calibrank.table_checks import TOLERANCE, describe, in_range, raise_problems, rows_failing
+from calibrank.study.analysis.calibration import default_condition
+from calibrank.methods import intervals
+from calibrank.study.analysis.practice.cells import CELL, rows_problems, study_cells
+from calibrank.methods.selective import CONFIDENCES, COVERAGE, risk_column, risk_coverage, selective_scores, selective_intervals, confidences
+
+__all__ = ["selective_batch", "selective_table", "selective_curves"]
+
+
+def selective_batch(conf: np.ndarray, loss: np.ndarray, *, coverage: float = COVERAGE, axis: int = -1) -> np.ndarray:
+    """``[4, ...]``: AURC, E-AURC, AUGRC and risk@``coverage`` of every row of ``conf`` / ``loss`` ``[..., n]`` at once.
+
+    The same numbers as :func:`selective_scores` (tie groups get their mean loss), vectorised over
+    the leading axes: what the bootstrap of :func:`selective_intervals` computes per resample.
+    """
+    c = np.moveaxis(np.asarray(conf, dtype=np.float64), axis, -1)
+    ell = np.moveaxis(np.asarray(loss, dtype=np.float64), axis, -1)
+    if c.shape != ell.shape or c.shape[-1] == 0:
+        raise ValueError(f"confidence and loss must be non-empty and of the same shape; got {c.shape} and {ell.shape}")
+    lead, n = c.shape[:-1], c.shape[-1]
+    c, ell = c.reshape(-1, n), ell.reshape(-1, n)
+    rows = c.shape[0]
+    order = np.argsort(-c, axis=1, kind="stable")
+    c_sorted = np.take_along_axis(c, order, axis=1)
+    l_sorted = np.take_along_axis(ell, order, axis=1)
+    new = np.ones_like(c_sorted, dtype=bool)
+    new[:, 1:] = c_sorted[:, 1:] != c_sorted[:, :-1]
+    group = np.cumsum(new, axis=1) - 1 + n * np.arange(rows)[:, None]  # tie group, unique across rows
+    sums = np.bincount(group.ravel(), weights=l_sorted.ravel(), minlength=rows * n)
+    counts = np.bincount(group.ravel(), minlength=rows * n)
+    mean_loss = (sums / np.maximum(counts, 1))[group]
+    i = np.arange(1, n + 1)
+    cum = np.cumsum(mean_loss, axis=1)
+    r = cum / i
+    aurc = r.mean(axis=1)
+    oracle = (np.cumsum(np.sort(ell, axis=1), axis=1) / i).mean(axis=1)
+    k = max(1, math.ceil(coverage * n - 1e-9))
+    out = np.stack([aurc, aurc - oracle, (cum / n).mean(axis=1), r[:, k - 1]])
+    return out.reshape((4,) + lead)
+
+
+def selective_table(study, rankers: Iterable[str] | None = None, *, coverage: float = COVERAGE,
+                    n_resamples: int = intervals.N_RESAMPLES) -> pd.DataFrame:
+    """One row per ranker x test condition x confidence score (main training seed): ``AURC``,
+    ``E-AURC``, ``AUGRC``, ``risk@<coverage>``, each followed by ``<name> lo`` / ``<name> hi``
+    (95% bootstrap interval over test queries, :func:`selective_intervals`, seeded with the
+    profile seed), and the full-coverage ``risk``; ``-top var`` only for rankers with S > 1. Raises
+    :class:`~calibrank.table_checks.TableError` naming a row that breaks an invariant of :func:`_table_problems`."""
+    label = risk_column(coverage)
+    rows = []
+    for ranker, tc, cond in study.cells("test", rankers):
+        pred = study.get(ranker, tc, cond)
+        conf, loss = confidences(pred)
+        for name in CONFIDENCES:
+            if name == "-top var" and pred.n_samples < 2:
+                continue
+            s = selective_scores(conf[name].to_numpy(), loss, coverage=coverage)
+            lo, hi = selective_intervals(conf[name].to_numpy(), loss, coverage=coverage, seed=study.cfg.seed,
+                                         n_resamples=n_resamples)
+            row = {"ranker": ranker, "train_corpus": tc, "corpus": cond.corpus, "sampler": cond.sampler,
+                   "shift": study.shift(cond, tc), "confidence": name, "queries": int(loss.size)}
+            for j, (col, value) in enumerate((("AURC", s.aurc), ("E-AURC", s.eaurc), ("AUGRC", s.augrc),
+                                              (label, s.risk_at_coverage))):
+                row.update({col: value, f"{col} lo": float(lo[j]), f"{col} hi": float(hi[j])})
+            rows.append({**row, "risk": s.risk})
+    table = pd.DataFrame(rows)
+    raise_problems(_table_problems(study, table, rankers, label))
+    return table
+
+
+def _table_problems(study, table: pd.DataFrame, rankers: Iterable[str] | None, risk_at: str) -> list[str]:
+    """One row per cell and confidence (``-top var`` exactly for the study's rankers with S > 1); AURC and
+    ``risk_at`` in [0, 1], ``E-AURC >= 0`` (no confidence beats the oracle), ``AUGRC <= AURC`` (``g(i) <= r(i)``),
+    each interval ordered; one full-coverage risk per cell (the loss does not depend on the confidence)."""
+    name, keys = "selective", (*CELL, "confidence")
+    stochastic = set(study.stochastic_rankers())
+    problems = rows_problems(name, table, keys, [(*c, conf) for c in study_cells(study, rankers) for conf in CONFIDENCES
+                                                 if conf != "-top var" or c[0] in stochastic])
+    if table.empty:
+        return problems
+    problems += rows_failing(name, table, table["E-AURC"] >= -TOLERANCE, keys, f"E-AURC >= 0 (within {TOLERANCE:g})",
+                             ["E-AURC"])
+    problems += rows_failing(name, table, table["AUGRC"] <= table["AURC"] + TOLERANCE, keys,
+                             f"AUGRC <= AURC (within {TOLERANCE:g})", ["AUGRC", "AURC"])
+    for col in ("AURC", risk_at):
+        problems += in_range(name, table, col, keys, 0, 1)
+    for col in ("AURC", "E-AURC", "AUGRC", risk_at):
+        lo, hi = table[f"{col} lo"], table[f"{col} hi"]
+        problems += rows_failing(name, table, lo <= hi + TOLERANCE, keys,
+                                 f"{col} lo <= {col} hi (within {TOLERANCE:g})", [f"{col} lo", f"{col} hi"])
+    for cell, n in table.groupby(list(CELL), sort=False)["risk"].nunique(dropna=False).items():
+        if n != 1:
+            problems.append(f"{name}: {describe(dict(zip(CELL, cell)), CELL)}: expected one risk for every confidence "
+                            f"(the loss does not depend on it), found {n} values")
+    return problems
+
+
+def selective_curves(study, condition=None, train_corpus: str | None = None,
+                     rankers: Iterable[str] | None = None) -> pd.DataFrame:
+    """Risk-coverage curves on one condition (default: in distribution): one row per ranker x confidence x coverage."""
+    tc = train_corpus or study.train_corpora[0]
+    cond = condition or default_condition(study, tc)
+    frames = []
+    for ranker in rankers if rankers is not None else study.rankers:
+        pred = study.get(ranker, tc, cond)
+        conf, loss = confidences(pred)
+        for name in CONFIDENCES:
+            if name == "-top var" and pred.n_samples < 2:
+                continue
+            frames.append(risk_coverage(conf[name].to_numpy(), loss).assign(ranker=ranker, confidence=name,
+                                                                              condition=cond.name))
+    return pd.concat(frames, ignore_index=True)

@@ -1,0 +1,135 @@
+"""Train one model of a profile's grid (or find it in the cache) and write its done marker: a training job.
+
+    python -m calibrank.study.pipeline.train PROFILE RANKER CORPUS [--seed N] [--member M]
+
+trains the model as notebook 03 would and writes ``runs/<profile>/grid/<model>.json``. Under
+``torchrun`` it trains data-parallel (:mod:`calibrank.study.model.training`); the GP rankers, whose loss
+depends on whole batches, are refused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import torch.distributed as dist
+
+from calibrank.study.data import conditions
+from calibrank.study.data.querysets import MissingStepError
+from calibrank.study.model import experiment
+from calibrank.study.model.rankers import ranker_from_config
+from calibrank.study.model.training import is_trained, setup_distributed
+from calibrank.atomic import write_json
+from calibrank.study.paths import project_root, run_dir
+from calibrank.study.settings.checks import ConfigError
+from calibrank.study.settings.choices import RankerName
+from calibrank.study.settings.config import load_config
+from calibrank.study.settings.schema import Config
+from calibrank.study.pipeline.grid import GridModel, grid_models, marker_path, model_for
+
+__all__ = ["main", "model_dir", "train", "trained_models"]
+
+
+def model_dir(cfg: Config, model: GridModel) -> Path:
+    """The model-cache folder ``model`` trains into (:meth:`calibrank.study.model.rankers.base.Ranker.model_dirs`);
+    needs the training corpus's query sets (notebook 02), builds and trains nothing."""
+    ranker = ranker_from_config(cfg, model.ranker, conditions.models_dir(cfg, model.corpus), seed=model.seed)
+    return ranker.model_dirs(*conditions.training_queries(cfg, model.corpus))[model.member or 0]
+
+
+def trained_models(cfg: Config) -> set[str]:
+    """The grid models whose folder already holds a finished model (a run would load, not train,
+    them); empty while the query sets they are keyed by do not exist yet."""
+    try:
+        return {m.name for m in grid_models(cfg) if is_trained(model_dir(cfg, m))}
+    except MissingStepError:
+        return set()
+
+
+def _launched_data_parallel() -> bool:
+    try:
+        world = int(os.environ.get("WORLD_SIZE", "1"))
+    except ValueError:
+        raise ValueError(f"WORLD_SIZE={os.environ['WORLD_SIZE']!r}: expected an integer (set by torchrun)") from None
+    return world > 1 or (dist.is_available() and dist.is_initialized())
+
+
+def train(cfg: Config, model: GridModel) -> Path:
+    """Train ``model`` (or load it from the cache) and write its done marker; return the marker's path.
+
+    Under ``torchrun`` every process trains (data parallel) and process 0 writes the marker.
+    """
+    multi = _launched_data_parallel()
+    if multi and not model.data_parallel:
+        raise ValueError(f"ranker: {model.ranker!r} cannot train data-parallel (its training depends on whole batches, "
+                         f"not on a mean over pairs); train it in one process, without torchrun")
+    started_group = multi and not dist.is_initialized()
+    rank, world, device = setup_distributed(None) if multi else (0, 1, None)
+    try:
+        t0 = time.perf_counter()
+        if model.member is not None:
+            ensemble = ranker_from_config(cfg, RankerName.ensemble, conditions.models_dir(cfg, model.corpus),
+                                          device=device, seed=model.seed)
+            trained = ensemble.fit_member(model.member, *conditions.training_queries(cfg, model.corpus))
+        else:
+            trained = experiment.train_ranker(cfg, model.ranker, model.corpus, device=device, seed=model.seed).trained
+        seconds = time.perf_counter() - t0
+        dest = project_root() / marker_path(cfg.profile, model.name)
+        if rank == 0:
+            folder = Path(trained.workdir).resolve()
+            try:
+                shown = str(folder.relative_to(project_root()))
+            except ValueError:
+                shown = str(folder)
+            run_dir(cfg.profile, "grid")
+            write_json(dest, {
+                **asdict(model),
+                "profile": cfg.profile,
+                "model_dir": shown,
+                "steps": trained.result.steps,
+                "best_step": trained.result.best_step,
+                "resumed_from": trained.result.resumed_from,
+                "train_seconds": round(trained.result.seconds, 3),
+                "job_seconds": round(seconds, 3),
+                "processes": world,
+                "device": str(next(trained.model.parameters()).device),
+            })
+        return dest
+    finally:
+        if started_group and dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m calibrank.study.pipeline.train", description=__doc__.split("\n\n")[0])
+    parser.add_argument("profile", help="params/<profile>.yaml")
+    parser.add_argument("ranker", help="a ranker of the profile (mc_dropout and temperature train the bert model)")
+    parser.add_argument("corpus", help="a training corpus of the profile (rankers.train_corpora)")
+    parser.add_argument("--seed", type=int, default=None, help="a training seed of the profile (default: the main one)")
+    parser.add_argument("--member", type=int, default=None, help="ensemble only: the member index (0 is the bert model)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        cfg = load_config(args.profile)
+        model = model_for(cfg, args.ranker, args.corpus, args.seed, args.member)
+        if _launched_data_parallel() and not model.data_parallel:
+            raise ValueError(f"ranker: {model.ranker!r} cannot train data-parallel (its training depends on whole "
+                             f"batches, not on a mean over pairs); train it in one process, without torchrun")
+    except (ConfigError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    dest = train(cfg, model)  # errors of training itself keep their traceback
+    if int(os.environ.get("RANK", "0")) == 0:
+        print(f"{model.name}: {dest}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

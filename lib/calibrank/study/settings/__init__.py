@@ -1,0 +1,11 @@
+"""A profile's settings, checked where they are built; every layer below reads them, torch-free.
+
+- :mod:`.config`: :func:`~.config.load_config` reads a profile into its sections; run names;
+  the command line the workflow asks;
+- :mod:`.profiles`: the YAML files as written (file:line errors, ``extends`` merging);
+- :mod:`.schema`: the sections, their defaults and bounds (the GP layers' defaults are read from
+  :mod:`calibrank.study.model.gp.settings`);
+- :mod:`.checks`: the rules of one setting, for profiles and layers alike;
+- :mod:`.choices`: every option's choices;
+- :mod:`.registry`: what each ranker is (name, family, shared model, S, whose claims).
+"""
