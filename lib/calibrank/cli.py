@@ -50,7 +50,7 @@ _TYPES = {"level": _number, "whole": _whole}
 
 def _help(field: dataclasses.Field) -> str:
     """The option's help from its declaration, with its choices and default."""
-    meta, text = field.metadata, field.metadata["help"]
+    text = field.metadata["help"]
     if field.default not in (None, ()):
         text += f" (default {field.default})"
     return text

@@ -16,17 +16,17 @@ from __future__ import annotations
 
 import ast
 import functools
-import hashlib
 import importlib.metadata
 import importlib.util
 import inspect
-import json
 import sys
 import types
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from calibrank.atomic import stable_hash
 
 __all__ = ["code_hash", "package_versions", "forget", "source_module"]
 
@@ -435,8 +435,7 @@ def _cached_hash(roots: tuple, opaque: frozenset[str], length: int) -> str:
     for root in roots:
         walk.root(root)
     walk.effects()
-    blob = json.dumps(sorted(walk.entries), separators=(",", ":"))
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:length]
+    return stable_hash(sorted(walk.entries), length)
 
 
 def package_versions(names: Iterable[str]) -> dict[str, str | None]:

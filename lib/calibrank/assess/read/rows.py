@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from calibrank.assess.options import check_option
-from calibrank.assess.read.scored import AssessError, ScoredRun, ScoreKind, plain
+from calibrank.assess.read.scored import AssessError, ScoredRun, ScoreKind
 
 __all__ = ["Qrels", "Rows", "Locate", "assemble", "check_kind", "check_relevant_at", "factorize", "first_duplicate",
            "positive_grades", "to_str_array", "two_places"]

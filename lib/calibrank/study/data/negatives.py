@@ -416,7 +416,7 @@ def model_identity(path: Path) -> dict[str, Any]:
         rel = f.relative_to(path).as_posix()
         entry: dict[str, Any] = {"file": rel, "size": f.stat().st_size}
         if f.suffix == ".json" and f.stat().st_size < 1_000_000:
-            entry["sha256"] = hashlib.sha256(f.read_bytes()).hexdigest()
+            entry["sha256"] = atomic.sha256_file(f)
         files.append(entry)
     return {"name": path.name, "files": files}
 

@@ -22,28 +22,19 @@ from calibrank.methods import intervals
 from calibrank.study.analysis.practice.cells import CELL, rows_problems
 from calibrank.methods.listwise import SIGNALS, VARIANCE_SIGNALS, query_signals
 
-__all__ = ["auroc_batch", "auroc_interval", "performance_prediction", "shift_detection"]
+__all__ = ["auroc_interval", "performance_prediction", "shift_detection"]
 
 
 def _signals_of(pred) -> list[str]:
     return [s for s in SIGNALS if pred.n_samples > 1 or s not in VARIANCE_SIGNALS]
 
 
-def auroc_batch(negative: np.ndarray, positive: np.ndarray, axis: int = -1) -> np.ndarray:
-    """AUROC of a score for ``positive`` against ``negative`` along ``axis`` (Mann-Whitney, ties = 1/2), vectorised."""
-    a = np.moveaxis(np.asarray(negative, dtype=np.float64), axis, -1)
-    b = np.moveaxis(np.asarray(positive, dtype=np.float64), axis, -1)
-    n0, n1 = a.shape[-1], b.shape[-1]
-    ranks = stats.rankdata(np.concatenate((a, b), axis=-1), axis=-1)
-    return (ranks[..., n0:].sum(axis=-1) - n1 * (n1 + 1) / 2.0) / (n0 * n1)
-
-
 def auroc_interval(negative: np.ndarray, positive: np.ndarray, *, paired: bool, seed: int,
                    n_resamples: int = intervals.N_RESAMPLES) -> tuple[float, float]:
     """95% bootstrap interval of the AUROC over queries; ``paired``: row ``i`` of both is the same query.
 
-    Each resample's AUROC comes from its query counts in sorted order, equal to :func:`auroc_batch`
-    on the resampled arrays, without ranking each resample.
+    Each resample's AUROC comes from its query counts in sorted order: the rank AUROC of the resampled arrays
+    (tests/oracles.py checks it), without ranking each resample.
     """
     neg = np.asarray(negative, dtype=np.float64).reshape(-1)
     pos = np.asarray(positive, dtype=np.float64).reshape(-1)

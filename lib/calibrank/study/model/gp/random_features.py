@@ -14,7 +14,7 @@ For an encoder feature ``h`` and ``L = n_features``:
 Only :meth:`RandomFeatureGP.update_precision` writes ``P``, and it raises in eval mode, so
 evaluation never changes it. Departures from the paper (the ridge kept outside eq. 5's average,
 a length scale, the initial ``beta``, jitter in sampling): docs/decisions.md, "Random-feature GP
-layer". Defaults and ranges: :class:`calibrank.study.model.gp.settings.RandomFeatureSettings`.
+layer". Defaults and ranges: :class:`calibrank.study.settings.gp.RandomFeatureSettings`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from torch import nn
 from calibrank.study.settings.checks import check_count
 from calibrank.study.settings.choices import RFOutputInit
 from calibrank.study.model.gp.gaussian import draw_joint
-from calibrank.study.model.gp.settings import RandomFeatureSettings
+from calibrank.study.settings.gp import RandomFeatureSettings
 
 __all__ = ["RandomFeatureGP"]
 
@@ -51,7 +51,7 @@ class RandomFeatureGP(nn.Module):
         output_init: ``"dense"``, ``"prior"`` or ``"zero"`` (:class:`calibrank.study.settings.choices.RFOutputInit`).
 
     Defaults and ranges, checked here (a ConfigError naming the argument):
-    :class:`calibrank.study.model.gp.settings.RandomFeatureSettings`.
+    :class:`calibrank.study.settings.gp.RandomFeatureSettings`.
     """
 
     projection: torch.Tensor
