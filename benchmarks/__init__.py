@@ -19,7 +19,8 @@
   ir_measures' reader (lines/s, peak memory), and ranx's ranking metrics on the same run.
 - :mod:`.assess_engine`: ``assess_engine``, wall time, CPU time and peak memory of a full
   assessment (:func:`calibrank.assess.engine.assess`) of a synthetic run at scale, in a subprocess.
-- :mod:`.core`: ``core_install``, the core alone in a fresh venv: packages, size, import time.
+- :mod:`.core`: ``core_install``, the core alone in a fresh venv: packages, size, the CPU time of ``import
+  calibrank`` and ``calibrank --help``.
 - :mod:`.common`: logging, ratios, the target check shown beside each ratio, and the launcher of a
   section's fresh subprocess.
 - :mod:`.probe_joint`: not a ``make bench`` section; ``bert`` (or another ranker with a model of its

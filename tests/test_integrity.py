@@ -65,7 +65,7 @@ def test_editing_the_focal_loss_changes_the_keys_of_the_models_trained_with_it_a
     lib = tmp_path / "lib"
     shutil.copytree(REPO / "lib", lib, ignore=shutil.ignore_patterns("__pycache__"))
     before = _keys(lib)
-    losses = lib / "calibrank" / "model" / "losses.py"
+    losses = lib / "calibrank" / "study" / "model" / "losses.py"
     text = losses.read_text(encoding="utf-8")
     # A comment and a docstring are not code: the keys stay.
     losses.write_text(text.replace('"""Mean focal loss', '# a note\n    """The mean focal loss', 1), encoding="utf-8")
@@ -107,7 +107,7 @@ def test_editing_the_bm25_sampler_changes_the_negatives_cache_keys_of_the_sample
         return json.loads(proc.stdout.strip().splitlines()[-1])
 
     before = keys()
-    negatives = lib / "calibrank" / "data" / "negatives.py"
+    negatives = lib / "calibrank" / "study" / "data" / "negatives.py"
     text = negatives.read_text(encoding="utf-8")
     edited = "if score > 0 and ok(int(doc)):"
     assert edited in text
@@ -418,7 +418,7 @@ def test_a_constant_only_the_focal_loss_reads_enters_the_keys_of_the_models_trai
     lib = tmp_path / "lib"
     shutil.copytree(REPO / "lib", lib, ignore=shutil.ignore_patterns("__pycache__"))
     before = _keys(lib)
-    losses = lib / "calibrank" / "model" / "losses.py"
+    losses = lib / "calibrank" / "study" / "model" / "losses.py"
     text = losses.read_text(encoding="utf-8")
     assert "\nADAPTIVE_HIGH = 3.0\n" in text
     losses.write_text(text.replace("\nADAPTIVE_HIGH = 3.0\n", "\nADAPTIVE_HIGH = 2.0\n"), encoding="utf-8")

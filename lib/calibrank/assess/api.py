@@ -124,6 +124,19 @@ class Report:
         How the inputs were read and split.
     paths : list of str
         The input files (shown by name only).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import calibrank
+    >>> rng = np.random.default_rng(1)
+    >>> qids = np.repeat(np.arange(160), 8)
+    >>> rel = (rng.random(qids.size) < 0.25).astype(int)
+    >>> report = calibrank.evaluate(2 * rel + rng.normal(size=qids.size), rel, qids, n_resamples=50)
+    >>> sorted(report.tables)[:4]
+    ['abstain', 'abstain_rule', 'calibration', 'conformal']
+    >>> report.threshold["metric"].iloc[0], report.calibrator.cutoff.target
+    ('precision', 0.9)
     """
 
     assessment: Assessment

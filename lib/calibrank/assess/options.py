@@ -160,7 +160,7 @@ class Settings:
     >>> Settings(precision=0.8, recall=0.5)
     Traceback (most recent call last):
     ...
-    calibrank.assess.options.OptionError: recall: give a target precision or a target recall, not both
+    calibrank.assess.errors.OptionError: recall: give a target precision or a target recall, not both
     """
 
     score: str = _option("score", "choice", "what a raw score is (score: any scale)", _SCORES, choices=SCORE_KINDS)
@@ -259,7 +259,7 @@ class Options(Settings):
     >>> Options(table=str(table), precision=1.5)
     Traceback (most recent call last):
     ...
-    calibrank.assess.options.OptionError: precision: expected a number in (0, 1), got 1.5
+    calibrank.assess.errors.OptionError: precision: expected a number in (0, 1), got 1.5
     >>> tmp.cleanup()
     """
 
