@@ -132,6 +132,40 @@ def test_a_rescaled_ranker_is_flagged_even_with_its_order_unchanged(bm25_cal):
     assert bm25_cal.watch(1.5 * s, m, n_resamples=200).flagged
 
 
+def test_on_real_dialogues_okapi_bm25s_calibrator_flags_bm25plus_and_bm25l_runs():
+    """chatterbot's English dialogues: each line's next line among 29 random lines, ranked by rank_bm25 (a library
+    this project does not own). A calibrator fitted on Okapi BM25's scores of 250 queries passes Okapi on 300 other
+    queries and flags BM25+ and BM25L on them (the same order of magnitude, other shapes)."""
+    rank_bm25 = pytest.importorskip("rank_bm25")
+    corpus = pytest.importorskip("chatterbot_corpus")
+    import glob
+    import os
+    import random
+
+    import yaml
+
+    pairs = []
+    for path in sorted(glob.glob(os.path.join(os.path.dirname(corpus.__file__), "data", "english", "*.yml"))):
+        for conv in yaml.safe_load(open(path, encoding="utf-8")).get("conversations", []):
+            lines = [str(x) for x in conv]
+            pairs += list(zip(lines, lines[1:]))
+    pool = [b for _, b in pairs]
+    rng = random.Random(0)
+    rng.shuffle(pairs)
+    lists = [(context, [true] + rng.sample(pool, 29)) for context, true in pairs[:550]]
+
+    def scores(chosen, ranker: str) -> np.ndarray:
+        return np.array([getattr(rank_bm25, ranker)([c.lower().split() or ["_"] for c in cands])
+                         .get_scores(context.lower().split()) for context, cands in chosen])
+
+    valid = scores(lists[:250], "BM25Okapi")
+    y = np.zeros(valid.shape, int)
+    y[:, 0] = 1
+    cal = fit_calibrator(_scored(valid, np.ones(valid.shape, bool), y), precision=0.5)
+    watched = {r: cal.watch(scores(lists[250:], r), n_resamples=50) for r in ("BM25Okapi", "BM25Plus", "BM25L")}
+    assert {r: w.flagged for r, w in watched.items()} == {"BM25Okapi": False, "BM25Plus": True, "BM25L": True}
+
+
 @pytest.mark.parametrize("n_valid,n_new", [(300, 300), (600, 80)])
 def test_fresh_splits_of_one_rankers_queries_are_flagged_at_no_more_than_the_stated_rate(n_valid, n_new):
     """400 random splits of 4,000 queries of one ranker: the fingerprint of one part, the test of another. Flagged
