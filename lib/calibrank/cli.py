@@ -161,7 +161,7 @@ def _watch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
     import numpy as np
 
-    from calibrank.assess.deploy.calibrator import Calibrator, CalibratorError
+    from calibrank.assess.deploy.calibrator import NO_FINGERPRINT, Calibrator, CalibratorError
     from calibrank.assess.read.trec import read_unjudged_runs
     from calibrank.atomic import atomic_path
 
@@ -169,10 +169,8 @@ def _watch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         warnings.simplefilter("always", UserWarning)
         try:
             cal = Calibrator.load(options.calibrator)
-            if cal.fingerprint is None:
-                parser.error(f"{options.calibrator}: no fingerprint of the validation scores (written before "
-                             "calibrank watched, or built without one); watching needs a refit: run calibrank "
-                             "assess again")
+            if cal.fingerprint is None:  # said before the run is read
+                parser.error(f"{options.calibrator}: {NO_FINGERPRINT}")
             run = read_unjudged_runs(options.run, kind=cal.map.kind)
             scores = np.where(run.mask, run.scores.mean(axis=0), 0.0)
             found = cal.watch(scores, run.mask, **dc.asdict(options.settings()))
@@ -184,7 +182,7 @@ def _watch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     fitted = cal.fitted_on.get("samples")
     if fitted is not None and fitted != run.n_samples:
         print(f"{PROG}: warning: the calibrator read the mean of {fitted} sample(s) per candidate, this run gives "
-              f"{run.n_samples}; the mean of fewer samples spreads wider", file=sys.stderr)
+              f"{run.n_samples}; a mean of another number of samples spreads otherwise", file=sys.stderr)
     if options.out is not None:
         record = {"run": [str(f) for f in options.run], "calibrator": str(options.calibrator), **found.to_dict()}
         try:

@@ -310,7 +310,8 @@ def list_confidence(name: str, scores: np.ndarray, probs: np.ndarray, mask: np.n
     return expit(top_probabilities(probs, mask, len(coef)) @ np.asarray(coef) + intercept)
 
 
-_NO_FINGERPRINT = ("no fingerprint of the validation scores (a calibrator written before calibrank watched, or built "
+#: What watching a calibrator without a fingerprint says (the command and :meth:`Calibrator.watch`).
+NO_FINGERPRINT = ("no fingerprint of the validation scores (a calibrator written before calibrank watched, or built "
                    "without one); watching needs a refit: run calibrank assess again")
 
 
@@ -609,7 +610,7 @@ class Calibrator:
         """
         options = settings_from(settings, "Calibrator.watch", WatchSettings)
         if self.fingerprint is None:
-            raise CalibratorError(_NO_FINGERPRINT)
+            raise CalibratorError(NO_FINGERPRINT)
         try:
             return watch(self, scores, mask, **dataclasses.asdict(options))
         except FingerprintError as exc:
