@@ -312,7 +312,7 @@ def list_confidence(name: str, scores: np.ndarray, probs: np.ndarray, mask: np.n
 
 #: What watching a calibrator without a fingerprint says (the command and :meth:`Calibrator.watch`).
 NO_FINGERPRINT = ("no fingerprint of the validation scores (a calibrator written before calibrank watched, or built "
-                   "without one); watching needs a refit: run calibrank assess again")
+                  "without one); watching needs a refit: run calibrank assess again")
 
 
 def _plain(value: Any) -> Any:
