@@ -35,6 +35,7 @@ from calibrank.methods.selective import selective_scores
 from calibrank.assess.deploy.calibrator import CONFIDENCES, AbstainRule, Calibrator, Cutoff, Shortlist, list_confidence, top_probabilities
 from calibrank.assess.deploy.certify import Certificate, Metric, certify, min_kept
 from calibrank.assess.deploy.maps import ScoreMap, maps_for
+from calibrank.assess.deploy.watch import Fingerprint
 from calibrank.assess.errors import OptionError
 from calibrank.assess.options import Settings, resolve
 from calibrank.assess.read.scored import AssessError, ScoredRun
@@ -281,4 +282,4 @@ def fit_parts(valid: ScoredRun, settings: Settings | None = None, *,
                  "map_brier": {k: v for k, v in brier.items() if math.isfinite(v)}, "confidence_aurc": aurc,
                  "seed": int(seed), "calibrank": __version__,
                  "inputs": [{"file": Path(p).name, "sha256": sha256_file(p)} for p in inputs]}
-    return Calibrator(score_map, cutoff, rule, Shortlist(float(alpha), qhat), fitted_on), cert
+    return Calibrator(score_map, cutoff, rule, Shortlist(float(alpha), qhat), fitted_on, Fingerprint.of(s, m)), cert
