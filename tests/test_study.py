@@ -498,7 +498,7 @@ def test_the_analysis_layer_does_not_import_torch():
 
     modules = ["calibrank.study.analysis.study", "calibrank.study.analysis.practice", "calibrank.study.analysis.efficiency"] + [
         f"calibrank.study.analysis.{m}" for m in ("load", "calibration", "risk_aware", "nota_tables", "papers", "verdicts",
-                                             "exports", "uncertainty", "subsets")]
+                                             "exports", "uncertainty", "subsets", "explore")]
     code = f"import sys, {', '.join(modules)}; sys.exit('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
 
