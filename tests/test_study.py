@@ -250,6 +250,10 @@ def test_seed_spread_reads_berts_training_seeds_from_the_ensembles_members(tmp_r
 
     layout = st.paper2023_tables(data, st.interval_table(data, n_resamples=200))["in-domain"].set_index("ranker")
     assert layout.loc["bert", "seed spread"] == "R10@1 0.500–1.000, ECE 0.200–0.235 (3 seeds)"
+    # Table 2: beside each change over bert, how far bert's balanced ECE moves with the seed alone
+    t2 = st.table2(data, n_resamples=200)
+    np.testing.assert_allclose(t2["ECE 1:1 seed range (bert)"], 0.375 - 0.2)
+    np.testing.assert_allclose(st.table2(data, ece_column="ECE", n_resamples=200)["ECE seed range (bert)"], 0.235 - 0.2)
     assert (layout.drop(index="bert")["seed spread"] == "").all()
 
 
@@ -271,6 +275,7 @@ def test_without_an_ensemble_table1_says_there_is_no_seed_spread(tmp_root):
     assert (wide.xs("ECE 1:1 seed spread", axis=1, level=1) == "").all().all() and not wide.isna().any().any()
     layout = st.paper2023_tables(data, st.interval_table(data, n_resamples=200))["in-domain"]
     assert (layout["seed spread"] == "").all()
+    assert st.table2(data, n_resamples=200)["ECE 1:1 seed range (bert)"].isna().all()
 
 
 def test_ties_count_against_the_relevant(study):

@@ -377,11 +377,15 @@ def table2(study: Study, *, ece_column: str = "ECE 1:1", n_resamples: int = unc.
     its interval ``lo``/``hi`` and the one-sided tests ``pvalue`` (lower ECE, the paper's claim) /
     ``pvalue_worse`` use the debiased ECE as a difference, Holm across the table (``*_holm``), and
     ``mark``. ``ece_column``: the balanced ECE of Table 1 (default) or ``"ECE"``. Why a difference
-    of debiased ECEs: docs/decisions.md, "Penha & Hauff Table 2".
+    of debiased ECEs: docs/decisions.md, "Penha & Hauff Table 2". ``<ece_column> seed range (bert)``:
+    max - min of eq. 1's ECE over bert's models of :func:`seed_spread` (NaN without an ensemble), the
+    change one training seed alone can make, beside the change between rankers.
     """
     if BASELINE not in study.rankers:
         raise ValueError(f"Table 2 needs the {BASELINE!r} ranker in the profile")
     metric = "ECE 1:1" if ece_column == "ECE 1:1" else "ECE"
+    spread = seed_spread(study).set_index(["train_corpus", "corpus", "sampler"])
+    seed_range = spread[f"{metric} seed max"] - spread[f"{metric} seed min"]
     rows = []
     for ranker in [r for r in study.rankers if r != BASELINE]:
         for _, tc, cond in study.cells("test", [ranker]):
@@ -393,7 +397,9 @@ def table2(study: Study, *, ece_column: str = "ECE 1:1", n_resamples: int = unc.
                          "ranker": ranker, f"{ece_column} bert": plain_base, f"{ece_column} ranker": plain_own,
                          "rel_change": (plain_own - plain_base) / plain_base if plain_base > 0 else float("nan"),
                          f"{ece_column} debiased bert": c["b"], f"{ece_column} debiased ranker": c["a"],
-                         "change": c["change"], "lo": c["lo"], "hi": c["hi"], "seeds": len(own),
+                         "change": c["change"], "lo": c["lo"], "hi": c["hi"],
+                         f"{ece_column} seed range (bert)": float(seed_range.get((tc, cond.corpus, cond.sampler), np.nan)),
+                         "seeds": len(own),
                          "pvalue": c["pvalue"], "pvalue_worse": c["pvalue_worse"], "note": c["note"]})
     out = _marked(rows)
     _check_table2(study, out)
