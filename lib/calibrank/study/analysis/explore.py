@@ -447,7 +447,10 @@ class Explorer:
         self.controls = dict(controls)
         self._draw = draw
         self.output = widgets.Output()
-        self.widget = widgets.VBox([widgets.HBox(list(self.controls.values())), self.output])
+        # the view's buttons on a row of their own; the list to pick from beside the other choices; the drawing below
+        buttons = [c for c in self.controls.values() if isinstance(c, widgets.ToggleButtons)]
+        picks = [c for c in self.controls.values() if c not in buttons]
+        self.widget = widgets.VBox([*buttons, widgets.HBox([picks[0], widgets.VBox(picks[1:])]), self.output])
         self.figure, self.table, self.png, self.message, self.redraws = None, None, "", "", 0
         self.redraw()
         if self.message:  # the selection it was built with must draw
@@ -511,22 +514,23 @@ def explorer(study: Study, *, methods: Sequence[str] | None = None, n_resamples:
     widgets = _ipywidgets()
     tc = study.train_corpora[0]
     cond = default_condition(study, tc)
-    layout = {"width": "auto"}
+    layout, style = {"width": "auto"}, {"description_width": "initial"}
     controls: dict[str, Any] = {
         "view": widgets.ToggleButtons(options=list(VIEWS), value=VIEWS[0], description="view"),
         "rankers": widgets.SelectMultiple(options=list(study.rankers), value=default_rankers(study),
                                           rows=min(len(study.rankers), 8), description="rankers"),
         "train_corpus": widgets.Dropdown(options=list(study.train_corpora), value=tc, description="trained on",
-                                         layout=layout),
+                                         layout=layout, style=style),
         "condition": widgets.Dropdown(options=[(f"{c.corpus} · {c.sampler}", c.name) for c in study.test_conditions()],
-                                      value=cond.name, description="tested on", layout=layout),
+                                      value=cond.name, description="tested on", layout=layout, style=style),
     }
     if methods is None:
         seeds = study.seeds(controls["rankers"].value[0], tc, cond)
-        controls["seed"] = widgets.Dropdown(options=seeds, value=study.main_seed, description="seed", layout=layout)
+        controls["seed"] = widgets.Dropdown(options=seeds, value=study.main_seed, description="seed", layout=layout,
+                                            style=style)
     else:
         controls["method"] = widgets.Dropdown(options=list(methods), value=methods[0], description="recalibrated",
-                                              layout=layout)
+                                              layout=layout, style=style)
     return Explorer(controls, lambda **sel: figure(study, **sel, n_resamples=n_resamples), widgets)
 
 
