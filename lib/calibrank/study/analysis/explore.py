@@ -53,6 +53,7 @@ __all__ = [
     "cell_predictions",
     "compare_frame",
     "compare_view",
+    "default_rankers",
     "explorer",
     "figure",
     "histogram_frame",
