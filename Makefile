@@ -177,7 +177,7 @@ bench: $(STAMP) ## speed benchmarks into reports/bench/
 # The API page: pdoc renders the numpydoc docstrings of the public API into build/docs. pdoc says
 # what it cannot resolve (an annotation, a reference) through Python's warnings: -W error fails on any.
 # tests/test_docs.py builds the same modules and runs their examples.
-DOC_MODULES := calibrank calibrank.assess.api calibrank.assess.deploy.calibrator calibrank.assess.deploy.fit calibrank.assess.deploy.certify \
+DOC_MODULES := calibrank calibrank.assess.api calibrank.assess.deploy.calibrator calibrank.assess.deploy.fit calibrank.assess.deploy.certify calibrank.assess.deploy.watch \
   calibrank.assess.engine calibrank.assess.options calibrank.assess.command calibrank.assess.read.trec \
   calibrank.assess.read.score_tables calibrank.assess.read.load calibrank.assess.read.scored calibrank.metrics.calibration \
   calibrank.metrics.ranking

@@ -23,6 +23,7 @@ PUBLIC = {
     ],
     "calibrank.assess.deploy.fit": ["fit_calibrator"],
     "calibrank.assess.deploy.certify": ["certify"],
+    "calibrank.assess.deploy.watch": ["shift_test", "estimate", "Fingerprint", "query_summaries"],
     "calibrank.assess.engine": ["assess", "Assessment"],
     "calibrank.assess.options": ["Options", "Settings"],
     "calibrank.assess.api": ["fit", "evaluate", "Report"],
