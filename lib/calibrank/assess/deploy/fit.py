@@ -6,7 +6,8 @@
 - The cutoff: :func:`calibrank.assess.deploy.certify.certify` on the raw scores.
 - The abstain rule: each list confidence of :data:`~calibrank.assess.deploy.calibrator.CONFIDENCES` scored
   by AURC on the validation queries (the ``list`` model cross-fitted over folds of queries), the
-  lowest kept; its cut answers the requested ``coverage`` of validation queries, or is the loosest
+  lowest kept; its cut is the strictest one that answers at least the requested ``coverage`` of validation
+  queries, ties included (:func:`_coverage_cut`), or is the loosest
   cut whose top-1 error is certified below ``risk`` (Learn-then-Test over queries, which are
   independent, with the exact binomial test).
 - The shortlist: the split-conformal quantile of the LAC score at ``alpha``
@@ -227,9 +228,33 @@ def valid_confidences(score_map: ScoreMap, run: ScoredRun, *, seed: int = 0) -> 
     return conf, loss, model
 
 
+def _answered(conf: np.ndarray, cuts: np.ndarray) -> np.ndarray:
+    """``[len(cuts)]`` how many of ``conf`` are at or above each cut (the queries a cut answers, ties included)."""
+    return conf.size - np.searchsorted(np.sort(conf), cuts, side="left")
+
+
 def _coverage_cut(conf: np.ndarray, coverage: float) -> float:
-    """The cut that answers at least ``coverage`` of the validation queries (confidence >= cut)."""
-    return float(np.quantile(conf, 1.0 - coverage, method="lower"))
+    """The strictest cut that answers at least ``coverage`` of the validation queries (confidence >= cut).
+
+    The cut is one of the distinct confidences: the largest whose share of queries at or above it is not below
+    ``coverage``, so the share it answers is the closest to ``coverage`` from above that any cut reaches.
+    Where many lists share one confidence (an isotonic map's flat blocks make many margins exactly 0) that
+    share can lie well above ``coverage``: every list at the cut is answered, none is dropped at random,
+    and the page states the share answered as measured, not as asked.
+
+    Examples
+    --------
+    >>> conf = np.r_[np.zeros(45), np.arange(1, 56) / 100]     # 45 of 100 lists share the confidence 0
+    >>> _coverage_cut(conf, 0.8), _coverage_cut(conf, 0.5)       # 0.01 answers 55: only 0 reaches 80%
+    (0.0, 0.06)
+    >>> _coverage_cut(np.arange(10.0), 0.8)                       # 8 of 10 answered, not 9
+    2.0
+    """
+    if coverage <= 0:
+        return float(np.nextafter(conf.max(), np.inf))
+    cuts = np.unique(conf)[::-1]
+    share = _answered(conf, cuts) / conf.size
+    return float(cuts[np.flatnonzero(share >= coverage)[0]])
 
 
 def _risk_cut(conf: np.ndarray, loss: np.ndarray, risk: float, confidence: float) -> float:
@@ -237,9 +262,8 @@ def _risk_cut(conf: np.ndarray, loss: np.ndarray, risk: float, confidence: float
     fixed sequence from the strictest cut with enough answered queries down; exact binomial over queries).
     Above every validation confidence when none is."""
     cuts = np.unique(conf)[::-1]
-    order = np.argsort(-conf, kind="stable")
-    c_sorted, l_sorted = conf[order], loss[order]
-    answered = np.searchsorted(-c_sorted, -cuts, side="right")  # queries with conf >= cut
+    l_sorted = loss[np.argsort(-conf, kind="stable")]
+    answered = _answered(conf, cuts)  # queries with conf >= cut, ties included
     wrong = np.concatenate([[0.0], np.cumsum(l_sorted)])[answered]
     start = answered >= min_kept(1.0 - risk, confidence)
     best = None
