@@ -397,6 +397,8 @@ def test_load_with_validation_input_and_notes():
     (dict(), r"got none"),
     (dict(run=RUN), r"qrels: a TREC run needs qrels"),
     (dict(table=CSV, valid_run=RUN), r"valid_run: goes with run="),
+    (dict(table=[CSV, CSV]), r"^table: expected one table file \(its samples in a 'sample' column\) or a DataFrame, got a list$"),
+    (dict(table=CSV, valid_table=(CSV,)), r"^valid_table: expected one table file .* got a tuple$"),
     (dict(table=CSV, valid_qrels=QRELS), r"valid_qrels: given without a validation input"),
     (dict(checkpoint="model"), r"queries: a checkpoint needs the queries"),
     (dict(run=RUN, qrels=QRELS, passes=-1), r"passes: expected a whole number >= 0"),

@@ -56,7 +56,8 @@ def _valid(valid: Any, settings: Settings) -> ScoredRun | None:
         if not 1 <= len(valid) <= 4:
             raise AssessError("valid: expected (scores, relevance, query_ids[, docids]), a DataFrame, a ranx "
                               f"(Run, Qrels) pair or a ScoredRun; got a tuple of {len(valid)}")
-        return _scored(*(list(valid) + [None] * (4 - len(valid))), settings, "valid")
+        scores, relevance, query_ids, docids = list(valid) + [None] * (4 - len(valid))
+        return _scored(scores, relevance, query_ids, docids, settings, "valid")
     return _scored(valid, None, None, None, settings, "valid")
 
 

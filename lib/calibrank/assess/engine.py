@@ -14,7 +14,7 @@ import numbers
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import pandas as pd
@@ -108,6 +108,14 @@ class Assessment:
         return paths
 
 
+class _Bootstrap(TypedDict):
+    """The query bootstrap that every section's intervals share."""
+
+    level: float
+    n_resamples: int
+    seed: int
+
+
 def _check_k(k: Sequence[int]) -> tuple[int, ...]:
     ks = tuple(k)
     if not ks or any(isinstance(x, bool) or not isinstance(x, numbers.Integral) or x < 1 for x in ks):
@@ -197,7 +205,7 @@ def assess(test: ScoredRun, valid: ScoredRun, settings: Settings | None = None, 
     ks = _check_k(k)
     _check_pair(test, valid)
     seed, n_resamples, alpha = settings.seed, settings.n_resamples, settings.alpha
-    boot = {"level": settings.level, "n_resamples": n_resamples, "seed": seed}
+    boot: _Bootstrap = {"level": settings.level, "n_resamples": n_resamples, "seed": seed}
     cal, cert = fit_parts(valid, settings, inputs=inputs)
     summary = _summary(test, valid, notes)
     rank = ranking.ranking_table(test, ks=ks, **boot)

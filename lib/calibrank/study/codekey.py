@@ -82,7 +82,7 @@ def _bound_names(stmt: ast.stmt) -> list[str]:
         targets = list(stmt.targets)
     elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign)):
         targets = [stmt.target]
-    names = []
+    names: list[str] = []
     for target in targets:
         names.extend(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
     return names
@@ -343,7 +343,9 @@ class _Walk:
             added = False
             for module in sorted(self.touched):
                 mod = _parse(module)
-                for i, stmt in enumerate(mod.effects if mod is not None else []):
+                if mod is None:
+                    continue
+                for i, stmt in enumerate(mod.effects):
                     if ("effect", module, i) in self.seen:
                         continue
                     uses = {self._resolve(module, chain) for chain in _refs(stmt).chains}

@@ -259,14 +259,17 @@ def _check_rank_order(rows: Rows) -> None:
 
 
 def _qrels_from_labels(base: Rows) -> Qrels:
-    has = ~np.isnan(base.label)
-    bad = has & (base.label != np.round(base.label))
+    label = base.label
+    if label is None:  # assemble lets no sample without labels through when there are no qrels
+        raise AssessError(f"{base.name}: no qrels and no labels; give qrels or a label column")
+    has = ~np.isnan(label)
+    bad = has & (label != np.round(label))
     if bad.any():
         i = int(np.argmax(bad))
-        raise AssessError(f"{base.where(i)}: label {float(base.label[i])!r} is not an integer grade; expected 0, 1, 2, ...")
+        raise AssessError(f"{base.where(i)}: label {float(label[i])!r} is not an integer grade; expected 0, 1, 2, ...")
     names = np.asarray(base.qnames, dtype=str)
     docids = _strings(base.docid).filter(pa.array(has))
-    return Qrels(names[base.qcode[has]], to_str_array(docids), base.label[has].astype(np.int64), source=base.name)
+    return Qrels(names[base.qcode[has]], to_str_array(docids), label[has].astype(np.int64), source=base.name)
 
 
 # --------------------------------------------------------------------------- assembly

@@ -9,7 +9,7 @@ performance signals".
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 import pandas as pd
@@ -53,20 +53,22 @@ def auroc_interval(negative: np.ndarray, positive: np.ndarray, *, paired: bool, 
         np.cumsum(c0[:, by_value], axis=1, out=cum[:, 1:])
         return (c1 * (cum[:, below] + 0.5 * (cum[:, upto] - cum[:, below]))).sum(axis=1) / (n0 * n1)
 
+    statistic: Callable[..., np.ndarray]
+    data: tuple[np.ndarray, ...]
     if paired:
         if n0 != n1:
             raise ValueError(f"paired samples must have one value per query each; got {n0} and {n1}")
 
-        def statistic(idx, axis=-1):
+        def one_sample(idx, axis=-1):
             c = counts(np.moveaxis(idx, axis, -1), n0)
             return auc(c, c)
 
-        data = (np.arange(n0),)
+        statistic, data = one_sample, (np.arange(n0),)
     else:
-        def statistic(i0, i1, axis=-1):
+        def two_samples(i0, i1, axis=-1):
             return auc(counts(np.moveaxis(i0, axis, -1), n0), counts(np.moveaxis(i1, axis, -1), n1))
 
-        data = (np.arange(n0), np.arange(n1))
+        statistic, data = two_samples, (np.arange(n0), np.arange(n1))
     lo, hi = intervals.bootstrap_interval(data, statistic, paired=False, seed=seed, n_resamples=n_resamples)
     return float(lo), float(hi)
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal
+from typing import Literal, TypeAlias
 
 import numpy as np
 import torch
@@ -48,7 +48,7 @@ __all__ = [
     "select_inducing",
 ]
 
-Scale = float | torch.Tensor
+Scale: TypeAlias = float | torch.Tensor
 #: PG-DRR's settings (sec. 4.4) are the defaults of the functions below.
 _PG = PolyaGammaSettings
 
