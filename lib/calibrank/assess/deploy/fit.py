@@ -234,6 +234,10 @@ def _answered(conf: np.ndarray, cuts: np.ndarray) -> np.ndarray:
     return conf.size - np.searchsorted(np.sort(conf), cuts, side="left")
 
 
+#: How far above the asked coverage a confidence's tie-aware cut may answer and still be chosen by its AURC.
+TIE_SLACK = 0.05
+
+
 def _coverage_cut(conf: np.ndarray, coverage: float) -> float:
     """The strictest cut that answers at least ``coverage`` of the validation queries (confidence >= cut).
 
@@ -351,12 +355,22 @@ def fit_parts(valid: ScoredRun, settings: Settings | None = None, *,
 
     conf, loss, model = valid_confidences(score_map, valid, seed=seed)
     aurc = {name: selective_scores(c, loss).aurc for name, c in conf.items()}
-    chosen = min(aurc, key=lambda k: (aurc[k], CONFIDENCES.index(k)))
-    c = conf[chosen]
-    if chosen == "list":  # the deployed cut reads the model fitted on every query
-        c = list_confidence("list", s, np.where(m, score_map(s), 0.0), m, model)
+
+    def deployed(name: str) -> np.ndarray:  # the list model's deployed cut reads the model fitted on every query
+        return list_confidence("list", s, np.where(m, score_map(s), 0.0), m, model) if name == "list" else conf[name]
+
+    candidates = list(aurc)
     if risk is None:
         coverage = 0.8 if coverage is None else coverage
+        # AURC scores a confidence as if its ties were broken at random, which no fixed cut can do: a confidence
+        # whose cut answers far more than the asked share (many lists tied at the cut) is chosen only when none
+        # reaches the asked share within TIE_SLACK.
+        realised = {n: float((deployed(n) >= _coverage_cut(deployed(n), coverage)).mean()) for n in candidates}
+        near = [n for n in candidates if realised[n] <= coverage + TIE_SLACK]
+        candidates = near or [min(candidates, key=lambda n: (realised[n], aurc[n]))]
+    chosen = min(candidates, key=lambda k: (aurc[k], CONFIDENCES.index(k)))
+    c = deployed(chosen)
+    if risk is None:
         cut = _coverage_cut(c, coverage)
     else:
         cut = _risk_cut(c, loss, risk, confidence)
