@@ -66,13 +66,15 @@ export TRANSFORMERS_VERBOSITY := error
 export TOKENIZERS_PARALLELISM := false
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: help setup lock data report test unit bench assess docs clean distclean
+.PHONY: help setup lock data report test unit lint ranges bench assess docs clean distclean
 
 help: ## list the targets
 	@echo "calibrank — calibration and uncertainty of neural rankers"
 	@echo
 	@echo "  make report [PROFILE=laptop|smoke|paper]  run every notebook of a profile into reports/PROFILE/index.html"
-	@echo "  make test                                 unit tests + every notebook on the smoke profile (nbval)"
+	@echo "  make test                                 unit tests + every notebook on the smoke profile (nbval), lint, ranges"
+	@echo "  make lint                                 ruff (lint, format check) and mypy"
+	@echo "  make ranges                               the core's tests at its lowest dependency versions and beside numpy<2"
 	@echo "  make setup                                create .venv and install the package (run by the targets above)"
 	@echo "  make data DATASET=msdialog|mantis|udc_dstc8  download a research dataset to data/raw/DATASET"
 	@echo "  make bench                                speed figures into reports/bench/bench.json and bench.md"
@@ -151,6 +153,20 @@ test: $(STAMP) ## unit tests and every notebook on the smoke profile under nbval
 	  fi; \
 	done
 	CALIBRANK_ROOT=$(CURDIR)/$(TEST_ROOT) TQDM_DISABLE=1 $(BIN)/python -m pytest tests $(NBVAL_DIR) --nbval-lax --nbval-current-env -p no:cacheprovider
+	$(MAKE) --no-print-directory lint ranges
+
+# The habits that keep the code as it is: ruff's lint and format check over the library, the tests and the
+# benchmarks, and mypy over the library (settings in pyproject.toml).
+lint: $(STAMP) ## ruff (lint, format check) and mypy
+	$(BIN)/ruff check lib tests benchmarks
+	$(BIN)/ruff format --check lib tests benchmarks
+	$(BIN)/mypy
+
+# The core's version ranges, proven: its tests (marked core) in venvs holding the core alone, at the lowest
+# versions pyproject.toml allows and beside numpy<2 (tests/ranges.py).
+ranges: $(STAMP) ## the core's tests at its lowest dependency versions and beside numpy<2
+	$(BIN)/python tests/ranges.py lowest
+	$(BIN)/python tests/ranges.py numpy1
 
 unit: $(STAMP) ## unit tests only
 	$(BIN)/python -m pytest tests -p no:cacheprovider
@@ -161,7 +177,7 @@ bench: $(STAMP) ## speed benchmarks into reports/bench/
 # The API page: pdoc renders the numpydoc docstrings of the public API into build/docs. pdoc says
 # what it cannot resolve (an annotation, a reference) through Python's warnings: -W error fails on any.
 # tests/test_docs.py builds the same modules and runs their examples.
-DOC_MODULES := calibrank calibrank.assess.deploy.calibrator calibrank.assess.deploy.fit calibrank.assess.deploy.certify \
+DOC_MODULES := calibrank calibrank.assess.api calibrank.assess.deploy.calibrator calibrank.assess.deploy.fit calibrank.assess.deploy.certify calibrank.assess.deploy.watch \
   calibrank.assess.engine calibrank.assess.options calibrank.assess.command calibrank.assess.read.trec \
   calibrank.assess.read.score_tables calibrank.assess.read.load calibrank.assess.read.scored calibrank.metrics.calibration \
   calibrank.metrics.ranking

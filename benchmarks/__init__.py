@@ -19,7 +19,8 @@
   ir_measures' reader (lines/s, peak memory), and ranx's ranking metrics on the same run.
 - :mod:`.assess_engine`: ``assess_engine``, wall time, CPU time and peak memory of a full
   assessment (:func:`calibrank.assess.engine.assess`) of a synthetic run at scale, in a subprocess.
-- :mod:`.core`: ``core_install``, the core alone in a fresh venv: packages, size, import time.
+- :mod:`.core`: ``core_install``, the core alone in a fresh venv: packages, size, the CPU time of ``import
+  calibrank`` and ``calibrank --help``.
 - :mod:`.guarantee`: ``guarantee``, the certified cutoff on known-truth data: violations of its
   promise, certified rate and kept share across a grid, beside the t-test procedure before it and
   MAPIE's ``BinaryClassificationController``.

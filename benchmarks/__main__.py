@@ -251,8 +251,9 @@ def _core(out: Path, machine: dict[str, Any]) -> None:
     log("core install: pip install of the checkout alone into a fresh venv")
     res = bench_core(paths.project_root())
     write_results(out, {SECTION: {**res, "machine": machine}})
-    log(f"core: {res['packages']} packages, {res['site_packages_mb']:.0f} MB, import calibrank "
-        f"{res['import_calibrank_s']:.2f} s, import calibrank.cli {res['import_cli_s']:.2f} s")
+    log(f"core: {res['packages']} packages, {res['site_packages_mb']:.0f} MB; process CPU: empty interpreter "
+        f"{res['empty_interpreter_cpu_s']:.3f} s, import calibrank {res['import_calibrank_cpu_s']:.3f} s, "
+        f"calibrank --help {res['help_cpu_s']:.3f} s, calibrank assess --help {res['assess_help_cpu_s']:.3f} s")
 
 
 def _guarantee(args: argparse.Namespace, out: Path, machine: dict[str, Any]) -> None:

@@ -32,3 +32,10 @@ def tiny_training(**overrides) -> TrainingConfig:
     )
     settings.update(overrides)
     return TrainingConfig(**settings)
+
+
+def tiny_run(models_dir, *, seed: int = 0, device=None, **training):
+    """The :class:`RankerRun` of the tiny model (``training``: overrides of :func:`tiny_training`)."""
+    from calibrank.study.model.rankers import RankerRun  # torch: only for the tests that train
+
+    return RankerRun(tiny_training(**training), models_dir, seed=seed, device=device)

@@ -13,7 +13,6 @@ import pandas as pd
 import pytest
 from ir_measures import AP, RR, R, nDCG, P
 
-from calibrank.study.analysis.exports import _trec_lines
 from calibrank.assess.page import figures
 from calibrank.assess.sections.reliability import NO_SCALE
 from calibrank.assess.engine import Assessment, assess
@@ -200,9 +199,10 @@ def test_a_study_predictions_gets_the_study_numbers():
 def test_study_predictions_exported_as_trec_runs_get_the_study_numbers(tmp_path):
     """Predictions written as a TREC run and qrels (as notebook 04 exports them), read back as any
     user's run, give the numbers the study's functions give on the Predictions themselves."""
+    exports = pytest.importorskip("calibrank.study.analysis.exports", reason="the study is not installed")
     preds, scored = {}, {}
     for role, pred in (("test", study_predictions(300, 10, 1, "t")), ("valid", study_predictions(200, 10, 2, "v"))):
-        run_lines, qrel_lines = _trec_lines(pred, "bert")
+        run_lines, qrel_lines = exports._trec_lines(pred, "bert")
         (tmp_path / f"{role}.run").write_text("\n".join(run_lines) + "\n")
         (tmp_path / f"{role}.qrels").write_text("\n".join(qrel_lines) + "\n")
         preds[role] = pred
@@ -324,7 +324,8 @@ def test_the_figures_draw_with_labelled_axes():
 
 # ------------------------------------------------------------------------------ the bench entry
 def test_the_bench_entry_measures_a_full_assessment_in_a_subprocess():
-    from benchmarks.assess_engine import bench_assess
+    bench = pytest.importorskip("benchmarks.assess_engine", reason="the benchmarks need the study's stack")
+    bench_assess = bench.bench_assess
 
     res = bench_assess(60, 30, n_resamples=20)
     assert res["pairs"] <= 60 * 30 and res["pairs"] > 60 * 15
@@ -346,6 +347,7 @@ def _ragged_predictions() -> Predictions:
 
 
 def test_the_helpers_that_build_predictions_carry_mask_and_docids():
+    pytest.importorskip("calibrank.study.analysis.subsets", reason="the study is not installed")
     from calibrank.study.analysis.subsets import keep_candidates
     from calibrank.study.analysis.practice.fitdata import drop_queries
     from calibrank.methods.prior import correct_predictions

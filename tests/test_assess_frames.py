@@ -118,6 +118,9 @@ def test_bad_qrels_frames_are_named_by_row(edit, what):
 def test_frames_that_cannot_be_read_say_why():
     with pytest.raises(AssessError, match=r"^qrels: a TREC run needs qrels"):
         load(run=_run_frame())
+    judged = _run_frame().merge(_qrels_frame()[["query_id", "doc_id", "relevance"]], on=["query_id", "doc_id"], how="left")
+    with pytest.raises(AssessError, match=r"^valid_qrels: a TREC valid_run needs qrels \(valid_qrels or qrels\)"):
+        load(run=judged, valid_run=RUN)  # the frame judges itself; the TREC file cannot
     with pytest.raises(AssessError, match=r"^run: several DataFrames or ranx Runs; expected one"):
         load(run=[_run_frame(), _run_frame()], qrels=QRELS)
     with pytest.raises(AssessError, match=r"^run: expected a file, a list of files, a DataFrame or a ranx Run, got int$"):

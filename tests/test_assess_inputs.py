@@ -251,7 +251,7 @@ def test_an_empty_table_is_called_empty(tmp_path, name, expected):
 
 
 def test_messages_show_plain_values_not_numpy_reprs(tmp_path):
-    with pytest.raises(AssessError, match=r"relevant_at: expected a whole number >= 1 .*got 0$"):
+    with pytest.raises(AssessError, match=r"relevant_at: expected a whole number >= 1, got 0$"):
         read_runs(RUN, QRELS, relevant_at=np.int64(0))
     with pytest.raises(AssessError, match=r"seed: expected a whole number >= 0, got -1$"):
         load(run=RUN, qrels=QRELS, seed=np.int64(-1))
@@ -397,6 +397,8 @@ def test_load_with_validation_input_and_notes():
     (dict(), r"got none"),
     (dict(run=RUN), r"qrels: a TREC run needs qrels"),
     (dict(table=CSV, valid_run=RUN), r"valid_run: goes with run="),
+    (dict(table=[CSV, CSV]), r"^table: expected one table file \(its samples in a 'sample' column\) or a DataFrame, got a list$"),
+    (dict(table=CSV, valid_table=(CSV,)), r"^valid_table: expected one table file .* got a tuple$"),
     (dict(table=CSV, valid_qrels=QRELS), r"valid_qrels: given without a validation input"),
     (dict(checkpoint="model"), r"queries: a checkpoint needs the queries"),
     (dict(run=RUN, qrels=QRELS, passes=-1), r"passes: expected a whole number >= 0"),
@@ -407,6 +409,7 @@ def test_load_checks_its_parameters(kwargs, what):
 
 
 def test_load_hands_a_checkpoint_to_the_scorer(monkeypatch):
+    pytest.importorskip("torch", reason="the checkpoint extra is not installed")
     calls = []
 
     def fake(path, queries, *, passes=0, **kw):

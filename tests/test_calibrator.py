@@ -52,7 +52,7 @@ def test_it_round_trips_through_json(cal, tmp_path):
     (lambda d: d["cutoff"].update(targte=0.9), "cutoff: unknown key(s) ['targte']"),
     (lambda d: d["map"].update(method="splines"), "method: expected one of"),
     (lambda d: d["map"].update(method="platt", params={"A": float("nan"), "B": 0.0}), "A: expected a finite number"),
-    (lambda d: d.update(schema=99), "schema: this calibrank reads schema 1, got 99"),
+    (lambda d: d.update(schema=99), "schema: this calibrank reads schema 2 (and 1, unsealed), got 99"),
     (lambda d: d["abstain"].update(confidence="gut"), "abstain.confidence: expected one of"),
     (lambda d: d["cutoff"].update(target=1.5), "cutoff.target: expected a number strictly between 0 and 1"),
 ])

@@ -23,11 +23,13 @@ PUBLIC = {
     ],
     "calibrank.assess.deploy.fit": ["fit_calibrator"],
     "calibrank.assess.deploy.certify": ["certify"],
+    "calibrank.assess.deploy.watch": ["shift_test", "estimate", "Fingerprint", "query_summaries"],
     "calibrank.assess.engine": ["assess", "Assessment"],
-    "calibrank.assess.options": ["Options"],
+    "calibrank.assess.options": ["Options", "Settings"],
+    "calibrank.assess.api": ["fit", "evaluate", "Report"],
     "calibrank.assess.command": ["run", "report"],
     "calibrank.assess.read.trec": ["read_runs", "read_qrels"],
-    "calibrank.assess.read.score_tables": ["read_table", "from_dataframe", "from_ranx"],
+    "calibrank.assess.read.score_tables": ["read_table", "from_dataframe", "from_ranx", "from_arrays", "from_ir_measures"],
     "calibrank.assess.read.load": ["load"],
     "calibrank.assess.read.scored": ["ScoredRun"],
     "calibrank.assess.read.rows": ["Qrels"],
@@ -73,7 +75,7 @@ def test_api_page_builds_without_warnings(tmp_path):
     proc = subprocess.run([sys.executable, "-W", "error", "-m", "pdoc", "--docformat", "numpy", "-o", str(out),
                            *doc_modules()], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    page = out / "calibrank" / "assess" / "calibrator.html"
+    page = out / "calibrank" / "assess" / "deploy" / "calibrator.html"
     assert page.is_file(), sorted(p.name for p in out.rglob("*.html"))
     html = page.read_text(encoding="utf-8")
     assert 'id="Calibrator.predict_proba"' in html

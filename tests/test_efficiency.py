@@ -10,7 +10,7 @@ import pytest
 from calibrank.study.analysis import efficiency, verdicts
 from calibrank.study.model.rankers import make_ranker
 from calibrank.study.settings.config import load_config
-from rankfix import learnable_queries, tiny_training
+from rankfix import learnable_queries, tiny_run
 
 
 class _Clock:
@@ -158,9 +158,9 @@ def test_deciding_clock():
 def bert_and_temperature(tmp_path_factory):
     models = tmp_path_factory.mktemp("models")
     train, valid = learnable_queries(32, 3, seed=1), learnable_queries(16, 3, seed=2)
-    training = tiny_training(epochs=1)
-    bert = make_ranker("bert", training=training, models_dir=models, seed=0).fit(train, valid)
-    temp = make_ranker("temperature", training=training, models_dir=models, seed=0).fit(train, valid)
+    run = tiny_run(models, epochs=1)
+    bert = make_ranker("bert", run).fit(train, valid)
+    temp = make_ranker("temperature", run).fit(train, valid)
     return bert, temp
 
 

@@ -19,7 +19,7 @@ from calibrank.study.model.cross_encoder import CrossEncoder
 from calibrank.study.model.dropout_masks import score_pairs_per_query, score_sides_per_query
 from calibrank.study.model.training import encode_pairs
 from calibrank.pairs import score_pairs
-from rankfix import learnable_queries, tiny_training
+from rankfix import learnable_queries, tiny_run
 
 TRAIN, VALID = learnable_queries(48, 1, seed=0), learnable_queries(12, 3, seed=1)
 GP = {"sngp": dict(n_features=64, samples=5, spectral_norm="none"), "gpf_bert": dict(n_features=64, samples=5, spectral_norm="none"),
@@ -55,8 +55,9 @@ def models_dir(tmp_path_factory):
 @pytest.mark.parametrize("name", KINDS)
 def test_encode_once_gives_the_pair_paths_logits_and_orderings(name, models_dir, monkeypatch):
     kw = {**GP.get(name, {}), **({"passes": 3} if name == "mc_dropout" else {}), **({"members": 2} if name == "ensemble" else {})}
-    training = tiny_training(epochs=1, joint_layers=0, pooling="segments", max_length=20, max_response_length=10, eval_batch_size=7)
-    ranker = make_ranker(name, training=training, models_dir=models_dir, seed=3, **kw).fit(TRAIN, VALID)
+    run = tiny_run(models_dir, seed=3, epochs=1, joint_layers=0, pooling="segments", max_length=20, max_response_length=10,
+                   eval_batch_size=7)
+    ranker = make_ranker(name, run, **kw).fit(TRAIN, VALID)
     ranker.reuse_logits = False
     queries = _queries()
     pairs = encode_pairs(load_backbone("tiny-random").tokenizer, queries, max_length=20, max_response_length=10)
@@ -80,8 +81,8 @@ def test_encode_once_gives_the_pair_paths_logits_and_orderings(name, models_dir,
 
 
 def test_joint_layers_keep_the_pair_path(models_dir, monkeypatch):
-    training = tiny_training(epochs=1, joint_layers=1, pooling="segments", max_length=20, max_response_length=10)
-    ranker = make_ranker("bert", training=training, models_dir=models_dir, seed=3).fit(TRAIN, VALID)
+    run = tiny_run(models_dir, seed=3, epochs=1, joint_layers=1, pooling="segments", max_length=20, max_response_length=10)
+    ranker = make_ranker("bert", run).fit(TRAIN, VALID)
     assert not encode_once.applies(ranker.trained.model)
     monkeypatch.setattr(encode_once, "encode_sides", lambda *a, **k: pytest.fail("a side was encoded alone"))
     ranker.reuse_logits = False

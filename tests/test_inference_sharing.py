@@ -15,7 +15,7 @@ from calibrank.study.data.schema import RankingQuery
 from calibrank.study.model.experiment import predict_split
 from calibrank.study.model.rankers import make_ranker
 from calibrank.study.model.rankers.scoring import distinct_pairs
-from rankfix import WORDS, learnable_queries, tiny_training
+from rankfix import WORDS, learnable_queries, tiny_run
 
 TRAIN, VALID = learnable_queries(64, 1, seed=0), learnable_queries(24, 3, seed=1)
 GP = {"sngp": dict(n_features=64, samples=5), "gpf_bert": dict(n_features=64, samples=5),
@@ -50,8 +50,8 @@ def models_dir(tmp_path_factory):
 
 
 def _fitted(name, models_dir, eval_batch_size=1, **kw):
-    ranker = make_ranker(name, training=tiny_training(epochs=1, eval_batch_size=eval_batch_size), models_dir=models_dir,
-                         seed=3, **{**GP.get(name, {}), **kw})
+    ranker = make_ranker(name, tiny_run(models_dir, seed=3, epochs=1, eval_batch_size=eval_batch_size),
+                         **{**GP.get(name, {}), **kw})
     ranker.reuse_logits = False
     return ranker.fit(TRAIN, VALID)
 

@@ -31,7 +31,7 @@ from calibrank.study.data import DataError
 from calibrank.study.data.schema import Example
 from calibrank.study.model.rankers import make_ranker
 from conftest import FIXTURES, REPO
-from rankfix import learnable_queries, tiny_training
+from rankfix import learnable_queries, tiny_run, tiny_training
 
 TESTS = Path(__file__).resolve().parent
 TRAIN, VALID, TEST = learnable_queries(48, 1, seed=0), learnable_queries(16, 3, seed=1), learnable_queries(12, 3, seed=2)
@@ -42,12 +42,12 @@ KEYS = textwrap.dedent("""
     import json, sys
     sys.path.insert(0, {tests!r})
     from calibrank.study.model.rankers import make_ranker
-    from rankfix import learnable_queries, tiny_training
+    from rankfix import learnable_queries, tiny_run
 
     train, valid = learnable_queries(8, 1, seed=0), learnable_queries(4, 3, seed=1)
     out = {{}}
     for name in {names!r}:
-        ranker = make_ranker(name, training=tiny_training(), models_dir="models", seed=3)
+        ranker = make_ranker(name, tiny_run("models", seed=3))
         out[name] = [p.name for p in ranker.model_dirs(train, valid)]
     print(json.dumps(out))
 """)
@@ -65,7 +65,7 @@ def test_editing_the_focal_loss_changes_the_keys_of_the_models_trained_with_it_a
     lib = tmp_path / "lib"
     shutil.copytree(REPO / "lib", lib, ignore=shutil.ignore_patterns("__pycache__"))
     before = _keys(lib)
-    losses = lib / "calibrank" / "model" / "losses.py"
+    losses = lib / "calibrank" / "study" / "model" / "losses.py"
     text = losses.read_text(encoding="utf-8")
     # A comment and a docstring are not code: the keys stay.
     losses.write_text(text.replace('"""Mean focal loss', '# a note\n    """The mean focal loss', 1), encoding="utf-8")
@@ -79,7 +79,7 @@ def test_editing_the_focal_loss_changes_the_keys_of_the_models_trained_with_it_a
     # The rankers that share bert's model still share it, before and after.
     assert before["mc_dropout"] == before["temperature"] == before["bert"] == before["ensemble"][:1]
     # The key does not depend on where the library lives: the copy gives the checkout's keys.
-    here = {name: [p.name for p in make_ranker(name, training=tiny_training(), models_dir="models", seed=3).model_dirs(
+    here = {name: [p.name for p in make_ranker(name, tiny_run("models", seed=3)).model_dirs(
         learnable_queries(8, 1, seed=0), learnable_queries(4, 3, seed=1))] for name in ("bert", "sngp")}
     assert here == {name: before[name] for name in here}
 
@@ -107,7 +107,7 @@ def test_editing_the_bm25_sampler_changes_the_negatives_cache_keys_of_the_sample
         return json.loads(proc.stdout.strip().splitlines()[-1])
 
     before = keys()
-    negatives = lib / "calibrank" / "data" / "negatives.py"
+    negatives = lib / "calibrank" / "study" / "data" / "negatives.py"
     text = negatives.read_text(encoding="utf-8")
     edited = "if score > 0 and ok(int(doc)):"
     assert edited in text
@@ -124,11 +124,11 @@ def test_each_ranker_trains_with_the_loss_its_key_covers(monkeypatch):
     import torch
     from calibrank.study.model import losses
 
-    rankers = {name: make_ranker(name, training=tiny_training(), models_dir="models", seed=0)
+    rankers = {name: make_ranker(name, tiny_run("models", seed=0))
                for name in ("bert", "focal", "sngp", "gpf_bert")}
     expected = {name: ranker.training_loss() for name, ranker in rankers.items()}  # before the spies go in
     assert expected["bert"] is losses.binary_cross_entropy and expected["gpf_bert"] is losses.focal
-    assert make_ranker("sngp", training=tiny_training(), models_dir="m", loss="focal").training_loss() is losses.focal
+    assert make_ranker("sngp", tiny_run("m"), loss="focal").training_loss() is losses.focal
     called = []
 
     def spy(fn):
@@ -215,7 +215,7 @@ def test_the_code_key_follows_what_a_root_reaches(tmp_path, monkeypatch):
 
 
 def _fit(name: str, models_dir: Path, **kw):
-    return make_ranker(name, training=tiny_training(epochs=1), models_dir=models_dir, seed=3, **kw).fit(TRAIN, VALID)
+    return make_ranker(name, tiny_run(models_dir, seed=3, epochs=1), **kw).fit(TRAIN, VALID)
 
 
 def test_a_model_file_with_bytes_zeroed_is_retrained_not_used(tmp_path, caplog):
@@ -418,7 +418,7 @@ def test_a_constant_only_the_focal_loss_reads_enters_the_keys_of_the_models_trai
     lib = tmp_path / "lib"
     shutil.copytree(REPO / "lib", lib, ignore=shutil.ignore_patterns("__pycache__"))
     before = _keys(lib)
-    losses = lib / "calibrank" / "model" / "losses.py"
+    losses = lib / "calibrank" / "study" / "model" / "losses.py"
     text = losses.read_text(encoding="utf-8")
     assert "\nADAPTIVE_HIGH = 3.0\n" in text
     losses.write_text(text.replace("\nADAPTIVE_HIGH = 3.0\n", "\nADAPTIVE_HIGH = 2.0\n"), encoding="utf-8")

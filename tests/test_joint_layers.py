@@ -15,7 +15,7 @@ from calibrank.predictions import Predictions
 from calibrank.study.settings.checks import ConfigError
 from calibrank.study.settings.config import load_config
 from calibrank.study.settings.schema import TrainingConfig
-from rankfix import learnable_queries, tiny_training
+from rankfix import learnable_queries, tiny_run
 
 CLS, SEP = 101, 102
 
@@ -181,8 +181,7 @@ def test_model_cache_key_names_joint_layers_only_when_set(tmp_path, monkeypatch)
     real = keys.stable_hash
     monkeypatch.setattr(keys, "stable_hash", lambda obj, *a: (seen.append(obj), real(obj, *a))[1])
     queries = learnable_queries(4, 1, seed=0)
-    keys = [make_ranker("bert", training=tiny_training(joint_layers=j), models_dir=tmp_path).model_dirs(queries)[0].name
-            for j in (None, 0, 1, 2)]
+    keys = [make_ranker("bert", tiny_run(tmp_path, joint_layers=j)).model_dirs(queries)[0].name for j in (None, 0, 1, 2)]
     parts = [p for p in seen if isinstance(p, dict) and "training" in p]
     assert "joint_layers" not in parts[0]["training"]  # a default model keeps the key it had before the option
     assert [p["training"]["joint_layers"] for p in parts[1:]] == [0, 1, 2]
@@ -201,8 +200,8 @@ def test_rankers_train_and_predict_with_separate_lower_layers(tmp_path, name):
         kw["spectral_norm"] = "none"
     if name == "pg_drr":
         kw.update(inducing=16, gibbs_chains=4, gibbs_steps=2)
-    training = tiny_training(epochs=1, joint_layers=1, pooling="segments", max_length=16, max_response_length=8)
-    ranker = make_ranker(name, training=training, models_dir=tmp_path, seed=1, **kw).fit(train, valid)
+    run = tiny_run(tmp_path, seed=1, epochs=1, joint_layers=1, pooling="segments", max_length=16, max_response_length=8)
+    ranker = make_ranker(name, run, **kw).fit(train, valid)
     pred = ranker.predict(test)
     assert pred.probs.shape == (8, 4) and np.isfinite(pred.samples).all()
     assert max(len(x) for x in encode_pairs(ranker.trained.backbone.tokenizer, test, max_length=16,

@@ -233,7 +233,8 @@ def test_efficiency_on_both_clocks_in_the_common_style():
 @pytest.mark.parametrize("fn", [plots.plot_reliability_grid, plots.plot_ece_by_negatives, plots.plot_b_sweep,
                                 plots.plot_nota_bars, pp.plot_recalibration, pp.plot_risk_coverage,
                                 pp.plot_conformal_coverage, pp.plot_shift_detection, pp.plot_performance_prediction,
-                                pp.plot_listwise_reliability, pp.plot_shift_auroc_intervals, pp.plot_nota_threshold])
+                                pp.plot_listwise_reliability, pp.plot_shift_auroc_intervals, pp.plot_nota_threshold,
+                                plots.plot_reliability_intervals, plots.plot_score_histograms, plots.plot_metric_intervals])
 def test_an_empty_table_gives_one_panel_that_says_so(fn):
     panels = fn(pd.DataFrame(columns=["ranker", "shift", "F1"]))
     assert len(panels) == 1 and [t.get_text() for t in panels[0].texts] == ["nothing to show in this profile"]
@@ -660,3 +661,93 @@ def test_a_notebook_shows_every_figure_after_a_styled_one(tmp_path):
     out = nbformat.read(tmp_path / "out.ipynb", as_version=4)
     shown = [sum("image/png" in o.get("data", {}) for o in cell.outputs) for cell in out.cells]
     assert shown == [0, 1, 1]
+
+
+# ---------------------------------------------------------------------------------------------- the explorer
+def _buckets(empty_bucket: bool, by: str = "ranker") -> pd.DataFrame:
+    """explore.reliability_view: 4 buckets per ranker with an interval; bert's bucket 2 is empty when ``empty_bucket``."""
+    rows = []
+    for ranker, ece in (("bert", 0.12), ("ensemble", 0.05)):
+        for b in range(4):
+            count = 0 if (empty_bucket and ranker == "bert" and b == 2) else 10 * (b + 1)
+            frac = b / 4 if count else NAN
+            rows.append({by: ranker, "bin": b, "lower": b / 4, "upper": (b + 1) / 4,
+                         "mean_predicted": (b + 0.5) / 4 if count else NAN, "fraction_positive": frac,
+                         "fraction_positive lo": max(frac - 0.1, 0) if count else NAN,
+                         "fraction_positive hi": min(frac + 0.2, 1) if count else NAN, "count": count, "ECE": ece})
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("empty_bucket", [False, True])
+def test_reliability_intervals_draw_each_filled_bucket_with_its_interval_and_count(empty_bucket):
+    bert, ens = plots.plot_reliability_intervals(_buckets(empty_bucket))
+    assert bert.get_title() == "bert (ECE 0.120)" and ens.get_title() == "ensemble (ECE 0.050)"
+    assert bert.get_xlabel() == "predicted P(relevant)" and bert.get_ylabel() == "fraction relevant (count above)"
+    counts = [10, 20, 40] if empty_bucket else [10, 20, 30, 40]
+    assert [t.get_text() for t in bert.texts] == [str(c) for c in counts]  # a count above each filled bucket
+    points = bert.get_lines()[0]
+    np.testing.assert_allclose(points.get_ydata(), [b / 4 for b in (0, 1, 3)] if empty_bucket else [0, 0.25, 0.5, 0.75])
+    # the bars span the table's own bounds: bucket 1 from 0.15 to 0.45
+    segments = bert.collections[0].get_segments()
+    np.testing.assert_allclose(segments[1][:, 1], [0.15, 0.45])
+    assert np.allclose(_colour(points), sns.color_palette("colorblind")[0])  # bert's colour in every figure
+    assert sorted(_legend(bert)) == ["fraction relevant, 95% interval", "perfect calibration"] and ens.get_legend() is None
+
+
+def test_reliability_intervals_panel_by_any_column():
+    panels = plots.plot_reliability_intervals(_buckets(False, by="scores"), by="scores")
+    assert [ax.get_title() for ax in panels] == ["bert (ECE 0.120)", "ensemble (ECE 0.050)"]
+
+
+def _histograms() -> pd.DataFrame:
+    """explore.histogram_view: two labels x 4 bins for one ranker; no relevant candidate in the second ranker."""
+    rows = []
+    for ranker, n_rel in (("bert", 4), ("temperature", 0)):
+        for label, counts in (("relevant", [0, 0, 1, 3] if n_rel else [0, 0, 0, 0]), ("not relevant", [6, 2, 0, 0])):
+            total = sum(counts)
+            for b, c in enumerate(counts):
+                rows.append({"ranker": ranker, "label": label, "bin": b, "lower": b / 4, "upper": (b + 1) / 4, "count": c,
+                             "density": c / (total * 0.25) if total else NAN, "candidates": total,
+                             "mean": 0.8 if label == "relevant" else 0.2})
+    return pd.DataFrame(rows)
+
+
+def test_score_histograms_one_density_per_label_with_its_candidates_in_the_legend():
+    bert, temp = plots.plot_score_histograms(_histograms())
+    assert bert.get_title() == "bert" and bert.get_ylabel() == "density" and bert.get_xlabel() == "predicted P(relevant)"
+    assert _legend(bert) == ["relevant (4, mean 0.80)", "not relevant (8, mean 0.20)"]
+    assert _legend(temp) == ["relevant (none)", "not relevant (8, mean 0.20)"]  # no relevant candidate: an empty outline
+    outline = [p for p in bert.patches if not p.get_fill()][0]
+    assert outline.get_data().values.tolist() == [0.0, 0.0, 1.0, 3.0]  # relevant: 1 and 3 of 4 in bins of width 1/4
+
+
+def _metrics() -> pd.DataFrame:
+    """explore.metrics_view for two rankers: R10@1, ECE (no interval), ECE debiased, Brier."""
+    rows = []
+    for ranker, shift in (("bert", 0.0), ("mc_dropout", 0.1)):
+        for metric, v, lo, hi in (("R10@1", 0.6, 0.5, 0.7), ("ECE", 0.2, NAN, NAN), ("ECE debiased", 0.18, 0.15, 0.22),
+                                  ("Brier", 0.1, 0.09, 0.12)):
+            rows.append({"ranker": ranker, "metric": metric, "value": v + shift, "lo": lo + shift, "hi": hi + shift})
+    return pd.DataFrame(rows)
+
+
+def test_metric_intervals_one_panel_per_metric_with_eq1_in_the_debiased_panel():
+    recall, ece, brier = plots.plot_metric_intervals(_metrics())
+    assert [ax.get_title() for ax in (recall, ece, brier)] == ["R10@1", "ECE debiased", "Brier"]
+    assert _ticks(recall, "y") == ["bert", "mc_dropout"]
+    bars = [c for c in recall.collections if c.get_segments()]
+    np.testing.assert_allclose(bars[0].get_segments()[0][:, 0], [0.5, 0.7])  # bert's interval, from lo to hi
+    assert _legend(ece) == ["ECE (eq. 1)"] and recall.get_legend() is None
+    hollow = [ln for ln in ece.get_lines() if ln.get_markerfacecolor() == "none"]
+    assert [ln.get_xdata()[0] for ln in hollow] == [0.2, pytest.approx(0.3)]
+
+
+def test_side_by_side_two_reliability_panels_and_the_differences():
+    comparison = pd.DataFrame({"ranker": "bert", "versus": "ensemble", "metric": ["R10@1", "ECE debiased", "Brier"],
+                               "change": [0.05, -0.02, NAN], "lo": [0.01, -0.03, NAN], "hi": [0.09, 0.0, NAN],
+                               "pvalue": [0.01, 0.2, NAN]})
+    bert, ens, diff = plots.plot_side_by_side(_buckets(True), comparison)
+    assert (bert.get_title(), ens.get_title(), diff.get_title()) == ("bert (ECE 0.120)", "ensemble (ECE 0.050)", "bert − ensemble")
+    assert _ticks(diff, "y") == ["R10@1", "ECE debiased", "Brier"]
+    assert [t.get_text() for t in diff.texts] == ["+0.050 (p = 0.01)", "-0.020 (p = 0.2)"]  # none for a NaN
+    assert diff.get_xlabel() == "difference, 95% interval over queries"

@@ -10,6 +10,7 @@ import pytest
 from scipy import optimize, stats
 from sklearn.metrics import roc_auc_score
 
+import oracles
 from calibrank.study.analysis import study as st
 from calibrank.methods import conformal as m_conformal
 from calibrank.methods import listwise as m_listwise
@@ -180,7 +181,7 @@ def test_selective_batch_equals_selective_scores_row_by_row():
     rng = np.random.default_rng(14)
     conf = np.round(rng.uniform(size=(6, 30)), 1)  # many ties
     loss = (rng.uniform(size=(6, 30)) < 0.5).astype(float)
-    got = selective.selective_batch(conf, loss, coverage=0.7)
+    got = oracles.selective_batch(conf, loss, coverage=0.7)
     for b in range(6):
         s = m_selective.selective_scores(conf[b], loss[b], coverage=0.7)
         assert got[:, b] == pytest.approx([s.aurc, s.eaurc, s.augrc, s.risk_at_coverage])
@@ -194,10 +195,10 @@ def test_selective_intervals_equal_scipy_bootstrap_of_the_direct_computation(n):
     conf = np.round(rng.uniform(size=n), 1)
     loss = np.where(rng.uniform(size=n) < 0.3, rng.uniform(size=n), (rng.uniform(size=n) < 0.5).astype(float))
     lo, hi = m_selective.selective_intervals(conf, loss, coverage=0.8, seed=3, n_resamples=400)
-    ref = stats.bootstrap((conf, loss), lambda a, b, axis=-1: selective.selective_batch(a, b, coverage=0.8, axis=axis),
+    ref = stats.bootstrap((conf, loss), lambda a, b, axis=-1: oracles.selective_batch(a, b, coverage=0.8, axis=axis),
                           paired=True, vectorized=True, n_resamples=400, batch=200, method="percentile",
                           rng=np.random.default_rng(3))
-    want_lo = np.where(np.isnan(ref.confidence_interval.low), selective.selective_batch(conf[None], loss[None])[:, 0],
+    want_lo = np.where(np.isnan(ref.confidence_interval.low), oracles.selective_batch(conf[None], loss[None])[:, 0],
                        ref.confidence_interval.low)
     assert lo == pytest.approx(want_lo) and (lo <= hi + 1e-12).all()
 
@@ -207,10 +208,10 @@ def test_auroc_interval_equals_scipy_bootstrap_of_the_rank_auroc(paired):
     rng = np.random.default_rng(16)
     neg = np.round(rng.normal(size=40), 1)
     pos = np.round(rng.normal(0.5, size=40 if paired else 25), 1)
-    assert signals.auroc_batch(neg, pos) == pytest.approx(
+    assert oracles.auroc_batch(neg, pos) == pytest.approx(
         roc_auc_score(np.r_[np.zeros(neg.size), np.ones(pos.size)], np.r_[neg, pos]))
     lo, hi = signals.auroc_interval(neg, pos, paired=paired, seed=5, n_resamples=300)
-    ref = stats.bootstrap((neg, pos), signals.auroc_batch, paired=paired, vectorized=True, n_resamples=300, batch=200,
+    ref = stats.bootstrap((neg, pos), oracles.auroc_batch, paired=paired, vectorized=True, n_resamples=300, batch=200,
                           method="percentile", rng=np.random.default_rng(5))
     assert (lo, hi) == pytest.approx((ref.confidence_interval.low, ref.confidence_interval.high))
 

@@ -290,7 +290,7 @@ def test_signals_name_a_wrong_row(cfg, monkeypatch):
 def test_listwise_names_a_confidence_below_one_in_k(cfg, monkeypatch):
     data = st.load_study(cfg)
     spread = m_listwise.candidate_distribution
-    monkeypatch.setattr(listwise, "candidate_distribution", lambda probs, mask=None: spread(probs, mask) / 2)
+    monkeypatch.setattr(m_listwise, "candidate_distribution", lambda probs, mask=None: spread(probs, mask) / 2)
     _raises(lambda: listwise.listwise_calibration(data, ["temperature"], n_resamples=R),
             _row("listwise", "temperature", "chitchat", "random") + ": expected mean confidence in [0.1, 1], "
             "found mean confidence 0.05")

@@ -10,7 +10,7 @@ import pytest
 
 from calibrank.study import paths
 from calibrank.study.data.dstc8 import read_dstc8, strip_speakers
-from calibrank.study.data.published import PUBLISHED, expected_files, load_published
+from calibrank.study.data.published import PUBLISHED, expected_files, load_published, missing_hint
 from calibrank.study.data.schema import DataError
 from calibrank.study.data.tsv import read_tsv
 
@@ -268,6 +268,12 @@ def test_missing_files_hint(tmp_path, name, home):
     assert str(victim) in msg
     assert f"make data DATASET={name}" in msg and "internet access" in msg and "by hand" in msg
     assert home in msg
+
+
+def test_missing_hint_without_files_points_at_the_raw_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("CALIBRANK_ROOT", str(tmp_path))
+    msg = missing_hint("mantis", [])
+    assert f"copy {paths.raw_dir('mantis')} here" in msg and "make data DATASET=mantis" in msg
 
 
 # ---------------------------------------------------------------- bytes that are not UTF-8, example ids

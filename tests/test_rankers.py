@@ -1,12 +1,15 @@
-"""Rankers I: deterministic, MC dropout, ensemble, temperature scaling, and Predictions."""
+"""Rankers I: deterministic, MC dropout, ensemble, temperature scaling, and Predictions; the run every ranker
+shares, and the model key's settings."""
+
+import dataclasses
 
 import numpy as np
 import pytest
 
 from calibrank.predictions import Predictions, PredictionsError
-from calibrank.study.model.rankers import make_ranker
+from calibrank.study.model.rankers import RankerRun, make_ranker
 from calibrank.study.model.rankers.temperature import fit_temperature
-from rankfix import learnable_queries, tiny_training
+from rankfix import learnable_queries, tiny_run, tiny_training
 
 TRAIN, VALID, TEST = learnable_queries(64, 1, seed=0), learnable_queries(24, 3, seed=1), learnable_queries(20, 3, seed=2)
 
@@ -17,7 +20,7 @@ def models_dir(tmp_path_factory):
 
 
 def _ranker(name, models_dir, **kw):
-    return make_ranker(name, training=tiny_training(epochs=1), models_dir=models_dir, seed=3, **kw)
+    return make_ranker(name, tiny_run(models_dir, seed=3, epochs=1), **kw)
 
 
 def test_deterministic_ranker_has_one_sample_and_zero_variance(models_dir):
@@ -52,12 +55,12 @@ def test_ensemble_members_differ_by_seed_and_are_reproducible(models_dir, tmp_pa
 
 
 def test_ensemble_member_seeds_never_coincide_with_other_training_seeds(models_dir):
-    seeds = {s: _ranker("ensemble", models_dir, members=4).__class__(training=tiny_training(), models_dir=models_dir,
-                                                                      seed=s, members=4).member_seeds() for s in (3, 4, 5)}
+    seeds = {s: _ranker("ensemble", models_dir, members=4).__class__(tiny_run(models_dir, seed=s),
+                                                                      members=4).member_seeds() for s in (3, 4, 5)}
     assert all(m[0] == s for s, m in seeds.items())  # member 0 is that seed's bert model
     spawned = [x for m in seeds.values() for x in m[1:]]
     assert len(set(spawned)) == len(spawned) and not set(spawned) & set(seeds)
-    assert seeds[3] == make_ranker("ensemble", training=tiny_training(), models_dir=models_dir, seed=3, members=4).member_seeds()
+    assert seeds[3] == make_ranker("ensemble", tiny_run(models_dir, seed=3), members=4).member_seeds()
 
 
 def test_shared_model_scores_each_query_set_once_and_timing_bypasses_the_cache(models_dir):
@@ -116,11 +119,124 @@ def test_temperature_ranker_keeps_the_ranking(models_dir):
 
 def test_make_ranker_rejects_unknown_names_and_params(models_dir):
     with pytest.raises(ValueError, match="unknown ranker 'bret'; known rankers: bert"):
-        make_ranker("bret")
+        make_ranker("bret", tiny_run(models_dir))
     with pytest.raises(TypeError, match="ranker 'mc_dropout'.*passes_"):
-        make_ranker("mc_dropout", training=tiny_training(), models_dir=models_dir, passes_=3)
+        make_ranker("mc_dropout", tiny_run(models_dir), passes_=3)
     with pytest.raises(ValueError, match="mc_dropout: passes: expected at least 2"):
-        make_ranker("mc_dropout", training=tiny_training(), models_dir=models_dir, passes=1)
+        make_ranker("mc_dropout", tiny_run(models_dir), passes=1)
+
+
+# ----------------------------------------------------------------------------- the run every ranker shares
+
+
+@pytest.mark.parametrize("field, value, match", [
+    ("seed", -1, r"^seed: expected an integer in 0..2\*\*32-1, got -1$"),
+    ("seed", 2**32, r"^seed: expected an integer in 0..2\*\*32-1"),
+    ("seed", 1.5, r"^seed: expected an integer"),
+    ("context_style", "tagged", r"^context_style: expected one of 'plain', 'separators', 'utterance_sep', got 'tagged'$"),
+    ("device", "gpu", r"^device: expected a torch device such as 'cpu' or 'cuda:0', got 'gpu'$"),
+    ("training", {"lr": 1e-3}, r"^training: expected a TrainingConfig, got dict$"),
+    ("models_dir", 3, r"^models_dir: expected a folder path, got int$"),
+])
+def test_a_run_is_checked_where_built_and_names_the_setting(tmp_path, field, value, match):
+    from calibrank.study.settings.checks import ConfigError
+
+    with pytest.raises(ConfigError, match=match):
+        RankerRun(**{"training": tiny_training(), "models_dir": tmp_path, field: value})
+
+
+def test_a_run_is_resolved_for_the_machine_and_rankers_read_it(tmp_path):
+    """The device and the scoring batch the profile leaves open are set where the run is built; a ranker holds
+    the run and reads its settings from it, read-only."""
+    import doctest
+
+    import torch
+    from calibrank.study.model.rankers import run as run_module
+    from calibrank.study.settings.choices import ContextStyle
+
+    run = RankerRun(tiny_training(eval_batch_size=None), str(tmp_path), seed=np.int64(7), context_style="separators")
+    assert run.device == torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    assert run.training.eval_batch_size == (1024 if torch.cuda.is_available() else 64)
+    assert run.models_dir == tmp_path and type(run.seed) is int and run.seed == 7
+    assert run.context_style is ContextStyle.separators
+    assert dataclasses.replace(run) == run  # resolving again changes nothing
+    assert RankerRun(tiny_training(eval_batch_size=5), tmp_path, device="cpu").training.eval_batch_size == 5
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        run.seed = 8
+    mc = make_ranker("mc_dropout", run, passes=3)
+    assert mc.run is run and (mc.training, mc.models_dir, mc.seed, mc.context_style, mc.device) == (
+        run.training, run.models_dir, run.seed, run.context_style, run.device)
+    with pytest.raises(AttributeError):
+        mc.seed = 8
+    assert doctest.testmod(run_module).failed == 0
+
+
+def test_a_ranker_is_built_from_a_run_not_from_its_parts(tmp_path):
+    from calibrank.study.model.rankers.deterministic import DeterministicRanker
+
+    with pytest.raises(TypeError, match="DeterministicRanker: expected a RankerRun .* got TrainingConfig"):
+        DeterministicRanker(tiny_training())
+    with pytest.raises(TypeError, match="ranker 'mc_dropout': MCDropoutRanker: expected a RankerRun"):
+        make_ranker("mc_dropout", tiny_training(), passes=3)
+    with pytest.raises(TypeError, match="ranker 'bert'.*seed"):  # the run's settings are not a ranker's
+        make_ranker("bert", tiny_run(tmp_path), seed=3)
+
+
+def test_a_ranker_from_the_profile_has_its_run_and_its_section(tmp_path):
+    from calibrank.study.model.rankers import ranker_from_config
+    from calibrank.study.settings.config import load_config
+
+    cfg = load_config("smoke", {"rankers.seeds": [5, 2], "data.context_style": "separators"})
+    mc = ranker_from_config(cfg, "mc_dropout", tmp_path, device="cpu")
+    assert mc.run == RankerRun(cfg.training, tmp_path, seed=5, context_style="separators", device="cpu")
+    assert mc.passes == cfg.rankers.mc_dropout.passes == 3
+    assert ranker_from_config(cfg, "sngp", tmp_path, device="cpu", seed=2).run.seed == 2
+
+
+#: A ranker's settings that never change the weights its models train to: they are read when predicting (and
+#: are part of the logits key where logits are cached: MC Dropout's passes and masks), or choose which models
+#: are trained (the ensemble's members). Every other setting must change the model key.
+NOT_IN_MODEL_KEY = {"mc_dropout": {"passes", "masks"}, "ensemble": {"members"}, "sngp": {"samples"},
+                    "gpf_bert": {"samples"}, "pg_drr": {"samples", "quadrature_points"}}
+
+
+def _another(field, value):
+    """A valid value of a ranker setting other than ``value``."""
+    import enum
+
+    if field == "nu":
+        return 1.5  # Matérn smoothness: one of 0.5, 1.5, 2.5
+    if isinstance(value, enum.Enum):
+        return next(m for m in type(value) if m is not value)
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int):
+        return value + 1
+    if isinstance(value, float):
+        return value / 2
+    return 0.5  # None: an exact sum or the training rate; a number in (0, 1) is a valid momentum and rate
+
+
+def test_every_setting_that_changes_training_is_in_the_model_key(tmp_path):
+    """What the model key holds of a ranker's settings (``model_key_extra``, keys.py) drops none of them: each
+    setting of each registered ranker changes its model folder unless it is one of :data:`NOT_IN_MODEL_KEY`."""
+    from calibrank.study.model.rankers import ranker_class
+    from calibrank.study.settings import registry
+    from calibrank.study.settings.config import build_section
+    from calibrank.study.settings.schema import RankersConfig
+
+    queries, run = learnable_queries(4, 1, seed=0), tiny_run(tmp_path, seed=3)
+    # settings that only count beside another: the focal gamma with the focal loss, nu with the Matérn kernel
+    base = {"sngp": {"loss": "focal"}, "pg_drr": {"kernel": "matern"}}
+    for name in registry.RANKERS:
+        section = getattr(RankersConfig(), name, None)
+        if section is None:
+            continue
+        settings = dataclasses.asdict(build_section(type(section), {**dataclasses.asdict(section), **base.get(name, {})}))
+        folders = ranker_class(name)(run, **settings).model_dirs(queries)
+        for field, value in settings.items():
+            changed = ranker_class(name)(run, **{**settings, field: _another(field, value)}).model_dirs(queries)
+            assert (changed[0] == folders[0]) == (field in NOT_IN_MODEL_KEY.get(name, ())), (name, field)
 
 
 def test_predictions_round_trip_and_reject_bad_arrays(tmp_path):
@@ -262,8 +378,8 @@ def test_mc_dropout_per_query_masks_are_shared_by_the_candidates_of_a_query_with
     assert (pred.var > 0).mean() > 0.9
     mc.reuse_logits = False
     np.testing.assert_array_equal(pred.samples, mc.predict(queries).samples)  # seeded: the same numbers again
-    other = _ranker("mc_dropout", models_dir, passes=4).fit(TRAIN, VALID)
-    other.seed, other.reuse_logits = 4, False  # the same model, the masks of another seed
+    other = make_ranker("mc_dropout", dataclasses.replace(mc.run, seed=4), passes=4)
+    other.trained, other.reuse_logits = mc.trained, False  # the same model, the masks of another seed
     assert not np.array_equal(other.predict(queries).samples, pred.samples)
     per_pair = _ranker("mc_dropout", models_dir, passes=4, masks="per_pair").fit(TRAIN, VALID).predict(queries)
     assert (per_pair.samples[:, :, 0] != per_pair.samples[:, :, 4]).any()  # a mask per pair: the copies differ
@@ -271,7 +387,7 @@ def test_mc_dropout_per_query_masks_are_shared_by_the_candidates_of_a_query_with
 
 def test_mc_dropout_per_query_mask_follows_the_query_id_not_its_companions(models_dir):
     """A query's masks depend on (seed, pass, query id): alone or among others, its samples are the same."""
-    mc = make_ranker("mc_dropout", training=tiny_training(epochs=1, eval_batch_size=1), models_dir=models_dir, seed=3,
+    mc = make_ranker("mc_dropout", tiny_run(models_dir, seed=3, epochs=1, eval_batch_size=1),
                      passes=3).fit(TRAIN, VALID)  # one pair per batch: no floating-point batch effects
     mc.reuse_logits = False
     full = mc.predict(TEST)
@@ -281,7 +397,7 @@ def test_mc_dropout_per_query_mask_follows_the_query_id_not_its_companions(model
 
 def test_mc_dropout_masks_option_is_checked(models_dir):
     with pytest.raises(ValueError, match="masks: expected one of 'per_query', 'per_pair', got 'per_batch'"):
-        make_ranker("mc_dropout", training=tiny_training(), models_dir=models_dir, masks="per_batch")
+        make_ranker("mc_dropout", tiny_run(models_dir), masks="per_batch")
 
 
 def test_mc_dropout_and_bert_inference_side_by_side_on_the_tiny_model(models_dir, capsys):

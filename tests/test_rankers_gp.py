@@ -13,6 +13,7 @@ from calibrank.study.model.losses import binary_cross_entropy, focal
 from calibrank.study.model.rankers.scoring import encode_features
 from calibrank.study.model.rankers.focal import FocalRanker, GPFBertRanker
 from calibrank.study.model.rankers.pg_gp import PGDRRRanker, pg_param_groups
+from calibrank.study.model.rankers.run import RankerRun
 from calibrank.study.model.rankers.sngp import SNGPRanker
 from calibrank.pairs import collate
 from calibrank.study.settings.schema import GPFBertConfig, PGDRRConfig, SNGPConfig
@@ -29,7 +30,7 @@ def _training(**kw):
 
 
 def _make(cls, models_dir, training=None, **kw):
-    return cls(training=training or _training(), models_dir=models_dir, seed=3, **kw)
+    return cls(RankerRun(training or _training(), models_dir, seed=3), **kw)
 
 
 def _random_token_queries(tokenizer, n: int = 20, k: int = 4) -> list[RankingQuery]:
@@ -384,24 +385,25 @@ def test_pg_drr_single_pair_batch_gives_zero_loss(pg):
     ],
 )
 def test_bad_parameters_name_the_parameter(tmp_path, cls, kw, error, match):
-    kw = {"training": tiny_training(), **kw}
+    run = RankerRun(kw.pop("training", tiny_training()), tmp_path)
     with pytest.raises(error, match=match):
-        cls(models_dir=tmp_path, **kw)
+        cls(run, **kw)
 
 
 def test_predict_before_fit_is_an_error(tmp_path):
     for cls in (SNGPRanker, PGDRRRanker):
         with pytest.raises(RuntimeError, match="call fit"):
-            cls(training=tiny_training(), models_dir=tmp_path).predict(TEST)
+            cls(RankerRun(tiny_training(), tmp_path)).predict(TEST)
 
 
 def test_defaults_are_the_config_sections(tmp_path):
     """A ranker built in code has its params section's defaults (one source for both)."""
-    sngp = SNGPRanker(training=tiny_training(), models_dir=tmp_path)
+    run = RankerRun(tiny_training(), tmp_path)
+    sngp = SNGPRanker(run)
     assert sngp.settings == SNGPConfig()
-    assert GPFBertRanker(training=tiny_training(), models_dir=tmp_path).settings == GPFBertConfig()
-    assert PGDRRRanker(training=tiny_training(), models_dir=tmp_path).settings == PGDRRConfig()
-    assert FocalRanker(training=tiny_training(), models_dir=tmp_path).gamma == SNGPConfig().focal_gamma
+    assert GPFBertRanker(run).settings == GPFBertConfig()
+    assert PGDRRRanker(run).settings == PGDRRConfig()
+    assert FocalRanker(run).gamma == SNGPConfig().focal_gamma
     model, _ = sngp._build(0)
     assert model.head.n_features == SNGPConfig.n_features and model.head.mean_field_factor == SNGPConfig.mean_field_factor
     assert model.dropout.p == SNGPConfig.head_dropout
@@ -409,7 +411,7 @@ def test_defaults_are_the_config_sections(tmp_path):
 
 def test_sngp_head_lr_defaults_to_the_training_rate(tmp_path):
     """``head_lr=None`` (default): the GP output layer trains at the encoder's ``training.lr``."""
-    ranker = SNGPRanker(training=tiny_training(lr=2e-4), models_dir=tmp_path)
+    ranker = SNGPRanker(RankerRun(tiny_training(lr=2e-4), tmp_path))
     assert ranker._head_lr() == 2e-4 and ranker.params()["head_lr"] == 2e-4
-    assert SNGPRanker(training=tiny_training(lr=2e-4), models_dir=tmp_path, head_lr=1e-3)._head_lr() == 1e-3
-    assert GPFBertRanker(training=tiny_training(lr=3e-5), models_dir=tmp_path)._head_lr() == 3e-5
+    assert SNGPRanker(RankerRun(tiny_training(lr=2e-4), tmp_path), head_lr=1e-3)._head_lr() == 1e-3
+    assert GPFBertRanker(RankerRun(tiny_training(lr=3e-5), tmp_path))._head_lr() == 3e-5

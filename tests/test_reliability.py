@@ -27,7 +27,7 @@ from calibrank.study.data.io import write_queries
 from calibrank.study.data.schema import Example, RankingQuery
 from calibrank.study.data.negatives import cached_queries, queries_cache_path
 from calibrank.study.model.rankers import make_ranker
-from rankfix import learnable_queries, tiny_training
+from rankfix import learnable_queries, tiny_run
 
 TESTS = Path(__file__).resolve().parent
 SETTINGS = dict(epochs=2, checkpoint_every=4)  # 10 steps per epoch: checkpoints and a best.safetensors mid-run
@@ -44,7 +44,7 @@ TRAINER = textwrap.dedent("""
     from safetensors.torch import save_file
     import calibrank.study.model.rankers.base as base
     from calibrank.study.model.rankers import make_ranker
-    from rankfix import learnable_queries, tiny_training
+    from rankfix import learnable_queries, tiny_run
 
     models, out, slow = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3] == "slow"
     real = base.train_model
@@ -59,7 +59,7 @@ TRAINER = textwrap.dedent("""
         return real(*args, **kw, on_step=on_step if slow else None)
 
     base.train_model = train_model
-    ranker = make_ranker("bert", training=tiny_training(**{settings!r}), models_dir=models, seed=0)
+    ranker = make_ranker("bert", tiny_run(models, **{settings!r}))
     ranker.fit(learnable_queries(80, 1, seed=0), learnable_queries(20, 3, seed=1))
     state = {{k: v.contiguous() for k, v in ranker.trained.model.state_dict().items()}}
     save_file(state, str(out))
@@ -89,7 +89,7 @@ def _same_tensors(a: dict, b: dict) -> bool:
 
 def test_two_trainers_of_one_model_end_with_the_weights_of_one_run(tmp_path):
     # The reference: one uninterrupted run, alone, in this process (one thread, as the trainers).
-    solo = make_ranker("bert", training=tiny_training(**SETTINGS), models_dir=tmp_path / "solo", seed=0)
+    solo = make_ranker("bert", tiny_run(tmp_path / "solo", **SETTINGS))
     solo.fit(learnable_queries(80, 1, seed=0), learnable_queries(20, 3, seed=1))
     assert solo.trained.result.best_step < solo.trained.result.steps  # early selection picked a mid-run step
 

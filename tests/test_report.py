@@ -262,8 +262,9 @@ def test_the_package_ships_its_templates():
     root = Path(__file__).resolve().parent.parent
     patterns = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"][
         "package-data"]["calibrank"]
-    files = [p.relative_to(root / "lib" / "calibrank").as_posix() for p in (root / "lib" / "calibrank" / "pipeline" / "templates").iterdir()]
-    assert {"pipeline/templates/report.html.j2", "pipeline/templates/report.css"} <= set(files)
+    templates = root / "lib" / "calibrank" / "study" / "pipeline" / "templates"
+    files = [p.relative_to(root / "lib" / "calibrank").as_posix() for p in templates.iterdir()]
+    assert {"study/pipeline/templates/report.html.j2", "study/pipeline/templates/report.css"} <= set(files)
     assert [f for f in files if not any(fnmatch.fnmatch(f, pat) for pat in patterns)] == []
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from calibrank.predictions import Predictions, PredictionsError, logit
-from calibrank.methods.rerank import DEFAULT_BS, choose_b, risk_aware_table, risk_penalty, risk_scores, sweep_b
+from calibrank.methods.rerank import DEFAULT_BS, choose_b, risk_aware_table, risk_scores, sweep_b
 
 
 def random_pred(seed: int, s: int = 6, q: int = 12, k: int = 5) -> Predictions:
@@ -84,7 +84,6 @@ def test_single_sample_is_the_mean_for_any_b(space, covariance):
         np.testing.assert_allclose(
             risk_scores(pred, b, space=space, covariance=covariance), expected, rtol=0, atol=1e-12
         )
-    np.testing.assert_array_equal(risk_penalty(pred, space=space, covariance=covariance), 0.0)
 
 
 @pytest.mark.parametrize("b", [0.1, 0.5, 1.0, -0.3])

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from calibrank.study.model.rankers import make_ranker
+from calibrank.study.model.rankers import RankerRun, make_ranker
 from calibrank.hardware import SCORING_BATCH, precision_name, scoring_batch_size
 from calibrank.study.settings.checks import ConfigError
 from calibrank.study.settings.schema import TrainingConfig
@@ -22,12 +22,12 @@ def test_an_open_scoring_batch_follows_the_device_and_a_set_one_is_kept():
 
 
 def test_predictions_state_device_precision_batch_and_encode_once(tmp_path):
-    training = tiny_training(epochs=1, eval_batch_size=None, joint_layers=0, pooling="segments", max_length=20,
-                             max_response_length=10)
-    ranker = make_ranker("bert", training=training, models_dir=tmp_path, seed=0, device="cpu")
+    run = RankerRun(tiny_training(epochs=1, eval_batch_size=None, joint_layers=0, pooling="segments", max_length=20,
+                                  max_response_length=10), tmp_path, device="cpu")
+    ranker = make_ranker("bert", run)
     assert ranker.training.eval_batch_size == 64
     ranker.fit(learnable_queries(16, 1, seed=0), learnable_queries(4, 3, seed=1))
     meta = ranker.predict(learnable_queries(4, 3, seed=2)).meta["scoring"]
     assert meta == {"device": "cpu", "precision": "fp32", "batch_size": 64, "encode_once": True}
-    mc = make_ranker("mc_dropout", training=training, models_dir=tmp_path, seed=0, device="cpu", masks="per_pair")
+    mc = make_ranker("mc_dropout", run, masks="per_pair")
     assert not mc.scores_sides()

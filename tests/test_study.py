@@ -171,7 +171,10 @@ def test_table1_matches_hand_computation(study):
     assert ((t1["ECE 1:1 debiased lo"] <= t1["ECE 1:1 debiased"]) & (t1["ECE 1:1 debiased"] <= t1["ECE 1:1 debiased hi"])).all()
     assert (t1["shift"] == "in distribution").sum() == 1 and (t1["seeds"] == 1).all()
     wide = st.table1_wide(t1)
-    assert wide.shape == (1, 6 * 7) and not wide.isna().any().any()
+    # per condition: R10@1, both ECEs with their debiased value and bias, and three seed spreads
+    assert wide.shape == (1, 6 * 10) and not wide.isna().any().any()
+    # the synthetic ensemble's two members are the same model: no spread
+    assert (wide.xs("R10@1 seed spread", axis=1, level=1) == "1.000–1.000 (sd 0.000, 2 seeds)").all().all()
 
 
 def test_table1_is_the_papers_train_by_test_matrix_and_shift_claims_are_paired_per_test_corpus(tmp_root):
@@ -182,7 +185,7 @@ def test_table1_is_the_papers_train_by_test_matrix_and_shift_claims_are_paired_p
     assert len(t1) == 2 * 6 and (t1["shift"] == "in distribution").sum() == 2
     wide = st.table1_wide(t1)
     assert list(wide.index) == ["bert trained on chitchat", "bert trained on chatterbot"]
-    assert wide.shape == (2, 6 * 7) and not wide.isna().any().any()
+    assert wide.shape == (2, 6 * 10) and not wide.isna().any().any()
     # on chitchat's queries: 1.000 trained there, 0.000 trained on chatterbot (relevant at 0.3 below 0.35)
     assert wide.loc["bert trained on chitchat", ("chitchat · bm25", "R10@1")].startswith("1.000")
     assert wide.loc["bert trained on chatterbot", ("chitchat · bm25", "R10@1")].startswith("0.000")
@@ -197,6 +200,82 @@ def test_table1_is_the_papers_train_by_test_matrix_and_shift_claims_are_paired_p
     ns = claims[claims["claim"].str.contains("cross-NS")]
     assert len(ns) == 2 * 2 and (ns["ours"] == 0).all()
     assert ns["power"].str.match(r"(no effect larger than|underpowered: the paper's effect)").all()
+
+
+def _ensemble_of_three(cfg) -> None:
+    """Rewrite the synthetic ensemble's Predictions with three members that differ: each gives the relevant
+    candidate 0.8 and every negative 0.2, except that member i gives the relevant candidate 0.1 (below every
+    negative) on its first 3i queries."""
+    for cond in ranker_conditions(cfg, "ensemble"):
+        for tc in ("chitchat",):
+            path = predictions_path(cfg, "ensemble", tc, cond, 0)
+            old = Predictions.load(path)
+            members = np.stack([0.2 + 0.6 * old.labels.astype(float)] * 3)
+            for i in range(3):
+                members[i, : 3 * i][old.labels[: 3 * i] == 1] = 0.1
+            Predictions(qids=old.qids, labels=old.labels, probs=members.mean(axis=0), samples=members,
+                        meta=dict(old.meta)).save(path)
+
+
+def test_seed_spread_reads_berts_training_seeds_from_the_ensembles_members(tmp_root):
+    cfg = write_synthetic_study(tmp_root)
+    _ensemble_of_three(cfg)
+    data = st.load_study(cfg)
+    spread = st.seed_spread(data)
+    assert len(spread) == 6 and (spread["seed models"] == 3).all() and (spread["training seeds"] == 1).all()
+    # R@1 per member: 12/12, 9/12, 6/12 (ties and the dropped relevant count against it)
+    np.testing.assert_allclose(spread[["R@1 seed min", "R@1 seed max", "R@1 seed sd"]], [[0.5, 1.0, 0.25]] * 6)
+    # ECE on all 120 pairs: 0.2; (3 * 0.9 + 9 * 0.2 + 108 * 0.2) / 120; (6 * 0.9 + 6 * 0.2 + 108 * 0.2) / 120
+    full = [0.2, 26.1 / 120, 28.2 / 120]
+    np.testing.assert_allclose(spread[["ECE seed min", "ECE seed max", "ECE seed sd"]],
+                               [[0.2, 0.235, np.std(full, ddof=1)]] * 6, atol=1e-12)
+    # balanced (the relevant and one negative): (3 * 0.9 + 9 * 0.2 + 12 * 0.2) / 24 and (6 * 0.9 + 6 * 0.2 + 12 * 0.2) / 24
+    balanced = [0.2, 6.9 / 24, 9.0 / 24]
+    np.testing.assert_allclose(spread[["ECE 1:1 seed min", "ECE 1:1 seed max", "ECE 1:1 seed sd"]],
+                               [[0.2, 0.375, np.std(balanced, ddof=1)]] * 6, atol=1e-12)
+
+    t1 = st.table1(data)
+    np.testing.assert_allclose(t1["R10@1 seed min"], 0.5) and np.testing.assert_allclose(t1["ECE 1:9 seed max"], 0.235)
+    assert (t1["seed models"] == 3).all()
+    # bert's own columns are those of the table without a spread: the spread is beside them, not in them
+    plain = st.table1(data, spread=spread.iloc[:0])
+    assert plain["seed models"].eq(0).all() and plain.filter(like="seed m").drop(columns="seed models").isna().all().all()
+    pd.testing.assert_frame_equal(t1[plain.columns[:-10]], plain[plain.columns[:-10]])
+    wide = st.table1_wide(t1)
+    row = wide.loc["bert trained on chitchat", "chitchat · bm25"]
+    assert list(row.index) == ["R10@1", "R10@1 seed spread", "ECE 1:1", "ECE 1:1 debiased", "ECE 1:1 seed spread",
+                               "ECE 1:1 bias", "ECE 1:9", "ECE 1:9 debiased", "ECE 1:9 seed spread", "ECE 1:9 bias"]
+    assert row["R10@1 seed spread"] == "0.500–1.000 (sd 0.250, 3 seeds)"
+    assert re.fullmatch(r"0\.200–0\.235 \(sd 0\.01[78], 3 seeds\)", row["ECE 1:9 seed spread"])  # sd 0.0175
+
+    layout = st.paper2023_tables(data, st.interval_table(data, n_resamples=200))["in-domain"].set_index("ranker")
+    assert layout.loc["bert", "seed spread"] == "R10@1 0.500–1.000, ECE 0.200–0.235 (3 seeds)"
+    # Table 2: beside each change over bert, how far bert's balanced ECE moves with the seed alone
+    t2 = st.table2(data, n_resamples=200)
+    np.testing.assert_allclose(t2["ECE 1:1 seed range (bert)"], 0.375 - 0.2)
+    np.testing.assert_allclose(st.table2(data, ece_column="ECE", n_resamples=200)["ECE seed range (bert)"], 0.235 - 0.2)
+    assert (layout.drop(index="bert")["seed spread"] == "").all()
+
+
+def test_seed_spread_pools_the_members_of_every_training_seed(tmp_root):
+    data = st.load_study(write_synthetic_study(tmp_root, seeds=(0, 1), seed_shift=0.05))
+    spread = st.seed_spread(data)
+    assert (spread["seed models"] == 4).all() and (spread["training seeds"] == 2).all()
+    # each seed's two members are alike; seed 1 moves the negatives up by 2 * 0.05 * (1 + ci % 3): the ECEs differ
+    assert (spread["ECE seed max"] > spread["ECE seed min"]).all() and (spread["R@1 seed min"] == 1).all()
+
+
+def test_without_an_ensemble_table1_says_there_is_no_seed_spread(tmp_root):
+    write_synthetic_study(tmp_root, rankers=("bert", "temperature"))
+    data = st.load_study(synthetic_config(rankers=("bert", "temperature")))
+    assert st.seed_spread(data).empty
+    t1 = st.table1(data)
+    assert (t1["seed models"] == 0).all() and t1["R10@1 seed min"].isna().all()
+    wide = st.table1_wide(t1)
+    assert (wide.xs("ECE 1:1 seed spread", axis=1, level=1) == "").all().all() and not wide.isna().any().any()
+    layout = st.paper2023_tables(data, st.interval_table(data, n_resamples=200))["in-domain"]
+    assert (layout["seed spread"] == "").all()
+    assert st.table2(data, n_resamples=200)["ECE 1:1 seed range (bert)"].isna().all()
 
 
 def test_ties_count_against_the_relevant(study):
@@ -288,7 +367,8 @@ def test_paper2023_tables_show_intervals_and_protocol(study):
     assert (t["in-domain"]["test on"] == "chitchat").all() and (t["shift"]["test on"] == "chatterbot").all()
     assert t["in-domain"]["protocol"].str.contains("1 positive \\+ 1 bm25 negative").all()
     assert list(st.display_columns(t["in-domain"]).columns) == ["train on", "test on", "ranker", "R10@1", "MAP", "ECE",
-                                                                "ECE debiased", "ECE bias", "seeds", "protocol"]
+                                                                "ECE debiased", "ECE bias", "seeds", "seed spread",
+                                                                "protocol"]
     assert t["in-domain"]["ECE debiased"].str.fullmatch(r"-?\d\.\d{3} \[-?\d\.\d{3}, -?\d\.\d{3}\]").all()
     # the numbers behind the text are numbers
     iv = st.interval_table(study).set_index(["train_corpus", "corpus", "ranker", "sampler"])
@@ -423,7 +503,7 @@ def test_the_analysis_layer_does_not_import_torch():
 
     modules = ["calibrank.study.analysis.study", "calibrank.study.analysis.practice", "calibrank.study.analysis.efficiency"] + [
         f"calibrank.study.analysis.{m}" for m in ("load", "calibration", "risk_aware", "nota_tables", "papers", "verdicts",
-                                             "exports", "uncertainty", "subsets")]
+                                             "exports", "uncertainty", "subsets", "explore")]
     code = f"import sys, {', '.join(modules)}; sys.exit('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
 

@@ -15,7 +15,7 @@ from calibrank.study.model import experiment
 from calibrank.study.model.rankers import make_ranker, ranker_class
 from calibrank.study.settings import registry
 from calibrank.study.settings.config import load_config
-from rankfix import learnable_queries, tiny_training
+from rankfix import learnable_queries, tiny_run
 from toy_ranker import LabelSmoothingRanker
 
 
@@ -32,7 +32,7 @@ def test_the_toy_ranker_is_a_short_file_that_states_its_settings():
     source = inspect.getsource(LabelSmoothingRanker)
     assert len(source.splitlines()) <= 40
     params = inspect.signature(LabelSmoothingRanker).parameters
-    assert params["smoothing"].default == 0.1 and params["seed"].default == 0
+    assert list(params) == ["run", "smoothing"] and params["smoothing"].default == 0.1
     assert not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
 
@@ -41,9 +41,9 @@ def test_the_toy_rankers_model_key_follows_its_own_code(tmp_path, monkeypatch):
     import toy_ranker
     from calibrank.study import codekey
 
-    ranker = LabelSmoothingRanker(tiny_training(), tmp_path)
+    ranker = LabelSmoothingRanker(tiny_run(tmp_path))
     queries = learnable_queries(4, 1, seed=0)
-    before, bert = ranker.model_dirs(queries)[0].name, make_ranker("bert", training=tiny_training(), models_dir=tmp_path)
+    before, bert = ranker.model_dirs(queries)[0].name, make_ranker("bert", tiny_run(tmp_path))
     assert ranker.training_code() != bert.training_code()
     edited = inspect.getsource(toy_ranker).replace("self.smoothing / 2", "self.smoothing / 3")
     codekey.forget()
@@ -57,21 +57,26 @@ def test_the_toy_rankers_model_key_follows_its_own_code(tmp_path, monkeypatch):
 
 
 def test_every_ranker_states_its_settings_in_its_signature():
-    """No ``**kw``: each built-in ranker's own settings are parameters with defaults, those of its profile section."""
+    """The run first, then each built-in ranker's own settings and nothing else: keyword parameters with
+    defaults, exactly the fields and defaults of its profile section (no ``**kw``)."""
     from calibrank.study.settings.schema import RankersConfig
 
     sections = RankersConfig()
+    signatures = {}
     for name in registry.RANKERS:
-        params = inspect.signature(ranker_class(name)).parameters
-        assert not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()), name
+        run, *own = inspect.signature(ranker_class(name)).parameters.values()
+        assert (run.name, run.kind, run.default) == ("run", inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.empty)
+        assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in own), name
         section = getattr(sections, name, None)
-        for field, value in (vars(section).items() if section is not None else ()):
-            assert params[field].default == value, (name, field)
+        assert {p.name: p.default for p in own} == (vars(section) if section is not None else {}), name
+        signatures[name] = [(p.name, p.default) for p in own]
+    # gpf_bert restates sngp's list less the loss (it always trains with focal loss): the two stay one list
+    assert signatures["gpf_bert"] == [(n, d) for n, d in signatures["sngp"] if n != "loss"]
 
 
 def test_a_toy_ranker_runs_through_notebooks_03_and_04(toy, tmp_root):
     with pytest.raises(ValueError, match="toy: smoothing: expected a number in"):
-        make_ranker("toy", training=tiny_training(), models_dir=tmp_root, smoothing=1.5)
+        make_ranker("toy", tiny_run(tmp_root), smoothing=1.5)
     cfg = load_config("smoke", {"rankers.names": ["bert", "toy"], "rankers.seeds": [0], "rankers.train_corpora": ["chitchat"],
                                 "data.corpora": ["chitchat"], "negatives.eval": ["mixed", "random"],
                                 "training.max_length": 40, "training.max_response_length": 16, "training.epochs": 3,

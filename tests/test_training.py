@@ -13,7 +13,7 @@ from calibrank.study.model.rankers import make_ranker
 from calibrank.study.model.cross_encoder import CrossEncoder
 from calibrank.study.model.training import TrainingDiverged, encode_pairs, train_model
 from calibrank.pairs import length_batches
-from rankfix import learnable_queries, tiny_training
+from rankfix import learnable_queries, tiny_run, tiny_training
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +22,7 @@ def tokenizer():
 
 
 def test_training_on_a_fixture_learns(tmp_path):
-    ranker = make_ranker("bert", training=tiny_training(), models_dir=tmp_path, seed=0)
+    ranker = make_ranker("bert", tiny_run(tmp_path))
     ranker.fit(learnable_queries(160, 1, seed=0), learnable_queries(30, 3, seed=1))
     losses = [h["loss"] for h in ranker.training_results()[0].history]
     assert np.mean(losses[-5:]) < np.mean(losses[:5]) - 0.1  # loss falls

@@ -377,7 +377,7 @@ def test_a_step_reruns_when_the_code_it_reaches_changes_and_the_estimate_counts_
     for folder in ("lib", "notebooks", "workflow"):
         shutil.copytree(REPO / folder, tmp_root / folder, ignore=shutil.ignore_patterns("__pycache__"))
     env = dict(os.environ, CALIBRANK_ROOT=str(tmp_root), PYTHONPATH=str(tmp_root / "lib"), PYTHONDONTWRITEBYTECODE="1")
-    losses = tmp_root / "lib" / "calibrank" / "model" / "losses.py"
+    losses = tmp_root / "lib" / "calibrank" / "study" / "model" / "losses.py"
 
     def planned() -> set[str]:  # the steps snakemake would run
         proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", "workflow/Snakefile", "--cores", "2",

@@ -8,15 +8,12 @@ the signature and two hooks: the loss, and what sets its trained model apart in 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import torch
 from torch import nn
 from torch.nn import functional as F
 
+from calibrank.study.model.rankers import RankerRun
 from calibrank.study.model.rankers.deterministic import DeterministicRanker
-from calibrank.study.settings.choices import ContextStyle
-from calibrank.study.settings.schema import TrainingConfig
 
 
 class LabelSmoothingRanker(DeterministicRanker):
@@ -25,10 +22,8 @@ class LabelSmoothingRanker(DeterministicRanker):
     name = "toy"
     kind = "toy"  # a model of its own in the cache
 
-    def __init__(self, training: TrainingConfig, models_dir: str | Path, *, seed: int = 0,
-                 context_style: ContextStyle | str = ContextStyle.plain, device: str | torch.device | None = None,
-                 smoothing: float = 0.1) -> None:
-        super().__init__(training, models_dir, seed=seed, context_style=context_style, device=device)
+    def __init__(self, run: RankerRun, /, *, smoothing: float = 0.1) -> None:
+        super().__init__(run)
         if not 0.0 <= smoothing < 1.0:
             raise ValueError(f"{self.name}: smoothing: expected a number in [0, 1), got {smoothing!r}")
         self.smoothing = float(smoothing)

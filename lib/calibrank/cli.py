@@ -1,8 +1,12 @@
-"""The ``calibrank`` command: ``calibrank assess RUN [RUN ...] QRELS`` judges any ranker's scores.
+"""The ``calibrank`` command: ``calibrank assess RUN [RUN ...] QRELS`` judges any ranker's scores, and
+``calibrank watch RUN [RUN ...] --calibrator calibrator.json`` watches the deployed calibrator on new, unjudged queries.
 
-Every option is checked before any work (:class:`calibrank.assess.options.Options`); a bad
-option or input is one line naming the option or the file and line, and exit status 2, with
-nothing written. The report folder holds ``index.html``, ``calibrator.json`` and ``tables/``.
+Every option is checked before any work (:class:`calibrank.assess.options.Options`,
+:class:`~calibrank.assess.options.WatchOptions`); a bad option or input is one line naming the option or the
+file and line, and exit status 2, with nothing written. The report folder holds ``index.html``,
+``calibrator.json`` and ``tables/``. ``watch`` prints its findings (and writes them as JSON with ``--out``)
+and exits 1 when the new queries' scores are unlike the validation ones (the guarantee does not apply to
+them), 0 when they are alike.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from typing import Any, NoReturn
 
 from calibrank import __version__
 from calibrank.assess.errors import AssessError
-from calibrank.assess.options import Options, OptionError, cli_name, declared
+from calibrank.assess.options import Options, OptionError, WatchOptions, cli_name, declared
 
 __all__ = ["main"]
 
@@ -50,7 +54,7 @@ _TYPES = {"level": _number, "whole": _whole}
 
 def _help(field: dataclasses.Field) -> str:
     """The option's help from its declaration, with its choices and default."""
-    meta, text = field.metadata, field.metadata["help"]
+    text = field.metadata["help"]
     if field.default not in (None, ()):
         text += f" (default {field.default})"
     return text
@@ -66,22 +70,42 @@ def _assess_parser(sub: Any) -> None:
                    help="TREC run file(s) (several: samples of one ranker) and, last, their TREC qrels")
     groups: dict[str, Any] = {}
     for field in declared(Options):
-        meta = field.metadata
-        group = groups.get(meta["group"]) or groups.setdefault(meta["group"], p.add_argument_group(meta["group"]))
-        flag = cli_name(field.name)
-        kwargs: dict[str, Any] = {"dest": field.name, "default": None, "help": _help(field)}
-        if meta["metavar"]:
-            kwargs["metavar"] = meta["metavar"]
-        elif meta["kind"] == "choice":
-            kwargs["metavar"] = "{" + ",".join(meta["choices"]) + "}"
-        if meta["kind"] == "files":
-            kwargs.update(action="append")
-        elif meta["kind"] in _TYPES:
-            kwargs["type"] = _TYPES[meta["kind"]]
-        group.add_argument(flag, **kwargs)
+        group = _add_declared(p, groups, field)
         if field.name == "table":  # a table's qrels share the run's option name
             group.add_argument("--qrels", dest="table_qrels", metavar="QRELS",
                                help="qrels for a table without a relevance column")
+
+
+def _add_declared(p: argparse.ArgumentParser, groups: dict[str, Any], field: dataclasses.Field) -> Any:
+    """The declared option ``field`` as an argument of ``p``, in its group's section; the group."""
+    meta = field.metadata
+    group = groups.get(meta["group"]) or groups.setdefault(meta["group"], p.add_argument_group(meta["group"]))
+    kwargs: dict[str, Any] = {"dest": field.name, "default": None, "help": _help(field)}
+    if meta["metavar"]:
+        kwargs["metavar"] = meta["metavar"]
+    elif meta["kind"] == "choice":
+        kwargs["metavar"] = "{" + ",".join(meta["choices"]) + "}"
+    if meta["kind"] == "files":
+        kwargs.update(action="append")
+    elif meta["kind"] in _TYPES:
+        kwargs["type"] = _TYPES[meta["kind"]]
+    group.add_argument(cli_name(field.name), **kwargs)
+    return group
+
+
+def _watch_parser(sub: Any) -> None:
+    p = sub.add_parser("watch", help="watch a deployed calibrator on new, unjudged queries: shift, expected precision",
+                       description="Watch the calibrator that calibrank assess wrote on a run of new queries, with no "
+                                   "qrels: are their scores like the validation ones (a two-sample test per query "
+                                   "summary at a stated false-alarm rate), and what precision and kept share does "
+                                   "the certified cutoff have there (expected from the calibrated probabilities, "
+                                   "with an interval)? Exit status 1 when the scores are unlike the validation ones: "
+                                   "the guarantee does not apply to these queries; 0 when alike; 2 for a bad input.")
+    p.add_argument("files", nargs="*", metavar="RUN",
+                   help="TREC run file(s) of new queries, without qrels (several: samples of one ranker)")
+    groups: dict[str, Any] = {}
+    for field in declared(WatchOptions):
+        _add_declared(p, groups, field)
 
 
 def _options(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Options:
@@ -125,13 +149,64 @@ def _assess(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     return 0
 
 
+def _watch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    given = {f.name: getattr(args, f.name) for f in declared(WatchOptions) if getattr(args, f.name) is not None}
+    try:
+        options = WatchOptions(run=list(args.files), **given)
+    except OptionError as exc:
+        parser.error(f"{cli_name(exc.option)}: {exc.text}")
+    # numpy and scipy (and arrow, to read the run) only once the options hold
+    import dataclasses as dc
+    import json
+
+    import numpy as np
+
+    from calibrank.assess.deploy.calibrator import NO_FINGERPRINT, Calibrator, CalibratorError
+    from calibrank.assess.read.trec import read_unjudged_runs
+    from calibrank.atomic import atomic_path
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UserWarning)
+        try:
+            cal = Calibrator.load(options.calibrator)
+            if cal.fingerprint is None:  # said before the run is read
+                parser.error(f"{options.calibrator}: {NO_FINGERPRINT}")
+            run = read_unjudged_runs(options.run, kind=cal.map.kind)
+            scores = np.where(run.mask, run.scores.mean(axis=0), 0.0)
+            found = cal.watch(scores, run.mask, **dc.asdict(options.settings()))
+        except (AssessError, CalibratorError) as exc:
+            parser.error(str(exc))
+    for w in caught:
+        if issubclass(w.category, UserWarning):
+            print(f"{PROG}: warning: {w.message}", file=sys.stderr)
+    fitted = cal.fitted_on.get("samples")
+    if fitted is not None and fitted != run.n_samples:
+        print(f"{PROG}: warning: the calibrator read the mean of {fitted} sample(s) per candidate, this run gives "
+              f"{run.n_samples}; a mean of another number of samples spreads otherwise", file=sys.stderr)
+    if options.out is not None:
+        record = {"run": [str(f) for f in options.run], "calibrator": str(options.calibrator), **found.to_dict()}
+        try:
+            with atomic_path(options.out) as tmp:
+                tmp.write_text(json.dumps(record, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+        except OSError as exc:
+            parser.error(f"{exc.filename or options.out}: cannot be written ({exc.strerror or exc}); expected a "
+                         "writable file")
+    print(f"{PROG}: watch of {run.source} with {options.calibrator}")
+    for line in found.lines():
+        print(f"{PROG}: {line}")
+    return 1 if found.flagged else 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _Parser(prog=PROG, description="Can we trust a ranker's scores?")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     _assess_parser(sub)
+    _watch_parser(sub)
     args = parser.parse_args(argv)
     try:
+        if args.command == "watch":
+            return _watch(args, sub.choices["watch"])
         return _assess(args, sub.choices["assess"])
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted; nothing was written", file=sys.stderr)

@@ -47,7 +47,7 @@ def length_batches(lengths: np.ndarray, batch_size: int, *, seed: int | None = N
         return [order[i : i + batch_size] for i in range(0, n, batch_size)]
     rng = np.random.default_rng([seed, epoch])
     perm = rng.permutation(n)
-    batches = []
+    batches: list[np.ndarray] = []
     span = batch_size * bucket
     for start in range(0, n, span):
         chunk = perm[start : start + span]

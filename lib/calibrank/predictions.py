@@ -147,8 +147,11 @@ class Predictions:
         path = Path(path).with_suffix(".npz")
         with atomic_path(path) as tmp:
             with open(tmp, "wb") as fh:
-                optional = {k: v for k, v in (("mask", self.mask), ("docids", self.docids)) if v is not None}
-                np.savez(fh, qids=self.qids, labels=self.labels, probs=self.probs, samples=self.samples, **optional)
+                # dict[str, Any]: numpy's stub types savez's **kwds beside allow_pickle (bool), which arrays are not
+                arrays: dict[str, Any] = {"qids": self.qids, "labels": self.labels, "probs": self.probs,
+                                          "samples": self.samples}
+                arrays.update((k, v) for k, v in (("mask", self.mask), ("docids", self.docids)) if v is not None)
+                np.savez(fh, **arrays)
         meta = dict(self.meta)
         meta["shape"] = {"S": self.n_samples, "Q": int(self.labels.shape[0]), "K": int(self.labels.shape[1])}
         meta["npz_sha256"] = sha256_file(path)

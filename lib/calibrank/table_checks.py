@@ -27,7 +27,6 @@ __all__ = [
     "describe",
     "fmt",
     "in_range",
-    "missing_columns",
     "not_nan",
     "rows_expected",
     "rows_failing",
@@ -67,16 +66,6 @@ def describe(row: Mapping | pd.Series, keys: Sequence[str]) -> str:
 
 def _rows(n: int, kind: str = "") -> str:
     return f"{n} {kind}row" + ("" if n == 1 else "s")
-
-
-def missing_columns(name: str, table: pd.DataFrame, columns: Iterable[str]) -> list[str]:
-    """One problem when ``table`` lacks some of ``columns`` (the other checks need them)."""
-    columns = list(dict.fromkeys(columns))
-    missing = [c for c in columns if c not in table.columns]
-    if not missing:
-        return []
-    return [f"{name}: no column {', '.join(map(repr, missing))}; expected the columns {columns}, "
-            f"found {list(map(str, table.columns))}"]
 
 
 def count_problems(name: str, table: pd.DataFrame, expected: int, what: str | None = None) -> list[str]:

@@ -56,7 +56,8 @@ def _valid(valid: Any, settings: Settings) -> ScoredRun | None:
         if not 1 <= len(valid) <= 4:
             raise AssessError("valid: expected (scores, relevance, query_ids[, docids]), a DataFrame, a ranx "
                               f"(Run, Qrels) pair or a ScoredRun; got a tuple of {len(valid)}")
-        return _scored(*(list(valid) + [None] * (4 - len(valid))), settings, "valid")
+        scores, relevance, query_ids, docids = list(valid) + [None] * (4 - len(valid))
+        return _scored(scores, relevance, query_ids, docids, settings, "valid")
     return _scored(valid, None, None, None, settings, "valid")
 
 
@@ -124,6 +125,19 @@ class Report:
         How the inputs were read and split.
     paths : list of str
         The input files (shown by name only).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import calibrank
+    >>> rng = np.random.default_rng(1)
+    >>> qids = np.repeat(np.arange(160), 8)
+    >>> rel = (rng.random(qids.size) < 0.25).astype(int)
+    >>> report = calibrank.evaluate(2 * rel + rng.normal(size=qids.size), rel, qids, n_resamples=50)
+    >>> sorted(report.tables)[:4]
+    ['abstain', 'abstain_rule', 'calibration', 'conformal']
+    >>> report.threshold["metric"].iloc[0], report.calibrator.cutoff.target
+    ('precision', 0.9)
     """
 
     assessment: Assessment

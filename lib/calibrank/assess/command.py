@@ -89,12 +89,15 @@ def report(options: Options) -> Path:
     ['calibrator.json', 'index.html', 'tables']
     >>> tmp.cleanup()
     """
+    name, out = options.name, options.out
+    if name is None or out is None:  # Options fills both where it is built (Options._check_name)
+        raise TypeError("options: expected Options with its name and out filled in")
     assessment, inputs = run(options)
-    page = render(assessment, name=options.name, notes=inputs.notes, paths=options.input_files())
+    page = render(assessment, name=name, notes=inputs.notes, paths=options.input_files())
 
     def write(folder: Path) -> None:
         assessment.save(folder / "tables")
         assessment.calibrator.save(folder / "calibrator.json")
         (folder / "index.html").write_text(page, encoding="utf-8")
 
-    return publish(options.out, write) / "index.html"
+    return publish(out, write) / "index.html"

@@ -14,7 +14,7 @@ import numbers
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import pandas as pd
@@ -22,6 +22,7 @@ import pandas as pd
 from calibrank.assess.sections import abstain, headlines, ranking, reliability, reranking as risk_aware, shortlists, thresholds
 from calibrank.assess.deploy.calibrator import Calibrator
 from calibrank.assess.deploy.fit import fit_parts
+from calibrank.assess.numbers import csv_frame
 from calibrank.assess.options import Settings, resolve
 from calibrank.assess.read.scored import AssessError, ScoredRun
 from calibrank.assess.sections.selfcheck import checked
@@ -95,15 +96,24 @@ class Assessment:
         return str(rows["finding"].iloc[0])
 
     def save(self, out_dir: str | os.PathLike) -> list[Path]:
-        """Write every table to ``out_dir/<name>.csv``; returns the paths."""
+        """Write every table to ``out_dir/<name>.csv`` (counts as integers, no float noise:
+        :func:`calibrank.assess.numbers.csv_frame`); returns the paths."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         paths = []
         for name, df in self.tables().items():
             path = out / f"{name}.csv"
-            df.to_csv(path, index=False)
+            csv_frame(df).to_csv(path, index=False)
             paths.append(path)
         return paths
+
+
+class _Bootstrap(TypedDict):
+    """The query bootstrap that every section's intervals share."""
+
+    level: float
+    n_resamples: int
+    seed: int
 
 
 def _check_k(k: Sequence[int]) -> tuple[int, ...]:
@@ -195,7 +205,7 @@ def assess(test: ScoredRun, valid: ScoredRun, settings: Settings | None = None, 
     ks = _check_k(k)
     _check_pair(test, valid)
     seed, n_resamples, alpha = settings.seed, settings.n_resamples, settings.alpha
-    boot = {"level": settings.level, "n_resamples": n_resamples, "seed": seed}
+    boot: _Bootstrap = {"level": settings.level, "n_resamples": n_resamples, "seed": seed}
     cal, cert = fit_parts(valid, settings, inputs=inputs)
     summary = _summary(test, valid, notes)
     rank = ranking.ranking_table(test, ks=ks, **boot)
@@ -204,11 +214,12 @@ def assess(test: ScoredRun, valid: ScoredRun, settings: Settings | None = None, 
         reliability.views(test, valid, cal.map, seed=seed), test.kind, deployed=deployed, **boot)
     curve = thresholds.threshold_curve(test, cal, recall_over=settings.recall_over, **boot)
     cut = thresholds.cutoff_row(cert, cal, test, **boot)
-    scores, rule, curves = abstain.abstain_tables(cal, test, n_resamples=n_resamples, seed=seed)
+    scores, rule, curves = abstain.abstain_tables(cal, test, valid=valid, n_resamples=n_resamples, seed=seed)
     valid_pred, test_pred = reliability.mapped(valid, cal.map, deployed), reliability.mapped(test, cal.map, deployed)
     alphas = sorted({0.05, 0.1, 0.2, float(alpha)})
     sets = shortlists.conformal_table(valid_pred, test_pred, alphas)
     sets.insert(1, "deployed", np.isclose(sets["alpha"], alpha))
     risk_table = risk_aware.risk_aware(valid_pred, test_pred)
-    found = headlines.findings(rank, calib, cut, scores, rule, sets, risk_table, map_name=deployed)
+    found = headlines.findings(rank, calib, cut, scores, rule, sets, risk_table, map_name=deployed,
+                               map_given=settings.map != "auto")
     return Assessment(summary, rank, calib, buckets, curve, cut, scores, rule, curves, sets, risk_table, found, cal)

@@ -24,8 +24,8 @@ from typing import Any
 
 from calibrank.assess.errors import OptionError
 
-__all__ = ["MAPS", "OptionError", "Options", "SCORE_KINDS", "Settings", "check_option", "check_out", "cli_name", "declared", "resolve",
-           "settings_from"]
+__all__ = ["MAPS", "OptionError", "Options", "SCORE_KINDS", "Settings", "WatchOptions", "WatchSettings", "check_option",
+           "check_out", "cli_name", "declared", "resolve", "settings_from"]
 
 #: What a raw score is: any scale, a logit (sigmoid gives a probability) or a probability.
 SCORE_KINDS = ("score", "logit", "probability")
@@ -163,7 +163,7 @@ class Settings:
     >>> Settings(precision=0.8, recall=0.5)
     Traceback (most recent call last):
     ...
-    calibrank.assess.options.OptionError: recall: give a target precision or a target recall, not both
+    calibrank.assess.errors.OptionError: recall: give a target precision or a target recall, not both
     """
 
     score: str = _option("score", "choice", "what a raw score is (score: any scale)", _SCORES, choices=SCORE_KINDS)
@@ -201,15 +201,16 @@ class Settings:
         return Settings(**{f.name: getattr(self, f.name) for f in dataclasses.fields(Settings)})
 
 
-def settings_from(given: Mapping[str, Any], where: str = "calibrank") -> Settings:
-    """:class:`Settings` from keywords, an unknown or mistyped one refused with the names it could have meant."""
-    known = [f.name for f in dataclasses.fields(Settings)]
+def settings_from(given: Mapping[str, Any], where: str = "calibrank", cls: type = Settings) -> Any:
+    """:class:`Settings` (or ``cls``) from keywords, an unknown or mistyped one refused with the names it could have
+    meant."""
+    known = [f.name for f in dataclasses.fields(cls)]
     for name in given:
         if name not in known:
             near = difflib.get_close_matches(name, known, n=1)
             hint = f" (did you mean {near[0]}?)" if near else ""
             raise OptionError(name, f"not an option of {where}{hint}; expected one of {', '.join(known)}")
-    return Settings(**given)
+    return cls(**given)
 
 
 def resolve(settings: Settings | None, given: Mapping[str, Any], where: str) -> Settings:
@@ -265,7 +266,7 @@ class Options(Settings):
     >>> Options(table=str(table), precision=1.5)
     Traceback (most recent call last):
     ...
-    calibrank.assess.options.OptionError: precision: expected a number in (0, 1), got 1.5
+    calibrank.assess.errors.OptionError: precision: expected a number in (0, 1), got 1.5
     >>> tmp.cleanup()
     """
 
@@ -351,6 +352,107 @@ class Options(Settings):
         return files
 
 
+# --------------------------------------------------------------------------- calibrank watch
+
+_DEPLOYED, _WATCH = "the deployed calibrator", "the watch"
+
+
+def _same(name: str, help: str | None = None) -> Any:
+    """:class:`Settings`' declaration of ``name`` (its default, kind and range) for another command that takes it,
+    with its own ``help`` if given."""
+    f = Settings.__dataclass_fields__[name]
+    return dataclasses.field(default=f.default, metadata={**f.metadata, **({"help": help} if help else {})})
+
+
+@dataclasses.dataclass(frozen=True)
+class WatchSettings:
+    """How a deployed calibrator watches new, unjudged queries, checked on construction.
+
+    The keywords of :meth:`calibrank.Calibrator.watch` and the options of ``calibrank watch`` of the same
+    names; ``level``, ``n_resamples`` and ``seed`` are :class:`Settings`' declarations.
+
+    Parameters
+    ----------
+    false_alarm : float, default=0.05
+        The shift test flags queries drawn as the validation ones were at most about this often.
+    level : float, default=0.95
+        The confidence of the estimate's intervals.
+    n_resamples : int, default=1000
+        Bootstrap resamples of the queries.
+    seed : int, default=0
+        Seeds the resampling.
+
+    Examples
+    --------
+    >>> WatchSettings(false_alarm=0.01).level
+    0.95
+    >>> WatchSettings(false_alarm=0)
+    Traceback (most recent call last):
+    ...
+    calibrank.assess.errors.OptionError: false_alarm: expected a number in (0, 1), got 0
+    """
+
+    false_alarm: float = _option(0.05, "level", "the shift test flags queries like the validation ones at most about "
+                                 "this often", _WATCH)
+    level: float = _same("level", "confidence of the estimate's intervals")
+    n_resamples: int = _same("n_resamples")
+    seed: int = _same("seed", "seed of the resampling")
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(WatchSettings):
+            object.__setattr__(self, f.name, _check(f.name, getattr(self, f.name), f.metadata))
+
+    def settings(self) -> WatchSettings:
+        """These settings alone (a :class:`WatchOptions` less its inputs)."""
+        return WatchSettings(**{f.name: getattr(self, f.name) for f in dataclasses.fields(WatchSettings)})
+
+
+@dataclasses.dataclass(frozen=True)
+class WatchOptions(WatchSettings):
+    """One ``calibrank watch``: the new run, the calibrator that watches it, where the findings go, and its
+    :class:`WatchSettings`, checked on construction (``out`` too: a file that can be written).
+
+    Parameters
+    ----------
+    run : sequence of str
+        TREC run file(s) of new queries, no qrels (several: samples of one ranker, read as their mean).
+    calibrator : str
+        The ``calibrator.json`` that ``calibrank assess`` wrote.
+    out : str, default=None
+        Also write the findings as JSON to this file.
+    **settings
+        The :class:`WatchSettings`.
+
+    Examples
+    --------
+    >>> WatchOptions(run=["missing.trec"], calibrator="calibrator.json")
+    Traceback (most recent call last):
+    ...
+    calibrank.assess.errors.OptionError: run: missing.trec: no such file
+    """
+
+    run: Sequence[str] = _option((), "files", "TREC run file(s) of new queries, without qrels", _IN, cli=False)
+    calibrator: str | None = _option(None, "file", "the calibrator.json that calibrank assess wrote", _DEPLOYED,
+                                     metavar="JSON")
+    out: str | None = _option(None, "text", "also write the findings as JSON to this file", _WATCH, metavar="FILE")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for f in dataclasses.fields(WatchOptions):
+            if f.name not in WatchSettings.__dataclass_fields__:
+                object.__setattr__(self, f.name, _check(f.name, getattr(self, f.name), f.metadata))
+        if not self.run:
+            raise OptionError("run", "expected one or more TREC run files of new queries (several: samples of one "
+                              "ranker)")
+        if self.calibrator is None:
+            raise OptionError("calibrator", "required: the calibrator.json that calibrank assess wrote")
+        if self.out is not None:
+            out = Path(self.out)
+            if out.is_dir():
+                raise OptionError("out", f"{self.out} is a folder; expected a file to write the findings into")
+            check_out(out.parent if str(out.parent) else Path("."), "out")
+
+
 def check_out(out: str | os.PathLike, option: str = "out") -> Path:
     """``out`` as a report folder that can be written: not a file, not under a file, not on a pseudo-filesystem,
     and its nearest existing folder writable (a probe file is made there and removed). Nothing else is written."""
@@ -381,7 +483,7 @@ def check_option(name: str, value: Any, spelt: str | None = None) -> Any:
     return _check(spelt or name, value, Options.__dataclass_fields__[name].metadata)
 
 
-_GROUPS = (_VALID, _OTHER, _SCORES, _FIT, _ABSTAIN, _REPORT)
+_GROUPS = (_DEPLOYED, _WATCH, _VALID, _OTHER, _SCORES, _FIT, _ABSTAIN, _REPORT)
 
 
 def declared(cls: type[Settings] = Options) -> list[dataclasses.Field]:

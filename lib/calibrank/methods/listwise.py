@@ -53,8 +53,12 @@ def query_signals(pred: Predictions) -> pd.DataFrame:
     The ranking numbers come from one sort (:func:`calibrank.metrics.ranking.per_query_ranking`)."""
     pi = candidate_distribution(pred.probs, pred.mask)
     rows = np.arange(pred.labels.shape[0])
-    stochastic = pred.n_samples > 1
-    var = pred.var if stochastic else None
+    mean_var: np.ndarray | float = np.nan
+    top_var: np.ndarray | float = np.nan
+    if pred.n_samples > 1:
+        var = pred.var
+        mean_var = var.sum(axis=1) / pred.lengths if pred.mask is not None else var.mean(axis=1)
+        top_var = var[rows, _top(pred.probs, pred.labels, pred.mask)]
     ranks = per_query_ranking(pred.probs, pred.labels, ks=(1,), mask=pred.mask)
     with np.errstate(divide="ignore", invalid="ignore"):
         entropy = -np.where(pi > 0, pi * np.log(pi), 0.0).sum(axis=1)
@@ -63,9 +67,8 @@ def query_signals(pred: Predictions) -> pd.DataFrame:
         "qid": pred.qids,
         "1 - max prob": 1.0 - top_prob,
         "entropy": entropy,
-        "mean var": (var.sum(axis=1) / pred.lengths if pred.mask is not None else var.mean(axis=1))
-        if stochastic else np.nan,
-        "top var": var[rows, _top(pred.probs, pred.labels, pred.mask)] if stochastic else np.nan,
+        "mean var": mean_var,
+        "top var": top_var,
         "top prob": top_prob,
         "RR": ranks["RR"],
         "R@1": ranks["R@1"].astype(np.float64),

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 import numpy as np
 from scipy import optimize
 from scipy.special import expit
@@ -36,7 +37,7 @@ class Recalibrator:
 
     method: str
     params: dict
-    _apply: object = dataclasses.field(repr=False)
+    _apply: Callable[[np.ndarray], np.ndarray] = dataclasses.field(repr=False)
 
     def __call__(self, probs: np.ndarray) -> np.ndarray:
         p = np.asarray(probs, dtype=np.float64)

@@ -25,7 +25,6 @@ __all__ = [
     "SPACES",
     "choose_b",
     "risk_aware_table",
-    "risk_penalty",
     "risk_scores",
     "sweep_b",
 ]
@@ -114,13 +113,6 @@ def _moments(pred: Predictions, space: str, covariance: bool) -> tuple[np.ndarra
     row_sum = (centred * total).mean(axis=0)  # sum_i cov(r, i), i over all candidates
     off_diag = row_sum - var
     return mean, var + 2.0 * off_diag
-
-
-def risk_penalty(pred: Predictions, *, space: str = "logit", covariance: bool = True) -> np.ndarray:
-    """``[Q, K]`` ``var_r + 2 sum_{i != r} cov(r, i)`` (or ``var_r`` without covariance): the term multiplied by b."""
-    _check_pred(pred)
-    _check_space(space)
-    return _moments(pred, space, bool(covariance))[1]
 
 
 def risk_scores(pred: Predictions, b: float, *, space: str = "logit", covariance: bool = True) -> np.ndarray:

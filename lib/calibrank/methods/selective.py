@@ -107,7 +107,7 @@ def selective_intervals(conf: np.ndarray, loss: np.ndarray, *, coverage: float =
     """``(low [4], high [4])``: 95% bootstrap intervals over queries of AURC, E-AURC, AUGRC, risk@``coverage``.
 
     Each resample is summarised by its query counts and the four numbers follow in closed form
-    (harmonic numbers over tie blocks), equal to :func:`selective_batch` on the resampled arrays
+    (harmonic numbers over tie blocks), equal to recomputing the scores on the resampled arrays (tests/oracles.py)
     (tested). Derivation: docs/decisions.md, "Selective intervals in closed form".
     """
     if isinstance(coverage, bool) or not 0.0 < float(coverage) <= 1.0:

@@ -149,7 +149,7 @@ def _mean_features(v: np.ndarray) -> np.ndarray:
     return np.stack([np.where(defined, v, 0.0), defined.astype(np.float64)], axis=-1)
 
 
-def _one_run(metric: str, probs: np.ndarray, labels: np.ndarray, n_bins: int, edges: np.ndarray | None,
+def _one_run(metric: str, probs: np.ndarray, labels: np.ndarray, n_bins: int, edges: np.ndarray,
              mask: np.ndarray | None = None) -> np.ndarray:
     q, k = labels.shape
     y = labels.astype(np.float64)

@@ -16,17 +16,17 @@ from __future__ import annotations
 
 import ast
 import functools
-import hashlib
 import importlib.metadata
 import importlib.util
 import inspect
-import json
 import sys
 import types
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from calibrank.atomic import stable_hash
 
 __all__ = ["code_hash", "package_versions", "forget", "source_module"]
 
@@ -82,7 +82,7 @@ def _bound_names(stmt: ast.stmt) -> list[str]:
         targets = list(stmt.targets)
     elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign)):
         targets = [stmt.target]
-    names = []
+    names: list[str] = []
     for target in targets:
         names.extend(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
     return names
@@ -343,7 +343,9 @@ class _Walk:
             added = False
             for module in sorted(self.touched):
                 mod = _parse(module)
-                for i, stmt in enumerate(mod.effects if mod is not None else []):
+                if mod is None:
+                    continue
+                for i, stmt in enumerate(mod.effects):
                     if ("effect", module, i) in self.seen:
                         continue
                     uses = {self._resolve(module, chain) for chain in _refs(stmt).chains}
@@ -435,8 +437,7 @@ def _cached_hash(roots: tuple, opaque: frozenset[str], length: int) -> str:
     for root in roots:
         walk.root(root)
     walk.effects()
-    blob = json.dumps(sorted(walk.entries), separators=(",", ":"))
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:length]
+    return stable_hash(sorted(walk.entries), length)
 
 
 def package_versions(names: Iterable[str]) -> dict[str, str | None]:

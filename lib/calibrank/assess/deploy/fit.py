@@ -1,11 +1,13 @@
 """Fit a :class:`~calibrank.assess.deploy.calibrator.Calibrator` on validation queries.
 
 - The map: each map of :func:`calibrank.assess.deploy.maps.maps_for` scored by Brier on held-out folds
-  of whole validation queries (``method="auto"``), then refitted on every validation pair.
+  of whole validation queries (``method="auto"``), then refitted on every validation pair. The isotonic
+  map's end blocks are pooled until each holds at least :data:`TAIL` candidates (:func:`fit_map`).
 - The cutoff: :func:`calibrank.assess.deploy.certify.certify` on the raw scores.
 - The abstain rule: each list confidence of :data:`~calibrank.assess.deploy.calibrator.CONFIDENCES` scored
   by AURC on the validation queries (the ``list`` model cross-fitted over folds of queries), the
-  lowest kept; its cut answers the requested ``coverage`` of validation queries, or is the loosest
+  lowest kept; its cut is the strictest one that answers at least the requested ``coverage`` of validation
+  queries, ties included (:func:`_coverage_cut`), or is the loosest
   cut whose top-1 error is certified below ``risk`` (Learn-then-Test over queries, which are
   independent, with the exact binomial test).
 - The shortlist: the split-conformal quantile of the LAC score at ``alpha``
@@ -23,7 +25,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 from scipy.special import expit
-from sklearn.isotonic import IsotonicRegression
+from sklearn.isotonic import isotonic_regression
 from sklearn.linear_model import LogisticRegression
 
 from calibrank import __version__
@@ -35,16 +37,21 @@ from calibrank.methods.selective import selective_scores
 from calibrank.assess.deploy.calibrator import CONFIDENCES, AbstainRule, Calibrator, Cutoff, Shortlist, list_confidence, top_probabilities
 from calibrank.assess.deploy.certify import PROCEDURE, Certificate, Metric, certify, min_kept
 from calibrank.assess.deploy.maps import ScoreMap, maps_for
+from calibrank.assess.deploy.watch import Fingerprint
 from calibrank.assess.errors import OptionError
 from calibrank.assess.options import Settings, resolve
 from calibrank.assess.read.scored import AssessError, ScoredRun
 
-__all__ = ["MAX_FIT_PAIRS", "choose_map", "fit_calibrator", "fit_map", "fit_parts", "raw_scores", "top_loss", "valid_confidences"]
+__all__ = ["MAX_FIT_PAIRS", "TAIL", "choose_map", "fit_calibrator", "fit_map", "fit_parts", "raw_scores", "top_loss", "valid_confidences"]
 
 MAX_FIT_PAIRS = 250_000
 """A map is fitted on at most this many validation pairs (a seeded sample beyond)."""
 FOLDS = 5
 M_MAX = 10
+TAIL = 30
+"""The fewest validation candidates an end block of the isotonic map holds: with 30 candidates none relevant
+the 95% upper bound of the rate is about 10% (3/30, the rule of three), so a probability of 0 or 1 at the ends
+says "below 10%" or "above 90%" at the least, not what one or two candidates happened to be."""
 
 
 def raw_scores(run: ScoredRun) -> np.ndarray:
@@ -57,8 +64,73 @@ def _squash(scores: np.ndarray) -> tuple[float, float]:
     return m, (d if d > 0 else 1.0)
 
 
-def fit_map(method: str, scores: np.ndarray, labels: np.ndarray, kind: str) -> ScoreMap:
-    """Fit ``method`` on validation pairs (one raw score and one 0/1 label per candidate)."""
+def _isotonic_knots(q: np.ndarray, y: np.ndarray, tail: int) -> tuple[np.ndarray, np.ndarray]:
+    """The knots of the isotonic fit of ``y`` on ``q`` with its end blocks pooled to at least ``tail`` candidates.
+
+    The pool-adjacent-violators fit (Zadrozny & Elkan 2002; ties in ``q`` averaged first, as scikit-learn's
+    ``IsotonicRegression`` does) cuts the sorted candidates into blocks, each predicting its share of relevant
+    candidates. Where the lowest or highest block holds fewer than ``tail`` candidates it is pooled with its
+    neighbour, and again, until it holds enough: the pooled share lies between the two it pools, so the map
+    stays non-decreasing. Pooling rather than shrinking toward a prior keeps each end value what it is, the
+    share of relevant candidates among those behind it, with no prior to choose; the middle, where blocks
+    are bounded by their neighbours, is left as fitted. The knots are each block's first and last value of
+    ``q`` with the block's share, as scikit-learn's ``X_thresholds_`` / ``y_thresholds_`` (linear between blocks).
+    """
+    ux, inv = np.unique(q, return_inverse=True)
+    w = np.bincount(inv).astype(np.float64)
+    hits = np.bincount(inv, weights=y.astype(np.float64))
+    fitted = isotonic_regression(hits / w, sample_weight=w, y_min=0.0, y_max=1.0, increasing=True)
+    starts = np.flatnonzero(np.r_[True, np.diff(fitted) != 0])
+    ends = np.r_[starts[1:], ux.size] - 1
+    blocks = [[int(a), int(b), float(n), float(h), float(v)] for a, b, n, h, v in
+              zip(starts, ends, np.add.reduceat(w, starts), np.add.reduceat(hits, starts), fitted[starts])]
+
+    def pool(i: int) -> None:  # blocks i and i + 1 become one
+        a, b = blocks[i], blocks.pop(i + 1)
+        a[1], a[2], a[3] = b[1], a[2] + b[2], a[3] + b[3]
+        a[4] = a[3] / a[2]
+
+    while len(blocks) > 1 and blocks[0][2] < tail:
+        pool(0)
+    while len(blocks) > 1 and blocks[-1][2] < tail:
+        pool(len(blocks) - 2)
+    x, v = [], []
+    for a, b, _, _, value in blocks:
+        x += [ux[a]] if a == b else [ux[a], ux[b]]
+        v += [value] * (1 if a == b else 2)
+    return np.asarray(x), np.clip(np.asarray(v), 0.0, 1.0)
+
+
+def fit_map(method: str, scores: np.ndarray, labels: np.ndarray, kind: str, *, tail: int = TAIL) -> ScoreMap:
+    """Fit ``method`` on validation pairs (one raw score and one 0/1 label per candidate).
+
+    Parameters
+    ----------
+    method : str
+        One of :func:`~calibrank.assess.deploy.maps.maps_for` ``(kind)``.
+    scores, labels : array-like
+        One raw score and one 0/1 label per validation candidate.
+    kind : str
+        What the scores are: ``probability``, ``logit`` or ``score``.
+    tail : int, default=TAIL
+        The isotonic map's end blocks are pooled until each holds at least this many candidates
+        (:func:`_isotonic_knots`; 1 leaves the fit as scikit-learn's). The other maps are parametric: their
+        tails rest on the curve fitted to every candidate.
+
+    Returns
+    -------
+    ScoreMap
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> s = np.r_[np.linspace(0.0, 1.0, 200), 5.0]                # one validation candidate far above the rest
+    >>> y = np.r_[(np.random.default_rng(0).random(200) < np.linspace(0.05, 0.6, 200)).astype(int), 1]
+    >>> raw = fit_map("isotonic", s, y, "logit", tail=1)
+    >>> pooled = fit_map("isotonic", s, y, "logit")
+    >>> float(raw(5.0)), round(float(pooled(5.0)), 3)             # one candidate no longer makes a 1.0
+    (1.0, 0.552)
+    """
     s = np.asarray(scores, dtype=np.float64).reshape(-1)
     y = np.asarray(labels).reshape(-1).astype(int)
     center, scale = _squash(s) if kind == "score" else (None, None)
@@ -68,8 +140,8 @@ def fit_map(method: str, scores: np.ndarray, labels: np.ndarray, kind: str) -> S
     if method == "identity":
         return ScoreMap(kind, method, {}, center, scale)
     if method == "isotonic":
-        iso = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip", increasing=True).fit(q, y)
-        return ScoreMap(kind, method, {"x": iso.X_thresholds_.tolist(), "y": iso.y_thresholds_.tolist()}, center, scale)
+        x, v = _isotonic_knots(q, y, tail)
+        return ScoreMap(kind, method, {"x": x.tolist(), "y": v.tolist()}, center, scale)
     recal = fit_recalibrator(method, q, y)
     return ScoreMap(kind, method, dict(recal.params), center, scale)
 
@@ -157,9 +229,37 @@ def valid_confidences(score_map: ScoreMap, run: ScoredRun, *, seed: int = 0) -> 
     return conf, loss, model
 
 
+def _answered(conf: np.ndarray, cuts: np.ndarray) -> np.ndarray:
+    """``[len(cuts)]`` how many of ``conf`` are at or above each cut (the queries a cut answers, ties included)."""
+    return conf.size - np.searchsorted(np.sort(conf), cuts, side="left")
+
+
+#: How far above the asked coverage a confidence's tie-aware cut may answer and still be chosen by its AURC.
+TIE_SLACK = 0.05
+
+
 def _coverage_cut(conf: np.ndarray, coverage: float) -> float:
-    """The cut that answers at least ``coverage`` of the validation queries (confidence >= cut)."""
-    return float(np.quantile(conf, 1.0 - coverage, method="lower"))
+    """The strictest cut that answers at least ``coverage`` of the validation queries (confidence >= cut).
+
+    The cut is one of the distinct confidences: the largest whose share of queries at or above it is not below
+    ``coverage``, so the share it answers is the closest to ``coverage`` from above that any cut reaches.
+    Where many lists share one confidence (an isotonic map's flat blocks make many margins exactly 0) that
+    share can lie well above ``coverage``: every list at the cut is answered, none is dropped at random,
+    and the page states the share answered as measured, not as asked.
+
+    Examples
+    --------
+    >>> conf = np.r_[np.zeros(45), np.arange(1, 56) / 100]     # 45 of 100 lists share the confidence 0
+    >>> _coverage_cut(conf, 0.8), _coverage_cut(conf, 0.5)       # 0.01 answers 55: only 0 reaches 80%
+    (0.0, 0.06)
+    >>> _coverage_cut(np.arange(10.0), 0.8)                       # 8 of 10 answered, not 9
+    2.0
+    """
+    if coverage <= 0:
+        return float(np.nextafter(conf.max(), np.inf))
+    cuts = np.unique(conf)[::-1]
+    share = _answered(conf, cuts) / conf.size
+    return float(cuts[np.flatnonzero(share >= coverage)[0]])
 
 
 def _risk_cut(conf: np.ndarray, loss: np.ndarray, risk: float, confidence: float) -> float:
@@ -167,9 +267,8 @@ def _risk_cut(conf: np.ndarray, loss: np.ndarray, risk: float, confidence: float
     fixed sequence from the strictest cut with enough answered queries down; exact binomial over queries).
     Above every validation confidence when none is."""
     cuts = np.unique(conf)[::-1]
-    order = np.argsort(-conf, kind="stable")
-    c_sorted, l_sorted = conf[order], loss[order]
-    answered = np.searchsorted(-c_sorted, -cuts, side="right")  # queries with conf >= cut
+    l_sorted = loss[np.argsort(-conf, kind="stable")]
+    answered = _answered(conf, cuts)  # queries with conf >= cut, ties included
     wrong = np.concatenate([[0.0], np.cumsum(l_sorted)])[answered]
     start = answered >= min_kept(1.0 - risk, confidence)
     best = None
@@ -258,12 +357,22 @@ def fit_parts(valid: ScoredRun, settings: Settings | None = None, *,
 
     conf, loss, model = valid_confidences(score_map, valid, seed=seed)
     aurc = {name: selective_scores(c, loss).aurc for name, c in conf.items()}
-    chosen = min(aurc, key=lambda k: (aurc[k], CONFIDENCES.index(k)))
-    c = conf[chosen]
-    if chosen == "list":  # the deployed cut reads the model fitted on every query
-        c = list_confidence("list", s, np.where(m, score_map(s), 0.0), m, model)
+
+    def deployed(name: str) -> np.ndarray:  # the list model's deployed cut reads the model fitted on every query
+        return list_confidence("list", s, np.where(m, score_map(s), 0.0), m, model) if name == "list" else conf[name]
+
+    candidates = list(aurc)
     if risk is None:
         coverage = 0.8 if coverage is None else coverage
+        # AURC scores a confidence as if its ties were broken at random, which no fixed cut can do: a confidence
+        # whose cut answers far more than the asked share (many lists tied at the cut) is chosen only when none
+        # reaches the asked share within TIE_SLACK.
+        realised = {n: float((deployed(n) >= _coverage_cut(deployed(n), coverage)).mean()) for n in candidates}
+        near = [n for n in candidates if realised[n] <= coverage + TIE_SLACK]
+        candidates = near or [min(candidates, key=lambda n: (realised[n], aurc[n]))]
+    chosen = min(candidates, key=lambda k: (aurc[k], CONFIDENCES.index(k)))
+    c = deployed(chosen)
+    if risk is None:
         cut = _coverage_cut(c, coverage)
     else:
         cut = _risk_cut(c, loss, risk, confidence)
@@ -283,4 +392,4 @@ def fit_parts(valid: ScoredRun, settings: Settings | None = None, *,
                  "map_brier": {k: v for k, v in brier.items() if math.isfinite(v)}, "confidence_aurc": aurc,
                  "seed": int(seed), "calibrank": __version__,
                  "inputs": [{"file": Path(p).name, "sha256": sha256_file(p)} for p in inputs]}
-    return Calibrator(score_map, cutoff, rule, Shortlist(float(alpha), qhat), fitted_on), cert
+    return Calibrator(score_map, cutoff, rule, Shortlist(float(alpha), qhat), fitted_on, Fingerprint.of(s, m)), cert

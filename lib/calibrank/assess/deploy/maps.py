@@ -4,9 +4,11 @@ A raw score first becomes a base probability: as given for ``probability``, ``ex
 ``logit``, ``expit((s - center) / scale)`` for a bare ``score`` (centre and scale of the
 validation scores). A map then recalibrates it: ``identity``; ``platt`` (Platt 1999),
 ``expit(A * logit(q) + B)``; ``isotonic`` (Zadrozny & Elkan 2002), linear interpolation between
-the knots of scikit-learn's ``IsotonicRegression``; ``beta`` (Kull et al. 2017, eq. 5, with
+its knots (each block of the pool-adjacent-violators fit as its first and last ``q``, the end blocks
+pooled to enough candidates, :func:`calibrank.assess.deploy.fit.fit_map`); ``beta`` (Kull et al. 2017, eq. 5, with
 ``a, b >= 0``); ``temperature`` (Guo et al. 2017), ``expit(logit(q) / T)``. Fitting is :func:`calibrank.assess.deploy.fit.fit_map`; applying needs numpy and
-scipy alone, so a map saved as JSON is applied without the fitting stack.
+scipy alone, so a map saved as JSON is applied without the fitting stack. :func:`support` says over
+which base probabilities a map's value rests on enough validation candidates.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from scipy.special import expit
 
 from calibrank.assess.options import MAPS, SCORE_KINDS as KINDS
 
-__all__ = ["MAPS", "ScoreMap", "MapError", "maps_for"]
+__all__ = ["MAPS", "ScoreMap", "MapError", "maps_for", "support"]
 
 _PARAMS = {"identity": (), "platt": ("A", "B"), "isotonic": ("x", "y"), "beta": ("a", "b", "c"),
            "temperature": ("T",)}
@@ -177,3 +179,36 @@ class ScoreMap:
         if missing:
             raise MapError(f"map: missing key(s) {missing}")
         return cls(d["kind"], d["method"], d["params"], d.get("center"), d.get("scale"))
+
+
+def support(score_map: ScoreMap, scores: np.ndarray, tail: int) -> tuple[float, float] | None:
+    """``(lo, hi)``: the base probabilities (:meth:`ScoreMap.base`) over which ``score_map``'s value rests on at
+    least ``tail`` of the validation candidates' raw ``scores``; None for ``identity`` (nothing fitted).
+
+    An isotonic map's value is its block's share of relevant candidates (held flat past the ends): ``lo`` is where
+    the lowest block of at least ``tail`` candidates begins, ``hi`` where the highest one ends. A parametric
+    map (Platt, beta, temperature) has a value everywhere, but beyond the ``tail``-th lowest or highest
+    validation score fewer than ``tail`` candidates are as extreme: there its curve is extrapolated from the
+    fit to the candidates in between. No block or too few candidates: ``(inf, -inf)``, nothing is supported.
+
+    Examples
+    --------
+    >>> m = ScoreMap("probability", "isotonic", {"x": [0.1, 0.4, 0.5, 0.9], "y": [0.0, 0.0, 0.7, 0.7]})
+    >>> support(m, np.r_[np.full(40, 0.2), np.full(5, 0.8)], 30)      # the top block holds 5 candidates
+    (0.1, 0.4)
+    >>> support(ScoreMap("probability", "platt", {"A": 1.0, "B": 0.0}), np.arange(1, 100) / 100, 30)
+    (0.3, 0.7)
+    """
+    q = np.sort(score_map.base(np.asarray(scores, dtype=np.float64).reshape(-1)))
+    if score_map.method == "identity":
+        return None
+    if score_map.method != "isotonic":
+        return (float(q[tail - 1]), float(q[-tail])) if 0 < tail <= q.size else (math.inf, -math.inf)
+    x, y = np.asarray(score_map.params["x"]), np.asarray(score_map.params["y"])
+    starts = np.flatnonzero(np.r_[True, np.diff(y) != 0])
+    ends = np.r_[starts[1:], y.size] - 1
+    held = np.searchsorted(q, x[ends], side="right") - np.searchsorted(q, x[starts], side="left")
+    enough = np.flatnonzero(held >= tail)
+    if not enough.size:
+        return math.inf, -math.inf
+    return float(x[starts[enough[0]]]), float(x[ends[enough[-1]]])

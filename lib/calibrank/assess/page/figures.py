@@ -13,6 +13,8 @@ import pandas as pd
 from matplotlib import colormaps
 from matplotlib.figure import Figure
 
+from calibrank.assess.numbers import number, threshold
+
 __all__ = ["plot_reliability", "plot_risk_coverage", "plot_thresholds"]
 
 BAND_ALPHA = 0.18
@@ -48,7 +50,7 @@ def plot_reliability(reliability: pd.DataFrame, calibration: pd.DataFrame) -> Fi
     for i, view in enumerate(views):
         g = reliability[reliability["view"] == view]
         shown = g[g["count"] > 0]
-        label = f"{view}{' (deployed)' if view == deployed else ''}, ECE {table.loc[view, 'ECE']:.3g}"
+        label = f"{view}{' (deployed)' if view == deployed else ''}, ECE {number(table.loc[view, 'ECE'])}"
         ax.plot(shown["mean predicted"], shown["fraction relevant"], marker="o", ms=4, color=colors[view], label=label)
         few = shown[shown["count"] < FEW]
         ax.plot(few["mean predicted"], few["fraction relevant"], ls="none", marker="o", ms=7, mfc="white",
@@ -102,11 +104,11 @@ def plot_risk_coverage(curves: pd.DataFrame, scores: pd.DataFrame, rule: pd.Data
     colors = dict(zip(names, _colors(len(names))))
     for name in names:
         g = curves[curves["confidence"] == name]
-        ax.plot(g["coverage"], g["selective risk"], color=colors[name], label=f"{name} (AURC {aurc[name]:.3g})")
+        ax.plot(g["coverage"], g["selective risk"], color=colors[name], label=f"{name} (AURC {number(aurc[name])})")
     r = rule.iloc[0]
     if np.isfinite(r["risk"]):
         ax.plot([r["coverage"]], [r["risk"]], marker="o", ms=8, mfc="none", mec="k", ls="none",
-                label=f"deployed: {r['confidence']} >= {r['cut']:.4g}")
+                label=f"deployed: {r['confidence']} >= {threshold(r['cut'])}")
     ax.set(xlim=(0, 1), ylim=(0, None), xlabel="coverage (share of queries answered)",
            ylabel="top-1 error among the answered", title="answer or abstain (test queries)")
     ax.legend(fontsize=8)

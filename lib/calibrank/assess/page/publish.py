@@ -10,7 +10,6 @@ killed run (``.tmp-<name>-*``, ``.old-<name>-*``) are removed.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import sys
@@ -21,6 +20,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from calibrank.assess.errors import AssessError
+from calibrank.atomic import stable_hash
 
 __all__ = ["lock_path", "publish"]
 
@@ -28,7 +28,7 @@ __all__ = ["lock_path", "publish"]
 def lock_path(out: str | os.PathLike) -> str:
     """The lock serialising the writers of report folder ``out``: in the temporary folder, named by a hash of
     ``out``'s absolute path, so it is shared by every writer of that folder and never left beside it."""
-    digest = hashlib.sha256(os.path.abspath(out).encode()).hexdigest()[:24]
+    digest = stable_hash(os.path.abspath(out), 24)
     return os.path.join(tempfile.gettempdir(), f"calibrank-report-{digest}.lock")
 
 

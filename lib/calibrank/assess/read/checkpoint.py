@@ -301,10 +301,10 @@ def _pairs(tokenizer: Any, queries: Sequence[TextQuery], labels: np.ndarray, max
     first_len, second_len = lengths(firsts), lengths(seconds)
     too_long = first_len + second_len + special > max_length
     long_candidate = too_long & (second_len + special + 1 > max_length)
-    left = np.asarray(left)
-    ids: list[list[int] | None] = [None] * n
-    types: list[list[int] | None] = [None] * n
-    groups = ((~long_candidate & left, "only_first", "left"), (~long_candidate & ~left, "only_first", None),
+    is_left = np.asarray(left)
+    ids: list[list[int]] = [[] for _ in range(n)]  # the three groups below cover every pair
+    types: list[list[int]] = [[] for _ in range(n)]
+    groups = ((~long_candidate & is_left, "only_first", "left"), (~long_candidate & ~is_left, "only_first", None),
               (long_candidate, "longest_first", None))
     for rows, strategy, side in groups:
         rows = np.flatnonzero(rows)

@@ -67,6 +67,9 @@ def _check_params(run, qrels, valid_run, valid_qrels, table, valid_table, checkp
     if run is not None and qrels is None and not _judges_itself(run):
         raise AssessError("qrels: a TREC run needs qrels to judge its candidates (a DataFrame run may judge itself "
                           "with a relevance column)")
+    if valid_run is not None and valid_qrels is None and qrels is None and not _judges_itself(valid_run):
+        raise AssessError("valid_qrels: a TREC valid_run needs qrels (valid_qrels or qrels) to judge its candidates "
+                          "(a DataFrame run may judge itself with a relevance column)")
     if checkpoint is not None and queries is None:
         raise AssessError("queries: a checkpoint needs the queries (JSONL) it is to score")
     if valid_qrels is not None and valid_run is None and valid_table is None and valid_queries is None:
@@ -91,7 +94,12 @@ def _scored(given: Any, qrels: Qrels | None, name: str, kind: Any, relevant_at: 
     if not isinstance(given, (str, os.PathLike)) and any(is_frame(g) or is_ranx(g, "Run") for g in given):
         raise AssessError(f"{name}: several DataFrames or ranx Runs; expected one, with a 'sample' column for samples")
     if table:
+        if not isinstance(given, (str, os.PathLike)):
+            raise AssessError(f"{name}: expected one table file (its samples in a 'sample' column) or a DataFrame, "
+                              f"got a {type(given).__name__}")
         return read_table(given, qrels=qrels, kind=kind, relevant_at=relevant_at)
+    if qrels is None:  # _check_params lets no TREC run through without qrels
+        raise AssessError(f"{name}: a TREC run needs qrels to judge its candidates")
     return read_runs(given, qrels, kind=kind, relevant_at=relevant_at)
 
 
@@ -202,9 +210,11 @@ def load(*, run: Runs | Any | None = None, qrels: Qrels | PathLike | Any | None 
     elif table is not None:
         full = _scored(table, qrels, "table", kind, relevant_at, table=True)
         valid = None if valid_table is None else _scored(valid_table, valid_qrels, "valid_table", kind, relevant_at, table=True)
-    else:
+    elif checkpoint is not None and queries is not None:
         full = _from_checkpoint(checkpoint, queries, qrels, passes, relevant_at)
         valid = None if valid_queries is None else _from_checkpoint(checkpoint, valid_queries, valid_qrels, passes, relevant_at)
+    else:  # _check_params lets exactly one source through, a checkpoint with its queries
+        raise AssessError("run, table, checkpoint: expected exactly one of them, with the queries of a checkpoint")
 
     notes: list[str] = []
     if valid is None:

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from calibrank.assess.options import check_option
-from calibrank.assess.read.scored import AssessError, ScoredRun, ScoreKind, plain
+from calibrank.assess.read.scored import AssessError, ScoredRun, ScoreKind
 
 __all__ = ["Qrels", "Rows", "Locate", "assemble", "check_kind", "check_relevant_at", "factorize", "first_duplicate",
            "positive_grades", "to_str_array", "two_places"]
@@ -259,24 +259,28 @@ def _check_rank_order(rows: Rows) -> None:
 
 
 def _qrels_from_labels(base: Rows) -> Qrels:
-    has = ~np.isnan(base.label)
-    bad = has & (base.label != np.round(base.label))
+    label = base.label
+    if label is None:  # assemble lets no sample without labels through when there are no qrels
+        raise AssessError(f"{base.name}: no qrels and no labels; give qrels or a label column")
+    has = ~np.isnan(label)
+    bad = has & (label != np.round(label))
     if bad.any():
         i = int(np.argmax(bad))
-        raise AssessError(f"{base.where(i)}: label {float(base.label[i])!r} is not an integer grade; expected 0, 1, 2, ...")
+        raise AssessError(f"{base.where(i)}: label {float(label[i])!r} is not an integer grade; expected 0, 1, 2, ...")
     names = np.asarray(base.qnames, dtype=str)
     docids = _strings(base.docid).filter(pa.array(has))
-    return Qrels(names[base.qcode[has]], to_str_array(docids), base.label[has].astype(np.int64), source=base.name)
+    return Qrels(names[base.qcode[has]], to_str_array(docids), label[has].astype(np.int64), source=base.name)
 
 
 # --------------------------------------------------------------------------- assembly
 
 
 def assemble(samples: Sequence[Rows], qrels: Qrels | None, *, kind: Any, relevant_at: Any = 1, source: str,
-             meta: dict[str, Any] | None = None) -> ScoredRun:
+             meta: dict[str, Any] | None = None, judged: bool = True) -> ScoredRun:
     """The samples (one :class:`Rows` each, the same (qid, docid) pairs) and their qrels as one :class:`ScoredRun`.
 
-    ``qrels`` None: the rows' own labels judge them (they must agree across samples).
+    ``qrels`` None: the rows' own labels judge them (they must agree across samples). ``judged`` False: no
+    judgments at all (new queries to watch): every query is kept and none has a relevant candidate.
     Candidates keep the order of the first sample; queries keep their order of first appearance.
     """
     kind = check_kind(kind)
@@ -295,9 +299,9 @@ def assemble(samples: Sequence[Rows], qrels: Qrels | None, *, kind: Any, relevan
         local = np.fromiter((index.setdefault(q, len(index)) for q in rows.qnames), np.int64, len(rows.qnames))
         qcodes.append(local[rows.qcode])
     names = list(index)
-    if qrels is None and any(r.label is None for r in samples):
+    if judged and qrels is None and any(r.label is None for r in samples):
         raise AssessError(f"{source}: no qrels and no labels; give qrels or a label column")
-    return _assemble(samples, qcodes, names, qrels, kind, relevant_at, source, dict(meta or {}))
+    return _assemble(samples, qcodes, names, qrels, kind, relevant_at, source, dict(meta or {}), judged)
 
 
 class _Grid:
@@ -362,7 +366,7 @@ def _aligned_rows(base: Rows, rows: Rows, qb: np.ndarray, qr: np.ndarray, names:
 
 
 def _assemble(samples: Sequence[Rows], qcodes: list[np.ndarray], names: list[str], qrels: Qrels | None, kind: ScoreKind,
-              relevant_at: int, source: str, meta: dict[str, Any]) -> ScoredRun:
+              relevant_at: int, source: str, meta: dict[str, Any], judged_run: bool = True) -> ScoredRun:
     nq = len(names)
     base, qb = samples[0], qcodes[0]
     base_pairs = _pairs(qb, base.docid, "b")
@@ -384,6 +388,12 @@ def _assemble(samples: Sequence[Rows], qcodes: list[np.ndarray], names: list[str
                 i = int(grid.rows()[r, c])
                 raise AssessError(f"{base.where(i)}: label {float(labels[0][r, c])} differs from the label {float(labels[-1][r, c])} "
                                   f"that {rows.name} gives the same (qid, docid); expected one label per candidate")
+
+    if not judged_run:
+        meta.update(files=[r_.name for r_ in samples], qrels=None, rows=len(qb), queries_in_run=nq, dropped_queries=0)
+        none = np.zeros(grid.mask.shape, np.int64)
+        return ScoredRun(np.asarray(names, dtype=str), docid, grid.mask, np.stack(scores), none, none.astype(bool),
+                         np.zeros(nq, np.int64), kind, relevant_at, source, meta, ties="trec_eval")
 
     # the qrels (or the rows' own labels), joined on (qid, docid)
     if qrels is None:

@@ -15,6 +15,7 @@ import csv
 import json
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -193,7 +194,7 @@ def _ids(table: pa.Table, column: str, locate: Locate) -> pa.Array:
     return col
 
 
-def _renamed(table: pa.Table, name: str, aliases: dict[str, str | None]) -> pa.Table:
+def _renamed(table: pa.Table, name: str, aliases: Mapping[str, str | None]) -> pa.Table:
     """``table`` with ``aliases`` read as our column names (None: dropped); two columns for one name are an error."""
     given = list(table.column_names)
     ours = [aliases.get(c, c) for c in given]
@@ -248,7 +249,7 @@ def _from_arrow(table: pa.Table, locate: Locate, name: str, fmt: str, *, qrels: 
         label_s = None if label is None else (label if idx is None else label[idx])
         samples.append(Rows(name if value is None else f"{name} (sample {value})", qcode, qnames, sub_d,
                             score if idx is None else score[idx], where, label=label_s))
-    meta = {"ranker": ranker or (Path(name).stem if fmt != "dataframe" else name), "format": fmt}
+    meta: dict[str, Any] = {"ranker": ranker or (Path(name).stem if fmt != "dataframe" else name), "format": fmt}
     if "sample" in columns:
         meta["samples"] = [v for v, _ in groups]
     return assemble(samples, qrels, kind=kind, relevant_at=relevant_at, source=name, meta=meta)

@@ -181,7 +181,7 @@ class ScoredRun:
     @property
     def answerable(self) -> np.ndarray:
         """[Q] the query has at least one relevant candidate in its list."""
-        return self.labels.any(axis=1)
+        return np.asarray(self.labels.any(axis=1))
 
     def subset(self, rows: np.ndarray) -> "ScoredRun":
         """The queries at ``rows`` (indices or a boolean mask), in that order."""

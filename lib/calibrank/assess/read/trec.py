@@ -36,7 +36,7 @@ from calibrank.assess.read.rows import (
 )
 from calibrank.assess.read.scored import AssessError, ScoredRun
 
-__all__ = ["read_qrels", "read_runs"]
+__all__ = ["read_qrels", "read_runs", "read_unjudged_runs"]
 
 PathLike = str | os.PathLike
 
@@ -234,3 +234,43 @@ def read_runs(paths: PathLike | Sequence[PathLike], qrels: Qrels | PathLike, *, 
     name = paths[0].name.removesuffix(".gz")
     meta = {"ranker": name.rsplit(".", 1)[0] if "." in name else name, "format": "trec"}
     return assemble(samples, qrels, kind=kind, relevant_at=relevant_at, source=source, meta=meta)
+
+
+def read_unjudged_runs(paths: PathLike | Sequence[PathLike], *, kind: Any = "score") -> ScoredRun:
+    r"""Read one ranker's TREC run file(s) on queries nobody has judged, as a :class:`ScoredRun` with no relevance.
+
+    What ``calibrank watch`` reads: the lines and checks of :func:`read_runs`, every query kept,
+    ``judged`` all False (so ``labels`` are all 0 and mean nothing).
+
+    Parameters
+    ----------
+    paths : str, os.PathLike or sequence of them
+        One run file, or several: samples of one ranker, with the same pairs.
+    kind : {"score", "logit", "probability"}, default="score"
+        What a score is.
+
+    Returns
+    -------
+    ScoredRun
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> run = pathlib.Path(tmp.name, "new.trec")
+    >>> _ = run.write_text("q1 Q0 d1 1 12.5 bm25\nq1 Q0 d2 2 9.1 bm25\nq2 Q0 d3 1 7.0 bm25\n")
+    >>> new = read_unjudged_runs(run)
+    >>> new.qids.tolist(), new.mask.tolist(), bool(new.judged.any())
+    (['q1', 'q2'], [[True, True], [True, False]], False)
+    >>> tmp.cleanup()
+    """
+    kind = check_kind(kind)
+    paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    if not paths:
+        raise AssessError("paths: expected one run file or a list of run files, got an empty list")
+    paths = [Path(p) for p in paths]
+    samples = [_run_rows(p) for p in paths]
+    source = str(paths[0]) if len(paths) == 1 else f"{paths[0]} (+{len(paths) - 1} more samples)"
+    name = paths[0].name.removesuffix(".gz")
+    meta = {"ranker": name.rsplit(".", 1)[0] if "." in name else name, "format": "trec", "unjudged": True}
+    return assemble(samples, None, kind=kind, source=source, meta=meta, judged=False)

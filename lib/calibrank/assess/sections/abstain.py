@@ -5,9 +5,11 @@ A query's loss is 1 when its top candidate is not relevant
 (:data:`~calibrank.assess.deploy.calibrator.CONFIDENCES`; ``-top var`` too with samples) orders the test
 queries, and :mod:`calibrank.study.analysis.practice.selective` gives the risk-coverage curve, AURC,
 E-AURC, AUGRC and the risk at 80% coverage with 95% intervals. The rule itself (its confidence
-chosen and its cut fitted on validation) is applied to the test queries through
-:meth:`Calibrator.abstain`: the share answered and the top-1 error among them (Clopper-Pearson;
-queries are independent).
+chosen and its cut fitted on validation) is applied through :meth:`Calibrator.abstain` to the
+validation queries, where the share it answers is measured rather than taken from what was asked
+(lists tied at the cut are all answered, so the share can lie above the request; the share tied
+there says why), and to the test queries: the share answered and the top-1 error among them
+(Clopper-Pearson; queries are independent).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from calibrank.methods.proportions import clopper_pearson
 from calibrank.methods.selective import COVERAGE, risk_column, risk_coverage, selective_intervals, selective_scores
 from calibrank.assess.deploy.calibrator import Calibrator, list_confidence
 from calibrank.assess.deploy.fit import raw_scores, top_loss
+from calibrank.assess.numbers import pct
 from calibrank.assess.read.scored import ScoredRun
 from calibrank.assess.sections.selfcheck import checked
 
@@ -41,23 +44,36 @@ def test_confidences(calibrator: Calibrator, test: ScoredRun) -> dict[str, np.nd
     return out
 
 
-def _rule_row(calibrator: Calibrator, test: ScoredRun, loss: np.ndarray) -> dict:
+def _rule_row(calibrator: Calibrator, test: ScoredRun, loss: np.ndarray, valid: ScoredRun | None) -> dict:
     rule = calibrator.abstain_rule
     answered = ~calibrator.abstain(raw_scores(test), test.mask)
     n, wrong = int(answered.sum()), int(loss[answered].sum())
     lo, hi = clopper_pearson(wrong, n)
-    asked = (f"answer {rule.coverage:.0%} of validation queries" if rule.coverage is not None
-             else f"top-1 error <= {rule.risk:.0%} among the answered, at confidence "
-                  f"{calibrator.cutoff.confidence:.0%}")
-    return {"confidence": rule.confidence, "cut": rule.cut, "asked": asked, "test queries": int(loss.size),
-            "answered": n, "coverage": n / loss.size, "risk": wrong / n if n else np.nan, "risk lo": lo,
-            "risk hi": hi, "risk if all answered": float(loss.mean())}
+    asked = (f"answer at least {pct(rule.coverage)} of validation queries" if rule.coverage is not None
+             else f"top-1 error <= {pct(rule.risk)} among the answered, at confidence "
+                  f"{pct(calibrator.cutoff.confidence)}")
+    row = {"confidence": rule.confidence, "cut": rule.cut, "asked": asked,
+           "asked coverage": np.nan if rule.coverage is None else rule.coverage}
+    if valid is not None:
+        s, m = raw_scores(valid), valid.mask
+        took = ~np.asarray(calibrator.abstain(s, m))
+        tied = np.asarray(calibrator.confidence(s, m)) == rule.cut
+        row.update({"valid queries": int(took.size), "valid answered": int(took.sum()),
+                    "valid coverage": float(took.mean()), "valid tied at cut": float(tied.mean())})
+    else:
+        row.update({"valid queries": np.nan, "valid answered": np.nan, "valid coverage": np.nan,
+                    "valid tied at cut": np.nan})
+    return {**row, "test queries": int(loss.size), "answered": n, "coverage": n / loss.size,
+            "risk": wrong / n if n else np.nan, "risk lo": lo, "risk hi": hi,
+            "risk if all answered": float(loss.mean())}
 
 
-def abstain_tables(calibrator: Calibrator, test: ScoredRun, *, coverage: float = COVERAGE, n_resamples: int = 1000,
+def abstain_tables(calibrator: Calibrator, test: ScoredRun, *, valid: ScoredRun | None = None,
+                   coverage: float = COVERAGE, n_resamples: int = 1000,
                    seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """``(scores, rule, curves)``: per confidence its validation AURC (what chose the deployed one), and on
-    test AURC, E-AURC, AUGRC and risk at ``coverage`` with 95% intervals; the deployed rule on test; the
+    test AURC, E-AURC, AUGRC and risk at ``coverage`` with 95% intervals; the deployed rule on ``valid`` (the
+    share it answers there, and the share of lists tied at its cut; NaN without ``valid``) and on test; the
     risk-coverage curves (one row per confidence and coverage)."""
     s, m = raw_scores(test), test.mask
     loss = top_loss(s, test.labels, m)
@@ -77,6 +93,7 @@ def abstain_tables(calibrator: Calibrator, test: ScoredRun, *, coverage: float =
         curves.append(risk_coverage(c, loss).assign(confidence=name))
     table = checked("abstain", pd.DataFrame(rows), keys=("confidence",), unit=("AURC", "AUGRC", label, "risk"),
                     nonneg=("queries",))
-    rule = checked("abstain rule", pd.DataFrame([_rule_row(calibrator, test, loss)]),
-                   keys=("confidence",), unit=("coverage", "risk"), nonneg=("answered",))
+    rule = checked("abstain rule", pd.DataFrame([_rule_row(calibrator, test, loss, valid)]), keys=("confidence",),
+                   unit=("coverage", "risk", "valid coverage", "valid tied at cut", "asked coverage"),
+                   nonneg=("answered", "valid answered"))
     return table, rule, pd.concat(curves, ignore_index=True)

@@ -7,7 +7,10 @@ agree); and ``base rate``, a constant at the validation share of relevant candid
 near-zero ECE shows that ECE means little without Brier and NLL. Each view on the test pairs:
 ECE (Penha & Hauff 2021, eq. 1), Brier and NLL with 95% query-bootstrap intervals, and
 reliability buckets with their counts. A map worse than the constant (by Brier), or degenerate,
-is flagged.
+is flagged. Each fitted map also counts the test candidates whose probability rests on fewer than
+:data:`~calibrank.assess.deploy.fit.TAIL` validation candidates (:func:`~calibrank.assess.deploy.maps.support`):
+past the isotonic map's end blocks, or past the ``TAIL``-th lowest or highest validation score where a
+parametric map's curve is extrapolated (``beyond support``, split ``low`` and ``high``).
 """
 
 from __future__ import annotations
@@ -21,8 +24,8 @@ import pandas as pd
 from calibrank.metrics.calibration import reliability_curve
 from calibrank.metrics.resample import features, intervals
 from calibrank.predictions import Predictions
-from calibrank.assess.deploy.fit import MAX_FIT_PAIRS, _fit_pairs, fit_map, raw_scores
-from calibrank.assess.deploy.maps import ScoreMap, maps_for
+from calibrank.assess.deploy.fit import MAX_FIT_PAIRS, TAIL, _fit_pairs, fit_map, raw_scores
+from calibrank.assess.deploy.maps import ScoreMap, maps_for, support
 from calibrank.assess.read.scored import ScoredRun, ScoreKind
 from calibrank.assess.sections.selfcheck import checked
 
@@ -38,13 +41,27 @@ NO_SCALE = "a score has no probability scale; only fitted maps are reported"
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class View:
-    """One reading of the scores as probabilities: ``test`` Predictions, the map (None for the constant)."""
+    """One reading of the scores as probabilities: ``test`` Predictions, the map (None for the constant), and how
+    many test candidates score ``below`` / ``above`` what the map's probability rests on (None: nothing fitted)."""
 
     name: str
     test: Predictions
     score_map: ScoreMap | None
     params: str
     fitted_on: str
+    below: int | None = None
+    above: int | None = None
+
+
+def beyond(score_map: ScoreMap, valid: ScoredRun, test: ScoredRun, *, tail: int = TAIL) -> tuple[int, int] | None:
+    """``(below, above)``: the test candidates whose base probability lies below or above the range over which
+    ``score_map`` rests on at least ``tail`` validation candidates (:func:`~calibrank.assess.deploy.maps.support`);
+    None for ``identity``."""
+    span = support(score_map, raw_scores(valid)[valid.mask], tail)
+    if span is None:
+        return None
+    q = score_map.base(raw_scores(test)[test.mask])
+    return int((q < span[0]).sum()), int((q > span[1]).sum())
 
 
 def mapped(run: ScoredRun, score_map: ScoreMap, name: str) -> Predictions:
@@ -77,8 +94,9 @@ def views(test: ScoredRun, valid: ScoredRun, deployed: ScoreMap, *, max_fit_pair
     for method in maps_for(kind):
         score_map = deployed if method == deployed.method else fit_map(method, fit_s, fit_y, kind)
         name = AS_GIVEN if method == "identity" else method
+        tails = beyond(score_map, valid, test)
         yield View(name, mapped(test, score_map, name), score_map, "" if method == "identity" else score_map.describe(),
-                   "" if method == "identity" else fitted_on)
+                   "" if method == "identity" else fitted_on, *(tails or (None, None)))
     rate = float(y[m].mean())
     yield View(BASE_RATE, _constant(test, rate), None, f"p={rate:.4g}",
                f"valid ({valid.qids.size} queries, the share of relevant candidates)")
@@ -101,15 +119,19 @@ def _flags(table: pd.DataFrame, maps: dict[str, ScoreMap | None]) -> list[str]:
 def calibration_tables(views_: Iterable[View], kind: ScoreKind, *, deployed: str, level: float = 0.95,
                        n_resamples: int = 1000, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(calibration, reliability)``: one row per view with each metric and its interval on the test queries,
-    ``deployed`` (the calibrator's map) and ``flag``; one row per view and bucket (equal width) with its count.
-    For a score the ``as given`` row is kept empty and says why."""
+    ``deployed`` (the calibrator's map), ``beyond support`` (with its ``low`` and ``high`` parts: test candidates
+    whose probability rests on fewer than :data:`TAIL` validation candidates) and ``flag``; one row per view
+    and bucket (equal width) with its count. For a score the ``as given`` row is kept empty and says why."""
     rows, buckets, maps = [], [], {}
+    tails = ("beyond support", "beyond support low", "beyond support high")
     if kind is ScoreKind.score:
         rows.append({"view": AS_GIVEN, "fitted_on": "", "params": "", "note": NO_SCALE,
-                     **{c: np.nan for m in METRICS for c in (m, f"{m} lo", f"{m} hi")}})
+                     **{c: np.nan for m in METRICS for c in (m, f"{m} lo", f"{m} hi")}, **dict.fromkeys(tails, np.nan)})
     for v in views_:
         maps[v.name] = v.score_map
         row = {"view": v.name, "fitted_on": v.fitted_on, "params": v.params, "note": ""}
+        row.update(dict.fromkeys(tails, np.nan) if v.below is None else
+                   dict(zip(tails, (float(v.below + v.above), float(v.below), float(v.above)))))
         ests = intervals([features(v.test, m, n_bins=N_BINS) for m in METRICS], level=level, n_resamples=n_resamples,
                          seed=seed)
         for m, est in zip(METRICS, ests):
@@ -124,7 +146,7 @@ def calibration_tables(views_: Iterable[View], kind: ScoreKind, *, deployed: str
     table.insert(1, "deployed", table["view"] == deployed)
     table["flag"] = _flags(table, maps)
     table = checked("calibration", table, keys=("view",), inside=("Brier", "NLL"),
-                    unit=("ECE", "ECE equal-mass", "Brier"), nonneg=("NLL",))
+                    unit=("ECE", "ECE equal-mass", "Brier"), nonneg=("NLL",) + tails)
     reliability = checked("reliability", pd.DataFrame(buckets), keys=("view", "bin"),
                           unit=("mean predicted", "fraction relevant"), nonneg=("count",))
     return table, reliability

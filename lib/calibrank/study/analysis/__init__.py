@@ -8,7 +8,8 @@ One module per question, none importing torch (a test checks it):
 - :mod:`.load`: :class:`~.load.Study`, a profile's Predictions (ranker x training corpus x
   condition x seed), the seed of each file checked against its name;
 - :mod:`.calibration` (notebook 04): metrics per cell with intervals, Penha & Hauff Tables
-  1-2 and Figure 2, reliability diagrams, the 2023 papers' layouts;
+  1-2 and Figure 2, reliability diagrams, the 2023 papers' layouts, bert's spread over training
+  seeds read from the ensemble's members;
 - :mod:`.risk_aware` (05): Figure 3 and Table 3 of the risk-aware score mean - b var - 2b sum cov
   (computed by the core's :mod:`calibrank.methods.rerank`);
 - :mod:`.nota` and :mod:`.nota_tables` (06): the none-of-the-above forest; Tables 4-5;
@@ -19,6 +20,9 @@ One module per question, none importing torch (a test checks it):
 - :mod:`.exports`: CSV tables and TREC run files;
 - :mod:`.uncertainty`: intervals, paired tests, Holm and the marks of every table;
 - :mod:`.subsets`: candidate subsets of Predictions (the balanced set, Figure 2's nested sets);
+- :mod:`.explore` (04, 08, 09): the explorer: a view per function (reliability with each bucket's
+  interval, score histograms, metrics with intervals, two rankers side by side) of the cell a reader
+  picks, and the widgets that pick it and redraw;
 - :mod:`.plots` and :mod:`.plots_practice`: the figures, drawn from the tables in one style;
 - :mod:`.study`: what the notebooks call, in one import.
 

@@ -136,12 +136,107 @@ def _baseline_cells(study: Study, split: str):
                        load_baseline(study.cfg, name, tc, cond))
 
 
-def table1(study: Study, intervals: pd.DataFrame | None = None, ranker: str = BASELINE) -> pd.DataFrame:
+# ------------------------------------------------------------------------------ seed spread
+SPREAD_RANKER = "ensemble"
+"""The ranker whose samples are ``bert`` models that differ only in their training seed
+(:mod:`calibrank.study.model.rankers.ensemble`: S = M members, member 0 is the ``bert`` model of the run's seed)."""
+
+SPREAD_METRICS = ("R@1", "ECE 1:1", "ECE")
+"""The metrics of :func:`seed_spread`, as :func:`metrics_table` names them."""
+
+_SPREAD_STATS = ("seed min", "seed max", "seed sd")
+SEED_MODELS = "seed models"
+"""The column that counts the models behind a seed spread (0: the profile has no ensemble)."""
+
+
+def _member_metrics(pred: Predictions, seed: int) -> np.ndarray:
+    """``[S, 3]``: :data:`SPREAD_METRICS` of each sample of ``pred`` read as the probabilities of a ranker of its own."""
+    balanced = subset_negatives(pred, 1, seed=seed)
+    return np.array([[ranking_metrics(pred.samples[s], pred.labels, ks=(1,))["R@1"],
+                      ece(balanced.samples[s], balanced.labels), ece(pred.samples[s], pred.labels)]
+                     for s in range(pred.n_samples)])
+
+
+def seed_spread(study: Study, split: str = "test", *, ranker: str = SPREAD_RANKER) -> pd.DataFrame:
+    """How far ``bert``'s R@1 and ECE move with its training seed, read from the ensemble's members at no extra training.
+
+    Each member of :data:`SPREAD_RANKER` is a ``bert`` model trained by the same loop on the same data with its own
+    seed (Lakshminarayanan et al. 2017's Deep Ensembles; Penha & Hauff 2021, sec. 3.2), and its Predictions keep one
+    sample per member: each sample, read as a ranker of its own, is one training seed's ``bert``. Member 0 is the
+    ``bert`` model of the run's seed, so ``bert``'s own number is one of the points. With several training seeds the
+    members of every seed's ensemble are pooled (all distinct models).
+
+    One row per training corpus x condition of ``split``: ``seed models`` (the models), ``training seeds``, and for
+    each of :data:`SPREAD_METRICS` (R@1 with ties against the relevant candidate; ECE eq. 1 on the balanced set drawn
+    with the profile seed, as Table 1's, and on all candidates) its ``seed min``, ``seed max`` and ``seed sd`` (sample
+    sd over the models). The spread is over models, not queries: every model is scored on the same queries, so it
+    says how much one training seed can move a number that the interval over queries holds fixed. Empty (with these
+    columns) when the profile has no ``ranker``.
+    """
+    columns = [*_KEYS, SEED_MODELS, "training seeds", *(f"{m} {s}" for m in SPREAD_METRICS for s in _SPREAD_STATS)]
+    if ranker not in study.rankers:
+        return pd.DataFrame(columns=columns)
+    rows = []
+    for _, tc, cond in study.cells(split, [ranker]):
+        runs = study.runs(ranker, tc, cond)
+        values = np.concatenate([_member_metrics(p, study.cfg.seed) for p in runs])
+        row = {**study.cell_keys(tc, cond), SEED_MODELS: int(values.shape[0]), "training seeds": len(runs)}
+        for j, m in enumerate(SPREAD_METRICS):
+            v = values[:, j]
+            row.update({f"{m} seed min": float(v.min()), f"{m} seed max": float(v.max()),
+                        f"{m} seed sd": float(v.std(ddof=1)) if v.size > 1 else float("nan")})
+        rows.append(row)
+    out = pd.DataFrame(rows, columns=columns)
+    _check_spread(study, out, split, ranker)
+    return out
+
+
+def _check_spread(study: Study, table: pd.DataFrame, split: str, ranker: str) -> None:
+    """One row per cell of ``ranker``; as many models as its samples over its seeds; min <= max, sd >= 0,
+    every value in [0, 1]."""
+    name, keys = "seed spread", ("train_corpus", "corpus", "sampler")
+    problems = rows_expected(name, table, keys, [cell[1:] for cell in study.expected_cells(split, [ranker])])
+    want = study.n_samples(ranker) * len(training_seeds(study.cfg))
+    problems += rows_failing(name, table, table[SEED_MODELS] == want, keys,
+                             f"{want} models ({ranker}'s samples x training seeds)", [SEED_MODELS])
+    for m in SPREAD_METRICS:
+        lo, hi, sd = (f"{m} {s}" for s in _SPREAD_STATS)
+        problems += in_range(name, table, lo, keys, 0, 1) + in_range(name, table, hi, keys, 0, 1)
+        problems += rows_failing(name, table, table[lo] <= table[hi], keys, f"{lo} <= {hi}", [lo, hi])
+        problems += rows_failing(name, table, (table[sd] >= 0) | (table[SEED_MODELS] < 2), keys, f"{sd} >= 0", [sd])
+    raise_problems(problems)
+
+
+def format_spread(low: float, high: float, sd: float, models: int, digits: int = 3) -> str:
+    """``"0.583–0.667 (sd 0.042, 3 seeds)"``; ``""`` without models (no ensemble in the profile)."""
+    if not models or not (np.isfinite(low) and np.isfinite(high)):
+        return ""
+    spread = f"{low:.{digits}f}–{high:.{digits}f}"
+    return f"{spread} (sd {sd:.{digits}f}, {int(models)} seeds)" if np.isfinite(sd) else f"{spread} ({int(models)} seed)"
+
+
+def _with_spread(table: pd.DataFrame, spread: pd.DataFrame, names: dict[str, str]) -> pd.DataFrame:
+    """``table`` with ``seed models`` and each spread column of ``spread`` (metric renamed by ``names``) matched on
+    the cell; a cell without a spread gets 0 models and NaN."""
+    keys = ["train_corpus", "corpus", "sampler"]
+    cols = {f"{m} {s}": f"{names.get(m, m)} {s}" for m in SPREAD_METRICS for s in _SPREAD_STATS}
+    right = spread[[*keys, SEED_MODELS, *cols]].rename(columns=cols)
+    out = table.merge(right, on=keys, how="left", validate="one_to_one")
+    out[SEED_MODELS] = out[SEED_MODELS].fillna(0).astype(int)
+    return out
+
+
+def table1(study: Study, intervals: pd.DataFrame | None = None, ranker: str = BASELINE,
+           spread: pd.DataFrame | None = None) -> pd.DataFrame:
     """Penha & Hauff Table 1: ``bert``'s R10@1, balanced ECE and full ECE per test condition, with intervals.
 
     One row per training corpus x test corpus x sampler from :func:`interval_table`: R10@1 with
     ``lo`` / ``hi``, each ECE as eq. 1 with its debiased value, interval and ``bias``, the shift kind,
     queries and seeds. The rows of one test corpus are the paper's columns.
+
+    ``bert``'s table adds its seed spread (:func:`seed_spread`, computed unless ``spread`` gives it):
+    ``seed models`` and ``<metric> seed min`` / ``seed max`` / ``seed sd`` of R10@1 and both ECEs (eq. 1),
+    after the columns above, whose values do not depend on it; NaN and 0 models without an ensemble.
     """
     iv = intervals if intervals is not None else interval_table(study, rankers=[ranker])
     iv = iv[iv["ranker"] == ranker]
@@ -157,6 +252,8 @@ def table1(study: Study, intervals: pd.DataFrame | None = None, ranker: str = BA
     out["queries"] = iv["queries"].to_numpy()
     out["seeds"] = iv["seeds"].to_numpy()
     out = out.reset_index(drop=True)
+    if ranker == BASELINE:
+        out = _with_spread(out, spread if spread is not None else seed_spread(study), {"R@1": rl, "ECE": full})
     _check_table1(study, out, "table1" if ranker == BASELINE else f"table1 of {ranker}")
     return out
 
@@ -171,7 +268,12 @@ def _check_table1(study: Study, table: pd.DataFrame, name: str) -> None:
     in-distribution row per training corpus."""
     keys = ("train_corpus", "corpus", "sampler")
     problems = rows_expected(name, table, keys, _conditions(study))
-    problems += not_nan(name, table, table.columns, keys)
+    spread = [c for c in table.columns if c.endswith(_SPREAD_STATS)]
+    problems += not_nan(name, table, [c for c in table.columns if c not in spread], keys)
+    if spread:  # a seed spread where there are models, none without
+        problems += rows_failing(name, table, (table[SEED_MODELS] > 0) == table[spread].notna().all(axis=1), keys,
+                                 "every seed spread column given where there are seed models and NaN where there are none",
+                                 [SEED_MODELS, *spread])
     problems += in_range(name, table, study.recall_label, keys, 0, 1, allow_nan=True)  # NaN: reported above
     for c in ("ECE 1:1", f"ECE 1:{study.k}"):
         problems += in_range(name, table, c, keys, 0, 1, high_open=True, allow_nan=True)
@@ -214,7 +316,8 @@ def table1_wide(t1: pd.DataFrame, reference: pd.DataFrame | None = None) -> pd.D
     each cell ``value [lo, hi]``.
 
     With ``reference`` (:func:`table1_reference`), the rules that learn nothing follow as rows
-    of their own ("least overlap (Platt on chitchat)").
+    of their own ("least overlap (Platt on chitchat)"). Where ``t1`` has a seed spread (:func:`seed_spread`),
+    ``<metric> seed spread`` follows the metric's interval over queries, ``min–max (sd, models)``; empty for a rule.
     """
 
     t = t1.copy()
@@ -225,12 +328,21 @@ def table1_wide(t1: pd.DataFrame, reference: pd.DataFrame | None = None) -> pd.D
         t = pd.concat([t, ref.drop(columns=["ranker"])], ignore_index=True)
     t["test on"] = t["corpus"] + " · " + t["sampler"]
     with_interval = _value_metrics(t1)
-    metrics = [c for c in t1.columns if c not in (*_KEYS, "queries", "seeds") and not c.endswith((" lo", " hi"))]
-    for m in metrics:
+    shown = [c for c in t1.columns if c not in (*_KEYS, "queries", "seeds", SEED_MODELS)
+             and not c.endswith((" lo", " hi", *_SPREAD_STATS))]
+    for m in shown:
         if m in with_interval:
             t[m] = [unc.format_interval(v, lo, hi) for v, lo, hi in zip(t[m], t[f"{m} lo"], t[f"{m} hi"])]
         else:
             t[m] = [f"{v:.3f}" if np.isfinite(v) else "" for v in t[m]]
+    metrics = []
+    for m in shown:  # a seed spread after the interval over queries of its metric (an ECE's: the debiased value's)
+        metrics.append(m)
+        base = m.removesuffix(" debiased")
+        if f"{base} seed min" in t1.columns and (m.endswith(" debiased") or f"{m} debiased" not in shown):
+            t[f"{base} seed spread"] = [format_spread(lo, hi, sd, n) for lo, hi, sd, n in zip(
+                t[f"{base} seed min"], t[f"{base} seed max"], t[f"{base} seed sd"], t[SEED_MODELS].fillna(0))]
+            metrics.append(f"{base} seed spread")
     wide = t.pivot(index="row", columns="test on", values=metrics)
     wide = wide.reindex(list(dict.fromkeys(t["row"])))
     wide = wide.swaplevel(0, 1, axis=1)
@@ -265,11 +377,15 @@ def table2(study: Study, *, ece_column: str = "ECE 1:1", n_resamples: int = unc.
     its interval ``lo``/``hi`` and the one-sided tests ``pvalue`` (lower ECE, the paper's claim) /
     ``pvalue_worse`` use the debiased ECE as a difference, Holm across the table (``*_holm``), and
     ``mark``. ``ece_column``: the balanced ECE of Table 1 (default) or ``"ECE"``. Why a difference
-    of debiased ECEs: docs/decisions.md, "Penha & Hauff Table 2".
+    of debiased ECEs: docs/decisions.md, "Penha & Hauff Table 2". ``<ece_column> seed range (bert)``:
+    max - min of eq. 1's ECE over bert's models of :func:`seed_spread` (NaN without an ensemble), the
+    change one training seed alone can make, beside the change between rankers.
     """
     if BASELINE not in study.rankers:
         raise ValueError(f"Table 2 needs the {BASELINE!r} ranker in the profile")
     metric = "ECE 1:1" if ece_column == "ECE 1:1" else "ECE"
+    spread = seed_spread(study).set_index(["train_corpus", "corpus", "sampler"])
+    seed_range = spread[f"{metric} seed max"] - spread[f"{metric} seed min"]
     rows = []
     for ranker in [r for r in study.rankers if r != BASELINE]:
         for _, tc, cond in study.cells("test", [ranker]):
@@ -281,7 +397,9 @@ def table2(study: Study, *, ece_column: str = "ECE 1:1", n_resamples: int = unc.
                          "ranker": ranker, f"{ece_column} bert": plain_base, f"{ece_column} ranker": plain_own,
                          "rel_change": (plain_own - plain_base) / plain_base if plain_base > 0 else float("nan"),
                          f"{ece_column} debiased bert": c["b"], f"{ece_column} debiased ranker": c["a"],
-                         "change": c["change"], "lo": c["lo"], "hi": c["hi"], "seeds": len(own),
+                         "change": c["change"], "lo": c["lo"], "hi": c["hi"],
+                         f"{ece_column} seed range (bert)": float(seed_range.get((tc, cond.corpus, cond.sampler), np.nan)),
+                         "seeds": len(own),
                          "pvalue": c["pvalue"], "pvalue_worse": c["pvalue_worse"], "note": c["note"]})
     out = _marked(rows)
     _check_table2(study, out)
@@ -463,15 +581,19 @@ def protocol_note(study: Study) -> str:
             + (" and seeds" if len(training_seeds(cfg)) > 1 else ""))
 
 
-def paper2023_tables(study: Study, intervals: pd.DataFrame, sampler: str | None = None) -> dict[str, pd.DataFrame]:
+def paper2023_tables(study: Study, intervals: pd.DataFrame, sampler: str | None = None, *,
+                     spread: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:
     """PG-DRR / GPF-BERT layout: ``{"in-domain": ..., "shift": ...}``, one row per cell and ranker.
 
     ``R10@1``, ``MAP`` and ``ECE debiased`` as ``value [lo, hi]`` text beside ``ECE`` (eq. 1 on all
-    candidates), ``ECE bias``, ``seeds``, ``protocol`` and the numbers behind the text. ``sampler``
-    defaults to :func:`paper2023_sampler`; ``intervals``: :func:`interval_table` (with
-    :func:`baseline_interval_table`'s rows if wanted). Layout: docs/decisions.md, "The 2023 papers' tables".
+    candidates), ``ECE bias``, ``seeds``, ``seed spread`` (``bert``'s rows: R10@1 and ECE over the
+    ensemble's members, :func:`seed_spread`, computed unless ``spread`` gives it; empty elsewhere),
+    ``protocol`` and the numbers behind the text. ``sampler`` defaults to :func:`paper2023_sampler`;
+    ``intervals``: :func:`interval_table` (with :func:`baseline_interval_table`'s rows if wanted).
+    Layout: docs/decisions.md, "The 2023 papers' tables".
     """
     sampler = sampler or paper2023_sampler(study)
+    spread = spread if spread is not None else seed_spread(study)
     summ = intervals[intervals["sampler"] == sampler].copy()
     rl = study.recall_label
     summ["train on"] = summ["train_corpus"]
@@ -485,12 +607,29 @@ def paper2023_tables(study: Study, intervals: pd.DataFrame, sampler: str | None 
     summ["ECE"] = [f"{v:.3f}" if np.isfinite(v) else "" for v in summ["ECE mean"]]
     summ["ECE bias"] = [f"{v:.3f}" if np.isfinite(v) else "" for v in summ["ECE bias"]]
     numbers.append("ECE mean")
+    summ["seed spread"] = _spread_note(summ, spread, rl)
     summ["protocol"] = protocol_note(study)
-    cols = ["train on", "test on", "ranker", rl, "MAP", "ECE", "ECE debiased", "ECE bias", "seeds", "protocol", *numbers]
+    cols = ["train on", "test on", "ranker", rl, "MAP", "ECE", "ECE debiased", "ECE bias", "seeds", "seed spread",
+            "protocol", *numbers]
     in_dom = summ["train_corpus"] == summ["corpus"]
     out = {"in-domain": summ.loc[in_dom, cols].reset_index(drop=True),
            "shift": summ.loc[~in_dom, cols].reset_index(drop=True)}
     _check_paper2023(study, out["in-domain"], [*dict.fromkeys([*study.rankers, *intervals["ranker"]])])
+    return out
+
+
+def _spread_note(rows: pd.DataFrame, spread: pd.DataFrame, recall_label: str) -> list[str]:
+    """``"R10@1 0.583–0.667, ECE 0.101–0.131 (3 seeds)"`` on ``bert``'s rows of ``rows`` (cell keys as
+    :func:`interval_table`'s) from :func:`seed_spread`; ``""`` on the other rows and without a spread."""
+    by_cell = {tuple(r[k] for k in ("train_corpus", "corpus", "sampler")): r for _, r in spread.iterrows()}
+    out = []
+    for _, row in rows.iterrows():
+        s = by_cell.get((row["train_corpus"], row["corpus"], row["sampler"])) if row["ranker"] == BASELINE else None
+        if s is None or not s[SEED_MODELS]:
+            out.append("")
+            continue
+        out.append(f"{recall_label} {s['R@1 seed min']:.3f}–{s['R@1 seed max']:.3f}, "
+                   f"ECE {s['ECE seed min']:.3f}–{s['ECE seed max']:.3f} ({int(s[SEED_MODELS])} seeds)")
     return out
 
 

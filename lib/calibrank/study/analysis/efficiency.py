@@ -167,6 +167,11 @@ def _intra_op_threads(threads: int | None) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
+def _predicting(model: Any, queries: Sequence) -> Callable[[], Any]:
+    """``model.predict(queries)`` as a call of no arguments, bound to this ``model``."""
+    return lambda: model.predict(queries)
+
+
 def time_rankers(rankers: Mapping[str, Any], queries: Sequence, *, repeats: int = 5, warmup_queries: int = 4,
                  seed: int = 0, threads: int | None = 1) -> tuple[Timings, dict[str, Any]]:
     """Time each fitted ranker's ``predict(queries)`` (:func:`time_interleaved`); the last Predictions of each.
@@ -185,7 +190,7 @@ def time_rankers(rankers: Mapping[str, Any], queries: Sequence, *, repeats: int 
         with _intra_op_threads(threads):
             for model in rankers.values():
                 model.predict(warm)
-            return time_interleaved({name: (lambda m=model: m.predict(queries)) for name, model in rankers.items()},
+            return time_interleaved({name: _predicting(model, queries) for name, model in rankers.items()},
                                     repeats=repeats, seed=seed)
     finally:
         for name, model in rankers.items():

@@ -89,15 +89,15 @@ def _papers_2023() -> pd.DataFrame:
         for r, (rec, ap, e) in by_ranker.items():
             rows.append({"paper": "GPF-BERT Table 1", "setting": "in-domain", "train_corpus": corpus, "corpus": corpus,
                          "ranker": r, "R10@1": rec, "MAP": ap, "ECE": e})
-    for corpus, by_ranker in _PGDRR_IN.items():
-        for r, (rec, ap) in by_ranker.items():
+    for corpus, in_domain in _PGDRR_IN.items():
+        for r, (rec, ap) in in_domain.items():
             rows.append({"paper": "PG-DRR Table 1", "setting": "in-domain", "train_corpus": corpus, "corpus": corpus,
                          "ranker": r, "R10@1": rec, "MAP": ap, "ECE": np.nan})
     for paper, table in (("GPF-BERT Table 2", _GPF_SHIFT_ECE), ("PG-DRR Table 3", _PGDRR_SHIFT_ECE)):
-        for (tc, corpus), by_ranker in table.items():
-            for r, e in by_ranker.items():
+        for (tc, corpus), shift_ece in table.items():
+            for r, shifted in shift_ece.items():
                 rows.append({"paper": paper, "setting": "shift", "train_corpus": tc, "corpus": corpus, "ranker": r,
-                             "R10@1": np.nan, "MAP": np.nan, "ECE": e})
+                             "R10@1": np.nan, "MAP": np.nan, "ECE": shifted})
     return pd.DataFrame(rows)
 
 

@@ -32,7 +32,11 @@ __all__ = [
     "plot_efficiency_clocks",
     "plot_length_histograms",
     "plot_nota_bars",
+    "plot_metric_intervals",
     "plot_reliability_grid",
+    "plot_reliability_intervals",
+    "plot_score_histograms",
+    "plot_side_by_side",
     "plot_training_curves",
     "ranker_colors",
     "style",
@@ -350,3 +354,134 @@ def plot_efficiency_clocks(table: pd.DataFrame):
         plot_efficiency(clock_view(table, clock), ax=ax)
         ax.set_title(f"{'process CPU' if clock == 'cpu' else 'wall'} time" + (" (decides)" if clock == table["clock"].iloc[0] else ""))
     return fig
+
+
+# ------------------------------------------------------------------------------ the explorer (calibrank.study.analysis.explore)
+def _colors_by(by: str, names: Iterable[str]) -> dict:
+    """A ranker's own colour when the panels are rankers, else the category palette's."""
+    return ranker_colors(names) if by == "ranker" else category_colors(names)
+
+
+@styled
+def plot_reliability_intervals(table: pd.DataFrame, *, by: str = "ranker", ncols: int = 4, axes=None):
+    """Reliability diagrams with each bucket's interval and count, one panel per ``by`` value.
+
+    From :func:`calibrank.study.analysis.explore.reliability_view` (or ``reliability_frame`` with a ``by``
+    column). Points: the fraction relevant of each filled bucket at its mean predicted probability, joined by a
+    line; bars: its 95% interval over queries (``fraction_positive lo`` / ``hi``); the bucket's count above the
+    bar; dashed: perfect calibration. An empty bucket draws nothing.
+    """
+    if table.empty:
+        return _panels(axes, 0, 1, (4.0, 2.0))
+    names = list(dict.fromkeys(table[by]))
+    panels = _panels(axes, len(names), ncols, (3.4, 3.2))
+    colors = _colors_by(by, names)
+    for ax, name in zip(panels, names):
+        sub = table[(table[by] == name) & (table["count"] > 0)]
+        x, y = sub["mean_predicted"].to_numpy(), sub["fraction_positive"].to_numpy()
+        err = np.vstack([(y - sub["fraction_positive lo"]).clip(lower=0), (sub["fraction_positive hi"] - y).clip(lower=0)])
+        ax.errorbar(x, y, yerr=err, fmt="o-", ms=4, lw=1.2, capsize=2, color=colors[name], label="fraction relevant, 95% interval")
+        for xi, top, n in zip(x, sub["fraction_positive hi"].fillna(sub["fraction_positive"]), sub["count"]):
+            ax.annotate(str(int(n)), (xi, top), xytext=(0, 3), textcoords="offset points", ha="center", va="bottom",
+                        fontsize=7, color=".3")
+        ax.plot([0, 1], [0, 1], "--", color="grey", lw=1, label="perfect calibration")
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1.12)
+        ax.set_xlabel("predicted P(relevant)")
+        ece = table.loc[table[by] == name, "ECE"]
+        ax.set_title(f"{name}" + (f" (ECE {ece.iloc[0]:.3f})" if len(ece) and np.isfinite(ece.iloc[0]) else ""))
+    panels[0].set_ylabel("fraction relevant (count above)")
+    panels[0].legend(loc="upper left", fontsize=7)
+    return panels
+
+
+@styled
+def plot_score_histograms(table: pd.DataFrame, *, by: str = "ranker", ncols: int = 4, axes=None):
+    """The predicted probabilities of relevant and non-relevant candidates, one panel per ``by`` value.
+
+    From :func:`calibrank.study.analysis.explore.histogram_view`: one step outline per label, each a density
+    (its area is 1), with the label's candidates and mean probability in the legend.
+    """
+    if table.empty:
+        return _panels(axes, 0, 1, (4.0, 2.0))
+    names = list(dict.fromkeys(table[by]))
+    panels = _panels(axes, len(names), ncols, (3.4, 3.0), sharey=False)
+    colors = category_colors(dict.fromkeys(table["label"]))
+    for ax, name in zip(panels, names):
+        for label, sub in table[table[by] == name].groupby("label", sort=False):
+            edges = np.append(sub["lower"].to_numpy(), sub["upper"].iloc[-1])
+            first = sub.iloc[0]
+            text = f"{label} ({int(first['candidates'])}, mean {first['mean']:.2f})" if first["candidates"] else f"{label} (none)"
+            ax.stairs(sub["density"].fillna(0).to_numpy(), edges, fill=True, alpha=0.25, color=colors[label])
+            ax.stairs(sub["density"].fillna(0).to_numpy(), edges, color=colors[label], lw=1.2, label=text)
+        ax.set_xlim(0, 1)
+        ax.set_xlabel("predicted P(relevant)")
+        ax.set_title(str(name))
+        ax.legend(loc="upper center", fontsize=7)
+    panels[0].set_ylabel("density")
+    return panels
+
+
+@styled
+def plot_metric_intervals(table: pd.DataFrame, *, by: str = "ranker", axes=None):
+    """Each metric with its 95% interval, one panel per metric and one row per ``by`` value.
+
+    From :func:`calibrank.study.analysis.explore.metrics_view`: a point and bar per metric that has an interval;
+    the ``ECE`` row (eq. 1, no interval) is an open marker in the debiased ECE's panel, the interval's own.
+    """
+    if table.empty:
+        return _panels(axes, 0, 1, (4.0, 2.0))
+    metrics = [m for m in dict.fromkeys(table["metric"]) if m != "ECE"]
+    names = list(dict.fromkeys(table[by]))
+    panels = _panels(axes, len(metrics), len(metrics), (3.2, 0.9 + 0.45 * len(names)), sharey=True)
+    colors = _colors_by(by, names)
+    y = np.arange(len(names))
+    for ax, metric in zip(panels, metrics):
+        for i, name in enumerate(names):
+            row = table[(table[by] == name) & (table["metric"] == metric)]
+            if row.empty:
+                continue
+            v, lo, hi = (float(row[c].iloc[0]) for c in ("value", "lo", "hi"))
+            err = [[max(v - lo, 0)], [max(hi - v, 0)]] if np.isfinite(lo) and np.isfinite(hi) else None
+            ax.errorbar([v], [i], xerr=err, fmt="o", capsize=3, color=colors[name])
+            ax.annotate(f"{v:.3f}", (v, i), xytext=(0, 5), textcoords="offset points", ha="center", fontsize=7)
+            plain = table[(table[by] == name) & (table["metric"] == "ECE")]
+            if metric == "ECE debiased" and len(plain):
+                ax.plot(plain["value"].iloc[0], i, "o", mfc="none", color=colors[name],
+                        label="ECE (eq. 1)" if i == 0 else None)
+        ax.set_title(metric)
+        ax.set_ylim(-0.6, len(names) - 0.4)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(loc="lower right", fontsize=7)
+    panels[0].set_yticks(y, names)
+    panels[0].invert_yaxis()
+    return panels
+
+
+@styled
+def plot_side_by_side(reliability: pd.DataFrame, comparison: pd.DataFrame, *, by: str = "ranker"):
+    """Two rankers side by side: their reliability diagrams (:func:`plot_reliability_intervals`) and, in a third
+    panel, each metric's difference with its 95% interval and two-sided p-value, from
+    :func:`calibrank.study.analysis.explore.compare_view` (``by`` minus ``versus``)."""
+    fig, axes = plt.subplots(1, 3, figsize=(11, 3.4), constrained_layout=True,
+                             gridspec_kw={"width_ratios": [1, 1, 1.1]})
+    plot_reliability_intervals(reliability, by=by, axes=axes[:2])
+    ax = axes[2]
+    y = np.arange(len(comparison))
+    err = np.vstack([(comparison["change"] - comparison["lo"]).clip(lower=0).fillna(0),
+                     (comparison["hi"] - comparison["change"]).clip(lower=0).fillna(0)])
+    ax.errorbar(comparison["change"], y, xerr=err, fmt="o", capsize=3, color=".2")
+    for yi, (_, row) in zip(y, comparison.iterrows()):
+        if not np.isfinite(row["change"]):  # no difference to show: the row keeps its tick, empty
+            continue
+        p = f"p = {row['pvalue']:.3g}" if np.isfinite(row["pvalue"]) else "no test"
+        ax.annotate(f"{row['change']:+.3f} ({p})", (row["change"], yi), xytext=(0, 6), textcoords="offset points",
+                    ha="center", fontsize=7)
+    ax.axvline(0, color="grey", lw=0.8)
+    ax.set_yticks(y, comparison["metric"])
+    ax.set_ylim(-0.6, len(comparison) - 0.4)
+    ax.invert_yaxis()
+    if len(comparison):
+        ax.set_title(f"{comparison[by].iloc[0]} − {comparison['versus'].iloc[0]}")
+    ax.set_xlabel("difference, 95% interval over queries")
+    return [*axes[:2], ax]

@@ -106,7 +106,7 @@ def table3(study: Study, bs: Iterable[float] | None = None, *, space: str = "log
         valid_cond = _b_condition(study, tc, cond, b_from)
         c = unc.cell_comparison(runs, runs, "R@1", seed=study.cfg.seed, alternative="greater",
                                 scores=(risk_scores, mean_scores), n_resamples=n_resamples)
-        notes = [c["note"]] if c["note"] else []
+        notes = [str(c["note"])] if c["note"] else []
         if all(b == 0 for b in b_by_seed):
             notes.append("b = 0 chosen on validation: the risk-aware ranker is the mean ranker")
         prob = float(np.mean([np.nanmean(recall_at_k(p.mean, p.labels, 1)) for p in runs]))

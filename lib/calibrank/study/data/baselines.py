@@ -279,7 +279,7 @@ def best_baselines(cfg, train_corpus: str, split: str = "test") -> "pd.DataFrame
     for c in eval_conditions(cfg, (split,)):
         r1 = {n.value: float(np.nanmean(recall_at_k((p := load_baseline(cfg, n, str(train_corpus), c)).probs, p.labels, 1)))
               for n in BaselineName}
-        best = max(r1, key=r1.get)
+        best = max(r1, key=r1.__getitem__)
         rows.append({"corpus": c.corpus, "sampler": c.sampler, **{f"R@1 {n}": v for n, v in r1.items()},
                      "best baseline": best, "best baseline R@1": r1[best]})
     return pd.DataFrame(rows)

@@ -255,11 +255,11 @@ def _extract(archive: Path, rec: Recipe, out: Path, targets: dict[str, Path]) ->
         else:
             with tarfile.open(archive) as tf:
                 for role, member in chosen.items():
-                    src = tf.extractfile(member)
-                    if src is None:  # pragma: no cover - only regular files are listed
+                    extracted = tf.extractfile(member)
+                    if extracted is None:  # pragma: no cover - only regular files are listed
                         raise _BadArchive(f"archive member {member} is not a regular file")
-                    with src, staged[role].open("wb") as dst:
-                        shutil.copyfileobj(src, dst, 1 << 20)
+                    with extracted, staged[role].open("wb") as dst:
+                        shutil.copyfileobj(extracted, dst, 1 << 20)
     except (zipfile.BadZipFile, tarfile.TarError, py7zr.exceptions.Bad7zFile, EOFError) as exc:
         raise _BadArchive(f"the archive is damaged ({_short(exc)})") from None
     for role, path in staged.items():

@@ -195,7 +195,7 @@ class NegativeSampler(abc.ABC):
         texts = (example.response, *example.context)
         return {i for i in (self._pool_index.get(normalise_text(t), -1) for t in texts) if i >= 0}
 
-    def _check(self, examples: Sequence[Example], k: int) -> list[int]:
+    def _check(self, examples: Sequence[Example], k: int) -> list[set[int]]:
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
             raise TypeError(f"k must be an int, got {type(k).__name__}")
         if k < 1:
@@ -324,7 +324,8 @@ class BM25Sampler(NegativeSampler):
     def _negative_indices(self, examples, excluded, k, seed):
         return self._bm25_indices(examples, excluded, [k] * len(examples), seed)
 
-    def _bm25_indices(self, examples, excluded, ks, seed):
+    def _bm25_indices(self, examples: Sequence[Example], excluded: Sequence[set[int]], ks: Sequence[int],
+                      seed: int) -> list[list[int]]:
         """The top ``ks[i]`` admissible BM25 hits of each example (random fill when too few match)."""
         k = max(ks) if ks else 0
         queries = self.tokenize([query_text(ex.context, self.query_utterances) for ex in examples])
@@ -416,7 +417,7 @@ def model_identity(path: Path) -> dict[str, Any]:
         rel = f.relative_to(path).as_posix()
         entry: dict[str, Any] = {"file": rel, "size": f.stat().st_size}
         if f.suffix == ".json" and f.stat().st_size < 1_000_000:
-            entry["sha256"] = hashlib.sha256(f.read_bytes()).hexdigest()
+            entry["sha256"] = atomic.sha256_file(f)
         files.append(entry)
     return {"name": path.name, "files": files}
 
@@ -602,7 +603,7 @@ def make_sampler(name: str | SamplerName, pool: Sequence[str], **params: Any) ->
     """Build the sampler called ``name`` over ``pool``; unknown params raise ``TypeError`` naming them."""
     cls = _sampler_class(name)
     accepted = [p for c in cls.__mro__ if c.__dict__.get("__init__") and c is not object
-                for p, v in inspect.signature(c.__init__).parameters.items()
+                for p, v in inspect.signature(c.__dict__["__init__"]).parameters.items()
                 if p not in ("self", "pool") and v.kind is not inspect.Parameter.VAR_KEYWORD]
     accepted = list(dict.fromkeys(accepted))
     unknown = sorted(set(params) - set(accepted))

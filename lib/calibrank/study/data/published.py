@@ -58,11 +58,11 @@ def expected_files(name: str, root: Path | None = None) -> dict[str, Path]:
     return {split: root / f"{split}.tsv" for split in SPLITS}
 
 
-def missing_hint(name: str, paths: list[Path]) -> str:
+def missing_hint(name: str, missing: list[Path]) -> str:
     """The message for missing dataset files: which ones, and how to get them."""
-    where = paths[0].parent if paths else paths.raw_dir(name)
+    where = missing[0].parent if missing else paths.raw_dir(name)
     return (
-        f"{name}: missing {', '.join(str(p) for p in paths)}. "
+        f"{name}: missing {', '.join(str(p) for p in missing)}. "
         f"Run `make data DATASET={name}` on a machine with internet access (and copy {where} here), "
         f"or place the files there by hand, downloaded from the dataset's original home: {homepage(name)}"
     )

@@ -137,7 +137,7 @@ def overlap_table(query_sets: Mapping[str, Sequence[RankingQuery]], echo: float 
 def _check_overlap(table: pd.DataFrame) -> None:
     """On every corpus whose test split has a random and a BM25 query set (of one k), the BM25 negatives
     overlap their context more than the random ones: BM25 picks them for sharing the context's words."""
-    sets = {}
+    sets: dict[tuple[str, str], dict[str, pd.Series]] = {}
     for _, row in table.iterrows():
         m = _TEST_SET.match(str(row["query set"]))
         if m:

@@ -70,7 +70,11 @@ def split_sides(pairs: Pairs, key_index: np.ndarray | None = None) -> Sides:
     keys = np.zeros(len(pairs), dtype=np.int64) if key_index is None else np.asarray(key_index, dtype=np.int64)
     ctx_seen: dict[tuple, int] = {}
     resp_seen: dict[tuple, int] = {}
-    ctx, resp, ctx_key, resp_key, resp_side_offset = [], [], [], [], []
+    ctx: list[list[int]] = []
+    resp: list[list[int]] = []
+    ctx_key: list[int] = []
+    resp_key: list[int] = []
+    resp_side_offset: list[int] = []
     ctx_of = np.empty(len(pairs), dtype=np.int64)
     resp_of = np.empty(len(pairs), dtype=np.int64)
     offset = np.empty(len(pairs), dtype=np.int64)

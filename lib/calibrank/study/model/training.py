@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -410,7 +411,8 @@ def _train_model(
     warmup = int(settings.warmup_ratio * total)
     keep_best = Selection(settings.selection) is Selection.best  # "last": validation is only logged
     model.to(device)
-    groups = param_groups(model) if param_groups else [{"params": [p for p in model.parameters() if p.requires_grad]}]
+    groups: list[dict[str, Any]] = (param_groups(model) if param_groups
+                                    else [{"params": [p for p in model.parameters() if p.requires_grad]}])
     for g in groups:
         g.setdefault("lr", settings.lr)
         g["base_lr"] = g["lr"]

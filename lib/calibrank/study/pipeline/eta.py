@@ -24,7 +24,7 @@ from calibrank.study.data.corpora import load_corpus
 from calibrank.study.data.negatives import encode, load_embedding_model
 from calibrank.study.data.querysets import load_examples
 from calibrank.study.data.schema import RankingQuery
-from calibrank.study.model.rankers import make_ranker
+from calibrank.study.model.rankers import RankerRun, make_ranker
 from calibrank.hardware import use_bf16
 from calibrank.atomic import read_json, write_json
 from calibrank.study.paths import project_root
@@ -55,8 +55,8 @@ def measure(cfg, examples, *, threads: int, batches: int = 3) -> dict[str, float
         with tempfile.TemporaryDirectory(prefix="calibrank-eta-") as tmp:
             for seed in (0, 1):
                 t0 = time.perf_counter()
-                ranker = make_ranker(RankerName.bert, training=t, models_dir=Path(tmp), seed=seed,
-                                     context_style=cfg.data.context_style).fit(queries)
+                ranker = make_ranker(RankerName.bert, RankerRun(t, Path(tmp), seed=seed,
+                                                                context_style=cfg.data.context_style)).fit(queries)
                 fitted = ranker.training_results()[0]
                 build = time.perf_counter() - t0 - fitted.seconds  # the fit's wall time outside its loop
                 scored = ranker.predict_many([queries, queries[:1]])[0].meta["shared_scoring"]

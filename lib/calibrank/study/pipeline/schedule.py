@@ -7,8 +7,6 @@ Torch-free, so that the line after each step costs an interpreter start and no m
 
 import argparse
 import dataclasses
-import hashlib
-import json
 import os
 import statistics
 import subprocess
@@ -18,7 +16,7 @@ from pathlib import Path
 
 from calibrank.study.data.conditions import Condition, eval_conditions, ranker_conditions
 from calibrank.study.data.querysets import query_set_specs
-from calibrank.atomic import read_json
+from calibrank.atomic import read_json, stable_hash
 from calibrank.study.paths import project_root
 from calibrank.study.settings import registry
 from calibrank.study.settings.choices import SamplerName
@@ -52,7 +50,7 @@ def code_sources(cfg, notebooks: Path) -> str:
     files = [*sorted(package.rglob("*.py")), *sorted(Path(notebooks).resolve().glob("*.ipynb")),
              *(Path(p).resolve() for p in profile_sources(cfg.source or cfg.profile))]
     stats = [(str(p), st.st_size, st.st_mtime_ns) for p in files if (st := p.stat())]
-    return hashlib.sha256(json.dumps([stats, [s.name for s in grid.steps(cfg)]]).encode()).hexdigest()
+    return stable_hash([stats, [s.name for s in grid.steps(cfg)]], 64)
 
 
 def refresh_code(cfg, notebooks: str | os.PathLike | None = None) -> bool:

@@ -3,7 +3,7 @@
 A section's ``check`` names the key it refuses (:class:`calibrank.study.settings.checks.ConfigError`); the
 reader (:mod:`calibrank.study.settings.config`) prefixes the section's path and the file and line. The choices are the
 enums of :mod:`calibrank.study.settings.choices`; the GP layers' defaults and ranges are read from the layers' own
-settings (:mod:`calibrank.study.model.gp.settings`), so a default is written once.
+settings (:mod:`calibrank.study.settings.gp`), so a default is written once.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
-from calibrank.study.model.gp.settings import (
+from calibrank.study.settings.gp import (
     MAX_FEATURES,
     PolyaGammaSettings,
     RandomFeatureSettings,
@@ -333,7 +333,7 @@ def check_joint_layers(joint_layers: Any, *, pooling: Any = None, n_layers: int 
 #
 # A ranker built by keyword arguments builds its section (:func:`calibrank.study.settings.config.build_section`), so
 # its arguments and its params section have one set of defaults and checks; the settings of the GP
-# layers below them are the layers' own (:mod:`calibrank.study.model.gp.settings`), read here.
+# layers below them are the layers' own (:mod:`calibrank.study.settings.gp`), read here.
 
 #: Dropout on the pooled feature before every ranker's output layer (the first paper's BERT head).
 HEAD_DROPOUT = 0.1

@@ -16,6 +16,7 @@ import pandas as pd
 from scipy import stats
 
 from calibrank.predictions import Predictions
+from calibrank.study.data.conditions import Condition
 from calibrank.table_checks import describe, in_range, raise_problems, rows_failing
 from calibrank.study.analysis.practice.cells import CELL, rows_problems, study_cells
 from calibrank.study.analysis.practice.fitdata import drop_queries, fit_data
@@ -51,7 +52,7 @@ def conformal_table(study, rankers: Iterable[str] | None = None, alphas: Sequenc
             fd = fit_data(study, ranker, tc)
             pi_cal = candidate_distribution(fd.pred.probs)
             conds = [c for c in study.test_conditions("test") if (ranker, tc, c.name) in study.paths]
-            tests: list[tuple[object, Predictions]] = [(c, drop_queries(study.get(ranker, tc, c), fd.exclude))
+            tests: list[tuple[Condition, Predictions]] = [(c, drop_queries(study.get(ranker, tc, c), fd.exclude))
                                                        for c in conds]
             for score in scores:
                 cal = true_scores(pi_cal, fd.pred.labels, score)

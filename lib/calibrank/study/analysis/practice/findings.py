@@ -112,7 +112,7 @@ def _separated(a: pd.DataFrame, b: pd.DataFrame, keys: list[str], col: str) -> t
 
 
 def _selective(table: pd.DataFrame) -> list[dict]:
-    rows = []
+    rows: list[dict] = []
     if table.empty:
         return rows
     keys = ["ranker", "train_corpus", "corpus", "sampler"]
@@ -213,7 +213,7 @@ def _listwise(table: pd.DataFrame) -> list[dict]:
 
 
 def _nota_conformal(table: pd.DataFrame) -> list[dict]:
-    rows = []
+    rows: list[dict] = []
     if table.empty:
         return rows
     for (view, alpha), grp in table.groupby(["view", "alpha"], sort=False):
@@ -239,7 +239,7 @@ def _nota_conformal(table: pd.DataFrame) -> list[dict]:
 
 
 def _nota_threshold(table: pd.DataFrame) -> list[dict]:
-    rows = []
+    rows: list[dict] = []
     if table.empty:
         return rows
     for risk, grp in table.groupby("risk", sort=False):

@@ -1,7 +1,8 @@
 """A query's candidates as one K-class problem, and the query-level uncertainty signals built on it.
 
 With one relevant candidate and independent pointwise probabilities, the probability that
-candidate ``j`` is the relevant one is ``softmax(logit(p))_j`` (:func:`candidate_distribution`).
+candidate ``j`` is the relevant one is ``softmax(logit(p))_j``
+(:func:`calibrank.methods.listwise.candidate_distribution`).
 :func:`query_signals` gives the signals of :data:`SIGNALS` (larger = more uncertain; variances
 need S > 1), :func:`listwise_calibration` the top-label ECE (Guo et al. 2017) of that
 distribution beside eq. 1 of Penha & Hauff. Derivation: docs/decisions.md, "Candidate distribution".

@@ -77,7 +77,7 @@ def lac_threshold(probs: np.ndarray, labels: np.ndarray, alpha: float, view: str
 def empty_set_nota(probs: np.ndarray, threshold: float, view: str) -> tuple[np.ndarray, np.ndarray]:
     """``(sets [Q, K'], nota [Q])``: the LAC sets at ``threshold`` (:func:`lac_threshold`) and whether each is empty."""
     sets = class_probabilities(probs, view) >= threshold - 1e-12
-    return sets, ~sets.any(axis=1)
+    return sets, ~np.asarray(sets.any(axis=1))
 
 
 # ------------------------------------------------------------------------------ Learn then Test

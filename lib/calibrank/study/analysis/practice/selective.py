@@ -9,10 +9,8 @@ Intervals: :func:`selective_intervals`. Definitions in full: docs/decisions.md, 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 
-import numpy as np
 import pandas as pd
 
 from calibrank.table_checks import TOLERANCE, describe, in_range, raise_problems, rows_failing
@@ -21,39 +19,7 @@ from calibrank.methods import intervals
 from calibrank.study.analysis.practice.cells import CELL, rows_problems, study_cells
 from calibrank.methods.selective import CONFIDENCES, COVERAGE, risk_column, risk_coverage, selective_scores, selective_intervals, confidences
 
-__all__ = ["selective_batch", "selective_table", "selective_curves"]
-
-
-def selective_batch(conf: np.ndarray, loss: np.ndarray, *, coverage: float = COVERAGE, axis: int = -1) -> np.ndarray:
-    """``[4, ...]``: AURC, E-AURC, AUGRC and risk@``coverage`` of every row of ``conf`` / ``loss`` ``[..., n]`` at once.
-
-    The same numbers as :func:`selective_scores` (tie groups get their mean loss), vectorised over
-    the leading axes: what the bootstrap of :func:`selective_intervals` computes per resample.
-    """
-    c = np.moveaxis(np.asarray(conf, dtype=np.float64), axis, -1)
-    ell = np.moveaxis(np.asarray(loss, dtype=np.float64), axis, -1)
-    if c.shape != ell.shape or c.shape[-1] == 0:
-        raise ValueError(f"confidence and loss must be non-empty and of the same shape; got {c.shape} and {ell.shape}")
-    lead, n = c.shape[:-1], c.shape[-1]
-    c, ell = c.reshape(-1, n), ell.reshape(-1, n)
-    rows = c.shape[0]
-    order = np.argsort(-c, axis=1, kind="stable")
-    c_sorted = np.take_along_axis(c, order, axis=1)
-    l_sorted = np.take_along_axis(ell, order, axis=1)
-    new = np.ones_like(c_sorted, dtype=bool)
-    new[:, 1:] = c_sorted[:, 1:] != c_sorted[:, :-1]
-    group = np.cumsum(new, axis=1) - 1 + n * np.arange(rows)[:, None]  # tie group, unique across rows
-    sums = np.bincount(group.ravel(), weights=l_sorted.ravel(), minlength=rows * n)
-    counts = np.bincount(group.ravel(), minlength=rows * n)
-    mean_loss = (sums / np.maximum(counts, 1))[group]
-    i = np.arange(1, n + 1)
-    cum = np.cumsum(mean_loss, axis=1)
-    r = cum / i
-    aurc = r.mean(axis=1)
-    oracle = (np.cumsum(np.sort(ell, axis=1), axis=1) / i).mean(axis=1)
-    k = max(1, math.ceil(coverage * n - 1e-9))
-    out = np.stack([aurc, aurc - oracle, (cum / n).mean(axis=1), r[:, k - 1]])
-    return out.reshape((4,) + lead)
+__all__ = ["selective_table", "selective_curves"]
 
 
 def selective_table(study, rankers: Iterable[str] | None = None, *, coverage: float = COVERAGE,

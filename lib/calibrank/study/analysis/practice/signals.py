@@ -9,7 +9,7 @@ performance signals".
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 import pandas as pd
@@ -22,28 +22,19 @@ from calibrank.methods import intervals
 from calibrank.study.analysis.practice.cells import CELL, rows_problems
 from calibrank.methods.listwise import SIGNALS, VARIANCE_SIGNALS, query_signals
 
-__all__ = ["auroc_batch", "auroc_interval", "performance_prediction", "shift_detection"]
+__all__ = ["auroc_interval", "performance_prediction", "shift_detection"]
 
 
 def _signals_of(pred) -> list[str]:
     return [s for s in SIGNALS if pred.n_samples > 1 or s not in VARIANCE_SIGNALS]
 
 
-def auroc_batch(negative: np.ndarray, positive: np.ndarray, axis: int = -1) -> np.ndarray:
-    """AUROC of a score for ``positive`` against ``negative`` along ``axis`` (Mann-Whitney, ties = 1/2), vectorised."""
-    a = np.moveaxis(np.asarray(negative, dtype=np.float64), axis, -1)
-    b = np.moveaxis(np.asarray(positive, dtype=np.float64), axis, -1)
-    n0, n1 = a.shape[-1], b.shape[-1]
-    ranks = stats.rankdata(np.concatenate((a, b), axis=-1), axis=-1)
-    return (ranks[..., n0:].sum(axis=-1) - n1 * (n1 + 1) / 2.0) / (n0 * n1)
-
-
 def auroc_interval(negative: np.ndarray, positive: np.ndarray, *, paired: bool, seed: int,
                    n_resamples: int = intervals.N_RESAMPLES) -> tuple[float, float]:
     """95% bootstrap interval of the AUROC over queries; ``paired``: row ``i`` of both is the same query.
 
-    Each resample's AUROC comes from its query counts in sorted order, equal to :func:`auroc_batch`
-    on the resampled arrays, without ranking each resample.
+    Each resample's AUROC comes from its query counts in sorted order: the rank AUROC of the resampled arrays
+    (tests/oracles.py checks it), without ranking each resample.
     """
     neg = np.asarray(negative, dtype=np.float64).reshape(-1)
     pos = np.asarray(positive, dtype=np.float64).reshape(-1)
@@ -62,20 +53,22 @@ def auroc_interval(negative: np.ndarray, positive: np.ndarray, *, paired: bool, 
         np.cumsum(c0[:, by_value], axis=1, out=cum[:, 1:])
         return (c1 * (cum[:, below] + 0.5 * (cum[:, upto] - cum[:, below]))).sum(axis=1) / (n0 * n1)
 
+    statistic: Callable[..., np.ndarray]
+    data: tuple[np.ndarray, ...]
     if paired:
         if n0 != n1:
             raise ValueError(f"paired samples must have one value per query each; got {n0} and {n1}")
 
-        def statistic(idx, axis=-1):
+        def one_sample(idx, axis=-1):
             c = counts(np.moveaxis(idx, axis, -1), n0)
             return auc(c, c)
 
-        data = (np.arange(n0),)
+        statistic, data = one_sample, (np.arange(n0),)
     else:
-        def statistic(i0, i1, axis=-1):
+        def two_samples(i0, i1, axis=-1):
             return auc(counts(np.moveaxis(i0, axis, -1), n0), counts(np.moveaxis(i1, axis, -1), n1))
 
-        data = (np.arange(n0), np.arange(n1))
+        statistic, data = two_samples, (np.arange(n0), np.arange(n1))
     lo, hi = intervals.bootstrap_interval(data, statistic, paired=False, seed=seed, n_resamples=n_resamples)
     return float(lo), float(hi)
 

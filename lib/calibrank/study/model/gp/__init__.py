@@ -1,7 +1,5 @@
 """Gaussian-process output layers for pointwise cross-encoder rankers.
 
-* :mod:`.settings`: the layers' defaults and ranges, torch-free, which the profile's ranker
-  sections read (:mod:`calibrank.study.settings.config`).
 * :mod:`.spectral`: spectral normalisation with a bound (SNGP; GPF-BERT eq. 1).
 * :mod:`.random_features`: random-Fourier-feature GP layer with a Laplace posterior
   (SNGP; GPF-BERT eqs. 2-5, mean-field logits).
@@ -13,6 +11,6 @@
   jitter and joint draws (of a query's candidates, for every query).
 
 The layers are standalone; wiring them into rankers and the training loop happens elsewhere.
-The package itself imports nothing, so that reading :mod:`.settings` loads no torch: import a
+The package itself imports nothing: import a
 layer from its module (``from calibrank.study.model.gp.random_features import RandomFeatureGP``).
 """

@@ -4,11 +4,11 @@ The logits of ``n`` pairs are ``g ~ N(mu, K)`` with ``K_ij = k(h_i, h_j)`` on en
 (eq. 4) and ``y_i ~ Bernoulli(sigmoid(g_i))`` (eq. 5); Pólya-Gamma variables ``w`` make the
 likelihood conjugate (eqs. 2-3, 8).
 
-* :func:`sample_pg`, :func:`pg_mean`: draws from ``PG(h, c)`` and its mean.
+* :func:`sample_pg`: draws from ``PG(h, c)``.
 * :func:`gibbs_gp`: Algorithm 1, lines 4-10 (eqs. 9-11), ``N`` chains at once.
 * :func:`log_likelihood_given_w`, :func:`fisher_loss`: the training objective of eqs. 12-13
   (Fisher's identity); gradients flow through ``K`` and ``mu``, never ``w``.
-* :class:`PGPosterior`, :func:`gp_predictive`, :func:`gp_predictive_joint`: the predictive of
+* :class:`PGPosterior`: the predictive of
   eq. 14, moment-matched over chains or per chain.
 * :func:`gauss_hermite_sigmoid`: ``E[sigmoid(f)]`` by quadrature (eq. 15).
 * Kernels (eq. 4, sec. 5.3 ablation): :func:`rbf_kernel`, :func:`matern_kernel`,
@@ -25,18 +25,17 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal
+from typing import Literal, TypeAlias
 
 import numpy as np
 import torch
 
 from calibrank.study.settings.checks import check_matern_nu
 from calibrank.study.model.gp.gaussian import jittered_cholesky
-from calibrank.study.model.gp.settings import PolyaGammaSettings
+from calibrank.study.settings.gp import PolyaGammaSettings
 
 __all__ = [
     "sample_pg",
-    "pg_mean",
     "rbf_kernel",
     "matern_kernel",
     "linear_kernel",
@@ -45,13 +44,11 @@ __all__ = [
     "log_likelihood_given_w",
     "fisher_loss",
     "PGPosterior",
-    "gp_predictive",
-    "gp_predictive_joint",
     "gauss_hermite_sigmoid",
     "select_inducing",
 ]
 
-Scale = float | torch.Tensor
+Scale: TypeAlias = float | torch.Tensor
 #: PG-DRR's settings (sec. 4.4) are the defaults of the functions below.
 _PG = PolyaGammaSettings
 
@@ -75,14 +72,6 @@ def sample_pg(c: np.ndarray, rng: np.random.Generator, h: float = 1.0) -> np.nda
         return np.zeros(c.shape, dtype=np.float64)
     out = random_polyagamma(h, z=c, random_state=rng)
     return np.asarray(out, dtype=np.float64).reshape(c.shape)
-
-
-def pg_mean(c: np.ndarray | float) -> np.ndarray:
-    """``E[PG(1, c)] = tanh(c/2) / (2c)``, with the limit ``1/4 - c^2/48`` near ``c = 0``."""
-    c = np.asarray(c, dtype=np.float64)
-    small = np.abs(c) < 1e-4
-    safe = np.where(small, 1.0, c)
-    return np.where(small, 0.25 - c * c / 48.0, np.tanh(safe / 2.0) / (2.0 * safe))
 
 
 # ====================================================================== kernels
@@ -504,39 +493,6 @@ class PGPosterior:
         cov = cov_c.mean(0) + centred.t() @ centred / means.shape[0]
         cov = 0.5 * (cov + cov.t())
         return mean.to(self.out_dtype), cov.to(self.out_dtype)
-
-
-def gp_predictive(
-    K_train: torch.Tensor,
-    K_cross: torch.Tensor,
-    k_test_diag: torch.Tensor,
-    w: torch.Tensor,
-    y: torch.Tensor | np.ndarray,
-    mu_train: torch.Tensor | float = 0.0,
-    mu_test: torch.Tensor | float = 0.0,
-    *,
-    per_chain: bool = False,
-    jitter: float = 0.0,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Eq. 14 marginals: ``PGPosterior.from_w(K_train, w, y, mu_train).predictive(...)``."""
-    post = PGPosterior.from_w(K_train, w, y, mu_train, jitter=jitter)
-    return post.predictive(K_cross, k_test_diag, mu_test, per_chain=per_chain)
-
-
-def gp_predictive_joint(
-    K_train: torch.Tensor,
-    K_cross: torch.Tensor,
-    K_test: torch.Tensor,
-    w: torch.Tensor,
-    y: torch.Tensor | np.ndarray,
-    mu_train: torch.Tensor | float = 0.0,
-    mu_test: torch.Tensor | float = 0.0,
-    *,
-    jitter: float = 0.0,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Eq. 14 joint (moment-matched over chains): ``(mean [N], cov [N, N])``."""
-    post = PGPosterior.from_w(K_train, w, y, mu_train, jitter=jitter)
-    return post.predictive_joint(K_cross, K_test, mu_test)
 
 
 # ====================================================================== quadrature, inducing set

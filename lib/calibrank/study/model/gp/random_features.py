@@ -14,7 +14,7 @@ For an encoder feature ``h`` and ``L = n_features``:
 Only :meth:`RandomFeatureGP.update_precision` writes ``P``, and it raises in eval mode, so
 evaluation never changes it. Departures from the paper (the ridge kept outside eq. 5's average,
 a length scale, the initial ``beta``, jitter in sampling): docs/decisions.md, "Random-feature GP
-layer". Defaults and ranges: :class:`calibrank.study.model.gp.settings.RandomFeatureSettings`.
+layer". Defaults and ranges: :class:`calibrank.study.settings.gp.RandomFeatureSettings`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from torch import nn
 from calibrank.study.settings.checks import check_count
 from calibrank.study.settings.choices import RFOutputInit
 from calibrank.study.model.gp.gaussian import draw_joint
-from calibrank.study.model.gp.settings import RandomFeatureSettings
+from calibrank.study.settings.gp import RandomFeatureSettings, check_random_features
 
 __all__ = ["RandomFeatureGP"]
 
@@ -51,7 +51,7 @@ class RandomFeatureGP(nn.Module):
         output_init: ``"dense"``, ``"prior"`` or ``"zero"`` (:class:`calibrank.study.settings.choices.RFOutputInit`).
 
     Defaults and ranges, checked here (a ConfigError naming the argument):
-    :class:`calibrank.study.model.gp.settings.RandomFeatureSettings`.
+    :class:`calibrank.study.settings.gp.RandomFeatureSettings`.
     """
 
     projection: torch.Tensor
@@ -76,10 +76,9 @@ class RandomFeatureGP(nn.Module):
     ) -> None:
         super().__init__()
         check_count("in_features", in_features)
-        settings = RandomFeatureSettings(n_features=n_features, length_scale=length_scale,
-                                         feature_scale=feature_scale, ridge=ridge, momentum=momentum,
-                                         mean_field_factor=mean_field_factor, output_init=output_init)
-        output_init = settings.output_init.value
+        output_init = check_random_features(n_features=n_features, length_scale=length_scale,
+                                            feature_scale=feature_scale, ridge=ridge, momentum=momentum,
+                                            mean_field_factor=mean_field_factor, output_init=output_init).value
         self.in_features = int(in_features)
         self.n_features = int(n_features)
         self.length_scale = float(length_scale)
@@ -123,11 +122,11 @@ class RandomFeatureGP(nn.Module):
     def _invalidate(self) -> None:
         self._covariance = None
 
-    def _apply(self, fn, *args, **kwargs):  # type: ignore[override]
+    def _apply(self, fn, *args, **kwargs):
         self._invalidate()  # device/dtype moves replace the buffers
         return super()._apply(fn, *args, **kwargs)
 
-    def _load_from_state_dict(self, *args, **kwargs):  # type: ignore[override]
+    def _load_from_state_dict(self, *args, **kwargs):
         self._invalidate()  # a loaded checkpoint brings its own precision matrix
         return super()._load_from_state_dict(*args, **kwargs)
 

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from calibrank.study.model.gp.settings import SpectralNormSettings
+from calibrank.study.settings.gp import SpectralNormSettings
 
 __all__ = ["SpectralNormLinear"]
 
@@ -36,7 +36,7 @@ class SpectralNormLinear(nn.Module):
         n_init_iterations: power-iteration steps run once at construction.
 
     Defaults and checks (a :class:`calibrank.study.settings.checks.ConfigError` naming the argument):
-    :class:`calibrank.study.model.gp.settings.SpectralNormSettings`.
+    :class:`calibrank.study.settings.gp.SpectralNormSettings`.
     """
 
     u: torch.Tensor

@@ -13,8 +13,9 @@ name                    method
 ``pg_drr``              GP output layer, Pólya-Gamma Gibbs, Fisher-identity loss (AAAI 2023)
 ======================  =========================================================
 
-The contract is :class:`~calibrank.study.model.rankers.base.Ranker`: a ranker states its settings in its
-signature. A new ranker is a module with its class and one :class:`calibrank.study.settings.registry.RankerInfo`
+The contract is :class:`~calibrank.study.model.rankers.base.Ranker`: a ranker is built from one
+:class:`~calibrank.study.model.rankers.run.RankerRun` (what every ranker shares) and states its own settings in
+its signature. A new ranker is a module with its class and one :class:`calibrank.study.settings.registry.RankerInfo`
 naming it (``impl``); a profile section of the ranker's name (``rankers.<name>``) gives its settings.
 """
 
@@ -33,8 +34,9 @@ from calibrank.study.settings.choices import RankerName
 from calibrank.study.settings.config import training_seeds
 from calibrank.study.settings.schema import Config
 from calibrank.study.model.rankers.base import Ranker
+from calibrank.study.model.rankers.run import RankerRun
 
-__all__ = ["Ranker", "make_ranker", "ranker_class", "ranker_from_config"]
+__all__ = ["Ranker", "RankerRun", "make_ranker", "ranker_class", "ranker_from_config"]
 
 
 def ranker_class(name: str | RankerName) -> type[Ranker]:
@@ -52,11 +54,11 @@ def ranker_class(name: str | RankerName) -> type[Ranker]:
     return cls
 
 
-def make_ranker(name: str | RankerName, **params: Any) -> Ranker:
-    """A ranker by name; ``params`` are its constructor's keyword arguments (unknown ones are errors)."""
+def make_ranker(name: str | RankerName, run: RankerRun, /, **settings: Any) -> Ranker:
+    """The ranker ``name`` for ``run``; ``settings`` are its own keyword arguments (unknown ones are errors)."""
     cls = ranker_class(name)
     try:
-        return cls(**params)
+        return cls(run, **settings)
     except TypeError as exc:
         raise TypeError(f"ranker {registry.info(name).name!r}: {exc}") from None
 
@@ -76,6 +78,6 @@ def ranker_from_config(cfg: Config, name: str | RankerName, models_dir: str | Pa
     key = registry.key(name)
     section = getattr(cfg.rankers, key.value, None)
     params = _section_params(section) if dataclasses.is_dataclass(section) else {}
-    return make_ranker(key, training=cfg.training, models_dir=models_dir,
-                       seed=training_seeds(cfg)[0] if seed is None else int(seed),
-                       context_style=cfg.data.context_style, device=device, **params)
+    run = RankerRun(cfg.training, Path(models_dir), seed=training_seeds(cfg)[0] if seed is None else seed,
+                    context_style=cfg.data.context_style, device=device)
+    return make_ranker(key, run, **params)

@@ -1,8 +1,9 @@
 """The Ranker contract: ``fit(train, valid)`` then ``predict(queries) -> Predictions``.
 
-A ranker states its settings in its own signature with their defaults; :class:`Ranker` holds what
-every ranker shares (the training settings, the model folder, the seed, the context style and
-the device) and trains one cross-encoder per seed (:meth:`Ranker._train`), cached under
+A ranker is built from what every ranker of a run shares, one :class:`~.run.RankerRun` (the training
+settings, the model folder, the seed, the context style and the device), and states its own
+settings in its signature with their defaults: ``SNGPRanker(run, *, n_features=..., ...)``.
+:class:`Ranker` trains one cross-encoder per seed (:meth:`Ranker._train`), cached under
 everything that determines it (:mod:`.keys`). A new ranker overrides the hooks it changes:
 :meth:`Ranker.build_model` (the model on a loaded backbone), :meth:`Ranker.loss` and
 :meth:`Ranker.training_loss`, :meth:`Ranker.model_key_extra` (its own settings), and gives
@@ -24,7 +25,7 @@ from torch import nn
 from calibrank.study.codekey import code_hash
 from calibrank.study.data.schema import RankingQuery
 from calibrank.study.data.splits import TURN_SEP, UTTERANCE_SEP
-from calibrank.hardware import precision_name, scoring_batch_size, use_bf16
+from calibrank.hardware import precision_name, use_bf16
 from calibrank.metrics.ranking import recall_at_k
 from calibrank.predictions import Predictions
 from calibrank.study.settings.choices import ContextStyle
@@ -36,9 +37,10 @@ from calibrank.study.model.losses import binary_cross_entropy
 from calibrank.study.model.training import TrainResult, encode_pairs, load_trained, train_model
 from calibrank.pairs import Pairs, score_pairs
 from calibrank.study.model.rankers.keys import logits_key, model_key, queries_version, settings_record
+from calibrank.study.model.rankers.run import RankerRun
 from calibrank.study.model.rankers.scoring import model_logits, pair_logits, shared
 
-__all__ = ["Ranker", "TrainedModel"]
+__all__ = ["Ranker", "RankerRun", "TrainedModel"]
 
 
 @dataclasses.dataclass
@@ -56,16 +58,10 @@ class Ranker(ABC):
 
     Parameters
     ----------
-    training : TrainingConfig
-        The profile's training settings (backbone, lengths, optimiser, precision).
-    models_dir : str or Path
-        Where trained models are cached, one folder per :func:`.keys.model_key`.
-    seed : int
-        The training seed.
-    context_style : ContextStyle
-        How a context's turns are joined (:class:`calibrank.study.settings.choices.ContextStyle`).
-    device : str or torch.device, optional
-        Where the model trains and scores; CUDA when torch sees it, else the CPU.
+    run : RankerRun
+        What every ranker shares: the training settings, the model folder, the seed, the context style
+        and the device (:class:`calibrank.study.model.rankers.run.RankerRun`). A ranker's own settings
+        follow it as keyword arguments with their defaults.
     """
 
     #: The ranker's name (:mod:`calibrank.study.settings.registry`).
@@ -83,17 +79,39 @@ class Ranker(ABC):
     #: (``<model folder>/logits/``); timing measurements switch it off (:mod:`calibrank.study.analysis.efficiency`).
     reuse_logits: bool = True
 
-    def __init__(self, training: TrainingConfig, models_dir: str | Path, *, seed: int = 0,
-                 context_style: ContextStyle | str = ContextStyle.plain,
-                 device: str | torch.device | None = None) -> None:
-        self.device = torch.device(device) if device is not None else torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        # A scoring batch the profile leaves open follows the device (no model key holds it).
-        self.training = dataclasses.replace(training, eval_batch_size=scoring_batch_size(training.eval_batch_size, self.device))
-        self.models_dir = Path(models_dir)
-        self.seed = int(seed)
-        self.context_style = ContextStyle(context_style)
+    def __init__(self, run: RankerRun, /) -> None:
+        if not isinstance(run, RankerRun):
+            raise TypeError(f"{type(self).__name__}: expected a RankerRun (training, models_dir, seed, context_style, "
+                            f"device) as the first argument, got {type(run).__name__}")
+        self.run = run
         self.fit_seconds = 0.0
         self.trained: TrainedModel | None = None
+
+    # -------------------------------------------------------------- the run's settings, read-only
+    @property
+    def training(self) -> TrainingConfig:
+        """The training settings, the scoring batch set for the device (:attr:`RankerRun.training`)."""
+        return self.run.training
+
+    @property
+    def models_dir(self) -> Path:
+        """Where trained models are cached."""
+        return self.run.models_dir
+
+    @property
+    def seed(self) -> int:
+        """The training seed."""
+        return self.run.seed
+
+    @property
+    def context_style(self) -> ContextStyle:
+        """How a context's turns are joined."""
+        return self.run.context_style
+
+    @property
+    def device(self) -> torch.device:
+        """Where the model trains and scores."""
+        return self.run.device
 
     # -------------------------------------------------------------- the interface
     @abstractmethod

@@ -8,19 +8,17 @@ member gives one sample; ``probs`` is their mean.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
-import torch
 
 from calibrank.study.data.schema import RankingQuery
 from calibrank.predictions import Predictions
-from calibrank.study.settings.choices import ContextStyle
 from calibrank.study.settings.config import build_section
-from calibrank.study.settings.schema import EnsembleConfig, TrainingConfig
+from calibrank.study.settings.schema import EnsembleConfig
 from calibrank.study.model.training import TrainResult
 from calibrank.study.model.rankers.base import Ranker, TrainedModel
+from calibrank.study.model.rankers.run import RankerRun
 from calibrank.study.model.rankers.scoring import sigmoid
 
 __all__ = ["EnsembleRanker"]
@@ -29,7 +27,7 @@ __all__ = ["EnsembleRanker"]
 class EnsembleRanker(Ranker):
     """M ``bert`` models differing only in their seed.
 
-    Parameters (besides :class:`~calibrank.study.model.rankers.base.Ranker`'s)
+    Parameters (after the :class:`~calibrank.study.model.rankers.run.RankerRun`)
     ----------
     members : int
         M, the default and check of :class:`calibrank.study.settings.schema.EnsembleConfig`.
@@ -40,10 +38,8 @@ class EnsembleRanker(Ranker):
     #: Each member's logit of a pair depends on the pair only: query sets share their distinct pairs.
     shares_pairs: ClassVar[bool] = True
 
-    def __init__(self, training: TrainingConfig, models_dir: str | Path, *, seed: int = 0,
-                 context_style: ContextStyle | str = ContextStyle.plain, device: str | torch.device | None = None,
-                 members: int = EnsembleConfig.members) -> None:
-        super().__init__(training, models_dir, seed=seed, context_style=context_style, device=device)
+    def __init__(self, run: RankerRun, /, *, members: int = EnsembleConfig.members) -> None:
+        super().__init__(run)
         self.members = build_section(EnsembleConfig, {"members": members}, where=self.name).members
         self.trained: list[TrainedModel] = []  # type: ignore[assignment]
 

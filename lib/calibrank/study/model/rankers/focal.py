@@ -9,17 +9,16 @@ rankers on laptop").
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import torch
 from torch import nn
 
-from calibrank.study.settings.choices import ContextStyle, FocalGamma, RFOutputInit, SNGPLoss, SpectralNormPlacement
+from calibrank.study.settings.choices import FocalGamma, RFOutputInit, SNGPLoss, SpectralNormPlacement
 from calibrank.study.settings.config import build_section
-from calibrank.study.settings.schema import FocalConfig, GPFBertConfig, TrainingConfig
+from calibrank.study.settings.schema import FocalConfig, GPFBertConfig
 from calibrank.study.model.losses import focal
 from calibrank.study.model.rankers.deterministic import DeterministicRanker
+from calibrank.study.model.rankers.run import RankerRun
 from calibrank.study.model.rankers.sngp import SNGPRanker
 
 __all__ = ["FocalRanker", "GPFBertRanker"]
@@ -30,7 +29,7 @@ _D = GPFBertConfig  # the defaults of gpf_bert
 class FocalRanker(DeterministicRanker):
     """The ``bert`` cross-encoder trained with focal loss.
 
-    Parameters (besides :class:`~calibrank.study.model.rankers.base.Ranker`'s)
+    Parameters (after the :class:`~calibrank.study.model.rankers.run.RankerRun`)
     ----------
     gamma : float or FocalGamma
         A number >= 0 or ``"adaptive"``: the ``gamma`` of the ``focal`` section
@@ -40,10 +39,8 @@ class FocalRanker(DeterministicRanker):
     name = "focal"
     kind = "focal"
 
-    def __init__(self, training: TrainingConfig, models_dir: str | Path, *, seed: int = 0,
-                 context_style: ContextStyle | str = ContextStyle.plain, device: str | torch.device | None = None,
-                 gamma: float | FocalGamma | str = FocalConfig.gamma) -> None:
-        super().__init__(training, models_dir, seed=seed, context_style=context_style, device=device)
+    def __init__(self, run: RankerRun, /, *, gamma: float | FocalGamma | str = FocalConfig.gamma) -> None:
+        super().__init__(run)
         gamma = build_section(FocalConfig, {"gamma": gamma}, where=self.name).gamma
         self.gamma = gamma.value if isinstance(gamma, FocalGamma) else gamma
 
@@ -63,22 +60,25 @@ class FocalRanker(DeterministicRanker):
 
 class GPFBertRanker(SNGPRanker):
     """GPF-BERT: :class:`SNGPRanker` always trained with focal loss; its parameters are SNGP's but ``loss``
-    (the fields of :class:`calibrank.study.settings.schema.GPFBertConfig`)."""
+    (the fields of :class:`calibrank.study.settings.schema.GPFBertConfig`).
+
+    The list restates SNGP's less ``loss``: a Python subclass cannot drop one keyword of its parent's
+    signature without restating the others, and the ways around it (``**kw``, a generated or partial
+    signature) would hide the settings or accept a ``loss`` that gpf_bert's profile section does not
+    have. ``tests/test_toy_ranker.py`` holds the two lists and the section's defaults together.
+    """
 
     name = "gpf_bert"
     section = GPFBertConfig
 
-    def __init__(self, training: TrainingConfig, models_dir: str | Path, *, seed: int = 0,
-                 context_style: ContextStyle | str = ContextStyle.plain, device: str | torch.device | None = None,
-                 spectral_norm: SpectralNormPlacement | str = _D.spectral_norm, sn_bound: float = _D.sn_bound,
-                 sn_power_iterations: int = _D.sn_power_iterations, n_features: int = _D.n_features,
-                 length_scale: float = _D.length_scale, feature_scale: float = _D.feature_scale, ridge: float = _D.ridge,
-                 momentum: float | None = _D.momentum, mean_field_factor: float = _D.mean_field_factor,
-                 samples: int = _D.samples, focal_gamma: float | FocalGamma | str = _D.focal_gamma,
-                 head_dropout: float = _D.head_dropout, head_lr: float | None = _D.head_lr,
-                 output_init: RFOutputInit | str = _D.output_init) -> None:
-        super().__init__(training, models_dir, seed=seed, context_style=context_style, device=device,
-                         spectral_norm=spectral_norm, sn_bound=sn_bound, sn_power_iterations=sn_power_iterations,
+    def __init__(self, run: RankerRun, /, *, spectral_norm: SpectralNormPlacement | str = _D.spectral_norm,
+                 sn_bound: float = _D.sn_bound, sn_power_iterations: int = _D.sn_power_iterations,
+                 n_features: int = _D.n_features, length_scale: float = _D.length_scale,
+                 feature_scale: float = _D.feature_scale, ridge: float = _D.ridge, momentum: float | None = _D.momentum,
+                 mean_field_factor: float = _D.mean_field_factor, samples: int = _D.samples,
+                 focal_gamma: float | FocalGamma | str = _D.focal_gamma, head_dropout: float = _D.head_dropout,
+                 head_lr: float | None = _D.head_lr, output_init: RFOutputInit | str = _D.output_init) -> None:
+        super().__init__(run, spectral_norm=spectral_norm, sn_bound=sn_bound, sn_power_iterations=sn_power_iterations,
                          n_features=n_features, length_scale=length_scale, feature_scale=feature_scale, ridge=ridge,
                          momentum=momentum, mean_field_factor=mean_field_factor, samples=samples, loss=SNGPLoss.focal,
                          focal_gamma=focal_gamma, head_dropout=head_dropout, head_lr=head_lr, output_init=output_init)

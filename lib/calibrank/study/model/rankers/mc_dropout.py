@@ -11,19 +11,18 @@ once per pass, the same masks on the same positions as on the pair row.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
-from calibrank.study.settings.choices import ContextStyle, DropoutMasks
+from calibrank.study.settings.choices import DropoutMasks
 from calibrank.study.settings.config import build_section
-from calibrank.study.settings.schema import MCDropoutConfig, TrainingConfig
+from calibrank.study.settings.schema import MCDropoutConfig
 from calibrank.study.model import encode_once
 from calibrank.study.model.dropout_masks import score_pairs_per_query, score_sides_per_query
 from calibrank.pairs import Pairs
 from calibrank.study.model.rankers.deterministic import DeterministicRanker
+from calibrank.study.model.rankers.run import RankerRun
 from calibrank.study.model.rankers.scoring import sigmoid
 
 __all__ = ["MCDropoutRanker"]
@@ -32,7 +31,7 @@ __all__ = ["MCDropoutRanker"]
 class MCDropoutRanker(DeterministicRanker):
     """``bert``'s model scored with dropout on, T passes.
 
-    Parameters (besides :class:`~calibrank.study.model.rankers.base.Ranker`'s), the fields, defaults and
+    Parameters (after the :class:`~calibrank.study.model.rankers.run.RankerRun`), the fields, defaults and
     checks of :class:`calibrank.study.settings.schema.MCDropoutConfig`
     ----------
     passes : int
@@ -45,10 +44,9 @@ class MCDropoutRanker(DeterministicRanker):
     #: Per-query masks depend on (seed, pass, query id): a pair is keyed by its query too.
     pair_key_has_query = True
 
-    def __init__(self, training: TrainingConfig, models_dir: str | Path, *, seed: int = 0,
-                 context_style: ContextStyle | str = ContextStyle.plain, device: str | torch.device | None = None,
-                 passes: int = MCDropoutConfig.passes, masks: DropoutMasks | str = MCDropoutConfig.masks) -> None:
-        super().__init__(training, models_dir, seed=seed, context_style=context_style, device=device)
+    def __init__(self, run: RankerRun, /, *, passes: int = MCDropoutConfig.passes,
+                 masks: DropoutMasks | str = MCDropoutConfig.masks) -> None:
+        super().__init__(run)
         settings = build_section(MCDropoutConfig, {"passes": passes, "masks": masks}, where=self.name)
         self.passes = settings.passes
         self.masks = DropoutMasks(settings.masks)

@@ -27,9 +27,9 @@ from calibrank.atomic import stable_hash
 from calibrank.study.data.schema import RankingQuery
 from calibrank.metrics.ranking import recall_at_k
 from calibrank.study.settings.checks import ConfigError, check_choice
-from calibrank.study.settings.choices import ContextStyle, GPKernel, GPMeanFunction, Pooling
+from calibrank.study.settings.choices import GPKernel, GPMeanFunction, Pooling
 from calibrank.study.settings.config import build_section
-from calibrank.study.settings.schema import PGDRRConfig, TrainingConfig, check_gp_batch_size
+from calibrank.study.settings.schema import PGDRRConfig, check_gp_batch_size
 from calibrank.study.model.backbone import Backbone
 from calibrank.study.model.cross_encoder import SEGMENT_COSINE_BIAS, SEGMENT_COSINE_WEIGHT, CrossEncoder
 from calibrank.study.model.gp.inducing import InducingPosterior, inducing_posterior, predictive_mean, predictive_moments
@@ -44,6 +44,7 @@ from calibrank.study.model.gp.polya_gamma import (
 )
 from calibrank.study.model.training import read_recorded, save_recorded
 from calibrank.study.model.rankers.gp_base import GPRanker
+from calibrank.study.model.rankers.run import RankerRun
 from calibrank.study.model.rankers.scoring import encode_features
 
 __all__ = ["PGCrossEncoder", "PGDRRRanker", "PGHead", "pg_param_groups"]
@@ -166,7 +167,7 @@ def _read_posterior(path: Path) -> tuple[dict[str, torch.Tensor], dict] | None:
 class PGDRRRanker(GPRanker):
     """PG-DRR: GP output layer with Pólya-Gamma Gibbs sampling and Fisher-identity training (:mod:`.pg_gp`).
 
-    Parameters (besides :class:`~calibrank.study.model.rankers.base.Ranker`'s), the fields of
+    Parameters (after the :class:`~calibrank.study.model.rankers.run.RankerRun`), the fields of
     :class:`calibrank.study.settings.schema.PGDRRConfig` with its defaults and checks:
 
     kernel, length_scale, output_scale, nu
@@ -185,15 +186,13 @@ class PGDRRRanker(GPRanker):
     kind = "pg_drr"
     draw_stream = 0x5A3
 
-    def __init__(self, training: TrainingConfig, models_dir: str | Path, *, seed: int = 0,
-                 context_style: ContextStyle | str = ContextStyle.plain, device: str | torch.device | None = None,
-                 kernel: GPKernel | str = _D.kernel, length_scale: float = _D.length_scale,
+    def __init__(self, run: RankerRun, /, *, kernel: GPKernel | str = _D.kernel, length_scale: float = _D.length_scale,
                  output_scale: float = _D.output_scale, nu: float = _D.nu, gibbs_steps: int = _D.gibbs_steps,
                  gibbs_chains: int = _D.gibbs_chains, gp_lr: float = _D.gp_lr, projection: bool = _D.projection,
                  learn_mean: bool = _D.learn_mean, mean_function: GPMeanFunction | str = _D.mean_function,
                  projection_lr: float | None = _D.projection_lr, inducing: int = _D.inducing, samples: int = _D.samples,
                  quadrature_points: int = _D.quadrature_points, head_dropout: float = _D.head_dropout) -> None:
-        super().__init__(training, models_dir, seed=seed, context_style=context_style, device=device)
+        super().__init__(run)
         try:
             check_gp_batch_size(self.training.batch_size)
         except ConfigError as exc:

@@ -14,7 +14,6 @@ focal rankers on laptop".
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -23,15 +22,16 @@ from torch import nn
 
 from calibrank.study.data.schema import RankingQuery
 from calibrank.study.settings.checks import check_choice
-from calibrank.study.settings.choices import ContextStyle, FocalGamma, Pooling, RFOutputInit, SNGPLoss, SpectralNormPlacement
+from calibrank.study.settings.choices import FocalGamma, Pooling, RFOutputInit, SNGPLoss, SpectralNormPlacement
 from calibrank.study.settings.config import build_section
-from calibrank.study.settings.schema import RandomFeatureGPConfig, SNGPConfig, TrainingConfig, check_spectral_norm_placement
+from calibrank.study.settings.schema import RandomFeatureGPConfig, SNGPConfig, check_spectral_norm_placement
 from calibrank.study.model.backbone import Backbone
 from calibrank.study.model.cross_encoder import CrossEncoder, head_param_groups, init_cosine_head
 from calibrank.study.model.gp.random_features import RandomFeatureGP
 from calibrank.study.model.gp.spectral import SpectralNormLinear
 from calibrank.study.model.losses import binary_cross_entropy, focal
 from calibrank.study.model.rankers.gp_base import GPRanker
+from calibrank.study.model.rankers.run import RankerRun
 from calibrank.study.model.rankers.scoring import sigmoid
 
 __all__ = ["SNGPCrossEncoder", "SNGPRanker", "apply_spectral_norm_to"]
@@ -125,7 +125,7 @@ class SNGPCrossEncoder(CrossEncoder):
 class SNGPRanker(GPRanker):
     """SNGP: spectral normalisation + random-feature GP head with a Laplace posterior (:mod:`.sngp`).
 
-    Parameters (besides :class:`~calibrank.study.model.rankers.base.Ranker`'s), the fields of
+    Parameters (after the :class:`~calibrank.study.model.rankers.run.RankerRun`), the fields of
     :class:`calibrank.study.settings.schema.SNGPConfig` with its defaults and checks:
 
     spectral_norm, sn_bound, sn_power_iterations
@@ -145,16 +145,15 @@ class SNGPRanker(GPRanker):
     #: The config section that checks the settings.
     section: ClassVar[type[RandomFeatureGPConfig]] = SNGPConfig
 
-    def __init__(self, training: TrainingConfig, models_dir: str | Path, *, seed: int = 0,
-                 context_style: ContextStyle | str = ContextStyle.plain, device: str | torch.device | None = None,
-                 spectral_norm: SpectralNormPlacement | str = _D.spectral_norm, sn_bound: float = _D.sn_bound,
-                 sn_power_iterations: int = _D.sn_power_iterations, n_features: int = _D.n_features,
-                 length_scale: float = _D.length_scale, feature_scale: float = _D.feature_scale, ridge: float = _D.ridge,
-                 momentum: float | None = _D.momentum, mean_field_factor: float = _D.mean_field_factor,
-                 samples: int = _D.samples, loss: SNGPLoss | str = SNGPConfig.loss,
-                 focal_gamma: float | FocalGamma | str = _D.focal_gamma, head_dropout: float = _D.head_dropout,
-                 head_lr: float | None = _D.head_lr, output_init: RFOutputInit | str = _D.output_init) -> None:
-        super().__init__(training, models_dir, seed=seed, context_style=context_style, device=device)
+    def __init__(self, run: RankerRun, /, *, spectral_norm: SpectralNormPlacement | str = _D.spectral_norm,
+                 sn_bound: float = _D.sn_bound, sn_power_iterations: int = _D.sn_power_iterations,
+                 n_features: int = _D.n_features, length_scale: float = _D.length_scale,
+                 feature_scale: float = _D.feature_scale, ridge: float = _D.ridge, momentum: float | None = _D.momentum,
+                 mean_field_factor: float = _D.mean_field_factor, samples: int = _D.samples,
+                 loss: SNGPLoss | str = SNGPConfig.loss, focal_gamma: float | FocalGamma | str = _D.focal_gamma,
+                 head_dropout: float = _D.head_dropout, head_lr: float | None = _D.head_lr,
+                 output_init: RFOutputInit | str = _D.output_init) -> None:
+        super().__init__(run)
         values = dict(spectral_norm=spectral_norm, sn_bound=sn_bound, sn_power_iterations=sn_power_iterations,
                       n_features=n_features, length_scale=length_scale, feature_scale=feature_scale, ridge=ridge,
                       momentum=momentum, mean_field_factor=mean_field_factor, samples=samples, focal_gamma=focal_gamma,
