@@ -21,6 +21,9 @@
   assessment (:func:`calibrank.assess.engine.assess`) of a synthetic run at scale, in a subprocess.
 - :mod:`.core`: ``core_install``, the core alone in a fresh venv: packages, size, the CPU time of ``import
   calibrank`` and ``calibrank --help``.
+- :mod:`.guarantee`: ``guarantee``, the certified cutoff on known-truth data: violations of its
+  promise, certified rate and kept share across a grid, beside the t-test procedure before it and
+  MAPIE's ``BinaryClassificationController``.
 - :mod:`.common`: logging, ratios, the target check shown beside each ratio, and the launcher of a
   section's fresh subprocess.
 - :mod:`.probe_joint`: not a ``make bench`` section; ``bert`` (or another ranker with a model of its

@@ -1,6 +1,9 @@
 """Speed and memory benchmarks, each figure measured side by side in one run.
 
-``python -m benchmarks [--out DIR] [--profile laptop] [--skip SECTION] [--quick] ...``
+``python -m benchmarks [SECTION ...] [--out DIR] [--profile laptop] [--skip SECTION] [--quick] ...``
+
+Sections named on the command line run alone (``python -m benchmarks guarantee --guarantee-draws 300``);
+with none named, every section runs but those left out with ``--skip``.
 
 ``--quick`` shrinks every size and repeat count left at its default (a few minutes on
 2 cores instead of the better part of an hour); its figures are noisier and say so in
@@ -39,6 +42,11 @@ Sections (each can be left out with ``--skip``):
   packages and size, no package of the study's stack, and ``import calibrank`` / ``import calibrank.cli`` time.
 - ``assess_io`` (:mod:`benchmarks.assess_io`): reading a synthetic 7 M-line TREC run with
   qrels against ir_measures' reader (lines/s, peak memory), and ranx's R@1 / MRR / nDCG@10 on it.
+- ``guarantee`` (:mod:`benchmarks.guarantee`): the certified cutoff on known-truth data, a grid of
+  per-query score offsets, validation sizes, targets and confidences, ``--guarantee-draws`` validation
+  sets each: per setting the violation rate with its Clopper-Pearson interval, the certified rate and
+  the kept share, for calibrank's certification, the t-test procedure before it and MAPIE's
+  ``BinaryClassificationController`` side by side (MAPIE: ``pip install mapie``, a dev dependency).
 
 Every ratio is written beside its target and whether it is met (``targets`` in each section).
 Results are merged into ``DIR/bench.json`` (other top-level sections are kept; ``machine``, from
@@ -67,12 +75,13 @@ from .retrieval import SECTION_BM25, SECTION_EMBEDDING, bench_bm25, bench_embedd
 __all__ = ["SECTIONS", "main"]
 
 SECTIONS = ("bm25", "embedding", "peak", "training", "inference", "inference_flops", "scoring", "memory", "clock", "assess_io",
-            "assess", "core")
+            "assess", "core", "guarantee")
 
 # --quick: the value of every option still at its default (sized for a few minutes on 2 cores)
 QUICK = {"n_responses": 5_000, "n_queries": 20, "n_embed": 1_000, "train_steps": 6,
          "train_warmup": 2, "inference_queries": 8, "inference_repeats": 2, "short_train_queries": 8, "scoring_queries": 4,
-         "memory_train_steps": 3, "gibbs_sizes": [256], "gibbs_steps": 5, "assess_queries": 700, "assess_depth": 100}
+         "memory_train_steps": 3, "gibbs_sizes": [256], "gibbs_steps": 5, "assess_queries": 700, "assess_depth": 100,
+         "guarantee_draws": 40}
 
 
 def _int_list(text: str) -> list[int]:
@@ -84,6 +93,8 @@ def _int_list(text: str) -> list[int]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n\n")[0].strip())
+    parser.add_argument("only", nargs="*", metavar="SECTION", help=f"run only these sections ({', '.join(SECTIONS)}; "
+                        "default: every one not skipped)")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: reports/bench under the project root)")
     parser.add_argument("--skip", choices=SECTIONS, action="append", default=[], help="leave a section out (repeatable)")
     parser.add_argument("--seed", type=int, default=0)
@@ -134,7 +145,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     g.add_argument("--assess-queries", type=int, default=7000, help="queries of the synthetic run")
     g.add_argument("--assess-depth", type=int, default=1000, help="candidates per query of the synthetic run")
     g.add_argument("--assess-repeats", type=int, default=1, help="round-robin repeats of the three reading jobs (fastest kept)")
+    g = parser.add_argument_group("the certified cutoff's guarantee on known-truth data (guarantee)")
+    g.add_argument("--guarantee-draws", type=int, default=1000, help="validation sets drawn per setting of the grid")
+    g.add_argument("--guarantee-jobs", type=int, default=1, help="processes the settings are spread over")
     args = parser.parse_args(argv)
+    unknown = [s for s in args.only if s not in SECTIONS]
+    if unknown:
+        parser.error(f"unknown section {unknown[0]!r}; expected some of {', '.join(SECTIONS)}")
+    if args.only:
+        args.skip = [s for s in SECTIONS if s not in args.only]
     if args.quick:
         for name, value in QUICK.items():
             if getattr(args, name) == parser.get_default(name):
@@ -149,7 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--precisions must be a comma-separated subset of fp32,bf16, got {args.precisions}")
     for name in ("n_responses", "n_queries", "n_embed", "k", "train_steps", "train_warmup", "train_rounds", "inference_queries",
                  "inference_repeats", "short_train_queries", "memory_train_steps", "peak_n", "peak_repeats", "assess_queries", "assess_depth",
-                 "assess_repeats"):
+                 "assess_repeats", "guarantee_draws", "guarantee_jobs"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be a positive integer, got {getattr(args, name)}")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -180,6 +199,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         _assess(args, out, machine)
     if "core" not in args.skip:
         _core(out, machine)
+    if "guarantee" not in args.skip:
+        _guarantee(args, out, machine)
     log(f"wrote {Path(out) / 'bench.json'}, bench.md and bench.html")
     return 0
 
@@ -233,6 +254,17 @@ def _core(out: Path, machine: dict[str, Any]) -> None:
     log(f"core: {res['packages']} packages, {res['site_packages_mb']:.0f} MB; process CPU: empty interpreter "
         f"{res['empty_interpreter_cpu_s']:.3f} s, import calibrank {res['import_calibrank_cpu_s']:.3f} s, "
         f"calibrank --help {res['help_cpu_s']:.3f} s, calibrank assess --help {res['assess_help_cpu_s']:.3f} s")
+
+
+def _guarantee(args: argparse.Namespace, out: Path, machine: dict[str, Any]) -> None:
+    from .guarantee import SECTION, bench_guarantee
+
+    log(f"guarantee: {args.guarantee_draws} validation sets per setting, calibrank, the t-test before it and MAPIE")
+    res = bench_guarantee(args.guarantee_draws, seed=args.seed, jobs=args.guarantee_jobs)
+    write_results(out, {SECTION: {**res, "machine": machine}})
+    met = [t["met"] for t in res["targets"]]
+    log(f"guarantee: calibrank's violations under the promise in {sum(bool(m) for m in met)} of {len(met)} settings "
+        f"(upper end of the 95% interval); CPU s " + ", ".join(f"{p} {s:.0f}" for p, s in res["cpu_seconds"].items()))
 
 
 def _device(args: argparse.Namespace):

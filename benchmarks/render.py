@@ -191,9 +191,10 @@ def layout(results: dict[str, Any]) -> list[Block]:
     for name in names:
         sec = results[name]
         blocks.append(("h2", name))
-        if name in _TABLES and isinstance(sec, dict):
-            blocks += _TABLES[name](sec)
-            rest = {k: v for k, v in sec.items() if k not in ("targets", MACHINE)}  # shown above
+        if name in _TABLES and isinstance(sec, dict) or isinstance(sec, dict) and isinstance(sec.get("table"), dict):
+            t = sec.get("table")
+            blocks += _TABLES[name](sec) if name in _TABLES else [("table", t["header"], t["rows"])]
+            rest = {k: v for k, v in sec.items() if k not in ("targets", MACHINE, "table")}  # shown above
             blocks.append(("details", "all figures", [("table", ["key", "value"], [[k, fmt(v)] for k, v in _flatten(rest)])]))
         else:
             blocks.append(("table", ["key", "value"], [[k, fmt(v)] for k, v in _flatten(sec)]))

@@ -122,7 +122,8 @@ def test_write_results_merges_and_renders(tmp_path):
 def test_main_end_to_end_tiny(tmp_path):
     out = tmp_path / "out"
     rankers = ["--skip", "training", "--skip", "inference", "--skip", "inference_flops", "--skip", "memory", "--skip", "peak",
-               "--skip", "assess", "--skip", "assess_io", "--skip", "clock", "--skip", "scoring", "--skip", "core"]
+               "--skip", "assess", "--skip", "assess_io", "--skip", "clock", "--skip", "scoring", "--skip", "core",
+               "--skip", "guarantee"]
     assert main(["--out", str(out), "--n-responses", "200", "--n-queries", "10", "--n-embed", "60", "--k", "5", *rankers]) == 0
     res = json.loads((out / "bench.json").read_text())
     assert set(res) == {"machine", "negatives_bm25", "negatives_embedding"}
@@ -480,7 +481,7 @@ def test_markdown_shows_how_close_to_the_limit(tmp_path):
 def test_main_peak_only(tmp_path):
     out = tmp_path / "out"
     skip = [x for name in ("bm25", "embedding", "training", "inference", "inference_flops", "memory", "assess", "assess_io",
-                           "clock", "scoring", "core")
+                           "clock", "scoring", "core", "guarantee")
             for x in ("--skip", name)]
     assert main(["--out", str(out), "--peak-n", "64", "--peak-repeats", "2", *skip]) == 0
     res = json.loads((out / "bench.json").read_text())

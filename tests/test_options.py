@@ -27,6 +27,7 @@ BAD = {
     "relevant_at": ("0", 0),
     "precision": ("1.5", 1.5),
     "recall": ("-0.1", -0.1),
+    "recall_over": ("all", "all"),
     "confidence": ("1", 1.0),
     "coverage": ("0", 0.0),
     "risk": ("high", "high"),

@@ -212,7 +212,7 @@ def assess(test: ScoredRun, valid: ScoredRun, settings: Settings | None = None, 
     deployed = reliability.deployed_view(cal.map)
     calib, buckets = reliability.calibration_tables(
         reliability.views(test, valid, cal.map, seed=seed), test.kind, deployed=deployed, **boot)
-    curve = thresholds.threshold_curve(test, cal, **boot)
+    curve = thresholds.threshold_curve(test, cal, recall_over=settings.recall_over, **boot)
     cut = thresholds.cutoff_row(cert, cal, test, **boot)
     scores, rule, curves = abstain.abstain_tables(cal, test, valid=valid, n_resamples=n_resamples, seed=seed)
     valid_pred, test_pred = reliability.mapped(valid, cal.map, deployed), reliability.mapped(test, cal.map, deployed)

@@ -138,6 +138,9 @@ class Settings:
         The lowest grade that counts as relevant.
     precision, recall : float, default=None
         The certified cutoff's target (precision 0.9 when neither is given).
+    recall_over : {"qrels", "retrieved"}, default="qrels"
+        What recall counts: every relevant document of the qrels, retrieved or not (as trec_eval), or only the
+        relevant candidates the run retrieved.
     confidence : float, default=0.9
         The probability with which the cutoff's guarantee holds.
     coverage, risk : float, default=None
@@ -167,6 +170,9 @@ class Settings:
     relevant_at: int = _option(1, "whole", "the lowest qrels grade that counts as relevant", _SCORES, low=1)
     precision: float | None = _option(None, "level", "target precision of the kept candidates (default 0.9)", _FIT)
     recall: float | None = _option(None, "level", "target recall instead of precision", _FIT)
+    recall_over: str = _option("qrels", "choice", "what recall counts: every relevant document of the qrels (qrels, as "
+                               "trec_eval) or the relevant candidates the run retrieved (retrieved)", _FIT,
+                               choices=("qrels", "retrieved"))
     confidence: float = _option(0.9, "level", "probability that the guarantee holds", _FIT)
     coverage: float | None = _option(None, "level", "the abstain rule answers this share of queries (default 0.8)",
                                      _ABSTAIN, closed="high")

@@ -363,7 +363,7 @@ class Calibrator:
     >>> s = 3 * y + rng.normal(size=y.shape)                    # raw scores, any scale
     >>> valid = ScoredRun(qids=np.arange(80), docids=np.tile(np.arange(10), (80, 1)), mask=np.ones(y.shape, bool),
     ...                   scores=s[None], relevance=y, judged=np.ones(y.shape, bool), n_relevant=y.sum(axis=1))
-    >>> cal = fit_calibrator(valid, precision=0.8)
+    >>> cal = fit_calibrator(valid, precision=0.75)
     >>> cal.cutoff.certified, cal.predict_proba([3.0, 0.0]).round(2).tolist()
     (True, [0.98, 0.0])
     """

@@ -35,7 +35,7 @@ from calibrank.methods.listwise import candidate_distribution
 from calibrank.methods.recalibrate import fit_recalibrator
 from calibrank.methods.selective import selective_scores
 from calibrank.assess.deploy.calibrator import CONFIDENCES, AbstainRule, Calibrator, Cutoff, Shortlist, list_confidence, top_probabilities
-from calibrank.assess.deploy.certify import Certificate, Metric, certify, min_kept
+from calibrank.assess.deploy.certify import PROCEDURE, Certificate, Metric, certify, min_kept
 from calibrank.assess.deploy.maps import ScoreMap, maps_for
 from calibrank.assess.deploy.watch import Fingerprint
 from calibrank.assess.errors import OptionError
@@ -314,7 +314,7 @@ def fit_calibrator(valid: ScoredRun, settings: Settings | None = None, *,
     >>> s = 3 * y + rng.normal(size=y.shape)                    # raw scores, any scale
     >>> run = ScoredRun(qids=np.arange(80), docids=np.tile(np.arange(10), (80, 1)), mask=np.ones(y.shape, bool),
     ...                 scores=s[None], relevance=y, judged=np.ones(y.shape, bool), n_relevant=y.sum(axis=1))
-    >>> cal = fit_calibrator(run, Settings(precision=0.8, coverage=0.8))
+    >>> cal = fit_calibrator(run, Settings(precision=0.75, coverage=0.8))
     >>> cal.cutoff.certified, cal.abstain_rule.coverage, cal.fitted_on["queries"]
     (True, 0.8, 80)
     """
@@ -344,14 +344,16 @@ def fit_parts(valid: ScoredRun, settings: Settings | None = None, *,
     fs, fy = _fit_pairs(s[m], y[m].astype(int), MAX_FIT_PAIRS, seed)
     score_map = fit_map(method, fs, fy, valid.kind.value)
 
-    cert = certify(s, y, m, metric=metric, target=target, confidence=confidence)
+    cert = certify(s, y, m, metric=metric, target=target, confidence=confidence, seed=seed,
+                   relevant=valid.n_relevant if settings.recall_over == "qrels" else None)
     raw = cert.cutoff if cert.certified and score_map.increasing else None
     best_raw = cert.best_cutoff if math.isfinite(cert.best_cutoff) and score_map.increasing else None
+    counts = {"qrels": "; recall over every relevant document of the qrels, retrieved or not",
+              "retrieved": "; recall over the relevant candidates the run retrieved"}
     cutoff = Cutoff(metric.value, float(target), float(confidence), raw,
                     float(score_map(raw)) if raw is not None else None,
                     cert.best_level if best_raw is not None else 0.0, best_raw,
-                    "Learn-then-Test, fixed sequence over raw-score cutoffs; each cutoff's p-value the larger of the "
-                    "candidate-level exact binomial test and the query-level one-sided t-test")
+                    PROCEDURE + (counts[cert.recall_over] if metric is Metric.recall else ""))
 
     conf, loss, model = valid_confidences(score_map, valid, seed=seed)
     aurc = {name: selective_scores(c, loss).aurc for name, c in conf.items()}

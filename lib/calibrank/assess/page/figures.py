@@ -68,13 +68,20 @@ def plot_reliability(reliability: pd.DataFrame, calibration: pd.DataFrame) -> Fi
 
 def plot_thresholds(curve: pd.DataFrame, threshold: pd.DataFrame) -> Figure:
     """Precision and recall of "keep candidates whose raw score is at least c" against c with their 95% bands;
-    the certified cutoff (or, when none is, the best certifiable one) and the target marked."""
+    the certified cutoff (or, when none is, the best certifiable one) and the target marked.
+
+    Each measure is a step function of the cutoff, drawn as steps over the curve's real cutoffs: between two of
+    them, ``c_i < c <= c_(i+1)``, keeping ``score >= c`` keeps what ``c_(i+1)`` keeps ("steps-pre"), so no straight
+    line is drawn across a gap between cutoffs."""
     fig, (ax,) = _figure((5.6, 4.0))
     c = curve["cutoff"].to_numpy()
     colors = dict(zip(("precision", "recall"), _colors(2)))
+    over = curve["recall over"].iloc[0] if "recall over" in curve.columns and len(curve) else None
     for col in ("precision", "recall"):
-        ax.plot(c, curve[col], color=colors[col], label=f"{col} (test)")
-        ax.fill_between(c, curve[f"{col} lo"], curve[f"{col} hi"], color=colors[col], alpha=BAND_ALPHA, lw=0)
+        label = f"{col} (test{', over the ' + over if col == 'recall' and over else ''})"
+        ax.plot(c, curve[col], color=colors[col], drawstyle="steps-pre", label=label)
+        ax.fill_between(c, curve[f"{col} lo"], curve[f"{col} hi"], step="pre", color=colors[col], alpha=BAND_ALPHA,
+                        lw=0)
     row = threshold.iloc[0]
     ax.axhline(row["target"], color="0.5", lw=0.8, ls=":", label=f"target {row['metric']} {row['target']:.0%}")
     if row["certified"]:
