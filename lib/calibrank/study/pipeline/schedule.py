@@ -91,9 +91,48 @@ def steps(cfg) -> list[Step]:
         made |= set(s.outputs) if pending else set()
         out.append(Step(s.name, s.kind, s.outputs[0], (s.model.name,) if s.model else (),
                         registry.key(s.parameters["ranker"]).value if s.kind == "predict" else None, pending=pending))
-    index = f"reports/{cfg.profile}/index.html"
+    index = str(grid.index_files(cfg.profile)[1])  # the page's record: the index step's output
     return out + [Step("index", "index", index, pending=any(s.pending for s in out)
                        or _older([index], [grid.code_path(cfg.profile, grid.INDEX)]))]
+
+
+def _reached(cfg, plan: dict, targets) -> set[str]:
+    """The steps of ``plan`` that snakemake's ``targets`` ask for, with the steps they read: a step's name or one of
+    its files, or a notebook's page; none, the index or anything else asks for every step."""
+    made_by = {o: s.name for s in plan.values() for o in s.outputs}
+    root, wanted = project_root(), set()
+    for target in targets or ():
+        t = Path(str(target))
+        t = str(t.relative_to(root)) if t.is_absolute() and t.is_relative_to(root) else str(t)
+        page = t[:-len(".html")].split("/")[-1] if t.startswith(f"reports/{cfg.profile}/") and t.endswith(".html") else None
+        if t in plan or t in made_by or page in plan:
+            wanted.add(t if t in plan else made_by.get(t, page))
+        else:
+            return set(plan)
+    if not wanted:
+        return set(plan)
+    parents = {n: {made_by[i] for i in s.inputs if i in made_by} for n, s in plan.items()}
+    todo = list(wanted)
+    while todo:
+        for parent in parents[todo.pop()] - wanted:
+            wanted.add(parent)
+            todo.append(parent)
+    return wanted
+
+
+def alone(cfg, targets=()) -> set[str]:
+    """The steps snakemake will run for ``targets`` (pending, and asked for) that no other of them can run beside:
+    each other one comes before or after it in the graph. Such a step takes every core; the others share them
+    (``cores / jobs`` threads each), since they may run side by side. Decided from the plan, not from what happens to
+    run at a moment, so that the same plan gives a step the same threads (and a trained model the same bits)."""
+    plan = {s.name: s for s in grid.steps(cfg)}
+    run = {s.name for s in steps(cfg) if s.pending and s.name in plan} & _reached(cfg, plan, targets)
+    made_by = {o: s.name for s in plan.values() for o in s.outputs}
+    before: dict[str, set[str]] = {}
+    for name in plan:  # grid.steps lists a step after the steps it reads
+        direct = {made_by[i] for i in plan[name].inputs if i in made_by}
+        before[name] = direct.union(*(before[d] for d in direct))
+    return {n for n in run if all(m in before[n] or n in before[m] for m in run - {n})}
 
 
 def work(cfg, sizes: dict, trained=frozenset(), pools: dict | None = None) -> dict[str, dict[str, float]]:
