@@ -23,6 +23,8 @@ import sys
 import traceback
 from pathlib import Path
 
+import papermill
+
 from calibrank.atomic import owner_tag
 from calibrank.study.locks import sweep_temp
 from calibrank.study.paths import project_root
@@ -79,8 +81,6 @@ def run_step(profile: str, name: str, *, notebooks: str | os.PathLike | None = N
     sweep_temp(dest.parent)
     tmp = dest.with_name(f".tmp-{name}.{owner_tag()}.ipynb")
     failed = failed_path(profile, name)
-
-    import papermill  # here: the workflow imports this module's helpers without it
 
     try:
         papermill.execute_notebook(str(folder / f"{step.notebook}.ipynb"), str(tmp), parameters=step.parameters,
