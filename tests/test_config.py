@@ -87,6 +87,39 @@ def test_invalid_yaml_is_a_config_error(tmp_path):
         load_config(_write(tmp_path, "profile: [unclosed\n"))
 
 
+@pytest.mark.parametrize("text, where, needles", [
+    ("profile: x\nrankers: {seeds: [1, 2\nb: 3\n", "line 3:column 2",
+     ["expected ',' or ']', but got ':'", "while parsing a flow sequence that starts at line 2, column 18"]),
+    ("profile: x\n  seed: 1\n", "line 2:column 7", ["mapping values are not allowed here"]),
+    ("profile: x\ndescription: \"open\n", "line 3:column 1", ["found unexpected end of stream",
+                                                           "while scanning a quoted scalar that starts at line 2"]),
+])
+def test_a_yaml_syntax_error_is_one_line_with_file_line_and_column(tmp_path, text, where, needles):
+    path = _write(tmp_path, text)
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    msg = str(err.value)
+    assert "\n" not in msg and msg.startswith(f"{path}:{where}: not valid YAML: ")
+    for needle in needles:
+        assert needle in msg
+
+
+def test_an_empty_list_of_seeds_is_refused_where_it_was_written(tmp_path, capsys):
+    """Left out, rankers.seeds means the profile seed; written empty, it would train that seed without a word."""
+    path = _write(tmp_path, "profile: x\nseed: 3\nrankers:\n  names: [bert]\n  seeds: []\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert str(err.value) == (f"{path}:line 5: rankers.seeds: expected at least one training seed, got []; list them "
+                              f"(e.g. [3]), or leave the key out to train with the profile's seed (3) alone")
+    from calibrank.study.settings.config import main, training_seeds
+
+    assert main(["check", str(path)]) == 1
+    assert capsys.readouterr().err.count("\n") == 1
+    with pytest.raises(ConfigError, match="override rankers.seeds: expected at least one training seed"):
+        load_config(_write(tmp_path, "profile: y\n", "y"), {"rankers.seeds": []})
+    assert training_seeds(load_config(_write(tmp_path, "profile: z\nseed: 3\n", "z"))) == (3,)
+
+
 def test_unknown_profile_lists_the_known_ones(tmp_root):
     with pytest.raises(ConfigError, match="known profiles: laptop, laptop-3seeds, laptop-full, paper, paper2023, smoke"):
         load_config("nosuch")
@@ -112,7 +145,8 @@ def test_training_seeds_name_the_runs_and_round_trip(tmp_root):
     assert training_seeds(cfg) == (5, 2)
     assert train_runs(cfg) == ["bert-chitchat", "pg_drr-chitchat", "bert-chitchat-seed2", "pg_drr-chitchat-seed2"]
     assert all(run_name(*parse_run_name(r, cfg), cfg) == r for r in train_runs(cfg))
-    assert training_seeds(load_config("smoke", {"rankers.seeds": []})) == (load_config("smoke").seed,)
+    with pytest.raises(ConfigError, match=r"override rankers\.seeds: expected at least one training seed"):
+        load_config("smoke", {"rankers.seeds": []})  # the profile seed alone is the key left out
     with pytest.raises(ConfigError, match="is not a run of the profile"):
         parse_run_name("bert-chitchat-seed7", cfg)
     with pytest.raises(ConfigError, match=r"rankers\.seeds.*twice"):

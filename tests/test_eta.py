@@ -3,6 +3,7 @@ read back, eta.json and its errors, the progress lines."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -156,7 +157,7 @@ def test_a_first_run_measures_the_loop_writes_eta_json_and_prints_progress(tmp_r
     (tmp_root / "reports" / "smoke" / "01_data.ipynb").write_text("{}")  # finished in this run
     assert schedule.main(["smoke", "02_negatives", "--seconds", "65"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("[") and "02_negatives done (1:05, estimate " in out and "left (62 steps)" in out
+    assert out.startswith("[") and "02_negatives done (1:05, estimate " in out and "left (62 steps, at " in out
     assert schedule.progress("smoke", "02_negatives", 65, started - 100) == "02_negatives done (1:05)"  # another run's
     monkeypatch.delenv("CALIBRANK_RUN_START")  # a step made on its own, outside make report
     assert schedule.main(["smoke", "02_negatives", "--seconds", "5"]) == 0
@@ -174,6 +175,33 @@ def test_a_first_run_measures_the_loop_writes_eta_json_and_prints_progress(tmp_r
     again = {s.name: s.seconds for s in schedule.read_eta(schedule.eta_path("smoke"))[0].steps}
     assert again["04_calibration"] == 42.0 and again["05_risk_aware"] == 42.0  # the start: the fastest notebook
     assert schedule.read_eta(schedule.eta_path("smoke"))[1]["rates"]["startup_from"] == "last run"
+
+
+def test_the_time_left_follows_the_pace_of_the_steps_done(tmp_root, capsys, monkeypatch):
+    """The estimate said 2:35 for five steps; the first two took five times their estimate (a machine busier than
+    when it was measured): the time left is the rest of the estimate at that pace, not the estimate alone."""
+    started = time.time() - 600
+    steps = [schedule.Step("01_data", "data", "reports/smoke/01_data.ipynb", seconds=10),
+             schedule.Step("02_negatives", "negatives", "reports/smoke/02_negatives.ipynb", seconds=20),
+             schedule.Step("train-a", "train", "runs/smoke/grid/a.json", trains=("a",), seconds=60),
+             schedule.Step("train-b", "train", "runs/smoke/grid/b.json", trains=("b",), seconds=60),
+             schedule.Step("index", "index", "reports/smoke/index.html", seconds=5)]
+    path = schedule.eta_path("smoke")
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"profile": "smoke", "created": "", "started": started, "jobs": 1, "cores": 2,
+                                "seconds": 155.0, "rates": {}, "steps": [dataclasses.asdict(s) for s in steps]}))
+    monkeypatch.setenv("CALIBRANK_RUN_START", str(started))
+    for step, seconds in (("01_data", 50), ("02_negatives", 100)):
+        (tmp_root / "reports" / "smoke" / f"{step}.ipynb").write_text("{}")  # made in this run
+        assert schedule.main(["smoke", step, "--seconds", str(seconds)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].endswith("01_data done (0:50, estimate 0:10); ~12 min left (4 steps, at 5.0x the estimate)")
+    # (60 + 60 + 5) s of estimate left at 5x: 625 s; the estimate alone said 2 min
+    assert lines[1].endswith("02_negatives done (1:40, estimate 0:20); ~10 min left (3 steps, at 5.0x the estimate)")
+    # each finished step is recorded with the run it belongs to; another run's times do not count
+    assert schedule.run_times("smoke", started) == {"01_data": 50.0, "02_negatives": 100.0}
+    assert schedule.run_times("smoke", started + 100) == {}
+    assert schedule.pace({"a": 10.0, "b": 0.0}, {"a": 20.0, "b": 7.0}) == 2.0 and schedule.pace({"a": 1.0}, {}) is None
 
 
 def test_the_progress_line_and_the_report_page_load_no_torch():

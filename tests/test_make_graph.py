@@ -13,6 +13,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -33,7 +34,8 @@ def make_root(tmp_path) -> Path:
         os.utime(root / name, OLD)
     for folder in ("params", "notebooks", "workflow"):
         shutil.copytree(REPO / folder, root / folder)
-    (root / ".venv").symlink_to(REPO / ".venv")
+    # the checkout's .venv, or the one running the tests (a second checkout of the same project has none of its own)
+    (root / ".venv").symlink_to(REPO / ".venv" if (REPO / ".venv").is_dir() else Path(sys.prefix))
     return root
 
 
@@ -67,12 +69,14 @@ def test_report_checks_the_profile_estimates_and_runs_snakemake(make_root, args,
     threads = max(1, cores // jobs)
     lines = proc.stdout.splitlines()
     assert lines[0] == f".venv/bin/python -m calibrank.study.settings.config check {profile}"
-    assert lines[1].startswith(f".venv/bin/python -m calibrank.study.pipeline.eta {profile} --jobs {jobs} --cores {cores} --started ")
-    assert lines[1].endswith(" || true")  # an estimate that cannot be made never stops the run
-    assert lines[2].endswith(f".venv/bin/snakemake -s workflow/Snakefile --workflow-profile workflow/profiles/local "
-                             f"--cores {cores} --config profile={profile} threads={threads}")
-    assert lines[2].startswith("CALIBRANK_RUN_START=")
-    assert len(lines) == 4 and lines[3].startswith('echo "report: reports/')
+    # snakemake runs under the launcher, which holds the profile's run lock, recovers the lock of a killed run and
+    # estimates the run's time first (an estimate that cannot be made never stops the run)
+    launch, snakemake = lines[1].split(" -- ")
+    assert re.fullmatch(rf"\.venv/bin/python -m calibrank\.study\.pipeline\.launch {profile} --started \d+ --estimate "
+                        rf"--jobs {jobs} --cores {cores}", launch)
+    assert snakemake == (f".venv/bin/snakemake -s workflow/Snakefile --workflow-profile workflow/profiles/local "
+                         f"--cores {cores} --config profile={profile} threads={threads}")
+    assert len(lines) == 3 and lines[2].startswith('echo "report: reports/')
     assert _files(make_root) == before  # a dry run runs nothing
 
 
@@ -106,6 +110,14 @@ def test_one_step_is_a_snakemake_target_and_its_name_is_checked(make_root):
                           text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "03_train-sngp-chitchat" in done.stdout + done.stderr and "07_efficiency" not in done.stdout + done.stderr
+    # the step and the steps it reads run one after the other: each takes every core, not cores / jobs
+    from test_workflow import _jobs
+
+    cores = int(command.split("--cores ")[1].split()[0])
+    jobs = _jobs(done.stdout + done.stderr)
+    assert {name: jobs[name]["threads"] for name in jobs if name not in ("html", "all")} == \
+        {name: cores for name in ("01_data", "02_negatives", "train-sngp-chitchat-seed0", "03_train-sngp-chitchat")}
+    assert all(f"OMP_NUM_THREADS={cores} " in jobs[name]["shell"] for name in jobs if name not in ("html", "all"))
     for goal in ("nb-x;touch x", "nb-$(shell touch x)"):
         proc = _make(make_root, "-n", goal, "PROFILE=smoke")
         assert proc.returncode != 0 and "a step's name is made of letters, digits, _ and -" in proc.stderr

@@ -7,16 +7,25 @@ table that is not the one its notebook wrote (its sha256 differs from the record
 with one line naming the file and the command that writes it again.
 This module collects and formats; ``templates/report.html.j2`` lays the page out and escapes
 every text it is given. Run as ``python -m calibrank.study.pipeline.report PROFILE``.
+
+A page that cannot be rebuilt never takes the last good one with it: the page is written whole (a temporary name,
+then renamed) and recorded in ``index.json`` (its sha256; the index step's output in the workflow,
+:func:`calibrank.study.pipeline.grid.index_files`); a rebuild that fails leaves the previous page in place with a
+banner at its top, the one line that says why and what makes it again (:func:`mark_stale`), and removes the record,
+so that the next run builds the page again.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import html
 import json
 import re
 import shlex
 import sys
+import time
+import traceback
 from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
@@ -34,13 +43,15 @@ from calibrank.study.analysis.papers import paper_comparison
 from calibrank.study.analysis.verdicts import Verdict, summary
 from calibrank.study.data.baselines import SHORTCUT_MARGIN, ranking_check, ranking_warnings
 from calibrank.metrics.resample import ONE_SEED_NOTE
-from calibrank.atomic import atomic_path
+from calibrank.atomic import atomic_path, sha256_file, write_json
 from calibrank.study.paths import project_root, report_dir
+from calibrank.study.settings.checks import ConfigError
 from calibrank.study.settings.config import load_config
 from calibrank.study.settings.schema import Config
+from calibrank.study.pipeline.grid import index_files
 from calibrank.study.pipeline.schedule import eta_path, read_eta
 
-__all__ = ["SECTION_TITLES", "build_index", "notebook_sections"]
+__all__ = ["SECTION_TITLES", "build_index", "mark_stale", "notebook_sections"]
 
 SECTION_TITLES = ("Setup", "Do the rankers rank?", "What replicates and what does not", "The papers' numbers beside ours",
                   "Beyond the papers", "The notebooks, table by table and figure by figure", "Notes on the method")
@@ -344,21 +355,60 @@ def build_index(profile: str) -> Path:
         eta=_eta(cfg.profile, [s["stem"] for s in steps]), ranking=_ranking(cfg, tables),
         replication=_replication(tables), comparison=_comparison(tables), findings=_findings(tables),
         notebooks=_notebooks(steps), csvs=sorted((rdir / "tables").glob("*.csv")))
-    dest = rdir / "index.html"
+    dest, record = (project_root() / p for p in index_files(cfg.profile))
     with atomic_path(dest) as tmp:
         tmp.write_text(page, encoding="utf-8")
+        digest = sha256_file(tmp)
+    write_json(record, {"page": dest.name, "sha256": digest, "built": time.strftime("%Y-%m-%dT%H:%M:%S")})
     return dest
 
 
+_STALE = ("<!-- calibrank: stale -->", "<!-- /calibrank: stale -->")
+_STALE_STYLE = ("margin:0 0 1em;padding:.8em 1em;border:2px solid #b3261e;background:#fdecea;color:#410e0b;"
+                "font:1rem/1.4 system-ui,sans-serif")
+
+
+def mark_stale(page: str | Path, reason: str) -> bool:
+    """Put a banner at the top of ``page`` (replacing an earlier one): the page is stale, the line ``reason`` says
+    why and what makes it again. The page is rewritten whole; False when there is none."""
+    page = Path(page)
+    try:
+        text = page.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return False
+    text = re.sub(re.escape(_STALE[0]) + ".*?" + re.escape(_STALE[1]), "", text, flags=re.S)
+    banner = (f'{_STALE[0]}<div class="stale" role="alert" style="{_STALE_STYLE}"><strong>This page is stale.</strong> '
+              f'Rebuilding it failed ({time.strftime("%Y-%m-%d %H:%M")}): {html.escape(reason)}</div>{_STALE[1]}')
+    body = re.search(r"<body[^>]*>", text)
+    at = body.end() if body else 0
+    with atomic_path(page) as tmp:
+        tmp.write_text(text[:at] + banner + text[at:], encoding="utf-8")
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
+    """``python -m calibrank.study.pipeline.report PROFILE``: build the page; when it cannot be built, one line says
+    why (a damaged table: the file and the command that writes it again) and the last page stays, marked stale."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
         print("usage: python -m calibrank.study.pipeline.report PROFILE", file=sys.stderr)
         return 2
     try:
         print(build_index(args[0]))
-    except TableFileError as exc:  # one line: the file, what is wrong, the command that writes it again
-        print(f"report: {exc}", file=sys.stderr)
+    except Exception as exc:
+        said = isinstance(exc, (TableFileError, ConfigError)) or \
+            (isinstance(exc, FileNotFoundError) and "no executed notebooks" in str(exc))
+        reason = " ".join(str(exc).split())
+        reason = reason if said else f"{type(exc).__name__}: {reason}"
+        kept, page = False, None
+        if re.fullmatch(r"[A-Za-z0-9_-]+", args[0]):  # a profile's name, not a path
+            page, record = (project_root() / p for p in index_files(args[0]))
+            record.unlink(missing_ok=True)  # the page is not the one built from what is there now
+            kept = mark_stale(page, reason)
+        if not said:  # a fault of this code: its traceback too
+            traceback.print_exc()
+        print(f"report: {reason}" + (f" ({page.relative_to(project_root())}: the last page, marked stale)" if kept else ""),
+              file=sys.stderr)
         return 1
     return 0
 

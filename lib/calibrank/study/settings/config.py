@@ -172,6 +172,18 @@ def build_section(cls: type, values: Mapping[str, Any], *, where: str = "") -> A
         raise ConfigError(f"{where}: {exc}" if where else str(exc), key=exc.key) from None
 
 
+def _check_given_seeds(raw: dict[str, Any], lines: Lines, path) -> None:
+    """``rankers.seeds: []`` is refused where it was written: left out, the key means the profile seed alone
+    (:func:`training_seeds`), but an empty list given on purpose would run that seed silently."""
+    rankers = raw.get("rankers")
+    seeds = rankers.get("seeds") if isinstance(rankers, dict) else None
+    if isinstance(seeds, list) and not seeds:
+        main = raw.get("seed", 0)
+        raise locate(error("rankers.seeds", f"expected at least one training seed, got []; list them (e.g. [{main}]), "
+                                            f"or leave the key out to train with the profile's seed ({main}) alone"),
+                     lines, path)
+
+
 def load_config(profile: str | os.PathLike, overrides: dict[str, Any] | None = None) -> Config:
     """Read and validate a profile; ``overrides`` maps dotted keys (``"data.max_dialogues"``) to values.
 
@@ -197,6 +209,7 @@ def load_config(profile: str | os.PathLike, overrides: dict[str, Any] | None = N
         lines[key_path(dotted)] = None
     if "profile" not in raw:
         raise ConfigError(f"{path}: profile: missing required key (the profile's name)")
+    _check_given_seeds(raw, lines, path)
     try:
         cfg = _build(Config, raw, "")
     except ConfigError as exc:

@@ -125,6 +125,18 @@ def _value(loader: _ProfileLoader, node: yaml.Node, path: tuple, file: Path, lin
     return out
 
 
+def _yaml_error(path: Path, exc: yaml.YAMLError) -> str:
+    """A YAML syntax error as one line: the file, line and column where the parser stopped, what it expected, and
+    where the construct it was reading started (PyYAML's own message spans several lines and quotes the text)."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    problem = getattr(exc, "problem", None) or " ".join(str(exc).split())
+    context, start = getattr(exc, "context", None), getattr(exc, "context_mark", None)
+    where = f"{path}:line {mark.line + 1}:column {mark.column + 1}" if mark is not None else str(path)
+    since = f" ({context} that starts at line {start.line + 1}, column {start.column + 1})" \
+        if context and start is not None and (start.line, start.column) != (mark.line, mark.column) else ""
+    return f"{where}: not valid YAML: {problem}{since}"
+
+
 def read_profile(path: Path) -> tuple[dict[str, Any], Lines]:
     """One params file as a mapping, strictly parsed (YAML 1.2 scalars, no key twice), and the line of each key;
     errors name the file and line."""
@@ -141,7 +153,7 @@ def read_profile(path: Path) -> tuple[dict[str, Any], Lines]:
         node = loader.get_single_node()
         raw = {} if node is None else _value(loader, node, (), path, lines)
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML ({exc})") from exc
+        raise ConfigError(_yaml_error(path, exc)) from None
     finally:
         loader.dispose()
     if raw is None:
