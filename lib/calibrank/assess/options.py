@@ -482,7 +482,7 @@ def check_option(name: str, value: Any, spelt: str | None = None) -> Any:
 _GROUPS = (_DEPLOYED, _WATCH, _VALID, _OTHER, _SCORES, _FIT, _ABSTAIN, _REPORT)
 
 
-def declared(cls: type[Settings] = Options) -> list[dataclasses.Field]:
+def declared(cls: type[Settings] | type[WatchSettings] = Options) -> list[dataclasses.Field]:
     """The declared options of ``cls`` that the command line offers, inputs first, then by group as declared."""
     fields = [f for f in dataclasses.fields(cls) if f.metadata.get("cli", True)]
     return sorted(fields, key=lambda f: _GROUPS.index(f.metadata["group"]))
