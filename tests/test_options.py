@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import stat
-import sys
 import threading
 from pathlib import Path
 
@@ -118,7 +117,7 @@ def test_out_is_checked_before_any_work(out, expected, run_files, tmp_path, caps
     with pytest.raises(SystemExit) as exit_:
         cli.main(["assess", str(run_files / "run.trec"), str(run_files / "qrels"), "--out", out])
     err = capsys.readouterr().err
-    assert exit_.value.code == 2 and f"--out: " in err and expected in err and err.count("\n") == 1
+    assert exit_.value.code == 2 and "--out: " in err and expected in err and err.count("\n") == 1
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a read-only folder")
@@ -138,6 +137,13 @@ def test_a_file_given_twice_among_the_runs_is_refused(run_files, capsys):
     assert "is given twice" in capsys.readouterr().err
     with pytest.raises(OptionError, match="valid_run: .* is given twice"):
         Options(run=[run], qrels=str(run_files / "qrels"), valid_run=[run_files / "run.trec", run],
+                valid_qrels=str(run_files / "qrels"))
+
+
+def test_a_missing_file_among_the_runs_is_one_line_naming_the_option(run_files):
+    # os.stat(None) used to escape as a TypeError with no option named
+    with pytest.raises(OptionError, match="valid_run: expected a path, got NoneType"):
+        Options(run=[str(run_files / "run.trec")], qrels=str(run_files / "qrels"), valid_run=[None],
                 valid_qrels=str(run_files / "qrels"))
 
 

@@ -155,6 +155,7 @@ def _watch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         options = WatchOptions(run=list(args.files), **given)
     except OptionError as exc:
         parser.error(f"{cli_name(exc.option)}: {exc.text}")
+    assert options.calibrator is not None  # WatchOptions refuses to be built without one
     # numpy and scipy (and arrow, to read the run) only once the options hold
     import dataclasses as dc
     import json

@@ -101,7 +101,7 @@ def count(x: float) -> str:
     return f"{int(round(float(x))):,}"
 
 
-def pct(x: float) -> str:
+def pct(x: float | None) -> str:
     """``x`` as a percentage with three significant digits (``53.3%``, ``0.41%``, ``100%``)."""
     if x is None or not np.isfinite(x):
         return "n/a"
@@ -137,9 +137,9 @@ def cell(column: str, value) -> str:
     if isinstance(value, (bool, np.bool_)):
         return "yes" if value else "no"
     if isinstance(value, (int, np.integer)):
-        return count(value) if column not in THRESHOLDS else threshold(value)
+        return count(float(value)) if column not in THRESHOLDS else threshold(float(value))  # each formats float(x)
     if isinstance(value, (float, np.floating)):
-        return format_for(column)(value) if np.isfinite(value) else ""
+        return format_for(column)(float(value)) if np.isfinite(value) else ""
     return "" if value is None or value is pd.NA else str(value)
 
 

@@ -97,8 +97,10 @@ def _check(option: str, value: Any, meta: Mapping[str, Any]) -> Any:
 
 
 def _file(option: str, v: Any) -> str | None:
-    if v is None:
-        return None
+    return None if v is None else _path(option, v)
+
+
+def _path(option: str, v: Any) -> str:
     if not isinstance(v, (str, os.PathLike)):
         raise OptionError(option, f"expected a path, got {type(v).__name__}")
     path = Path(v)
@@ -111,7 +113,7 @@ def _file(option: str, v: Any) -> str | None:
 
 def _files(option: str, v: Any) -> tuple[str, ...]:
     items = [v] if isinstance(v, (str, os.PathLike)) else list(v or ())
-    files = tuple(_file(option, x) for x in items)
+    files = tuple(_path(option, x) for x in items)
     seen: dict[tuple[int, int], str] = {}
     for f in files:
         st = os.stat(f)
@@ -120,7 +122,7 @@ def _files(option: str, v: Any) -> tuple[str, ...]:
             raise OptionError(option, f"{f} is given twice (also as {seen[key]}); each file is one sample, "
                               "so expected distinct files")
         seen[key] = f
-    return files  # type: ignore[return-value]
+    return files
 
 
 @dataclasses.dataclass(frozen=True)
@@ -486,7 +488,7 @@ def check_option(name: str, value: Any, spelt: str | None = None) -> Any:
 _GROUPS = (_DEPLOYED, _WATCH, _VALID, _OTHER, _SCORES, _FIT, _ABSTAIN, _REPORT)
 
 
-def declared(cls: type[Settings] = Options) -> list[dataclasses.Field]:
+def declared(cls: type[Settings] | type[WatchSettings] = Options) -> list[dataclasses.Field]:
     """The declared options of ``cls`` that the command line offers, inputs first, then by group as declared."""
     fields = [f for f in dataclasses.fields(cls) if f.metadata.get("cli", True)]
     return sorted(fields, key=lambda f: _GROUPS.index(f.metadata["group"]))

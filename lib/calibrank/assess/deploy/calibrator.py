@@ -27,7 +27,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +54,7 @@ class CalibratorError(ValueError):
     """A calibrator that cannot be built or read; the message names the file or the field."""
 
 
-def _strict(name: str, d: Mapping[str, Any], required: set[str], optional: set[str] = frozenset()) -> None:
+def _strict(name: str, d: Mapping[str, Any], required: Set[str], optional: Set[str] = frozenset()) -> None:
     if not isinstance(d, Mapping):
         raise CalibratorError(f"{name}: expected an object, got {type(d).__name__}")
     unknown = sorted(set(d) - required - optional)
@@ -296,16 +296,18 @@ def top_probabilities(probs: np.ndarray, mask: np.ndarray, m: int) -> np.ndarray
     return out
 
 
-def list_confidence(name: str, scores: np.ndarray, probs: np.ndarray, mask: np.ndarray,
+def list_confidence(name: str, scores: np.ndarray, probs: np.ndarray | None, mask: np.ndarray,
                     list_model: tuple[Any, float] | None = None) -> np.ndarray:
     """``[Q]`` the confidence ``name`` (one of :data:`CONFIDENCES`) of each list: its top raw score, its top
     probability minus the second, or ``list_model``'s (coefficients, intercept) logistic regression on its
     largest probabilities. The one formula the fitting, the page and :meth:`Calibrator.confidence` share."""
     if name == "top score":
         return np.where(mask, scores, -np.inf).max(axis=1)
+    assert probs is not None, "the margin and list confidences need probs"
     if name == "margin":
         top = top_probabilities(probs, mask, 2)
         return top[:, 0] - top[:, 1]
+    assert list_model is not None, "the list confidence needs list_model"
     coef, intercept = list_model
     return expit(top_probabilities(probs, mask, len(coef)) @ np.asarray(coef) + intercept)
 
@@ -384,7 +386,7 @@ class Calibrator:
             raise CalibratorError(f"fingerprint: expected a Fingerprint, got {type(self.fingerprint).__name__}")
         if not self.map.increasing and self.cutoff.raw is not None:
             raise CalibratorError("cutoff.raw: a raw cutoff needs a map that orders candidates as their scores do")
-        if self.cutoff.raw is not None:
+        if self.cutoff.raw is not None and self.cutoff.probability is not None:  # given together (Cutoff)
             p = float(self.map(np.float64(self.cutoff.raw)))
             if abs(p - self.cutoff.probability) > 1e-6:
                 raise CalibratorError(f"cutoff.probability: {self.cutoff.probability!r}, but the map gives the raw "
@@ -486,7 +488,7 @@ class Calibrator:
         if not m.any(axis=1).all():
             raise CalibratorError("scores: every list needs at least one candidate")
         rule = self.abstain_rule
-        model = None if rule.list_coef is None else (rule.list_coef, rule.list_intercept)
+        model = None if rule.list_coef is None or rule.list_intercept is None else (rule.list_coef, rule.list_intercept)
         probs = None if rule.confidence == "top score" else self.predict_proba(s)
         out = list_confidence(rule.confidence, s, probs, m, model)
         return out[0] if one else out
@@ -715,7 +717,7 @@ class Calibrator:
         found = content_digest(d)
         if recorded != found:
             if not allow_edited:
-                if not sealed:
+                if recorded is None:  # not sealed
                     raise CalibratorError("schema: schema 1 carries no digest, so an edit cannot be told; expected "
                                           f"schema {SCHEMA}: refit with calibrank assess, or read it with "
                                           "allow_edited=True")

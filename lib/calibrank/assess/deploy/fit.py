@@ -82,7 +82,7 @@ def _isotonic_knots(q: np.ndarray, y: np.ndarray, tail: int) -> tuple[np.ndarray
     fitted = isotonic_regression(hits / w, sample_weight=w, y_min=0.0, y_max=1.0, increasing=True)
     starts = np.flatnonzero(np.r_[True, np.diff(fitted) != 0])
     ends = np.r_[starts[1:], ux.size] - 1
-    blocks = [[int(a), int(b), float(n), float(h), float(v)] for a, b, n, h, v in
+    blocks: list[list[Any]] = [[int(a), int(b), float(n), float(h), float(v)] for a, b, n, h, v in
               zip(starts, ends, np.add.reduceat(w, starts), np.add.reduceat(hits, starts), fitted[starts])]
 
     def pool(i: int) -> None:  # blocks i and i + 1 become one
@@ -373,12 +373,13 @@ def fit_parts(valid: ScoredRun, settings: Settings | None = None, *,
     chosen = min(candidates, key=lambda k: (aurc[k], CONFIDENCES.index(k)))
     c = deployed(chosen)
     if risk is None:
+        assert coverage is not None  # set above when no risk is asked
         cut = _coverage_cut(c, coverage)
     else:
         cut = _risk_cut(c, loss, risk, confidence)
     rule = AbstainRule(chosen, cut, coverage=coverage, risk=risk,
-                       list_coef=tuple(float(v) for v in model[0]) if chosen == "list" else None,
-                       list_intercept=model[1] if chosen == "list" else None)
+                       list_coef=tuple(float(v) for v in model[0]) if chosen == "list" and model is not None else None,
+                       list_intercept=model[1] if chosen == "list" and model is not None else None)
 
     pi = candidate_distribution(np.where(m, score_map(s), 0.0), m)
     lac = np.where(y.astype(bool), candidate_scores(pi, "LAC"), np.inf).min(axis=1)[y.any(axis=1)]

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from scipy.special import expit
 
 from calibrank.assess.options import MAPS, SCORE_KINDS as KINDS
@@ -92,16 +93,17 @@ class ScoreMap:
                 raise MapError(f"T: expected a positive temperature, got {params['T']!r}")
         object.__setattr__(self, "params", params)
 
-    def base(self, scores: np.ndarray) -> np.ndarray:
+    def base(self, scores: npt.ArrayLike) -> np.ndarray:
         """The base probability of raw ``scores`` (before the map)."""
         s = np.asarray(scores, dtype=np.float64)
         if self.kind == "probability":
             return np.clip(s, 0.0, 1.0)
         if self.kind == "logit":
             return expit(s)
+        assert self.center is not None and self.scale is not None  # a bare score has both, checked where built
         return expit((s - self.center) / self.scale)
 
-    def __call__(self, scores: np.ndarray) -> np.ndarray:
+    def __call__(self, scores: npt.ArrayLike) -> np.ndarray:
         """The probability of relevance of raw ``scores`` (any shape)."""
         q = self.base(scores)
         p = self.params
@@ -157,6 +159,7 @@ class ScoreMap:
         else:
             head = f"temperature: T={p['T']:.4g}"
         if self.kind == "score":
+            assert self.center is not None and self.scale is not None  # as in base()
             shift = f"score {'+' if self.center < 0 else '-'} {abs(self.center):.6g}"
             head += f", on q = sigmoid(({shift}) / {self.scale:.6g})"
         elif self.kind == "logit" and self.method != "identity":

@@ -7,6 +7,8 @@ Colours: matplotlib's ``Dark2`` (the study's category palette), bands at the stu
 
 from __future__ import annotations
 
+from typing import Any
+
 import matplotlib as mpl
 import numpy as np
 import pandas as pd
@@ -20,7 +22,7 @@ __all__ = ["plot_reliability", "plot_risk_coverage", "plot_thresholds"]
 BAND_ALPHA = 0.18
 FEW = 30
 """A reliability bucket with fewer candidates is drawn hollow, with its count."""
-_RC = {"font.size": 9, "axes.titlesize": 10, "axes.grid": True, "grid.color": "0.9", "axes.spines.top": False,
+_RC: dict[Any, Any] = {"font.size": 9, "axes.titlesize": 10, "axes.grid": True, "grid.color": "0.9", "axes.spines.top": False,
        "axes.spines.right": False, "legend.frameon": False}
 
 
@@ -32,7 +34,7 @@ def _colors(n: int) -> list:
 def _figure(size: tuple[float, float], **grid) -> tuple[Figure, list]:
     with mpl.rc_context(_RC):
         fig = Figure(figsize=size, layout="constrained")
-        axes = fig.subplots(**grid) if grid else fig.subplots()
+        axes: Any = fig.subplots(**grid) if grid else fig.subplots()  # one Axes, or an array of them
     return fig, list(np.atleast_1d(axes))
 
 

@@ -226,12 +226,12 @@ def read_runs(paths: PathLike | Sequence[PathLike], qrels: Qrels | PathLike, *, 
     paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     if not paths:
         raise AssessError("paths: expected one run file or a list of run files, got an empty list")
-    paths = [Path(p) for p in paths]
+    files = [Path(p) for p in paths]
     if not isinstance(qrels, Qrels):
         qrels = read_qrels(qrels)
-    samples = [_run_rows(p) for p in paths]
-    source = str(paths[0]) if len(paths) == 1 else f"{paths[0]} (+{len(paths) - 1} more samples)"
-    name = paths[0].name.removesuffix(".gz")
+    samples = [_run_rows(p) for p in files]
+    source = str(files[0]) if len(files) == 1 else f"{files[0]} (+{len(files) - 1} more samples)"
+    name = files[0].name.removesuffix(".gz")
     meta = {"ranker": name.rsplit(".", 1)[0] if "." in name else name, "format": "trec"}
     return assemble(samples, qrels, kind=kind, relevant_at=relevant_at, source=source, meta=meta)
 
@@ -268,9 +268,9 @@ def read_unjudged_runs(paths: PathLike | Sequence[PathLike], *, kind: Any = "sco
     paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     if not paths:
         raise AssessError("paths: expected one run file or a list of run files, got an empty list")
-    paths = [Path(p) for p in paths]
-    samples = [_run_rows(p) for p in paths]
-    source = str(paths[0]) if len(paths) == 1 else f"{paths[0]} (+{len(paths) - 1} more samples)"
-    name = paths[0].name.removesuffix(".gz")
+    files = [Path(p) for p in paths]
+    samples = [_run_rows(p) for p in files]
+    source = str(files[0]) if len(files) == 1 else f"{files[0]} (+{len(files) - 1} more samples)"
+    name = files[0].name.removesuffix(".gz")
     meta = {"ranker": name.rsplit(".", 1)[0] if "." in name else name, "format": "trec", "unjudged": True}
     return assemble(samples, None, kind=kind, source=source, meta=meta, judged=False)

@@ -46,7 +46,7 @@ def test_confidences(calibrator: Calibrator, test: ScoredRun) -> dict[str, np.nd
 
 def _rule_row(calibrator: Calibrator, test: ScoredRun, loss: np.ndarray, valid: ScoredRun | None) -> dict:
     rule = calibrator.abstain_rule
-    answered = ~calibrator.abstain(raw_scores(test), test.mask)
+    answered = ~np.asarray(calibrator.abstain(raw_scores(test), test.mask))  # an array: test holds many lists
     n, wrong = int(answered.sum()), int(loss[answered].sum())
     lo, hi = clopper_pearson(wrong, n)
     asked = (f"answer at least {pct(rule.coverage)} of validation queries" if rule.coverage is not None

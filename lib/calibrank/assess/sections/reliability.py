@@ -129,8 +129,8 @@ def calibration_tables(views_: Iterable[View], kind: ScoreKind, *, deployed: str
                      **{c: np.nan for m in METRICS for c in (m, f"{m} lo", f"{m} hi")}, **dict.fromkeys(tails, np.nan)})
     for v in views_:
         maps[v.name] = v.score_map
-        row = {"view": v.name, "fitted_on": v.fitted_on, "params": v.params, "note": ""}
-        row.update(dict.fromkeys(tails, np.nan) if v.below is None else
+        row: dict[str, object] = {"view": v.name, "fitted_on": v.fitted_on, "params": v.params, "note": ""}
+        row.update(dict.fromkeys(tails, np.nan) if v.below is None or v.above is None else  # both or neither
                    dict(zip(tails, (float(v.below + v.above), float(v.below), float(v.above)))))
         ests = intervals([features(v.test, m, n_bins=N_BINS) for m in METRICS], level=level, n_resamples=n_resamples,
                          seed=seed)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -43,7 +44,7 @@ class Backbone:
     def __post_init__(self) -> None:
         if self.joint_layers is None:
             return
-        config = self.encoder.config
+        config: Any = self.encoder.config  # a transformers config: torch types module attributes as Tensor | Module
         if getattr(config, "model_type", None) != "bert":
             raise BackboneError(f"backbone {self.name!r}: training.joint_layers runs BERT's layers one by one, "
                                 f"and this encoder is a {type(self.encoder).__name__} (model_type "
@@ -112,19 +113,20 @@ def encode(encoder: nn.Module, input_ids: torch.Tensor, attention_mask: torch.Te
         return Encoded(out.last_hidden_state, attention_mask, token_type_ids, getattr(out, "pooler_output", None))
     from transformers.masking_utils import create_bidirectional_mask
 
-    layers = encoder.encoder.layer
+    bert: Any = encoder  # a transformers BertModel: torch types module attributes as Tensor | Module
+    layers = bert.encoder.layer
     own_layers = len(layers) - joint_layers
     if own_layers > 0:
         if token_type_ids is None:
             raise ValueError("joint_layers below the number of layers needs token_type_ids (0 = context, 1 = response), "
                              "as calibrank.study.model.training.collate makes them")
         input_ids, attention_mask, token_type_ids, positions = _own_segments(input_ids, attention_mask, token_type_ids)
-        h = encoder.embeddings(input_ids=input_ids, token_type_ids=torch.zeros_like(input_ids), position_ids=positions)
+        h = bert.embeddings(input_ids=input_ids, token_type_ids=torch.zeros_like(input_ids), position_ids=positions)
     else:
-        h = encoder.embeddings(input_ids=input_ids, token_type_ids=token_type_ids)
-    joint = create_bidirectional_mask(config=encoder.config, inputs_embeds=h, attention_mask=attention_mask)
-    own = None if own_layers <= 0 else create_bidirectional_mask(
-        config=encoder.config, inputs_embeds=h, attention_mask=attention_mask,
+        h = bert.embeddings(input_ids=input_ids, token_type_ids=token_type_ids)
+    joint = create_bidirectional_mask(config=bert.config, inputs_embeds=h, attention_mask=attention_mask)
+    own = None if own_layers <= 0 or token_type_ids is None else create_bidirectional_mask(  # checked above
+        config=bert.config, inputs_embeds=h, attention_mask=attention_mask,
         and_mask_function=_same_segment(token_type_ids))
     for i, layer in enumerate(layers):
         h = layer(h, own if i < own_layers else joint)
@@ -195,6 +197,7 @@ def load_backbone(
     where = resolve_checkpoint(name)
     try:
         tokenizer = AutoTokenizer.from_pretrained(where, local_files_only=True)
+        encoder: Any  # a transformers model: torch types module attributes as Tensor | Module
         if name == TINY:
             encoder = _tiny_encoder(len(tokenizer), seed)
         else:

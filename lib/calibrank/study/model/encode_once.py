@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -135,7 +136,8 @@ def encode_sides(encoder: nn.Module, sides: Sequence[Sequence[int]], *, batch_si
     lengths = np.fromiter(map(len, sides), dtype=np.int64, count=len(sides))
     sums: torch.Tensor | None = None
     counts = torch.as_tensor(lengths, dtype=torch.float32, device=device)
-    layers = encoder.encoder.layer
+    bert: Any = encoder  # a transformers BertModel: torch types module attributes as Tensor | Module
+    layers = bert.encoder.layer
     budget = batch_size * (width or int(lengths.max()))
     for index in _side_batches(lengths, budget):
         w = int(lengths[index].max())
@@ -148,8 +150,8 @@ def encode_sides(encoder: nn.Module, sides: Sequence[Sequence[int]], *, batch_si
         if before is not None:
             before(index)
         with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=bf16):
-            h = encoder.embeddings(input_ids=ids, token_type_ids=torch.zeros_like(ids))
-            attention = create_bidirectional_mask(config=encoder.config, inputs_embeds=h, attention_mask=mask)
+            h = bert.embeddings(input_ids=ids, token_type_ids=torch.zeros_like(ids))
+            attention = create_bidirectional_mask(config=bert.config, inputs_embeds=h, attention_mask=mask)
             for layer in layers:
                 h = layer(h, attention)
         h = h.float()

@@ -79,5 +79,6 @@ def ranker_from_config(cfg: Config, name: str | RankerName, models_dir: str | Pa
     section = getattr(cfg.rankers, key.value, None)
     params = _section_params(section) if dataclasses.is_dataclass(section) else {}
     run = RankerRun(cfg.training, Path(models_dir), seed=training_seeds(cfg)[0] if seed is None else seed,
-                    context_style=cfg.data.context_style, device=device)
+                    context_style=cfg.data.context_style,
+                    device=device)  # type: ignore[arg-type]  # RankerRun takes a str device and holds a torch.device
     return make_ranker(key, run, **params)

@@ -94,6 +94,13 @@ class Ranker(ABC):
         return self.run.training
 
     @property
+    def eval_batch_size(self) -> int:
+        """Sequences per scoring batch: the profile's, or the device's where it left it open (set by the run)."""
+        size = self.run.training.eval_batch_size
+        assert size is not None  # RankerRun sets it for the device
+        return size
+
+    @property
     def models_dir(self) -> Path:
         """Where trained models are cached."""
         return self.run.models_dir
@@ -111,7 +118,9 @@ class Ranker(ABC):
     @property
     def device(self) -> torch.device:
         """Where the model trains and scores."""
-        return self.run.device
+        device = self.run.device
+        assert device is not None  # RankerRun picks one when none is given
+        return device
 
     # -------------------------------------------------------------- the interface
     @abstractmethod
@@ -205,7 +214,7 @@ class Ranker(ABC):
         pairs = self._encode(tokenizer, valid)
 
         def validate(model: nn.Module) -> float:
-            logits = score_pairs(model, pairs, batch_size=self.training.eval_batch_size, precision=self.training.precision)
+            logits = score_pairs(model, pairs, batch_size=self.eval_batch_size, precision=self.training.precision)
             scores = logits[0].reshape(len(pairs.qids), pairs.n_candidates)
             labels = pairs.labels.reshape(len(pairs.qids), pairs.n_candidates)
             return float(np.nanmean(recall_at_k(scores, labels, 1)))
@@ -246,7 +255,7 @@ class Ranker(ABC):
         def compute(pairs: Pairs) -> np.ndarray:
             if score is not None:
                 return score(trained, pairs)
-            return pair_logits(trained.model, pairs, batch_size=t.eval_batch_size, precision=t.precision,
+            return pair_logits(trained.model, pairs, batch_size=self.eval_batch_size, precision=t.precision,
                                passes=settings["passes"], dropout=settings["dropout"], seed=settings["seed"])
 
         cache = None

@@ -49,9 +49,9 @@ class GPRanker(Ranker):
         pairs = self._encode(trained.backbone.tokenizer, queries)
         t = self.training
         if encode_once.applies(trained.model):
-            return encode_once.features_once(trained.model, pairs, batch_size=t.eval_batch_size, precision=t.precision,
+            return encode_once.features_once(trained.model, pairs, batch_size=self.eval_batch_size, precision=t.precision,
                                              head=self.gp_input)
-        return encode_features(trained.model, pairs, batch_size=t.eval_batch_size, precision=t.precision,
+        return encode_features(trained.model, pairs, batch_size=self.eval_batch_size, precision=t.precision,
                                fn=lambda m, b: self.gp_input(m, m.features(**b)))
 
     @abstractmethod

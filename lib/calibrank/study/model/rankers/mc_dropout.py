@@ -63,7 +63,7 @@ class MCDropoutRanker(DeterministicRanker):
         width = self.training.max_length + (self.training.joint_layers is not None)
         score = score_sides_per_query if encode_once.applies(trained.model) else score_pairs_per_query
         return score(trained.model, pairs, keys, passes=self.passes, seed=self.seed, max_length=width,
-                     batch_size=self.training.eval_batch_size, precision=self.training.precision)
+                     batch_size=self.eval_batch_size, precision=self.training.precision)
 
     def scoring(self) -> dict[str, Any]:
         if self.masks is DropoutMasks.per_pair:

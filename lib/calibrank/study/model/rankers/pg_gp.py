@@ -286,7 +286,7 @@ class PGDRRRanker(GPRanker):
 
     def _gp_inputs(self, model: nn.Module, pairs) -> torch.Tensor:
         """The GP inputs ``[N, d]`` of pairs on the pair path (the model's forward)."""
-        return encode_features(model, pairs, batch_size=self.training.eval_batch_size, precision=self.training.precision,
+        return encode_features(model, pairs, batch_size=self.eval_batch_size, precision=self.training.precision,
                                fn=lambda m, b: m(**b))
 
     @torch.no_grad()
