@@ -12,6 +12,7 @@ import statistics
 import subprocess
 import sys
 import time
+import json
 from pathlib import Path
 
 from calibrank.study.data.conditions import Condition, eval_conditions, ranker_conditions
