@@ -48,18 +48,38 @@ def main(name: str) -> int:
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "CALIBRANK_ROOT")}
     env["PIP_CONSTRAINT"] = str(constraints)  # instead of the study's lock
-    subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--only-binary", ":all:", "--upgrade",
-                    "--force-reinstall", "--no-deps", f"{REPO}"], env=env, check=False,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # drop a stale calibrank first
+    subprocess.run(
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--only-binary",
+            ":all:",
+            "--upgrade",
+            "--force-reinstall",
+            "--no-deps",
+            f"{REPO}",
+        ],
+        env=env,
+        check=False,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # drop a stale calibrank first
     done = subprocess.run([str(python), "-m", "pip", "install", "--quiet", f"{REPO}[test]"], env=env)
     if done.returncode:
         return done.returncode
-    listed = subprocess.run([str(python), "-m", "pip", "freeze"], env=env, capture_output=True, text=True,
-                            check=True).stdout.split()
+    listed = subprocess.run(
+        [str(python), "-m", "pip", "freeze"], env=env, capture_output=True, text=True, check=True
+    ).stdout.split()
     core = {p.split("==")[0].lower() for p in lowest_pins()}
     print(f"ranges {name}: " + " ".join(p for p in listed if p.split("==")[0].lower() in core), flush=True)
-    return subprocess.run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "core",
-                           str(REPO / "tests")], env=env, cwd=REPO).returncode
+    return subprocess.run(
+        [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "core", str(REPO / "tests")],
+        env=env,
+        cwd=REPO,
+    ).returncode
 
 
 if __name__ == "__main__":

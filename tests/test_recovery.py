@@ -36,7 +36,6 @@ from rankfix import learnable_queries
 from test_report import _cut, export_study_tables, write_executed_notebooks
 from test_workflow import _jobs, _snakemake
 
-
 # ---------------------------------------------------------------- the last good page
 
 
@@ -54,7 +53,9 @@ def test_a_page_that_cannot_be_rebuilt_stays_marked_stale(tmp_root, capsys):
     assert report.main(["smoke"]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith(f"report: {table}: sha256 ")
-    assert "make nb-04_calibration PROFILE=smoke`" in err and err.endswith("(reports/smoke/index.html: the last page, marked stale)\n")
+    assert "make nb-04_calibration PROFILE=smoke`" in err and err.endswith(
+        "(reports/smoke/index.html: the last page, marked stale)\n"
+    )
     text = page.read_text(encoding="utf-8")
     banner = re.search(r"<!-- calibrank: stale -->.*?<!-- /calibrank: stale -->", text, re.S).group(0)
     assert text.replace(banner, "") == good  # the last good page, whole
@@ -117,7 +118,7 @@ def test_the_next_run_finds_a_damaged_table_and_keeps_the_page(tmp_root):
 
 # ---------------------------------------------------------------- a killed run, a run alive
 
-FAKE_SNAKEMAKE = '''
+FAKE_SNAKEMAKE = """
 import json, os, pathlib, sys, time
 with open(os.environ["FAKE_LOG"], "a") as log:
     log.write(json.dumps(sys.argv[1:]) + "\\n")
@@ -133,7 +134,7 @@ while os.environ.get("FAKE_WAIT") and not pathlib.Path(os.environ["FAKE_WAIT"]).
     time.sleep(0.05)
 for lock in locks.glob(f"{n}.*.lock"):  # snakemake removes its lock files when it ends
     lock.unlink()
-'''
+"""
 
 
 @pytest.fixture
@@ -147,11 +148,32 @@ def fake(tmp_root, tmp_path):
 
     def run(profile="smoke", *launch, wait=None, n="0", background=False):
         env = dict(os.environ, CALIBRANK_ROOT=str(tmp_root), FAKE_LOG=str(log), FAKE_N=n, FAKE_WAIT=str(wait or ""))
-        args = [sys.executable, "-m", "calibrank.study.pipeline.launch", profile, "--started", f"{time.time():.0f}",
-                *launch, "--", sys.executable, str(exe), "--cores", "1", "--config", f"profile={profile}"]
+        args = [
+            sys.executable,
+            "-m",
+            "calibrank.study.pipeline.launch",
+            profile,
+            "--started",
+            f"{time.time():.0f}",
+            *launch,
+            "--",
+            sys.executable,
+            str(exe),
+            "--cores",
+            "1",
+            "--config",
+            f"profile={profile}",
+        ]
         if background:
-            return subprocess.Popen(args, cwd=tmp_root, env=env, start_new_session=True, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, text=True)
+            return subprocess.Popen(
+                args,
+                cwd=tmp_root,
+                env=env,
+                start_new_session=True,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
         return subprocess.run(args, cwd=tmp_root, env=env, capture_output=True, text=True, timeout=120)
 
     def calls():
@@ -176,7 +198,9 @@ def test_a_run_killed_with_its_process_group_is_recovered_by_the_next(tmp_root, 
     first = run(wait=tmp_path / "never", background=True)
     locks = tmp_root / ".snakemake" / "locks"
     _wait_for(locks / "0.output.lock")
-    assert (run_lock_path(tmp_root, "smoke").with_name(".workflow.lock.holder")).read_text().split()[0] == str(first.pid)
+    assert (run_lock_path(tmp_root, "smoke").with_name(".workflow.lock.holder")).read_text().split()[0] == str(
+        first.pid
+    )
     os.killpg(first.pid, signal.SIGKILL)  # make report's process group, as a SIGKILL of it leaves it
     first.wait()
     assert sorted(p.name for p in locks.iterdir()) == ["0.input.lock", "0.output.lock"]
@@ -184,8 +208,10 @@ def test_a_run_killed_with_its_process_group_is_recovered_by_the_next(tmp_root, 
 
     again = run()
     assert again.returncode == 0, again.stderr
-    assert again.stderr.splitlines() == [f"workflow: the lock of snakemake was left by a run that died (2 lock files, "
-                                         f"no writer alive in {tmp_root}); unlocked it"]
+    assert again.stderr.splitlines() == [
+        f"workflow: the lock of snakemake was left by a run that died (2 lock files, "
+        f"no writer alive in {tmp_root}); unlocked it"
+    ]
     assert [c[-1] for c in calls()] == ["profile=smoke", "--unlock", "profile=smoke"]  # unlocked, then run
     assert calls()[1] == ["--cores", "1", "--config", "profile=smoke", "--unlock"]
 
@@ -199,9 +225,11 @@ def test_a_second_run_while_one_is_alive_says_so_and_writes_nothing(tmp_root, tm
         before = _files(tmp_root)
         second = run("smoke", "--estimate", "--jobs", "1", "--cores", "1")
         assert second.returncode == 2
-        assert re.fullmatch(rf"workflow: a run of profile smoke is already running \(process {first.pid} on "
-                            rf"{host_name()}, since [0-9T:-]+\); wait for it to finish, or stop it \(kill {first.pid}\)\n",
-                            second.stderr), second.stderr
+        assert re.fullmatch(
+            rf"workflow: a run of profile smoke is already running \(process {first.pid} on "
+            rf"{host_name()}, since [0-9T:-]+\); wait for it to finish, or stop it \(kill {first.pid}\)\n",
+            second.stderr,
+        ), second.stderr
         assert second.stdout == "" and _files(tmp_root) == before  # no eta.json, no lock removed, nothing
         assert len(calls()) == 1
         # another profile's run beside it goes ahead: the lock files it finds are a live run's, and stay
@@ -242,10 +270,32 @@ def test_the_next_run_unlocks_with_snakemake_itself(tmp_root, tmp_path):
     locks.mkdir(parents=True)
     (locks / "0.output.lock").write_text("reports/smoke/index.json\n")
     env = dict(os.environ, CALIBRANK_ROOT=str(tmp_root))
-    proc = subprocess.run([sys.executable, "-m", "calibrank.study.pipeline.launch", "smoke", "--started", "0", "--",
-                           sys.executable, "-m", "snakemake", "-s", str(REPO / "workflow" / "Snakefile"), "--cores", "1",
-                           "--config", "profile=smoke", "-n"], cwd=tmp_root, env=env, capture_output=True, text=True,
-                          timeout=600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "calibrank.study.pipeline.launch",
+            "smoke",
+            "--started",
+            "0",
+            "--",
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-s",
+            str(REPO / "workflow" / "Snakefile"),
+            "--cores",
+            "1",
+            "--config",
+            "profile=smoke",
+            "-n",
+        ],
+        cwd=tmp_root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "workflow: the lock of snakemake was left by a run that died (1 lock files" in proc.stderr
     assert not list(locks.glob("*.lock"))  # (the dry run after it makes the folder again, empty)
@@ -256,8 +306,10 @@ def test_the_next_run_unlocks_with_snakemake_itself(tmp_root, tmp_path):
 
 def _training_sets(root: Path, cfg, corpus: str = "chitchat") -> None:
     for split, k, n in (("train", cfg.negatives.train_k, 32), ("valid", cfg.negatives.eval_k, 8)):
-        write_queries(root / "runs" / "smoke" / "queries" / corpus / f"{split}-{cfg.negatives.train.value}-k{k}.parquet",
-                      learnable_queries(n, k, seed=len(split)))
+        write_queries(
+            root / "runs" / "smoke" / "queries" / corpus / f"{split}-{cfg.negatives.train.value}-k{k}.parquet",
+            learnable_queries(n, k, seed=len(split)),
+        )
 
 
 def test_only_the_training_step_writes_a_model_and_a_notebook_step_never_trains_one(tmp_root, capsys):
@@ -269,8 +321,10 @@ def test_only_the_training_step_writes_a_model_and_a_notebook_step_never_trains_
     marker = json.loads((tmp_root / grid.marker_path("smoke", "bert-chitchat-seed0")).read_text())
     threads = torch.get_num_threads()
     assert marker["threads"] == threads and marker["from_cache"] is False and marker["not_in_key"] == train.NOT_IN_KEY
-    assert capsys.readouterr().out.startswith(f"bert-chitchat-seed0: trained with {threads} threads on cpu (this job: "
-                                              f"{threads}; the model key leaves threads and the device out) -> ")
+    assert capsys.readouterr().out.startswith(
+        f"bert-chitchat-seed0: trained with {threads} threads on cpu (this job: "
+        f"{threads}; the model key leaves threads and the device out) -> "
+    )
     assert train.main(["smoke", "bert", "chitchat"]) == 0  # in the cache: loaded, and said so
     assert capsys.readouterr().out.startswith(f"bert-chitchat-seed0: found in the model cache, trained with {threads} ")
     assert json.loads((tmp_root / grid.marker_path("smoke", "bert-chitchat-seed0")).read_text())["from_cache"] is True
@@ -285,7 +339,8 @@ def test_only_the_training_step_writes_a_model_and_a_notebook_step_never_trains_
     weights.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))  # one bit: not the model train.json records
     assert grid.loaded_model_problem(cfg, bert) == (
         f"model bert-chitchat-seed0: {marker['model_dir']}/model.safetensors is not the model its train.json records "
-        f"(sha256); make it again with `rm -rf {marker['model_dir']} && make nb-03_train-bert-chitchat PROFILE=smoke`")
+        f"(sha256); make it again with `rm -rf {marker['model_dir']} && make nb-03_train-bert-chitchat PROFILE=smoke`"
+    )
 
     shutil.rmtree(folder)  # the model removed from the cache
     (tmp_root / "reports" / "smoke").mkdir(parents=True)
@@ -295,7 +350,8 @@ def test_only_the_training_step_writes_a_model_and_a_notebook_step_never_trains_
         step.run_step("smoke", "07_efficiency")  # 07 loads bert's model: it stops before its notebook runs
     assert err.value.status == 2 and str(err.value) == (
         f"07_efficiency: model bert-chitchat-seed0: {marker['model_dir']} holds no trained model (removed since it was "
-        f"trained); make it again with `make nb-03_train-bert-chitchat PROFILE=smoke`")
+        f"trained); make it again with `make nb-03_train-bert-chitchat PROFILE=smoke`"
+    )
     assert not folder.exists() and last.read_text() == "{}" and not list(last.parent.glob(".tmp-*"))
     # the workflow: the marker of a model removed goes, so its own training step runs again
     assert grid.stale_markers("smoke") == [("bert-chitchat-seed0", folder)]
@@ -315,34 +371,59 @@ def test_a_model_removed_from_the_cache_is_made_again_by_its_training_step(tmp_r
     proc = _snakemake(tmp_root, "--cores", "2", "--config", "profile=smoke", "-n")
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]
-    assert ("train-bert-chitchat-seed0: runs/smoke/models/chitchat/bert-seed0-gone holds no trained model any more; "
-            "its training step runs again") in out
+    assert (
+        "train-bert-chitchat-seed0: runs/smoke/models/chitchat/bert-seed0-gone holds no trained model any more; "
+        "its training step runs again"
+    ) in out
     loads = {s.name for s in steps if "bert-chitchat-seed0" in s.loads}
     assert {"train-bert-chitchat-seed0", *loads} <= set(_jobs(out))
-    assert loads == {"03_train-bert-chitchat", "03_train-mc_dropout-chitchat", "03_train-temperature-chitchat",
-                     "03_train-ensemble-chitchat", "07_efficiency"}
+    assert loads == {
+        "03_train-bert-chitchat",
+        "03_train-mc_dropout-chitchat",
+        "03_train-temperature-chitchat",
+        "03_train-ensemble-chitchat",
+        "07_efficiency",
+    }
 
 
 # ---------------------------------------------------------------- a damaged input
 
 
-NOTEBOOK = {"nbformat": 4, "nbformat_minor": 5, "metadata": {"kernelspec": {"name": "python3", "language": "python",
-                                                                            "display_name": "Python 3"}},
-            "cells": [{"cell_type": "code", "execution_count": None, "id": "p", "metadata": {"tags": ["parameters"]},
-                       "outputs": [], "source": 'profile = "laptop"'},
-                      {"cell_type": "code", "execution_count": None, "id": "read", "metadata": {}, "outputs": [],
-                       "source": "from calibrank.study.data.querysets import load_query_set\n"
-                                 "from calibrank.study.settings.config import load_config\n"
-                                 "load_query_set(load_config(profile), 'chitchat', 'test', 'mixed')"}]}
+NOTEBOOK = {
+    "nbformat": 4,
+    "nbformat_minor": 5,
+    "metadata": {"kernelspec": {"name": "python3", "language": "python", "display_name": "Python 3"}},
+    "cells": [
+        {
+            "cell_type": "code",
+            "execution_count": None,
+            "id": "p",
+            "metadata": {"tags": ["parameters"]},
+            "outputs": [],
+            "source": 'profile = "laptop"',
+        },
+        {
+            "cell_type": "code",
+            "execution_count": None,
+            "id": "read",
+            "metadata": {},
+            "outputs": [],
+            "source": "from calibrank.study.data.querysets import load_query_set\n"
+            "from calibrank.study.settings.config import load_config\n"
+            "load_query_set(load_config(profile), 'chitchat', 'test', 'mixed')",
+        },
+    ],
+}
 
 
 def test_a_damaged_query_set_is_one_line_from_the_first_step_that_reads_it(tmp_root, tmp_path, capsys):
     """A query set halved after 02 wrote it: the step that reads it says so in one line (the file, the command that
     makes it again), without a traceback, and keeps what papermill ran; the training step the same."""
     cfg = load_config("smoke")
-    path = write_queries(tmp_root / "runs" / "smoke" / "queries" / "chitchat" / "test-mixed-k9.parquet",
-                         learnable_queries(40, 9, seed=0))
-    path.write_bytes(path.read_bytes()[:path.stat().st_size // 2])
+    path = write_queries(
+        tmp_root / "runs" / "smoke" / "queries" / "chitchat" / "test-mixed-k9.parquet", learnable_queries(40, 9, seed=0)
+    )
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
     notebooks = tmp_path / "notebooks"
     notebooks.mkdir()
     (notebooks / "04_calibration.ipynb").write_text(json.dumps(NOTEBOOK))
@@ -353,11 +434,15 @@ def test_a_damaged_query_set_is_one_line_from_the_first_step_that_reads_it(tmp_r
     err = capsys.readouterr().err.splitlines()
     assert not any("Traceback" in line for line in err)
     assert err[-1].startswith(f"error: 04_calibration: {path}: not a readable Parquet file (")
-    assert err[-1].endswith(f"make it again with `rm -f {path} {report_dir / '02_negatives.ipynb'} "
-                            f"{report_dir / '02_negatives.html'} && make nb-02_negatives PROFILE=smoke` "
-                            f"(the notebook as it ran: reports/smoke/04_calibration.failed.ipynb)")
+    assert err[-1].endswith(
+        f"make it again with `rm -f {path} {report_dir / '02_negatives.ipynb'} "
+        f"{report_dir / '02_negatives.html'} && make nb-02_negatives PROFILE=smoke` "
+        f"(the notebook as it ran: reports/smoke/04_calibration.failed.ipynb)"
+    )
     failed = json.loads((report_dir / "04_calibration.failed.ipynb").read_text())
-    assert [o["ename"] for c in failed["cells"] for o in c.get("outputs", []) if o["output_type"] == "error"] == ["DataError"]
+    assert [o["ename"] for c in failed["cells"] for o in c.get("outputs", []) if o["output_type"] == "error"] == [
+        "DataError"
+    ]
     assert (report_dir / "04_calibration.ipynb").read_text() == "{}" and not list(report_dir.glob(".tmp-*"))
 
     _training_sets(tmp_root, cfg)
@@ -365,7 +450,9 @@ def test_a_damaged_query_set_is_one_line_from_the_first_step_that_reads_it(tmp_r
     train_set.write_bytes(train_set.read_bytes()[:100])
     assert train.main(["smoke", "bert", "chitchat"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith(f"error: train-bert-chitchat-seed0: {train_set}: not a readable Parquet")
+    assert err.count("\n") == 1 and err.startswith(
+        f"error: train-bert-chitchat-seed0: {train_set}: not a readable Parquet"
+    )
     assert "make nb-02_negatives PROFILE=smoke`" in err
 
 
@@ -381,7 +468,15 @@ def test_a_damaged_query_set_reruns_the_steps_that_read_it_first(tmp_root):
     assert proc.returncode == 0, out[-3000:]
     readers = {s.name for s in steps if target in s.inputs}
     assert readers == {s.name for s in steps if s.kind == "predict"} | {"07_efficiency"}
-    assert set(_jobs(out)) == readers | {"04_calibration", "05_risk_aware", "06_nota", "08_beyond", "html", "index", "all"}
+    assert set(_jobs(out)) == readers | {
+        "04_calibration",
+        "05_risk_aware",
+        "06_nota",
+        "08_beyond",
+        "html",
+        "index",
+        "all",
+    }
 
 
 # ---------------------------------------------------------------- a step alone takes every core
@@ -394,6 +489,7 @@ def test_a_step_no_other_can_run_beside_takes_every_core(tmp_root):
     assert schedule.alone(cfg, ["reports/smoke/03_train-bert-chitchat.html"]) == chain
     assert schedule.alone(cfg, ["03_train-bert-chitchat"]) == chain
     # two notebooks asked for: their trainings may run side by side, and so may they
-    assert schedule.alone(cfg, ["reports/smoke/03_train-bert-chitchat.html", "reports/smoke/03_train-sngp-chitchat.html"]) \
-        == {"01_data", "02_negatives"}
+    assert schedule.alone(
+        cfg, ["reports/smoke/03_train-bert-chitchat.html", "reports/smoke/03_train-sngp-chitchat.html"]
+    ) == {"01_data", "02_negatives"}
     assert schedule.alone(cfg, ["all"]) == schedule.alone(cfg, ["reports/smoke/index.json"]) == schedule.alone(cfg)

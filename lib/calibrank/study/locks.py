@@ -28,8 +28,19 @@ import filelock
 
 from calibrank.atomic import atomic_path, host_name, temp_owner
 
-__all__ = ["sweep_temp", "LockHeld", "lock_path", "exclusive", "holder", "run_lock_path", "Writer", "workflow_writers",
-           "workflow_lock_files", "lock_profiles", "stale_lock_files"]
+__all__ = [
+    "sweep_temp",
+    "LockHeld",
+    "lock_path",
+    "exclusive",
+    "holder",
+    "run_lock_path",
+    "Writer",
+    "workflow_writers",
+    "workflow_lock_files",
+    "lock_profiles",
+    "stale_lock_files",
+]
 
 
 log = logging.getLogger(__name__)
@@ -142,8 +153,10 @@ def exclusive(dest: str | os.PathLike, *, what: str | None = None, wait: bool | 
             log.warning("%s: waiting for %s, which holds %s", what, _holder(path), path)
             lock.acquire(timeout=-1 if wait is True else float(wait), poll_interval=0.05)
         except filelock.Timeout:
-            raise LockHeld(f"{what}: {path} is held by {_holder(path)}; wait for it to finish, or stop it "
-                           f"(a lock of a process that died is released by the kernel)") from None
+            raise LockHeld(
+                f"{what}: {path} is held by {_holder(path)}; wait for it to finish, or stop it "
+                f"(a lock of a process that died is released by the kernel)"
+            ) from None
     try:
         with atomic_path(_holder_path(path)) as tmp:
             tmp.write_text(f"{os.getpid()} {host_name()} {time.strftime('%Y-%m-%dT%H:%M:%S')}\n", encoding="utf-8")
@@ -244,12 +257,15 @@ def stale_lock_files(root: str | os.PathLike) -> tuple[list[Path], list[Writer]]
 def main(argv: list[str] | None = None) -> int:
     """``sweep [--started EPOCH] DIR...`` (module docstring)."""
 
-    parser = argparse.ArgumentParser(prog="python -m calibrank.study.locks", description="Temporary files of dead writers.")
+    parser = argparse.ArgumentParser(
+        prog="python -m calibrank.study.locks", description="Temporary files of dead writers."
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     p_sweep = sub.add_parser("sweep", help="remove temporary files of dead writers in DIR...")
     p_sweep.add_argument("dirs", nargs="+", metavar="DIR")
-    p_sweep.add_argument("--started", type=float, default=None,
-                         help="seconds since the epoch when this run started (default: now)")
+    p_sweep.add_argument(
+        "--started", type=float, default=None, help="seconds since the epoch when this run started (default: now)"
+    )
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     for folder in args.dirs:
         for path in sweep_temp(folder, args.started):

@@ -22,12 +22,12 @@ import numpy as np
 import numpy.typing as npt
 from scipy.special import expit
 
-from calibrank.assess.options import MAPS, SCORE_KINDS as KINDS
+from calibrank.assess.options import MAPS
+from calibrank.assess.options import SCORE_KINDS as KINDS
 
 __all__ = ["MAPS", "ScoreMap", "MapError", "maps_for", "support"]
 
-_PARAMS = {"identity": (), "platt": ("A", "B"), "isotonic": ("x", "y"), "beta": ("a", "b", "c"),
-           "temperature": ("T",)}
+_PARAMS = {"identity": (), "platt": ("A", "B"), "isotonic": ("x", "y"), "beta": ("a", "b", "c"), "temperature": ("T",)}
 _EPS = 1e-7
 
 
@@ -42,7 +42,9 @@ def _logit(p: np.ndarray) -> np.ndarray:
 
 def maps_for(kind: str) -> tuple[str, ...]:
     """The maps that can be fitted to a kind of score (``identity`` only where the score is a probability)."""
-    return ("platt", "isotonic", "beta") if kind == "score" else ("identity", "platt", "isotonic", "beta", "temperature")
+    return (
+        ("platt", "isotonic", "beta") if kind == "score" else ("identity", "platt", "isotonic", "beta", "temperature")
+    )
 
 
 def _finite(name: str, value: Any) -> float:
@@ -68,8 +70,10 @@ class ScoreMap:
         if self.method not in MAPS:
             raise MapError(f"method: expected one of {', '.join(MAPS)}, got {self.method!r}")
         if self.method not in maps_for(self.kind):
-            raise MapError(f"method: {self.method} does not apply to a {self.kind}; expected one of "
-                           f"{', '.join(maps_for(self.kind))}")
+            raise MapError(
+                f"method: {self.method} does not apply to a {self.kind}; expected one of "
+                f"{', '.join(maps_for(self.kind))}"
+            )
         if set(self.params) != set(_PARAMS[self.method]):
             raise MapError(f"params: {self.method} takes {list(_PARAMS[self.method])}, got {sorted(self.params)}")
         if (self.kind == "score") != (self.center is not None and self.scale is not None):
@@ -173,7 +177,7 @@ class ScoreMap:
         return out
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "ScoreMap":
+    def from_dict(cls, d: Mapping[str, Any]) -> ScoreMap:
         allowed = {"kind", "method", "params", "center", "scale"}
         unknown = sorted(set(d) - allowed)
         if unknown:

@@ -46,16 +46,22 @@ def recover(root: Path, profile: str, snakemake: Sequence[str]) -> str | None:
     if not live and files:
         done = subprocess.run([*snakemake, "--unlock"], cwd=root, capture_output=True, text=True, check=False)
         if done.returncode != 0:
-            raise RuntimeError(f"snakemake --unlock failed (exit {done.returncode}): {(done.stderr or done.stdout)[-2000:]}")
-        return (f"workflow: the lock of snakemake was left by a run that died ({len(files)} lock files, no writer alive "
-                f"in {root}); unlocked it")
+            raise RuntimeError(
+                f"snakemake --unlock failed (exit {done.returncode}): {(done.stderr or done.stdout)[-2000:]}"
+            )
+        return (
+            f"workflow: the lock of snakemake was left by a run that died ({len(files)} lock files, no writer alive "
+            f"in {root}); unlocked it"
+        )
     for path in files:
         path.unlink(missing_ok=True)
     kept = [f for f in (root / ".snakemake" / "locks").glob("*.lock") if profile in lock_profiles(f, root)]
     if kept:
         owner = next((w for w in live if w.profile in (None, profile)), live[0])
-        raise WorkflowLocked(f"the workflow's lock ({kept[0].relative_to(root)}) names this profile's files and "
-                       f"{owner.what}, process {owner.pid}, is working in {root}: wait for it to finish, or stop it")
+        raise WorkflowLocked(
+            f"the workflow's lock ({kept[0].relative_to(root)}) names this profile's files and "
+            f"{owner.what}, process {owner.pid}, is working in {root}: wait for it to finish, or stop it"
+        )
     if files:
         return f"workflow: removed {len(files)} lock files of snakemake runs that died (other runs are alive)"
     return None
@@ -69,8 +75,10 @@ def _run(command: Sequence[str], env: dict[str, str]) -> int:
     def forward(signum, _frame):
         child.send_signal(signum)
 
-    previous = {sig: signal.signal(sig, handler) for sig, handler in
-                ((signal.SIGINT, signal.SIG_IGN), (signal.SIGTERM, forward), (signal.SIGHUP, forward))}
+    previous = {
+        sig: signal.signal(sig, handler)
+        for sig, handler in ((signal.SIGINT, signal.SIG_IGN), (signal.SIGTERM, forward), (signal.SIGHUP, forward))
+    }
     try:
         status = child.wait()
     finally:
@@ -93,27 +101,44 @@ def launch(profile: str, snakemake: Sequence[str], *, started: float, estimate: 
                 print(line, file=sys.stderr, flush=True)
             env = dict(os.environ, CALIBRANK_RUN_START=f"{started:.0f}")
             if estimate is not None:
-                subprocess.run([sys.executable, "-m", "calibrank.study.pipeline.eta", profile, "--jobs",
-                                str(estimate["jobs"]), "--cores", str(estimate["cores"]), "--started", f"{started:.0f}"],
-                               env=env, check=False)  # an estimate that cannot be made is said; the run goes on
+                subprocess.run(
+                    [
+                        sys.executable,
+                        "-m",
+                        "calibrank.study.pipeline.eta",
+                        profile,
+                        "--jobs",
+                        str(estimate["jobs"]),
+                        "--cores",
+                        str(estimate["cores"]),
+                        "--started",
+                        f"{started:.0f}",
+                    ],
+                    env=env,
+                    check=False,
+                )  # an estimate that cannot be made is said; the run goes on
             return _run(snakemake, env)
     except WorkflowLocked as exc:
         print(f"workflow: {exc}", file=sys.stderr)
         return 2
     except LockHeld:
         found = holder(lock)
-        who = f"process {found[0]} on {found[1]}, since {found[2]}" if found else "a process that has not said which yet"
+        who = (
+            f"process {found[0]} on {found[1]}, since {found[2]}" if found else "a process that has not said which yet"
+        )
         stop = f" (kill {found[0]})" if found else ""
-        print(f"workflow: a run of profile {profile} is already running ({who}); wait for it to finish, or stop "
-              f"it{stop}", file=sys.stderr)
+        print(
+            f"workflow: a run of profile {profile} is already running ({who}); wait for it to finish, or stop it{stop}",
+            file=sys.stderr,
+        )
         return 2
 
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m calibrank.study.pipeline.launch PROFILE --started EPOCH [--estimate --jobs J --cores C] -- CMD...``."""
     args = list(sys.argv[1:] if argv is None else argv)
-    command = args[args.index("--") + 1:] if "--" in args else []
-    own = args[:args.index("--")] if "--" in args else args
+    command = args[args.index("--") + 1 :] if "--" in args else []
+    own = args[: args.index("--")] if "--" in args else args
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
     p.add_argument("profile", help="params/<profile>.yaml")
     p.add_argument("--started", type=float, required=True, help="when the run started, seconds since the epoch")
@@ -121,8 +146,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=1, help="steps side by side (for the estimate)")
     p.add_argument("--cores", type=int, default=os.cpu_count() or 1, help="cores of this machine (for the estimate)")
     a = p.parse_args(own)
-    return launch(a.profile, command, started=a.started,
-                  estimate={"jobs": a.jobs, "cores": a.cores} if a.estimate else None)
+    return launch(
+        a.profile, command, started=a.started, estimate={"jobs": a.jobs, "cores": a.cores} if a.estimate else None
+    )
 
 
 if __name__ == "__main__":

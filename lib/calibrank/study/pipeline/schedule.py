@@ -7,23 +7,23 @@ Torch-free, so that the line after each step costs an interpreter start and no m
 
 import argparse
 import dataclasses
+import json
 import os
 import statistics
 import subprocess
 import sys
 import time
-import json
 from pathlib import Path
 
+from calibrank.atomic import read_json, stable_hash
 from calibrank.study.data.conditions import Condition, eval_conditions, ranker_conditions
 from calibrank.study.data.querysets import query_set_specs
-from calibrank.atomic import read_json, stable_hash
 from calibrank.study.paths import project_root
+from calibrank.study.pipeline import grid
+from calibrank.study.pipeline.grid import run_models
 from calibrank.study.settings import registry
 from calibrank.study.settings.choices import SamplerName
 from calibrank.study.settings.profiles import profile_sources
-from calibrank.study.pipeline import grid
-from calibrank.study.pipeline.grid import run_models
 
 _SOLO = ("data", "negatives", "efficiency", "index")  # phases whose steps run alone
 _KEYS = {"profile", "created", "started", "jobs", "cores", "seconds", "rates", "steps"}
@@ -48,8 +48,11 @@ def code_sources(cfg, notebooks: Path) -> str:
     """A hash of the path, size and mtime of every file the code keys are read from (the package's sources, the
     notebooks, the profile's params files) and of the step names: the keys are computed again when it changes."""
     package = Path(grid.__file__).resolve().parents[2]  # calibrank/: the core and the study
-    files = [*sorted(package.rglob("*.py")), *sorted(Path(notebooks).resolve().glob("*.ipynb")),
-             *(Path(p).resolve() for p in profile_sources(cfg.source or cfg.profile))]
+    files = [
+        *sorted(package.rglob("*.py")),
+        *sorted(Path(notebooks).resolve().glob("*.ipynb")),
+        *(Path(p).resolve() for p in profile_sources(cfg.source or cfg.profile)),
+    ]
     stats = [(str(p), st.st_size, st.st_mtime_ns) for p in files if (st := p.stat())]
     return stable_hash([stats, [s.name for s in grid.steps(cfg)]], 64)
 
@@ -64,11 +67,16 @@ def refresh_code(cfg, notebooks: str | os.PathLike | None = None) -> bool:
     folder = root / grid.code_path(cfg.profile, grid.INDEX).parent
     names = [*(s.name for s in grid.steps(cfg)), grid.INDEX]
     stamp = folder / ".sources"
-    if stamp.exists() and stamp.read_text(encoding="utf-8") == code_sources(cfg, notebooks) \
-            and all((folder / f"{n}.key").exists() for n in names):
+    if (
+        stamp.exists()
+        and stamp.read_text(encoding="utf-8") == code_sources(cfg, notebooks)
+        and all((folder / f"{n}.key").exists() for n in names)
+    ):
         return False
-    subprocess.run([sys.executable, "-m", "calibrank.study.pipeline.codekeys", cfg.profile,
-                    "--notebooks", str(notebooks)], check=True)
+    subprocess.run(
+        [sys.executable, "-m", "calibrank.study.pipeline.codekeys", cfg.profile, "--notebooks", str(notebooks)],
+        check=True,
+    )
     return True
 
 
@@ -88,11 +96,25 @@ def steps(cfg) -> list[Step]:
     for s in grid.steps(cfg):
         pending = _older(s.outputs, (*s.inputs, s.code)) or any(i in made for i in s.inputs)
         made |= set(s.outputs) if pending else set()
-        out.append(Step(s.name, s.kind, s.outputs[0], (s.model.name,) if s.model else (),
-                        registry.key(s.parameters["ranker"]).value if s.kind == "predict" else None, pending=pending))
+        out.append(
+            Step(
+                s.name,
+                s.kind,
+                s.outputs[0],
+                (s.model.name,) if s.model else (),
+                registry.key(s.parameters["ranker"]).value if s.kind == "predict" else None,
+                pending=pending,
+            )
+        )
     index = str(grid.index_files(cfg.profile)[1])  # the page's record: the index step's output
-    return out + [Step("index", "index", index, pending=any(s.pending for s in out)
-                       or _older([index], [grid.code_path(cfg.profile, grid.INDEX)]))]
+    return out + [
+        Step(
+            "index",
+            "index",
+            index,
+            pending=any(s.pending for s in out) or _older([index], [grid.code_path(cfg.profile, grid.INDEX)]),
+        )
+    ]
 
 
 def _reached(cfg, plan: dict, targets) -> set[str]:
@@ -103,7 +125,11 @@ def _reached(cfg, plan: dict, targets) -> set[str]:
     for target in targets or ():
         t = Path(str(target))
         t = str(t.relative_to(root)) if t.is_absolute() and t.is_relative_to(root) else str(t)
-        page = t[:-len(".html")].split("/")[-1] if t.startswith(f"reports/{cfg.profile}/") and t.endswith(".html") else None
+        page = (
+            t[: -len(".html")].split("/")[-1]
+            if t.startswith(f"reports/{cfg.profile}/") and t.endswith(".html")
+            else None
+        )
         if t in plan or t in made_by or page in plan:
             wanted.add(t if t in plan else made_by.get(t, page))
         else:
@@ -146,15 +172,22 @@ def work(cfg, sizes: dict, trained=frozenset(), pools: dict | None = None) -> di
         w = out[s.name] = {"train": 0.0, "infer": 0.0}
         if s.phase == "negatives" and pools is not None:
             sampled = {(q.corpus, q.split) for q in query_set_specs(cfg) if q.sampler is SamplerName.embedding}
-            fits = [Condition(tc.value, "valid", cfg.negatives.train.value, cfg.negatives.eval_k) for tc in cfg.rankers.train_corpora]
+            fits = [
+                Condition(tc.value, "valid", cfg.negatives.train.value, cfg.negatives.eval_k)
+                for tc in cfg.rankers.train_corpora
+            ]
             scored_sets = list({c.name: c for c in [*eval_conditions(cfg), *fits]}.values())  # the baselines' sets
             splits = {(c.corpus, c.split): 0 for c in scored_sets}
             for c in scored_sets:
                 splits[(c.corpus, c.split)] += c.k
             # a split's candidates are drawn from its pool: at most the pool, or every true response and negative
-            w["encode"] = float(sum(pools[c][split] + sizes[c][split] for c, split in sampled)
-                                + sum(min(pools[c][split], sizes[c][split] * (1 + k)) + sizes[c][split]
-                                      for (c, split), k in splits.items()))
+            w["encode"] = float(
+                sum(pools[c][split] + sizes[c][split] for c, split in sampled)
+                + sum(
+                    min(pools[c][split], sizes[c][split] * (1 + k)) + sizes[c][split]
+                    for (c, split), k in splits.items()
+                )
+            )
         for n in (sizes[m.split("-")[1]] for m in s.trains if m not in trained):
             w["train"] += n["train"] * (1 + k) * t.epochs
             per_epoch = -(-n["train"] * (1 + k) // t.batch_size)  # validated every eval_every steps and at epoch ends
@@ -163,7 +196,7 @@ def work(cfg, sizes: dict, trained=frozenset(), pools: dict | None = None) -> di
             w["infer"] += len(ends) * n["valid"] * (1 + k)
         info = registry.info(s.ranker) if s.ranker else None
         passes = info.samples(cfg) // info.members(cfg) if info and info.family is registry.Family.stochastic else 1
-        for model in models[s.name[len("03_train-"):]] if info else ():
+        for model in models[s.name[len("03_train-") :]] if info else ():
             for c in ranker_conditions(cfg, s.ranker):
                 if (model, c.name, passes) not in scored:
                     scored.add((model, c.name, passes))
@@ -175,9 +208,13 @@ def recorded(profile: str) -> dict[str, float]:
     """Median rates under ``runs/<profile>/``: ``train``, pairs/s of each ``train.json``; ``infer``, each shared
     scoring's pairs/s per condition pair (it scored the distinct pairs of all its conditions' pairs)."""
     runs = project_root() / "runs" / profile
-    found = {"train": [read_json(p).get("train_pairs_per_second") for p in (runs / "models").glob("**/train.json")],
-             "infer": [(i.get("pairs_per_second") or 0) * i.get("pairs", 0) / i.get("distinct_pairs", 1) for i in
-                       (read_json(p).get("shared_scoring") or {} for p in (runs / "predictions").glob("**/*.json"))]}
+    found = {
+        "train": [read_json(p).get("train_pairs_per_second") for p in (runs / "models").glob("**/train.json")],
+        "infer": [
+            (i.get("pairs_per_second") or 0) * i.get("pairs", 0) / i.get("distinct_pairs", 1)
+            for i in (read_json(p).get("shared_scoring") or {} for p in (runs / "predictions").glob("**/*.json"))
+        ],
+    }
     return {kind: statistics.median(x for x in v if x) for kind, v in found.items() if any(v)}
 
 
@@ -277,21 +314,28 @@ def progress(profile: str, step: str, seconds: float | None, run_start: float | 
     if est is None or abs(float(data["started"]) - run_start) > 1.0:  # no estimate of this run
         return f"{step} done" + (f" ({own[:-2]})" if own else "")
     outs = {s.name: project_root() / s.output for s in est.pending}
-    left = [s for s in est.pending if s.name != step and not (outs[s.name].exists()
-                                                              and outs[s.name].stat().st_mtime >= run_start)]
+    left = [
+        s
+        for s in est.pending
+        if s.name != step and not (outs[s.name].exists() and outs[s.name].stat().st_mtime >= run_start)
+    ]
     estimated = {s.name: s.seconds for s in est.steps}
     taken = {**run_times(profile, run_start), **({step: float(seconds)} if seconds is not None else {})}
     ratio = pace(estimated, {k: v for k, v in taken.items() if k in {s.name for s in est.pending}})
     remaining = Estimate(profile, est.jobs, tuple(left)).seconds * (ratio if ratio is not None else 1.0)
     at = f", at {ratio:.1f}x the estimate" if ratio is not None else ""
     tail = f"~{clock(remaining, True)} left ({len(left)} steps{at})" if left else "nothing left"
-    return (f"[{clock(time.time() - run_start)} elapsed] {step} done ({own}estimate "
-            f"{clock(estimated.get(step, 0.0))}); {tail}")
+    return (
+        f"[{clock(time.time() - run_start)} elapsed] {step} done ({own}estimate "
+        f"{clock(estimated.get(step, 0.0))}); {tail}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m calibrank.study.pipeline.schedule PROFILE STEP --seconds S``: the progress line; it never fails the step."""
-    p = argparse.ArgumentParser(prog="python -m calibrank.study.pipeline.schedule", description="the progress line after a step")
+    p = argparse.ArgumentParser(
+        prog="python -m calibrank.study.pipeline.schedule", description="the progress line after a step"
+    )
     p.add_argument("profile")
     p.add_argument("step")
     p.add_argument("--seconds", type=float, help="the step's wall time")

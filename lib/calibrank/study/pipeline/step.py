@@ -68,8 +68,11 @@ def run_step(profile: str, name: str, *, notebooks: str | os.PathLike | None = N
     cfg = load_config(profile)
     found = {s.name: s for s in steps(cfg) if s.notebook}
     if name not in found:
-        raise StepError(f"step {name!r}: not a notebook step of profile {profile!r} "
-                        f"(python -m calibrank.study.pipeline.grid steps {profile} lists them)", 2)
+        raise StepError(
+            f"step {name!r}: not a notebook step of profile {profile!r} "
+            f"(python -m calibrank.study.pipeline.grid steps {profile} lists them)",
+            2,
+        )
     step: Step = found[name]
     problem = loaded_model_problem(cfg, step)
     if problem is not None:
@@ -83,20 +86,29 @@ def run_step(profile: str, name: str, *, notebooks: str | os.PathLike | None = N
     failed = failed_path(profile, name)
 
     try:
-        papermill.execute_notebook(str(folder / f"{step.notebook}.ipynb"), str(tmp), parameters=step.parameters,
-                                   cwd=str(folder), log_output=True, progress_bar=False)
+        papermill.execute_notebook(
+            str(folder / f"{step.notebook}.ipynb"),
+            str(tmp),
+            parameters=step.parameters,
+            cwd=str(folder),
+            log_output=True,
+            progress_bar=False,
+        )
     except Exception as exc:  # the notebook failed (a cell raised, the kernel died): keep what ran
         failed.unlink(missing_ok=True)
         if tmp.exists():
             os.replace(tmp, failed)
         kept = f" (the notebook as it ran: {failed.relative_to(root)})" if failed.exists() else ""
         if not isinstance(exc, papermill.PapermillExecutionError):
-            raise StepError(f"{name}: {type(exc).__name__}: {_one_line(exc)}{kept}",
-                            details=traceback.format_exc()) from None
+            raise StepError(
+                f"{name}: {type(exc).__name__}: {_one_line(exc)}{kept}", details=traceback.format_exc()
+            ) from None
         if exc.ename in INPUT_ERRORS:
             raise StepError(f"{name}: {_one_line(exc.evalue)}{kept}") from None
-        raise StepError(f"{name}: {exc.ename}: {_one_line(exc.evalue)} (cell {exc.exec_count}){kept}",
-                        details=_ANSI.sub("", "\n".join(exc.traceback or []))) from None
+        raise StepError(
+            f"{name}: {exc.ename}: {_one_line(exc.evalue)} (cell {exc.exec_count}){kept}",
+            details=_ANSI.sub("", "\n".join(exc.traceback or [])),
+        ) from None
     except BaseException:  # interrupted: nothing kept
         tmp.unlink(missing_ok=True)
         raise
@@ -110,7 +122,9 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m calibrank.study.pipeline.step", description=__doc__.split("\n\n")[0])
     p.add_argument("profile", help="params/<profile>.yaml")
     p.add_argument("step", help="a notebook step of the profile, e.g. 04_calibration or 03_train-bert-chitchat")
-    p.add_argument("--notebooks", type=Path, help="the folder of the notebooks (default: notebooks/ of the project root)")
+    p.add_argument(
+        "--notebooks", type=Path, help="the folder of the notebooks (default: notebooks/ of the project root)"
+    )
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")  # papermill's lines and the cells' output
     try:
