@@ -17,6 +17,9 @@ import tomllib
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+from conftest import CORE_TESTS  # noqa: E402 (the list of the core's test files lives beside its marker)
+
 #: what each venv pins beyond the core's own ranges
 PINS = {"lowest": None, "numpy1": ["numpy<2"]}
 
@@ -32,6 +35,11 @@ def lowest_pins() -> list[str]:
             raise SystemExit(f"pyproject.toml: dependency {dep!r} has no lower bound; expected name>=version")
         pins.append(f"{m.group(1)}=={low.group(1)}")
     return pins
+
+
+def core_files() -> list[str]:
+    """The test files marked ``core`` (tests/conftest.py's ``CORE_TESTS``)."""
+    return [str(REPO / "tests" / name) for name in sorted(CORE_TESTS)]
 
 
 def main(name: str) -> int:
@@ -76,7 +84,8 @@ def main(name: str) -> int:
     core = {p.split("==")[0].lower() for p in lowest_pins()}
     print(f"ranges {name}: " + " ".join(p for p in listed if p.split("==")[0].lower() in core), flush=True)
     return subprocess.run(
-        [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "core", str(REPO / "tests")],
+        # only the core's test files: the others import the study at collection
+        [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "core", *core_files()],
         env=env,
         cwd=REPO,
     ).returncode
