@@ -45,8 +45,9 @@ TEST_ROOT := build/test-root
 
 # `make report` runs independent steps side by side: REPORT_JOBS of them, each with
 # cores / REPORT_JOBS threads (two 1-thread trainings do 1.4x the pairs/s of one 2-thread training
-# on 2 cores). Steps that run alone (01, 02, 07) take every core; 07 times the rankers, so
-# nothing else runs beside it. The paper profile runs one step at a time (one GPU).
+# on 2 cores). Steps that run alone (01, 02, 07, and any step no other step of the run can run beside)
+# take every core; 07 times the rankers, so nothing else runs beside it. The paper profile runs one
+# step at a time (one GPU).
 NPROC := $(shell nproc 2>/dev/null || echo 1)
 ifeq ($(origin REPORT_JOBS),undefined)
 REPORT_JOBS := $(if $(filter paper,$(PROFILE)),1,$(shell n=$(NPROC); echo $$(( n < 4 ? n : 4 ))))
@@ -120,25 +121,30 @@ data: $(STAMP) ## download a research dataset: make data DATASET=msdialog
 
 # --- the report -------------------------------------------------------------------------
 
-# The profile is checked first (its error alone, before anything runs). Before the run,
+# The profile is checked first (its error alone, before anything runs). Then python -m calibrank.study.pipeline.launch
+# runs snakemake holding the profile's run lock: while another run of the profile is alive it says so on one line
+# (its pid) and stops, exit status 2, before writing anything; after a run that was killed it removes the lock
+# snakemake left (snakemake --unlock when no writer is alive). Before the run (--estimate),
 # python -m calibrank.study.pipeline.eta measures this machine's throughput for the profile and prints the
 # estimated wall time; it writes reports/PROFILE/eta.json, which the progress line after each step
 # and the report's setup section read. An estimate that cannot be made is said and the run goes on.
 # The wall time counts from when make started (setup included).
 RUN_START := $(shell date +%s)
+LAUNCH = $(BIN)/python -m calibrank.study.pipeline.launch $(PROFILE) --started $(RUN_START)
 report: $(STAMP) ## run the study for PROFILE (default laptop) into reports/PROFILE/index.html
 	@$(BIN)/python -m calibrank.study.settings.config check $(PROFILE)
-	$(BIN)/python -m calibrank.study.pipeline.eta $(PROFILE) --jobs $(REPORT_JOBS) --cores $(NPROC) --started $(RUN_START) || true
-	CALIBRANK_RUN_START=$(RUN_START) $(SNAKEMAKE) --cores $(NPROC) --config profile=$(PROFILE) threads=$(THREADS)
+	$(LAUNCH) --estimate --jobs $(REPORT_JOBS) --cores $(NPROC) -- $(SNAKEMAKE) --cores $(NPROC) --config profile=$(PROFILE) threads=$(THREADS)
 	@echo "report: $(REPORT)/index.html (wall time $$(( $$(date +%s) - $(RUN_START) )) s)"
 
 # One notebook step and the steps it reads: make nb-02_negatives, make nb-03_train-sngp-chitchat PROFILE=smoke.
 # The step name reaches snakemake's command line: it is checked like a profile's name. It comes before
 # --config, which takes every word after it as a name=value pair.
 $(foreach g,$(filter nb-%,$(MAKECMDGOALS)),$(if $(call only_chars,$(g),$(NAME_CHARS)),,$(error $(g): a step's name is made of letters, digits, _ and -)))
+# A step that no other step of the run can run beside (here most often the step itself and the steps it reads, one
+# after the other) takes every core (calibrank.study.pipeline.schedule.alone).
 nb-%: $(STAMP)
 	@$(BIN)/python -m calibrank.study.settings.config check $(PROFILE) >/dev/null
-	$(SNAKEMAKE) $(REPORT)/$*.html --cores $(NPROC) --config profile=$(PROFILE) threads=$(THREADS)
+	$(LAUNCH) -- $(SNAKEMAKE) $(REPORT)/$*.html --cores $(NPROC) --config profile=$(PROFILE) threads=$(THREADS)
 
 # --- checks -----------------------------------------------------------------------------
 

@@ -74,14 +74,40 @@ from .retrieval import SECTION_BM25, SECTION_EMBEDDING, bench_bm25, bench_embedd
 
 __all__ = ["SECTIONS", "main"]
 
-SECTIONS = ("bm25", "embedding", "peak", "training", "inference", "inference_flops", "scoring", "memory", "clock", "assess_io",
-            "assess", "core", "guarantee")
+SECTIONS = (
+    "bm25",
+    "embedding",
+    "peak",
+    "training",
+    "inference",
+    "inference_flops",
+    "scoring",
+    "memory",
+    "clock",
+    "assess_io",
+    "assess",
+    "core",
+    "guarantee",
+)
 
 # --quick: the value of every option still at its default (sized for a few minutes on 2 cores)
-QUICK = {"n_responses": 5_000, "n_queries": 20, "n_embed": 1_000, "train_steps": 6,
-         "train_warmup": 2, "inference_queries": 8, "inference_repeats": 2, "short_train_queries": 8, "scoring_queries": 4,
-         "memory_train_steps": 3, "gibbs_sizes": [256], "gibbs_steps": 5, "assess_queries": 700, "assess_depth": 100,
-         "guarantee_draws": 40}
+QUICK = {
+    "n_responses": 5_000,
+    "n_queries": 20,
+    "n_embed": 1_000,
+    "train_steps": 6,
+    "train_warmup": 2,
+    "inference_queries": 8,
+    "inference_repeats": 2,
+    "short_train_queries": 8,
+    "scoring_queries": 4,
+    "memory_train_steps": 3,
+    "gibbs_sizes": [256],
+    "gibbs_steps": 5,
+    "assess_queries": 700,
+    "assess_depth": 100,
+    "guarantee_draws": 40,
+}
 
 
 def _int_list(text: str) -> list[int]:
@@ -93,58 +119,122 @@ def _int_list(text: str) -> list[int]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n\n")[0].strip())
-    parser.add_argument("only", nargs="*", metavar="SECTION", help=f"run only these sections ({', '.join(SECTIONS)}; "
-                        "default: every one not skipped)")
-    parser.add_argument("--out", type=Path, default=None, help="output folder (default: reports/bench under the project root)")
-    parser.add_argument("--skip", choices=SECTIONS, action="append", default=[], help="leave a section out (repeatable)")
+    parser.add_argument(
+        "only",
+        nargs="*",
+        metavar="SECTION",
+        help=f"run only these sections ({', '.join(SECTIONS)}; default: every one not skipped)",
+    )
+    parser.add_argument(
+        "--out", type=Path, default=None, help="output folder (default: reports/bench under the project root)"
+    )
+    parser.add_argument(
+        "--skip", choices=SECTIONS, action="append", default=[], help="leave a section out (repeatable)"
+    )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--quick", action="store_true",
-                        help="small sizes and repeats for every option left at its default (a few minutes; noisier figures)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="small sizes and repeats for every option left at its default (a few minutes; noisier figures)",
+    )
     g = parser.add_argument_group("matmul peak")
     g.add_argument("--peak-n", type=int, default=2048, help="side of the square matrices of the torch.mm peak")
     g.add_argument("--peak-repeats", type=int, default=10, help="timed torch.mm calls per precision (best of)")
-    g.add_argument("--precisions", type=lambda t: [x.strip() for x in t.split(",") if x.strip()], default=["fp32", "bf16"],
-                   help="precisions of the peak, training and inference_flops sections (bf16 only where supported)")
+    g.add_argument(
+        "--precisions",
+        type=lambda t: [x.strip() for x in t.split(",") if x.strip()],
+        default=["fp32", "bf16"],
+        help="precisions of the peak, training and inference_flops sections (bf16 only where supported)",
+    )
     g = parser.add_argument_group("negatives (bm25, embedding)")
     g.add_argument("--n-responses", type=int, default=100_000, help="pool size: first N unique chitchat responses")
     g.add_argument("--n-queries", type=int, default=200, help="contexts of other examples used as queries")
-    g.add_argument("--n-embed", type=int, default=20_000, help="how many pool responses to encode for the embedding bench")
+    g.add_argument(
+        "--n-embed", type=int, default=20_000, help="how many pool responses to encode for the embedding bench"
+    )
     g.add_argument("--k", type=int, default=10, help="top-k retrieved per query")
-    g.add_argument("--query-utterances", type=int, default=3, help="most recent context utterances forming a query (0: whole context)")
+    g.add_argument(
+        "--query-utterances",
+        type=int,
+        default=3,
+        help="most recent context utterances forming a query (0: whole context)",
+    )
     g = parser.add_argument_group("rankers (training, inference, memory)")
-    g.add_argument("--profile", default="laptop", help="profile whose backbone, training settings, rankers and queries are used")
+    g.add_argument(
+        "--profile", default="laptop", help="profile whose backbone, training settings, rankers and queries are used"
+    )
     g.add_argument("--device", default=None, help="torch device (default: cuda when available, else cpu)")
     g.add_argument("--train-steps", type=int, default=60, help="timed training steps per variant")
     g.add_argument("--train-warmup", type=int, default=5, help="untimed warm-up steps before them")
     g.add_argument("--train-rounds", type=int, default=1, help="rounds over the variants (median pairs/s)")
-    g.add_argument("--rankers", type=lambda t: [x.strip() for x in t.split(",") if x.strip()], default=None,
-                   help="comma-separated rankers of the inference section (default: the profile's; bert is always added)")
+    g.add_argument(
+        "--rankers",
+        type=lambda t: [x.strip() for x in t.split(",") if x.strip()],
+        default=None,
+        help="comma-separated rankers of the inference section (default: the profile's; bert is always added)",
+    )
     g.add_argument("--inference-queries", type=int, default=50, help="test queries timed per ranker")
     g.add_argument("--inference-repeats", type=int, default=3, help="round-robin repeats (median)")
-    g.add_argument("--scoring-queries", type=int, default=40,
-                   help="test queries per evaluation sampler of the scoring_paths section (pair path against encode-once); "
-                        "0: all of them, the test sets the study scores")
-    g.add_argument("--scoring-rankers", type=lambda t: [x.strip() for x in t.split(",") if x.strip()],
-                   default=["bert", "mc_dropout", "ensemble"], help="comma-separated rankers of the scoring_paths section")
-    g.add_argument("--scoring-backbones", type=lambda t: [x.strip() for x in t.split(",") if x.strip()],
-                   default=["tiny-random", "all-MiniLM-L6-v2"], help="comma-separated backbones of the scoring_paths section")
-    g.add_argument("--scoring-passes", type=int, default=None,
-                   help="MC Dropout passes of the scoring_paths section (default: the profile's T; the ratio is per pass)")
-    g.add_argument("--scoring-members", type=int, default=None,
-                   help="ensemble members of the scoring_paths section (default: the profile's M; the ratio is per member)")
-    g.add_argument("--short-train-queries", type=int, default=32,
-                   help="training queries of the short training of rankers not in the model cache")
+    g.add_argument(
+        "--scoring-queries",
+        type=int,
+        default=40,
+        help="test queries per evaluation sampler of the scoring_paths section (pair path against encode-once); "
+        "0: all of them, the test sets the study scores",
+    )
+    g.add_argument(
+        "--scoring-rankers",
+        type=lambda t: [x.strip() for x in t.split(",") if x.strip()],
+        default=["bert", "mc_dropout", "ensemble"],
+        help="comma-separated rankers of the scoring_paths section",
+    )
+    g.add_argument(
+        "--scoring-backbones",
+        type=lambda t: [x.strip() for x in t.split(",") if x.strip()],
+        default=["tiny-random", "all-MiniLM-L6-v2"],
+        help="comma-separated backbones of the scoring_paths section",
+    )
+    g.add_argument(
+        "--scoring-passes",
+        type=int,
+        default=None,
+        help="MC Dropout passes of the scoring_paths section (default: the profile's T; the ratio is per pass)",
+    )
+    g.add_argument(
+        "--scoring-members",
+        type=int,
+        default=None,
+        help="ensemble members of the scoring_paths section (default: the profile's M; the ratio is per member)",
+    )
+    g.add_argument(
+        "--short-train-queries",
+        type=int,
+        default=32,
+        help="training queries of the short training of rankers not in the model cache",
+    )
     g.add_argument("--no-model-cache", action="store_true", help="always build rankers by the short training")
-    g.add_argument("--memory-train-steps", type=int, default=10, help="steps of the training run whose peak memory is measured")
-    g.add_argument("--gibbs-sizes", type=_int_list, default=[256, 1024, 2048],
-                   help="inducing-set sizes M of the Gibbs runs (4096 x 30 chains needs ~13 GB and ~50 min on 2 cores)")
-    g.add_argument("--gibbs-chains", type=int, default=None, help="Gibbs chains (default: the profile's pg_drr.gibbs_chains)")
-    g.add_argument("--gibbs-steps", type=int, default=None, help="Gibbs steps (default: the profile's pg_drr.gibbs_steps)")
+    g.add_argument(
+        "--memory-train-steps", type=int, default=10, help="steps of the training run whose peak memory is measured"
+    )
+    g.add_argument(
+        "--gibbs-sizes",
+        type=_int_list,
+        default=[256, 1024, 2048],
+        help="inducing-set sizes M of the Gibbs runs (4096 x 30 chains needs ~13 GB and ~50 min on 2 cores)",
+    )
+    g.add_argument(
+        "--gibbs-chains", type=int, default=None, help="Gibbs chains (default: the profile's pg_drr.gibbs_chains)"
+    )
+    g.add_argument(
+        "--gibbs-steps", type=int, default=None, help="Gibbs steps (default: the profile's pg_drr.gibbs_steps)"
+    )
     g.add_argument("--memory-timeout", type=float, default=900.0, help="seconds allowed to each memory subprocess")
     g = parser.add_argument_group("a user's run: reading it (assess_io) and assessing it (assess)")
     g.add_argument("--assess-queries", type=int, default=7000, help="queries of the synthetic run")
     g.add_argument("--assess-depth", type=int, default=1000, help="candidates per query of the synthetic run")
-    g.add_argument("--assess-repeats", type=int, default=1, help="round-robin repeats of the three reading jobs (fastest kept)")
+    g.add_argument(
+        "--assess-repeats", type=int, default=1, help="round-robin repeats of the three reading jobs (fastest kept)"
+    )
     g = parser.add_argument_group("the certified cutoff's guarantee on known-truth data (guarantee)")
     g.add_argument("--guarantee-draws", type=int, default=1000, help="validation sets drawn per setting of the grid")
     g.add_argument("--guarantee-jobs", type=int, default=1, help="processes the settings are spread over")
@@ -166,9 +256,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     bad = [p for p in args.precisions if p not in ("fp32", "bf16")]
     if bad or not args.precisions:
         parser.error(f"--precisions must be a comma-separated subset of fp32,bf16, got {args.precisions}")
-    for name in ("n_responses", "n_queries", "n_embed", "k", "train_steps", "train_warmup", "train_rounds", "inference_queries",
-                 "inference_repeats", "short_train_queries", "memory_train_steps", "peak_n", "peak_repeats", "assess_queries", "assess_depth",
-                 "assess_repeats", "guarantee_draws", "guarantee_jobs"):
+    for name in (
+        "n_responses",
+        "n_queries",
+        "n_embed",
+        "k",
+        "train_steps",
+        "train_warmup",
+        "train_rounds",
+        "inference_queries",
+        "inference_repeats",
+        "short_train_queries",
+        "memory_train_steps",
+        "peak_n",
+        "peak_repeats",
+        "assess_queries",
+        "assess_depth",
+        "assess_repeats",
+        "guarantee_draws",
+        "guarantee_jobs",
+    ):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be a positive integer, got {getattr(args, name)}")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -178,8 +285,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     machine = machine_info()
     if args.quick:
         machine["quick"] = True
-    log(f"machine: {machine['cpu']}, {machine['cpu_count']} cores, torch {machine.get('torch')} "
-         f"with {machine.get('torch_threads')} threads")
+    log(
+        f"machine: {machine['cpu']}, {machine['cpu_count']} cores, torch {machine.get('torch')} "
+        f"with {machine.get('torch_threads')} threads"
+    )
     write_results(out, {"machine": machine})
 
     peak = _peak(args, out, machine)
@@ -207,21 +316,28 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _scoring(args: argparse.Namespace, out: Path, machine: dict[str, Any]) -> None:
     """Pair path against encode-once (no joint layer) for bert, MC Dropout and the ensemble, at each of ``--precisions``."""
+    from calibrank.hardware import use_bf16
     from calibrank.study.settings.config import load_config
 
     from .inference import SECTION_PATHS, bench_scoring_paths
-
-    from calibrank.hardware import use_bf16
 
     device = _device(args)
     for i, precision in enumerate(args.precisions):  # the first precision's section keeps the plain name
         if precision == "bf16" and not use_bf16("auto", device):
             log(f"scoring_paths: no bf16 on {device}, skipped")
             continue
-        res = bench_scoring_paths(load_config(args.profile), n_queries=args.scoring_queries or None,
-                                  repeats=args.inference_repeats, precision=precision, device=device, seed=args.seed,
-                                  rankers=args.scoring_rankers, backbones=args.scoring_backbones, passes=args.scoring_passes,
-                                  members=args.scoring_members)
+        res = bench_scoring_paths(
+            load_config(args.profile),
+            n_queries=args.scoring_queries or None,
+            repeats=args.inference_repeats,
+            precision=precision,
+            device=device,
+            seed=args.seed,
+            rankers=args.scoring_rankers,
+            backbones=args.scoring_backbones,
+            passes=args.scoring_passes,
+            members=args.scoring_members,
+        )
         write_results(out, {SECTION_PATHS + ("" if i == 0 else f"_{precision}"): {**res, "machine": machine}})
 
 
@@ -231,8 +347,12 @@ def _clock(args: argparse.Namespace, out: Path, machine: dict[str, Any]) -> None
     log("clock under load: a 3:1 workload pair on CPU and wall time, alone and beside spinning processes")
     res = bench_clock(repeats=3 if args.quick else 9, seed=args.seed)
     write_results(out, {SECTION: {**res, "machine": machine}})
-    log("clock: " + ", ".join(f"{r['spinners']} spinning: CPU x{r['cpu_ratio']:.2f}, wall x{r['wall_ratio']:.2f}"
-                              for r in res["loads"]))
+    log(
+        "clock: "
+        + ", ".join(
+            f"{r['spinners']} spinning: CPU x{r['cpu_ratio']:.2f}, wall x{r['wall_ratio']:.2f}" for r in res["loads"]
+        )
+    )
 
 
 def _assess(args: argparse.Namespace, out: Path, machine: dict[str, Any]) -> None:
@@ -241,8 +361,10 @@ def _assess(args: argparse.Namespace, out: Path, machine: dict[str, Any]) -> Non
     log(f"assess engine: {args.assess_queries} x {args.assess_depth} pairs, 1000 resamples, in a subprocess")
     res = bench_assess(args.assess_queries, args.assess_depth, seed=args.seed)
     write_results(out, {SECTION: {**res, "machine": machine}})
-    log(f"assessed {res['pairs']} pairs in {res['seconds']:.1f} s ({res['cpu_seconds']:.1f} s CPU), "
-        f"peak {res['peak_gb']:.2f} GB")
+    log(
+        f"assessed {res['pairs']} pairs in {res['seconds']:.1f} s ({res['cpu_seconds']:.1f} s CPU), "
+        f"peak {res['peak_gb']:.2f} GB"
+    )
 
 
 def _core(out: Path, machine: dict[str, Any]) -> None:
@@ -251,9 +373,11 @@ def _core(out: Path, machine: dict[str, Any]) -> None:
     log("core install: pip install of the checkout alone into a fresh venv")
     res = bench_core(paths.project_root())
     write_results(out, {SECTION: {**res, "machine": machine}})
-    log(f"core: {res['packages']} packages, {res['site_packages_mb']:.0f} MB; process CPU: empty interpreter "
+    log(
+        f"core: {res['packages']} packages, {res['site_packages_mb']:.0f} MB; process CPU: empty interpreter "
         f"{res['empty_interpreter_cpu_s']:.3f} s, import calibrank {res['import_calibrank_cpu_s']:.3f} s, "
-        f"calibrank --help {res['help_cpu_s']:.3f} s, calibrank assess --help {res['assess_help_cpu_s']:.3f} s")
+        f"calibrank --help {res['help_cpu_s']:.3f} s, calibrank assess --help {res['assess_help_cpu_s']:.3f} s"
+    )
 
 
 def _guarantee(args: argparse.Namespace, out: Path, machine: dict[str, Any]) -> None:
@@ -263,8 +387,10 @@ def _guarantee(args: argparse.Namespace, out: Path, machine: dict[str, Any]) -> 
     res = bench_guarantee(args.guarantee_draws, seed=args.seed, jobs=args.guarantee_jobs)
     write_results(out, {SECTION: {**res, "machine": machine}})
     met = [t["met"] for t in res["targets"]]
-    log(f"guarantee: calibrank's violations under the promise in {sum(bool(m) for m in met)} of {len(met)} settings "
-        f"(upper end of the 95% interval); CPU s " + ", ".join(f"{p} {s:.0f}" for p, s in res["cpu_seconds"].items()))
+    log(
+        f"guarantee: calibrank's violations under the promise in {sum(bool(m) for m in met)} of {len(met)} settings "
+        f"(upper end of the 95% interval); CPU s " + ", ".join(f"{p} {s:.0f}" for p, s in res["cpu_seconds"].items())
+    )
 
 
 def _device(args: argparse.Namespace):
@@ -290,8 +416,12 @@ def _peak(args: argparse.Namespace, out: Path, machine: dict[str, Any]) -> dict[
     log(f"matmul peak: torch.mm {args.peak_n}x{args.peak_n}, best of {args.peak_repeats}, {', '.join(args.precisions)}")
     res = measure_peak(args.peak_n, args.peak_repeats, device=_device(args), precisions=tuple(args.precisions))
     write_results(out, {SECTION: {**res, "machine": machine}})
-    log("matmul peak: " + ", ".join(f"{p} {v:.1f} GFLOP/s" for p, v in res["peak_gflop_per_s"].items())
-        + f" with {res['torch_threads']} threads" + (f"; {res['skipped']}" if res.get("skipped") else ""))
+    log(
+        "matmul peak: "
+        + ", ".join(f"{p} {v:.1f} GFLOP/s" for p, v in res["peak_gflop_per_s"].items())
+        + f" with {res['torch_threads']} threads"
+        + (f"; {res['skipped']}" if res.get("skipped") else "")
+    )
     return res["peak_gflop_per_s"]
 
 
@@ -305,8 +435,12 @@ def _peak_again(args: argparse.Namespace, out: Path) -> None:
     again = measure_peak(args.peak_n, args.peak_repeats, device=_device(args), precisions=tuple(args.precisions))
     merged = merge_peaks(results[SECTION], again)
     peak = merged["peak_gflop_per_s"]
-    log("matmul peak again: " + ", ".join(f"{p} {v:.1f}" for p, v in again["peak_gflop_per_s"].items())
-        + " GFLOP/s; kept " + ", ".join(f"{p} {v:.1f}" for p, v in peak.items()))
+    log(
+        "matmul peak again: "
+        + ", ".join(f"{p} {v:.1f}" for p, v in again["peak_gflop_per_s"].items())
+        + " GFLOP/s; kept "
+        + ", ".join(f"{p} {v:.1f}" for p, v in peak.items())
+    )
     update = {SECTION: merged}
     for name, flag in ((TRAINING, "training"), (SECTION_FLOPS, "inference_flops")):
         if flag not in args.skip and isinstance(results.get(name), dict):
@@ -315,7 +449,12 @@ def _peak_again(args: argparse.Namespace, out: Path) -> None:
 
 
 def _negatives(args: argparse.Namespace, out: Path, machine: dict[str, Any]) -> None:
-    from calibrank.study.data.negatives import DEFAULT_EMBEDDING_MODEL, cached_embeddings, embeddings_cache_path, query_text
+    from calibrank.study.data.negatives import (
+        DEFAULT_EMBEDDING_MODEL,
+        cached_embeddings,
+        embeddings_cache_path,
+        query_text,
+    )
 
     qu = args.query_utterances or None
     log(f"loading chitchat: {args.n_responses} responses, {args.n_queries} queries")
@@ -336,28 +475,37 @@ def _negatives(args: argparse.Namespace, out: Path, machine: dict[str, Any]) -> 
         pool = responses[: args.n_embed]
         qtexts = [query_text(c, qu, newest_first=True) for c in contexts]
         cached = embeddings_cache_path(pool).exists() and embeddings_cache_path(qtexts).exists()
-        log(f"embedding {len(pool)} responses + {len(qtexts)} queries with MiniLM ({'cached' if cached else 'encoding'})")
+        log(
+            f"embedding {len(pool)} responses + {len(qtexts)} queries with MiniLM ({'cached' if cached else 'encoding'})"
+        )
         t0 = time.perf_counter()
         pool_emb = cached_embeddings(pool)
         query_emb = cached_embeddings(qtexts)
         encode_s = time.perf_counter() - t0
         res = bench_embedding(pool_emb, query_emb, args.k)
-        write_results(out, {SECTION_EMBEDDING: {
-            **res,
-            "model": DEFAULT_EMBEDDING_MODEL,
-            "n_embed": len(pool),
-            "encode_s": encode_s,
-            "encode_from_cache": cached,
-            "workload": workload,
-            "machine": machine,
-        }})
+        write_results(
+            out,
+            {
+                SECTION_EMBEDDING: {
+                    **res,
+                    "model": DEFAULT_EMBEDDING_MODEL,
+                    "n_embed": len(pool),
+                    "encode_s": encode_s,
+                    "encode_from_cache": cached,
+                    "workload": workload,
+                    "machine": machine,
+                }
+            },
+        )
         log(
             f"faiss {res['faiss']['search_s']:.3f}s vs numpy {res['numpy']['search_s']:.3f}s "
             f"(x{res['speedup_search']:.1f}) on {len(pool)} embeddings; identical top-k {res['parity']['topk_ids_identical']:.3f}"
         )
 
 
-def _rankers(args: argparse.Namespace, out: Path, machine: dict[str, Any], peak: dict[str, float] | None = None) -> None:
+def _rankers(
+    args: argparse.Namespace, out: Path, machine: dict[str, Any], peak: dict[str, float] | None = None
+) -> None:
     """The sections on the profile's rankers: training throughput, inference per query and its FLOP/s, peak memory."""
     from calibrank.study.data.querysets import load_query_set
     from calibrank.study.settings.config import load_config
@@ -371,26 +519,51 @@ def _rankers(args: argparse.Namespace, out: Path, machine: dict[str, Any], peak:
     if "training" not in args.skip:
         from .training import SECTION, bench_training
 
-        res = bench_training(train, cfg.training, warmup=args.train_warmup, steps=args.train_steps, rounds=args.train_rounds,
-                             seed=args.seed, context_style=cfg.data.context_style, device=device,
-                             precisions=args.precisions, peak_gflop_per_s=peak)
+        res = bench_training(
+            train,
+            cfg.training,
+            warmup=args.train_warmup,
+            steps=args.train_steps,
+            rounds=args.train_rounds,
+            seed=args.seed,
+            context_style=cfg.data.context_style,
+            device=device,
+            precisions=args.precisions,
+            peak_gflop_per_s=peak,
+        )
         write_results(out, {SECTION: {**res, **common}})
-        log("training: " + ", ".join(f"calibrank_{p} {res[f'calibrank_{p}']['pairs_per_s']:.2f} pairs/s"
-                                     for p in res["precisions"]) + f"; ratios {res['ratio_ours_over']}")
+        log(
+            "training: "
+            + ", ".join(f"calibrank_{p} {res[f'calibrank_{p}']['pairs_per_s']:.2f} pairs/s" for p in res["precisions"])
+            + f"; ratios {res['ratio_ours_over']}"
+        )
 
     if "inference" not in args.skip:
         from .inference import SECTION, bench_inference
 
-        res = bench_inference(cfg, n_queries=args.inference_queries, repeats=args.inference_repeats, rankers=args.rankers,
-                              short_train_queries=args.short_train_queries, use_cache=not args.no_model_cache)
+        res = bench_inference(
+            cfg,
+            n_queries=args.inference_queries,
+            repeats=args.inference_repeats,
+            rankers=args.rankers,
+            short_train_queries=args.short_train_queries,
+            use_cache=not args.no_model_cache,
+        )
         write_results(out, {SECTION: {**res, "machine": machine}})
         log("inference: " + ", ".join(f"{n} x{v['ratio_to_bert']:.2f}" for n, v in res["rankers"].items()))
 
     if "inference_flops" not in args.skip:
         from .inference import SECTION_FLOPS, bench_inference_flops
 
-        res = bench_inference_flops(cfg, n_queries=args.inference_queries, repeats=args.inference_repeats,
-                                    precisions=args.precisions, device=device, peak_gflop_per_s=peak, seed=args.seed)
+        res = bench_inference_flops(
+            cfg,
+            n_queries=args.inference_queries,
+            repeats=args.inference_repeats,
+            precisions=args.precisions,
+            device=device,
+            peak_gflop_per_s=peak,
+            seed=args.seed,
+        )
         write_results(out, {SECTION_FLOPS: {**res, "machine": machine}})
         log("inference_flops: " + ", ".join(f"{p} {res[p]['gflop_per_s']:.1f} GFLOP/s" for p in res["precisions"]))
 
@@ -398,10 +571,19 @@ def _rankers(args: argparse.Namespace, out: Path, machine: dict[str, Any], peak:
         from .memory import SECTION, bench_memory
 
         pg = cfg.rankers.pg_drr
-        res = bench_memory(train, cfg.training, train_steps=args.memory_train_steps, gibbs_sizes=args.gibbs_sizes,
-                           gibbs_chains=args.gibbs_chains or pg.gibbs_chains, gibbs_steps=args.gibbs_steps or pg.gibbs_steps,
-                           laptop_inducing=pg.inducing, seed=args.seed, context_style=cfg.data.context_style.value,
-                           device=device.type, timeout_s=args.memory_timeout)
+        res = bench_memory(
+            train,
+            cfg.training,
+            train_steps=args.memory_train_steps,
+            gibbs_sizes=args.gibbs_sizes,
+            gibbs_chains=args.gibbs_chains or pg.gibbs_chains,
+            gibbs_steps=args.gibbs_steps or pg.gibbs_steps,
+            laptop_inducing=pg.inducing,
+            seed=args.seed,
+            context_style=cfg.data.context_style.value,
+            device=device.type,
+            timeout_s=args.memory_timeout,
+        )
         write_results(out, {SECTION: {**res, **common}})
         log(f"memory: training +{res['training'].get('increment_mb', float('nan')):.0f} MB")
 
@@ -412,8 +594,10 @@ def _assess_io(args: argparse.Namespace, out: Path, machine: dict[str, Any]) -> 
     res = bench_assess_io(args.assess_queries, args.assess_depth, seed=args.seed, repeats=args.assess_repeats)
     write_results(out, {SECTION: {**res, "machine": machine}})
     ours, ref = res["calibrank"], res["ir_measures"]
-    log(f"assess_io: read_runs {ours.get('lines_per_s', float('nan')) / 1e6:.2f} M lines/s, peak {ours.get('peak_mb', float('nan')):.0f} MB; "
-        f"ir_measures {ref.get('lines_per_s', float('nan')) / 1e6:.2f} M lines/s (x{res['speedup_over_ir_measures']:.1f})")
+    log(
+        f"assess_io: read_runs {ours.get('lines_per_s', float('nan')) / 1e6:.2f} M lines/s, peak {ours.get('peak_mb', float('nan')):.0f} MB; "
+        f"ir_measures {ref.get('lines_per_s', float('nan')) / 1e6:.2f} M lines/s (x{res['speedup_over_ir_measures']:.1f})"
+    )
 
 
 if __name__ == "__main__":

@@ -44,8 +44,17 @@ def synthetic_run(queries: int, candidates: int, *, seed: int, prefix: str):
     grade[~mask] = 0
     logits = rng.normal(-4.0, 1.5, (queries, candidates)) + 2.5 * grade
     docids = np.char.add(prefix, np.arange(queries * candidates).reshape(queries, candidates).astype(str))
-    return ScoredRun(np.array([f"{prefix}{i}" for i in range(queries)]), docids, mask, logits[None], grade, mask,
-                     (grade > 0).sum(axis=1), kind="logit", source=f"synthetic-{prefix}")
+    return ScoredRun(
+        np.array([f"{prefix}{i}" for i in range(queries)]),
+        docids,
+        mask,
+        logits[None],
+        grade,
+        mask,
+        (grade > 0).sum(axis=1),
+        kind="logit",
+        source=f"synthetic-{prefix}",
+    )
 
 
 def _status_gb(key: str) -> float:
@@ -80,17 +89,36 @@ def _child(queries: int, candidates: int, n_resamples: int, seed: int) -> dict[s
     seconds = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_SELF)
     peak = _status_gb("VmHWM") if reset else max(build_peak, _status_gb("VmHWM"))
-    return {"queries": queries, "candidates": candidates, "pairs": int(test.mask.sum()),
-            "valid_pairs": int(valid.mask.sum()), "n_resamples": n_resamples, "seconds": seconds,
-            "cpu_seconds": (after.ru_utime - cpu.ru_utime) + (after.ru_stime - cpu.ru_stime), "peak_gb": peak,
-            "baseline_gb": base, "increment_gb": peak - base, "build_peak_gb": build_peak, "tables": {k: len(v) for k, v in result.tables().items()}}
+    return {
+        "queries": queries,
+        "candidates": candidates,
+        "pairs": int(test.mask.sum()),
+        "valid_pairs": int(valid.mask.sum()),
+        "n_resamples": n_resamples,
+        "seconds": seconds,
+        "cpu_seconds": (after.ru_utime - cpu.ru_utime) + (after.ru_stime - cpu.ru_stime),
+        "peak_gb": peak,
+        "baseline_gb": base,
+        "increment_gb": peak - base,
+        "build_peak_gb": build_peak,
+        "tables": {k: len(v) for k, v in result.tables().items()},
+    }
 
 
-def bench_assess(queries: int = 7000, candidates: int = 1000, *, n_resamples: int = 1000, seed: int = 0,
-                 timeout: float = 900.0) -> dict[str, Any]:
+def bench_assess(
+    queries: int = 7000, candidates: int = 1000, *, n_resamples: int = 1000, seed: int = 0, timeout: float = 900.0
+) -> dict[str, Any]:
     """The section's result: the child's measurements and each against its target."""
-    args = ["--queries", str(queries), "--candidates", str(candidates), "--n-resamples", str(n_resamples),
-            "--seed", str(seed)]
+    args = [
+        "--queries",
+        str(queries),
+        "--candidates",
+        str(candidates),
+        "--n-resamples",
+        str(n_resamples),
+        "--seed",
+        str(seed),
+    ]
     out = run_child("assess_engine", args, timeout_s=timeout)
     if "error" in out:
         raise RuntimeError(f"assess_engine child failed: {out['error']}")

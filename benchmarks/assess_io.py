@@ -56,15 +56,19 @@ def _write_space_separated(path: Path, columns: dict[str, Any]) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with open(tmp, "wb") as f:
-            pcsv.write_csv(pa.table(columns), f, write_options=pcsv.WriteOptions(include_header=False, delimiter=" ",
-                                                                               quoting_style="none"))
+            pcsv.write_csv(
+                pa.table(columns),
+                f,
+                write_options=pcsv.WriteOptions(include_header=False, delimiter=" ", quoting_style="none"),
+            )
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
 
 
-def make_synthetic_run(out_dir: str | os.PathLike, n_queries: int = 7000, depth: int = 1000,
-                       seed: int = 0) -> tuple[Path, Path]:
+def make_synthetic_run(
+    out_dir: str | os.PathLike, n_queries: int = 7000, depth: int = 1000, seed: int = 0
+) -> tuple[Path, Path]:
     """A TREC run of ``n_queries x depth`` lines and its qrels in ``out_dir``: ``(run_path, qrels_path)``.
 
     Each query retrieves ``depth`` distinct documents of a 10 M-document collection, ranked by a
@@ -89,21 +93,33 @@ def make_synthetic_run(out_dir: str | os.PathLike, n_queries: int = 7000, depth:
     docids = np.char.add("D", docs.astype(str))
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    run_path, qrels_path = out_dir / f"synthetic-{n_queries}x{depth}-seed{seed}.run", out_dir / f"synthetic-{n_queries}x{depth}-seed{seed}.qrels"
+    run_path, qrels_path = (
+        out_dir / f"synthetic-{n_queries}x{depth}-seed{seed}.run",
+        out_dir / f"synthetic-{n_queries}x{depth}-seed{seed}.qrels",
+    )
     n = n_queries * depth
-    _write_space_separated(run_path, {
-        "qid": np.repeat(qids, depth), "Q0": pa.repeat("Q0", n),
-        "docid": docids.ravel(), "rank": np.tile(np.arange(1, depth + 1), n_queries),
-        "score": np.round(scores, 5).ravel(), "tag": pa.repeat("synthetic", n)})
+    _write_space_separated(
+        run_path,
+        {
+            "qid": np.repeat(qids, depth),
+            "Q0": pa.repeat("Q0", n),
+            "docid": docids.ravel(),
+            "rank": np.tile(np.arange(1, depth + 1), n_queries),
+            "score": np.round(scores, 5).ravel(),
+            "tag": pa.repeat("synthetic", n),
+        },
+    )
     qi, ki = np.nonzero(relevant)
     judged_zero = np.zeros_like(relevant)
-    judged_zero[:, depth - 5:] = True  # the five lowest-scored candidates, judged non-relevant
+    judged_zero[:, depth - 5 :] = True  # the five lowest-scored candidates, judged non-relevant
     zi, zk = np.nonzero(judged_zero & ~relevant)
     q = np.concatenate([qids[qi], qids[zi], qids])
     d = np.concatenate([docids[qi, ki], docids[zi, zk], np.char.add("X", qids)])
     g = np.concatenate([rng.integers(1, 3, size=len(qi)), np.zeros(len(zi), np.int64), np.ones(n_queries, np.int64)])
     order = np.argsort(q, kind="stable")
-    _write_space_separated(qrels_path, {"qid": q[order], "iter": pa.repeat("0", len(q)), "docid": d[order], "rel": g[order]})
+    _write_space_separated(
+        qrels_path, {"qid": q[order], "iter": pa.repeat("0", len(q)), "docid": d[order], "rel": g[order]}
+    )
     return run_path, qrels_path
 
 
@@ -113,15 +129,17 @@ def make_synthetic_run(out_dir: str | os.PathLike, n_queries: int = 7000, depth:
 def _use_inputs_at(rev: str) -> None:
     """Make :func:`read_runs` assemble with ``inputs.py`` as it was at git revision ``rev``."""
     root = Path(__file__).resolve().parent.parent
-    source = subprocess.run(["git", "show", f"{rev}:lib/calibrank/assess/inputs.py"], cwd=root, capture_output=True,
-                            text=True, check=True).stdout
+    source = subprocess.run(
+        ["git", "show", f"{rev}:lib/calibrank/assess/inputs.py"], cwd=root, capture_output=True, text=True, check=True
+    ).stdout
     path = Path(tempfile.mkdtemp(prefix="calibrank-inputs-")) / "inputs_at_rev.py"
     path.write_text(source)
     spec = importlib.util.spec_from_file_location("calibrank.assess._inputs_at_rev", path)
     old = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = old
     spec.loader.exec_module(old)
-    from calibrank.assess.read import rows as inputs, trec
+    from calibrank.assess.read import rows as inputs
+    from calibrank.assess.read import trec
 
     def numpy_docids(docid):  # the older assembly took docids as numpy strings, converted by the reader
         return inputs.to_str_array(docid) if isinstance(docid, (pa.Array, pa.ChunkedArray)) else docid
@@ -139,6 +157,7 @@ def _child(job: str, run: str, qrels: str) -> dict[str, Any]:
     if job.startswith("calibrank@"):
         _use_inputs_at(job.split("@", 1)[1])
         from calibrank.assess.read.trec import read_runs
+
         job = "calibrank"
     elif job == "calibrank":
         from calibrank.assess.read.trec import read_runs
@@ -146,6 +165,7 @@ def _child(job: str, run: str, qrels: str) -> dict[str, Any]:
         import ir_measures
     elif job == "ranx":
         import ranx
+
         from calibrank.assess.read.trec import read_runs
     else:
         raise ValueError(f"job must be one of {_JOBS}, got {job!r}")
@@ -155,7 +175,9 @@ def _child(job: str, run: str, qrels: str) -> dict[str, Any]:
     t0 = time.perf_counter()
     if job == "calibrank":
         scored = read_runs(run, qrels)
-        out.update(queries=int(scored.mask.shape[0]), candidates=int(scored.mask.sum()), judged_fraction=scored.judged_fraction)
+        out.update(
+            queries=int(scored.mask.shape[0]), candidates=int(scored.mask.sum()), judged_fraction=scored.judged_fraction
+        )
     elif job == "ir_measures":
         docs = list(ir_measures.read_trec_run(run))
         judgments = list(ir_measures.read_trec_qrels(qrels))
@@ -197,13 +219,22 @@ def _qrels_rows(path: str):
 
 def run_child(job: str, run: Path, qrels: Path, *, timeout_s: float = 900.0) -> dict[str, Any]:
     """One job in a fresh subprocess; its measurements, or ``{"error": ...}``."""
-    return common.run_child("assess_io", [job, str(run), str(qrels)], timeout_s=timeout_s,
-                     env={"NUMBA_DISABLE_PERFORMANCE_WARNINGS": "1"})
+    return common.run_child(
+        "assess_io", [job, str(run), str(qrels)], timeout_s=timeout_s, env={"NUMBA_DISABLE_PERFORMANCE_WARNINGS": "1"}
+    )
 
 
-def bench_assess_io(n_queries: int = 7000, depth: int = 1000, *, seed: int = 0, repeats: int = 1,
-                    jobs: Sequence[str] = _JOBS, work_dir: str | os.PathLike | None = None,
-                    timeout_s: float = 900.0, baseline: str | None = None) -> dict[str, Any]:
+def bench_assess_io(
+    n_queries: int = 7000,
+    depth: int = 1000,
+    *,
+    seed: int = 0,
+    repeats: int = 1,
+    jobs: Sequence[str] = _JOBS,
+    work_dir: str | os.PathLike | None = None,
+    timeout_s: float = 900.0,
+    baseline: str | None = None,
+) -> dict[str, Any]:
     """Write the synthetic run, then time each job ``repeats`` times, round robin (the fastest run of each is kept).
 
     ``baseline``: a git revision; its assembly is timed too, as job ``calibrank@<baseline>`` (see the module).
@@ -219,23 +250,45 @@ def bench_assess_io(n_queries: int = 7000, depth: int = 1000, *, seed: int = 0, 
         write_s = time.perf_counter() - t0
         lines = n_queries * depth
         size_mb = run.stat().st_size / 2**20
-        log(f"assess_io: synthetic run {n_queries} x {depth} = {lines:,} lines, {size_mb:.0f} MB (written in {write_s:.1f} s)")
+        log(
+            f"assess_io: synthetic run {n_queries} x {depth} = {lines:,} lines, {size_mb:.0f} MB (written in {write_s:.1f} s)"
+        )
         runs: dict[str, list[dict[str, Any]]] = {job: [] for job in jobs}
         for _ in range(repeats):
             for job in jobs:
                 res = run_child(job, run, qrels, timeout_s=timeout_s)
                 runs[job].append(res)
-                log(f"assess_io: {job}: " + (res["error"] if "error" in res else
-                                             f"{res['seconds']:.2f} s, peak +{res['increment_mb']:.0f} MB"))
-    best = {job: min((r for r in rs if "error" not in r), key=lambda r: r["seconds"], default=rs[-1]) for job, rs in runs.items()}
+                log(
+                    f"assess_io: {job}: "
+                    + (
+                        res["error"]
+                        if "error" in res
+                        else f"{res['seconds']:.2f} s, peak +{res['increment_mb']:.0f} MB"
+                    )
+                )
+    best = {
+        job: min((r for r in rs if "error" not in r), key=lambda r: r["seconds"], default=rs[-1])
+        for job, rs in runs.items()
+    }
     ours, ref, rx = (best.get(job, {"skipped": True}) for job in _JOBS)
     for res in (ours, ref):
         if "seconds" in res:
             res["lines_per_s"] = lines / res["seconds"]
-    out: dict[str, Any] = {"lines": lines, "n_queries": n_queries, "depth": depth, "seed": seed, "file_mb": size_mb,
-                           "repeats": repeats, "write_s": write_s, "calibrank": ours, "ir_measures": ref, "ranx": rx,
-                           "all_runs": runs, "method": "each job in a fresh subprocess; peak = VmHWM, increment over "
-                                                       "the imports-only baseline; fastest of the repeats"}
+    out: dict[str, Any] = {
+        "lines": lines,
+        "n_queries": n_queries,
+        "depth": depth,
+        "seed": seed,
+        "file_mb": size_mb,
+        "repeats": repeats,
+        "write_s": write_s,
+        "calibrank": ours,
+        "ir_measures": ref,
+        "ranx": rx,
+        "all_runs": runs,
+        "method": "each job in a fresh subprocess; peak = VmHWM, increment over "
+        "the imports-only baseline; fastest of the repeats",
+    }
     speedup = ratio(ref.get("seconds", float("nan")), ours.get("seconds", float("nan")))
     out["speedup_over_ir_measures"] = speedup
     out["targets"] = [
@@ -254,8 +307,10 @@ def bench_assess_io(n_queries: int = 7000, depth: int = 1000, *, seed: int = 0, 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.assess_io",
-                                     description="one assess_io job (child side), or today's read_runs against a git revision's")
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.assess_io",
+        description="one assess_io job (child side), or today's read_runs against a git revision's",
+    )
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument("--child", nargs=3, metavar=("JOB", "RUN", "QRELS"))
     what.add_argument("--compare", metavar="REV", help="time read_runs with REV's inputs.py and today's, round robin")
@@ -268,11 +323,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     res = bench_assess_io(args.queries, args.depth, repeats=args.repeats, jobs=("calibrank",), baseline=args.compare)
     for job, runs in res["all_runs"].items():
-        log(f"{job}: wall " + ", ".join(f"{r.get('seconds', float('nan')):.2f}" for r in runs) + " s; cpu "
-            + ", ".join(f"{r.get('cpu_s', float('nan')):.2f}" for r in runs) + " s; peak +"
-            + ", ".join(f"{r.get('increment_mb', float('nan')):.0f}" for r in runs) + " MB")
-    log(f"today / {args.compare}: wall x{res['time_over_baseline']:.2f}, cpu x{res['cpu_over_baseline']:.2f}; "
-        f"today {res['calibrank'].get('lines_per_s', float('nan')) / 1e6:.2f} M lines/s")
+        log(
+            f"{job}: wall "
+            + ", ".join(f"{r.get('seconds', float('nan')):.2f}" for r in runs)
+            + " s; cpu "
+            + ", ".join(f"{r.get('cpu_s', float('nan')):.2f}" for r in runs)
+            + " s; peak +"
+            + ", ".join(f"{r.get('increment_mb', float('nan')):.0f}" for r in runs)
+            + " MB"
+        )
+    log(
+        f"today / {args.compare}: wall x{res['time_over_baseline']:.2f}, cpu x{res['cpu_over_baseline']:.2f}; "
+        f"today {res['calibrank'].get('lines_per_s', float('nan')) / 1e6:.2f} M lines/s"
+    )
     emit(res)
     return 0
 

@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 import numpy as np
+
 from calibrank.study.analysis.efficiency import time_interleaved
 
 from .common import positive_int, target
@@ -48,8 +49,9 @@ def _timed(spinners: int, *, unit: int, repeats: int, seed: int, limit_s: float)
     for p in procs:
         p.start()
     try:
-        timings, _ = time_interleaved({"one": lambda: _work(1, unit), "three": lambda: _work(3, unit)},
-                                      repeats=repeats, seed=seed)
+        timings, _ = time_interleaved(
+            {"one": lambda: _work(1, unit), "three": lambda: _work(3, unit)}, repeats=repeats, seed=seed
+        )
     finally:
         stop.set()
         for p in procs:
@@ -58,9 +60,15 @@ def _timed(spinners: int, *, unit: int, repeats: int, seed: int, limit_s: float)
                 p.terminate()
     cpu = timings.cpu["three"] / timings.cpu["one"]  # round r timed both workloads
     wall = timings.wall["three"] / timings.wall["one"]
-    return {"spinners": spinners, "cpu_ratio": float(np.median(cpu)), "wall_ratio": float(np.median(wall)),
-            "wall_ratio_spread": float(wall.max() / wall.min()), "cpu_ratio_spread": float(cpu.max() / cpu.min()),
-            "one_unit_cpu_s": float(np.median(timings.cpu["one"])), "one_unit_wall_s": float(np.median(timings.wall["one"]))}
+    return {
+        "spinners": spinners,
+        "cpu_ratio": float(np.median(cpu)),
+        "wall_ratio": float(np.median(wall)),
+        "wall_ratio_spread": float(wall.max() / wall.min()),
+        "cpu_ratio_spread": float(cpu.max() / cpu.min()),
+        "one_unit_cpu_s": float(np.median(timings.cpu["one"])),
+        "one_unit_wall_s": float(np.median(timings.wall["one"])),
+    }
 
 
 def bench_clock(*, unit: int = 750_000, repeats: int = 9, seed: int = 0, limit_s: float = 120.0) -> dict[str, Any]:
@@ -69,8 +77,21 @@ def bench_clock(*, unit: int = 750_000, repeats: int = 9, seed: int = 0, limit_s
     _work(1, unit)  # warm
     loads = sorted({0, 1, len(os.sched_getaffinity(0))})
     rows = [_timed(n, unit=unit, repeats=repeats, seed=seed + n, limit_s=limit_s) for n in loads]
-    targets = [target(f"|CPU ratio / 3 - 1| with {r['spinners']} spinning process(es)", abs(r["cpu_ratio"] / 3 - 1),
-                      "<=", TOLERANCE, note=f"wall ratio {r['wall_ratio']:.2f}, spread {r['wall_ratio_spread']:.2f}")
-               for r in rows]
-    return {"true_ratio": 3.0, "repeats": repeats, "unit": unit, "loads": rows, "targets": targets,
-            "note": "medians of per-round ratios; time_interleaved's rounds, one thread per workload"}
+    targets = [
+        target(
+            f"|CPU ratio / 3 - 1| with {r['spinners']} spinning process(es)",
+            abs(r["cpu_ratio"] / 3 - 1),
+            "<=",
+            TOLERANCE,
+            note=f"wall ratio {r['wall_ratio']:.2f}, spread {r['wall_ratio_spread']:.2f}",
+        )
+        for r in rows
+    ]
+    return {
+        "true_ratio": 3.0,
+        "repeats": repeats,
+        "unit": unit,
+        "loads": rows,
+        "targets": targets,
+        "note": "medians of per-round ratios; time_interleaved's rounds, one thread per workload",
+    }

@@ -56,18 +56,20 @@ def emit(result: dict[str, Any]) -> None:
     print(MARK + json.dumps(result), flush=True)
 
 
-def run_child(module: str, args: Sequence[str], *, timeout_s: float, env: dict[str, str] | None = None,
-              hint: str = "") -> dict[str, Any]:
+def run_child(
+    module: str, args: Sequence[str], *, timeout_s: float, env: dict[str, str] | None = None, hint: str = ""
+) -> dict[str, Any]:
     """``python -m benchmarks.<module> --child ARGS`` in a fresh process (from the repository root, so that
     ``benchmarks`` imports): its :func:`emit` result, or ``{"error": ...}`` when it failed or timed out."""
     cmd = [sys.executable, "-m", f"benchmarks.{module}", "--child", *args]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=_ROOT,
-                              env=dict(os.environ, **(env or {})))
+        proc = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=timeout_s, cwd=_ROOT, env=dict(os.environ, **(env or {}))
+        )
     except subprocess.TimeoutExpired:
         return {"error": f"timed out after {timeout_s:g} s{hint}"}
     for line in reversed(proc.stdout.splitlines()):
         if line.startswith(MARK):
-            return json.loads(line[len(MARK):])
+            return json.loads(line[len(MARK) :])
     tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
     return {"error": f"exit status {proc.returncode}: {' | '.join(tail)}"}

@@ -25,8 +25,18 @@ from .common import target
 __all__ = ["SECTION", "STUDY_STACK", "bench_core"]
 
 SECTION = "core_install"
-STUDY_STACK = ("torch", "transformers", "jupyterlab", "jupyter-client", "papermill", "snakemake", "nbconvert",
-               "ipykernel", "seaborn", "sentence-transformers")
+STUDY_STACK = (
+    "torch",
+    "transformers",
+    "jupyterlab",
+    "jupyter-client",
+    "papermill",
+    "snakemake",
+    "nbconvert",
+    "ipykernel",
+    "seaborn",
+    "sentence-transformers",
+)
 
 
 def _size_mb(folder: Path) -> float:
@@ -53,21 +63,40 @@ def bench_core(repo: Path, *, repeats: int = 7) -> dict[str, Any]:
         start = time.perf_counter()
         subprocess.run([str(python), "-m", "pip", "install", "--quiet", str(repo)], check=True, capture_output=True)
         install_s = time.perf_counter() - start
-        listed = json.loads(subprocess.run([str(python), "-m", "pip", "list", "--format=json"], check=True,
-                                           capture_output=True, text=True).stdout)
+        listed = json.loads(
+            subprocess.run(
+                [str(python), "-m", "pip", "list", "--format=json"], check=True, capture_output=True, text=True
+            ).stdout
+        )
         names = sorted(p["name"].lower() for p in listed)
-        site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                                   check=True, capture_output=True, text=True).stdout.strip())
+        site = Path(
+            subprocess.run(
+                [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout.strip()
+        )
         script = str(venv / "bin" / "calibrank")
         empty = _cpu_seconds([str(python), "-c", "pass"], repeats)
         calibrank_s = _cpu_seconds([str(python), "-c", "import calibrank"], repeats)
         help_s = _cpu_seconds([script, "--help"], repeats)
         assess_help_s = _cpu_seconds([script, "assess", "--help"], repeats)
         study = [n for n in names if n in STUDY_STACK]
-    return {"packages": len(names), "names": names, "site_packages_mb": _size_mb(site), "install_seconds": install_s,
-            "empty_interpreter_cpu_s": empty, "import_calibrank_cpu_s": calibrank_s, "help_cpu_s": help_s,
-            "assess_help_cpu_s": assess_help_s, "study_packages": study,
-            "targets": [target("study packages in the core install", len(study), "<=", 0),
-                        target("import calibrank, process CPU (s)", calibrank_s, "<=", 0.2),
-                        target("calibrank --help, process CPU (s)", help_s, "<=", 0.3),
-                        target("calibrank assess --help, process CPU (s)", assess_help_s, "<=", 0.3)]}
+    return {
+        "packages": len(names),
+        "names": names,
+        "site_packages_mb": _size_mb(site),
+        "install_seconds": install_s,
+        "empty_interpreter_cpu_s": empty,
+        "import_calibrank_cpu_s": calibrank_s,
+        "help_cpu_s": help_s,
+        "assess_help_cpu_s": assess_help_s,
+        "study_packages": study,
+        "targets": [
+            target("study packages in the core install", len(study), "<=", 0),
+            target("import calibrank, process CPU (s)", calibrank_s, "<=", 0.2),
+            target("calibrank --help, process CPU (s)", help_s, "<=", 0.3),
+            target("calibrank assess --help, process CPU (s)", assess_help_s, "<=", 0.3),
+        ],
+    }

@@ -49,8 +49,21 @@ from typing import Any
 
 import torch
 
-__all__ = ["EncoderShape", "ShapeRecorder", "attach_peak", "available_precisions", "bf16_support", "encoder_forward_flops",
-           "encoder_shape", "find_encoder", "matmul_gflops", "measure_peak", "merge_peaks", "shapes_flops", "utilisation"]
+__all__ = [
+    "EncoderShape",
+    "ShapeRecorder",
+    "attach_peak",
+    "available_precisions",
+    "bf16_support",
+    "encoder_forward_flops",
+    "encoder_shape",
+    "find_encoder",
+    "matmul_gflops",
+    "measure_peak",
+    "merge_peaks",
+    "shapes_flops",
+    "utilisation",
+]
 
 SECTION = "matmul_peak"
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
@@ -90,7 +103,9 @@ def bf16_support(device: torch.device | str = "cpu") -> dict[str, Any]:
     return {"supported": bool(via), "via": " + ".join(via) or None, "avx512_bf16": avx512_bf16, "amx": amx}
 
 
-def available_precisions(device: torch.device | str = "cpu", wanted=("fp32", "bf16")) -> tuple[list[str], dict[str, str]]:
+def available_precisions(
+    device: torch.device | str = "cpu", wanted=("fp32", "bf16")
+) -> tuple[list[str], dict[str, str]]:
     """The precisions of ``wanted`` this device runs natively, and a reason for each one left out."""
     unknown = [p for p in wanted if p not in DTYPES]
     if unknown:
@@ -109,7 +124,9 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def matmul_gflops(dtype: torch.dtype | str, n: int, *, repeats: int = 5, device: torch.device | str = "cpu") -> dict[str, Any]:
+def matmul_gflops(
+    dtype: torch.dtype | str, n: int, *, repeats: int = 5, device: torch.device | str = "cpu"
+) -> dict[str, Any]:
     """GFLOP/s of ``torch.mm`` on two square ``n x n`` matrices of ``dtype``: best of ``repeats`` after one untimed call."""
     from .common import positive_int
 
@@ -131,12 +148,17 @@ def matmul_gflops(dtype: torch.dtype | str, n: int, *, repeats: int = 5, device:
         times.append(time.perf_counter() - t0)
     best = min(times)
     flops = 2.0 * n**3
-    return {"gflop_per_s": flops / best / 1e9, "best_s": best, "median_s": float(sorted(times)[len(times) // 2]),
-            "gflop_per_s_median": flops / float(sorted(times)[len(times) // 2]) / 1e9}
+    return {
+        "gflop_per_s": flops / best / 1e9,
+        "best_s": best,
+        "median_s": float(sorted(times)[len(times) // 2]),
+        "gflop_per_s_median": flops / float(sorted(times)[len(times) // 2]) / 1e9,
+    }
 
 
-def measure_peak(n: int = 2048, repeats: int = 10, *, device: torch.device | str = "cpu",
-                 precisions=("fp32", "bf16")) -> dict[str, Any]:
+def measure_peak(
+    n: int = 2048, repeats: int = 10, *, device: torch.device | str = "cpu", precisions=("fp32", "bf16")
+) -> dict[str, Any]:
     """The ``matmul_peak`` section: GFLOP/s of ``torch.mm`` per precision, with the thread count and bf16 support."""
     device = torch.device(device)
     keep, skipped = available_precisions(device, precisions)
@@ -204,8 +226,13 @@ def encoder_shape(config_or_model: Any) -> EncoderShape:
     config = getattr(config_or_model, "config", config_or_model)
     hidden, heads = int(config.hidden_size), int(config.num_attention_heads)
     head_dim = getattr(config, "head_dim", None) or hidden // heads
-    return EncoderShape(layers=int(config.num_hidden_layers), hidden=hidden, heads=heads, head_dim=int(head_dim),
-                        intermediate=int(config.intermediate_size))
+    return EncoderShape(
+        layers=int(config.num_hidden_layers),
+        hidden=hidden,
+        heads=heads,
+        head_dim=int(head_dim),
+        intermediate=int(config.intermediate_size),
+    )
 
 
 def encoder_forward_flops(shape: EncoderShape, batch: int, seq_len: int) -> float:

@@ -39,8 +39,17 @@ from calibrank.assess.deploy.certify import certified_cutoff, min_kept
 
 from .common import positive_int, target
 
-__all__ = ["SECTION", "TARGETS", "bench_guarantee", "certify_mapie", "certify_ttest", "draw", "markdown_table", "table",
-           "truth"]
+__all__ = [
+    "SECTION",
+    "TARGETS",
+    "bench_guarantee",
+    "certify_mapie",
+    "certify_ttest",
+    "draw",
+    "markdown_table",
+    "table",
+    "truth",
+]
 
 SECTION = "guarantee"
 SIGNAL, LIST_MIN, LIST_MAX, RELEVANT_MAX = 3.0, 20, 60, 3
@@ -82,8 +91,9 @@ def _quantile_grid(scores: np.ndarray, max_cutoffs: int = 200) -> np.ndarray:
     return np.unique(np.quantile(distinct, np.linspace(0.0, 1.0, max_cutoffs), method="lower"))
 
 
-def certify_ttest(scores: np.ndarray, labels: np.ndarray, mask: np.ndarray, target: float, confidence: float,
-                  starts: int = 6) -> float:
+def certify_ttest(
+    scores: np.ndarray, labels: np.ndarray, mask: np.ndarray, target: float, confidence: float, starts: int = 6
+) -> float:
     """The certified cutoff of the procedure before (module docstring); NaN when none is."""
     from calibrank.assess.deploy.certify import kept_by_cutoff
 
@@ -95,7 +105,7 @@ def certify_ttest(scores: np.ndarray, labels: np.ndarray, mask: np.ndarray, targ
     if order.size == 0:
         return float("nan")
     along = total[order]
-    levels = [need * 4 ** j for j in range(starts - 1) if need * 4 ** j < along[-1]]
+    levels = [need * 4**j for j in range(starts - 1) if need * 4**j < along[-1]]
     first = np.asarray(sorted({int(np.searchsorted(along, v)) for v in levels} | {order.size - 1})[-starts:])
     p_binom = stats.binom.cdf(total[order] - good[order], total[order], 1.0 - target)
     d = hits[:, order] - target * kept[:, order]
@@ -127,8 +137,9 @@ def certify_mapie(scores: np.ndarray, labels: np.ndarray, mask: np.ndarray, targ
         p = expit(np.asarray(x, dtype=np.float64)[:, 0] - SIGNAL)
         return np.c_[1.0 - p, p]
 
-    controller = BinaryClassificationController(predict_proba, "precision", float(target), confidence_level=confidence,
-                                                list_predict_params=params)
+    controller = BinaryClassificationController(
+        predict_proba, "precision", float(target), confidence_level=confidence, list_predict_params=params
+    )
     controller.calibrate(s[:, None], y)
     best = controller.best_predict_param
     if best is None:
@@ -151,8 +162,15 @@ def _interval(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
     return lo, hi
 
 
-def _setting(tau: float, n: int, draws: int, targets: Sequence[float], confidences: Sequence[float],
-             procedures: Sequence[str], seed: int) -> tuple[list[dict[str, Any]], dict[str, float]]:
+def _setting(
+    tau: float,
+    n: int,
+    draws: int,
+    targets: Sequence[float],
+    confidences: Sequence[float],
+    procedures: Sequence[str],
+    seed: int,
+) -> tuple[list[dict[str, Any]], dict[str, float]]:
     """The rows of one ``(tau, n)``: ``draws`` validation sets (seeded by ``seed``, ``tau`` and ``n``, so that a
     setting's numbers do not depend on which others run), each certified for every target, confidence and procedure."""
     rng = np.random.default_rng([seed, round(tau * 1000), n])
@@ -176,15 +194,37 @@ def _setting(tau: float, n: int, draws: int, targets: Sequence[float], confidenc
     rows = []
     for (t, conf, proc), (cert, viol, share, recall) in tally.items():
         lo, hi = _interval(int(viol), draws)
-        rows.append({"tau": tau, "queries": n, "target": t, "confidence": conf, "procedure": proc, "draws": draws,
-                     "certified": cert / draws, "violations": viol / draws, "violations lo": lo, "violations hi": hi,
-                     "promise": round(1.0 - conf, 10), "kept share": share / draws, "recall": recall / draws})
+        rows.append(
+            {
+                "tau": tau,
+                "queries": n,
+                "target": t,
+                "confidence": conf,
+                "procedure": proc,
+                "draws": draws,
+                "certified": cert / draws,
+                "violations": viol / draws,
+                "violations lo": lo,
+                "violations hi": hi,
+                "promise": round(1.0 - conf, 10),
+                "kept share": share / draws,
+                "recall": recall / draws,
+            }
+        )
     return rows, seconds
 
 
-def bench_guarantee(draws: int = 1000, *, taus: Sequence[float] = TAUS, queries: Sequence[int] = QUERIES,
-                    confidences: Sequence[float] = CONFIDENCES, targets: dict[float, Sequence[float]] | None = None,
-                    procedures: Sequence[str] = PROCEDURES, seed: int = 0, jobs: int = 1) -> dict[str, Any]:
+def bench_guarantee(
+    draws: int = 1000,
+    *,
+    taus: Sequence[float] = TAUS,
+    queries: Sequence[int] = QUERIES,
+    confidences: Sequence[float] = CONFIDENCES,
+    targets: dict[float, Sequence[float]] | None = None,
+    procedures: Sequence[str] = PROCEDURES,
+    seed: int = 0,
+    jobs: int = 1,
+) -> dict[str, Any]:
     """Run the grid (module docstring): ``draws`` validation sets per ``(tau, n)``, each certified for every target,
     confidence and procedure, the settings spread over ``jobs`` processes. Returns one row per setting and
     procedure, and a target per setting: the upper end of calibrank's violation interval at or under the promise."""
@@ -193,8 +233,11 @@ def bench_guarantee(draws: int = 1000, *, taus: Sequence[float] = TAUS, queries:
     bad = [p for p in procedures if p not in _RUN]
     if bad:
         raise ValueError(f"procedures: expected some of {', '.join(_RUN)}, got {bad}")
-    settings = [(tau, n, draws, tuple(targets[tau]), tuple(confidences), tuple(procedures), seed)
-                for tau in taus for n in queries]
+    settings = [
+        (tau, n, draws, tuple(targets[tau]), tuple(confidences), tuple(procedures), seed)
+        for tau in taus
+        for n in queries
+    ]
     if jobs == 1:
         done = [_setting(*a) for a in settings]
     else:
@@ -204,12 +247,29 @@ def bench_guarantee(draws: int = 1000, *, taus: Sequence[float] = TAUS, queries:
             done = list(pool.map(_setting, *zip(*settings)))
     rows = [r for part, _ in done for r in part]
     seconds = {p: sum(sec[p] for _, sec in done) for p in procedures}
-    checks = [target(f"calibrank violations hi, tau {r['tau']:g}, {r['queries']} queries, target {r['target']:g}, "
-                     f"confidence {r['confidence']:g}", r["violations hi"], "<=", r["promise"])
-              for r in rows if r["procedure"] == "calibrank"]
-    res = {"draws": draws, "seed": seed, "taus": list(taus), "queries": list(queries), "confidences": list(confidences),
-           "targets_by_tau": {f"{k:g}": list(v) for k, v in targets.items() if k in taus}, "procedures": list(procedures),
-           "rows": rows, "cpu_seconds": seconds, "targets": checks}
+    checks = [
+        target(
+            f"calibrank violations hi, tau {r['tau']:g}, {r['queries']} queries, target {r['target']:g}, "
+            f"confidence {r['confidence']:g}",
+            r["violations hi"],
+            "<=",
+            r["promise"],
+        )
+        for r in rows
+        if r["procedure"] == "calibrank"
+    ]
+    res = {
+        "draws": draws,
+        "seed": seed,
+        "taus": list(taus),
+        "queries": list(queries),
+        "confidences": list(confidences),
+        "targets_by_tau": {f"{k:g}": list(v) for k, v in targets.items() if k in taus},
+        "procedures": list(procedures),
+        "rows": rows,
+        "cpu_seconds": seconds,
+        "targets": checks,
+    }
     return {**res, "table": table(res)}
 
 
@@ -217,8 +277,9 @@ def table(result: dict[str, Any]) -> dict[str, list]:
     """``{"header", "rows"}``: one line per setting, the procedures side by side (violations with their 95%
     Clopper-Pearson interval, certified, mean kept share), as bench.md and docs/decisions.md show them."""
     procs = list(dict.fromkeys(r["procedure"] for r in result["rows"]))
-    header = ["tau", "queries", "target", "confidence"] + [f"{p} {what}" for p in procs
-                                                            for what in ("violations [95% CI]", "certified", "kept")]
+    header = ["tau", "queries", "target", "confidence"] + [
+        f"{p} {what}" for p in procs for what in ("violations [95% CI]", "certified", "kept")
+    ]
     by: dict[tuple, dict[str, dict[str, Any]]] = {}
     for r in result["rows"]:
         by.setdefault((r["tau"], r["queries"], r["target"], r["confidence"]), {})[r["procedure"]] = r
@@ -227,8 +288,11 @@ def table(result: dict[str, Any]) -> dict[str, list]:
         cells = [f"{key[0]:g}", str(key[1]), f"{key[2]:g}", f"{key[3]:g}"]
         for p in procs:
             r = by[key][p]
-            cells += [f"{r['violations']:.1%} [{r['violations lo']:.1%}, {r['violations hi']:.1%}]",
-                      f"{r['certified']:.1%}", f"{r['kept share']:.2%}"]
+            cells += [
+                f"{r['violations']:.1%} [{r['violations lo']:.1%}, {r['violations hi']:.1%}]",
+                f"{r['certified']:.1%}",
+                f"{r['kept share']:.2%}",
+            ]
         rows.append(cells)
     return {"header": header, "rows": rows}
 
@@ -236,5 +300,7 @@ def table(result: dict[str, Any]) -> dict[str, list]:
 def markdown_table(result: dict[str, Any]) -> str:
     """:func:`table` as markdown."""
     t = table(result)
-    return "\n".join(["| " + " | ".join(t["header"]) + " |", "|" + "---|" * len(t["header"])]
-                     + ["| " + " | ".join(row) + " |" for row in t["rows"]])
+    return "\n".join(
+        ["| " + " | ".join(t["header"]) + " |", "|" + "---|" * len(t["header"])]
+        + ["| " + " | ".join(row) + " |" for row in t["rows"]]
+    )

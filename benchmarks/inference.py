@@ -54,14 +54,26 @@ from typing import Any
 from unittest import mock
 
 import numpy as np
+
 from calibrank.study.settings.choices import RankerName
 from calibrank.study.settings.schema import Config
 
 from .common import log, positive_int, ratio, target
 
-__all__ = ["SECTION", "SECTION_FLOPS", "SECTION_PATHS", "SINGLE_PASS", "SINGLE_PASS_TARGET", "SPEEDUP_TARGET",
-           "bench_inference", "bench_inference_flops", "bench_scoring_paths", "cached_ranker", "scoring_query_sets",
-           "short_trained_ranker"]
+__all__ = [
+    "SECTION",
+    "SECTION_FLOPS",
+    "SECTION_PATHS",
+    "SINGLE_PASS",
+    "SINGLE_PASS_TARGET",
+    "SPEEDUP_TARGET",
+    "bench_inference",
+    "bench_inference_flops",
+    "bench_scoring_paths",
+    "cached_ranker",
+    "scoring_query_sets",
+    "short_trained_ranker",
+]
 
 SECTION = "inference_per_query"
 #: The rankers of the scoring_paths section.
@@ -70,8 +82,9 @@ SECTION_FLOPS = "inference_flops"
 SECTION_PATHS = "scoring_paths"
 #: Encode-once over the pair path on the laptop test sets (MiniLM): the aim of scoring each side once.
 SPEEDUP_TARGET = 2.5
-SINGLE_PASS = tuple(r.value for r in (RankerName.temperature, RankerName.focal, RankerName.sngp, RankerName.gpf_bert,
-                                     RankerName.pg_drr))
+SINGLE_PASS = tuple(
+    r.value for r in (RankerName.temperature, RankerName.focal, RankerName.sngp, RankerName.gpf_bert, RankerName.pg_drr)
+)
 SINGLE_PASS_TARGET = 1.10
 
 
@@ -101,8 +114,9 @@ def _short_queries(cfg: Config, n_train: int) -> int:
     return max(n_train, need)
 
 
-def short_trained_ranker(cfg: Config, name: str, train_corpus: str, models_dir: str | Path, *, n_train: int = 32,
-                         n_valid: int = 8):
+def short_trained_ranker(
+    cfg: Config, name: str, train_corpus: str, models_dir: str | Path, *, n_train: int = 32, n_valid: int = 8
+):
     """``name`` with the profile's settings, fitted by one epoch over the first training queries (timing only).
 
     ``n_train`` is raised to the queries PG-DRR's inducing set needs. Models are cached in
@@ -129,9 +143,18 @@ def _target_for(cfg: Config, name: str) -> tuple[float, str] | None:
     return None
 
 
-def bench_inference(cfg: Config, *, n_queries: int = 50, repeats: int = 3, warmup_queries: int = 4,
-                    rankers: Sequence[str] | None = None, train_corpus: str | None = None, short_train_queries: int = 32,
-                    models_dir: str | Path | None = None, use_cache: bool = True) -> dict[str, Any]:
+def bench_inference(
+    cfg: Config,
+    *,
+    n_queries: int = 50,
+    repeats: int = 3,
+    warmup_queries: int = 4,
+    rankers: Sequence[str] | None = None,
+    train_corpus: str | None = None,
+    short_train_queries: int = 32,
+    models_dir: str | Path | None = None,
+    use_cache: bool = True,
+) -> dict[str, Any]:
     """Time every ranker's ``predict`` against ``bert`` on the same queries; ratios beside their targets.
 
     ``use_cache=False`` always builds the rankers by the short training (in ``models_dir``, a
@@ -159,12 +182,22 @@ def bench_inference(cfg: Config, *, n_queries: int = 50, repeats: int = 3, warmu
                 fitted[name], source[name] = ranker, "profile model cache"
                 continue
             n_short = _short_queries(cfg, short_train_queries)
-            log(f"inference_per_query: {name} is not in the model cache; short training on {n_short} queries (timing only)")
+            log(
+                f"inference_per_query: {name} is not in the model cache; short training on {n_short} queries (timing only)"
+            )
             fitted[name] = short_trained_ranker(cfg, name, tc, short_dir, n_train=short_train_queries)
-            source[name] = f"short training: 1 epoch on {n_short} {tc} training queries (timing only, not a trained model)"
+            source[name] = (
+                f"short training: 1 epoch on {n_short} {tc} training queries (timing only, not a trained model)"
+            )
         log(f"inference_per_query: timing {len(names)} rankers x {repeats} rounds on {n_queries} queries")
-        measured = efficiency.measure_efficiency(cfg, {name: fitted[name] for name in names}, n_queries=n_queries,
-                                                 repeats=repeats, warmup_queries=warmup_queries, train_corpus=tc)
+        measured = efficiency.measure_efficiency(
+            cfg,
+            {name: fitted[name] for name in names},
+            n_queries=n_queries,
+            repeats=repeats,
+            warmup_queries=warmup_queries,
+            train_corpus=tc,
+        )
     table = efficiency.efficiency_table(measured)
     base_ms = float(measured.loc[measured["ranker"] == "bert", "ms/query"].iloc[0])
     out_rankers: dict[str, Any] = {}
@@ -204,24 +237,35 @@ def bench_inference(cfg: Config, *, n_queries: int = 50, repeats: int = 3, warmu
         "rankers": out_rankers,
         "targets": targets,
         "clock": str(first["clock"]),
-        "note": (f"median of interleaved repeats at one intra-op thread, {first['clock']} clock (calibrank.study.analysis.efficiency); "
-                 "ratio = median ms/query over bert's; tokenisation included"),
+        "note": (
+            f"median of interleaved repeats at one intra-op thread, {first['clock']} clock (calibrank.study.analysis.efficiency); "
+            "ratio = median ms/query over bert's; tokenisation included"
+        ),
     }
 
 
-def bench_inference_flops(cfg: Config, *, n_queries: int = 50, repeats: int = 3, precisions: Sequence[str] = ("fp32", "bf16"),
-                          device=None, peak_gflop_per_s: dict[str, float] | None = None, seed: int = 0) -> dict[str, Any]:
+def bench_inference_flops(
+    cfg: Config,
+    *,
+    n_queries: int = 50,
+    repeats: int = 3,
+    precisions: Sequence[str] = ("fp32", "bf16"),
+    device=None,
+    peak_gflop_per_s: dict[str, float] | None = None,
+    seed: int = 0,
+) -> dict[str, Any]:
     """GFLOP/s of the ``bert`` cross-encoder's scoring loop per precision, and its fraction of the matmul peak.
 
     ``peak_gflop_per_s``: precision -> GFLOP/s (:func:`benchmarks.flops.measure_peak`).
     """
     import torch
+
+    from calibrank.hardware import scoring_batch_size
+    from calibrank.pairs import score_pairs
     from calibrank.study.analysis.efficiency import efficiency_queries
     from calibrank.study.model.backbone import load_backbone
     from calibrank.study.model.cross_encoder import CrossEncoder
     from calibrank.study.model.training import encode_pairs
-    from calibrank.pairs import score_pairs
-    from calibrank.hardware import scoring_batch_size
 
     from .flops import ShapeRecorder, available_precisions, utilisation
     from .training import _take_pairs
@@ -236,8 +280,13 @@ def bench_inference_flops(cfg: Config, *, n_queries: int = 50, repeats: int = 3,
     queries, info = efficiency_queries(cfg, n_queries)
     backbone = load_backbone(s.backbone, seed=seed, hidden_dropout=s.hidden_dropout)
     model = CrossEncoder(backbone, seed=seed, pooling=s.pooling).to(device).eval()
-    pairs = encode_pairs(backbone.tokenizer, queries, max_length=s.max_length, max_response_length=s.max_response_length,
-                         context_style=cfg.data.context_style)
+    pairs = encode_pairs(
+        backbone.tokenizer,
+        queries,
+        max_length=s.max_length,
+        max_response_length=s.max_response_length,
+        context_style=cfg.data.context_style,
+    )
     batch = scoring_batch_size(s.eval_batch_size, device)
     warm = _take_pairs(pairs, min(len(pairs), batch))
     for p in precisions:  # lazy initialisation, thread pools, kernel selection per dtype
@@ -247,7 +296,7 @@ def bench_inference_flops(cfg: Config, *, n_queries: int = 50, repeats: int = 3,
     shapes: dict[str, list] = {}
     log(f"inference_flops: scoring {len(pairs)} pairs x {repeats} rounds at {', '.join(precisions)}")
     for r in range(repeats):
-        for p in (precisions if r % 2 == 0 else list(reversed(precisions))):
+        for p in precisions if r % 2 == 0 else list(reversed(precisions)):
             with ShapeRecorder(model) as rec:
                 t0 = time.perf_counter()
                 score_pairs(model, pairs, batch_size=batch, precision=p, device=device)
@@ -277,14 +326,22 @@ def bench_inference_flops(cfg: Config, *, n_queries: int = 50, repeats: int = 3,
     for p in precisions:
         sec = float(np.median(times[p]))
         util = utilisation(flops[p], sec, peak.get(p))
-        entry = {"seconds": sec, "seconds_rounds": times[p], "pairs_per_s": ratio(len(pairs), sec), "flops": flops[p],
-                 "flops_per_pair": flops[p] / max(1, len(pairs)), "gflop_per_s": util["gflop_per_s"]}
+        entry = {
+            "seconds": sec,
+            "seconds_rounds": times[p],
+            "pairs_per_s": ratio(len(pairs), sec),
+            "flops": flops[p],
+            "flops_per_pair": flops[p] / max(1, len(pairs)),
+            "gflop_per_s": util["gflop_per_s"],
+        }
         if p in peak:
             entry["peak_gflop_per_s"] = peak[p]
             entry["fraction_of_peak"] = util["fraction_of_peak"]
         out[p] = entry
-    out["note"] = ("calibrank.study.model.training.score_pairs of the bert cross-encoder, tokenisation outside the timing; FLOPs of the "
-                   "padded shapes (forward = N B (2 L P + 4 L^2 d_attn)); median of round-robin repeats")
+    out["note"] = (
+        "calibrank.study.model.training.score_pairs of the bert cross-encoder, tokenisation outside the timing; FLOPs of the "
+        "padded shapes (forward = N B (2 L P + 4 L^2 d_attn)); median of round-robin repeats"
+    )
     return out
 
 
@@ -303,59 +360,107 @@ def scoring_query_sets(cfg: Config, corpus: str | None = None) -> tuple[dict[str
         pass
     cs = load_corpus(corpus, cfg.data, cfg.seed)
     built = [s for s in samplers if s != "embedding"]
-    sets = {s: build_queries(cs.examples["test"], make_sampler(s, cs.pools["test"], **cfg.negatives.params_for(s)),
-                             cfg.negatives.eval_k, cfg.seed) for s in built}
-    return sets, f"{corpus} test examples with the {', '.join(built)} samplers, built here (no query sets of the profile yet)"
+    sets = {
+        s: build_queries(
+            cs.examples["test"],
+            make_sampler(s, cs.pools["test"], **cfg.negatives.params_for(s)),
+            cfg.negatives.eval_k,
+            cfg.seed,
+        )
+        for s in built
+    }
+    return (
+        sets,
+        f"{corpus} test examples with the {', '.join(built)} samplers, built here (no query sets of the profile yet)",
+    )
 
 
-def _tokens(sets: list[list], tokenizer, max_length: int, max_response_length: int | None, context_style) -> dict[str, Any]:
+def _tokens(
+    sets: list[list], tokenizer, max_length: int, max_response_length: int | None, context_style
+) -> dict[str, Any]:
     """Pairs, sides and tokens of query sets scored together: the pair path's and encode-once's work."""
     from calibrank.study.model import encode_once
     from calibrank.study.model.rankers.scoring import distinct_pairs
     from calibrank.study.model.training import encode_pairs
 
     union, _ = distinct_pairs(sets)
-    pairs = encode_pairs(tokenizer, union, max_length=max_length, max_response_length=max_response_length,
-                         context_style=context_style)
+    pairs = encode_pairs(
+        tokenizer, union, max_length=max_length, max_response_length=max_response_length, context_style=context_style
+    )
     sides = encode_once.split_sides(pairs)
-    out = {"queries": sum(map(len, sets)), "pairs": sum(len(q.candidates) for qs in sets for q in qs), "distinct_pairs": len(pairs),
-           "contexts": len({q.context for qs in sets for q in qs}), "context_sides": len(sides.ctx), "response_sides": len(sides.resp),
-           "tokens_pair_path": int(pairs.lengths.sum()) + len(pairs),  # + the response's own [CLS]
-           "tokens_encode_once": sides.tokens}
+    out = {
+        "queries": sum(map(len, sets)),
+        "pairs": sum(len(q.candidates) for qs in sets for q in qs),
+        "distinct_pairs": len(pairs),
+        "contexts": len({q.context for qs in sets for q in qs}),
+        "context_sides": len(sides.ctx),
+        "response_sides": len(sides.resp),
+        "tokens_pair_path": int(pairs.lengths.sum()) + len(pairs),  # + the response's own [CLS]
+        "tokens_encode_once": sides.tokens,
+    }
     out["token_ratio"] = ratio(out["tokens_pair_path"], out["tokens_encode_once"])
     return out
 
 
-def _jobs(models: list, pairs, qpairs, keys: list[str], *, batch_size: int, precision: str, passes: int, seed: int,
-          width: int, rankers: Sequence[str] = SCORED) -> dict[str, tuple]:
+def _jobs(
+    models: list,
+    pairs,
+    qpairs,
+    keys: list[str],
+    *,
+    batch_size: int,
+    precision: str,
+    passes: int,
+    seed: int,
+    width: int,
+    rankers: Sequence[str] = SCORED,
+) -> dict[str, tuple]:
     """``ranker -> (pair path, encode-once)`` scorers of bert (member 0), mc_dropout (member 0, T passes) and ensemble,
     those of ``rankers``."""
+    from calibrank.pairs import score_pairs
     from calibrank.study.model import encode_once
     from calibrank.study.model.dropout_masks import score_pairs_per_query, score_sides_per_query
-    from calibrank.pairs import score_pairs
 
     kw = dict(batch_size=batch_size, precision=precision)
     mc = dict(passes=passes, seed=seed, max_length=width, **kw)
     first = models[0].model
     jobs = {
         "bert": (lambda: score_pairs(first, pairs, **kw), lambda: encode_once.logits_once(first, pairs, **kw)),
-        "mc_dropout": (lambda: score_pairs_per_query(first, qpairs, keys, **mc),
-                       lambda: score_sides_per_query(first, qpairs, keys, **mc)),
-        "ensemble": (lambda: np.concatenate([score_pairs(m.model, pairs, **kw) for m in models]),
-                     lambda: np.concatenate([encode_once.logits_once(m.model, pairs, **kw) for m in models])),
+        "mc_dropout": (
+            lambda: score_pairs_per_query(first, qpairs, keys, **mc),
+            lambda: score_sides_per_query(first, qpairs, keys, **mc),
+        ),
+        "ensemble": (
+            lambda: np.concatenate([score_pairs(m.model, pairs, **kw) for m in models]),
+            lambda: np.concatenate([encode_once.logits_once(m.model, pairs, **kw) for m in models]),
+        ),
     }
     return {r: jobs[r] for r in rankers}
 
 
-def _paths(name: str, models: list, sets: list[list], *, max_length: int, max_response_length: int | None, context_style,
-           batch_size: int, precision: str, passes: int, repeats: int, seed: int, device,
-           rankers: Sequence[str] = SCORED) -> dict[str, Any]:
+def _paths(
+    name: str,
+    models: list,
+    sets: list[list],
+    *,
+    max_length: int,
+    max_response_length: int | None,
+    context_style,
+    batch_size: int,
+    precision: str,
+    passes: int,
+    repeats: int,
+    seed: int,
+    device,
+    rankers: Sequence[str] = SCORED,
+) -> dict[str, Any]:
     """Pair path against encode-once for bert, mc_dropout and ensemble on one backbone: seconds, tokens, parity.
 
     On a CPU the process CPU time counts (less disturbed by other processes on a shared machine), on a GPU the
     wall time after a synchronisation; both are recorded.
     """
     import torch
+
     from calibrank.study.model.rankers.scoring import distinct_pairs
     from calibrank.study.model.training import encode_pairs
 
@@ -363,11 +468,17 @@ def _paths(name: str, models: list, sets: list[list], *, max_length: int, max_re
 
     tok = models[0].tok
     union, index = distinct_pairs(sets)
-    pairs = encode_pairs(tok, union, max_length=max_length, max_response_length=max_response_length, context_style=context_style)
+    pairs = encode_pairs(
+        tok, union, max_length=max_length, max_response_length=max_response_length, context_style=context_style
+    )
     qunion, qindex = distinct_pairs(sets, by_query=True)
-    qpairs = encode_pairs(tok, qunion, max_length=max_length, max_response_length=max_response_length, context_style=context_style)
+    qpairs = encode_pairs(
+        tok, qunion, max_length=max_length, max_response_length=max_response_length, context_style=context_style
+    )
     keys = [q.qid for q in qunion]
-    kw = dict(batch_size=batch_size, precision=precision, passes=passes, seed=seed, width=max_length + 1, rankers=rankers)
+    kw = dict(
+        batch_size=batch_size, precision=precision, passes=passes, seed=seed, width=max_length + 1, rankers=rankers
+    )
     jobs = _jobs(models, pairs, qpairs, keys, **kw)
     n = min(len(pairs), 16)  # untimed: lazy initialisation, thread pools, kernel selection
     for pair, once in _jobs(models, _take_pairs(pairs, n), _take_pairs(qpairs, n), keys[:n], **kw).values():
@@ -377,7 +488,7 @@ def _paths(name: str, models: list, sets: list[list], *, max_length: int, max_re
     logits: dict[str, dict[str, np.ndarray]] = {r: {} for r in jobs}
     for r in range(repeats):
         for ranker, (pair, once) in jobs.items():
-            for path, fn in ((("pair", pair), ("once", once)) if r % 2 == 0 else (("once", once), ("pair", pair))):
+            for path, fn in (("pair", pair), ("once", once)) if r % 2 == 0 else (("once", once), ("pair", pair)):
                 w0, c0 = time.perf_counter(), time.process_time()
                 logits[ranker][path] = fn()
                 if device.type == "cuda":
@@ -385,31 +496,57 @@ def _paths(name: str, models: list, sets: list[list], *, max_length: int, max_re
                 times[ranker][path].append((time.perf_counter() - w0, time.process_time() - c0))
     from calibrank.study.model import encode_once
 
-    out: dict[str, Any] = {**_tokens(sets, tok, max_length, max_response_length, context_style), "pairs_keyed_by_query": len(qpairs),
-                           "clock": "process CPU" if cpu_clock else "wall"}
-    if "mc_dropout" in rankers:  # its sides are keyed by query (its masks are): contexts once per query and cut, responses per pair
+    out: dict[str, Any] = {
+        **_tokens(sets, tok, max_length, max_response_length, context_style),
+        "pairs_keyed_by_query": len(qpairs),
+        "clock": "process CPU" if cpu_clock else "wall",
+    }
+    if (
+        "mc_dropout" in rankers
+    ):  # its sides are keyed by query (its masks are): contexts once per query and cut, responses per pair
         mc_sides = encode_once.split_sides(qpairs, np.unique(np.asarray(keys, dtype=str), return_inverse=True)[1])
         mc_pair_tokens = int(qpairs.lengths.sum()) + len(qpairs)
-        out.update(mc_tokens_pair_path=mc_pair_tokens, mc_tokens_encode_once=mc_sides.tokens,
-                   mc_token_ratio=ratio(mc_pair_tokens, mc_sides.tokens))
+        out.update(
+            mc_tokens_pair_path=mc_pair_tokens,
+            mc_tokens_encode_once=mc_sides.tokens,
+            mc_token_ratio=ratio(mc_pair_tokens, mc_sides.tokens),
+        )
     for ranker in jobs:
         a, b = logits[ranker]["pair"], logits[ranker]["once"]
         ix = qindex if ranker == "mc_dropout" else index
-        same = all(np.array_equal(np.argsort(-a[:, i], -1, kind="stable"), np.argsort(-b[:, i], -1, kind="stable")) for i in ix)
+        same = all(
+            np.array_equal(np.argsort(-a[:, i], -1, kind="stable"), np.argsort(-b[:, i], -1, kind="stable")) for i in ix
+        )
         pick = 1 if cpu_clock else 0
         pair_s = float(np.median([t[pick] for t in times[ranker]["pair"]]))
         once_s = float(np.median([t[pick] for t in times[ranker]["once"]]))
-        out[ranker] = {"pair_s": pair_s, "encode_once_s": once_s, "speedup": ratio(pair_s, once_s),
-                       "pair_wall_cpu_s_rounds": times[ranker]["pair"], "encode_once_wall_cpu_s_rounds": times[ranker]["once"],
-                       "max_abs_logit_diff": float(np.abs(a - b).max()), "same_orderings": bool(same)}
+        out[ranker] = {
+            "pair_s": pair_s,
+            "encode_once_s": once_s,
+            "speedup": ratio(pair_s, once_s),
+            "pair_wall_cpu_s_rounds": times[ranker]["pair"],
+            "encode_once_wall_cpu_s_rounds": times[ranker]["once"],
+            "max_abs_logit_diff": float(np.abs(a - b).max()),
+            "same_orderings": bool(same),
+        }
     log(f"scoring_paths {name}: " + ", ".join(f"{r} x{out[r]['speedup']:.2f}" for r in jobs))
     return out
 
 
-def bench_scoring_paths(cfg: Config, *, n_queries: int | None = 100, repeats: int = 3, precision: str = "fp32", device=None,
-                        backbones: Sequence[str] = ("tiny-random", "all-MiniLM-L6-v2"), passes: int | None = None,
-                        members: int | None = None, seed: int = 0, query_sets: dict[str, list] | None = None,
-                        rankers: Sequence[str] = SCORED) -> dict[str, Any]:
+def bench_scoring_paths(
+    cfg: Config,
+    *,
+    n_queries: int | None = 100,
+    repeats: int = 3,
+    precision: str = "fp32",
+    device=None,
+    backbones: Sequence[str] = ("tiny-random", "all-MiniLM-L6-v2"),
+    passes: int | None = None,
+    members: int | None = None,
+    seed: int = 0,
+    query_sets: dict[str, list] | None = None,
+    rankers: Sequence[str] = SCORED,
+) -> dict[str, Any]:
     """The pair path against encode-once (no joint layer) for bert, MC Dropout and the ensemble, per backbone.
 
     ``n_queries`` first test queries of each evaluation sampler (None: all of them, the sets the study
@@ -422,9 +559,10 @@ def bench_scoring_paths(cfg: Config, *, n_queries: int | None = 100, repeats: in
     import os
 
     import torch
+
+    from calibrank.hardware import precision_name, scoring_batch_size
     from calibrank.study.model.backbone import MINILM, load_backbone
     from calibrank.study.model.cross_encoder import CrossEncoder
-    from calibrank.hardware import precision_name, scoring_batch_size
     from calibrank.study.settings.choices import Pooling
 
     n_queries = None if n_queries is None else positive_int(n_queries, "n_queries")
@@ -434,7 +572,9 @@ def bench_scoring_paths(cfg: Config, *, n_queries: int | None = 100, repeats: in
     repeats = positive_int(repeats, "repeats")
     passes = positive_int(passes or cfg.rankers.mc_dropout.passes, "passes")
     members = positive_int(members or cfg.rankers.ensemble.members, "members")
-    device = torch.device(device) if device is not None else torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = (
+        torch.device(device) if device is not None else torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    )
     s = cfg.training
     source = "given"
     if query_sets is None:
@@ -443,11 +583,25 @@ def bench_scoring_paths(cfg: Config, *, n_queries: int | None = 100, repeats: in
     pooling = s.pooling if s.pooling in (Pooling.segments, Pooling.mean) else Pooling.segments
     batch = scoring_batch_size(s.eval_batch_size, device)
     out: dict[str, Any] = {
-        "profile": cfg.profile, "query_sets": source, "samplers": list(query_sets), "queries_per_set": len(sets[0]),
-        "candidates": len(sets[0][0].candidates), "joint_layers": 0, "pooling": pooling.value, "passes": passes,
-        "members": members, "rankers": list(rankers), "repeats": repeats, "device": str(device), "precision": precision_name(precision, device),
-        "batch_size": batch, "torch_threads": torch.get_num_threads(), "load_before": list(os.getloadavg()),
-        "backbones": {}, "skipped": {}, "targets": [],
+        "profile": cfg.profile,
+        "query_sets": source,
+        "samplers": list(query_sets),
+        "queries_per_set": len(sets[0]),
+        "candidates": len(sets[0][0].candidates),
+        "joint_layers": 0,
+        "pooling": pooling.value,
+        "passes": passes,
+        "members": members,
+        "rankers": list(rankers),
+        "repeats": repeats,
+        "device": str(device),
+        "precision": precision_name(precision, device),
+        "batch_size": batch,
+        "torch_threads": torch.get_num_threads(),
+        "load_before": list(os.getloadavg()),
+        "backbones": {},
+        "skipped": {},
+        "targets": [],
     }
 
     class _Model:
@@ -462,19 +616,41 @@ def bench_scoring_paths(cfg: Config, *, n_queries: int | None = 100, repeats: in
             continue
         models = [_Model(name, m) for m in range(members if "ensemble" in rankers else 1)]
         models_tokenizer = models[0].tok
-        res = _paths(name, models, sets, max_length=s.max_length, max_response_length=s.max_response_length,
-                     context_style=cfg.data.context_style, batch_size=batch, precision=precision, passes=passes,
-                     repeats=repeats, seed=seed, device=device, rankers=rankers)
+        res = _paths(
+            name,
+            models,
+            sets,
+            max_length=s.max_length,
+            max_response_length=s.max_response_length,
+            context_style=cfg.data.context_style,
+            batch_size=batch,
+            precision=precision,
+            passes=passes,
+            repeats=repeats,
+            seed=seed,
+            device=device,
+            rankers=rankers,
+        )
         out["backbones"][name] = res
         if name == MINILM:
             for ranker in rankers:
-                out["targets"].append(target(f"{name} {ranker}: pair path / encode-once seconds", res[ranker]["speedup"], ">=",
-                                             SPEEDUP_TARGET, note=f"{len(sets[0])} queries x {len(sets)} samplers"))
+                out["targets"].append(
+                    target(
+                        f"{name} {ranker}: pair path / encode-once seconds",
+                        res[ranker]["speedup"],
+                        ">=",
+                        SPEEDUP_TARGET,
+                        note=f"{len(sets[0])} queries x {len(sets)} samplers",
+                    )
+                )
     if models_tokenizer is not None:  # what the timed slice stands for: the tokens of the whole test sets
-        out["whole_sets"] = _tokens(list(query_sets.values()), models_tokenizer, s.max_length, s.max_response_length,
-                                    cfg.data.context_style)
+        out["whole_sets"] = _tokens(
+            list(query_sets.values()), models_tokenizer, s.max_length, s.max_response_length, cfg.data.context_style
+        )
     out["load_after"] = list(os.getloadavg())
-    out["note"] = ("median seconds (process CPU time on a CPU, wall time on a GPU) of interleaved repeats, the order of the "
-                   "two paths alternating; untrained models; tokenisation outside the timing; whole_sets: the pairs and tokens "
-                   "of all the test queries of those samplers; load_before / load_after: the machine's load average")
+    out["note"] = (
+        "median seconds (process CPU time on a CPU, wall time on a GPU) of interleaved repeats, the order of the "
+        "two paths alternating; untrained models; tokenisation outside the timing; whole_sets: the pairs and tokens "
+        "of all the test queries of those samplers; load_before / load_after: the machine's load average"
+    )
     return out

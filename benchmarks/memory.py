@@ -96,11 +96,14 @@ def gibbs_estimate_mb(n: int, chains: int) -> float:
 def _child(spec: dict[str, Any]) -> dict[str, Any]:
     import numpy as np
     import torch
-    from calibrank import hardware
-    from calibrank.study.model import training  # noqa: F401
-    from calibrank.study.model.gp import polya_gamma
-    from calibrank.study.model import cross_encoder  # noqa: F401
     from transformers import BertModel  # noqa: F401  (part of the common baseline)
+
+    from calibrank import hardware
+    from calibrank.study.model import (
+        cross_encoder,  # noqa: F401
+        training,  # noqa: F401
+    )
+    from calibrank.study.model.gp import polya_gamma
 
     baseline, source = peak_rss_mb()
     device = torch.device(spec.get("device") or "cpu")
@@ -121,33 +124,61 @@ def _child(spec: dict[str, Any]) -> dict[str, Any]:
         raw = dict(spec["settings"])
         raw["precision"] = Precision(raw["precision"])
         steps = int(spec["steps"])
-        settings = dataclasses.replace(TrainingConfig(**raw), epochs=1, checkpoint_every=steps + 1, eval_every=None,
-                                       log_every=steps + 1)
+        settings = dataclasses.replace(
+            TrainingConfig(**raw), epochs=1, checkpoint_every=steps + 1, eval_every=None, log_every=steps + 1
+        )
         queries = read_queries(spec["queries"])
         backbone = load_backbone(settings.backbone, seed=int(spec["seed"]), hidden_dropout=settings.hidden_dropout)
         model = cross_encoder.CrossEncoder(backbone, seed=int(spec["seed"]))
-        pairs = training.encode_pairs(backbone.tokenizer, queries, max_length=settings.max_length,
-                                      max_response_length=settings.max_response_length,
-                                      context_style=spec.get("context_style", "plain"), require_relevant=True)
+        pairs = training.encode_pairs(
+            backbone.tokenizer,
+            queries,
+            max_length=settings.max_length,
+            max_response_length=settings.max_response_length,
+            context_style=spec.get("context_style", "plain"),
+            require_relevant=True,
+        )
         pairs = _take_pairs(pairs, steps * settings.batch_size)
         with tempfile.TemporaryDirectory(prefix="calibrank-bench-mem-") as tmp:
-            res = training.train_model(model, lambda m, b, y: binary_cross_entropy(m(**b), y), pairs, settings, Path(tmp),
-                                       seed=int(spec["seed"]), device=device)
-        info.update(steps_run=res.steps, bf16=hardware.use_bf16(settings.precision, device),
-                    parameters=sum(p.numel() for p in model.parameters()))
+            res = training.train_model(
+                model,
+                lambda m, b, y: binary_cross_entropy(m(**b), y),
+                pairs,
+                settings,
+                Path(tmp),
+                seed=int(spec["seed"]),
+                device=device,
+            )
+        info.update(
+            steps_run=res.steps,
+            bf16=hardware.use_bf16(settings.precision, device),
+            parameters=sum(p.numel() for p in model.parameters()),
+        )
     elif job == "gibbs":
         n, dim = int(spec["n"]), int(spec["dim"])
         rng = np.random.default_rng(int(spec["seed"]))
-        feats = torch.from_numpy(rng.standard_normal((n, dim)) * float(spec.get("feature_scale", 0.05))).float().to(device)
-        K = polya_gamma.rbf_kernel(feats, feats, float(spec.get("length_scale", PGDRRConfig.length_scale)),
-                                   float(spec.get("output_scale", PGDRRConfig.output_scale)))
+        feats = (
+            torch.from_numpy(rng.standard_normal((n, dim)) * float(spec.get("feature_scale", 0.05))).float().to(device)
+        )
+        K = polya_gamma.rbf_kernel(
+            feats,
+            feats,
+            float(spec.get("length_scale", PGDRRConfig.length_scale)),
+            float(spec.get("output_scale", PGDRRConfig.output_scale)),
+        )
         y = torch.from_numpy(rng.permutation(np.arange(n) % 2)).to(device)
         res = polya_gamma.gibbs_gp(K, y, 0.0, int(spec["steps"]), int(spec["chains"]), rng=rng)
         info.update(jitter=float(res.jitter), w_shape=list(res.w.shape))
     else:
         raise ValueError(f"job must be 'train' or 'gibbs', got {job!r}")
-    out = {"baseline_mb": baseline, "peak_mb": peak_rss_mb()[0], "rss_source": source, "ru_maxrss_mb": _maxrss_mb(),
-           "seconds": time.perf_counter() - t0, **info}
+    out = {
+        "baseline_mb": baseline,
+        "peak_mb": peak_rss_mb()[0],
+        "rss_source": source,
+        "ru_maxrss_mb": _maxrss_mb(),
+        "seconds": time.perf_counter() - t0,
+        **info,
+    }
     out["increment_mb"] = max(0.0, out["peak_mb"] - baseline)
     if device.type == "cuda":
         out["cuda_max_allocated_mb"] = torch.cuda.max_memory_allocated(device) / 2**20
@@ -159,18 +190,34 @@ def _child(spec: dict[str, Any]) -> dict[str, Any]:
 
 def run_job(spec: dict[str, Any], *, timeout_s: float = 900.0) -> dict[str, Any]:
     """Run one job in a fresh subprocess; its measurements, or ``{"error": ...}`` when it failed or timed out."""
-    return run_child("memory", [json.dumps(spec)], timeout_s=timeout_s,
-                     env={"TQDM_DISABLE": "1", "TOKENIZERS_PARALLELISM": "false"}, hint=" (raise --memory-timeout)")
+    return run_child(
+        "memory",
+        [json.dumps(spec)],
+        timeout_s=timeout_s,
+        env={"TQDM_DISABLE": "1", "TOKENIZERS_PARALLELISM": "false"},
+        hint=" (raise --memory-timeout)",
+    )
 
 
 def _plain_settings(settings) -> dict[str, Any]:
     return {k: (v.value if isinstance(v, enum.Enum) else v) for k, v in dataclasses.asdict(settings).items()}
 
 
-def bench_memory(queries, settings, *, train_steps: int = 10, gibbs_sizes: Sequence[int] = (256, 1024, 2048),
-                 gibbs_chains: int = PGDRRConfig.gibbs_chains, gibbs_steps: int = PGDRRConfig.gibbs_steps,
-                 feature_dim: int = 384, laptop_inducing: int = 256,
-                 seed: int = 0, context_style: str = "plain", device: str = "cpu", timeout_s: float = 900.0) -> dict[str, Any]:
+def bench_memory(
+    queries,
+    settings,
+    *,
+    train_steps: int = 10,
+    gibbs_sizes: Sequence[int] = (256, 1024, 2048),
+    gibbs_chains: int = PGDRRConfig.gibbs_chains,
+    gibbs_steps: int = PGDRRConfig.gibbs_steps,
+    feature_dim: int = 384,
+    laptop_inducing: int = 256,
+    seed: int = 0,
+    context_style: str = "plain",
+    device: str = "cpu",
+    timeout_s: float = 900.0,
+) -> dict[str, Any]:
     """Peak RSS (and its increment over the imports-only baseline) of a training run and of the Gibbs sampler at each size."""
     from calibrank.study.data.io import write_queries
 
@@ -183,30 +230,70 @@ def bench_memory(queries, settings, *, train_steps: int = 10, gibbs_sizes: Seque
     k = len(queries[0].candidates) if queries else 0
     if len(queries) * k < need:
         raise ValueError(f"queries: {len(queries) * k} training pairs, need train_steps x batch_size = {need}")
-    out: dict[str, Any] = {"method": "peak RSS (VmHWM; ru_maxrss where there is no /proc) of a fresh subprocess; "
-                                     "increment = peak - peak after imports only",
-                           "device": device, "available_mb_at_start": available_mb()}
+    out: dict[str, Any] = {
+        "method": "peak RSS (VmHWM; ru_maxrss where there is no /proc) of a fresh subprocess; "
+        "increment = peak - peak after imports only",
+        "device": device,
+        "available_mb_at_start": available_mb(),
+    }
     with tempfile.TemporaryDirectory(prefix="calibrank-bench-mem-") as tmp:
         path = write_queries(Path(tmp) / "train.parquet", list(queries[: -(-need // k)]))
-        log(f"peak_memory: training {train_steps} steps of batch {settings.batch_size} ({settings.backbone}) in a subprocess")
-        res = run_job({"job": "train", "settings": _plain_settings(settings), "queries": str(path), "steps": train_steps,
-                       "seed": seed, "context_style": context_style, "device": device}, timeout_s=timeout_s)
-    out["training"] = {"backbone": settings.backbone, "batch_size": settings.batch_size, "max_length": settings.max_length,
-                       "steps": train_steps, **res}
+        log(
+            f"peak_memory: training {train_steps} steps of batch {settings.batch_size} ({settings.backbone}) in a subprocess"
+        )
+        res = run_job(
+            {
+                "job": "train",
+                "settings": _plain_settings(settings),
+                "queries": str(path),
+                "steps": train_steps,
+                "seed": seed,
+                "context_style": context_style,
+                "device": device,
+            },
+            timeout_s=timeout_s,
+        )
+    out["training"] = {
+        "backbone": settings.backbone,
+        "batch_size": settings.batch_size,
+        "max_length": settings.max_length,
+        "steps": train_steps,
+        **res,
+    }
     gibbs: dict[str, Any] = {}
     for n in sizes:
         key = f"M={n}"
         est = gibbs_estimate_mb(n, gibbs_chains)
         avail = available_mb()
-        entry: dict[str, Any] = {"inducing": n, "chains": gibbs_chains, "steps": gibbs_steps, "feature_dim": feature_dim,
-                                 "estimated_mb": est, "laptop_size": n == laptop_inducing}
+        entry: dict[str, Any] = {
+            "inducing": n,
+            "chains": gibbs_chains,
+            "steps": gibbs_steps,
+            "feature_dim": feature_dim,
+            "estimated_mb": est,
+            "laptop_size": n == laptop_inducing,
+        }
         if avail is not None and est > 0.8 * avail:
             entry["skipped"] = f"estimated {est:,.0f} MB > 80% of the {avail:,.0f} MB available"
             log(f"peak_memory: Gibbs {key} skipped ({entry['skipped']})")
         else:
-            log(f"peak_memory: Gibbs {key}, {gibbs_chains} chains x {gibbs_steps} steps in a subprocess (~{est:,.0f} MB)")
-            entry.update(run_job({"job": "gibbs", "n": n, "dim": feature_dim, "chains": gibbs_chains, "steps": gibbs_steps,
-                                  "seed": seed, "device": device}, timeout_s=timeout_s))
+            log(
+                f"peak_memory: Gibbs {key}, {gibbs_chains} chains x {gibbs_steps} steps in a subprocess (~{est:,.0f} MB)"
+            )
+            entry.update(
+                run_job(
+                    {
+                        "job": "gibbs",
+                        "n": n,
+                        "dim": feature_dim,
+                        "chains": gibbs_chains,
+                        "steps": gibbs_steps,
+                        "seed": seed,
+                        "device": device,
+                    },
+                    timeout_s=timeout_s,
+                )
+            )
         gibbs[key] = entry
     out["gibbs"] = gibbs
     return out

@@ -50,19 +50,21 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
+
+from calibrank.atomic import atomic_path, write_json
+from calibrank.hardware import use_bf16
+from calibrank.metrics.resample import compare, features, interval
+from calibrank.pairs import score_pairs
+from calibrank.predictions import Predictions
 from calibrank.study.analysis.efficiency import machine_info
 from calibrank.study.data.baselines import BaselineName, baseline_predictions, baseline_scores
-from calibrank.study.data.conditions import Condition, eval_conditions, models_dir as profile_models_dir, shift_kind
+from calibrank.study.data.conditions import Condition, eval_conditions, shift_kind
+from calibrank.study.data.conditions import models_dir as profile_models_dir
 from calibrank.study.data.querysets import MissingStepError, build_query_sets, load_query_set, prepare_data
 from calibrank.study.data.schema import RankingQuery
-from calibrank.metrics.resample import compare, features, interval
 from calibrank.study.model.rankers import ranker_from_config
 from calibrank.study.model.rankers.keys import queries_version
 from calibrank.study.model.rankers.scoring import distinct_pairs, sigmoid
-from calibrank.pairs import score_pairs
-from calibrank.hardware import use_bf16
-from calibrank.predictions import Predictions
-from calibrank.atomic import atomic_path, write_json
 from calibrank.study.settings import registry
 from calibrank.study.settings.checks import ConfigError
 from calibrank.study.settings.choices import Pooling
@@ -72,12 +74,40 @@ from calibrank.study.settings.schema import BACKBONE_LAYERS, Config, check_joint
 __all__ = ["COLUMNS", "probe", "query_sets", "settings", "summary", "main"]
 
 #: The columns of ``joint_layers.csv``, in order.
-COLUMNS = ["ranker", "joint_layers", "head", "seed", "stage", "corpus", "sampler", "shift", "queries", "R@1", "R@1 low", "R@1 high",
-           "biencoder R@1", "biencoder low", "biencoder high", "diff", "diff low", "diff high", "p better",
-           "above_biencoder_interval", "train_seconds", "steps", "best_step", "valid R@1", "device", "bf16", "note"]
+COLUMNS = [
+    "ranker",
+    "joint_layers",
+    "head",
+    "seed",
+    "stage",
+    "corpus",
+    "sampler",
+    "shift",
+    "queries",
+    "R@1",
+    "R@1 low",
+    "R@1 high",
+    "biencoder R@1",
+    "biencoder low",
+    "biencoder high",
+    "diff",
+    "diff low",
+    "diff high",
+    "p better",
+    "above_biencoder_interval",
+    "train_seconds",
+    "steps",
+    "best_step",
+    "valid R@1",
+    "device",
+    "bf16",
+    "note",
+]
 
 
-def settings(joint_layers: Sequence[int | None], heads: Sequence[str], backbone: str) -> list[tuple[int | None, Pooling, str]]:
+def settings(
+    joint_layers: Sequence[int | None], heads: Sequence[str], backbone: str
+) -> list[tuple[int | None, Pooling, str]]:
     """``(joint_layers, head, why not)`` for every combination; ``why not`` is empty for one that can run.
 
     A value out of range for a backbone of known depth is an error (:func:`calibrank.study.settings.config.check_joint_layers`).
@@ -97,14 +127,19 @@ def settings(joint_layers: Sequence[int | None], heads: Sequence[str], backbone:
     return out
 
 
-def query_sets(cfg: Config, corpus: str) -> tuple[list[RankingQuery], list[RankingQuery], list[Condition], list[list[RankingQuery]], str]:
+def query_sets(
+    cfg: Config, corpus: str
+) -> tuple[list[RankingQuery], list[RankingQuery], list[Condition], list[list[RankingQuery]], str]:
     """``(train, valid, test conditions, their queries, "reused" | "built")`` of the profile for training on ``corpus``."""
     conditions = eval_conditions(cfg, ("test",))
     sampler = cfg.negatives.train.value
 
     def read():
-        return (load_query_set(cfg, corpus, "train", sampler), load_query_set(cfg, corpus, "valid", sampler),
-                [load_query_set(cfg, c.corpus, c.split, c.sampler, c.k) for c in conditions])
+        return (
+            load_query_set(cfg, corpus, "train", sampler),
+            load_query_set(cfg, corpus, "valid", sampler),
+            [load_query_set(cfg, c.corpus, c.split, c.sampler, c.k) for c in conditions],
+        )
 
     try:
         train, valid, tests = read()
@@ -135,13 +170,21 @@ def _start_predictions(ranker, seed: int, tests: list[list[RankingQuery]]) -> li
     model.to(ranker.device)
     union, index = distinct_pairs(tests)
     pairs = ranker._encode(backbone.tokenizer, union)
-    logits = score_pairs(model, pairs, batch_size=ranker.training.eval_batch_size, precision=ranker.training.precision)[0]
+    logits = score_pairs(model, pairs, batch_size=ranker.training.eval_batch_size, precision=ranker.training.precision)[
+        0
+    ]
     out = []
     for queries, ix in zip(tests, index):
         probs = sigmoid(logits[ix])
-        out.append(Predictions(qids=np.array([q.qid for q in queries]), labels=np.array([q.labels for q in queries], dtype=np.int8),
-                               probs=probs, samples=probs[None],
-                               meta={"ranker": "bert", "stage": "start", "data_hash": queries_version(queries)}))
+        out.append(
+            Predictions(
+                qids=np.array([q.qid for q in queries]),
+                labels=np.array([q.labels for q in queries], dtype=np.int8),
+                probs=probs,
+                samples=probs[None],
+                meta={"ranker": "bert", "stage": "start", "data_hash": queries_version(queries)},
+            )
+        )
     return out
 
 
@@ -150,10 +193,19 @@ def _biencoder(cfg: Config, tests: list[list[RankingQuery]]) -> list[Predictions
     emb = cfg.negatives.embedding
     out = []
     for i, queries in enumerate(tests):
-        scores = baseline_scores(BaselineName.biencoder, queries, seed=cfg.seed + i, model=emb.model,
-                                 precision=getattr(emb.precision, "value", emb.precision), batch_size=emb.batch_size)
-        out.append(baseline_predictions(BaselineName.biencoder, queries, scores, (1.0, 0.0),
-                                        meta={"data_hash": queries_version(queries)}))
+        scores = baseline_scores(
+            BaselineName.biencoder,
+            queries,
+            seed=cfg.seed + i,
+            model=emb.model,
+            precision=getattr(emb.precision, "value", emb.precision),
+            batch_size=emb.batch_size,
+        )
+        out.append(
+            baseline_predictions(
+                BaselineName.biencoder, queries, scores, (1.0, 0.0), meta={"data_hash": queries_version(queries)}
+            )
+        )
     return out
 
 
@@ -161,16 +213,37 @@ def _cells(preds: list[Predictions], bi: Predictions, n_resamples: int, seed: in
     a, b = features(preds, "R@1"), features([bi] * len(preds), "R@1")
     est, ref = interval(a, n_resamples=n_resamples, seed=seed), interval(b, n_resamples=n_resamples, seed=seed)
     diff = compare(a, b, alternative="greater", n_resamples=n_resamples, seed=seed)
-    return {"queries": est.n_queries, "R@1": est.value, "R@1 low": est.low, "R@1 high": est.high,
-            "biencoder R@1": ref.value, "biencoder low": ref.low, "biencoder high": ref.high,
-            "diff": diff.value, "diff low": diff.low, "diff high": diff.high, "p better": diff.pvalue,
-            "above_biencoder_interval": bool(est.value > ref.high)}
+    return {
+        "queries": est.n_queries,
+        "R@1": est.value,
+        "R@1 low": est.low,
+        "R@1 high": est.high,
+        "biencoder R@1": ref.value,
+        "biencoder low": ref.low,
+        "biencoder high": ref.high,
+        "diff": diff.value,
+        "diff low": diff.low,
+        "diff high": diff.high,
+        "p better": diff.pvalue,
+        "above_biencoder_interval": bool(est.value > ref.high),
+    }
 
 
-def probe(cfg: Config, joint_layers: Sequence[int | None], heads: Sequence[str], seeds: Sequence[int], *,
-          corpus: str | None = None, train_examples: int | None = None, device: str | torch.device | None = None,
-          models: str | Path | None = None, n_resamples: int = 2000, predictions: str | Path | None = None,
-          ranker: str = "bert", log=print) -> pd.DataFrame:
+def probe(
+    cfg: Config,
+    joint_layers: Sequence[int | None],
+    heads: Sequence[str],
+    seeds: Sequence[int],
+    *,
+    corpus: str | None = None,
+    train_examples: int | None = None,
+    device: str | torch.device | None = None,
+    models: str | Path | None = None,
+    n_resamples: int = 2000,
+    predictions: str | Path | None = None,
+    ranker: str = "bert",
+    log=print,
+) -> pd.DataFrame:
     """The table of :data:`COLUMNS`: one row per setting x seed x stage x test condition (see the module docstring).
 
     ``ranker``: ``bert`` or another ranker that trains one model of its own (others are refused before any work);
@@ -182,14 +255,21 @@ def probe(cfg: Config, joint_layers: Sequence[int | None], heads: Sequence[str],
     except KeyError as exc:
         raise ConfigError(f"--{exc.args[0]}") from None
     if registry.info(name).shares is not None or registry.info(name).members(cfg) > 1:
-        raise ConfigError(f"--ranker: {name!r} trains no single model of its own (it shares or ensembles models); "
-                          f"probe bert or a ranker with a model of its own")
-    device = torch.device(device) if device is not None else torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        raise ConfigError(
+            f"--ranker: {name!r} trains no single model of its own (it shares or ensembles models); "
+            f"probe bert or a ranker with a model of its own"
+        )
+    device = (
+        torch.device(device) if device is not None else torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    )
     plan = []
     for j, pooling, why_not in settings(joint_layers, heads, cfg.training.backbone):
         if not why_not:  # the profile's own check, for this ranker with this head
-            trial = dataclasses.replace(cfg, training=dataclasses.replace(cfg.training, joint_layers=j, pooling=pooling),
-                                        rankers=dataclasses.replace(cfg.rankers, names=(registry.key(name),)))
+            trial = dataclasses.replace(
+                cfg,
+                training=dataclasses.replace(cfg.training, joint_layers=j, pooling=pooling),
+                rankers=dataclasses.replace(cfg.rankers, names=(registry.key(name),)),
+            )
             try:
                 trial.check()
             except ConfigError as exc:
@@ -197,18 +277,28 @@ def probe(cfg: Config, joint_layers: Sequence[int | None], heads: Sequence[str],
         plan.append((j, pooling, why_not))
     train, valid, conditions, tests, how = query_sets(cfg, corpus)
     train = _subsample(train, train_examples, cfg.seed)
-    log(f"query sets {how}; {len(train)} training queries of {corpus}, {len(conditions)} test conditions, device {device}")
+    log(
+        f"query sets {how}; {len(train)} training queries of {corpus}, {len(conditions)} test conditions, device {device}"
+    )
     bi = _biencoder(cfg, tests)
     folder = Path(models) if models is not None else profile_models_dir(cfg, corpus)
     bf16 = use_bf16(cfg.training.precision, device)
     rows = []
     for j, pooling, why_not in plan:
-        label = {"ranker": name, "joint_layers": "null" if j is None else j, "head": pooling.value, "device": device.type, "bf16": bf16}
+        label = {
+            "ranker": name,
+            "joint_layers": "null" if j is None else j,
+            "head": pooling.value,
+            "device": device.type,
+            "bf16": bf16,
+        }
         if why_not:
             rows.append({**label, "note": why_not})
             continue
         setting = dataclasses.replace(cfg, training=dataclasses.replace(cfg.training, joint_layers=j, pooling=pooling))
-        per_seed: dict[str, list[list[Predictions]]] = {"start": [], "trained": []} if name == "bert" else {"trained": []}
+        per_seed: dict[str, list[list[Predictions]]] = (
+            {"start": [], "trained": []} if name == "bert" else {"trained": []}
+        )
         fits = []
         for seed in seeds:
             model = ranker_from_config(setting, name, folder, device=device, seed=seed)
@@ -221,21 +311,42 @@ def probe(cfg: Config, joint_layers: Sequence[int | None], heads: Sequence[str],
             if predictions is not None:
                 for stage in per_seed:
                     for cond, pred in zip(conditions, per_seed[stage][-1]):
-                        pred.save(Path(predictions) / f"{name}-{corpus}-{label['joint_layers']}-{pooling.value}-seed{seed}-"
-                                                      f"{stage}-{cond.corpus}-{cond.sampler}.npz")
-            fit = {"train_seconds": round(result.seconds, 1), "steps": result.steps, "best_step": result.best_step,
-                   "valid R@1": result.best_metric}
+                        pred.save(
+                            Path(predictions) / f"{name}-{corpus}-{label['joint_layers']}-{pooling.value}-seed{seed}-"
+                            f"{stage}-{cond.corpus}-{cond.sampler}.npz"
+                        )
+            fit = {
+                "train_seconds": round(result.seconds, 1),
+                "steps": result.steps,
+                "best_step": result.best_step,
+                "valid R@1": result.best_metric,
+            }
             fits.append(fit)
-            log(f"{name} joint_layers={label['joint_layers']} head={pooling.value} seed={seed}: {result.steps} steps, "
-                f"{result.seconds:.0f} s of training ({time.perf_counter() - t0:.0f} s here)")
-        runs = [(str(s), [i]) for i, s in enumerate(seeds)] + ([("all", list(range(len(seeds))))] if len(seeds) > 1 else [])
+            log(
+                f"{name} joint_layers={label['joint_layers']} head={pooling.value} seed={seed}: {result.steps} steps, "
+                f"{result.seconds:.0f} s of training ({time.perf_counter() - t0:.0f} s here)"
+            )
+        runs = [(str(s), [i]) for i, s in enumerate(seeds)] + (
+            [("all", list(range(len(seeds))))] if len(seeds) > 1 else []
+        )
         for seed_label, which in runs:
             for stage, preds in per_seed.items():
                 fit = fits[which[0]] if len(which) == 1 and stage == "trained" else {}
                 for c, cond in enumerate(conditions):
                     cells = _cells([preds[w][c] for w in which], bi[c], n_resamples, cfg.seed)
-                    rows.append({**label, "seed": seed_label, "stage": stage, "corpus": cond.corpus, "sampler": cond.sampler,
-                                 "shift": shift_kind(cond, corpus, cfg.negatives.train.value), **cells, **fit, "note": ""})
+                    rows.append(
+                        {
+                            **label,
+                            "seed": seed_label,
+                            "stage": stage,
+                            "corpus": cond.corpus,
+                            "sampler": cond.sampler,
+                            "shift": shift_kind(cond, corpus, cfg.negatives.train.value),
+                            **cells,
+                            **fit,
+                            "note": "",
+                        }
+                    )
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -243,9 +354,14 @@ def summary(table: pd.DataFrame) -> str:
     """Markdown: per setting and stage, R10@1 in distribution with its interval, the mean over the shifted
     conditions, and the bi-encoder's in-distribution R10@1 with its interval."""
     done = table[table["stage"].notna()]
-    lines = ["| ranker | joint_layers | head | seed | stage | in distribution R@1 [95%] | bi-encoder [95%] | above bi-encoder | "
-             "shifted R@1 (mean) | bi-encoder shifted | train s |", "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for (name, j, head, seed, stage), g in done.groupby(["ranker", "joint_layers", "head", "seed", "stage"], sort=False):
+    lines = [
+        "| ranker | joint_layers | head | seed | stage | in distribution R@1 [95%] | bi-encoder [95%] | above bi-encoder | "
+        "shifted R@1 (mean) | bi-encoder shifted | train s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for (name, j, head, seed, stage), g in done.groupby(
+        ["ranker", "joint_layers", "head", "seed", "stage"], sort=False
+    ):
         ind = g[g["shift"] == "in distribution"]
         shifted = g[g["shift"] != "in distribution"]
         r = ind.iloc[0] if len(ind) else None
@@ -253,8 +369,10 @@ def summary(table: pd.DataFrame) -> str:
         ref = "-" if r is None else f"{r['biencoder R@1']:.3f} [{r['biencoder low']:.3f}, {r['biencoder high']:.3f}]"
         above = "-" if r is None else ("yes" if r["above_biencoder_interval"] else "no")
         secs = g["train_seconds"].dropna()
-        lines.append(f"| {name} | {j} | {head} | {seed} | {stage} | {cell} | {ref} | {above} | {shifted['R@1'].mean():.3f} | "
-                     f"{shifted['biencoder R@1'].mean():.3f} | {'' if secs.empty else f'{secs.iloc[0]:.0f}'} |")
+        lines.append(
+            f"| {name} | {j} | {head} | {seed} | {stage} | {cell} | {ref} | {above} | {shifted['R@1'].mean():.3f} | "
+            f"{shifted['biencoder R@1'].mean():.3f} | {'' if secs.empty else f'{secs.iloc[0]:.0f}'} |"
+        )
     for _, r in table[table["stage"].isna()].iterrows():
         lines.append(f"| {r['ranker']} | {r['joint_layers']} | {r['head']} | | | {r['note']} | | | | | |")
     return "\n".join(lines) + "\n"
@@ -272,8 +390,13 @@ def _joint_value(text: str) -> int | None:
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m benchmarks.probe_joint", description=__doc__.split("\n")[0])
     p.add_argument("profile")
-    p.add_argument("--joint-layers", nargs="+", type=_joint_value, required=True,
-                   help="values of training.joint_layers (integers, or null for every layer joint)")
+    p.add_argument(
+        "--joint-layers",
+        nargs="+",
+        type=_joint_value,
+        required=True,
+        help="values of training.joint_layers (integers, or null for every layer joint)",
+    )
     p.add_argument("--heads", nargs="+", choices=[m.value for m in Pooling], default=["segments", "pooler"])
     p.add_argument("--ranker", default="bert", help="the ranker to train (bert, or one with a model of its own)")
     p.add_argument("--seeds", nargs="+", type=int, default=None, help="training seeds (default: the profile's)")
@@ -298,9 +421,19 @@ def main(argv: list[str] | None = None) -> int:
             raise ConfigError(f"--corpus: {args.corpus!r} is not among data.corpora of {cfg.source}")
         seeds = args.seeds or list(cfg.rankers.seeds or (cfg.seed,))
         device = None if args.device == "auto" else args.device
-        table = probe(cfg, args.joint_layers, args.heads, seeds, corpus=args.corpus, train_examples=args.train_examples,
-                      device=device, models=args.models, n_resamples=args.resamples,
-                      predictions=args.predictions, ranker=args.ranker)
+        table = probe(
+            cfg,
+            args.joint_layers,
+            args.heads,
+            seeds,
+            corpus=args.corpus,
+            train_examples=args.train_examples,
+            device=device,
+            models=args.models,
+            n_resamples=args.resamples,
+            predictions=args.predictions,
+            ranker=args.ranker,
+        )
     except (ConfigError, MissingStepError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -311,8 +444,16 @@ def main(argv: list[str] | None = None) -> int:
     text = summary(table)
     with atomic_path(out / "summary.md") as tmp:
         Path(tmp).write_text(text, encoding="utf-8")
-    write_json(out / "run.json", {"argv": sys.argv[1:] if argv is None else list(argv), "profile": cfg.profile,
-                                  "seeds": seeds, "wall_seconds": round(time.perf_counter() - t0, 1), "machine": machine_info()})
+    write_json(
+        out / "run.json",
+        {
+            "argv": sys.argv[1:] if argv is None else list(argv),
+            "profile": cfg.profile,
+            "seeds": seeds,
+            "wall_seconds": round(time.perf_counter() - t0, 1),
+            "machine": machine_info(),
+        },
+    )
     print(text)
     return 0
 

@@ -76,17 +76,45 @@ def _training_table(sec: dict[str, Any]) -> list[Block]:
     rows = []
     for name in _variants(sec):
         v = sec[name]
-        rows.append([name, v.get("method", ""), v.get("precision", ""), fmt(v.get("pairs_per_s")), fmt(v.get("seconds")),
-                     fmt(v.get("gflop_per_s")), fmt(v.get("fraction_of_peak")), fmt(_same_precision_ratio(sec, name))])
-    text = (f"{sec.get('timed_steps')} timed steps after {sec.get('warmup_steps')} warm-up steps, batch {sec.get('batch_size')}, "
-            f"max length {sec.get('max_length')}, {sec.get('backbone')}, {sec.get('device')}, {sec.get('rounds')} round(s).")
+        rows.append(
+            [
+                name,
+                v.get("method", ""),
+                v.get("precision", ""),
+                fmt(v.get("pairs_per_s")),
+                fmt(v.get("seconds")),
+                fmt(v.get("gflop_per_s")),
+                fmt(v.get("fraction_of_peak")),
+                fmt(_same_precision_ratio(sec, name)),
+            ]
+        )
+    text = (
+        f"{sec.get('timed_steps')} timed steps after {sec.get('warmup_steps')} warm-up steps, batch {sec.get('batch_size')}, "
+        f"max length {sec.get('max_length')}, {sec.get('backbone')}, {sec.get('device')}, {sec.get('rounds')} round(s)."
+    )
     blocks: list[Block] = [("p", text)]
     if sec.get("st_method_note"):
         blocks.append(("p", sec["st_method_note"]))
     if sec.get("precisions_skipped"):
-        blocks.append(("p", "Not measured: " + "; ".join(f"{p}: {why}" for p, why in sec["precisions_skipped"].items())))
-    blocks.append(("table", ["variant", "method", "precision", "pairs/s", "seconds", "GFLOP/s", "fraction of peak",
-                             "calibrank / variant (same precision)"], rows))
+        blocks.append(
+            ("p", "Not measured: " + "; ".join(f"{p}: {why}" for p, why in sec["precisions_skipped"].items()))
+        )
+    blocks.append(
+        (
+            "table",
+            [
+                "variant",
+                "method",
+                "precision",
+                "pairs/s",
+                "seconds",
+                "GFLOP/s",
+                "fraction of peak",
+                "calibrank / variant (same precision)",
+            ],
+            rows,
+        )
+    )
     if isinstance(sec.get("ratio_defaults"), dict):
         d = sec["ratio_defaults"]
         blocks.append(("p", f"Each side at its default precision: {d.get('figure')} = {fmt(d.get('value'))}."))
@@ -112,26 +140,53 @@ def _limit_blocks(results: dict[str, Any]) -> list[Block]:
             if v.get("precision_asked") != p:
                 continue
             label = f"training {name.rsplit('_', 1)[0]}" + (" (CrossEncoder.fit)" if name.startswith("st") else "")
-            rows.append([label, p, fmt(v.get("gflop_per_s")), fmt(v.get("peak_gflop_per_s", peaks.get(p))),
-                         fmt(v.get("fraction_of_peak")), fmt(_same_precision_ratio(train, name))])
+            rows.append(
+                [
+                    label,
+                    p,
+                    fmt(v.get("gflop_per_s")),
+                    fmt(v.get("peak_gflop_per_s", peaks.get(p))),
+                    fmt(v.get("fraction_of_peak")),
+                    fmt(_same_precision_ratio(train, name)),
+                ]
+            )
         if isinstance(infer.get(p), dict):
             v = infer[p]
-            rows.append(["inference bert scoring", p, fmt(v.get("gflop_per_s")), fmt(v.get("peak_gflop_per_s", peaks.get(p))),
-                         fmt(v.get("fraction_of_peak")), ""])
+            rows.append(
+                [
+                    "inference bert scoring",
+                    p,
+                    fmt(v.get("gflop_per_s")),
+                    fmt(v.get("peak_gflop_per_s", peaks.get(p))),
+                    fmt(v.get("fraction_of_peak")),
+                    "",
+                ]
+            )
     notes = []
     if peak:
-        notes.append(f"Peak: {peak.get('method', 'torch.mm')}, {peak.get('torch_threads')} threads on {peak.get('device')}"
-                     + (f"; bf16 via {peak['bf16_support'].get('via')}" if (peak.get("bf16_support") or {}).get("supported")
-                        else "") + ".")
+        notes.append(
+            f"Peak: {peak.get('method', 'torch.mm')}, {peak.get('torch_threads')} threads on {peak.get('device')}"
+            + (
+                f"; bf16 via {peak['bf16_support'].get('via')}"
+                if (peak.get("bf16_support") or {}).get("supported")
+                else ""
+            )
+            + "."
+        )
         for p, why in (peak.get("skipped") or {}).items():
             notes.append(f"{p}: {why}.")
     else:
         notes.append("No matmul peak in bench.json (run without --skip peak): fractions of peak are n/a.")
-    notes.append("Achieved GFLOP/s: FLOPs counted from the encoder's configuration and the padded batch shapes "
-                 "(forward N B (2 L P + 4 L^2 d_attn), training 3x forward; benchmarks.flops) over the timed seconds. "
-                 "calibrank / st: training pairs/s of our loop over CrossEncoder.fit's at the same precision.")
-    return [("h2", "How close to the limit"), *[("p", n) for n in notes],
-            ("table", ["loop", "precision", "GFLOP/s", "peak GFLOP/s", "fraction of peak", "calibrank / st"], rows)]
+    notes.append(
+        "Achieved GFLOP/s: FLOPs counted from the encoder's configuration and the padded batch shapes "
+        "(forward N B (2 L P + 4 L^2 d_attn), training 3x forward; benchmarks.flops) over the timed seconds. "
+        "calibrank / st: training pairs/s of our loop over CrossEncoder.fit's at the same precision."
+    )
+    return [
+        ("h2", "How close to the limit"),
+        *[("p", n) for n in notes],
+        ("table", ["loop", "precision", "GFLOP/s", "peak GFLOP/s", "fraction of peak", "calibrank / st"], rows),
+    ]
 
 
 def _inference_table(sec: dict[str, Any]) -> list[Block]:
@@ -139,17 +194,34 @@ def _inference_table(sec: dict[str, Any]) -> list[Block]:
     for name, v in sec.get("rankers", {}).items():
         bound, r = v.get("target_max_ratio"), v.get("ratio_to_bert")
         met = None if bound is None or r is None or math.isnan(r) else r <= bound
-        rows.append([name, fmt(v.get("ms_per_query")), fmt(v.get("ms_per_query_fastest")), fmt(r),
-                     f"<= {bound:g}" if bound is not None else "", _met(met) if bound is not None else "", fmt(v.get("samples")),
-                     fmt(v.get("parameters", 0) / 1e6), "cache" if v.get("models") == "profile model cache" else "short training"])
-    text = (f"{sec.get('queries')} queries x {sec.get('candidates')} candidates ({sec.get('corpus')}, {sec.get('sampler')}), "
-            f"median of {sec.get('repeats')} round-robin repeats, {sec.get('backbone')}, {sec.get('device')}.")
+        rows.append(
+            [
+                name,
+                fmt(v.get("ms_per_query")),
+                fmt(v.get("ms_per_query_fastest")),
+                fmt(r),
+                f"<= {bound:g}" if bound is not None else "",
+                _met(met) if bound is not None else "",
+                fmt(v.get("samples")),
+                fmt(v.get("parameters", 0) / 1e6),
+                "cache" if v.get("models") == "profile model cache" else "short training",
+            ]
+        )
+    text = (
+        f"{sec.get('queries')} queries x {sec.get('candidates')} candidates ({sec.get('corpus')}, {sec.get('sampler')}), "
+        f"median of {sec.get('repeats')} round-robin repeats, {sec.get('backbone')}, {sec.get('device')}."
+    )
     blocks: list[Block] = [("p", text)]
     short = sec.get("models_from_short_training") or []
     if short:
         blocks.append(("p", f"Not in the model cache, built by a short training for timing only: {', '.join(short)}."))
-    blocks.append(("table", ["ranker", "ms/query", "fastest", "ratio to bert", "target", "met", "samples", "params (M)", "models"],
-                   rows))
+    blocks.append(
+        (
+            "table",
+            ["ranker", "ms/query", "fastest", "ratio to bert", "target", "met", "samples", "params (M)", "models"],
+            rows,
+        )
+    )
     return blocks
 
 
@@ -161,21 +233,44 @@ def _memory_table(sec: dict[str, Any]) -> list[Block]:
         jobs.append((f"training {t.get('steps')} steps, batch {t.get('batch_size')}, {t.get('backbone')}", t))
     gibbs = sec.get("gibbs") or {}
     for key, g in sorted(gibbs.items(), key=lambda kv: kv[1].get("inducing", 0) if isinstance(kv[1], dict) else 0):
-        jobs.append((f"PG Gibbs {key}, {g.get('chains')} chains x {g.get('steps')} steps" + (" (laptop)" if g.get("laptop_size") else ""), g))
+        jobs.append(
+            (
+                f"PG Gibbs {key}, {g.get('chains')} chains x {g.get('steps')} steps"
+                + (" (laptop)" if g.get("laptop_size") else ""),
+                g,
+            )
+        )
     for label, j in jobs:
         note = j.get("skipped") or j.get("error") or ""
-        rows.append([label, fmt(j.get("baseline_mb")), fmt(j.get("peak_mb")), fmt(j.get("increment_mb")), fmt(j.get("seconds")),
-                     fmt(j["cuda_max_allocated_mb"]) if "cuda_max_allocated_mb" in j else "", note])
-    return [("p", sec.get("method", "")),
-            ("table", ["job", "baseline MB", "peak MB", "increment MB", "seconds", "CUDA max MB", "note"], rows)]
+        rows.append(
+            [
+                label,
+                fmt(j.get("baseline_mb")),
+                fmt(j.get("peak_mb")),
+                fmt(j.get("increment_mb")),
+                fmt(j.get("seconds")),
+                fmt(j["cuda_max_allocated_mb"]) if "cuda_max_allocated_mb" in j else "",
+                note,
+            ]
+        )
+    return [
+        ("p", sec.get("method", "")),
+        ("table", ["job", "baseline MB", "peak MB", "increment MB", "seconds", "CUDA max MB", "note"], rows),
+    ]
 
 
-_TABLES = {"training_throughput": _training_table, "inference_per_query": _inference_table, "peak_memory": _memory_table}
+_TABLES = {
+    "training_throughput": _training_table,
+    "inference_per_query": _inference_table,
+    "peak_memory": _memory_table,
+}
 
 
 def layout(results: dict[str, Any]) -> list[Block]:
-    blocks: list[Block] = [("h1", "Benchmarks"),
-                           ("p", "Generated by `python -m benchmarks` (and other benchmarks writing into bench.json).")]
+    blocks: list[Block] = [
+        ("h1", "Benchmarks"),
+        ("p", "Generated by `python -m benchmarks` (and other benchmarks writing into bench.json)."),
+    ]
     machine = results.get(MACHINE)
     if isinstance(machine, dict):
         blocks += [("h2", "Machine"), ("table", ["key", "value"], [[k, fmt(v)] for k, v in _flatten(machine)])]
@@ -183,7 +278,9 @@ def layout(results: dict[str, Any]) -> list[Block]:
     for name in sorted(results):
         sec = results[name]
         for t in (sec.get("targets") or []) if isinstance(sec, dict) else []:
-            target_rows.append([name, t.get("figure", ""), fmt(t.get("value")), t.get("target", ""), _met(t.get("met"))])
+            target_rows.append(
+                [name, t.get("figure", ""), fmt(t.get("value")), t.get("target", ""), _met(t.get("met"))]
+            )
     if target_rows:
         blocks += [("h2", "Targets"), ("table", ["section", "figure", "measured", "target", "met"], target_rows)]
     blocks += _limit_blocks(results)
@@ -195,7 +292,9 @@ def layout(results: dict[str, Any]) -> list[Block]:
             t = sec.get("table")
             blocks += _TABLES[name](sec) if name in _TABLES else [("table", t["header"], t["rows"])]
             rest = {k: v for k, v in sec.items() if k not in ("targets", MACHINE, "table")}  # shown above
-            blocks.append(("details", "all figures", [("table", ["key", "value"], [[k, fmt(v)] for k, v in _flatten(rest)])]))
+            blocks.append(
+                ("details", "all figures", [("table", ["key", "value"], [[k, fmt(v)] for k, v in _flatten(rest)])])
+            )
         else:
             blocks.append(("table", ["key", "value"], [[k, fmt(v)] for k, v in _flatten(sec)]))
     return blocks
@@ -228,9 +327,11 @@ def to_markdown(blocks: list[Block]) -> str:
     return "\n".join(lines)
 
 
-_CSS = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:70em}table{border-collapse:collapse;margin:.5em 0 1.5em}"
-        "td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left;font-size:.9em}th{background:#f3f3f3}"
-        "td.met-yes{background:#e3f6e3}td.met-NO{background:#fbe3e3}")
+_CSS = (
+    "body{font-family:system-ui,sans-serif;margin:2em;max-width:70em}table{border-collapse:collapse;margin:.5em 0 1.5em}"
+    "td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left;font-size:.9em}th{background:#f3f3f3}"
+    "td.met-yes{background:#e3f6e3}td.met-NO{background:#fbe3e3}"
+)
 
 
 def _html_blocks(blocks: list[Block]) -> list[str]:
@@ -261,8 +362,10 @@ def _html_blocks(blocks: list[Block]) -> list[str]:
 
 def to_html(blocks: list[Block]) -> str:
     body = "\n".join(_html_blocks(blocks))
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>Benchmarks</title>'
-            f"<style>{_CSS}</style></head><body>\n{body}\n</body></html>\n")
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>Benchmarks</title>'
+        f"<style>{_CSS}</style></head><body>\n{body}\n</body></html>\n"
+    )
 
 
 def render_markdown(results: dict[str, Any]) -> str:

@@ -62,7 +62,9 @@ def tokenize(texts: Sequence[str]) -> list[list[str]]:
     """The tokens both BM25 implementations get: bm25s' tokeniser, lower-cased ``\\w\\w+``, no stopword removal."""
     import bm25s
 
-    return bm25s.tokenize(list(texts), lower=True, token_pattern=_TOKEN_PATTERN, stopwords=None, return_ids=False, show_progress=False)
+    return bm25s.tokenize(
+        list(texts), lower=True, token_pattern=_TOKEN_PATTERN, stopwords=None, return_ids=False, show_progress=False
+    )
 
 
 def bm25s_topk(corpus_tokens, query_tokens, k: int, *, k1: float = 1.5, b: float = 0.75, method: str = "robertson"):
@@ -98,7 +100,9 @@ def rank_bm25_topk(corpus_tokens, query_tokens, k: int, *, k1: float = 1.5, b: f
     return ids, scores, t1 - t0, t2 - t1, bm25
 
 
-def bench_bm25(responses: Sequence[str], queries: Sequence[str], k: int = 10, *, k1: float = 1.5, b: float = 0.75) -> dict[str, Any]:
+def bench_bm25(
+    responses: Sequence[str], queries: Sequence[str], k: int = 10, *, k1: float = 1.5, b: float = 0.75
+) -> dict[str, Any]:
     """Time top-k BM25 retrieval of ``queries`` (texts) over ``responses`` with bm25s and rank_bm25."""
     t0 = time.perf_counter()
     corpus_tokens = tokenize(responses)
@@ -195,7 +199,9 @@ def numpy_topk(responses_emb: np.ndarray, queries_emb: np.ndarray, k: int, chunk
     return ids, scores, time.perf_counter() - t0
 
 
-def bench_embedding(responses_emb: np.ndarray, queries_emb: np.ndarray, k: int = 10, repeats: int = 3) -> dict[str, Any]:
+def bench_embedding(
+    responses_emb: np.ndarray, queries_emb: np.ndarray, k: int = 10, repeats: int = 3
+) -> dict[str, Any]:
     """Time exact top-k inner-product search with faiss IndexFlatIP and with numpy on the same embeddings.
 
     Each search runs ``repeats`` times after an untimed warm-up (thread pools, caches); the best time counts.
@@ -239,7 +245,9 @@ def bench_embedding(responses_emb: np.ndarray, queries_emb: np.ndarray, k: int =
         "speedup_total": n_search / max(f_index + f_search, 1e-12),
         "parity": {
             "topk_ids_identical": float(np.mean(identical)) if nq else 1.0,
-            "topk_identical_up_to_ties": float(np.mean([i or s for i, s in zip(identical, same_scores)])) if nq else 1.0,
+            "topk_identical_up_to_ties": float(np.mean([i or s for i, s in zip(identical, same_scores)]))
+            if nq
+            else 1.0,
             "max_abs_score_diff": float(np.max(np.abs(f_scores - n_scores))) if nq else 0.0,
         },
     }
@@ -248,7 +256,9 @@ def bench_embedding(responses_emb: np.ndarray, queries_emb: np.ndarray, k: int =
 # --------------------------------------------------------------------------- workload
 
 
-def chitchat_workload(n_responses: int, n_queries: int, seed: int = 0) -> tuple[list[str], list[tuple[str, ...]], dict[str, Any]]:
+def chitchat_workload(
+    n_responses: int, n_queries: int, seed: int = 0
+) -> tuple[list[str], list[tuple[str, ...]], dict[str, Any]]:
     """The first ``n_responses`` unique responses of the chitchat corpus and ``n_queries`` contexts of other examples."""
     from calibrank.study.data.chitchat import read_chitchat
     from calibrank.study.data.schema import normalise_text

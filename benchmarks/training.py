@@ -57,6 +57,7 @@ from typing import Any
 
 import numpy as np
 import torch
+
 from calibrank.study.data.schema import RankingQuery
 from calibrank.study.data.splits import format_context
 from calibrank.study.settings.choices import ContextStyle
@@ -65,7 +66,14 @@ from calibrank.study.settings.schema import TrainingConfig
 from .common import log, positive_int, ratio, target
 from .flops import ShapeRecorder, available_precisions, utilisation
 
-__all__ = ["SECTION", "TARGET_SPEEDUP", "bench_training", "run_calibrank", "run_sentence_transformers", "st_fit_available"]
+__all__ = [
+    "SECTION",
+    "TARGET_SPEEDUP",
+    "bench_training",
+    "run_calibrank",
+    "run_sentence_transformers",
+    "st_fit_available",
+]
 
 SECTION = "training_throughput"
 TARGET_SPEEDUP = 1.5
@@ -79,7 +87,10 @@ def st_fit_available() -> tuple[bool, str]:
 
     missing = [m for m in ("datasets", "accelerate") if importlib.util.find_spec(m) is None]
     if missing:
-        return False, f"CrossEncoder.fit needs the packages {' and '.join(missing)} (not installed): measured old_fit instead"
+        return (
+            False,
+            f"CrossEncoder.fit needs the packages {' and '.join(missing)} (not installed): measured old_fit instead",
+        )
     return True, ""
 
 
@@ -126,26 +137,40 @@ def _window(ends: list[float], warmup: int, steps: int) -> float:
 def _flop_figures(rec: ShapeRecorder, warmup: int, steps: int, seconds: float) -> dict[str, Any]:
     """FLOPs of the timed steps (passes ``warmup .. warmup + steps - 1``, one per step) and FLOP/s over ``seconds``."""
     if len(rec.shapes) != warmup + steps:
-        return {"flops_note": f"{len(rec.shapes)} encoder passes recorded for {warmup + steps} steps: FLOPs not counted"}
-    timed = rec.shapes[warmup:warmup + steps]
+        return {
+            "flops_note": f"{len(rec.shapes)} encoder passes recorded for {warmup + steps} steps: FLOPs not counted"
+        }
+    timed = rec.shapes[warmup : warmup + steps]
     flops = rec.flops(warmup, warmup + steps, training=True)
-    return {"flops": flops, "flops_per_pair": flops / max(1, sum(b for b, _ in timed)),
-            "mean_padded_length": float(np.mean([n for _, n in timed])), "encoder": rec.shape.to_dict(),
-            "gflop_per_s": utilisation(flops, seconds, None)["gflop_per_s"]}
+    return {
+        "flops": flops,
+        "flops_per_pair": flops / max(1, sum(b for b, _ in timed)),
+        "mean_padded_length": float(np.mean([n for _, n in timed])),
+        "encoder": rec.shape.to_dict(),
+        "gflop_per_s": utilisation(flops, seconds, None)["gflop_per_s"],
+    }
 
 
-def run_calibrank(queries: Sequence[RankingQuery], settings: TrainingConfig, *, warmup: int, steps: int, seed: int = 0,
-                  context_style: ContextStyle | str = ContextStyle.plain, device: torch.device | None = None,
-                  precision: str | None = None) -> dict[str, Any]:
+def run_calibrank(
+    queries: Sequence[RankingQuery],
+    settings: TrainingConfig,
+    *,
+    warmup: int,
+    steps: int,
+    seed: int = 0,
+    context_style: ContextStyle | str = ContextStyle.plain,
+    device: torch.device | None = None,
+    precision: str | None = None,
+) -> dict[str, Any]:
     """Train our CrossEncoder for ``warmup + steps`` steps with :func:`train_model`; time the last ``steps``.
 
     ``precision`` (``fp32``, ``bf16``) overrides ``settings.precision``.
     """
-    from calibrank.study.model.backbone import load_backbone
-    from calibrank.study.model.losses import binary_cross_entropy
-    from calibrank.study.model.cross_encoder import CrossEncoder
-    from calibrank.study.model.training import encode_pairs, train_model
     from calibrank.hardware import use_bf16
+    from calibrank.study.model.backbone import load_backbone
+    from calibrank.study.model.cross_encoder import CrossEncoder
+    from calibrank.study.model.losses import binary_cross_entropy
+    from calibrank.study.model.training import encode_pairs, train_model
 
     device = device or torch.device("cpu")
     if precision is not None:
@@ -154,8 +179,14 @@ def run_calibrank(queries: Sequence[RankingQuery], settings: TrainingConfig, *, 
     backbone = load_backbone(settings.backbone, seed=seed, hidden_dropout=settings.hidden_dropout)
     model = CrossEncoder(backbone, seed=seed)
     t0 = time.perf_counter()
-    pairs = encode_pairs(backbone.tokenizer, queries, max_length=settings.max_length,
-                         max_response_length=settings.max_response_length, context_style=context_style, require_relevant=True)
+    pairs = encode_pairs(
+        backbone.tokenizer,
+        queries,
+        max_length=settings.max_length,
+        max_response_length=settings.max_response_length,
+        context_style=context_style,
+        require_relevant=True,
+    )
     pairs = _take_pairs(pairs, n)
     tokenise_s = time.perf_counter() - t0
     if len(pairs) < n:
@@ -169,8 +200,16 @@ def run_calibrank(queries: Sequence[RankingQuery], settings: TrainingConfig, *, 
 
     with tempfile.TemporaryDirectory(prefix="calibrank-bench-") as tmp, ShapeRecorder(model) as rec:
         ends.append(time.perf_counter())
-        result = train_model(model, loss_fn, pairs, run, Path(tmp), seed=seed,
-                             on_step=lambda _step: ends.append(time.perf_counter()), device=device)
+        result = train_model(
+            model,
+            loss_fn,
+            pairs,
+            run,
+            Path(tmp),
+            seed=seed,
+            on_step=lambda _step: ends.append(time.perf_counter()),
+            device=device,
+        )
     loop_s = _window(ends, warmup, steps)
     tok_share = tokenise_s * steps / (warmup + steps)
     seconds = loop_s + tok_share
@@ -254,9 +293,17 @@ def _st_checkpoint(settings: TrainingConfig, seed: int, workdir: Path) -> str:
     return str(folder)
 
 
-def run_sentence_transformers(examples: Sequence[tuple[str, str, int]], settings: TrainingConfig, *, warmup: int, steps: int,
-                              seed: int = 0, precision: str = "fp32", method: str = "fit",
-                              device: torch.device | None = None) -> dict[str, Any]:
+def run_sentence_transformers(
+    examples: Sequence[tuple[str, str, int]],
+    settings: TrainingConfig,
+    *,
+    warmup: int,
+    steps: int,
+    seed: int = 0,
+    precision: str = "fp32",
+    method: str = "fit",
+    device: torch.device | None = None,
+) -> dict[str, Any]:
     """Train sentence-transformers' CrossEncoder with ``fit`` (or ``old_fit``) for ``warmup + steps`` steps; time the last ``steps``.
 
     ``precision``: ``fp32`` (``fit``'s default) or ``bf16`` (``fit``: ``TrainingArguments(bf16=True)``;
@@ -267,7 +314,8 @@ def run_sentence_transformers(examples: Sequence[tuple[str, str, int]], settings
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {list(PRECISIONS)}, got {precision!r}")
     amp = precision == "bf16"
-    from sentence_transformers import CrossEncoder as STCrossEncoder, InputExample
+    from sentence_transformers import CrossEncoder as STCrossEncoder
+    from sentence_transformers import InputExample
 
     device = device or torch.device("cpu")
     n = (warmup + steps) * settings.batch_size
@@ -279,14 +327,25 @@ def run_sentence_transformers(examples: Sequence[tuple[str, str, int]], settings
     cwd = os.getcwd()
     with tempfile.TemporaryDirectory(prefix="calibrank-bench-st-") as tmp:
         config_kwargs = {} if settings.hidden_dropout is None else {"hidden_dropout_prob": settings.hidden_dropout}
-        model = STCrossEncoder(_st_checkpoint(settings, seed, Path(tmp)), num_labels=1, max_length=settings.max_length,
-                               device=str(device), config_kwargs=config_kwargs)
+        model = STCrossEncoder(
+            _st_checkpoint(settings, seed, Path(tmp)),
+            num_labels=1,
+            max_length=settings.max_length,
+            device=str(device),
+            config_kwargs=config_kwargs,
+        )
         with contextlib.suppress(AttributeError, RuntimeError):  # same classifier start as ours where the layout allows
             classifier = model[0].model.classifier
             classifier.load_state_dict(_seeded_head(classifier.in_features, seed).state_dict())
-        kwargs = dict(epochs=1, warmup_steps=int(settings.warmup_ratio * (warmup + steps)),
-                      optimizer_params={"lr": settings.lr}, weight_decay=settings.weight_decay,
-                      max_grad_norm=settings.grad_clip, use_amp=amp and method == "old_fit", show_progress_bar=False)
+        kwargs = dict(
+            epochs=1,
+            warmup_steps=int(settings.warmup_ratio * (warmup + steps)),
+            optimizer_params={"lr": settings.lr},
+            weight_decay=settings.weight_decay,
+            max_grad_norm=settings.grad_clip,
+            use_amp=amp and method == "old_fit",
+            show_progress_bar=False,
+        )
         os.chdir(tmp)  # the Trainer may create ./checkpoints
         try:
             torch.manual_seed(seed)
@@ -305,8 +364,13 @@ def run_sentence_transformers(examples: Sequence[tuple[str, str, int]], settings
     # (1-based) ended, the last entry: the loop returned
     seconds = _window(ends, warmup, steps)
     if method == "fit":
-        label = ("bf16 autocast (TrainingArguments(bf16=True))" if info.get("bf16")
-                 else "fp16 autocast (TrainingArguments(fp16=True))" if info.get("fp16") else "fp32")
+        label = (
+            "bf16 autocast (TrainingArguments(bf16=True))"
+            if info.get("bf16")
+            else "fp16 autocast (TrainingArguments(fp16=True))"
+            if info.get("fp16")
+            else "fp32"
+        )
     else:
         dtype = str(torch.get_autocast_dtype(device.type)).replace("torch.", "")
         label = f"{dtype} autocast + GradScaler (use_amp=True)" if amp else "fp32"
@@ -314,15 +378,26 @@ def run_sentence_transformers(examples: Sequence[tuple[str, str, int]], settings
         "pairs_per_s": steps * settings.batch_size / seconds,
         "seconds": seconds,
         "precision": label,
-        "method": f"sentence_transformers.CrossEncoder.{method}" + (" (CrossEncoderTrainer)" if method == "fit" else ""),
+        "method": f"sentence_transformers.CrossEncoder.{method}"
+        + (" (CrossEncoderTrainer)" if method == "fit" else ""),
         **_flop_figures(rec, warmup, steps, seconds),
     }
 
 
-def bench_training(queries: Sequence[RankingQuery], settings: TrainingConfig, *, warmup: int = 5, steps: int = 60,
-                   rounds: int = 1, seed: int = 0, context_style: ContextStyle | str = ContextStyle.plain,
-                   variants: Sequence[str] = IMPLEMENTATIONS, precisions: Sequence[str] = PRECISIONS,
-                   device: torch.device | None = None, peak_gflop_per_s: dict[str, float] | None = None) -> dict[str, Any]:
+def bench_training(
+    queries: Sequence[RankingQuery],
+    settings: TrainingConfig,
+    *,
+    warmup: int = 5,
+    steps: int = 60,
+    rounds: int = 1,
+    seed: int = 0,
+    context_style: ContextStyle | str = ContextStyle.plain,
+    variants: Sequence[str] = IMPLEMENTATIONS,
+    precisions: Sequence[str] = PRECISIONS,
+    device: torch.device | None = None,
+    peak_gflop_per_s: dict[str, float] | None = None,
+) -> dict[str, Any]:
     """Pairs/s of our loop and of sentence-transformers' ``fit`` on the same pairs, per precision; ratios ours/ST beside the target.
 
     ``variants``: the implementations (``calibrank`` always, ``st``); ``precisions``: among
@@ -337,7 +412,9 @@ def bench_training(queries: Sequence[RankingQuery], settings: TrainingConfig, *,
     rounds = positive_int(rounds, "rounds")
     unknown = [v for v in variants if v not in IMPLEMENTATIONS]
     if unknown or "calibrank" not in variants:
-        raise ValueError(f"variants must include 'calibrank' and be among {list(IMPLEMENTATIONS)}, got {list(variants)}")
+        raise ValueError(
+            f"variants must include 'calibrank' and be among {list(IMPLEMENTATIONS)}, got {list(variants)}"
+        )
     device = device or torch.device("cpu")
     precisions, skipped = available_precisions(device, tuple(precisions))
     if not precisions:
@@ -357,14 +434,25 @@ def bench_training(queries: Sequence[RankingQuery], settings: TrainingConfig, *,
         for key, v, p in order:
             log(f"training_throughput round {r + 1}/{rounds}: {key} ({warmup} warm-up + {steps} timed steps)")
             if v == "calibrank":
-                res = run_calibrank(queries, settings, warmup=warmup, steps=steps, seed=seed, context_style=context_style,
-                                    device=device, precision=p)
+                res = run_calibrank(
+                    queries,
+                    settings,
+                    warmup=warmup,
+                    steps=steps,
+                    seed=seed,
+                    context_style=context_style,
+                    device=device,
+                    precision=p,
+                )
             else:
-                res = run_sentence_transformers(examples, settings, warmup=warmup, steps=steps, seed=seed,
-                                                precision=p, method=method, device=device)
+                res = run_sentence_transformers(
+                    examples, settings, warmup=warmup, steps=steps, seed=seed, precision=p, method=method, device=device
+                )
             runs[key].append(res)
-            log(f"  {key}: {res['pairs_per_s']:.2f} pairs/s, {res.get('gflop_per_s', float('nan')):.1f} GFLOP/s "
-                f"({res['precision']})")
+            log(
+                f"  {key}: {res['pairs_per_s']:.2f} pairs/s, {res.get('gflop_per_s', float('nan')):.1f} GFLOP/s "
+                f"({res['precision']})"
+            )
     out: dict[str, Any] = {
         "backbone": settings.backbone,
         "batch_size": settings.batch_size,
@@ -388,9 +476,13 @@ def bench_training(queries: Sequence[RankingQuery], settings: TrainingConfig, *,
     for key, _v, p in keys:
         rs = runs[key]
         pps = [x["pairs_per_s"] for x in rs]
-        entry = {**{name: val for name, val in rs[-1].items() if name not in ("pairs_per_s", "seconds", "gflop_per_s")},
-                 "precision_asked": p, "pairs_per_s": float(np.median(pps)),
-                 "seconds": float(np.median([x["seconds"] for x in rs])), "pairs_per_s_rounds": pps}
+        entry = {
+            **{name: val for name, val in rs[-1].items() if name not in ("pairs_per_s", "seconds", "gflop_per_s")},
+            "precision_asked": p,
+            "pairs_per_s": float(np.median(pps)),
+            "seconds": float(np.median([x["seconds"] for x in rs])),
+            "pairs_per_s_rounds": pps,
+        }
         if "gflop_per_s" in rs[-1]:
             entry["gflop_per_s"] = float(np.median([x["gflop_per_s"] for x in rs]))
             if p in peak:
@@ -403,18 +495,28 @@ def bench_training(queries: Sequence[RankingQuery], settings: TrainingConfig, *,
         if v == "calibrank":
             continue
         ratios[key] = ratio(out[f"calibrank_{p}"]["pairs_per_s"], out[key]["pairs_per_s"])
-        targets.append(target(f"training pairs/s calibrank / {v}, both {p} ({out[key]['precision']})", ratios[key], ">=",
-                              TARGET_SPEEDUP))
+        targets.append(
+            target(
+                f"training pairs/s calibrank / {v}, both {p} ({out[key]['precision']})",
+                ratios[key],
+                ">=",
+                TARGET_SPEEDUP,
+            )
+        )
     out["ratio_ours_over"] = ratios
     if "st" in variants and "fp32" in precisions:  # each side's default: ours training.precision (auto), fit's fp32
         from calibrank.hardware import use_bf16
 
         ours = "bf16" if use_bf16(settings.precision, device) else "fp32"
         if f"calibrank_{ours}" in out:
-            out["ratio_defaults"] = {"figure": f"calibrank_{ours} / st_fp32",
-                                     "value": ratio(out[f"calibrank_{ours}"]["pairs_per_s"], out["st_fp32"]["pairs_per_s"])}
+            out["ratio_defaults"] = {
+                "figure": f"calibrank_{ours} / st_fp32",
+                "value": ratio(out[f"calibrank_{ours}"]["pairs_per_s"], out["st_fp32"]["pairs_per_s"]),
+            }
     out["targets"] = targets
-    out["note"] = ("same backbone weights, classifier start, pairs, steps, batch size, max length, lr, weight decay, warm-up "
-                   "share and clipping; ours batches by length, ST pads random batches; model loading excluded; ratios at "
-                   "the same precision")
+    out["note"] = (
+        "same backbone weights, classifier start, pairs, steps, batch size, max length, lr, weight decay, warm-up "
+        "share and clipping; ours batches by length, ST pads random batches; model loading excluded; ratios at "
+        "the same precision"
+    )
     return out

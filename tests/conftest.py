@@ -56,10 +56,22 @@ def _one_torch_thread():
 
 #: The core's tests: they need nothing of the study (a test of the study inside them skips where the study is not
 #: installed), so they also run in the venvs of tests/ranges.py that hold the core alone at its lowest versions.
-CORE_TESTS = {"test_assess_certify.py", "test_assess_cli.py", "test_assess_engine.py", "test_assess_frames.py",
-              "test_assess_imports.py", "test_assess_inputs.py", "test_assess_trec_eval.py", "test_calibrator.py",
-              "test_layers.py", "test_metrics.py", "test_options.py", "test_resample.py", "test_risk.py",
-              "test_table_checks.py"}
+CORE_TESTS = {
+    "test_assess_certify.py",
+    "test_assess_cli.py",
+    "test_assess_engine.py",
+    "test_assess_frames.py",
+    "test_assess_imports.py",
+    "test_assess_inputs.py",
+    "test_assess_trec_eval.py",
+    "test_calibrator.py",
+    "test_layers.py",
+    "test_metrics.py",
+    "test_options.py",
+    "test_resample.py",
+    "test_risk.py",
+    "test_table_checks.py",
+}
 
 
 def pytest_collection_modifyitems(items):

@@ -17,6 +17,9 @@ import tomllib
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+from conftest import CORE_TESTS  # noqa: E402 (the list of the core's test files lives beside its marker)
+
 #: what each venv pins beyond the core's own ranges
 PINS = {"lowest": None, "numpy1": ["numpy<2"]}
 
@@ -34,6 +37,11 @@ def lowest_pins() -> list[str]:
     return pins
 
 
+def core_files() -> list[str]:
+    """The test files marked ``core`` (tests/conftest.py's ``CORE_TESTS``)."""
+    return [str(REPO / "tests" / name) for name in sorted(CORE_TESTS)]
+
+
 def main(name: str) -> int:
     if name not in PINS:
         print(f"ranges: expected one of {', '.join(PINS)}, got {name!r}", file=sys.stderr)
@@ -48,18 +56,39 @@ def main(name: str) -> int:
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "CALIBRANK_ROOT")}
     env["PIP_CONSTRAINT"] = str(constraints)  # instead of the study's lock
-    subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--only-binary", ":all:", "--upgrade",
-                    "--force-reinstall", "--no-deps", f"{REPO}"], env=env, check=False,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # drop a stale calibrank first
+    subprocess.run(
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--only-binary",
+            ":all:",
+            "--upgrade",
+            "--force-reinstall",
+            "--no-deps",
+            f"{REPO}",
+        ],
+        env=env,
+        check=False,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # drop a stale calibrank first
     done = subprocess.run([str(python), "-m", "pip", "install", "--quiet", f"{REPO}[test]"], env=env)
     if done.returncode:
         return done.returncode
-    listed = subprocess.run([str(python), "-m", "pip", "freeze"], env=env, capture_output=True, text=True,
-                            check=True).stdout.split()
+    listed = subprocess.run(
+        [str(python), "-m", "pip", "freeze"], env=env, capture_output=True, text=True, check=True
+    ).stdout.split()
     core = {p.split("==")[0].lower() for p in lowest_pins()}
     print(f"ranges {name}: " + " ".join(p for p in listed if p.split("==")[0].lower() in core), flush=True)
-    return subprocess.run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "core",
-                           str(REPO / "tests")], env=env, cwd=REPO).returncode
+    return subprocess.run(
+        # only the core's test files: the others import the study at collection
+        [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "core", *core_files()],
+        env=env,
+        cwd=REPO,
+    ).returncode
 
 
 if __name__ == "__main__":

@@ -98,16 +98,32 @@ def test_the_promise_holds_on_the_known_truth_grid_where_the_t_test_broke_it():
     """A small version of ``python -m benchmarks guarantee``: few queries whose candidates are alike (tau 1.5,
     100 queries, target 0.6), where the t-test over queries violated the promise, and 300 queries at tau 1. The
     upper end of the 95% Clopper-Pearson interval of the violation rate stays under 1 - confidence."""
-    res = guarantee.bench_guarantee(150, taus=(1.5,), queries=(100,), confidences=(0.9,), targets={1.5: (0.6,)},
-                                    procedures=("calibrank", "t-test"), seed=1)
+    res = guarantee.bench_guarantee(
+        150,
+        taus=(1.5,),
+        queries=(100,),
+        confidences=(0.9,),
+        targets={1.5: (0.6,)},
+        procedures=("calibrank", "t-test"),
+        seed=1,
+    )
     rows = {r["procedure"]: r for r in res["rows"]}
     assert rows["calibrank"]["violations hi"] <= 0.1 and rows["calibrank"]["certified"] > 0
     assert rows["t-test"]["violations"] > 0.1  # the procedure before: more violations than promised
-    res = guarantee.bench_guarantee(80, taus=(1.0,), queries=(300,), confidences=(0.9,), targets={1.0: (0.6,)},
-                                    procedures=("calibrank", "t-test"), seed=1)
+    res = guarantee.bench_guarantee(
+        80,
+        taus=(1.0,),
+        queries=(300,),
+        confidences=(0.9,),
+        targets={1.0: (0.6,)},
+        procedures=("calibrank", "t-test"),
+        seed=1,
+    )
     rows = {r["procedure"]: r for r in res["rows"]}
     assert rows["calibrank"]["violations hi"] <= 0.1
-    assert rows["calibrank"]["certified"] >= rows["t-test"]["certified"] - 0.1  # nearly as often (500 draws: 95% vs 99%)
+    # the price of finite-sample validity: at 300 queries the betting test certifies a little less often than the
+    # t-test did (0.925 against 1.0 on these 80 draws; 95.2% against 99.4% over 500: docs/decisions.md)
+    assert rows["calibrank"]["certified"] >= rows["t-test"]["certified"] - 0.10
     assert all(t["met"] for t in res["targets"])
 
 
@@ -218,7 +234,7 @@ def test_too_few_candidates_cannot_certify_precision_even_without_an_error():
     y = np.ones((3, 4), bool)
     c = certify(np.arange(12.0).reshape(3, 4), y, target=0.9, confidence=0.9)
     assert c.too_few and not c.certified and c.min_kept == min_kept(0.9, 0.9) == 22
-    assert 0.9 ** 22 <= 0.1 < 0.9 ** 21  # the binomial p-value of 22 hits in 22
+    assert 0.9**22 <= 0.1 < 0.9**21  # the binomial p-value of 22 hits in 22
 
 
 def test_the_fallback_passes_a_rejected_level_on():
@@ -266,12 +282,33 @@ def test_the_figure_draws_steps_over_the_real_cutoffs():
 
     from calibrank.assess.page.figures import plot_thresholds
 
-    curve = pd.DataFrame({"cutoff": [0.0, 1.0, 3.0], "probability": [0.2, 0.5, 0.9], "kept": [10, 4, 1],
-                          "precision": [0.2, 0.5, 1.0], "precision lo": [0.1, 0.3, 1.0], "precision hi": [0.3, 0.7, 1.0],
-                          "recall": [1.0, 1.0, 0.5], "recall lo": [1.0, 0.8, 0.3], "recall hi": [1.0, 1.0, 0.7],
-                          "recall over": "qrels"})
-    row = pd.DataFrame([{"metric": "precision", "target": 0.5, "certified": True, "cutoff": 1.0, "best cutoff": 1.0,
-                         "best level": 0.6, "map": "platt"}])
+    curve = pd.DataFrame(
+        {
+            "cutoff": [0.0, 1.0, 3.0],
+            "probability": [0.2, 0.5, 0.9],
+            "kept": [10, 4, 1],
+            "precision": [0.2, 0.5, 1.0],
+            "precision lo": [0.1, 0.3, 1.0],
+            "precision hi": [0.3, 0.7, 1.0],
+            "recall": [1.0, 1.0, 0.5],
+            "recall lo": [1.0, 0.8, 0.3],
+            "recall hi": [1.0, 1.0, 0.7],
+            "recall over": "qrels",
+        }
+    )
+    row = pd.DataFrame(
+        [
+            {
+                "metric": "precision",
+                "target": 0.5,
+                "certified": True,
+                "cutoff": 1.0,
+                "best cutoff": 1.0,
+                "best level": 0.6,
+                "map": "platt",
+            }
+        ]
+    )
     ax = plot_thresholds(curve, row).axes[0]
     lines = {ln.get_label(): ln for ln in ax.get_lines()}
     assert lines["precision (test)"].get_drawstyle() == "steps-pre"

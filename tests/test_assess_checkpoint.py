@@ -6,35 +6,60 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from transformers import AutoModelForSequenceClassification, AutoTokenizer, BertConfig, BertForSequenceClassification, BertModel
+from transformers import (
+    AutoModelForSequenceClassification,
+    AutoTokenizer,
+    BertConfig,
+    BertForSequenceClassification,
+    BertModel,
+)
 
 from calibrank.assess.read.checkpoint import Candidate, TextQuery, load_checkpoint, read_queries, score_checkpoint
 from calibrank.assess.read.scored import AssessError, ScoreKind
 from calibrank.study.model.backbone import resolve_checkpoint
 
 QUERIES = [
-    {"qid": "q1", "query": "how do I reset my router", "candidates": [
-        {"docid": "a", "text": "unplug it for thirty seconds", "label": 2},
-        {"docid": "b", "text": "the weather is nice today", "label": 0},
-        {"docid": "c", "text": "hold the reset button", "label": 1},
-    ]},
-    {"qid": "q2", "context": ["hi there", "hello, how can I help?", "my order never arrived"], "candidates": [
-        {"docid": "x", "text": "sorry to hear that, what is the order number?", "label": 1},
-    ]},
-    {"qid": "q3", "query": "best pizza in town", "candidates": [
-        {"docid": "p1", "text": "luigi's on main street", "label": 1},
-        {"docid": "p2", "text": "I like trains", "label": 0},
-        {"docid": "p3", "text": "pizza is round", "label": 0},
-        {"docid": "p4", "text": "try the one by the station"},
-    ]},
+    {
+        "qid": "q1",
+        "query": "how do I reset my router",
+        "candidates": [
+            {"docid": "a", "text": "unplug it for thirty seconds", "label": 2},
+            {"docid": "b", "text": "the weather is nice today", "label": 0},
+            {"docid": "c", "text": "hold the reset button", "label": 1},
+        ],
+    },
+    {
+        "qid": "q2",
+        "context": ["hi there", "hello, how can I help?", "my order never arrived"],
+        "candidates": [
+            {"docid": "x", "text": "sorry to hear that, what is the order number?", "label": 1},
+        ],
+    },
+    {
+        "qid": "q3",
+        "query": "best pizza in town",
+        "candidates": [
+            {"docid": "p1", "text": "luigi's on main street", "label": 1},
+            {"docid": "p2", "text": "I like trains", "label": 0},
+            {"docid": "p3", "text": "pizza is round", "label": 0},
+            {"docid": "p4", "text": "try the one by the station"},
+        ],
+    },
 ]
 
 
 def _config(tokenizer, num_labels, dropout=0.1):
-    return BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                      intermediate_size=64, num_labels=num_labels, hidden_dropout_prob=dropout,
-                      attention_probs_dropout_prob=dropout,
-                      initializer_range=0.5)  # BERT's 0.02 gives every pair almost the same logit
+    return BertConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        num_labels=num_labels,
+        hidden_dropout_prob=dropout,
+        attention_probs_dropout_prob=dropout,
+        initializer_range=0.5,
+    )  # BERT's 0.02 gives every pair almost the same logit
 
 
 def _classifier(config, seed):
@@ -59,8 +84,14 @@ def folders(tmp_path_factory):
     tokenizer.save_pretrained(two)
     queries = root / "queries.jsonl"
     queries.write_text("".join(json.dumps(q) + "\n" for q in QUERIES), encoding="utf-8")
-    return {"root": root, "ce": root / "cross-encoder", "two": two, "queries": queries, "cross_encoder": cross_encoder,
-            "tokenizer": tokenizer}
+    return {
+        "root": root,
+        "ce": root / "cross-encoder",
+        "two": two,
+        "queries": queries,
+        "cross_encoder": cross_encoder,
+        "tokenizer": tokenizer,
+    }
 
 
 def _texts(q):
@@ -93,8 +124,9 @@ def test_two_labels_score_the_log_odds_of_the_relevant_class(folders):
     model, tokenizer, n_labels = load_checkpoint(folders["two"])
     assert n_labels == 2
     with torch.no_grad():  # one pair at a time, no padding: an oracle independent of the batching
-        logp = torch.cat([torch.log_softmax(model(**tokenizer(a, b, return_tensors="pt")).logits, dim=-1)
-                          for a, b in _pairs()]).numpy()
+        logp = torch.cat(
+            [torch.log_softmax(model(**tokenizer(a, b, return_tensors="pt")).logits, dim=-1) for a, b in _pairs()]
+        ).numpy()
     assert np.ptp(logp[:, 1] - logp[:, 0]) > 0.1
     np.testing.assert_allclose(_flat(run)[0], logp[:, 1] - logp[:, 0], atol=1e-5, rtol=0)
     np.testing.assert_allclose(run.probabilities()[0][run.mask], np.exp(logp[:, 1]), atol=1e-6)
@@ -115,14 +147,23 @@ def test_ragged_lists_keep_their_docids_mask_and_labels(folders):
 
 
 def test_qrels_give_grades_judged_and_the_relevant_count_beyond_the_list(folders):
-    unlabelled = [TextQuery(q["qid"], tuple(Candidate(c["docid"], c["text"]) for c in q["candidates"]),
-                            q.get("query"), tuple(q.get("context", ()))) for q in QUERIES]
+    unlabelled = [
+        TextQuery(
+            q["qid"],
+            tuple(Candidate(c["docid"], c["text"]) for c in q["candidates"]),
+            q.get("query"),
+            tuple(q.get("context", ())),
+        )
+        for q in QUERIES
+    ]
     qrels = {"q1": {"a": 1, "zz": 2, "b": 0}, "q3": {"p4": 3}, "other": {"k": 1}}
     run = score_checkpoint(folders["ce"], unlabelled, qrels=qrels, precision="fp32")
     assert run.relevance.tolist() == [[1, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 3]]
     assert run.judged.tolist() == [[1, 1, 0, 0], [0, 0, 0, 0], [0, 0, 0, 1]]
     assert run.n_relevant.tolist() == [2, 0, 1]  # q1's zz is relevant but not retrieved
-    np.testing.assert_array_equal(run.scores, score_checkpoint(folders["ce"], folders["queries"], precision="fp32").scores)
+    np.testing.assert_array_equal(
+        run.scores, score_checkpoint(folders["ce"], folders["queries"], precision="fp32").scores
+    )
 
 
 # ----------------------------------------------------------------------------- MC Dropout
@@ -139,7 +180,9 @@ def test_mc_dropout_passes_are_seeded_samples(folders):
     assert not np.allclose(flat, _flat(det)[0])  # dropout is on
     np.testing.assert_array_equal(mc.scores, again.scores)
     assert not np.array_equal(mc.scores, other.scores)
-    np.testing.assert_array_equal(det.scores, score_checkpoint(folders["ce"], folders["queries"], precision="fp32").scores)
+    np.testing.assert_array_equal(
+        det.scores, score_checkpoint(folders["ce"], folders["queries"], precision="fp32").scores
+    )
     assert (mc.scores[:, ~mc.mask] == 0).all()
 
 
@@ -157,8 +200,10 @@ def test_mc_dropout_without_dropout_is_refused(folders):
 def test_a_long_context_loses_its_oldest_turns_and_a_long_candidate_is_cut(folders):
     tokenizer = folders["tokenizer"]
     old = " ".join(f"word{i}" for i in range(40))
-    queries = [TextQuery("c", (Candidate("d", "thanks a lot"),), context=(old, "where is my parcel")),
-               TextQuery("s", (Candidate("d", "a b c d e f g h i j k l m n o p q r s t"),), query="short query")]
+    queries = [
+        TextQuery("c", (Candidate("d", "thanks a lot"),), context=(old, "where is my parcel")),
+        TextQuery("s", (Candidate("d", "a b c d e f g h i j k l m n o p q r s t"),), query="short query"),
+    ]
     run = score_checkpoint(folders["ce"], queries, qrels={"c": {"d": 1}}, max_length=16, precision="fp32")
     model, _, _ = load_checkpoint(folders["ce"])
     recent = tokenizer(" ".join([old, "where is my parcel"]), add_special_tokens=False)["input_ids"]
@@ -181,17 +226,34 @@ BAD_LINES = [
     ('{"query": "x", "candidates": [{"docid": "a", "text": "t"}]}', "missing 'qid'"),
     ('{"qid": "q9", "candidates": [{"docid": "a", "text": "t"}]}', "missing 'query'"),
     ('{"qid": "q9", "query": "x", "candidate": [{"docid": "a", "text": "t"}]}', r"unknown key\(s\) \['candidate'\]"),
-    ('{"qid": "q9", "query": "x", "candidates": [{"docid": "a", "txt": "t"}]}', r"candidate 0: unknown key\(s\) \['txt'\]"),
+    (
+        '{"qid": "q9", "query": "x", "candidates": [{"docid": "a", "txt": "t"}]}',
+        r"candidate 0: unknown key\(s\) \['txt'\]",
+    ),
     ('{"qid": "q9", "query": "x", "candidates": [{"docid": "a"}]}', "candidate 0: missing 'text'"),
     ('{"qid": "q9", "query": "x", "candidates": []}', "expected a non-empty list"),
     ('{"qid": "q1", "query": "x", "candidates": [{"docid": "a", "text": "t"}]}', "qid 'q1' already given on line 1"),
-    ('{"qid": "q9", "query": "x", "candidates": [{"docid": "a", "text": "t"}, {"docid": "a", "text": "u"}]}',
-     "docid 'a' appears twice"),
-    ('{"qid": "q9", "query": "x", "candidates": [{"docid": "a", "text": 3}]}', "query 'q9': candidate 0: candidate 'a': text: expected a string, got int"),
-    ('{"qid": "q9", "query": ["x"], "candidates": [{"docid": "a", "text": "t"}]}', "query: expected a string, got list"),
-    ('{"qid": "q9", "query": "x", "context": ["y"], "candidates": [{"docid": "a", "text": "t"}]}', "both 'query' and 'context'"),
+    (
+        '{"qid": "q9", "query": "x", "candidates": [{"docid": "a", "text": "t"}, {"docid": "a", "text": "u"}]}',
+        "docid 'a' appears twice",
+    ),
+    (
+        '{"qid": "q9", "query": "x", "candidates": [{"docid": "a", "text": 3}]}',
+        "query 'q9': candidate 0: candidate 'a': text: expected a string, got int",
+    ),
+    (
+        '{"qid": "q9", "query": ["x"], "candidates": [{"docid": "a", "text": "t"}]}',
+        "query: expected a string, got list",
+    ),
+    (
+        '{"qid": "q9", "query": "x", "context": ["y"], "candidates": [{"docid": "a", "text": "t"}]}',
+        "both 'query' and 'context'",
+    ),
     ('{"qid": "q9", "qid": "q8", "query": "x", "candidates": [{"docid": "a", "text": "t"}]}', "key 'qid' given twice"),
-    ('{"qid": "q9", "query": "x", "candidates": [{"docid": "a", "text": "t", "label": "1"}]}', "expected an integer relevance grade"),
+    (
+        '{"qid": "q9", "query": "x", "candidates": [{"docid": "a", "text": "t", "label": "1"}]}',
+        "expected an integer relevance grade",
+    ),
     ('["q9", "x"]', "expected a JSON object"),
 ]
 
@@ -218,7 +280,12 @@ def test_a_line_separator_inside_a_text_is_text(tmp_path):
     record = {"qid": 7, "query": "first\u2028second", "candidates": [{"docid": 1, "text": "x\u0085y", "label": 1}]}
     path.write_text(json.dumps(record, ensure_ascii=False) + "\r\n", encoding="utf-8")
     (query,) = read_queries(path)
-    assert (query.qid, query.query, query.candidates[0].docid, query.candidates[0].text) == ("7", "first\u2028second", "1", "x\u0085y")
+    assert (query.qid, query.query, query.candidates[0].docid, query.candidates[0].text) == (
+        "7",
+        "first\u2028second",
+        "1",
+        "x\u0085y",
+    )
 
 
 def test_a_file_without_queries_or_not_utf8_is_refused(tmp_path):
@@ -251,7 +318,9 @@ def test_a_folder_that_is_not_a_one_or_two_label_classifier_is_refused(folders, 
     encoder = tmp_path / "encoder"
     torch.manual_seed(0)
     BertModel(_config(tokenizer, 1)).save_pretrained(encoder)
-    with pytest.raises(AssessError, match=f"{encoder}/config.json: architecture BertModel is not a sequence classifier"):
+    with pytest.raises(
+        AssessError, match=f"{encoder}/config.json: architecture BertModel is not a sequence classifier"
+    ):
         load_checkpoint(encoder)
     # the encoder's weights under a classifier's config: the head would be random
     config = json.loads((encoder / "config.json").read_text())

@@ -38,13 +38,29 @@ def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("runs")
     _write_run(d / "mine.trec", d / "test.qrels", 160, 1, "t")
     _write_run(d / "valid.trec", d / "valid.qrels", 140, 2, "v")
-    return {"run": d / "mine.trec", "qrels": d / "test.qrels", "valid_run": d / "valid.trec",
-            "valid_qrels": d / "valid.qrels"}
+    return {
+        "run": d / "mine.trec",
+        "qrels": d / "test.qrels",
+        "valid_run": d / "valid.trec",
+        "valid_qrels": d / "valid.qrels",
+    }
 
 
 def _args(files, out, *extra) -> list[str]:
-    return ["assess", str(files["run"]), str(files["qrels"]), "--valid-run", str(files["valid_run"]),
-            "--valid-qrels", str(files["valid_qrels"]), "--out", str(out), "--n-resamples", "50", *extra]
+    return [
+        "assess",
+        str(files["run"]),
+        str(files["qrels"]),
+        "--valid-run",
+        str(files["valid_run"]),
+        "--valid-qrels",
+        str(files["valid_qrels"]),
+        "--out",
+        str(out),
+        "--n-resamples",
+        "50",
+        *extra,
+    ]
 
 
 def _fails(capsys, argv) -> str:
@@ -56,21 +72,26 @@ def _fails(capsys, argv) -> str:
     return err
 
 
-@pytest.mark.parametrize("extra,expected", [
-    (["--precision", "1.5"], "--precision: expected a number in (0, 1), got 1.5"),
-    (["--precision", "high"], "--precision: expected a number in (0, 1), got 'high'"),
-    (["--confidence", "0"], "--confidence: expected a number in (0, 1), got 0.0"),
-    (["--score", "prob"], "--score: expected one of score, logit, probability, got 'prob'"),
-    (["--map", "splines"], "--map: expected one of auto, identity, platt, isotonic, beta, temperature"),
-    (["--map", "temperature"], "--map: temperature scales a logit"),
-    (["--precision", "0.9", "--recall", "0.5"], "--recall: give a target precision or a target recall, not both"),
-    (["--coverage", "0.8", "--risk", "0.1"], "--risk: give a coverage or a risk"),
-    (["--relevant-at", "0"], "--relevant-at: expected a whole number >= 1, got 0"),
-    (["--name", "a b"], "--name: expected letters, digits"),
-    (["--valid-queries", "x"], "--valid-queries: x: no such file"),
-])
+@pytest.mark.parametrize(
+    "extra,expected",
+    [
+        (["--precision", "1.5"], "--precision: expected a number in (0, 1), got 1.5"),
+        (["--precision", "high"], "--precision: expected a number in (0, 1), got 'high'"),
+        (["--confidence", "0"], "--confidence: expected a number in (0, 1), got 0.0"),
+        (["--score", "prob"], "--score: expected one of score, logit, probability, got 'prob'"),
+        (["--map", "splines"], "--map: expected one of auto, identity, platt, isotonic, beta, temperature"),
+        (["--map", "temperature"], "--map: temperature scales a logit"),
+        (["--precision", "0.9", "--recall", "0.5"], "--recall: give a target precision or a target recall, not both"),
+        (["--coverage", "0.8", "--risk", "0.1"], "--risk: give a coverage or a risk"),
+        (["--relevant-at", "0"], "--relevant-at: expected a whole number >= 1, got 0"),
+        (["--name", "a b"], "--name: expected letters, digits"),
+        (["--valid-queries", "x"], "--valid-queries: x: no such file"),
+    ],
+)
 def test_a_bad_option_is_one_line_naming_it_before_any_work(capsys, files, tmp_path, monkeypatch, extra, expected):
-    monkeypatch.setattr(command, "load", lambda **_: pytest.fail("the inputs were read before the options were checked"))
+    monkeypatch.setattr(
+        command, "load", lambda **_: pytest.fail("the inputs were read before the options were checked")
+    )
     err = _fails(capsys, _args(files, tmp_path / "out", *extra))
     assert expected in err
     assert not (tmp_path / "out").exists()
@@ -79,17 +100,21 @@ def test_a_bad_option_is_one_line_naming_it_before_any_work(capsys, files, tmp_p
 def test_missing_inputs_are_named_as_the_command_line_spells_them(capsys, files, tmp_path):
     assert "RUN QRELS: got one file" in _fails(capsys, ["assess", str(files["run"])])
     assert f"RUN: {tmp_path / 'none.trec'}: no such file" in _fails(
-        capsys, ["assess", str(tmp_path / "none.trec"), str(files["qrels"])])
+        capsys, ["assess", str(tmp_path / "none.trec"), str(files["qrels"])]
+    )
     err = _fails(capsys, ["assess", str(files["run"]), str(files["qrels"]), "--valid-run", str(files["valid_run"])])
     assert "--valid-qrels: required with a validation run" in err
     assert "RUN QRELS: give exactly one input" in _fails(capsys, ["assess"])
 
 
-@pytest.mark.parametrize("content,expected", [
-    ("", "the file is empty"),
-    ("q1 Q0 d1 1 3.2 mine\nq1 Q0 d2 2 x mine\n", "line 2: score 'x' is not a number"),
-    ("q1 Q0 d1 1 3.2\n", "line 1: 5 whitespace-separated columns; expected 6"),
-])
+@pytest.mark.parametrize(
+    "content,expected",
+    [
+        ("", "the file is empty"),
+        ("q1 Q0 d1 1 3.2 mine\nq1 Q0 d2 2 x mine\n", "line 2: score 'x' is not a number"),
+        ("q1 Q0 d1 1 3.2\n", "line 1: 5 whitespace-separated columns; expected 6"),
+    ],
+)
 def test_a_bad_run_file_is_one_line_with_file_and_line_and_leaves_nothing(capsys, files, tmp_path, content, expected):
     bad = tmp_path / "bad.trec"
     bad.write_text(content, encoding="utf-8")
@@ -109,6 +134,7 @@ def test_a_failed_rerun_keeps_the_previous_report_whole(capsys, files, tmp_path,
         raise OSError(28, "No space left on device", str(path))
 
     from calibrank.assess.deploy.calibrator import Calibrator
+
     monkeypatch.setattr(Calibrator, "save", full_disk)
     err = _fails(capsys, _args(files, out, "--seed", "3"))
     assert f"{out / 'calibrator.json'}: cannot be written (No space left on device)" in err
@@ -128,8 +154,15 @@ def test_leftovers_of_a_killed_run_are_removed(files, tmp_path):
 
 def test_two_runs_into_one_folder_never_mix(files, tmp_path):
     out = tmp_path / "report"
-    procs = [subprocess.Popen([str(CALIBRANK), *_args(files, out, "--seed", str(seed))], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for seed in (1, 2)]
+    procs = [
+        subprocess.Popen(
+            [str(CALIBRANK), *_args(files, out, "--seed", str(seed))],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for seed in (1, 2)
+    ]
     for p in procs:
         _, err = p.communicate(timeout=600)
         assert p.returncode == 0, err
@@ -163,8 +196,8 @@ import json, sys
 import numpy as np
 from calibrank import Calibrator
 from calibrank.assess.read.trec import read_runs
-cal = Calibrator.load({str(out / 'calibrator.json')!r})
-run = read_runs({str(files['run'])!r}, {str(files['qrels'])!r})
+cal = Calibrator.load({str(out / "calibrator.json")!r})
+run = read_runs({str(files["run"])!r}, {str(files["qrels"])!r})
 s = np.where(run.mask, run.scores.mean(axis=0), 0.0)
 y = run.labels.astype(bool) & run.mask
 keep = cal.keep(s) & run.mask
@@ -198,37 +231,76 @@ def test_the_command_works_from_any_folder_and_python_m_says_the_same(files, tmp
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     env = {**os.environ, "PYTHONPATH": ""}
-    res = subprocess.run([str(CALIBRANK), "assess", str(files["run"]), str(files["qrels"]), "--n-resamples", "30"],
-                         cwd=elsewhere, capture_output=True, text=True, env=env, check=False)
+    res = subprocess.run(
+        [str(CALIBRANK), "assess", str(files["run"]), str(files["qrels"]), "--n-resamples", "30"],
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
     assert res.returncode == 0, res.stderr
     assert (elsewhere / "assess-mine" / "index.html").is_file()
     assert "seeded half" in (elsewhere / "assess-mine" / "index.html").read_text(encoding="utf-8")
-    bad = subprocess.run([sys.executable, "-m", "calibrank.assess", str(files["run"])], cwd=elsewhere,
-                         capture_output=True, text=True, check=False)
+    bad = subprocess.run(
+        [sys.executable, "-m", "calibrank.assess", str(files["run"])],
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "RUN QRELS" in bad.stderr
 
 
 def test_make_assess_calls_the_command_and_refuses_a_quote():
-    dry = subprocess.run(["make", "-n", "-C", str(REPO), "assess", "RUN=a.trec b.trec", "QRELS=q.txt", "SCORE=logit",
-                          "NAME=mine", "PRECISION=0.8"], capture_output=True, text=True, check=False)
+    dry = subprocess.run(
+        [
+            "make",
+            "-n",
+            "-C",
+            str(REPO),
+            "assess",
+            "RUN=a.trec b.trec",
+            "QRELS=q.txt",
+            "SCORE=logit",
+            "NAME=mine",
+            "PRECISION=0.8",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert dry.returncode == 0, dry.stderr
     line = " ".join(dry.stdout.replace("\\\n", " ").split())
     assert "calibrank assess 'a.trec' 'b.trec' 'q.txt'" in line
     assert "--score 'logit'" in line and "--precision '0.8'" in line
     assert "--name 'mine' --out 'reports/assess/mine'" in line
-    bad = subprocess.run(["make", "-n", "-C", str(REPO), "assess", "RUN=x'; touch y; '", "QRELS=q"],
-                         capture_output=True, text=True, check=False)
+    bad = subprocess.run(
+        ["make", "-n", "-C", str(REPO), "assess", "RUN=x'; touch y; '", "QRELS=q"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert bad.returncode != 0 and "RUN: a value holding a single quote is refused" in bad.stderr
 
 
 def test_notebook_09_calls_the_same_functions_as_the_command(files, tmp_path):
     papermill = pytest.importorskip("papermill")
     out = tmp_path / "09.ipynb"
-    papermill.execute_notebook(str(REPO / "notebooks" / "09_assess.ipynb"), str(out), progress_bar=False,
-                               parameters={"run": [str(files["run"])], "qrels": str(files["qrels"]),
-                                           "valid_run": [str(files["valid_run"])],
-                                           "valid_qrels": str(files["valid_qrels"]), "n_resamples": 50},
-                               kernel_name="python3", cwd=str(tmp_path))
+    papermill.execute_notebook(
+        str(REPO / "notebooks" / "09_assess.ipynb"),
+        str(out),
+        progress_bar=False,
+        parameters={
+            "run": [str(files["run"])],
+            "qrels": str(files["qrels"]),
+            "valid_run": [str(files["valid_run"])],
+            "valid_qrels": str(files["valid_qrels"]),
+            "n_resamples": 50,
+        },
+        kernel_name="python3",
+        cwd=str(tmp_path),
+    )
     assert cli.main(_args(files, tmp_path / "report")) == 0
     import nbformat
 

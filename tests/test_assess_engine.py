@@ -11,29 +11,30 @@ import ir_measures
 import numpy as np
 import pandas as pd
 import pytest
-from ir_measures import AP, RR, R, nDCG, P
+from ir_measures import AP, RR, P, R, nDCG
 
-from calibrank.assess.page import figures
-from calibrank.assess.sections.reliability import NO_SCALE
 from calibrank.assess.engine import Assessment, assess
+from calibrank.assess.page import figures
 from calibrank.assess.read.load import load
-from calibrank.assess.sections.ranking import per_query
 from calibrank.assess.read.scored import AssessError, ScoredRun
-from calibrank.assess.sections.selfcheck import checked
 from calibrank.assess.read.trec import read_runs
-from calibrank.metrics.calibration import brier, ece
-from calibrank.metrics.ranking import rank_of_relevant, recall_at_k
+from calibrank.assess.sections.ranking import per_query
+from calibrank.assess.sections.reliability import NO_SCALE
+from calibrank.assess.sections.selfcheck import checked
 from calibrank.methods.conformal import conformal_quantile, prediction_sets, true_scores
 from calibrank.methods.listwise import candidate_distribution
 from calibrank.methods.selective import confidences, selective_scores
+from calibrank.metrics.calibration import brier, ece
+from calibrank.metrics.ranking import rank_of_relevant, recall_at_k
 from calibrank.predictions import Predictions
 
 FAST = {"n_resamples": 200}
 
 
 # ------------------------------------------------------------------------------ helpers
-def run_from_frames(run: pd.DataFrame, qrels: pd.DataFrame, *, kind: str = "score", relevant_at: int = 1,
-                    source: str = "run") -> ScoredRun:
+def run_from_frames(
+    run: pd.DataFrame, qrels: pd.DataFrame, *, kind: str = "score", relevant_at: int = 1, source: str = "run"
+) -> ScoredRun:
     """A ScoredRun from a TREC-style run (query_id, doc_id, score) and qrels (query_id, doc_id, relevance)."""
     qids = list(dict.fromkeys(run["query_id"]))
     groups = {q: g for q, g in run.groupby("query_id", sort=False)}
@@ -55,12 +56,23 @@ def run_from_frames(run: pd.DataFrame, qrels: pd.DataFrame, *, kind: str = "scor
             jud[i, j] = (q, d) in judged
             rel[i, j] = judged.get((q, d), 0)
     n_rel = np.array([int(((qrels["query_id"] == q) & (qrels["relevance"] >= relevant_at)).sum()) for q in qids])
-    return ScoredRun(np.array(qids), docids.astype(str), mask, scores, rel, jud, n_rel, kind=kind,
-                     relevant_at=relevant_at, source=source)
+    return ScoredRun(
+        np.array(qids),
+        docids.astype(str),
+        mask,
+        scores,
+        rel,
+        jud,
+        n_rel,
+        kind=kind,
+        relevant_at=relevant_at,
+        source=source,
+    )
 
 
-def synthetic(q: int, *, seed: int, prefix: str, kind: str = "probability", s: int = 1, kmax: int = 25,
-              nota: float = 0.1) -> ScoredRun:
+def synthetic(
+    q: int, *, seed: int, prefix: str, kind: str = "probability", s: int = 1, kmax: int = 25, nota: float = 0.1
+) -> ScoredRun:
     """Ragged lists, grades 0-2, a share of queries without a relevant candidate, scores that track the grade."""
     rng = np.random.default_rng(seed)
     lengths = rng.integers(3, kmax + 1, q)
@@ -74,15 +86,34 @@ def synthetic(q: int, *, seed: int, prefix: str, kind: str = "probability", s: i
         scores = 1.0 / (1.0 + np.exp(-scores))
     docids = np.char.add("d", np.arange(q * k).reshape(q, k).astype(str))
     n_rel = (rel >= 1).sum(axis=1)
-    return ScoredRun(np.array([f"{prefix}{i}" for i in range(q)]), docids, mask, np.where(mask[None], scores, 0.0),
-                     rel, mask.copy(), n_rel, kind=kind, source=prefix)
+    return ScoredRun(
+        np.array([f"{prefix}{i}" for i in range(q)]),
+        docids,
+        mask,
+        np.where(mask[None], scores, 0.0),
+        rel,
+        mask.copy(),
+        n_rel,
+        kind=kind,
+        source=prefix,
+    )
 
 
 def padded(run: ScoredRun, extra: int) -> ScoredRun:
     """``run`` with ``extra`` more empty slots per query."""
     pad = lambda a, v: np.concatenate([a, np.full(a.shape[:-1] + (extra,), v, dtype=a.dtype)], axis=-1)  # noqa: E731
-    return ScoredRun(run.qids, pad(run.docids, ""), pad(run.mask, False), pad(run.scores, 0.0), pad(run.relevance, 0),
-                     pad(run.judged, False), run.n_relevant, run.kind, run.relevant_at, run.source)
+    return ScoredRun(
+        run.qids,
+        pad(run.docids, ""),
+        pad(run.mask, False),
+        pad(run.scores, 0.0),
+        pad(run.relevance, 0),
+        pad(run.judged, False),
+        run.n_relevant,
+        run.kind,
+        run.relevant_at,
+        run.source,
+    )
 
 
 def study_predictions(q: int, k: int, seed: int, prefix: str) -> Predictions:
@@ -97,8 +128,16 @@ def study_predictions(q: int, k: int, seed: int, prefix: str) -> Predictions:
 def as_scored(pred: Predictions) -> ScoredRun:
     q, k = pred.labels.shape
     docids = np.char.add(np.char.add(pred.qids[:, None].astype(str), "-"), np.arange(k).astype(str)[None])
-    return ScoredRun(pred.qids, docids, np.ones((q, k), bool), pred.samples, pred.labels, np.ones((q, k), bool),
-                     pred.labels.sum(axis=1), kind="probability")
+    return ScoredRun(
+        pred.qids,
+        docids,
+        np.ones((q, k), bool),
+        pred.samples,
+        pred.labels,
+        np.ones((q, k), bool),
+        pred.labels.sum(axis=1),
+        kind="probability",
+    )
 
 
 # ------------------------------------------------------------------------------ ranking = trec_eval
@@ -133,8 +172,9 @@ def test_ranking_measures_equal_ir_measures_on_a_ragged_graded_run(trec_pair):
     assert scored.mask.sum(axis=1).min() < scored.mask.shape[1]  # ragged
     answerable = [q for q in scored.qids if (qrels[qrels["query_id"] == q]["relevance"] > 0).any()]
     measures = [R @ 1, R @ 5, R @ 10, P @ 1, RR, nDCG @ 10, AP]
-    ref = ir_measures.calc_aggregate(measures, qrels[qrels["query_id"].isin(answerable)],
-                                     run[run["query_id"].isin(answerable)])
+    ref = ir_measures.calc_aggregate(
+        measures, qrels[qrels["query_id"].isin(answerable)], run[run["query_id"].isin(answerable)]
+    )
     table = assess(scored.subset(np.arange(20, 40)), scored.subset(np.arange(20)), **FAST).ranking
     ours = per_query(scored)
     names = {"R@1": R @ 1, "R@5": R @ 5, "R@10": R @ 10, "P@1": P @ 1, "MRR": RR, "nDCG@10": nDCG @ 10, "MAP": AP}
@@ -156,16 +196,27 @@ def test_ranking_measures_equal_ir_measures_on_a_ragged_graded_run(trec_pair):
 def test_n_relevant_below_the_relevant_candidates_is_an_error_naming_the_query(trec_pair):
     run, qrels = trec_pair
     s = run_from_frames(run, qrels)
-    bad = ScoredRun(s.qids, s.docids, s.mask, s.scores, s.relevance, s.judged, np.zeros_like(s.n_relevant),
-                    s.kind, s.relevant_at, "myrun.trec")
+    bad = ScoredRun(
+        s.qids,
+        s.docids,
+        s.mask,
+        s.scores,
+        s.relevance,
+        s.judged,
+        np.zeros_like(s.n_relevant),
+        s.kind,
+        s.relevant_at,
+        "myrun.trec",
+    )
     with pytest.raises(AssessError, match=r"myrun.trec: query q1 .*n_relevant"):
         per_query(bad)
 
 
 def test_a_higher_relevant_at_keeps_ndcg_within_one_and_leaves_out_queries_without_a_relevant():
     s = synthetic(100, seed=11, prefix="t")
-    strict = ScoredRun(s.qids, s.docids, s.mask, s.scores, s.relevance, s.judged, (s.relevance >= 2).sum(axis=1),
-                       s.kind, 2, s.source)
+    strict = ScoredRun(
+        s.qids, s.docids, s.mask, s.scores, s.relevance, s.judged, (s.relevance >= 2).sum(axis=1), s.kind, 2, s.source
+    )
     v = per_query(strict)
     assert np.nanmax(v["nDCG@10"]) <= 1.0 + 1e-12 and np.nanmax(v["nDCG@10"]) > 0.5
     assert np.isnan(v["R@1"][strict.n_relevant == 0]).all() and not np.isnan(v["R@1"][strict.n_relevant > 0]).any()
@@ -240,8 +291,9 @@ def test_valid_queries_that_are_test_queries_are_refused():
 
 # ------------------------------------------------------------------------------ what the tables say
 def test_a_score_has_no_calibration_as_given_and_the_table_says_why():
-    a = assess(synthetic(120, seed=5, prefix="t", kind="score"), synthetic(100, seed=6, prefix="v", kind="score"),
-               **FAST)
+    a = assess(
+        synthetic(120, seed=5, prefix="t", kind="score"), synthetic(100, seed=6, prefix="v", kind="score"), **FAST
+    )
     given = a.calibration.set_index("view").loc["as given"]
     assert np.isnan(given["ECE"]) and given["note"] == NO_SCALE
     assert set(a.calibration["view"]) == {"as given", "platt", "isotonic", "beta", "base rate"}
@@ -313,9 +365,11 @@ def test_save_writes_every_table_as_csv(tmp_path):
 def test_the_figures_draw_with_labelled_axes():
     for kind in ("probability", "score"):
         a = assess(synthetic(120, seed=5, prefix="t", kind=kind), synthetic(100, seed=6, prefix="v", kind=kind), **FAST)
-        for fig in (figures.plot_reliability(a.reliability, a.calibration),
-                    figures.plot_thresholds(a.thresholds, a.threshold),
-                    figures.plot_risk_coverage(a.risk_coverage, a.abstain, a.abstain_rule)):
+        for fig in (
+            figures.plot_reliability(a.reliability, a.calibration),
+            figures.plot_thresholds(a.thresholds, a.threshold),
+            figures.plot_risk_coverage(a.risk_coverage, a.abstain, a.abstain_rule),
+        ):
             ax = fig.axes[0]
             assert fig.axes[-1].get_xlabel() and ax.get_ylabel() and ax.get_title()
             assert ax.get_legend() is not None and ax.get_legend().get_texts()
@@ -348,10 +402,10 @@ def _ragged_predictions() -> Predictions:
 
 def test_the_helpers_that_build_predictions_carry_mask_and_docids():
     pytest.importorskip("calibrank.study.analysis.subsets", reason="the study is not installed")
-    from calibrank.study.analysis.subsets import keep_candidates
-    from calibrank.study.analysis.practice.fitdata import drop_queries
     from calibrank.methods.prior import correct_predictions
     from calibrank.methods.recalibrate import fit_recalibrator, recalibrate
+    from calibrank.study.analysis.practice.fitdata import drop_queries
+    from calibrank.study.analysis.subsets import keep_candidates
 
     pred = _ragged_predictions()
     dropped = drop_queries(pred, {"q0", "q5"})
@@ -375,8 +429,9 @@ def test_a_padded_slot_is_never_ranked_in_a_set_or_on_top():
     pi = candidate_distribution(pred.probs, pred.mask)
     assert (pi[~pred.mask] == 0).all() and np.allclose(pi.sum(axis=1), 1.0)
     assert not prediction_sets(pi, 1.0, "LAC", pred.mask)[~pred.mask].any()
-    zero = Predictions(pred.qids, pred.labels, np.where(pred.mask, 0.0, 0.0), np.zeros((1,) + pred.labels.shape),
-                       mask=pred.mask)  # every candidate tied at 0 with its padding
+    zero = Predictions(
+        pred.qids, pred.labels, np.where(pred.mask, 0.0, 0.0), np.zeros((1,) + pred.labels.shape), mask=pred.mask
+    )  # every candidate tied at 0 with its padding
     # a tie puts the relevant candidate last among the real candidates, never below the padding
     assert np.array_equal(rank_of_relevant(zero.probs, zero.labels, mask=zero.mask), zero.lengths)
     _, wrong = top_answer(zero.probs, zero.labels, zero.mask)

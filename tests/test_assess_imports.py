@@ -22,7 +22,8 @@ def test_reading_a_run_imports_no_torch():
         f"load(table={str(HERE / 'scores.csv')!r}, score='probability')\n"
         "heavy = sorted(m for m in ('torch', 'transformers', 'ranx', 'numba') if m in sys.modules)\n"
         "assert not heavy, heavy\n"
-        "print(len(inputs.test.qids) + len(inputs.valid.qids))\n")
+        "print(len(inputs.test.qids) + len(inputs.valid.qids))\n"
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "3"
 
@@ -39,6 +40,7 @@ def test_a_checkpoint_without_torch_is_one_clear_line(tmp_path):
         "try:\n"
         f"    load(checkpoint={str(tmp_path)!r}, queries={str(tmp_path / 'q.jsonl')!r})\n"
         "except AssessError as exc:\n"
-        "    print(exc)\n")
+        "    print(exc)\n"
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout == "--checkpoint needs the optional dependencies: pip install 'calibrank[checkpoint]'\n"

@@ -12,15 +12,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibrank.assess.read import rows as inputs
-from calibrank.assess.read.rows import Qrels
-from calibrank.assess.read.load import load
-from calibrank.assess.read.scored import AssessError, ScoreKind
-from calibrank.assess.read.score_tables import from_dataframe, read_table
-from calibrank.assess.read.trec import read_qrels, read_runs
 from benchmarks.__main__ import SECTIONS, main
 from benchmarks.assess_io import bench_assess_io, make_synthetic_run
-
+from calibrank.assess.read import rows as inputs
+from calibrank.assess.read.load import load
+from calibrank.assess.read.rows import Qrels
+from calibrank.assess.read.score_tables import from_dataframe, read_table
+from calibrank.assess.read.scored import AssessError, ScoreKind
+from calibrank.assess.read.trec import read_qrels, read_runs
 from conftest import FIXTURES
 
 HERE = FIXTURES / "assess"
@@ -93,11 +92,15 @@ def test_samples_are_aligned_by_docid():
 def test_samples_with_different_pairs_name_both_files_and_a_pair(tmp_path):
     other = tmp_path / "other.run"
     other.write_text(RUN2.read_text().replace("q3 Q0 d7 3", "q3 Q0 d70 3"))
-    with pytest.raises(AssessError, match=r"run\.txt and .*other\.run are samples.*\(qid 'q3', docid 'd7'\) is in .*run\.txt, line 8"):
+    with pytest.raises(
+        AssessError, match=r"run\.txt and .*other\.run are samples.*\(qid 'q3', docid 'd7'\) is in .*run\.txt, line 8"
+    ):
         read_runs([RUN, other], QRELS)
     shorter = tmp_path / "shorter.run"
     shorter.write_text("".join(RUN2.read_text().splitlines(keepends=True)[:-1]))
-    with pytest.raises(AssessError, match=r"\(qid 'q9', docid 'd1'\) is in .*run\.txt, line 11 but not in .*shorter\.run"):
+    with pytest.raises(
+        AssessError, match=r"\(qid 'q9', docid 'd1'\) is in .*run\.txt, line 11 but not in .*shorter\.run"
+    ):
         read_runs([RUN, shorter], QRELS)
 
 
@@ -172,17 +175,20 @@ def _write(tmp_path, name, text):
 GOOD = "q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2 0.25 t\n"
 
 
-@pytest.mark.parametrize("text, line, what", [
-    (GOOD + "q1 Q0 d3 3 0.1\n", "line 3", r"5 whitespace-separated columns; expected 6"),
-    (GOOD + "\nq1 Q0 d3 3 0.1 t extra\n", "line 4", r"7 whitespace-separated columns; expected 6"),
-    (GOOD + "q1 Q0 d3 3 high t\n", "line 3", r"score 'high' is not a number"),
-    (GOOD + "q1 Q0 d3 3 nan t\n", "line 3", r"score nan is not a finite number"),
-    ("q1 Q0 d3 1 -inf t\n" + GOOD, "line 1", r"score -inf is not a finite number"),
-    (GOOD + "q2 Q0 d1 1 0.5 t\nq1 Q0 d1 3 0.1 t\n", "lines 1 and 4", r"\(qid 'q1', docid 'd1'\) appears twice"),
-    (" q1 Q0 d1 1 0.5\n", "line 1", r"5 whitespace-separated columns; expected 6"),
-    (GOOD + "q1 Q0 d3 3 0.1 \n", "line 3", r"5 whitespace-separated columns; expected 6"),
-    ("q1  d3 3 0.1 t\n" + GOOD, "line 1", r"5 whitespace-separated columns; expected 6"),
-])
+@pytest.mark.parametrize(
+    "text, line, what",
+    [
+        (GOOD + "q1 Q0 d3 3 0.1\n", "line 3", r"5 whitespace-separated columns; expected 6"),
+        (GOOD + "\nq1 Q0 d3 3 0.1 t extra\n", "line 4", r"7 whitespace-separated columns; expected 6"),
+        (GOOD + "q1 Q0 d3 3 high t\n", "line 3", r"score 'high' is not a number"),
+        (GOOD + "q1 Q0 d3 3 nan t\n", "line 3", r"score nan is not a finite number"),
+        ("q1 Q0 d3 1 -inf t\n" + GOOD, "line 1", r"score -inf is not a finite number"),
+        (GOOD + "q2 Q0 d1 1 0.5 t\nq1 Q0 d1 3 0.1 t\n", "lines 1 and 4", r"\(qid 'q1', docid 'd1'\) appears twice"),
+        (" q1 Q0 d1 1 0.5\n", "line 1", r"5 whitespace-separated columns; expected 6"),
+        (GOOD + "q1 Q0 d3 3 0.1 \n", "line 3", r"5 whitespace-separated columns; expected 6"),
+        ("q1  d3 3 0.1 t\n" + GOOD, "line 1", r"5 whitespace-separated columns; expected 6"),
+    ],
+)
 def test_malformed_run_lines_are_named(tmp_path, text, line, what):
     run = _write(tmp_path, "bad.run", text)
     with pytest.raises(AssessError, match=rf"bad\.run, {line}: {what}"):
@@ -192,8 +198,11 @@ def test_malformed_run_lines_are_named(tmp_path, text, line, what):
 def test_probability_outside_unit_interval_is_named(tmp_path):
     run = _write(tmp_path, "p.run", GOOD + "q2 Q0 d3 1 1.5 t\n")
     qrels = _write(tmp_path, "q.qrels", "q1 0 d1 1\n")
-    with pytest.raises(AssessError, match=r"p\.run, line 3: score 1\.5 lies outside \[0, 1\], which score kind "
-                                          r"'probability' expects; use score kind 'logit' \(sigmoid of the score\) or 'score'"):
+    with pytest.raises(
+        AssessError,
+        match=r"p\.run, line 3: score 1\.5 lies outside \[0, 1\], which score kind "
+        r"'probability' expects; use score kind 'logit' \(sigmoid of the score\) or 'score'",
+    ):
         read_runs(run, qrels, kind="probability")
     assert read_runs(run, qrels, kind="logit").kind is ScoreKind.logit
 
@@ -207,14 +216,19 @@ def test_unknown_kind_and_relevant_at(tmp_path):
 
 def test_run_sharing_no_qid_with_qrels(tmp_path):
     qrels = _write(tmp_path, "other.qrels", "301 0 d1 1\n")
-    with pytest.raises(AssessError, match=r"run\.txt shares no qid with .*other\.qrels.*\['q1', 'q2', 'q3'\].*\['301'\]"):
+    with pytest.raises(
+        AssessError, match=r"run\.txt shares no qid with .*other\.qrels.*\['q1', 'q2', 'q3'\].*\['301'\]"
+    ):
         read_runs(RUN, qrels)
 
 
 def test_ranks_that_disagree_with_scores_warn(tmp_path):
     run = _write(tmp_path, "r.run", "q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2 0.75 t\nq1 Q0 d3 3 0.1 t\n")
     qrels = _write(tmp_path, "q.qrels", "q1 0 d1 1\n")
-    with pytest.warns(UserWarning, match=r"r\.run: ranks disagree with the scores' order in 1 place \(first: .*line 1.*line 2.*the scores decide"):
+    with pytest.warns(
+        UserWarning,
+        match=r"r\.run: ranks disagree with the scores' order in 1 place \(first: .*line 1.*line 2.*the scores decide",
+    ):
         scored = read_runs(run, qrels)
     assert scored.scores[0, 0].tolist() == [0.5, 0.75, 0.1]
     with warnings.catch_warnings():
@@ -222,13 +236,16 @@ def test_ranks_that_disagree_with_scores_warn(tmp_path):
         read_runs(RUN, QRELS)  # ranks agree: no warning
 
 
-@pytest.mark.parametrize("text, what", [
-    ("q1 0 d1 1\nq1 0 d2\n", r"line 2: 3 whitespace-separated columns; expected 4"),
-    ("q1 0 d1 1\nq1 0 d2 1.5\n", r"line 2: relevance '1\.5' is not an integer grade"),
-    ("q1 0 d1 1\nq2 0 d1 0\n\nq1 0 d1 2\n", r", lines 1 and 4: \(qid 'q1', docid 'd1'\) is judged twice"),
-    ("\n\n", r": the file is empty; expected lines 'qid iter docid relevance'"),
-    ("", r": the file is empty; expected lines 'qid iter docid relevance'"),
-])
+@pytest.mark.parametrize(
+    "text, what",
+    [
+        ("q1 0 d1 1\nq1 0 d2\n", r"line 2: 3 whitespace-separated columns; expected 4"),
+        ("q1 0 d1 1\nq1 0 d2 1.5\n", r"line 2: relevance '1\.5' is not an integer grade"),
+        ("q1 0 d1 1\nq2 0 d1 0\n\nq1 0 d1 2\n", r", lines 1 and 4: \(qid 'q1', docid 'd1'\) is judged twice"),
+        ("\n\n", r": the file is empty; expected lines 'qid iter docid relevance'"),
+        ("", r": the file is empty; expected lines 'qid iter docid relevance'"),
+    ],
+)
 def test_malformed_qrels_are_named(tmp_path, text, what):
     with pytest.raises(AssessError, match=rf"bad\.qrels.*{what}"):
         read_qrels(_write(tmp_path, "bad.qrels", text))
@@ -242,8 +259,15 @@ def test_an_empty_run_file_is_called_empty(tmp_path, name, data):
         read_runs(path, QRELS)
 
 
-@pytest.mark.parametrize("name, expected", [("e.csv", "a header line naming the columns"), ("e.tsv", "a header line"),
-                                            ("e.parquet", "a Parquet table"), ("e.jsonl", "one JSON object per line")])
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        ("e.csv", "a header line naming the columns"),
+        ("e.tsv", "a header line"),
+        ("e.parquet", "a Parquet table"),
+        ("e.jsonl", "one JSON object per line"),
+    ],
+)
 def test_an_empty_table_is_called_empty(tmp_path, name, expected):
     path = _write(tmp_path, name, "" if name.endswith("parquet") else "\n\n")
     with pytest.raises(AssessError, match=rf"{name}: the file is empty; expected {expected}"):
@@ -265,15 +289,22 @@ def test_score_kinds_named_in_the_run_checks():
     scored = read_runs(RUN, QRELS)
     with pytest.raises(AssessError, match=r"score kind 'score' has no probabilities as given"):
         scored.probabilities()
-    with pytest.raises(AssessError, match=r"scores lie outside \[0, 1\] \(first: 2\.5\), which score kind 'probability' "
-                                          r"expects; use score kind 'logit'"):
+    with pytest.raises(
+        AssessError,
+        match=r"scores lie outside \[0, 1\] \(first: 2\.5\), which score kind 'probability' "
+        r"expects; use score kind 'logit'",
+    ):
         dataclasses.replace(scored, kind="probability")
     logits = dataclasses.replace(scored, kind="logit", scores=scored.scores * 400)  # +-4000: no overflow
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         probs = logits.probabilities()
-    np.testing.assert_allclose(probs[:, scored.mask], 1 / (1 + np.exp(-np.clip(logits.scores[:, scored.mask], -700, 700))),
-                               rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(
+        probs[:, scored.mask],
+        1 / (1 + np.exp(-np.clip(logits.scores[:, scored.mask], -700, 700))),
+        rtol=1e-12,
+        atol=1e-300,
+    )
     assert ((probs == 0) | (probs == 1))[:, scored.mask].any() and (probs[:, ~scored.mask] == 0).all()
 
 
@@ -299,7 +330,12 @@ def _assert_same(a, b):
 
 def test_table_formats_dataframe_and_run_agree(tmp_path):
     df = _frame()
-    paths = {"csv": tmp_path / "s.csv", "tsv": tmp_path / "s.tsv", "parquet": tmp_path / "s.parquet", "jsonl": tmp_path / "s.jsonl"}
+    paths = {
+        "csv": tmp_path / "s.csv",
+        "tsv": tmp_path / "s.tsv",
+        "parquet": tmp_path / "s.parquet",
+        "jsonl": tmp_path / "s.jsonl",
+    }
     df.to_csv(paths["csv"], index=False)
     df.to_csv(paths["tsv"], index=False, sep="\t")
     df.to_parquet(paths["parquet"], index=False)
@@ -326,20 +362,31 @@ def test_sample_column_gives_aligned_samples(tmp_path):
     scored = from_dataframe(both, kind="score", qrels=QRELS)
     assert scored.n_samples == 2
     np.testing.assert_allclose(scored.scores[1][scored.mask], scored.scores[0][scored.mask] * 2 + 1)
-    with pytest.raises(AssessError, match=r"dataframe \(sample 0\) and dataframe \(sample 1\) are samples of one ranker"):
+    with pytest.raises(
+        AssessError, match=r"dataframe \(sample 0\) and dataframe \(sample 1\) are samples of one ranker"
+    ):
         from_dataframe(pd.concat([df.assign(sample=0), second.iloc[1:].assign(sample=1)]), kind="score", qrels=QRELS)
 
 
-@pytest.mark.parametrize("text, what", [
-    ("qid,docid,score,label\nq1,d1,0.5,1\nq1,d2,,0\n", r"bad\.csv, line 3: score is missing"),
-    ("qid,docid,score,label\nq1,d1,0.5,1\n\nq1,d2,x,0\n", r"bad\.csv, line 4: score 'x' is not a number"),
-    ("qid,docid,score,label\nq1,d1,0.5,1\nq1,d2,0.1\n", r"bad\.csv, line 3: 3 fields; expected 4"),
-    ("qid,docid,score,label\nq1,d1,0.5,1\nq1,d2,0.1,0.5\n", r"bad\.csv, line 3: label 0\.5 is not an integer grade"),
-    ("qid,docid,score,label\nq1,d1,0.5,1\nq1,d1,0.1,0\n", r"bad\.csv, lines 2 and 3: \(qid 'q1', docid 'd1'\) appears twice"),
-    ("qid,docid,score,lable\nq1,d1,0.5,1\n", r"bad\.csv: unknown column 'lable'"),
-    ("qid,docid,score\nq1,d1,0.5\n", r"bad\.csv: no label column and no qrels"),
-    ("qid,docid,score,label\nq1,d1,1.5,1\n", r"bad\.csv, line 2: score 1\.5 lies outside \[0, 1\]"),
-])
+@pytest.mark.parametrize(
+    "text, what",
+    [
+        ("qid,docid,score,label\nq1,d1,0.5,1\nq1,d2,,0\n", r"bad\.csv, line 3: score is missing"),
+        ("qid,docid,score,label\nq1,d1,0.5,1\n\nq1,d2,x,0\n", r"bad\.csv, line 4: score 'x' is not a number"),
+        ("qid,docid,score,label\nq1,d1,0.5,1\nq1,d2,0.1\n", r"bad\.csv, line 3: 3 fields; expected 4"),
+        (
+            "qid,docid,score,label\nq1,d1,0.5,1\nq1,d2,0.1,0.5\n",
+            r"bad\.csv, line 3: label 0\.5 is not an integer grade",
+        ),
+        (
+            "qid,docid,score,label\nq1,d1,0.5,1\nq1,d1,0.1,0\n",
+            r"bad\.csv, lines 2 and 3: \(qid 'q1', docid 'd1'\) appears twice",
+        ),
+        ("qid,docid,score,lable\nq1,d1,0.5,1\n", r"bad\.csv: unknown column 'lable'"),
+        ("qid,docid,score\nq1,d1,0.5\n", r"bad\.csv: no label column and no qrels"),
+        ("qid,docid,score,label\nq1,d1,1.5,1\n", r"bad\.csv, line 2: score 1\.5 lies outside \[0, 1\]"),
+    ],
+)
 def test_malformed_tables_are_named(tmp_path, text, what):
     with pytest.raises(AssessError, match=what):
         read_table(_write(tmp_path, "bad.csv", text), kind="probability")
@@ -351,7 +398,9 @@ def test_table_with_labels_and_qrels_is_refused():
 
 
 def test_bad_jsonl_line_is_named(tmp_path):
-    path = _write(tmp_path, "bad.jsonl", '{"qid": "q1", "docid": "d1", "score": 0.5, "label": 1}\n{"qid": "q1", "docid"\n')
+    path = _write(
+        tmp_path, "bad.jsonl", '{"qid": "q1", "docid": "d1", "score": 0.5, "label": 1}\n{"qid": "q1", "docid"\n'
+    )
     with pytest.raises(AssessError, match=r"bad\.jsonl, line 2: not JSON"):
         read_table(path, kind="score")
 
@@ -389,20 +438,29 @@ def test_load_with_validation_input_and_notes():
     assert "Below half" not in text
 
 
-@pytest.mark.parametrize("kwargs, what", [
-    (dict(run=RUN, qrels=QRELS, score="probs"), r"score: expected one of score, logit, probability"),
-    (dict(run=RUN, qrels=QRELS, relevant_at=0), r"relevant_at: expected a whole number >= 1"),
-    (dict(run=RUN, qrels=QRELS, seed=-1), r"seed: expected a whole number >= 0"),
-    (dict(run=RUN, qrels=QRELS, table=CSV), r"run, table, checkpoint: expected exactly one of them, got run and table"),
-    (dict(), r"got none"),
-    (dict(run=RUN), r"qrels: a TREC run needs qrels"),
-    (dict(table=CSV, valid_run=RUN), r"valid_run: goes with run="),
-    (dict(table=[CSV, CSV]), r"^table: expected one table file \(its samples in a 'sample' column\) or a DataFrame, got a list$"),
-    (dict(table=CSV, valid_table=(CSV,)), r"^valid_table: expected one table file .* got a tuple$"),
-    (dict(table=CSV, valid_qrels=QRELS), r"valid_qrels: given without a validation input"),
-    (dict(checkpoint="model"), r"queries: a checkpoint needs the queries"),
-    (dict(run=RUN, qrels=QRELS, passes=-1), r"passes: expected a whole number >= 0"),
-])
+@pytest.mark.parametrize(
+    "kwargs, what",
+    [
+        (dict(run=RUN, qrels=QRELS, score="probs"), r"score: expected one of score, logit, probability"),
+        (dict(run=RUN, qrels=QRELS, relevant_at=0), r"relevant_at: expected a whole number >= 1"),
+        (dict(run=RUN, qrels=QRELS, seed=-1), r"seed: expected a whole number >= 0"),
+        (
+            dict(run=RUN, qrels=QRELS, table=CSV),
+            r"run, table, checkpoint: expected exactly one of them, got run and table",
+        ),
+        (dict(), r"got none"),
+        (dict(run=RUN), r"qrels: a TREC run needs qrels"),
+        (dict(table=CSV, valid_run=RUN), r"valid_run: goes with run="),
+        (
+            dict(table=[CSV, CSV]),
+            r"^table: expected one table file \(its samples in a 'sample' column\) or a DataFrame, got a list$",
+        ),
+        (dict(table=CSV, valid_table=(CSV,)), r"^valid_table: expected one table file .* got a tuple$"),
+        (dict(table=CSV, valid_qrels=QRELS), r"valid_qrels: given without a validation input"),
+        (dict(checkpoint="model"), r"queries: a checkpoint needs the queries"),
+        (dict(run=RUN, qrels=QRELS, passes=-1), r"passes: expected a whole number >= 0"),
+    ],
+)
 def test_load_checks_its_parameters(kwargs, what):
     with pytest.raises(AssessError, match=what):
         load(**kwargs)
@@ -417,7 +475,9 @@ def test_load_hands_a_checkpoint_to_the_scorer(monkeypatch):
         return read_table(CSV, kind="logit", relevant_at=kw["relevant_at"])
 
     monkeypatch.setattr("calibrank.assess.read.checkpoint.score_checkpoint", fake)
-    inputs = load(checkpoint="model", queries="test.jsonl", valid_queries="valid.jsonl", passes=3, score="logit", relevant_at=2)
+    inputs = load(
+        checkpoint="model", queries="test.jsonl", valid_queries="valid.jsonl", passes=3, score="logit", relevant_at=2
+    )
     assert calls == [("model", "test.jsonl", 3, {"relevant_at": 2}), ("model", "valid.jsonl", 3, {"relevant_at": 2})]
     assert inputs.test.relevant_at == 2 and inputs.test.kind is ScoreKind.logit
 

@@ -25,12 +25,27 @@ from calibrank.assess.engine import assess  # noqa: E402
 from calibrank.assess.read.scored import ScoredRun  # noqa: E402
 
 FAST = {"n_resamples": 50}
-TERMS = ("ECE", "Brier", "NLL", "AURC", "E-AURC", "AUGRC", "NOTA", "qhat", "list confidence", "R@1", "MRR",
-         "nDCG@10", "MAP", "P@1")
+TERMS = (
+    "ECE",
+    "Brier",
+    "NLL",
+    "AURC",
+    "E-AURC",
+    "AUGRC",
+    "NOTA",
+    "qhat",
+    "list confidence",
+    "R@1",
+    "MRR",
+    "nDCG@10",
+    "MAP",
+    "P@1",
+)
 
 
-def _run(q: int, seed: int, prefix: str, *, k: int = 10, gap: float = 1.2, tied: bool = False,
-         shift: float = 0.0) -> ScoredRun:
+def _run(
+    q: int, seed: int, prefix: str, *, k: int = 10, gap: float = 1.2, tied: bool = False, shift: float = 0.0
+) -> ScoredRun:
     """One relevant candidate per list among ``k``; raw scores that track it. ``tied``: BM25-like integer scores
     floored at 0, so that many lists' top two candidates share a score."""
     rng = np.random.default_rng(seed)
@@ -40,8 +55,17 @@ def _run(q: int, seed: int, prefix: str, *, k: int = 10, gap: float = 1.2, tied:
     if tied:
         s = np.maximum(np.round(s), 0.0)
     docids = np.char.add(f"{prefix}d", np.arange(q * k).reshape(q, k).astype(str))
-    return ScoredRun(np.array([f"{prefix}{i}" for i in range(q)]), docids, np.ones((q, k), bool), s[None], y,
-                     np.ones((q, k), bool), y.sum(axis=1), kind="score", source=prefix)
+    return ScoredRun(
+        np.array([f"{prefix}{i}" for i in range(q)]),
+        docids,
+        np.ones((q, k), bool),
+        s[None],
+        y,
+        np.ones((q, k), bool),
+        y.sum(axis=1),
+        kind="score",
+        source=prefix,
+    )
 
 
 def _blocks(m: ScoreMap) -> list[tuple[float, float, float]]:
@@ -126,8 +150,7 @@ def test_every_sentence_about_the_abstain_rule_is_what_it_does_on_tied_lists():
     """Many lists share a margin of 0 (their top two candidates tie): a cut on the margin cannot answer 80% of the
     validation queries, so the rule takes a confidence whose cut can, and the page says what it does answer, on
     validation and on test."""
-    from calibrank.assess.deploy.fit import TIE_SLACK
-    from calibrank.assess.deploy.fit import raw_scores
+    from calibrank.assess.deploy.fit import TIE_SLACK, raw_scores
     from calibrank.assess.numbers import pct
     from calibrank.assess.page.render import render
 
@@ -213,8 +236,10 @@ def test_every_measure_says_what_it_is_on_hover_and_in_the_glossary(pages):
     a, page = pages["certified"]
     seen = _Titles()
     seen.feed(page)
-    named = {term: [title for text, title in seen.titles if re.search(rf"(?<![\w-]){re.escape(term)}(?![\w@])", text)]
-             for term in TERMS}
+    named = {
+        term: [title for text, title in seen.titles if re.search(rf"(?<![\w-]){re.escape(term)}(?![\w@])", text)]
+        for term in TERMS
+    }
     assert not [t for t, titles in named.items() if not titles], "named on the page with no title"
     from calibrank.assess.page.render import define
 
@@ -262,7 +287,7 @@ def test_csvs_hold_counts_as_integers_and_no_float_noise(pages, tmp_path):
     a.save(tmp_path)
     cells = pd.read_csv(tmp_path / "threshold.csv", dtype=str, keep_default_na=False)
     assert cells["test kept"].iloc[0] == "0" and cells["valid kept"].iloc[0] == "0"  # never 0.0
-    for name, df in a.tables().items():
+    for name in a.tables():
         text = (tmp_path / f"{name}.csv").read_text()
         for number in re.findall(r"(?<![\w.])\d+\.\d+", text):
             assert not re.search(r"(0{6,}|9{6,})\d$", number), (name, number)  # ...000003 / ...99995
@@ -280,8 +305,9 @@ def test_csvs_hold_counts_as_integers_and_no_float_noise(pages, tmp_path):
     assert csv_frame(noisy).to_csv(index=False) == "test kept,x\n847,0.239875\n,0.8333333333333334\n"
 
 
-@pytest.mark.parametrize("module", ["calibrank.assess.numbers", "calibrank.assess.deploy.maps",
-                                    "calibrank.assess.deploy.fit"])
+@pytest.mark.parametrize(
+    "module", ["calibrank.assess.numbers", "calibrank.assess.deploy.maps", "calibrank.assess.deploy.fit"]
+)
 def test_the_examples_of_the_page_modules_run(module):
     mod = importlib.import_module(module)
     runner = doctest.DocTestRunner()

@@ -13,9 +13,9 @@ import pandas as pd
 import pytest
 from ir_measures import AP, RR, P, R, nDCG
 
-from calibrank.assess.sections.ranking import per_query, ranking_table
 from calibrank.assess.read.score_tables import read_table
 from calibrank.assess.read.trec import read_runs
+from calibrank.assess.sections.ranking import per_query, ranking_table
 
 KS = (1, 3, 5, 10)
 
@@ -60,8 +60,13 @@ def _write(tmp_path, run, qrels):
 
 def _reference(run, qrels, relevant_at):
     """ir_measures' per-query values, by the table's measure names."""
-    measures = {**{f"R@{k}": R(rel=relevant_at) @ k for k in KS}, "P@1": P(rel=relevant_at) @ 1,
-                "MRR": RR(rel=relevant_at), "nDCG@10": nDCG @ 10, "MAP": AP(rel=relevant_at)}
+    measures = {
+        **{f"R@{k}": R(rel=relevant_at) @ k for k in KS},
+        "P@1": P(rel=relevant_at) @ 1,
+        "MRR": RR(rel=relevant_at),
+        "nDCG@10": nDCG @ 10,
+        "MAP": AP(rel=relevant_at),
+    }
     by_measure = {m: name for name, m in measures.items()}
     out: dict[str, dict[str, float]] = {name: {} for name in measures}
     for m in ir_measures.iter_calc(list(measures.values()), qrels, run):

@@ -9,12 +9,18 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from calibrank.metrics.ranking import recall_at_k  # noqa: E402
 from calibrank.study.data import baselines as bl  # noqa: E402
 from calibrank.study.data.schema import RankingQuery  # noqa: E402
-from calibrank.metrics.ranking import recall_at_k  # noqa: E402
 
-POOL = ["i love pizza with cheese", "my cat sleeps all day", "pizza or pasta tonight",
-        "the weather is cold and grey", "cheese makes everything better", "we went hiking in the mountains"]
+POOL = [
+    "i love pizza with cheese",
+    "my cat sleeps all day",
+    "pizza or pasta tonight",
+    "the weather is cold and grey",
+    "cheese makes everything better",
+    "we went hiking in the mountains",
+]
 
 
 def test_bm25_matches_bm25s_lucene_scores():
@@ -22,10 +28,15 @@ def test_bm25_matches_bm25s_lucene_scores():
 
     query = "do you like pizza and cheese"  # no repeated term: bm25s and ours then agree term for term
     retriever = bm25s.BM25(k1=1.5, b=0.75, method="lucene")
-    retriever.index(bm25s.tokenize(POOL, lower=True, token_pattern=r"(?u)\b\w\w+\b", stopwords=None, show_progress=False),
-                    show_progress=False)
-    docs, scores = retriever.retrieve(bm25s.tokenize([query], lower=True, token_pattern=r"(?u)\b\w\w+\b", stopwords=None,
-                                                     show_progress=False), k=len(POOL), show_progress=False)
+    retriever.index(
+        bm25s.tokenize(POOL, lower=True, token_pattern=r"(?u)\b\w\w+\b", stopwords=None, show_progress=False),
+        show_progress=False,
+    )
+    docs, scores = retriever.retrieve(
+        bm25s.tokenize([query], lower=True, token_pattern=r"(?u)\b\w\w+\b", stopwords=None, show_progress=False),
+        k=len(POOL),
+        show_progress=False,
+    )
     theirs = dict(zip(docs[0].tolist(), scores[0].tolist()))
     stats = bl.BM25Stats(POOL)
     ours = [stats.score(query, d) for d in POOL]
@@ -39,10 +50,12 @@ def test_bm25_scores_are_the_same_bits_in_every_process():
     import subprocess
     import sys
 
-    code = ("import sys; from calibrank.study.data.baselines import BM25Stats; "
-            "pool = [' '.join(f'w{(7 * i + j) % 97}' for j in range(i % 9 + 3)) for i in range(300)]; "
-            "s = BM25Stats(pool); q = ' '.join(f'w{j}' for j in range(0, 97, 2)); "
-            "print(repr(sum(s.score(q, d) for d in pool)), [s.score(q, d).hex() for d in pool[:40]])")
+    code = (
+        "import sys; from calibrank.study.data.baselines import BM25Stats; "
+        "pool = [' '.join(f'w{(7 * i + j) % 97}' for j in range(i % 9 + 3)) for i in range(300)]; "
+        "s = BM25Stats(pool); q = ' '.join(f'w{j}' for j in range(0, 97, 2)); "
+        "print(repr(sum(s.score(q, d) for d in pool)), [s.score(q, d).hex() for d in pool[:40]])"
+    )
     outputs = set()
     for hash_seed in ("1", "2", "3", "4"):
         env = {**os.environ, "PYTHONHASHSEED": hash_seed}
@@ -52,8 +65,12 @@ def test_bm25_scores_are_the_same_bits_in_every_process():
 
 
 def _query(qid, context, candidates, relevant=0):
-    return RankingQuery(qid=qid, context=tuple(context), candidates=tuple(candidates),
-                        labels=tuple(int(i == relevant) for i in range(len(candidates))))
+    return RankingQuery(
+        qid=qid,
+        context=tuple(context),
+        candidates=tuple(candidates),
+        labels=tuple(int(i == relevant) for i in range(len(candidates))),
+    )
 
 
 QUERIES = [
@@ -117,27 +134,47 @@ def test_predictions_keep_the_rules_order_and_are_probabilities():
 
 
 def test_biencoder_prefers_the_paraphrase():
-    q = [_query("p", ["what's your favourite food?"], ["I really love eating sushi", "my car broke down",
-                                                           "the train was late again"])]
+    q = [
+        _query(
+            "p",
+            ["what's your favourite food?"],
+            ["I really love eating sushi", "my car broke down", "the train was late again"],
+        )
+    ]
     s = bl.baseline_scores("biencoder", q, seed=0)
     assert s.argmax() == 0
 
 
 def test_biencoder_similarity_of_several_sets_encodes_each_text_once(monkeypatch):
-    a = [_query("a", ["what's your favourite food?"], ["I love sushi", "my car broke down", "late train"]),
-         _query("b", ["where do you live?"], ["in Delft", "I love sushi", "blue"])]
-    b = [_query("a", ["what's your favourite food?"], ["I love sushi", "blue", "in Delft"]),  # another sampler
-         _query("c", ["in Delft"], ["where do you live?", "blue", "late train"])]  # contexts and candidates share texts
+    a = [
+        _query("a", ["what's your favourite food?"], ["I love sushi", "my car broke down", "late train"]),
+        _query("b", ["where do you live?"], ["in Delft", "I love sushi", "blue"]),
+    ]
+    b = [
+        _query("a", ["what's your favourite food?"], ["I love sushi", "blue", "in Delft"]),  # another sampler
+        _query("c", ["in Delft"], ["where do you live?", "blue", "late train"]),
+    ]  # contexts and candidates share texts
     alone = [bl.biencoder_similarity([qs])[0] for qs in (a, b)]
     encoded: list[str] = []
     real = bl.encode
     monkeypatch.setattr(bl, "encode", lambda model, texts, **kw: encoded.extend(texts) or real(model, texts, **kw))
     together = bl.biencoder_similarity([a, b])
-    assert len(encoded) == len(set(encoded)) and sorted(encoded) == sorted({"I love sushi", "my car broke down", "late train", "in Delft", "blue",
-                                      "what's your favourite food?", "where do you live?"})
+    assert len(encoded) == len(set(encoded)) and sorted(encoded) == sorted(
+        {
+            "I love sushi",
+            "my car broke down",
+            "late train",
+            "in Delft",
+            "blue",
+            "what's your favourite food?",
+            "where do you live?",
+        }
+    )
     for x, y in zip(together, alone):
         assert x.shape == y.shape and np.allclose(x, y, atol=1e-5)
-    np.testing.assert_allclose(bl.baseline_scores("biencoder", b, seed=0, similarity=together[1]), together[1], atol=1e-8)
+    np.testing.assert_allclose(
+        bl.baseline_scores("biencoder", b, seed=0, similarity=together[1]), together[1], atol=1e-8
+    )
     with pytest.raises(ValueError, match="similarity has shape"):
         bl.baseline_scores("biencoder", b, seed=0, similarity=together[0][:1])
     with pytest.raises(ValueError, match="query set 1 needs queries with one number of candidates, got no query"):
@@ -148,9 +185,12 @@ def test_ranking_check_flags_a_shortcut_and_a_ranker_below_chance():
     import pandas as pd
 
     def rows(ranker, r1):
-        return [{"ranker": ranker, "train_corpus": "a", "corpus": c, "sampler": s, "shift": sh, "R@1": v}
-                for (c, s, sh), v in zip([("a", "mixed", "in distribution"), ("a", "random", "cross-NS"),
-                                          ("b", "mixed", "cross-domain")], r1)]
+        return [
+            {"ranker": ranker, "train_corpus": "a", "corpus": c, "sampler": s, "shift": sh, "R@1": v}
+            for (c, s, sh), v in zip(
+                [("a", "mixed", "in distribution"), ("a", "random", "cross-NS"), ("b", "mixed", "cross-domain")], r1
+            )
+        ]
 
     metrics = pd.DataFrame(rows("good", [0.6, 0.4, 0.3]) + rows("shortcut", [0.42, 0.05, 0.2]))
     rules = pd.DataFrame(rows("baseline:least_overlap", [0.4, 0.05, 0.1]) + rows("baseline:random", [0.1, 0.1, 0.1]))
@@ -171,7 +211,9 @@ def write_rule_predictions(cfg, n: int = 8, seed: int = 0) -> None:
     for c in eval_conditions(cfg, ("test",)):
         labels = np.zeros((n, c.k + 1), dtype=np.int8)
         labels[:, 0] = 1
-        qs = [RankingQuery(f"q{i}", ("hi",), tuple(f"c{j}" for j in range(c.k + 1)), tuple(labels[i])) for i in range(n)]
+        qs = [
+            RankingQuery(f"q{i}", ("hi",), tuple(f"c{j}" for j in range(c.k + 1)), tuple(labels[i])) for i in range(n)
+        ]
         for name in bl.BaselineName:
             p = bl.baseline_predictions(name, qs, rng.random(labels.shape), (1.0, -1.0))
             p.save(bl.baselines_path(cfg, name, "chitchat", c))
@@ -179,21 +221,30 @@ def write_rule_predictions(cfg, n: int = 8, seed: int = 0) -> None:
 
 def test_table1_shows_the_rules_as_reference_rows(tmp_root):
     from calibrank.study.analysis import study as st
-    from calibrank.study.settings.config import load_config
     from calibrank.study.data.conditions import eval_conditions
+    from calibrank.study.settings.config import load_config
 
     cfg = load_config("smoke", {"rankers.names": ["bert"], "rankers.seeds": [0]})
     write_rule_predictions(cfg)
-    study = st.Study(cfg=cfg, rankers=("bert",), train_corpora=("chitchat",), conditions=tuple(eval_conditions(cfg)), paths={})
+    study = st.Study(
+        cfg=cfg, rankers=("bert",), train_corpora=("chitchat",), conditions=tuple(eval_conditions(cfg)), paths={}
+    )
     assert len(st.baseline_metrics_table(study)) == 4 * len(study.test_conditions())
     rules = st.baseline_interval_table(study, n_resamples=200)
-    assert len(rules) == 4 * len(study.test_conditions()) and set(rules["ranker"]) == {f"baseline:{n.value}" for n in bl.BaselineName}
+    assert len(rules) == 4 * len(study.test_conditions()) and set(rules["ranker"]) == {
+        f"baseline:{n.value}" for n in bl.BaselineName
+    }
     assert ((rules["R@1 lo"] <= rules["R@1"]) & (rules["R@1"] <= rules["R@1 hi"])).all()
     bert = rules[rules["ranker"] == "baseline:random"].assign(ranker="bert")
     t1 = st.table1(study, bert)
     wide = st.table1_wide(t1, st.table1_reference(study, rules))
-    assert list(wide.index) == ["bert trained on chitchat", "random (Platt on chitchat)", "BM25 (most overlap) (Platt on chitchat)",
-                                "least overlap (Platt on chitchat)", "bi-encoder (zero-shot) (Platt on chitchat)"]
+    assert list(wide.index) == [
+        "bert trained on chitchat",
+        "random (Platt on chitchat)",
+        "BM25 (most overlap) (Platt on chitchat)",
+        "least overlap (Platt on chitchat)",
+        "bi-encoder (zero-shot) (Platt on chitchat)",
+    ]
     assert wide.loc["bert trained on chitchat"].equals(wide.loc["random (Platt on chitchat)"])
     assert not wide.loc["BM25 (most overlap) (Platt on chitchat)"].equals(wide.loc["random (Platt on chitchat)"])
 

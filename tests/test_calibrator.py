@@ -11,12 +11,11 @@ import numpy as np
 import pytest
 
 from calibrank import Calibrator
-from calibrank.methods.recalibrate import fit_recalibrator
 from calibrank.assess.deploy.calibrator import CalibratorError
-from calibrank.assess.deploy.fit import fit_calibrator
-from calibrank.assess.deploy.fit import fit_map
+from calibrank.assess.deploy.fit import fit_calibrator, fit_map
 from calibrank.assess.deploy.maps import MapError, ScoreMap
 from calibrank.assess.read.scored import ScoredRun
+from calibrank.methods.recalibrate import fit_recalibrator
 
 
 def _run(q: int = 200, seed: int = 0, kind: str = "score") -> ScoredRun:
@@ -28,8 +27,17 @@ def _run(q: int = 200, seed: int = 0, kind: str = "score") -> ScoredRun:
         s = 1 / (1 + np.exp(-(s - 10.0)))
     mask = np.arange(k)[None] < rng.integers(3, k + 1, q)[:, None]
     docids = np.char.add("d", np.arange(q * k).reshape(q, k).astype(str))
-    return ScoredRun(np.array([f"q{i}" for i in range(q)]), docids, mask, np.where(mask, s, 0)[None], y * mask, mask,
-                     (y * mask).sum(axis=1), kind=kind, source="valid.trec")
+    return ScoredRun(
+        np.array([f"q{i}" for i in range(q)]),
+        docids,
+        mask,
+        np.where(mask, s, 0)[None],
+        y * mask,
+        mask,
+        (y * mask).sum(axis=1),
+        kind=kind,
+        source="valid.trec",
+    )
 
 
 @pytest.fixture(scope="module")
@@ -47,15 +55,21 @@ def test_it_round_trips_through_json(cal, tmp_path):
     assert not list(tmp_path.glob(".tmp-*"))
 
 
-@pytest.mark.parametrize("edit,expected", [
-    (lambda d: d.update(extra=1), "unknown key(s) ['extra']"),
-    (lambda d: d["cutoff"].update(targte=0.9), "cutoff: unknown key(s) ['targte']"),
-    (lambda d: d["map"].update(method="splines"), "method: expected one of"),
-    (lambda d: d["map"].update(method="platt", params={"A": float("nan"), "B": 0.0}), "A: expected a finite number"),
-    (lambda d: d.update(schema=99), "schema: this calibrank reads schema 2 (and 1, unsealed), got 99"),
-    (lambda d: d["abstain"].update(confidence="gut"), "abstain.confidence: expected one of"),
-    (lambda d: d["cutoff"].update(target=1.5), "cutoff.target: expected a number strictly between 0 and 1"),
-])
+@pytest.mark.parametrize(
+    "edit,expected",
+    [
+        (lambda d: d.update(extra=1), "unknown key(s) ['extra']"),
+        (lambda d: d["cutoff"].update(targte=0.9), "cutoff: unknown key(s) ['targte']"),
+        (lambda d: d["map"].update(method="splines"), "method: expected one of"),
+        (
+            lambda d: d["map"].update(method="platt", params={"A": float("nan"), "B": 0.0}),
+            "A: expected a finite number",
+        ),
+        (lambda d: d.update(schema=99), "schema: this calibrank reads schema 2 (and 1, unsealed), got 99"),
+        (lambda d: d["abstain"].update(confidence="gut"), "abstain.confidence: expected one of"),
+        (lambda d: d["cutoff"].update(target=1.5), "cutoff.target: expected a number strictly between 0 and 1"),
+    ],
+)
 def test_a_damaged_or_foreign_file_is_one_error_naming_the_file_and_field(cal, tmp_path, edit, expected):
     d = json.loads(json.dumps(cal.to_dict()))
     edit(d)
@@ -114,8 +128,10 @@ def test_abstain_and_shortlist_take_one_list_or_many(cal):
 
 def test_loading_and_applying_need_no_fitting_or_study_stack(cal, tmp_path):
     path = cal.save(tmp_path / "calibrator.json")
-    code = (f"import sys; from calibrank import Calibrator; c = Calibrator.load({str(path)!r}); "
-            "c.predict_proba([1.0, 12.0]); c.abstain([12.0, 9.0]); c.shortlist([12.0, 9.0]); "
-            "print(sorted(m for m in ('sklearn', 'pandas', 'torch', 'matplotlib', 'pyarrow') if m in sys.modules))")
+    code = (
+        f"import sys; from calibrank import Calibrator; c = Calibrator.load({str(path)!r}); "
+        "c.predict_proba([1.0, 12.0]); c.abstain([12.0, 9.0]); c.shortlist([12.0, 9.0]); "
+        "print(sorted(m for m in ('sklearn', 'pandas', 'torch', 'matplotlib', 'pyarrow') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

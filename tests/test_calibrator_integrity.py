@@ -26,8 +26,16 @@ def _run(q: int = 200, seed: int = 0) -> ScoredRun:
     s = 2.0 * y + rng.normal(0, 1, (q, k)) + 10.0
     mask = np.arange(k)[None] < rng.integers(3, k + 1, q)[:, None]
     docids = np.char.add("d", np.arange(q * k).reshape(q, k).astype(str))
-    return ScoredRun(np.array([f"q{i}" for i in range(q)]), docids, mask, np.where(mask, s, 0)[None], y * mask, mask,
-                     (y * mask).sum(axis=1), source="valid.trec")
+    return ScoredRun(
+        np.array([f"q{i}" for i in range(q)]),
+        docids,
+        mask,
+        np.where(mask, s, 0)[None],
+        y * mask,
+        mask,
+        (y * mask).sum(axis=1),
+        source="valid.trec",
+    )
 
 
 @pytest.fixture(scope="module")
@@ -78,15 +86,22 @@ def _shift_cutoff(d: dict) -> None:
     d["cutoff"]["probability"] = 1 / (1 + math.exp(-(a * math.log(q / (1 - q)) + b)))
 
 
-@pytest.mark.parametrize("which,edit,expected", [
-    ("certified", lambda d: d["cutoff"].update(raw=d["cutoff"]["raw"] - 0.5), "cutoff.probability: "),
-    ("certified", _shift_cutoff, None),  # consistent with the map: only the digest tells
-    ("certified", lambda d: d["abstain"].update(cut=d["abstain"]["cut"] - 0.05), EDITED),
-    ("uncertified", _flip_a, EDITED),
-    ("certified", lambda d: d["shortlist"].update(qhat=1.5), "shortlist.qhat: expected a number in [0, 1], got 1.5"),
-    ("certified", lambda d: d["fitted_on"]["inputs"][0].update(sha256="0" * 64), EDITED),
-    ("certified", lambda d: d["fitted_on"].update(note="tuned by hand"), "fitted_on: unknown key(s) ['note']"),
-])
+@pytest.mark.parametrize(
+    "which,edit,expected",
+    [
+        ("certified", lambda d: d["cutoff"].update(raw=d["cutoff"]["raw"] - 0.5), "cutoff.probability: "),
+        ("certified", _shift_cutoff, None),  # consistent with the map: only the digest tells
+        ("certified", lambda d: d["abstain"].update(cut=d["abstain"]["cut"] - 0.05), EDITED),
+        ("uncertified", _flip_a, EDITED),
+        (
+            "certified",
+            lambda d: d["shortlist"].update(qhat=1.5),
+            "shortlist.qhat: expected a number in [0, 1], got 1.5",
+        ),
+        ("certified", lambda d: d["fitted_on"]["inputs"][0].update(sha256="0" * 64), EDITED),
+        ("certified", lambda d: d["fitted_on"].update(note="tuned by hand"), "fitted_on: unknown key(s) ['note']"),
+    ],
+)
 def test_each_probe_of_an_edited_file_is_refused_in_one_line_naming_the_file(files, tmp_path, which, edit, expected):
     path = _edited(files[which], edit, tmp_path)
     _refused(path, expected or EDITED, "expected")
@@ -100,30 +115,51 @@ def test_a_key_given_twice_is_refused_naming_the_file_lines_and_key(files, tmp_p
     _refused(path, "lines 2 and 4", "key 'schema' is given twice in one object; expected each key once")
 
 
-@pytest.mark.parametrize("edit,expected", [
-    (lambda d: d["fingerprint"]["top"].update(mean=1.0), "fingerprint: top: expected an object with keys ['n', "
-                                                         "'quantiles']"),
-    (lambda d: d["fitted_on"]["inputs"][0].update(size=10), "fitted_on.inputs[0]: unknown key(s) ['size']"),
-    (lambda d: d["fitted_on"]["map_brier"].update(splines=0.1), "fitted_on.map_brier: unknown key(s) ['splines']"),
-    (lambda d: d["map"]["params"].update(C=1.0), "map: params: platt takes ['A', 'B']"),
-    (lambda d: d["fitted_on"].update(queries=-3), "fitted_on.queries: expected a whole number >= 0, got -3"),
-    (lambda d: d["fitted_on"].update(candidates=12.5), "fitted_on.candidates: expected a whole number >= 0, got 12.5"),
-    (lambda d: d["fitted_on"].update(samples=True), "fitted_on.samples: expected a whole number >= 1, got True"),
-    (lambda d: d["fitted_on"].update(base_rate=1.5), "fitted_on.base_rate: expected a number in [0, 1], got 1.5"),
-    (lambda d: d["fitted_on"].update(base_rate=0.5), "fitted_on.base_rate: 0.5 but"),
-    (lambda d: d["fitted_on"]["inputs"][0].update(sha256="ABC"), "fitted_on.inputs[0].sha256: expected a SHA-256"),
-    (lambda d: d.update(sha256="not a digest"), "sha256: expected a SHA-256 as 64 lowercase hex digits"),
-    (lambda d: d["cutoff"].update(probability=1.2), "cutoff.probability: expected a number in [0, 1], got 1.2"),
-    (lambda d: d["abstain"].update(confidence="margin", cut=2.0), "abstain.cut: a margin confidence lies in [0, 1]"),
-    (lambda d: d["shortlist"].update(qhat=-0.1), "shortlist.qhat: expected a number in [0, 1], got -0.1"),
-    (lambda d: d["fingerprint"]["mean"].update(n=7), "fingerprint: top, mean, length: expected one value per "
-                                                     "validation query"),
-    (lambda d: d["fingerprint"]["top"]["quantiles"].reverse(), "fingerprint: top.quantiles: expected 201 finite "
-                                                               "non-decreasing numbers"),
-    (lambda d: d["fingerprint"].update(levels=100), "fingerprint: levels: this calibrank stores quantiles at j / 200"),
-    (lambda d: d["fitted_on"].update(score_kind="logit"), "fitted_on.score_kind: 'logit' but the map reads a score"),
-    (lambda d: d.pop("sha256"), "calibrator: missing key(s) ['sha256']"),
-])
+@pytest.mark.parametrize(
+    "edit,expected",
+    [
+        (
+            lambda d: d["fingerprint"]["top"].update(mean=1.0),
+            "fingerprint: top: expected an object with keys ['n', 'quantiles']",
+        ),
+        (lambda d: d["fitted_on"]["inputs"][0].update(size=10), "fitted_on.inputs[0]: unknown key(s) ['size']"),
+        (lambda d: d["fitted_on"]["map_brier"].update(splines=0.1), "fitted_on.map_brier: unknown key(s) ['splines']"),
+        (lambda d: d["map"]["params"].update(C=1.0), "map: params: platt takes ['A', 'B']"),
+        (lambda d: d["fitted_on"].update(queries=-3), "fitted_on.queries: expected a whole number >= 0, got -3"),
+        (
+            lambda d: d["fitted_on"].update(candidates=12.5),
+            "fitted_on.candidates: expected a whole number >= 0, got 12.5",
+        ),
+        (lambda d: d["fitted_on"].update(samples=True), "fitted_on.samples: expected a whole number >= 1, got True"),
+        (lambda d: d["fitted_on"].update(base_rate=1.5), "fitted_on.base_rate: expected a number in [0, 1], got 1.5"),
+        (lambda d: d["fitted_on"].update(base_rate=0.5), "fitted_on.base_rate: 0.5 but"),
+        (lambda d: d["fitted_on"]["inputs"][0].update(sha256="ABC"), "fitted_on.inputs[0].sha256: expected a SHA-256"),
+        (lambda d: d.update(sha256="not a digest"), "sha256: expected a SHA-256 as 64 lowercase hex digits"),
+        (lambda d: d["cutoff"].update(probability=1.2), "cutoff.probability: expected a number in [0, 1], got 1.2"),
+        (
+            lambda d: d["abstain"].update(confidence="margin", cut=2.0),
+            "abstain.cut: a margin confidence lies in [0, 1]",
+        ),
+        (lambda d: d["shortlist"].update(qhat=-0.1), "shortlist.qhat: expected a number in [0, 1], got -0.1"),
+        (
+            lambda d: d["fingerprint"]["mean"].update(n=7),
+            "fingerprint: top, mean, length: expected one value per validation query",
+        ),
+        (
+            lambda d: d["fingerprint"]["top"]["quantiles"].reverse(),
+            "fingerprint: top.quantiles: expected 201 finite non-decreasing numbers",
+        ),
+        (
+            lambda d: d["fingerprint"].update(levels=100),
+            "fingerprint: levels: this calibrank stores quantiles at j / 200",
+        ),
+        (
+            lambda d: d["fitted_on"].update(score_kind="logit"),
+            "fitted_on.score_kind: 'logit' but the map reads a score",
+        ),
+        (lambda d: d.pop("sha256"), "calibrator: missing key(s) ['sha256']"),
+    ],
+)
 def test_unknown_keys_at_any_depth_and_numbers_out_of_range_are_refused(files, tmp_path, edit, expected):
     _refused(_edited(files["certified"], edit, tmp_path), expected)
 
@@ -171,13 +207,21 @@ def test_the_constructor_checks_what_loading_checks(files):
     with pytest.raises(CalibratorError, match=r"fitted_on: unknown key\(s\) \['note'\]"):
         Calibrator(cal.map, cal.cutoff, cal.abstain_rule, cal.shortlist_rule, {**cal.fitted_on, "note": 1})
     with pytest.raises(CalibratorError, match="fingerprint: it summarises 200 queries"):
-        Calibrator(cal.map, cal.cutoff, cal.abstain_rule, cal.shortlist_rule, {**cal.fitted_on, "queries": 100},
-                   cal.fingerprint)
+        Calibrator(
+            cal.map,
+            cal.cutoff,
+            cal.abstain_rule,
+            cal.shortlist_rule,
+            {**cal.fitted_on, "queries": 100},
+            cal.fingerprint,
+        )
 
 
 def test_loading_a_sealed_file_needs_no_fitting_stack(files):
-    code = (f"import sys; from calibrank import Calibrator; c = Calibrator.load({str(files['certified'])!r}); "
-            "c.predict_proba([1.0, 12.0]); c.keep([12.0]); "
-            "print(sorted(m for m in ('sklearn', 'pandas', 'matplotlib', 'pyarrow', 'torch') if m in sys.modules))")
+    code = (
+        f"import sys; from calibrank import Calibrator; c = Calibrator.load({str(files['certified'])!r}); "
+        "c.predict_proba([1.0, 12.0]); c.keep([12.0]); "
+        "print(sorted(m for m in ('sklearn', 'pandas', 'matplotlib', 'pyarrow', 'torch') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -16,8 +16,18 @@ import pandas as pd
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-STUDY_STACK = ("torch", "transformers", "jupyterlab", "jupyter-client", "papermill", "snakemake", "nbconvert",
-               "ipykernel", "seaborn", "sentence-transformers")
+STUDY_STACK = (
+    "torch",
+    "transformers",
+    "jupyterlab",
+    "jupyter-client",
+    "papermill",
+    "snakemake",
+    "nbconvert",
+    "ipykernel",
+    "seaborn",
+    "sentence-transformers",
+)
 
 
 def _bm25_runs(folder: Path) -> dict[str, Path]:
@@ -40,7 +50,9 @@ def _bm25_runs(folder: Path) -> dict[str, Path]:
         run, qrels = [], []
         for qi, (context, true) in enumerate(chosen):
             cands = [true] + rng.sample(pool, 29)
-            scores = rank_bm25.BM25Okapi([c.lower().split() or ["_"] for c in cands]).get_scores(context.lower().split())
+            scores = rank_bm25.BM25Okapi([c.lower().split() or ["_"] for c in cands]).get_scores(
+                context.lower().split()
+            )
             order = sorted(range(30), key=lambda j: -scores[j])[: rng.randint(15, 30)]
             run += [f"{split}{qi} Q0 {split}{qi}-{j} {r} {scores[j]:.6f} bm25" for r, j in enumerate(order, 1)]
             qrels.append(f"{split}{qi} 0 {split}{qi}-0 1")
@@ -55,15 +67,20 @@ def core(tmp_path_factory):
     """A venv with ``pip install <checkout>`` alone (no extras), as a practitioner installs it."""
     venv = tmp_path_factory.mktemp("core") / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    pip = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", str(REPO)],
-                         capture_output=True, text=True, check=False)
+    pip = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", str(REPO)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert pip.returncode == 0, pip.stderr[-2000:]
     return venv
 
 
 def test_the_core_installs_without_the_study_stack(core):
-    listed = subprocess.run([str(core / "bin" / "python"), "-m", "pip", "list", "--format=json"], capture_output=True,
-                            text=True, check=True).stdout
+    listed = subprocess.run(
+        [str(core / "bin" / "python"), "-m", "pip", "list", "--format=json"], capture_output=True, text=True, check=True
+    ).stdout
     names = {p["name"].lower() for p in json.loads(listed)}
     assert "calibrank" in names and "numpy" in names
     assert not names & set(STUDY_STACK), sorted(names & set(STUDY_STACK))
@@ -74,10 +91,27 @@ def test_calibrank_assess_from_another_folder_and_the_calibrator_in_a_fresh_inte
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "CALIBRANK_ROOT")}
-    res = subprocess.run([str(core / "bin" / "calibrank"), "assess", str(runs["test"]), str(runs["test_qrels"]),
-                          "--valid-run", str(runs["valid"]), "--valid-qrels", str(runs["valid_qrels"]),
-                          "--precision", "0.5", "--n-resamples", "100"], cwd=elsewhere, env=env,
-                         capture_output=True, text=True, check=False)
+    res = subprocess.run(
+        [
+            str(core / "bin" / "calibrank"),
+            "assess",
+            str(runs["test"]),
+            str(runs["test_qrels"]),
+            "--valid-run",
+            str(runs["valid"]),
+            "--valid-qrels",
+            str(runs["valid_qrels"]),
+            "--precision",
+            "0.5",
+            "--n-resamples",
+            "100",
+        ],
+        cwd=elsewhere,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert res.returncode == 0, res.stderr
     out = elsewhere / "assess-test"
     assert (out / "index.html").is_file() and (out / "calibrator.json").is_file()
@@ -87,7 +121,7 @@ import numpy as np
 from calibrank import Calibrator
 from calibrank.assess.read.trec import read_runs
 cal = Calibrator.load("calibrator.json")
-run = read_runs({str(runs['test'])!r}, {str(runs['test_qrels'])!r})
+run = read_runs({str(runs["test"])!r}, {str(runs["test_qrels"])!r})
 s = np.where(run.mask, run.scores.mean(axis=0), 0.0)
 answered = ~cal.abstain(s, run.mask)
 top = np.where(run.mask, s, -np.inf)
@@ -100,8 +134,9 @@ if cal.cutoff.raw is not None:
 got["study"] = sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "transformers", "seaborn", "papermill"))
 print(json.dumps(got))
 """
-    fresh = subprocess.run([str(core / "bin" / "python"), "-c", script], cwd=out, env=env, capture_output=True,
-                           text=True, check=True)
+    fresh = subprocess.run(
+        [str(core / "bin" / "python"), "-c", script], cwd=out, env=env, capture_output=True, text=True, check=True
+    )
     got = json.loads(fresh.stdout)
     assert got["study"] == []
     rule = pd.read_csv(out / "tables" / "abstain_rule.csv").iloc[0]
@@ -114,8 +149,13 @@ print(json.dumps(got))
 def test_a_bad_input_in_the_core_is_one_line_and_writes_nothing(core, tmp_path):
     (tmp_path / "empty.qrels").write_text("", encoding="utf-8")
     (tmp_path / "r.run").write_text("q1 Q0 d1 1 2.0 x\n", encoding="utf-8")
-    res = subprocess.run([str(core / "bin" / "calibrank"), "assess", "r.run", "empty.qrels"], cwd=tmp_path,
-                         capture_output=True, text=True, check=False)
+    res = subprocess.run(
+        [str(core / "bin" / "calibrank"), "assess", "r.run", "empty.qrels"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert res.returncode == 2 and res.stderr.count("\n") == 1
     assert "empty.qrels: the file is empty" in res.stderr
     assert not (tmp_path / "assess-r").exists()

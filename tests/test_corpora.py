@@ -3,6 +3,7 @@
 import shutil
 
 import pytest
+
 from calibrank.study.data import DataError
 from calibrank.study.data.corpora import load_corpus
 from calibrank.study.settings.schema import DataConfig, QueryCaps
@@ -52,8 +53,12 @@ def test_split_leaks_and_query_set_problems_catch_what_they_name(tmp_root):
     good = RankingQuery("q", ("hi",), ("x", "y"), (1, 0))
     dup = RankingQuery("q2", ("hi",), ("x", "x"), (1, 0))
     assert query_set_problems(cfg, {"c/train-bm25-k1": [good]}) == []
-    assert query_set_problems(cfg, {"c/test-bm25-k9": [good]}) == ["c/test-bm25-k9: query 'q' has 2 candidates, 1 relevant"]
-    assert query_set_problems(cfg, {"c/train-bm25-k1": [dup]}) == ["c/train-bm25-k1: query 'q2' has duplicate candidates"]
+    assert query_set_problems(cfg, {"c/test-bm25-k9": [good]}) == [
+        "c/test-bm25-k9: query 'q' has 2 candidates, 1 relevant"
+    ]
+    assert query_set_problems(cfg, {"c/train-bm25-k1": [dup]}) == [
+        "c/train-bm25-k1: query 'q2' has duplicate candidates"
+    ]
 
 
 def test_an_empty_published_split_names_its_files_not_max_dialogues(tmp_root):

@@ -17,7 +17,9 @@ from calibrank.study.data.stats import corpus_table, length_frame, overlap_table
 EXAMPLES = {
     "toy": {
         "train": [
-            Example("t1", ("Hello there!", "How are you?"), "Fine, thanks.", dialogue_id="d1", domain="a"),  # 2 / 2+3 / 2
+            Example(
+                "t1", ("Hello there!", "How are you?"), "Fine, thanks.", dialogue_id="d1", domain="a"
+            ),  # 2 / 2+3 / 2
             Example("t2", ("What's up?",), "Not much", dialogue_id="d1", domain="b"),  # 1 / 3 / 2
             Example("t3", ("one two three four", "five six seven"), "ok", dialogue_id="d2", domain="a"),  # 2 / 7 / 1
         ],
@@ -25,8 +27,12 @@ EXAMPLES = {
     },
     "other": {"train": [Example("o1", ("Is it raining today?",), "Yes, all day long!", dialogue_id="e1")]},  # 1 / 4 / 4
 }
-SUMMARY = {"corpora": {"toy": {"dialogues": {"train": 2, "test": 1}, "pool": {"train": 30, "test": 10}},
-                       "other": {"dialogues": {"train": 1}, "pool": {"train": 5}}}}
+SUMMARY = {
+    "corpora": {
+        "toy": {"dialogues": {"train": 2, "test": 1}, "pool": {"train": 30, "test": 10}},
+        "other": {"dialogues": {"train": 1}, "pool": {"train": 5}},
+    }
+}
 
 
 def test_corpus_table_counts_and_lengths():
@@ -40,13 +46,26 @@ def test_corpus_table_counts_and_lengths():
     assert train["domains"] == 2  # a, b
     test = t.iloc[1]
     assert (test["dialogues"], test["examples"], test["response pool"]) == (1, 1, 10)
-    assert (test["context utterances (mean)"], test["context words (median)"], test["response words (median)"]) == (1.0, 2.0, 3.0)
+    assert (test["context utterances (mean)"], test["context words (median)"], test["response words (median)"]) == (
+        1.0,
+        2.0,
+        3.0,
+    )
     other = t.iloc[2]
-    assert (other["context words (median)"], other["response words (median)"], other["domains"]) == (4.0, 4.0, 1)  # domain ""
+    assert (other["context words (median)"], other["response words (median)"], other["domains"]) == (
+        4.0,
+        4.0,
+        1,
+    )  # domain ""
 
 
 def test_corpus_table_takes_dialogues_and_pool_from_the_summary():
-    summary = {"corpora": {**SUMMARY["corpora"], "toy": {"dialogues": {"train": 7, "test": 8}, "pool": {"train": 9, "test": 11}}}}
+    summary = {
+        "corpora": {
+            **SUMMARY["corpora"],
+            "toy": {"dialogues": {"train": 7, "test": 8}, "pool": {"train": 9, "test": 11}},
+        }
+    }
     t = corpus_table({"toy": EXAMPLES["toy"]}, summary)
     assert t["dialogues"].tolist() == [7, 8] and t["response pool"].tolist() == [9, 11]
     with pytest.raises(KeyError):
@@ -56,11 +75,18 @@ def test_corpus_table_takes_dialogues_and_pool_from_the_summary():
 def test_length_frame_has_one_context_and_one_response_row_per_example():
     f = length_frame(EXAMPLES)
     assert list(f.columns) == ["corpus", "split", "part", "words"]
-    expected = [("toy", "train", "context", 5), ("toy", "train", "response", 2),
-                ("toy", "train", "context", 3), ("toy", "train", "response", 2),
-                ("toy", "train", "context", 7), ("toy", "train", "response", 1),
-                ("toy", "test", "context", 2), ("toy", "test", "response", 3),
-                ("other", "train", "context", 4), ("other", "train", "response", 4)]
+    expected = [
+        ("toy", "train", "context", 5),
+        ("toy", "train", "response", 2),
+        ("toy", "train", "context", 3),
+        ("toy", "train", "response", 2),
+        ("toy", "train", "context", 7),
+        ("toy", "train", "response", 1),
+        ("toy", "test", "context", 2),
+        ("toy", "test", "response", 3),
+        ("other", "train", "context", 4),
+        ("other", "train", "response", 4),
+    ]
     assert list(f.itertuples(index=False, name=None)) == expected
     assert length_frame({}).empty
 
@@ -105,8 +131,15 @@ def test_overlap_is_case_and_punctuation_blind():
 
 def _sampler_sets():
     def qs(tag: str, qids):
-        return [_q(qid, ("first turn", f"last turn of {qid}"), (f"{tag} neg1 {qid}", f"true {qid}", f"{tag} neg2 {qid}"),
-                   (0, 1, 0)) for qid in qids]
+        return [
+            _q(
+                qid,
+                ("first turn", f"last turn of {qid}"),
+                (f"{tag} neg1 {qid}", f"true {qid}", f"{tag} neg2 {qid}"),
+                (0, 1, 0),
+            )
+            for qid in qids
+        ]
 
     return {"random": qs("r", ["q2", "q1", "q3"]), "bm25": qs("b", ["q1", "q2", "q4"])}
 

@@ -21,12 +21,12 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from calibrank.study.model.backbone import load_backbone
-from calibrank.study.model.losses import binary_cross_entropy
 from calibrank.metrics.ranking import recall_at_k
-from calibrank.study.model.cross_encoder import CrossEncoder
-from calibrank.study.model.training import encode_pairs, train_model
 from calibrank.pairs import score_pairs
+from calibrank.study.model.backbone import load_backbone
+from calibrank.study.model.cross_encoder import CrossEncoder
+from calibrank.study.model.losses import binary_cross_entropy
+from calibrank.study.model.training import encode_pairs, train_model
 from rankfix import learnable_queries, tiny_training
 
 TESTS = Path(__file__).resolve().parent
@@ -35,7 +35,7 @@ SETTINGS = dict(epochs=2, batch_size=16, hidden_dropout=0.0, precision="fp32", c
 # Run by torchrun in every process. Writes, per process, the final state of (a) a straight run
 # and (b) a run interrupted after step 8 and resumed, plus the validation history.
 SCRIPT = textwrap.dedent(
-    '''
+    """
     import json, os, sys
     from pathlib import Path
 
@@ -93,7 +93,7 @@ SCRIPT = textwrap.dedent(
     again = train_model(resumed, loss, pairs, settings, out / "resumed", seed=3, validate=validate)
     assert again.resumed_from == 6, again.resumed_from
     save_file({k: v.contiguous() for k, v in resumed.state_dict().items()}, str(out / f"resumed-rank{rank}.safetensors"))
-    '''
+    """
 )
 
 
@@ -125,19 +125,38 @@ def test_two_processes_train_the_single_process_model(tmp_path):
 
     single = _model()
     initial = {k: v.clone() for k, v in single.state_dict().items()}
-    reference = train_model(single, _loss, pairs, tiny_training(**SETTINGS), tmp_path / "single", seed=3, validate=validate)
+    reference = train_model(
+        single, _loss, pairs, tiny_training(**SETTINGS), tmp_path / "single", seed=3, validate=validate
+    )
     expected = {k: v.clone() for k, v in single.state_dict().items()}
 
     script = tmp_path / "ddp_train.py"
     script.write_text(SCRIPT)
     out = tmp_path / "ddp"
     out.mkdir()
-    env = dict(os.environ, OMP_NUM_THREADS="1", TQDM_DISABLE="1", CUDA_VISIBLE_DEVICES="",
-               PYTHONPATH=os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]))
+    env = dict(
+        os.environ,
+        OMP_NUM_THREADS="1",
+        TQDM_DISABLE="1",
+        CUDA_VISIBLE_DEVICES="",
+        PYTHONPATH=os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]),
+    )
     proc = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--standalone",
-         str(script), str(out), json.dumps(SETTINGS)],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc_per_node=2",
+            "--standalone",
+            str(script),
+            str(out),
+            json.dumps(SETTINGS),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
 
@@ -152,7 +171,9 @@ def test_two_processes_train_the_single_process_model(tmp_path):
     result = json.loads((out / "result-rank0.json").read_text())
     assert result["steps"] == reference.steps == 16
     assert [v["step"] for v in result["validation"]] == [v["step"] for v in reference.validation]
-    assert np.allclose([v["metric"] for v in result["validation"]], [v["metric"] for v in reference.validation], atol=1e-4)
+    assert np.allclose(
+        [v["metric"] for v in result["validation"]], [v["metric"] for v in reference.validation], atol=1e-4
+    )
     assert result["best_step"] == reference.best_step == 16
     assert np.allclose([h["loss"] for h in result["history"]], [h["loss"] for h in reference.history], atol=1e-5)
     assert json.loads((out / "result-rank1.json").read_text())["validation"] == result["validation"]  # broadcast

@@ -18,8 +18,16 @@ ROOT = Path(__file__).resolve().parents[1]
 
 PUBLIC = {
     "calibrank.assess.deploy.calibrator": [
-        "Calibrator", "Calibrator.predict_proba", "Calibrator.keep", "Calibrator.confidence", "Calibrator.abstain",
-        "Calibrator.shortlist", "Calibrator.save", "Calibrator.load", "Calibrator.to_dict", "Calibrator.from_dict",
+        "Calibrator",
+        "Calibrator.predict_proba",
+        "Calibrator.keep",
+        "Calibrator.confidence",
+        "Calibrator.abstain",
+        "Calibrator.shortlist",
+        "Calibrator.save",
+        "Calibrator.load",
+        "Calibrator.to_dict",
+        "Calibrator.from_dict",
     ],
     "calibrank.assess.deploy.fit": ["fit_calibrator"],
     "calibrank.assess.deploy.certify": ["certify"],
@@ -29,15 +37,32 @@ PUBLIC = {
     "calibrank.assess.api": ["fit", "evaluate", "Report"],
     "calibrank.assess.command": ["run", "report"],
     "calibrank.assess.read.trec": ["read_runs", "read_qrels"],
-    "calibrank.assess.read.score_tables": ["read_table", "from_dataframe", "from_ranx", "from_arrays", "from_ir_measures"],
+    "calibrank.assess.read.score_tables": [
+        "read_table",
+        "from_dataframe",
+        "from_ranx",
+        "from_arrays",
+        "from_ir_measures",
+    ],
     "calibrank.assess.read.load": ["load"],
     "calibrank.assess.read.scored": ["ScoredRun"],
     "calibrank.assess.read.rows": ["Qrels"],
     "calibrank.metrics.calibration": [
-        "ece", "ece_debiased", "mce", "brier", "nll", "calibration_metrics", "reliability_curve",
+        "ece",
+        "ece_debiased",
+        "mce",
+        "brier",
+        "nll",
+        "calibration_metrics",
+        "reliability_curve",
     ],
     "calibrank.metrics.ranking": [
-        "recall_at_k", "average_precision", "ndcg_at_k", "reciprocal_rank", "rank_of_relevant", "per_query_ranking",
+        "recall_at_k",
+        "average_precision",
+        "ndcg_at_k",
+        "reciprocal_rank",
+        "rank_of_relevant",
+        "per_query_ranking",
         "ranking_metrics",
     ],
 }
@@ -72,8 +97,13 @@ def test_documented_modules_are_built():
 
 def test_api_page_builds_without_warnings(tmp_path):
     out = tmp_path / "docs"
-    proc = subprocess.run([sys.executable, "-W", "error", "-m", "pdoc", "--docformat", "numpy", "-o", str(out),
-                           *doc_modules()], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-W", "error", "-m", "pdoc", "--docformat", "numpy", "-o", str(out), *doc_modules()],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     page = out / "calibrank" / "assess" / "deploy" / "calibrator.html"
     assert page.is_file(), sorted(p.name for p in out.rglob("*.html"))

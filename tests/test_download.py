@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-
 import io
 import os
 import subprocess
@@ -128,7 +127,12 @@ def test_offline_leaves_existing_dest_untouched(tmp_path, drive, capsys):
 
 
 def test_offline_mantis_does_not_try_the_second_id(tmp_path, drive, capsys):
-    fake = drive({MANTIS_NEW: requests.exceptions.ConnectionError("down"), MANTIS_OLD: requests.exceptions.ConnectionError("down")})
+    fake = drive(
+        {
+            MANTIS_NEW: requests.exceptions.ConnectionError("down"),
+            MANTIS_OLD: requests.exceptions.ConnectionError("down"),
+        }
+    )
     assert download.main(["mantis", "--dest", str(tmp_path / "m")]) == 2
     assert [c["id"] for c in fake.calls] == [MANTIS_NEW]
     assert "guzpenha.github.io/MANtIS" in capsys.readouterr().err
@@ -136,7 +140,13 @@ def test_offline_mantis_does_not_try_the_second_id(tmp_path, drive, capsys):
 
 def test_module_runs_as_a_script():
     env = {**os.environ, "PYTHONPATH": str(ROOT / "lib")}
-    done = subprocess.run([sys.executable, "-m", "calibrank.study.data.download", "--help"], capture_output=True, text=True, env=env, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "calibrank.study.data.download", "--help"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
     assert done.returncode == 0
     assert "msdialog" in done.stdout and "udc_dstc8" in done.stdout
 
@@ -153,7 +163,10 @@ def test_unknown_dataset_is_a_usage_error(capsys):
 
 
 def test_msdialog_tar_gz(tmp_path, drive, capsys):
-    archive = _tar_gz(tmp_path / "MSDialog.tar.gz", {f"MSDialog/{s}.tsv": _fixture("msdialog", f"{s}.tsv") for s in ("train", "valid", "test")})
+    archive = _tar_gz(
+        tmp_path / "MSDialog.tar.gz",
+        {f"MSDialog/{s}.tsv": _fixture("msdialog", f"{s}.tsv") for s in ("train", "valid", "test")},
+    )
     drive({MSD_ID: archive})
     dest = tmp_path / "dest"
     assert download.main(["msdialog", "--dest", str(dest), "--quiet"]) == 0
@@ -164,10 +177,18 @@ def test_msdialog_tar_gz(tmp_path, drive, capsys):
 
 
 def test_mantis_old_7z_after_drive_refuses_the_new_id(tmp_path, drive):
-    members = {f"data_{a}_easy.tsv": _fixture("mantis", f"{b}.tsv") for a, b in (("train", "train"), ("dev", "valid"), ("test", "test"))}
+    members = {
+        f"data_{a}_easy.tsv": _fixture("mantis", f"{b}.tsv")
+        for a, b in (("train", "train"), ("dev", "valid"), ("test", "test"))
+    }
     members.update({f"data_{a}_easy_lookup.txt": b"lookup\n" for a in ("train", "dev", "test")})
     archive = _7z(tmp_path / "response_ranking_dataset_easy.7z", members, tmp_path / "scratch")
-    fake = drive({MANTIS_NEW: gdown.exceptions.FileURLRetrievalError("Too many users have viewed or downloaded this file"), MANTIS_OLD: archive})
+    fake = drive(
+        {
+            MANTIS_NEW: gdown.exceptions.FileURLRetrievalError("Too many users have viewed or downloaded this file"),
+            MANTIS_OLD: archive,
+        }
+    )
     dest = tmp_path / "dest"
     files = download.fetch("mantis", dest, quiet=True)
     assert [c["id"] for c in fake.calls] == [MANTIS_NEW, MANTIS_OLD]
@@ -177,7 +198,9 @@ def test_mantis_old_7z_after_drive_refuses_the_new_id(tmp_path, drive):
 
 
 def test_mantis_new_zip_with_plain_names(tmp_path, drive):
-    archive = _zip(tmp_path / "mantis.zip", {f"mantis/{s}.tsv": _fixture("mantis", f"{s}.tsv") for s in ("train", "valid", "test")})
+    archive = _zip(
+        tmp_path / "mantis.zip", {f"mantis/{s}.tsv": _fixture("mantis", f"{s}.tsv") for s in ("train", "valid", "test")}
+    )
     fake = drive({MANTIS_NEW: archive})
     dest = tmp_path / "dest"
     download.fetch("mantis", dest, quiet=True)
@@ -188,7 +211,14 @@ def test_mantis_new_zip_with_plain_names(tmp_path, drive):
 def test_mantis_member_in_wrong_format_falls_back(tmp_path, drive):
     processed = b"context\tresponse\nWhy?\tBecause.\n"
     new = _zip(tmp_path / "new.zip", {f"{s}.tsv": processed for s in ("train", "valid", "test")})
-    old = _7z(tmp_path / "old.7z", {f"data_{a}_easy.tsv": _fixture("mantis", f"{b}.tsv") for a, b in (("train", "train"), ("dev", "valid"), ("test", "test"))}, tmp_path / "s")
+    old = _7z(
+        tmp_path / "old.7z",
+        {
+            f"data_{a}_easy.tsv": _fixture("mantis", f"{b}.tsv")
+            for a, b in (("train", "train"), ("dev", "valid"), ("test", "test"))
+        },
+        tmp_path / "s",
+    )
     drive({MANTIS_NEW: new, MANTIS_OLD: old})
     dest = tmp_path / "dest"
     download.fetch("mantis", dest, quiet=True)
@@ -196,7 +226,9 @@ def test_mantis_member_in_wrong_format_falls_back(tmp_path, drive):
 
 
 def test_udc_zip(tmp_path, drive):
-    members = {f"ubuntu/task-1.ubuntu.{s}.json": _fixture("udc_dstc8", f"task-1.ubuntu.{s}.json") for s in ("train", "dev")}
+    members = {
+        f"ubuntu/task-1.ubuntu.{s}.json": _fixture("udc_dstc8", f"task-1.ubuntu.{s}.json") for s in ("train", "dev")
+    }
     members["ubuntu/task-1.ubuntu.test.blind.json"] = b"[]"
     members["ubuntu-task-1.txt"] = b"readme"
     drive({UDC_ID: _zip(tmp_path / "ubuntu.zip", members)})
@@ -207,7 +239,10 @@ def test_udc_zip(tmp_path, drive):
 
 
 def test_archive_without_a_member_fails_cleanly(tmp_path, drive, capsys):
-    archive = _tar_gz(tmp_path / "MSDialog.tar.gz", {f"MSDialog/{s}.tsv": _fixture("msdialog", f"{s}.tsv") for s in ("train", "valid")})
+    archive = _tar_gz(
+        tmp_path / "MSDialog.tar.gz",
+        {f"MSDialog/{s}.tsv": _fixture("msdialog", f"{s}.tsv") for s in ("train", "valid")},
+    )
     drive({MSD_ID: archive})
     dest = tmp_path / "dest"
     assert download.main(["msdialog", "--dest", str(dest)]) == 2
@@ -241,22 +276,34 @@ def test_files_already_there_are_not_downloaded_again(tmp_path, drive):
 def test_installed_files_get_checksums_that_later_runs_verify(tmp_path, drive):
     import hashlib
 
-    archive = _tar_gz(tmp_path / "MSDialog.tar.gz", {f"MSDialog/{s}.tsv": _fixture("msdialog", f"{s}.tsv") for s in ("train", "valid", "test")})
+    archive = _tar_gz(
+        tmp_path / "MSDialog.tar.gz",
+        {f"MSDialog/{s}.tsv": _fixture("msdialog", f"{s}.tsv") for s in ("train", "valid", "test")},
+    )
     fake = drive({MSD_ID: archive})
     dest = tmp_path / "dest"
     assert download.main(["msdialog", "--dest", str(dest), "--quiet"]) == 0
     sums = (dest / download.SUMS).read_text().splitlines()
-    assert sums == [f"{hashlib.sha256((dest / f).read_bytes()).hexdigest()}  {f}" for f in ("test.tsv", "train.tsv", "valid.tsv")]
+    assert sums == [
+        f"{hashlib.sha256((dest / f).read_bytes()).hexdigest()}  {f}" for f in ("test.tsv", "train.tsv", "valid.tsv")
+    ]
     calls = len(fake.calls)
-    assert download.main(["msdialog", "--dest", str(dest), "--quiet"]) == 0 and len(fake.calls) == calls  # verified, kept
+    assert (
+        download.main(["msdialog", "--dest", str(dest), "--quiet"]) == 0 and len(fake.calls) == calls
+    )  # verified, kept
     with open(dest / "valid.tsv", "ab") as fh:  # changed after installation
         fh.write(b"1\textra\n")
-    with pytest.raises(download.DownloadFailed, match=r"valid\.tsv: sha256 [0-9a-f]{64} differs from [0-9a-f]{64} recorded"):
+    with pytest.raises(
+        download.DownloadFailed, match=r"valid\.tsv: sha256 [0-9a-f]{64} differs from [0-9a-f]{64} recorded"
+    ):
         download.fetch("msdialog", dest)
 
 
 def test_a_pinned_archive_checksum_refuses_another_file(tmp_path, drive, monkeypatch):
-    archive = _tar_gz(tmp_path / "MSDialog.tar.gz", {f"MSDialog/{s}.tsv": _fixture("msdialog", f"{s}.tsv") for s in ("train", "valid", "test")})
+    archive = _tar_gz(
+        tmp_path / "MSDialog.tar.gz",
+        {f"MSDialog/{s}.tsv": _fixture("msdialog", f"{s}.tsv") for s in ("train", "valid", "test")},
+    )
     drive({MSD_ID: archive})
     real = download.recipe
     monkeypatch.setattr(download, "recipe", lambda name: dataclasses.replace(real(name), sha256=((MSD_ID, "0" * 64),)))

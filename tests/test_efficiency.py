@@ -7,6 +7,7 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 import pytest
+
 from calibrank.study.analysis import efficiency, verdicts
 from calibrank.study.model.rankers import make_ranker
 from calibrank.study.settings.config import load_config
@@ -91,13 +92,23 @@ def _fake_ranker(clock: _Clock, rng, units: int, parameters: int, samples: int =
 def test_measure_efficiency_rows_and_claims_on_fake_rankers(monkeypatch, clock):
     cfg = load_config("smoke")
     rng = np.random.default_rng(0)
-    fakes = {"bert": _fake_ranker(clock, rng, 1, 100, load=0.2), "mc_dropout": _fake_ranker(clock, rng, 3, 100, samples=3),
-             "sngp": _fake_ranker(clock, rng, 1, 110)}
+    fakes = {
+        "bert": _fake_ranker(clock, rng, 1, 100, load=0.2),
+        "mc_dropout": _fake_ranker(clock, rng, 3, 100, samples=3),
+        "sngp": _fake_ranker(clock, rng, 1, 110),
+    }
     queries = [SimpleNamespace(qid=f"q{i}") for i in range(10)]
-    monkeypatch.setattr(efficiency, "efficiency_queries", lambda _cfg, n, **kw: (
-        queries[:n], {"corpus": "chitchat", "sampler": "mixed", "queries": n, "candidates": 10, "seed": kw["seed"]}))
-    measured = efficiency.measure_efficiency(cfg, fakes, n_queries=10, repeats=4, warmup_queries=2, seed=5,
-                                             train_corpus="chitchat", threads=None)
+    monkeypatch.setattr(
+        efficiency,
+        "efficiency_queries",
+        lambda _cfg, n, **kw: (
+            queries[:n],
+            {"corpus": "chitchat", "sampler": "mixed", "queries": n, "candidates": 10, "seed": kw["seed"]},
+        ),
+    )
+    measured = efficiency.measure_efficiency(
+        cfg, fakes, n_queries=10, repeats=4, warmup_queries=2, seed=5, train_corpus="chitchat", threads=None
+    )
     assert all(f.reuse_logits for f in fakes.values())  # restored after timing
     m = measured.set_index("ranker")
     assert (m["clock"] == "cpu").all() and (m["ms/query"] == m["cpu ms/query"]).all()
@@ -121,11 +132,19 @@ def test_measure_efficiency_rows_and_claims_on_fake_rankers(monkeypatch, clock):
 
 
 #: MC Dropout at 5x bert on CPU time every repeat; the wall clock caught a burst of load on bert's second repeat.
-NOISY_WALL = pd.DataFrame({
-    "ranker": ["bert", "mc_dropout"], "parameters": [100, 100], "clock": ["cpu", "cpu"],
-    "ms/query": [2.0, 10.0], "ms/query per repeat": ["2 2.02 1.98", "10 10.2 9.8"],
-    "cpu ms/query": [2.0, 10.0], "cpu ms/query per repeat": ["2 2.02 1.98", "10 10.2 9.8"],
-    "wall ms/query": [2.1, 10.6], "wall ms/query per repeat": ["2.1 30 2.0", "10.5 10.6 60"]})
+NOISY_WALL = pd.DataFrame(
+    {
+        "ranker": ["bert", "mc_dropout"],
+        "parameters": [100, 100],
+        "clock": ["cpu", "cpu"],
+        "ms/query": [2.0, 10.0],
+        "ms/query per repeat": ["2 2.02 1.98", "10 10.2 9.8"],
+        "cpu ms/query": [2.0, 10.0],
+        "cpu ms/query per repeat": ["2 2.02 1.98", "10 10.2 9.8"],
+        "wall ms/query": [2.1, 10.6],
+        "wall ms/query per repeat": ["2.1 30 2.0", "10.5 10.6 60"],
+    }
+)
 
 
 def test_claims_follow_the_cpu_clock_when_the_wall_clock_is_noisy():

@@ -11,19 +11,22 @@ import numpy as np
 import pytest
 import torch
 
+from calibrank.pairs import score_pairs
 from calibrank.study.data.schema import RankingQuery
 from calibrank.study.model import encode_once
 from calibrank.study.model.backbone import load_backbone
-from calibrank.study.model.rankers import make_ranker
 from calibrank.study.model.cross_encoder import CrossEncoder
 from calibrank.study.model.dropout_masks import score_pairs_per_query, score_sides_per_query
+from calibrank.study.model.rankers import make_ranker
 from calibrank.study.model.training import encode_pairs
-from calibrank.pairs import score_pairs
 from rankfix import learnable_queries, tiny_run
 
 TRAIN, VALID = learnable_queries(48, 1, seed=0), learnable_queries(12, 3, seed=1)
-GP = {"sngp": dict(n_features=64, samples=5, spectral_norm="none"), "gpf_bert": dict(n_features=64, samples=5, spectral_norm="none"),
-      "pg_drr": dict(inducing=32, gibbs_chains=4, gibbs_steps=2, samples=5)}
+GP = {
+    "sngp": dict(n_features=64, samples=5, spectral_norm="none"),
+    "gpf_bert": dict(n_features=64, samples=5, spectral_norm="none"),
+    "pg_drr": dict(inducing=32, gibbs_chains=4, gibbs_steps=2, samples=5),
+}
 KINDS = ["bert", "temperature", "focal", "ensemble", "mc_dropout", "sngp", "gpf_bert", "pg_drr"]
 
 
@@ -54,15 +57,29 @@ def models_dir(tmp_path_factory):
 
 @pytest.mark.parametrize("name", KINDS)
 def test_encode_once_gives_the_pair_paths_logits_and_orderings(name, models_dir, monkeypatch):
-    kw = {**GP.get(name, {}), **({"passes": 3} if name == "mc_dropout" else {}), **({"members": 2} if name == "ensemble" else {})}
-    run = tiny_run(models_dir, seed=3, epochs=1, joint_layers=0, pooling="segments", max_length=20, max_response_length=10,
-                   eval_batch_size=7)
+    kw = {
+        **GP.get(name, {}),
+        **({"passes": 3} if name == "mc_dropout" else {}),
+        **({"members": 2} if name == "ensemble" else {}),
+    }
+    run = tiny_run(
+        models_dir,
+        seed=3,
+        epochs=1,
+        joint_layers=0,
+        pooling="segments",
+        max_length=20,
+        max_response_length=10,
+        eval_batch_size=7,
+    )
     ranker = make_ranker(name, run, **kw).fit(TRAIN, VALID)
     ranker.reuse_logits = False
     queries = _queries()
     pairs = encode_pairs(load_backbone("tiny-random").tokenizer, queries, max_length=20, max_response_length=10)
     sides = encode_once.split_sides(pairs)
-    assert len(sides.ctx) < len(pairs) and len({tuple(c) for c in sides.ctx}) > len(queries)  # shared, and cut several ways
+    assert len(sides.ctx) < len(pairs) and len({tuple(c) for c in sides.ctx}) > len(
+        queries
+    )  # shared, and cut several ways
 
     calls = []
     real = encode_once.encode_sides
@@ -81,7 +98,9 @@ def test_encode_once_gives_the_pair_paths_logits_and_orderings(name, models_dir,
 
 
 def test_joint_layers_keep_the_pair_path(models_dir, monkeypatch):
-    run = tiny_run(models_dir, seed=3, epochs=1, joint_layers=1, pooling="segments", max_length=20, max_response_length=10)
+    run = tiny_run(
+        models_dir, seed=3, epochs=1, joint_layers=1, pooling="segments", max_length=20, max_response_length=10
+    )
     ranker = make_ranker("bert", run).fit(TRAIN, VALID)
     assert not encode_once.applies(ranker.trained.model)
     monkeypatch.setattr(encode_once, "encode_sides", lambda *a, **k: pytest.fail("a side was encoded alone"))
@@ -120,6 +139,7 @@ def test_sides_keep_apart_what_the_masks_tell_apart():
     assert (len(keyed.ctx), len(keyed.resp)) == (2, 6)
     assert (keyed.resp_side_offset == plain.resp_offset[0]).all()
     with torch.no_grad():
-        sums, counts = encode_once.encode_sides(load_backbone("tiny-random").encoder, plain.ctx, batch_size=4, bf16=False,
-                                                device=torch.device("cpu"))
+        sums, counts = encode_once.encode_sides(
+            load_backbone("tiny-random").encoder, plain.ctx, batch_size=4, bf16=False, device=torch.device("cpu")
+        )
     assert sums.shape == (1, 32) and counts.tolist() == [len(plain.ctx[0])]

@@ -3,19 +3,20 @@ read back, eta.json and its errors, the progress lines."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
 
 import pytest
 
-from calibrank.study.pipeline import eta, grid, schedule
-from calibrank.study.settings.config import load_config
+from calibrank.predictions import Predictions
 from calibrank.study.data.schema import RankingQuery
 from calibrank.study.model.experiment import predict_split
-from calibrank.study.pipeline.grid import grid_models
-from calibrank.predictions import Predictions
 from calibrank.study.model.rankers import make_ranker
+from calibrank.study.pipeline import eta, grid, schedule
+from calibrank.study.pipeline.grid import grid_models
+from calibrank.study.settings.config import load_config
 from rankfix import learnable_queries, tiny_run
 
 SIZES = {c: {"train": 64, "valid": 24, "test": 24} for c in ("chitchat", "chatterbot")}
@@ -85,9 +86,15 @@ def test_a_cached_model_costs_no_training_and_validations_follow_eval_every(smok
 
 
 def test_side_by_side_phases_take_their_longest_step_or_their_share_of_the_jobs():
-    steps = (schedule.Step("01_data", "data", seconds=10), schedule.Step("02_negatives", "negatives", seconds=20),
-             schedule.Step("a", "train", seconds=100), schedule.Step("b", "train", seconds=30), schedule.Step("c", "train", seconds=30),
-             schedule.Step("done", "train", seconds=500, pending=False), schedule.Step("index", "index", seconds=5))
+    steps = (
+        schedule.Step("01_data", "data", seconds=10),
+        schedule.Step("02_negatives", "negatives", seconds=20),
+        schedule.Step("a", "train", seconds=100),
+        schedule.Step("b", "train", seconds=30),
+        schedule.Step("c", "train", seconds=30),
+        schedule.Step("done", "train", seconds=500, pending=False),
+        schedule.Step("index", "index", seconds=5),
+    )
     assert schedule.Estimate("p", 1, steps).seconds == 10 + 20 + 160 + 5
     assert schedule.Estimate("p", 2, steps).seconds == 10 + 20 + 100 + 5  # a alone outlasts (100 + 30 + 30) / 2
     assert schedule.Estimate("p", 4, steps[:2] + (schedule.Step("x", "train", seconds=90),) * 4).seconds == 30 + 90
@@ -101,7 +108,9 @@ def test_rates_the_loop_records_are_read_back(tmp_root):
     assert record["threads"] >= 1 and 0 < record["validation_seconds"] < record["seconds"]
     assert record["train_pairs_per_second"] == pytest.approx(64 / (record["seconds"] - record["validation_seconds"]))
     assert schedule.recorded("smoke") == {"train": record["train_pairs_per_second"]}  # nothing scored yet
-    queries = [RankingQuery(f"q{i}", ("hello", f"context {i}"), (f"yes {i}", f"no {i}", "no"), (1, 0, 0)) for i in range(8)]
+    queries = [
+        RankingQuery(f"q{i}", ("hello", f"context {i}"), (f"yes {i}", f"no {i}", "no"), (1, 0, 0)) for i in range(8)
+    ]
     sets = [queries, queries[:4]]  # the second set's 12 pairs are among the first's 24
     written = predict_split(ranker, sets)[1].save(tmp_root / "runs" / "smoke" / "predictions" / "bert" / "x.npz")
     info = Predictions.load(written).meta["shared_scoring"]
@@ -115,12 +124,23 @@ def test_eta_json_that_is_not_an_estimate_is_an_error_naming_it(tmp_path):
     path.write_text("{not json")
     with pytest.raises(ValueError, match=str(path)):
         schedule.read_eta(path)
-    good = {"profile": "smoke", "created": "", "started": 0.0, "jobs": 1, "cores": 2, "seconds": 1.0, "rates": {},
-            "steps": [{"name": "01_data", "phase": "data", "trains": [], "ranker": None, "seconds": 1.0, "pending": True}]}
+    good = {
+        "profile": "smoke",
+        "created": "",
+        "started": 0.0,
+        "jobs": 1,
+        "cores": 2,
+        "seconds": 1.0,
+        "rates": {},
+        "steps": [{"name": "01_data", "phase": "data", "trains": [], "ranker": None, "seconds": 1.0, "pending": True}],
+    }
     path.write_text(json.dumps(good))
     assert schedule.read_eta(path)[0].seconds == 1.0
-    for bad, why in (({**good, "stesp": []}, "expected the keys"), ({**good, "steps": [{"name": "x", "trains": []}]}, "phase"),
-                     ({**good, "steps": [{**good["steps"][0], "sconds": 1}]}, "sconds")):
+    for bad, why in (
+        ({**good, "stesp": []}, "expected the keys"),
+        ({**good, "steps": [{"name": "x", "trains": []}]}, "phase"),
+        ({**good, "steps": [{**good["steps"][0], "sconds": 1}]}, "sconds"),
+    ):
         path.write_text(json.dumps(bad))
         with pytest.raises(ValueError, match=why) as err:
             schedule.read_eta(path)
@@ -151,12 +171,14 @@ def test_a_first_run_measures_the_loop_writes_eta_json_and_prints_progress(tmp_r
     assert est.jobs == 2 and len(est.pending) == 64 and est.seconds == pytest.approx(data["seconds"], abs=0.1)
     assert data["rates"]["encode"] > 0 and data["rates"]["startup"] > 0 and data["rates"]["startup_from"] == "papermill"
     seconds = {s.name: s.seconds for s in est.steps}
-    assert seconds["02_negatives"] > seconds["04_calibration"] == data["rates"]["startup"]  # an analysis: its start alone
+    assert (
+        seconds["02_negatives"] > seconds["04_calibration"] == data["rates"]["startup"]
+    )  # an analysis: its start alone
     monkeypatch.setenv("CALIBRANK_RUN_START", str(started))
     (tmp_root / "reports" / "smoke" / "01_data.ipynb").write_text("{}")  # finished in this run
     assert schedule.main(["smoke", "02_negatives", "--seconds", "65"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("[") and "02_negatives done (1:05, estimate " in out and "left (62 steps)" in out
+    assert out.startswith("[") and "02_negatives done (1:05, estimate " in out and "left (62 steps, at " in out
     assert schedule.progress("smoke", "02_negatives", 65, started - 100) == "02_negatives done (1:05)"  # another run's
     monkeypatch.delenv("CALIBRANK_RUN_START")  # a step made on its own, outside make report
     assert schedule.main(["smoke", "02_negatives", "--seconds", "5"]) == 0
@@ -174,6 +196,47 @@ def test_a_first_run_measures_the_loop_writes_eta_json_and_prints_progress(tmp_r
     again = {s.name: s.seconds for s in schedule.read_eta(schedule.eta_path("smoke"))[0].steps}
     assert again["04_calibration"] == 42.0 and again["05_risk_aware"] == 42.0  # the start: the fastest notebook
     assert schedule.read_eta(schedule.eta_path("smoke"))[1]["rates"]["startup_from"] == "last run"
+
+
+def test_the_time_left_follows_the_pace_of_the_steps_done(tmp_root, capsys, monkeypatch):
+    """The estimate said 2:35 for five steps; the first two took five times their estimate (a machine busier than
+    when it was measured): the time left is the rest of the estimate at that pace, not the estimate alone."""
+    started = time.time() - 600
+    steps = [
+        schedule.Step("01_data", "data", "reports/smoke/01_data.ipynb", seconds=10),
+        schedule.Step("02_negatives", "negatives", "reports/smoke/02_negatives.ipynb", seconds=20),
+        schedule.Step("train-a", "train", "runs/smoke/grid/a.json", trains=("a",), seconds=60),
+        schedule.Step("train-b", "train", "runs/smoke/grid/b.json", trains=("b",), seconds=60),
+        schedule.Step("index", "index", "reports/smoke/index.html", seconds=5),
+    ]
+    path = schedule.eta_path("smoke")
+    path.parent.mkdir(parents=True)
+    path.write_text(
+        json.dumps(
+            {
+                "profile": "smoke",
+                "created": "",
+                "started": started,
+                "jobs": 1,
+                "cores": 2,
+                "seconds": 155.0,
+                "rates": {},
+                "steps": [dataclasses.asdict(s) for s in steps],
+            }
+        )
+    )
+    monkeypatch.setenv("CALIBRANK_RUN_START", str(started))
+    for step, seconds in (("01_data", 50), ("02_negatives", 100)):
+        (tmp_root / "reports" / "smoke" / f"{step}.ipynb").write_text("{}")  # made in this run
+        assert schedule.main(["smoke", step, "--seconds", str(seconds)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].endswith("01_data done (0:50, estimate 0:10); ~12 min left (4 steps, at 5.0x the estimate)")
+    # (60 + 60 + 5) s of estimate left at 5x: 625 s; the estimate alone said 2 min
+    assert lines[1].endswith("02_negatives done (1:40, estimate 0:20); ~10 min left (3 steps, at 5.0x the estimate)")
+    # each finished step is recorded with the run it belongs to; another run's times do not count
+    assert schedule.run_times("smoke", started) == {"01_data": 50.0, "02_negatives": 100.0}
+    assert schedule.run_times("smoke", started + 100) == {}
+    assert schedule.pace({"a": 10.0, "b": 0.0}, {"a": 20.0, "b": 7.0}) == 2.0 and schedule.pace({"a": 1.0}, {}) is None
 
 
 def test_the_progress_line_and_the_report_page_load_no_torch():

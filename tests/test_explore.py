@@ -20,7 +20,8 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 from calibrank.predictions import Predictions  # noqa: E402
-from calibrank.study.analysis import explore, study as st  # noqa: E402
+from calibrank.study.analysis import explore  # noqa: E402
+from calibrank.study.analysis import study as st
 from calibrank.study.analysis.calibration import default_condition  # noqa: E402
 from test_study import K, Q, write_synthetic_study  # noqa: E402
 
@@ -62,8 +63,9 @@ def test_reliability_view_has_notebook_04s_buckets_and_an_interval_per_bucket(st
     np.testing.assert_array_equal(bert["fraction_positive hi"], bert["fraction_positive"])
     # another training seed is another Predictions file
     other = explore.reliability_view(study, "mc_dropout", "chitchat", cond, seed=1, n_resamples=200)
-    assert (other["seed"] == 1).all() and not np.array_equal(other["mean_predicted"], view["mean_predicted"],
-                                                              equal_nan=True)
+    assert (other["seed"] == 1).all() and not np.array_equal(
+        other["mean_predicted"], view["mean_predicted"], equal_nan=True
+    )
 
 
 def test_a_buckets_interval_is_the_bootstrap_over_queries_of_its_fraction_relevant():
@@ -83,8 +85,13 @@ def test_a_buckets_interval_is_the_bootstrap_over_queries_of_its_fraction_releva
     # seeded: the same seed, the same interval
     pd.testing.assert_frame_equal(frame, explore.reliability_frame(pred, n_resamples=2000, seed=3))
     # a padded slot is no pair: the same queries with a fifth, padded candidate give the same buckets
-    padded = Predictions(np.arange(q), np.pad(labels, ((0, 0), (0, 1))), np.pad(probs, ((0, 0), (0, 1))),
-                         np.pad(probs, ((0, 0), (0, 1)))[None], mask=np.pad(np.ones_like(labels, bool), ((0, 0), (0, 1))))
+    padded = Predictions(
+        np.arange(q),
+        np.pad(labels, ((0, 0), (0, 1))),
+        np.pad(probs, ((0, 0), (0, 1))),
+        np.pad(probs, ((0, 0), (0, 1)))[None],
+        mask=np.pad(np.ones_like(labels, bool), ((0, 0), (0, 1))),
+    )
     pd.testing.assert_frame_equal(explore.reliability_frame(padded, n_resamples=2000, seed=3), frame)
 
 
@@ -109,7 +116,11 @@ def test_metrics_view_is_notebook_04s_interval_table_for_one_seed(tmp_root):
     view = explore.metrics_view(data, "mc_dropout", "chitchat", cond, n_resamples=200).set_index("metric")
     assert list(view.index) == ["R10@1", "ECE", "ECE debiased", "Brier"]
     for metric, column in (("R10@1", "R@1"), ("ECE debiased", "ECE debiased"), ("Brier", "Brier")):
-        assert [view.loc[metric, c] for c in ("value", "lo", "hi")] == [row[column], row[f"{column} lo"], row[f"{column} hi"]]
+        assert [view.loc[metric, c] for c in ("value", "lo", "hi")] == [
+            row[column],
+            row[f"{column} lo"],
+            row[f"{column} hi"],
+        ]
     assert view.loc["ECE", "value"] == row["ECE"] and np.isnan(view.loc["ECE", "lo"])
 
 
@@ -121,7 +132,7 @@ def test_compare_view_gives_each_difference_with_its_interval_and_test(study):
     assert c.loc["R10@1", ["a", "b", "change"]].tolist() == [1.0, 0.0, 1.0] and c.loc["R10@1", "pvalue"] < 0.01
     # ECE on all pairs: bert 0.325 (pure buckets, debiased = eq. 1); Brier (0.1**2 + 9 * 0.35**2) / 10 against 0.25
     assert c.loc["ECE debiased", "a"] == pytest.approx(0.325)
-    assert c.loc["Brier", "change"] == pytest.approx((0.01 + 9 * 0.35 ** 2) / 10 - 0.25)
+    assert c.loc["Brier", "change"] == pytest.approx((0.01 + 9 * 0.35**2) / 10 - 0.25)
     assert ((c["lo"] <= c["change"] + 1e-12) & (c["change"] <= c["hi"] + 1e-12)).all()
     with pytest.raises(ValueError, match=r"rankers: side by side compares two rankers; got 1"):
         explore.compare_view(study, ("bert",), "chitchat", cond)
@@ -130,14 +141,28 @@ def test_compare_view_gives_each_difference_with_its_interval_and_test(study):
 def test_a_recalibrated_cell_is_the_one_notebook_08_evaluates(study):
     from calibrank.study.analysis.practice import recalibrate
 
-    table = recalibrate.recalibration_table(study, rankers=["mc_dropout", "bert"], methods=("platt", "isotonic"),
-                                            n_resamples=50)
+    table = recalibrate.recalibration_table(
+        study, rankers=["mc_dropout", "bert"], methods=("platt", "isotonic"), n_resamples=50
+    )
     for _, row in table.iterrows():
-        pred = explore.cell_predictions(study, row["ranker"], row["train_corpus"],
-                                        study.condition(row["corpus"], row["sampler"]), method=row["method"])
-        view = explore.metrics_view(study, row["ranker"], row["train_corpus"], study.condition(row["corpus"], row["sampler"]),
-                                    method=row["method"], n_resamples=50).set_index("metric")
-        assert pred.labels.shape[0] == row["queries"] and view.loc["ECE", "value"] == pytest.approx(row["ECE"], abs=1e-12)
+        pred = explore.cell_predictions(
+            study,
+            row["ranker"],
+            row["train_corpus"],
+            study.condition(row["corpus"], row["sampler"]),
+            method=row["method"],
+        )
+        view = explore.metrics_view(
+            study,
+            row["ranker"],
+            row["train_corpus"],
+            study.condition(row["corpus"], row["sampler"]),
+            method=row["method"],
+            n_resamples=50,
+        ).set_index("metric")
+        assert pred.labels.shape[0] == row["queries"] and view.loc["ECE", "value"] == pytest.approx(
+            row["ECE"], abs=1e-12
+        )
         assert (view["method"] == row["method"]).all()
     with pytest.raises(ValueError, match=r"seed: a recalibrated cell is the main training seed's \(0\)"):
         explore.cell_predictions(study, "bert", "chitchat", default_condition(study), 1, method="platt")
@@ -168,8 +193,13 @@ def test_explorer_builds_its_widgets_and_redraws_when_a_control_changes(study):
     ex = explore.explorer(study, n_resamples=100)
     assert isinstance(ex.widget, ipywidgets.VBox) and ex.output in ex.widget.children
     assert list(ex.controls) == ["view", "rankers", "train_corpus", "condition", "seed"]
-    assert ex.selection() == {"view": "reliability", "rankers": ("bert", "mc_dropout"), "train_corpus": "chitchat",
-                              "condition": default_condition(study).name, "seed": 0}
+    assert ex.selection() == {
+        "view": "reliability",
+        "rankers": ("bert", "mc_dropout"),
+        "train_corpus": "chitchat",
+        "condition": default_condition(study).name,
+        "seed": 0,
+    }
     assert ex.redraws == 1 and ex.static_png == ex.png and ex.output.outputs[0]["data"]["image/png"] == ex.png
     assert ex.controls["seed"].options == (0, 1)
     first = ex.png
@@ -210,8 +240,16 @@ def test_notebook_09s_explorer_draws_the_views_of_a_users_scores():
     rng = np.random.default_rng(0)
     y = (rng.random((80, 10)) < 0.2).astype(int)
     s = 3 * y + rng.normal(size=y.shape)
-    run = ScoredRun(qids=np.arange(80), docids=np.tile(np.arange(10), (80, 1)), mask=np.ones(y.shape, bool),
-                    scores=s[None], relevance=y, judged=np.ones(y.shape, bool), n_relevant=y.sum(axis=1), source="mine.trec")
+    run = ScoredRun(
+        qids=np.arange(80),
+        docids=np.tile(np.arange(10), (80, 1)),
+        mask=np.ones(y.shape, bool),
+        scores=s[None],
+        relevance=y,
+        judged=np.ones(y.shape, bool),
+        n_relevant=y.sum(axis=1),
+        source="mine.trec",
+    )
     test, valid = run.subset(np.arange(40, 80)), run.subset(np.arange(40))
     result = assess(test, valid, Settings(n_resamples=50))
     ex = explore.assessment_explorer(result, types.SimpleNamespace(test=test, valid=valid), n_resamples=100)
@@ -239,15 +277,33 @@ def test_a_notebook_shows_the_widgets_then_the_default_selection_as_a_plain_figu
 
     write_synthetic_study(tmp_root)
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell("from test_study import synthetic_config\n"
-                                          "from calibrank.study.analysis import explore, study as st\n"
-                                          "data = st.load_study(synthetic_config())"),
-                nbformat.v4.new_code_cell("explore.explorer(data, n_resamples=50)")]
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            "from test_study import synthetic_config\n"
+            "from calibrank.study.analysis import explore, study as st\n"
+            "data = st.load_study(synthetic_config())"
+        ),
+        nbformat.v4.new_code_cell("explore.explorer(data, n_resamples=50)"),
+    ]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, tmp_path / "in.ipynb")
     tests = str(__import__("pathlib").Path(__file__).parent)
-    subprocess.run([sys.executable, "-m", "papermill", str(tmp_path / "in.ipynb"), str(tmp_path / "out.ipynb"),
-                    "--cwd", tests, "--log-level", "ERROR", "--no-progress-bar"], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "papermill",
+            str(tmp_path / "in.ipynb"),
+            str(tmp_path / "out.ipynb"),
+            "--cwd",
+            tests,
+            "--log-level",
+            "ERROR",
+            "--no-progress-bar",
+        ],
+        check=True,
+        capture_output=True,
+    )
     out = nbformat.read(tmp_path / "out.ipynb", as_version=4)
     shown = [sorted(o.get("data", {})) for o in out.cells[1].outputs]
     assert shown == [["application/vnd.jupyter.widget-view+json", "text/plain"], ["image/png", "text/plain"]]

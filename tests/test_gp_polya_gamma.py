@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import oracles
-
 import math
 
 import numpy as np
 import pytest
 import torch
+from scipy import integrate
+
+import oracles
 from calibrank.study.model.gp.gaussian import draw_joint, jittered_cholesky
 from calibrank.study.model.gp.polya_gamma import (
     PGPosterior,
@@ -22,7 +23,6 @@ from calibrank.study.model.gp.polya_gamma import (
     sample_pg,
     select_inducing,
 )
-from scipy import integrate
 
 D64 = torch.float64
 
@@ -74,7 +74,7 @@ def _x(n: int = 7, d: int = 3, seed: int = 0) -> torch.Tensor:
 def test_rbf_kernel_formula_scale_and_psd() -> None:
     x, z = _x(), _x(4, seed=1)
     k = rbf_kernel(x, z, length_scale=0.7, output_scale=8.0)
-    ref = 8.0 * torch.exp(-torch.cdist(x, z) ** 2 / (2 * 0.7**2))
+    ref = 8.0 * torch.exp(-(torch.cdist(x, z) ** 2) / (2 * 0.7**2))
     torch.testing.assert_close(k, ref)
     kxx = rbf_kernel(x, x)
     assert torch.equal(kxx.diagonal(), torch.full((7,), 8.0, dtype=D64))
@@ -140,8 +140,7 @@ def test_jitter_escalation_on_rank_deficient_kernel() -> None:
     scale = float(k.diagonal().mean())
     assert jitter <= 1e-2 * scale
     torch.testing.assert_close(chol @ chol.t(), k + jitter * torch.eye(6, dtype=D64))
-    res = gibbs_gp(k, torch.tensor([1, 0, 1, 0, 0, 1]), 0.0, n_steps=3, n_chains=5,
-                   rng=np.random.default_rng(0))
+    res = gibbs_gp(k, torch.tensor([1, 0, 1, 0, 0, 1]), 0.0, n_steps=3, n_chains=5, rng=np.random.default_rng(0))
     assert res.jitter == jitter
     assert torch.isfinite(res.g).all() and torch.isfinite(res.w).all()
 
@@ -199,8 +198,9 @@ def test_gibbs_is_seeded_and_validates() -> None:
     a = gibbs_gp(k, Y_TINY, MU_TINY, n_steps=2, n_chains=3, rng=np.random.default_rng(1))
     b = gibbs_gp(k, Y_TINY, MU_TINY, n_steps=2, n_chains=3, rng=np.random.default_rng(1))
     assert torch.equal(a.g, b.g) and torch.equal(a.w, b.w)
-    init = gibbs_gp(k, Y_TINY, MU_TINY, n_steps=1, n_chains=3, rng=np.random.default_rng(1),
-                    init=torch.zeros(4, dtype=D64))
+    init = gibbs_gp(
+        k, Y_TINY, MU_TINY, n_steps=1, n_chains=3, rng=np.random.default_rng(1), init=torch.zeros(4, dtype=D64)
+    )
     assert init.g.shape == (3, 4)
     with pytest.raises(ValueError, match="too small"):
         gibbs_gp(k[:1, :1], Y_TINY[:1], 0.0, rng=np.random.default_rng(0))
@@ -221,8 +221,7 @@ def test_uninformative_data_leaves_prior_mean() -> None:
     # posterior is symmetric about the prior mean 0 (duplicates also make K singular)
     x = torch.tensor([[0.0], [0.0], [2.0], [2.0]], dtype=D64)
     k = rbf_kernel(x, x)
-    res = gibbs_gp(k, torch.tensor([1, 0, 1, 0]), 0.0, n_steps=15, n_chains=2000,
-                   rng=np.random.default_rng(3))
+    res = gibbs_gp(k, torch.tensor([1, 0, 1, 0]), 0.0, n_steps=15, n_chains=2000, rng=np.random.default_rng(3))
     g = res.g.numpy()
     assert np.all(np.abs(g.mean(0)) < 4.5 * g.std(0) / math.sqrt(g.shape[0]))
 
@@ -307,8 +306,9 @@ def test_predictive_matches_equation_14() -> None:
     w = torch.from_numpy(sample_pg(np.zeros((1, 6)) + 0.5, np.random.default_rng(0)))
     mu_tr, mu_te = torch.linspace(-1, 1, 6, dtype=D64), torch.tensor([0.2, 0.0, -0.3], dtype=D64)
     mean, cov = PGPosterior.from_w(k_tr, w, y, mu_tr).predictive_joint(k_x, k_tt, mu_te)
-    ref_mean, ref_cov = _eq14_numpy(k_tr.numpy(), k_x.numpy(), k_tt.numpy(), w.numpy()[0],
-                                    y.numpy(), mu_tr.numpy(), mu_te.numpy())
+    ref_mean, ref_cov = _eq14_numpy(
+        k_tr.numpy(), k_x.numpy(), k_tt.numpy(), w.numpy()[0], y.numpy(), mu_tr.numpy(), mu_te.numpy()
+    )
     np.testing.assert_allclose(mean.numpy(), ref_mean, rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(cov.numpy(), ref_cov, rtol=1e-8, atol=1e-9)
     m2, v2 = PGPosterior.from_w(k_tr, w, y, mu_tr).predictive(k_x, k_tt.diagonal(), mu_te)
@@ -327,8 +327,9 @@ def test_predictive_at_training_points_is_gibbs_conditional() -> None:
     kn = k.numpy()
     sigma = np.linalg.inv(np.linalg.inv(kn) + np.diag(w.numpy()[0]))
     np.testing.assert_allclose(cov.numpy(), sigma, rtol=1e-7, atol=1e-8)
-    np.testing.assert_allclose(mean.numpy(), sigma @ (np.linalg.solve(kn, mu.numpy()) + y.numpy() - 0.5),
-                               rtol=1e-7, atol=1e-8)
+    np.testing.assert_allclose(
+        mean.numpy(), sigma @ (np.linalg.solve(kn, mu.numpy()) + y.numpy() - 0.5), rtol=1e-7, atol=1e-8
+    )
 
 
 def test_chains_are_moment_matched() -> None:
@@ -366,8 +367,9 @@ def test_gauss_hermite_matches_monte_carlo_and_quadrature() -> None:
     mc = (1 / (1 + np.exp(-f))).mean(0)
     np.testing.assert_allclose(gh.numpy(), mc, atol=2e-3)
     for m, v, p in zip(mean.tolist(), var.tolist(), gh.tolist()):
-        ref = integrate.quad(lambda t: math.exp(-((t - m) ** 2) / (2 * v)) / math.sqrt(2 * math.pi * v)
-                             / (1 + math.exp(-t)), -60, 60)[0]
+        ref = integrate.quad(
+            lambda t: math.exp(-((t - m) ** 2) / (2 * v)) / math.sqrt(2 * math.pi * v) / (1 + math.exp(-t)), -60, 60
+        )[0]
         assert p == pytest.approx(ref, abs=1e-4 if v > 4 else 1e-6)
 
 
@@ -396,7 +398,7 @@ def test_draw_joint_matches_moments() -> None:
 
 
 def test_select_inducing_is_stratified_and_seeded() -> None:
-    labels = np.array([1] + [0] * 9) .repeat(20)  # 1:9
+    labels = np.array([1] + [0] * 9).repeat(20)  # 1:9
     idx = select_inducing(labels, 50, np.random.default_rng(0))
     assert idx.shape == (50,) and len(set(idx.tolist())) == 50
     assert int(labels[idx].sum()) == 5
@@ -411,8 +413,8 @@ def test_the_pg_drr_section_reads_the_layers_defaults() -> None:
     """PG-DRR's settings (sec. 4.4) are the functions' defaults, and the ``pg_drr`` section of a profile reads them."""
     import inspect
 
-    from calibrank.study.settings.gp import PolyaGammaSettings
     from calibrank.study.settings.checks import ConfigError
+    from calibrank.study.settings.gp import PolyaGammaSettings
     from calibrank.study.settings.schema import PGDRRConfig
 
     def default(fn, name):

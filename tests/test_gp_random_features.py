@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 import torch
+
 from calibrank.study.model.gp.random_features import RandomFeatureGP
 
 
@@ -266,15 +267,18 @@ def test_the_sngp_sections_read_the_layers_defaults() -> None:
 
 
 def test_the_settings_check_themselves_where_they_are_built() -> None:
-    from calibrank.study.settings.gp import MAX_FEATURES, RandomFeatureSettings
     from calibrank.study.settings.checks import ConfigError
     from calibrank.study.settings.choices import RFOutputInit
+    from calibrank.study.settings.gp import MAX_FEATURES, RandomFeatureSettings
 
     assert RandomFeatureSettings(output_init="prior").output_init is RFOutputInit.prior
     with pytest.raises(ConfigError, match=rf"^n_features: expected at most {MAX_FEATURES} "):
         RandomFeatureSettings(n_features=MAX_FEATURES + 1)
-    with pytest.raises(ConfigError, match=r"^output_init: expected one of 'dense', 'prior', 'zero', got 'priors' "
-                                          r"\(did you mean 'prior'\?\)$"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^output_init: expected one of 'dense', 'prior', 'zero', got 'priors' "
+        r"\(did you mean 'prior'\?\)$",
+    ):
         RandomFeatureSettings(output_init="priors")
     with pytest.raises(ConfigError, match=r"^momentum: expected null \(exact sum\) or a number in \(0, 1\), got 1$"):
         RandomFeatureGP(3, n_features=4, momentum=1)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from calibrank.study.model.gp.spectral import SpectralNormLinear
 from torch import nn
+
+from calibrank.study.model.gp.spectral import SpectralNormLinear
 
 
 def _linear_with_singular_values(s: list[float], out_f: int = 12, in_f: int = 20, seed: int = 0) -> nn.Linear:
@@ -139,14 +140,17 @@ def test_the_sngp_sections_read_the_layers_defaults_and_rules() -> None:
     the layer refuses is refused by the settings with the same words."""
     import inspect
 
-    from calibrank.study.settings.gp import SpectralNormSettings
     from calibrank.study.settings.checks import ConfigError
+    from calibrank.study.settings.gp import SpectralNormSettings
     from calibrank.study.settings.schema import GPFBertConfig, SNGPConfig
 
     params = inspect.signature(SpectralNormLinear).parameters
     for section in (SNGPConfig(), GPFBertConfig()):
-        assert (section.sn_bound, section.sn_power_iterations) == \
-            (params["bound"].default, params["n_power_iterations"].default) == (0.95, 1)
+        assert (
+            (section.sn_bound, section.sn_power_iterations)
+            == (params["bound"].default, params["n_power_iterations"].default)
+            == (0.95, 1)
+        )
     with pytest.raises(ConfigError, match=r"^n_power_iterations: expected a positive integer, got 0$"):
         SpectralNormSettings(n_power_iterations=0)
     with pytest.raises(ConfigError, match=r"^bound: expected a positive number, got -1.0$"):

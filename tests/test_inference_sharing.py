@@ -18,8 +18,11 @@ from calibrank.study.model.rankers.scoring import distinct_pairs
 from rankfix import WORDS, learnable_queries, tiny_run
 
 TRAIN, VALID = learnable_queries(64, 1, seed=0), learnable_queries(24, 3, seed=1)
-GP = {"sngp": dict(n_features=64, samples=5), "gpf_bert": dict(n_features=64, samples=5),
-      "pg_drr": dict(inducing=32, gibbs_chains=4, samples=5, length_scale=0.01)}
+GP = {
+    "sngp": dict(n_features=64, samples=5),
+    "gpf_bert": dict(n_features=64, samples=5),
+    "pg_drr": dict(inducing=32, gibbs_chains=4, samples=5, length_scale=0.01),
+}
 
 
 def _conditions() -> list[list[RankingQuery]]:
@@ -50,8 +53,9 @@ def models_dir(tmp_path_factory):
 
 
 def _fitted(name, models_dir, eval_batch_size=1, **kw):
-    ranker = make_ranker(name, tiny_run(models_dir, seed=3, epochs=1, eval_batch_size=eval_batch_size),
-                         **{**GP.get(name, {}), **kw})
+    ranker = make_ranker(
+        name, tiny_run(models_dir, seed=3, epochs=1, eval_batch_size=eval_batch_size), **{**GP.get(name, {}), **kw}
+    )
     ranker.reuse_logits = False
     return ranker.fit(TRAIN, VALID)
 
@@ -70,10 +74,16 @@ def test_distinct_pairs_index_every_pair_of_every_set():
         assert [[by_query[i].qid for i in row] for row in ix] == [[q.qid] * len(q.candidates) for q in queries]
 
 
-@pytest.mark.parametrize("name", ["bert", "temperature", "focal", "ensemble", "mc_dropout", "sngp", "gpf_bert", "pg_drr"])
+@pytest.mark.parametrize(
+    "name", ["bert", "temperature", "focal", "ensemble", "mc_dropout", "sngp", "gpf_bert", "pg_drr"]
+)
 def test_shared_scoring_gives_the_predictions_of_one_predict_per_condition(name, models_dir):
-    ranker = _fitted(name, models_dir, **({"members": 2} if name == "ensemble" else {}),
-                     **({"passes": 3} if name == "mc_dropout" else {}))
+    ranker = _fitted(
+        name,
+        models_dir,
+        **({"members": 2} if name == "ensemble" else {}),
+        **({"passes": 3} if name == "mc_dropout" else {}),
+    )
     sets = _conditions()
     shared = predict_split(ranker, sets)
     for queries, pred in zip(sets, shared):

@@ -25,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+
 from calibrank import atomic
 from calibrank.study import codekey
 from calibrank.study.data import DataError
@@ -34,7 +35,11 @@ from conftest import FIXTURES, REPO
 from rankfix import learnable_queries, tiny_run, tiny_training
 
 TESTS = Path(__file__).resolve().parent
-TRAIN, VALID, TEST = learnable_queries(48, 1, seed=0), learnable_queries(16, 3, seed=1), learnable_queries(12, 3, seed=2)
+TRAIN, VALID, TEST = (
+    learnable_queries(48, 1, seed=0),
+    learnable_queries(16, 3, seed=1),
+    learnable_queries(12, 3, seed=2),
+)
 MODEL_RANKERS = ("bert", "mc_dropout", "ensemble", "temperature", "focal", "sngp", "gpf_bert", "pg_drr")
 
 # Prints, as JSON, the model-cache folders of every ranker (no model is built or trained).
@@ -55,8 +60,13 @@ KEYS = textwrap.dedent("""
 
 def _keys(lib: Path) -> dict[str, list[str]]:
     env = {**os.environ, "PYTHONPATH": str(lib), "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run([sys.executable, "-c", KEYS.format(tests=str(TESTS), names=MODEL_RANKERS)], env=env,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", KEYS.format(tests=str(TESTS), names=MODEL_RANKERS)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -79,8 +89,15 @@ def test_editing_the_focal_loss_changes_the_keys_of_the_models_trained_with_it_a
     # The rankers that share bert's model still share it, before and after.
     assert before["mc_dropout"] == before["temperature"] == before["bert"] == before["ensemble"][:1]
     # The key does not depend on where the library lives: the copy gives the checkout's keys.
-    here = {name: [p.name for p in make_ranker(name, tiny_run("models", seed=3)).model_dirs(
-        learnable_queries(8, 1, seed=0), learnable_queries(4, 3, seed=1))] for name in ("bert", "sngp")}
+    here = {
+        name: [
+            p.name
+            for p in make_ranker(name, tiny_run("models", seed=3)).model_dirs(
+                learnable_queries(8, 1, seed=0), learnable_queries(4, 3, seed=1)
+            )
+        ]
+        for name in ("bert", "sngp")
+    }
     assert here == {name: before[name] for name in here}
 
 
@@ -101,8 +118,9 @@ def test_editing_the_bm25_sampler_changes_the_negatives_cache_keys_of_the_sample
 
     def keys():
         env = {**os.environ, "PYTHONPATH": str(lib), "OMP_NUM_THREADS": "1"}
-        proc = subprocess.run([sys.executable, "-c", NEGATIVE_KEYS.format()], env=env, capture_output=True, text=True,
-                              timeout=300)
+        proc = subprocess.run(
+            [sys.executable, "-c", NEGATIVE_KEYS.format()], env=env, capture_output=True, text=True, timeout=300
+        )
         assert proc.returncode == 0, proc.stderr[-4000:]
         return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -118,14 +136,14 @@ def test_editing_the_bm25_sampler_changes_the_negatives_cache_keys_of_the_sample
 
 def test_each_ranker_trains_with_the_loss_its_key_covers(monkeypatch):
     """``training_loss()`` (what the model key covers) is the loss ``_loss`` calls."""
+    import torch
+
     import calibrank.study.model.rankers.base as base
     import calibrank.study.model.rankers.focal as focal_mod
     import calibrank.study.model.rankers.sngp as sngp_mod
-    import torch
     from calibrank.study.model import losses
 
-    rankers = {name: make_ranker(name, tiny_run("models", seed=0))
-               for name in ("bert", "focal", "sngp", "gpf_bert")}
+    rankers = {name: make_ranker(name, tiny_run("models", seed=0)) for name in ("bert", "focal", "sngp", "gpf_bert")}
     expected = {name: ranker.training_loss() for name, ranker in rankers.items()}  # before the spies go in
     assert expected["bert"] is losses.binary_cross_entropy and expected["gpf_bert"] is losses.focal
     assert make_ranker("sngp", tiny_run("m"), loss="focal").training_loss() is losses.focal
@@ -135,6 +153,7 @@ def test_each_ranker_trains_with_the_loss_its_key_covers(monkeypatch):
         def wrapped(*args, **kw):
             called.append(fn)
             return fn(*args, **kw)
+
         return wrapped
 
     for module in (base, focal_mod, sngp_mod):
@@ -224,7 +243,7 @@ def test_a_model_file_with_bytes_zeroed_is_retrained_not_used(tmp_path, caplog):
     path = first.trained.workdir / "model.safetensors"
     good = path.read_bytes()
     data = bytearray(good)
-    data[len(data) // 2: len(data) // 2 + 4000] = bytes(4000)  # inside the tensors: the file still parses
+    data[len(data) // 2 : len(data) // 2 + 4000] = bytes(4000)  # inside the tensors: the file still parses
     path.write_bytes(bytes(data))
     with caplog.at_level(logging.WARNING):
         again = _fit("bert", tmp_path)
@@ -268,8 +287,10 @@ def test_a_negatives_cache_entry_with_a_label_moved_is_rebuilt(tmp_root, caplog)
     table = pq.read_table(dest)
     labels = table.column("labels").to_pylist()
     labels[0] = labels[0][1:] + labels[0][:1]  # the relevant candidate is now another one
-    pq.write_table(table.set_column(table.schema.get_field_index("labels"), "labels",
-                                    pa.array(labels, type=pa.list_(pa.int8()))), dest)
+    pq.write_table(
+        table.set_column(table.schema.get_field_index("labels"), "labels", pa.array(labels, type=pa.list_(pa.int8()))),
+        dest,
+    )
     with caplog.at_level(logging.WARNING):
         again = cached_queries(examples, **kw)
     assert again == first
@@ -287,7 +308,7 @@ def test_a_pg_posterior_cache_with_bytes_changed_is_computed_again(tmp_path, cap
     n = int.from_bytes(good[:8], "little")
     tensors = load_file(str(path))
     tensors["w"] = tensors["w"] * 3.0  # other Polya-Gamma draws: a well-formed file that predicts otherwise
-    save_file(tensors, str(path), metadata=json.loads(good[8:8 + n])["__metadata__"])
+    save_file(tensors, str(path), metadata=json.loads(good[8 : 8 + n])["__metadata__"])
     assert path.read_bytes() != good
     with caplog.at_level(logging.WARNING):
         again = _fit("pg_drr", tmp_path, **kw)
@@ -301,11 +322,12 @@ def test_a_pg_posterior_cache_with_bytes_changed_is_computed_again(tmp_path, cap
 
 def test_a_checkpoint_with_bytes_zeroed_is_not_resumed_from(tmp_path, caplog):
     import torch
-    from calibrank.study.model.backbone import load_backbone
-    from calibrank.study.model.losses import binary_cross_entropy
-    from calibrank.study.model.cross_encoder import CrossEncoder
-    from calibrank.study.model.training import encode_pairs, train_model
     from safetensors.torch import load_file
+
+    from calibrank.study.model.backbone import load_backbone
+    from calibrank.study.model.cross_encoder import CrossEncoder
+    from calibrank.study.model.losses import binary_cross_entropy
+    from calibrank.study.model.training import encode_pairs, train_model
 
     def loss(model, batch, labels):
         return binary_cross_entropy(model(**batch), labels)
@@ -331,7 +353,7 @@ def test_a_checkpoint_with_bytes_zeroed_is_not_resumed_from(tmp_path, caplog):
     data = bytearray(good)
     start = len(data) // 2  # inside the tensors: the file still parses; skip moments that are zero already
     start += next(i for i, byte in enumerate(data[start:]) if byte)
-    data[start: start + 4000] = bytes(4000)
+    data[start : start + 4000] = bytes(4000)
     path.write_bytes(bytes(data))
     assert path.read_bytes() != good
     with caplog.at_level(logging.WARNING):
@@ -358,7 +380,9 @@ def test_a_query_set_altered_after_it_was_written_is_an_error_naming_it(tmp_root
     assert load_query_set(cfg, "chitchat", "test", spec.sampler, 3) == TEST
     table = pq.read_table(path)
     pq.write_table(table.slice(1), path)  # a query dropped: still a readable query set
-    with pytest.raises(DataError, match=rf"{path}: sha256 [0-9a-f]{{64}} differs from .*make nb-02_negatives PROFILE=smoke"):
+    with pytest.raises(
+        DataError, match=rf"{path}: sha256 [0-9a-f]{{64}} differs from .*make nb-02_negatives PROFILE=smoke"
+    ):
         load_query_set(cfg, "chitchat", "test", spec.sampler, 3)
     atomic.digest_path(path).unlink()
     with pytest.raises(DataError, match=rf"{path}: no sha256 was recorded"):
@@ -367,6 +391,7 @@ def test_a_query_set_altered_after_it_was_written_is_an_error_naming_it(tmp_root
 
 def test_an_exported_table_altered_after_it_was_written_is_an_error_naming_it(tmp_root):
     import pandas as pd
+
     from calibrank.study.analysis.exports import TableFileError, export_tables, load_exported_tables
 
     table = pd.DataFrame({"claim": ["a, b", "c"], "ours": [0.1, 0.2]})
@@ -388,12 +413,17 @@ def test_a_corpus_file_that_disagrees_with_sha256sums_is_an_error_naming_it(tmp_
     raw = tmp_root / "data" / "raw" / "mantis"
     shutil.copytree(FIXTURES / "mantis", raw)
     names = sorted(p.name for p in raw.iterdir())
-    (raw / "SHA256SUMS").write_text("".join(f"{hashlib.sha256((raw / n).read_bytes()).hexdigest()}  {n}\n" for n in names))
+    (raw / "SHA256SUMS").write_text(
+        "".join(f"{hashlib.sha256((raw / n).read_bytes()).hexdigest()}  {n}\n" for n in names)
+    )
     load_corpus("mantis", DataConfig(), seed=0)  # as recorded: read
     victim = raw / "valid.tsv"
     victim.write_text(victim.read_text(encoding="utf-8").replace("abroad", "at home"), encoding="utf-8")
-    with pytest.raises(DataError, match=rf"{victim}: sha256 [0-9a-f]{{64}} differs from [0-9a-f]{{64}} recorded in "
-                                        rf"{raw / 'SHA256SUMS'}"):
+    with pytest.raises(
+        DataError,
+        match=rf"{victim}: sha256 [0-9a-f]{{64}} differs from [0-9a-f]{{64}} recorded in "
+        rf"{raw / 'SHA256SUMS'}",
+    ):
         load_corpus("mantis", DataConfig(), seed=0)
 
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from calibrank.study.data.schema import RankingQuery
+
 from calibrank.metrics.ranking import recall_at_k
+from calibrank.pairs import collate
+from calibrank.predictions import Predictions
+from calibrank.study.data.schema import RankingQuery
 from calibrank.study.model.backbone import encode, load_backbone
 from calibrank.study.model.cross_encoder import SEGMENT_COSINE_BIAS, SEGMENT_COSINE_WEIGHT, CrossEncoder
 from calibrank.study.model.training import encode_pairs
-from calibrank.pairs import collate
-from calibrank.predictions import Predictions
 from calibrank.study.settings.checks import ConfigError
 from calibrank.study.settings.config import load_config
 from calibrank.study.settings.schema import TrainingConfig
@@ -40,7 +41,10 @@ def _tiny(joint_layers, attn="sdpa", pooling="segments"):
 def _layer_outputs(model, *batch):
     """The hidden states after each encoder layer ``[n_layers][B, W', d]``."""
     seen = []
-    hooks = [layer.register_forward_hook(lambda m, i, o: seen.append(o.detach().clone())) for layer in model.encoder.encoder.layer]
+    hooks = [
+        layer.register_forward_hook(lambda m, i, o: seen.append(o.detach().clone()))
+        for layer in model.encoder.encoder.layer
+    ]
     try:
         with torch.no_grad():
             model(*batch)
@@ -114,15 +118,42 @@ def test_with_no_joint_layer_each_segment_is_encoded_as_if_alone(attn):
 def test_untrained_segments_ranker_with_no_joint_layer_ranks_as_the_zero_shot_biencoder():
     """MiniLM with no joint layer and the segments head: 10 cos + b of sentence-transformers' embeddings."""
     from calibrank.study.data.baselines import baseline_scores
+
     queries = [
-        RankingQuery("pets", ("what pets do you have at home?",), ("i have two cats and a parrot", "i work as a nurse",
-                     "the weather is terrible today", "my favourite food is pizza"), (1, 0, 0, 0)),
-        RankingQuery("job", ("tell me about your job",), ("i like hiking with my dog", "i teach maths at a school",
-                     "do you have any pets?", "that sounds like fun!"), (0, 1, 0, 0)),
-        RankingQuery("rain", ("how is the weather where you are?", "it is sunny here"), ("i love pizza",
-                     "it has been raining all week", "i am a student", "music is my life"), (0, 1, 0, 0)),
-        RankingQuery("food", ("what do you usually eat for dinner",), ("mostly pasta and salad", "my dog is called rex",
-                      "i live in berlin", "my favourite band is queen"), (1, 0, 0, 0)),
+        RankingQuery(
+            "pets",
+            ("what pets do you have at home?",),
+            (
+                "i have two cats and a parrot",
+                "i work as a nurse",
+                "the weather is terrible today",
+                "my favourite food is pizza",
+            ),
+            (1, 0, 0, 0),
+        ),
+        RankingQuery(
+            "job",
+            ("tell me about your job",),
+            (
+                "i like hiking with my dog",
+                "i teach maths at a school",
+                "do you have any pets?",
+                "that sounds like fun!",
+            ),
+            (0, 1, 0, 0),
+        ),
+        RankingQuery(
+            "rain",
+            ("how is the weather where you are?", "it is sunny here"),
+            ("i love pizza", "it has been raining all week", "i am a student", "music is my life"),
+            (0, 1, 0, 0),
+        ),
+        RankingQuery(
+            "food",
+            ("what do you usually eat for dinner",),
+            ("mostly pasta and salad", "my dog is called rex", "i live in berlin", "my favourite band is queen"),
+            (1, 0, 0, 0),
+        ),
     ]
     rule = baseline_scores("biencoder", queries, seed=0, model="all-MiniLM-L6-v2")
     bb = load_backbone("all-MiniLM-L6-v2", joint_layers=0)
@@ -151,11 +182,19 @@ def test_joint_layers_are_checked_in_the_profile_and_where_the_encoder_is_built(
 
     assert load_config(profile("  joint_layers: 2\n")).training.joint_layers == 2
     assert load_config(profile("")).training.joint_layers is None
-    for value, expected in (("7", "0..6 (all-MiniLM-L6-v2 has 6 encoder layers), got 7"), ("-1", "an integer >= 0, got -1"),
-                            ("two", "expected an integer or null, got 'two'"), ("1.5", "got 1.5")):
+    for value, expected in (
+        ("7", "0..6 (all-MiniLM-L6-v2 has 6 encoder layers), got 7"),
+        ("-1", "an integer >= 0, got -1"),
+        ("two", "expected an integer or null, got 'two'"),
+        ("1.5", "got 1.5"),
+    ):
         with pytest.raises(ConfigError) as err:
             load_config(profile(f"  joint_layers: {value}\n"))
-        assert f"{tmp_path / 'x.yaml'}:line " in str(err.value) and ": training.joint_layers: " in str(err.value) and expected in str(err.value)
+        assert (
+            f"{tmp_path / 'x.yaml'}:line " in str(err.value)
+            and ": training.joint_layers: " in str(err.value)
+            and expected in str(err.value)
+        )
     with pytest.raises(ConfigError, match="training.joint_layers: 0 joint layers with pooling 'pooler'"):
         load_config(profile("  joint_layers: 0\n", pooling="pooler"))
     with pytest.raises(ConfigError, match=r"^joint_layers: expected null or 0\.\.2 \(tiny-random has 2"):
@@ -181,7 +220,9 @@ def test_model_cache_key_names_joint_layers_only_when_set(tmp_path, monkeypatch)
     real = keys.stable_hash
     monkeypatch.setattr(keys, "stable_hash", lambda obj, *a: (seen.append(obj), real(obj, *a))[1])
     queries = learnable_queries(4, 1, seed=0)
-    keys = [make_ranker("bert", tiny_run(tmp_path, joint_layers=j)).model_dirs(queries)[0].name for j in (None, 0, 1, 2)]
+    keys = [
+        make_ranker("bert", tiny_run(tmp_path, joint_layers=j)).model_dirs(queries)[0].name for j in (None, 0, 1, 2)
+    ]
     parts = [p for p in seen if isinstance(p, dict) and "training" in p]
     assert "joint_layers" not in parts[0]["training"]  # a default model keeps the key it had before the option
     assert [p["training"]["joint_layers"] for p in parts[1:]] == [0, 1, 2]
@@ -194,7 +235,11 @@ def test_rankers_train_and_predict_with_separate_lower_layers(tmp_path, name):
     per-query masks cover the response's extra [CLS] at the longest width."""
     from calibrank.study.model.rankers import make_ranker
 
-    train, valid, test = learnable_queries(32, 1, seed=0), learnable_queries(8, 3, seed=1), learnable_queries(8, 3, seed=2)
+    train, valid, test = (
+        learnable_queries(32, 1, seed=0),
+        learnable_queries(8, 3, seed=1),
+        learnable_queries(8, 3, seed=2),
+    )
     kw = {"passes": 2} if name == "mc_dropout" else {"samples": 4} if name in ("sngp", "pg_drr") else {}
     if name == "sngp":
         kw["spectral_norm"] = "none"
@@ -204,8 +249,15 @@ def test_rankers_train_and_predict_with_separate_lower_layers(tmp_path, name):
     ranker = make_ranker(name, run, **kw).fit(train, valid)
     pred = ranker.predict(test)
     assert pred.probs.shape == (8, 4) and np.isfinite(pred.samples).all()
-    assert max(len(x) for x in encode_pairs(ranker.trained.backbone.tokenizer, test, max_length=16,
-                                            max_response_length=8).input_ids) == 16  # a full-width batch was scored
+    assert (
+        max(
+            len(x)
+            for x in encode_pairs(
+                ranker.trained.backbone.tokenizer, test, max_length=16, max_response_length=8
+            ).input_ids
+        )
+        == 16
+    )  # a full-width batch was scored
 
 
 def test_probe_trains_each_setting_at_equal_steps_beside_the_biencoder_on_the_same_queries(tmp_root, capsys):
@@ -218,10 +270,27 @@ def test_probe_trains_each_setting_at_equal_steps_beside_the_biencoder_on_the_sa
 
     (tmp_root / "params" / "probe.yaml").write_text(
         "extends: smoke\nprofile: probe\ndata: {max_examples: {train: 16, valid: 8, test: 8}}\n"
-        "negatives: {eval: [mixed, random]}\n")
+        "negatives: {eval: [mixed, random]}\n"
+    )
     out = tmp_root / "probe-out"
-    argv = ["probe", "--joint-layers", "0", "2", "null", "--heads", "segments", "pooler", "--seeds", "3",
-            "--train-examples", "12", "--resamples", "100", "--out", str(out)]
+    argv = [
+        "probe",
+        "--joint-layers",
+        "0",
+        "2",
+        "null",
+        "--heads",
+        "segments",
+        "pooler",
+        "--seeds",
+        "3",
+        "--train-examples",
+        "12",
+        "--resamples",
+        "100",
+        "--out",
+        str(out),
+    ]
     assert main(argv) == 0
     assert "query sets built" in capsys.readouterr().out
     table = pd.read_csv(out / "joint_layers.csv", keep_default_na=False, na_values=[""])
@@ -272,10 +341,32 @@ def test_probe_trains_another_ranker_with_its_profile_section(tmp_root, capsys):
 
     (tmp_root / "params" / "probe.yaml").write_text(
         "extends: smoke\nprofile: probe\ndata: {max_examples: {train: 16, valid: 8, test: 8}}\n"
-        "negatives: {eval: [mixed]}\ntraining: {pooling: pooler}\nrankers: {sngp: {spectral_norm: pooler}}\n")
+        "negatives: {eval: [mixed]}\ntraining: {pooling: pooler}\nrankers: {sngp: {spectral_norm: pooler}}\n"
+    )
     out, saved = tmp_root / "probe-out", tmp_root / "probe-predictions"
-    assert main(["probe", "--ranker", "sngp", "--joint-layers", "null", "--heads", "segments", "pooler", "--seeds", "3",
-                 "--resamples", "50", "--out", str(out), "--predictions", str(saved)]) == 0
+    assert (
+        main(
+            [
+                "probe",
+                "--ranker",
+                "sngp",
+                "--joint-layers",
+                "null",
+                "--heads",
+                "segments",
+                "pooler",
+                "--seeds",
+                "3",
+                "--resamples",
+                "50",
+                "--out",
+                str(out),
+                "--predictions",
+                str(saved),
+            ]
+        )
+        == 0
+    )
     table = pd.read_csv(out / "joint_layers.csv", keep_default_na=False, na_values=[""])
     assert set(table["ranker"]) == {"sngp"}
     refused = table[table["stage"].isna()]
@@ -285,10 +376,27 @@ def test_probe_trains_another_ranker_with_its_profile_section(tmp_root, capsys):
     pred = Predictions.load(saved / "sngp-chitchat-null-pooler-seed3-trained-chitchat-mixed.npz")
     assert pred.meta["ranker"] == "sngp" and pred.n_samples > 1  # posterior draws, as the study's sngp gives
     capsys.readouterr()
-    for ranker, why in [("mc_dropout", "trains no single model of its own"), ("ensemble", "trains no single model"),
-                        ("nosuch", "unknown ranker 'nosuch'")]:
-        assert main(["probe", "--ranker", ranker, "--joint-layers", "null", "--heads", "pooler",
-                     "--out", str(tmp_root / "x")]) == 1
+    for ranker, why in [
+        ("mc_dropout", "trains no single model of its own"),
+        ("ensemble", "trains no single model"),
+        ("nosuch", "unknown ranker 'nosuch'"),
+    ]:
+        assert (
+            main(
+                [
+                    "probe",
+                    "--ranker",
+                    ranker,
+                    "--joint-layers",
+                    "null",
+                    "--heads",
+                    "pooler",
+                    "--out",
+                    str(tmp_root / "x"),
+                ]
+            )
+            == 1
+        )
         captured = capsys.readouterr()
         assert "--ranker: " in captured.err and why in captured.err
         assert "query sets" not in captured.out  # refused before the query sets are read

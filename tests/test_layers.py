@@ -22,19 +22,46 @@ RULES = [
     ("calibrank.metrics", ("calibrank.assess", "calibrank.cli", "calibrank.methods", "calibrank.pairs")),
     ("calibrank.methods", ("calibrank.assess", "calibrank.cli", "calibrank.pairs")),
     ("calibrank.assess", ("calibrank.cli",)),
-    ("calibrank.assess.read", ("calibrank.assess.deploy", "calibrank.assess.sections", "calibrank.assess.page",
-                               "calibrank.assess.engine", "calibrank.assess.api", "calibrank.assess.command")),
-    ("calibrank.assess.deploy", ("calibrank.assess.sections", "calibrank.assess.page", "calibrank.assess.engine",
-                                 "calibrank.assess.api", "calibrank.assess.command")),
-    ("calibrank.assess.sections", ("calibrank.assess.page", "calibrank.assess.engine", "calibrank.assess.api",
-                                   "calibrank.assess.command")),
+    (
+        "calibrank.assess.read",
+        (
+            "calibrank.assess.deploy",
+            "calibrank.assess.sections",
+            "calibrank.assess.page",
+            "calibrank.assess.engine",
+            "calibrank.assess.api",
+            "calibrank.assess.command",
+        ),
+    ),
+    (
+        "calibrank.assess.deploy",
+        (
+            "calibrank.assess.sections",
+            "calibrank.assess.page",
+            "calibrank.assess.engine",
+            "calibrank.assess.api",
+            "calibrank.assess.command",
+        ),
+    ),
+    (
+        "calibrank.assess.sections",
+        ("calibrank.assess.page", "calibrank.assess.engine", "calibrank.assess.api", "calibrank.assess.command"),
+    ),
 ]
 #: Modules that import only the standard library and each other: the command's --help reads them alone.
-STDLIB_ONLY = {"calibrank", "calibrank.assess", "calibrank.assess.errors", "calibrank.assess.options",
-               "calibrank.cli"}
+STDLIB_ONLY = {"calibrank", "calibrank.assess", "calibrank.assess.errors", "calibrank.assess.options", "calibrank.cli"}
 #: Loaded by none of `import calibrank`, `calibrank --help` or a whole assessment.
-NEVER = ("calibrank.study", "yaml", "torch", "transformers", "papermill", "sklearn.ensemble", "jupyter_client",
-         "snakemake", "seaborn")
+NEVER = (
+    "calibrank.study",
+    "yaml",
+    "torch",
+    "transformers",
+    "papermill",
+    "sklearn.ensemble",
+    "jupyter_client",
+    "snakemake",
+    "seaborn",
+)
 
 
 def module_name(path: Path) -> str:
@@ -82,9 +109,12 @@ def violations() -> list[str]:
                     hit = [f for f in forbidden if target == f or target.startswith(f + ".")]
                     if hit and not (name == target or name.startswith(hit[0] + ".")):
                         bad.append(f"{name}:{line} imports {target} ({importer} may not import {hit[0]})")
-            if name in STDLIB_ONLY and target.split(".")[0] not in sys.stdlib_module_names and \
-                    target.split(".")[0] != "__future__" and not any(
-                        target == m or target.startswith(m + ".") for m in STDLIB_ONLY):
+            if (
+                name in STDLIB_ONLY
+                and target.split(".")[0] not in sys.stdlib_module_names
+                and target.split(".")[0] != "__future__"
+                and not any(target == m or target.startswith(m + ".") for m in STDLIB_ONLY)
+            ):
                 if not (name == "calibrank.cli" and _deferred(path, line)):
                     bad.append(f"{name}:{line} imports {target} (it must load with the standard library alone)")
     return bad
@@ -108,8 +138,10 @@ def test_the_direction_check_finds_an_upward_import(tmp_path, monkeypatch):
     (fake / "study").mkdir()
     for init in (fake / "__init__.py", fake / "metrics" / "__init__.py", fake / "study" / "__init__.py"):
         init.write_text("")
-    (fake / "metrics" / "m.py").write_text("import importlib\nfrom calibrank.assess.engine import assess\n"
-                                          "x = importlib.import_module('calibrank.study.data')\n")
+    (fake / "metrics" / "m.py").write_text(
+        "import importlib\nfrom calibrank.assess.engine import assess\n"
+        "x = importlib.import_module('calibrank.study.data')\n"
+    )
     (fake / "study" / "s.py").write_text("from calibrank.metrics import m\n")  # downward: allowed
     monkeypatch.setattr(sys.modules[__name__], "LIB", tmp_path)
     found = violations()
@@ -119,8 +151,12 @@ def test_the_direction_check_finds_an_upward_import(tmp_path, monkeypatch):
 
 
 def _loaded(code: str) -> list[str]:
-    done = subprocess.run([sys.executable, "-c", code + "\nimport sys\nprint(' '.join(sorted(sys.modules)))"],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", code + "\nimport sys\nprint(' '.join(sorted(sys.modules)))"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout.split()
 
@@ -133,21 +169,25 @@ def test_import_calibrank_and_the_commands_help_load_nothing_heavy():
     light = _loaded("import calibrank")
     assert not _forbidden(light)
     assert "numpy" not in light, "import calibrank must stay light: its names load on first use"
-    helped = _loaded("import calibrank, calibrank.cli\n"
-                     "for argv in (['--help'], ['assess', '--help']):\n"
-                     "    try:\n        calibrank.cli.main(argv)\n    except SystemExit:\n        pass")
+    helped = _loaded(
+        "import calibrank, calibrank.cli\n"
+        "for argv in (['--help'], ['assess', '--help']):\n"
+        "    try:\n        calibrank.cli.main(argv)\n    except SystemExit:\n        pass"
+    )
     assert not _forbidden(helped)
     assert "numpy" not in helped and "pandas" not in helped
 
 
 def test_a_whole_assessment_loads_nothing_of_the_study():
-    used = _loaded("import numpy as np, tempfile, calibrank\n"
-                   "rng = np.random.default_rng(0)\n"
-                   "q = np.repeat(np.arange(120), 8); y = (rng.random(q.size) < 0.25).astype(int)\n"
-                   "s = 2 * y + rng.normal(size=q.size)\n"
-                   "r = calibrank.evaluate(s, y, q, n_resamples=20)\n"
-                   "r.save(tempfile.mkdtemp() + '/out')\n"
-                   "calibrank.fit(s, y, q).save(tempfile.mkdtemp() + '/c.json')")
+    used = _loaded(
+        "import numpy as np, tempfile, calibrank\n"
+        "rng = np.random.default_rng(0)\n"
+        "q = np.repeat(np.arange(120), 8); y = (rng.random(q.size) < 0.25).astype(int)\n"
+        "s = 2 * y + rng.normal(size=q.size)\n"
+        "r = calibrank.evaluate(s, y, q, n_resamples=20)\n"
+        "r.save(tempfile.mkdtemp() + '/out')\n"
+        "calibrank.fit(s, y, q).save(tempfile.mkdtemp() + '/c.json')"
+    )
     assert "calibrank.assess.engine" in used
     assert not _forbidden(used), _forbidden(used)
 

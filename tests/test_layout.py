@@ -11,7 +11,19 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 LIB = ROOT / "lib" / "calibrank"
 #: Subpackages whose docstring lists its modules one by one as ":mod:`.name`".
-LISTED = ("study", "study.settings", "study.data", "study.model", "study.model.gp", "study.analysis", "study.analysis.practice", "study.pipeline", "metrics", "methods", "assess")
+LISTED = (
+    "study",
+    "study.settings",
+    "study.data",
+    "study.model",
+    "study.model.gp",
+    "study.analysis",
+    "study.analysis.practice",
+    "study.pipeline",
+    "metrics",
+    "methods",
+    "assess",
+)
 
 
 def _modules(folder: Path) -> set[str]:
@@ -27,8 +39,9 @@ def test_each_subpackage_docstring_lists_exactly_its_modules(package):
     doc = importlib.import_module(f"calibrank.{package}").__doc__ or ""
     listed = set(re.findall(r":mod:`\.(\w+)`", doc))
     folder = LIB / package.replace(".", "/")
-    assert _modules(folder) <= listed <= _modules(folder) | _subpackages(folder), \
+    assert _modules(folder) <= listed <= _modules(folder) | _subpackages(folder), (
         f"calibrank.{package}: docstring lists {sorted(listed)}"
+    )
 
 
 def test_the_benchmarks_docstring_lists_exactly_its_modules():

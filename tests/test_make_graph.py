@@ -13,6 +13,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -33,19 +34,24 @@ def make_root(tmp_path) -> Path:
         os.utime(root / name, OLD)
     for folder in ("params", "notebooks", "workflow"):
         shutil.copytree(REPO / folder, root / folder)
-    (root / ".venv").symlink_to(REPO / ".venv")
+    # the checkout's .venv, or the one running the tests (a second checkout of the same project has none of its own)
+    (root / ".venv").symlink_to(REPO / ".venv" if (REPO / ".venv").is_dir() else Path(sys.prefix))
     return root
 
 
 def _env(root: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("MAKE") and k not in ("PROFILE", "DATASET", "REPORT_JOBS")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("MAKE") and k not in ("PROFILE", "DATASET", "REPORT_JOBS")
+    }
     return dict(env, CALIBRANK_ROOT=str(root))
 
 
 def _make(root: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["make", "--no-print-directory", *args], cwd=root, env=_env(root), capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        ["make", "--no-print-directory", *args], cwd=root, env=_env(root), capture_output=True, text=True, timeout=120
+    )
 
 
 def _files(root: Path) -> set[str]:
@@ -55,8 +61,9 @@ def _files(root: Path) -> set[str]:
     return out
 
 
-@pytest.mark.parametrize("args, jobs", [(["PROFILE=smoke"], None), (["PROFILE=smoke", "REPORT_JOBS=1"], 1),
-                                        (["PROFILE=paper"], 1)])
+@pytest.mark.parametrize(
+    "args, jobs", [(["PROFILE=smoke"], None), (["PROFILE=smoke", "REPORT_JOBS=1"], 1), (["PROFILE=paper"], 1)]
+)
 def test_report_checks_the_profile_estimates_and_runs_snakemake(make_root, args, jobs):
     before = _files(make_root)
     proc = _make(make_root, "-n", "report", *args)
@@ -67,17 +74,25 @@ def test_report_checks_the_profile_estimates_and_runs_snakemake(make_root, args,
     threads = max(1, cores // jobs)
     lines = proc.stdout.splitlines()
     assert lines[0] == f".venv/bin/python -m calibrank.study.settings.config check {profile}"
-    assert lines[1].startswith(f".venv/bin/python -m calibrank.study.pipeline.eta {profile} --jobs {jobs} --cores {cores} --started ")
-    assert lines[1].endswith(" || true")  # an estimate that cannot be made never stops the run
-    assert lines[2].endswith(f".venv/bin/snakemake -s workflow/Snakefile --workflow-profile workflow/profiles/local "
-                             f"--cores {cores} --config profile={profile} threads={threads}")
-    assert lines[2].startswith("CALIBRANK_RUN_START=")
-    assert len(lines) == 4 and lines[3].startswith('echo "report: reports/')
+    # snakemake runs under the launcher, which holds the profile's run lock, recovers the lock of a killed run and
+    # estimates the run's time first (an estimate that cannot be made never stops the run)
+    launch, snakemake = lines[1].split(" -- ")
+    assert re.fullmatch(
+        rf"\.venv/bin/python -m calibrank\.study\.pipeline\.launch {profile} --started \d+ --estimate "
+        rf"--jobs {jobs} --cores {cores}",
+        launch,
+    )
+    assert snakemake == (
+        f".venv/bin/snakemake -s workflow/Snakefile --workflow-profile workflow/profiles/local "
+        f"--cores {cores} --config profile={profile} threads={threads}"
+    )
+    assert len(lines) == 3 and lines[2].startswith('echo "report: reports/')
     assert _files(make_root) == before  # a dry run runs nothing
 
 
-@pytest.mark.parametrize("value", ["smoke $(touch x)", "smoke;touch x", "$(shell touch x)", "smoke $$(touch x)", "../smoke",
-                                   "nosuch", "%"])
+@pytest.mark.parametrize(
+    "value", ["smoke $(touch x)", "smoke;touch x", "$(shell touch x)", "smoke $$(touch x)", "../smoke", "nosuch", "%"]
+)
 def test_make_refuses_a_profile_or_dataset_that_is_not_a_known_name(make_root, value):
     proc = _make(make_root, "-n", "report", f"PROFILE={value}")
     assert proc.returncode != 0 and "PROFILE: expected one of " in proc.stderr and proc.stdout == ""
@@ -102,10 +117,20 @@ def test_one_step_is_a_snakemake_target_and_its_name_is_checked(make_root):
     assert " reports/smoke/03_train-sngp-chitchat.html --cores " in command
     assert command.endswith(" --config profile=smoke threads=" + proc.stdout.split("threads=")[1].split()[0])
     # the command as make runs it, as a snakemake dry run: the step is a target, not a config value
-    done = subprocess.run(f"{command} -n", shell=True, cwd=make_root, env=_env(make_root), capture_output=True,
-                          text=True, timeout=300)
+    done = subprocess.run(
+        f"{command} -n", shell=True, cwd=make_root, env=_env(make_root), capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "03_train-sngp-chitchat" in done.stdout + done.stderr and "07_efficiency" not in done.stdout + done.stderr
+    # the step and the steps it reads run one after the other: each takes every core, not cores / jobs
+    from test_workflow import _jobs
+
+    cores = int(command.split("--cores ")[1].split()[0])
+    jobs = _jobs(done.stdout + done.stderr)
+    assert {name: jobs[name]["threads"] for name in jobs if name not in ("html", "all")} == {
+        name: cores for name in ("01_data", "02_negatives", "train-sngp-chitchat-seed0", "03_train-sngp-chitchat")
+    }
+    assert all(f"OMP_NUM_THREADS={cores} " in jobs[name]["shell"] for name in jobs if name not in ("html", "all"))
     for goal in ("nb-x;touch x", "nb-$(shell touch x)"):
         proc = _make(make_root, "-n", goal, "PROFILE=smoke")
         assert proc.returncode != 0 and "a step's name is made of letters, digits, _ and -" in proc.stderr
@@ -132,18 +157,29 @@ def test_make_test_runs_the_unit_tests_and_every_notebook_step_in_its_own_root(m
     proc = _make(make_root, "-n", "test")
     assert proc.returncode == 0, proc.stderr
     dry = proc.stdout
-    assert "rm -rf build/nbval build/test-root && mkdir -p build/nbval build/test-root && cp -r params build/test-root/" in dry
+    assert (
+        "rm -rf build/nbval build/test-root && mkdir -p build/nbval build/test-root && cp -r params build/test-root/"
+        in dry
+    )
     # one prepared notebook per notebook step of the smoke profile (training jobs, "-", are the 03 notebooks' own)
     assert ".venv/bin/python -m calibrank.study.pipeline.grid steps smoke | while read -r step notebook params" in dry
-    assert '.venv/bin/papermill --prepare-only notebooks/$notebook.ipynb build/nbval/$step.ipynb $params' in dry
-    assert (f"CALIBRANK_ROOT={make_root}/build/test-root TQDM_DISABLE=1 .venv/bin/python -m pytest tests build/nbval "
-            "--nbval-lax --nbval-current-env -p no:cacheprovider") in dry
+    assert ".venv/bin/papermill --prepare-only notebooks/$notebook.ipynb build/nbval/$step.ipynb $params" in dry
+    assert (
+        f"CALIBRANK_ROOT={make_root}/build/test-root TQDM_DISABLE=1 .venv/bin/python -m pytest tests build/nbval "
+        "--nbval-lax --nbval-current-env -p no:cacheprovider"
+    ) in dry
 
 
 def _make_elsewhere(cwd: Path, *args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE") and k not in ("PROFILE", "DATASET")}
-    return subprocess.run(["make", "--no-print-directory", "-f", str(REPO / "Makefile"), "-n", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        ["make", "--no-print-directory", "-f", str(REPO / "Makefile"), "-n", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_make_from_another_folder_says_where_to_run_it(tmp_path):
@@ -160,8 +196,9 @@ def test_make_from_another_folder_says_where_to_run_it(tmp_path):
 
 def _planned(root: Path, command: str) -> set[str]:
     """The rules a printed snakemake command would run, from its dry run's job stats."""
-    done = subprocess.run(f"{command} -n", shell=True, cwd=root, env=_env(root), capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run(
+        f"{command} -n", shell=True, cwd=root, env=_env(root), capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     stats = done.stdout.split("Job stats:")[1].split("\n\n")[0] if "Job stats:" in done.stdout else ""
     return {line.split()[0] for line in stats.splitlines()[3:] if line.strip() and line.split()[0] != "total"}
@@ -172,6 +209,7 @@ def test_the_advice_for_a_damaged_query_set_runs_the_step_that_writes_it(make_ro
     output of 01 and 02 exists and is newer than its inputs, the command plans 02 (``make nb-02_negatives`` alone
     plans nothing there)."""
     import pyarrow.parquet as pq
+
     from calibrank.study.data import DataError
     from calibrank.study.data.io import write_queries
     from calibrank.study.data.querysets import load_query_set, query_set_specs

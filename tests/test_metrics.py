@@ -540,7 +540,9 @@ def test_relative_change() -> None:
     assert isinstance(relative_change(0.6, 0.5), float)
     assert math.isnan(relative_change(1.0, 0.0))
     np.testing.assert_allclose(relative_change([1.0, 3.0, 2.0], [2.0, 0.0, -1.0]), [-0.5, np.nan, -3.0])
-    np.testing.assert_allclose(relative_change(np.array([[2.0], [4.0]]), np.array([1.0, 2.0])), [[1.0, 0.0], [3.0, 1.0]])
+    np.testing.assert_allclose(
+        relative_change(np.array([[2.0], [4.0]]), np.array([1.0, 2.0])), [[1.0, 0.0], [3.0, 1.0]]
+    )
 
 
 # ------------------------------------------------------------------------------ debiased ECE

@@ -10,8 +10,8 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from calibrank.study.data import negatives as neg  # noqa: E402
 from calibrank.study.data import io as data_io  # noqa: E402
+from calibrank.study.data import negatives as neg  # noqa: E402
 from calibrank.study.data.schema import DataError, Example, normalise_text  # noqa: E402
 
 # A small chit-chat-like corpus: a few topics, several (context, response) pairs each, so that
@@ -19,16 +19,25 @@ from calibrank.study.data.schema import DataError, Example, normalise_text  # no
 DIALOGUES = {
     "food": [
         (("hey, what did you have for dinner?",), "I made a big bowl of pasta with tomato sauce and garlic bread."),
-        (("do you like pizza?", "yes, pepperoni is my favourite"), "Pepperoni pizza with extra cheese is the best pizza ever."),
+        (
+            ("do you like pizza?", "yes, pepperoni is my favourite"),
+            "Pepperoni pizza with extra cheese is the best pizza ever.",
+        ),
         (("are you a good cook?",), "Not really, I mostly burn the rice and order takeout."),
         (("what is your favourite dessert?",), "Chocolate cake, definitely, with a scoop of vanilla ice cream."),
         (("i'm hungry", "me too, want to grab lunch?"), "Sure, let's get sushi or maybe a burger at the diner."),
-        (("have you tried the new thai place?",), "Yes! Their green curry and pad thai are really spicy but delicious."),
+        (
+            ("have you tried the new thai place?",),
+            "Yes! Their green curry and pad thai are really spicy but delicious.",
+        ),
     ],
     "pets": [
         (("do you have any pets?",), "I have two cats, they sleep on my bed all day."),
         (("dogs or cats?",), "Dogs for sure, my puppy loves playing fetch in the park."),
-        (("my dog keeps barking at night", "that sounds annoying"), "Maybe your dog is bored, try a long walk before bed."),
+        (
+            ("my dog keeps barking at night", "that sounds annoying"),
+            "Maybe your dog is bored, try a long walk before bed.",
+        ),
         (("what is your cat's name?",), "Her name is Luna, she is a fluffy grey kitten."),
         (("i want to adopt a pet",), "Go to the animal shelter, there are so many dogs and cats waiting for a home."),
     ],
@@ -49,7 +58,10 @@ DIALOGUES = {
     "music": [
         (("what music do you listen to?",), "Mostly rock and some jazz, I love old Beatles songs."),
         (("do you play an instrument?",), "I play the guitar a little, and I'm learning piano."),
-        (("have you been to a concert recently?",), "Yes, I saw a live concert last month, the band played all their hits."),
+        (
+            ("have you been to a concert recently?",),
+            "Yes, I saw a live concert last month, the band played all their hits.",
+        ),
         (("who is your favourite singer?", "mine is adele"), "I like Taylor Swift, her new album is on repeat."),
         (("i can't sing at all",), "Me neither, but karaoke night with friends is still fun."),
     ],
@@ -61,7 +73,10 @@ DIALOGUES = {
     ],
     "work": [
         (("what do you do for work?",), "I'm a software engineer, I write code all day."),
-        (("how was your day at the office?", "long meetings again?"), "Terrible, my boss scheduled three meetings back to back."),
+        (
+            ("how was your day at the office?", "long meetings again?"),
+            "Terrible, my boss scheduled three meetings back to back.",
+        ),
         (("do you like your job?",), "Mostly, the pay is fine but the commute to work is long."),
         (("are you a student?",), "Yes, I study biology at the university and have exams next week."),
     ],
@@ -72,7 +87,9 @@ def _examples() -> list[Example]:
     out = []
     for topic, pairs in DIALOGUES.items():
         for i, (ctx, resp) in enumerate(pairs):
-            out.append(Example(eid=f"{topic}-{i}", context=ctx, response=resp, dialogue_id=f"d-{topic}-{i}", domain=topic))
+            out.append(
+                Example(eid=f"{topic}-{i}", context=ctx, response=resp, dialogue_id=f"d-{topic}-{i}", domain=topic)
+            )
     return out
 
 
@@ -317,8 +334,12 @@ def test_cache_key_changes_with_inputs():
         neg.queries_cache_path(EXAMPLES, **CACHE_ARGS, params={"k1": 1.2}),
         neg.queries_cache_path(EXAMPLES, **CACHE_ARGS, pool=POOL),
         neg.queries_cache_path(EXAMPLES[:-1], **CACHE_ARGS),
-        neg.queries_cache_path([Example("food-0", ("changed context",), EXAMPLES[0].response)] + EXAMPLES[1:], **CACHE_ARGS),
-        neg.queries_cache_path([Example("food-0", EXAMPLES[0].context, "changed response")] + EXAMPLES[1:], **CACHE_ARGS),
+        neg.queries_cache_path(
+            [Example("food-0", ("changed context",), EXAMPLES[0].response)] + EXAMPLES[1:], **CACHE_ARGS
+        ),
+        neg.queries_cache_path(
+            [Example("food-0", EXAMPLES[0].context, "changed response")] + EXAMPLES[1:], **CACHE_ARGS
+        ),
     ]
     assert base not in changed and len(set(changed)) == len(changed)
     assert neg.queries_cache_path(list(EXAMPLES), **CACHE_ARGS) == base
@@ -375,8 +396,8 @@ def test_bf16_embeddings_find_the_neighbours_of_fp32_ones(minilm):
     assert np.min(np.sum(exact * fast, axis=1)) > 0.98  # each text's two embeddings point the same way
     q32, q16 = neg.encode(minilm, queries, precision="fp32"), neg.encode(minilm, queries, precision="bf16")
     k = 10
-    top32 = np.argsort(-(q32 @ exact.T), axis=1)[:, 1:k + 1]  # column 0 is the query itself
-    top16 = np.argsort(-(q16 @ fast.T), axis=1)[:, 1:k + 1]
+    top32 = np.argsort(-(q32 @ exact.T), axis=1)[:, 1 : k + 1]  # column 0 is the query itself
+    top16 = np.argsort(-(q16 @ fast.T), axis=1)[:, 1 : k + 1]
     overlap = np.mean([len(set(a) & set(b)) / k for a, b in zip(top32, top16)])
     assert overlap >= 0.85, overlap
 
@@ -384,15 +405,21 @@ def test_bf16_embeddings_find_the_neighbours_of_fp32_ones(minilm):
 # --------------------------------------------------------------------------- echoes, own dialogue, mixed
 
 
-ECHO_EX = Example(eid="bread-3", context=("hi there", "What is your favorite type of bread?"),
-                  response="Probably a fresh sourdough loaf", dialogue_id="d-bread", domain="bread")
-ECHO_POOL = ["What is your favorite kind of bread?",  # a near-copy of the last context turn (Jaccard 5/7)
-             "what is your favorite bread",  # another near-copy (Jaccard 5/6)
-             "I bake bread at home every weekend",  # about bread, but no echo
-             "Rye bread is my favorite, what about you?",
-             "My favorite type of music is jazz",
-             "Probably a fresh sourdough loaf",
-             ] + DISTRACTORS
+ECHO_EX = Example(
+    eid="bread-3",
+    context=("hi there", "What is your favorite type of bread?"),
+    response="Probably a fresh sourdough loaf",
+    dialogue_id="d-bread",
+    domain="bread",
+)
+ECHO_POOL = [
+    "What is your favorite kind of bread?",  # a near-copy of the last context turn (Jaccard 5/7)
+    "what is your favorite bread",  # another near-copy (Jaccard 5/6)
+    "I bake bread at home every weekend",  # about bread, but no echo
+    "Rye bread is my favorite, what about you?",
+    "My favorite type of music is jazz",
+    "Probably a fresh sourdough loaf",
+] + DISTRACTORS
 
 
 @pytest.mark.parametrize("name", ["random", "bm25", "mixed", "embedding"])

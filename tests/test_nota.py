@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
+from calibrank.predictions import Predictions, PredictionsError
 from calibrank.study.analysis.nota import (
     NotaResult,
     compare_inputs,
@@ -15,7 +16,6 @@ from calibrank.study.analysis.nota import (
     make_nota_set,
     nota_features,
 )
-from calibrank.predictions import Predictions, PredictionsError
 
 
 def synthetic(seed: int, q: int = 40, k: int = 6, s: int = 5, gap: float = 0.0, name: str = "syn") -> Predictions:
@@ -25,8 +25,13 @@ def synthetic(seed: int, q: int = 40, k: int = 6, s: int = 5, gap: float = 0.0, 
     labels[np.arange(q), rng.integers(0, k, size=q)] = 1
     z = rng.normal(-1.0, 1.0, size=(1, q, k)) + gap * labels + rng.normal(scale=0.3, size=(s, q, k))
     samples = 1.0 / (1.0 + np.exp(-z))
-    return Predictions(qids=[f"{name}{i}" for i in range(q)], labels=labels, probs=samples.mean(axis=0),
-                       samples=samples, meta={"name": name})
+    return Predictions(
+        qids=[f"{name}{i}" for i in range(q)],
+        labels=labels,
+        probs=samples.mean(axis=0),
+        samples=samples,
+        meta={"name": name},
+    )
 
 
 # ------------------------------------------------------------------------------- NOTA set

@@ -88,7 +88,9 @@ def test_chitchat_bad_input_names_the_file(tmp_path):
 
 
 def test_chatterbot_reads_values_as_strings(tmp_path):
-    (tmp_path / "x.yml").write_text("categories:\n- misc\nconversations:\n- - Are you sure?\n  - yes\n- - Pi?\n  - 3.14\n")
+    (tmp_path / "x.yml").write_text(
+        "categories:\n- misc\nconversations:\n- - Are you sure?\n  - yes\n- - Pi?\n  - 3.14\n"
+    )
     ds = read_chatterbot(tmp_path)
     assert [d.utterances for d in ds] == [("Are you sure?", "yes"), ("Pi?", "3.14")]
     assert ds[0].domain == "misc"

@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import stat
-import sys
 import threading
 from pathlib import Path
 
@@ -65,8 +64,15 @@ def test_a_bad_value_is_the_same_line_through_the_command_and_through_fit(name, 
     monkeypatch.setattr(api, "fit_calibrator", lambda *a, **k: pytest.fail("fit ran before the options held"))
     with pytest.raises(OptionError) as python:
         calibrank.fit(*_arrays(), **{name: value})
-    argv = ["assess", str(run_files / "run.trec"), str(run_files / "qrels"), cli_name(name), text,
-            "--out", str(run_files / "out")]
+    argv = [
+        "assess",
+        str(run_files / "run.trec"),
+        str(run_files / "qrels"),
+        cli_name(name),
+        text,
+        "--out",
+        str(run_files / "out"),
+    ]
     with pytest.raises(SystemExit) as exit_:
         cli.main(argv)
     err = capsys.readouterr().err
@@ -106,11 +112,14 @@ def test_fit_and_evaluate_show_the_settings_in_their_signature():
 
 
 # ------------------------------------------------------------------------------ the report folder
-@pytest.mark.parametrize("out,expected", [
-    ("/proc/calibrank-x", "is on a system pseudo-filesystem"),
-    ("FILE/sub", "is a file, so"),
-    ("FILE", "is a file; expected a folder"),
-])
+@pytest.mark.parametrize(
+    "out,expected",
+    [
+        ("/proc/calibrank-x", "is on a system pseudo-filesystem"),
+        ("FILE/sub", "is a file, so"),
+        ("FILE", "is a file; expected a folder"),
+    ],
+)
 def test_out_is_checked_before_any_work(out, expected, run_files, tmp_path, capsys, monkeypatch):
     (tmp_path / "file").write_text("x")
     out = out.replace("FILE", str(tmp_path / "file"))
@@ -118,7 +127,7 @@ def test_out_is_checked_before_any_work(out, expected, run_files, tmp_path, caps
     with pytest.raises(SystemExit) as exit_:
         cli.main(["assess", str(run_files / "run.trec"), str(run_files / "qrels"), "--out", out])
     err = capsys.readouterr().err
-    assert exit_.value.code == 2 and f"--out: " in err and expected in err and err.count("\n") == 1
+    assert exit_.value.code == 2 and "--out: " in err and expected in err and err.count("\n") == 1
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a read-only folder")
@@ -137,8 +146,23 @@ def test_a_file_given_twice_among_the_runs_is_refused(run_files, capsys):
         cli.main(["assess", run, run, str(run_files / "qrels"), "--out", str(run_files / "twice")])
     assert "is given twice" in capsys.readouterr().err
     with pytest.raises(OptionError, match="valid_run: .* is given twice"):
-        Options(run=[run], qrels=str(run_files / "qrels"), valid_run=[run_files / "run.trec", run],
-                valid_qrels=str(run_files / "qrels"))
+        Options(
+            run=[run],
+            qrels=str(run_files / "qrels"),
+            valid_run=[run_files / "run.trec", run],
+            valid_qrels=str(run_files / "qrels"),
+        )
+
+
+def test_a_missing_file_among_the_runs_is_one_line_naming_the_option(run_files):
+    # os.stat(None) used to escape as a TypeError with no option named
+    with pytest.raises(OptionError, match="valid_run: expected a path, got NoneType"):
+        Options(
+            run=[str(run_files / "run.trec")],
+            qrels=str(run_files / "qrels"),
+            valid_run=[None],
+            valid_qrels=str(run_files / "qrels"),
+        )
 
 
 def test_a_report_leaves_no_lock_file_beside_it(run_files, tmp_path):

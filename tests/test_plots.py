@@ -17,7 +17,8 @@ import pytest  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 
-from calibrank.study.analysis import plots, plots_practice as pp  # noqa: E402
+from calibrank.study.analysis import plots  # noqa: E402
+from calibrank.study.analysis import plots_practice as pp
 
 NAN = float("nan")
 IN = "in distribution"
@@ -53,11 +54,13 @@ CONDS = [("chitchat", "bm25", IN), ("chatterbot", "bm25", "cross-domain")]
 
 # ---------------------------------------------------------------------------------------------- notebook 01, 03
 def test_length_histograms_label_each_corpus_with_its_median():
-    lengths = pd.DataFrame([("chitchat", "train", "context", w) for w in (4, 6, 10)]
-                           + [("chitchat", "train", "response", w) for w in (1, 3)]
-                           + [("chatterbot", "train", "context", w) for w in (200, 2)]
-                           + [("chatterbot", "train", "response", w) for w in (5,)],
-                           columns=["corpus", "split", "part", "words"])
+    lengths = pd.DataFrame(
+        [("chitchat", "train", "context", w) for w in (4, 6, 10)]
+        + [("chitchat", "train", "response", w) for w in (1, 3)]
+        + [("chatterbot", "train", "context", w) for w in (200, 2)]
+        + [("chatterbot", "train", "response", w) for w in (5,)],
+        columns=["corpus", "split", "part", "words"],
+    )
     axes = plots.plot_length_histograms(lengths, max_words=50)
     ctx, resp = axes
     assert ctx.get_xlabel() == "context length in words (clipped at 50)" and ctx.get_ylabel() == "density"
@@ -67,8 +70,9 @@ def test_length_histograms_label_each_corpus_with_its_median():
 
 
 def test_training_curves_one_line_per_model_and_a_validation_axis_in_0_1():
-    history = pd.DataFrame({"model": [0, 0, 0, 1, 1], "step": [1, 2, 3, 1, 2], "epoch": 0, "loss": [0.7, 0.5, NAN, 0.69, 0.6],
-                            "lr": 1e-3})
+    history = pd.DataFrame(
+        {"model": [0, 0, 0, 1, 1], "step": [1, 2, 3, 1, 2], "epoch": 0, "loss": [0.7, 0.5, NAN, 0.69, 0.6], "lr": 1e-3}
+    )
     validation = pd.DataFrame({"model": [0, 1], "step": [3, 2], "metric": [0.4, NAN]})
     loss, val = plots.plot_training_curves(history, validation)
     assert (loss.get_xlabel(), loss.get_ylabel()) == ("optimizer step", "training loss")
@@ -88,10 +92,20 @@ def _reliability(empty_bucket: bool) -> pd.DataFrame:
     for ranker, ece in (("bert", 0.12), ("mc_dropout", 0.05)):
         for b in range(5):
             count = 0 if (empty_bucket and ranker == "bert" and b == 2) else 10 * (b + 1)
-            rows.append({"ranker": ranker, "train_corpus": "chitchat", "condition": "chitchat-bm25-test", "bin": b,
-                         "lower": b / 5, "upper": (b + 1) / 5,
-                         "mean_predicted": (b + 0.5) / 5 if count else NAN,
-                         "fraction_positive": b / 5 if count else NAN, "count": count, "ECE": ece})
+            rows.append(
+                {
+                    "ranker": ranker,
+                    "train_corpus": "chitchat",
+                    "condition": "chitchat-bm25-test",
+                    "bin": b,
+                    "lower": b / 5,
+                    "upper": (b + 1) / 5,
+                    "mean_predicted": (b + 0.5) / 5 if count else NAN,
+                    "fraction_positive": b / 5 if count else NAN,
+                    "count": count,
+                    "ECE": ece,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -122,9 +136,16 @@ def _ece_by_negatives(nan: bool) -> pd.DataFrame:
             for n in (1, 5, 9):
                 ece = base * n
                 lo, hi = (NAN, NAN) if (nan and n == 5) else (ece - 0.01, ece + 0.01)
-                rows.append({**_where(ranker, corpus, sampler, shift), "n_nonrel": n,
-                             "ECE": NAN if (nan and n == 9 and ranker == "bert") else ece,
-                             "ECE lo": lo, "ECE hi": hi, "pairs": 12 * (n + 1)})
+                rows.append(
+                    {
+                        **_where(ranker, corpus, sampler, shift),
+                        "n_nonrel": n,
+                        "ECE": NAN if (nan and n == 9 and ranker == "bert") else ece,
+                        "ECE lo": lo,
+                        "ECE hi": hi,
+                        "pairs": 12 * (n + 1),
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -145,7 +166,10 @@ def test_ece_by_negatives_bands_the_debiased_ece_when_given():
     t = t.rename(columns={"ECE lo": "ECE debiased lo", "ECE hi": "ECE debiased hi"})
     panels = plots.plot_ece_by_negatives(t)
     lines = panels[1].get_lines()
-    assert len(lines) == 4 and _figure_legend(panels[0]) == ["bert", "ensemble"]  # eq. 1 solid, debiased dashed, per ranker
+    assert len(lines) == 4 and _figure_legend(panels[0]) == [
+        "bert",
+        "ensemble",
+    ]  # eq. 1 solid, debiased dashed, per ranker
     np.testing.assert_allclose(lines[3].get_ydata(), [0.03, 0.23, 0.43])
     assert lines[3].get_linestyle() == "--" and len(panels[0].collections) == 2
     band = panels[1].collections[1].get_paths()[0].vertices[:, 1]
@@ -158,9 +182,17 @@ def _sweep(nan: bool) -> pd.DataFrame:
     for ranker in ("mc_dropout", "ensemble"):
         for corpus, sampler, shift in CONDS:
             for b in (0.0, 0.5, 1.0):
-                rows.append({**_where(ranker, corpus, sampler, shift), "b": b, "metric": "R@1", "value": 0.5,
-                             "rel_change": b / 10, "n_queries": 12,
-                             "rel_change_bert": NAN if (nan and b == 0.5) else b / 20})
+                rows.append(
+                    {
+                        **_where(ranker, corpus, sampler, shift),
+                        "b": b,
+                        "metric": "R@1",
+                        "value": 0.5,
+                        "rel_change": b / 10,
+                        "n_queries": 12,
+                        "rel_change_bert": NAN if (nan and b == 0.5) else b / 20,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -181,11 +213,25 @@ def test_b_sweep_one_panel_per_ranker_one_line_per_condition_in_percent(nan):
 # ---------------------------------------------------------------------------------------------- notebook 06
 def _nota(nan: bool) -> pd.DataFrame:
     rows = []
-    for table, (corpus, sampler, shift) in (("Table 4 (cross-domain)", CONDS[1]), ("Table 5 (cross-NS)", ("chitchat", "random", "cross-NS"))):
+    for table, (corpus, sampler, shift) in (
+        ("Table 4 (cross-domain)", CONDS[1]),
+        ("Table 5 (cross-NS)", ("chitchat", "random", "cross-NS")),
+    ):
         for i, inp in enumerate(("E[R]", "+var[mc_dropout]", "+var[ensemble]")):
             mean = NAN if (nan and i == 2) else 0.5 + 0.1 * i
-            rows.append({"table": table, **_where("mc_dropout", corpus, sampler, shift), "means_from": "mc_dropout",
-                         "input": inp, "f1_mean": mean, "f1_sd": 0.05, "f1_lo": mean - 0.1, "f1_hi": mean + 0.1, "folds": 5})
+            rows.append(
+                {
+                    "table": table,
+                    **_where("mc_dropout", corpus, sampler, shift),
+                    "means_from": "mc_dropout",
+                    "input": inp,
+                    "f1_mean": mean,
+                    "f1_sd": 0.05,
+                    "f1_lo": mean - 0.1,
+                    "f1_hi": mean + 0.1,
+                    "folds": 5,
+                }
+            )
     return pd.DataFrame(rows).drop(columns="ranker")
 
 
@@ -204,9 +250,17 @@ def test_nota_bars_one_panel_per_table_one_bar_per_input(nan):
 
 # ---------------------------------------------------------------------------------------------- notebook 07
 def test_efficiency_bars_with_the_papers_ratios():
-    table = pd.DataFrame({"ranker": ["bert", "mc_dropout", "sngp"], "ms/query": [2.0, 10.0, 2.5],
-                          "ratio_to_bert": [1.0, 5.0, 1.25], "ratio lo": [1.0, 4.5, NAN], "ratio hi": [1.0, 5.5, NAN],
-                          "PG-DRR ratio": [1.0, 9.69, NAN], "GPF-BERT ratio": [1.0, 9.56, 1.07]})
+    table = pd.DataFrame(
+        {
+            "ranker": ["bert", "mc_dropout", "sngp"],
+            "ms/query": [2.0, 10.0, 2.5],
+            "ratio_to_bert": [1.0, 5.0, 1.25],
+            "ratio lo": [1.0, 4.5, NAN],
+            "ratio hi": [1.0, 5.5, NAN],
+            "PG-DRR ratio": [1.0, 9.69, NAN],
+            "GPF-BERT ratio": [1.0, 9.56, 1.07],
+        }
+    )
     ax = plots.plot_efficiency(table)
     assert isinstance(ax, Axes)
     assert ax.get_xlabel() == "inference time per query / bert's"
@@ -230,11 +284,26 @@ def test_efficiency_on_both_clocks_in_the_common_style():
     assert cpu.get_xgridlines()[0].get_visible()  # the theme's grid (matplotlib draws none by default)
 
 
-@pytest.mark.parametrize("fn", [plots.plot_reliability_grid, plots.plot_ece_by_negatives, plots.plot_b_sweep,
-                                plots.plot_nota_bars, pp.plot_recalibration, pp.plot_risk_coverage,
-                                pp.plot_conformal_coverage, pp.plot_shift_detection, pp.plot_performance_prediction,
-                                pp.plot_listwise_reliability, pp.plot_shift_auroc_intervals, pp.plot_nota_threshold,
-                                plots.plot_reliability_intervals, plots.plot_score_histograms, plots.plot_metric_intervals])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        plots.plot_reliability_grid,
+        plots.plot_ece_by_negatives,
+        plots.plot_b_sweep,
+        plots.plot_nota_bars,
+        pp.plot_recalibration,
+        pp.plot_risk_coverage,
+        pp.plot_conformal_coverage,
+        pp.plot_shift_detection,
+        pp.plot_performance_prediction,
+        pp.plot_listwise_reliability,
+        pp.plot_shift_auroc_intervals,
+        pp.plot_nota_threshold,
+        plots.plot_reliability_intervals,
+        plots.plot_score_histograms,
+        plots.plot_metric_intervals,
+    ],
+)
 def test_an_empty_table_gives_one_panel_that_says_so(fn):
     panels = fn(pd.DataFrame(columns=["ranker", "shift", "F1"]))
     assert len(panels) == 1 and [t.get_text() for t in panels[0].texts] == ["nothing to show in this profile"]
@@ -247,10 +316,22 @@ def _prior(nan: bool) -> pd.DataFrame:
         for corpus, sampler, shift in CONDS:
             for n in (1, 9):
                 raw, cor = 0.05 * n, 0.02
-                rows.append({**_where(ranker, corpus, sampler, shift), "n_nonrel": n, "pi_train": 0.5, "pi_test": 1 / (n + 1),
-                             "ECE raw": raw, "ECE raw lo": raw - 0.01, "ECE raw hi": raw + 0.01,
-                             "ECE corrected": NAN if (nan and n == 9) else cor, "ECE corrected lo": cor - 0.01,
-                             "ECE corrected hi": NAN if nan else cor + 0.01, "removed": 0, "queries": 12})
+                rows.append(
+                    {
+                        **_where(ranker, corpus, sampler, shift),
+                        "n_nonrel": n,
+                        "pi_train": 0.5,
+                        "pi_test": 1 / (n + 1),
+                        "ECE raw": raw,
+                        "ECE raw lo": raw - 0.01,
+                        "ECE raw hi": raw + 0.01,
+                        "ECE corrected": NAN if (nan and n == 9) else cor,
+                        "ECE corrected lo": cor - 0.01,
+                        "ECE corrected hi": NAN if nan else cor + 0.01,
+                        "removed": 0,
+                        "queries": 12,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -258,7 +339,10 @@ def _prior(nan: bool) -> pd.DataFrame:
 def test_prior_ece_panels_of_the_chosen_shift(nan):
     panels = pp.plot_prior_ece(_prior(nan))
     assert [ax.get_title() for ax in panels] == ["bert", "mc_dropout"]
-    assert panels[0].get_ylabel() == "ECE (in distribution)" and panels[0].get_xlabel() == "non-relevant candidates per query"
+    assert (
+        panels[0].get_ylabel() == "ECE (in distribution)"
+        and panels[0].get_xlabel() == "non-relevant candidates per query"
+    )
     assert _legend(panels[0]) == ["as trained", "prior-corrected"]
     np.testing.assert_allclose(panels[0].get_lines()[0].get_ydata(), [0.05, 0.45])  # in distribution only
     shifted = pp.plot_prior_ece(_prior(nan), shift="cross-domain")
@@ -270,8 +354,12 @@ def test_prior_ece_names_the_condition_when_a_shift_has_several():
     two = _prior(False)
     second = two[two["shift"] == IN].assign(sampler="mixed")
     panels = pp.plot_prior_ece(pd.concat([two, second], ignore_index=True))
-    assert _legend(panels[0]) == ["chitchat · bm25: as trained", "chitchat · bm25: prior-corrected",
-                                  "chitchat · mixed: as trained", "chitchat · mixed: prior-corrected"]
+    assert _legend(panels[0]) == [
+        "chitchat · bm25: as trained",
+        "chitchat · bm25: prior-corrected",
+        "chitchat · mixed: as trained",
+        "chitchat · mixed: prior-corrected",
+    ]
 
 
 def _debiased(table: pd.DataFrame, *columns: str) -> pd.DataFrame:
@@ -303,16 +391,29 @@ def _recalibration(nan: bool) -> pd.DataFrame:
         for ranker in ("bert", "mc_dropout"):
             for i, method in enumerate(("none", "platt", "isotonic")):
                 ece = NAN if (nan and method == "isotonic" and ranker == "bert") else 0.1 / (i + 1)
-                rows.append({**_where(ranker, corpus, sampler, shift), "method": method, "fitted_on": "validation",
-                             "fit_queries": 24, "queries": 12, "ECE": ece, "ECE lo": ece / 2, "ECE hi": ece * 1.5,
-                             "params": ""})
+                rows.append(
+                    {
+                        **_where(ranker, corpus, sampler, shift),
+                        "method": method,
+                        "fitted_on": "validation",
+                        "fit_queries": 24,
+                        "queries": 12,
+                        "ECE": ece,
+                        "ECE lo": ece / 2,
+                        "ECE hi": ece * 1.5,
+                        "params": "",
+                    }
+                )
     return pd.DataFrame(rows)
 
 
 @pytest.mark.parametrize("nan", [False, True])
 def test_recalibration_one_panel_per_condition_one_marker_per_method(nan):
     panels = pp.plot_recalibration(_recalibration(nan))
-    assert [ax.get_title() for ax in panels] == ["chitchat · bm25 (in distribution)", "chatterbot · bm25 (cross-domain)"]
+    assert [ax.get_title() for ax in panels] == [
+        "chitchat · bm25 (in distribution)",
+        "chatterbot · bm25 (cross-domain)",
+    ]
     assert panels[0].get_ylabel() == "ECE (log scale)" and panels[0].get_yscale() == "log"
     assert _ticks(panels[0]) == ["bert", "mc_dropout"]
     assert _legend(panels[-1]) == ["none", "platt", "isotonic"]
@@ -321,11 +422,18 @@ def test_recalibration_one_panel_per_condition_one_marker_per_method(nan):
 def _curves(nan: bool) -> pd.DataFrame:
     rows = []
     for ranker in ("bert", "mc_dropout"):
-        for conf in (("max prob",) if ranker == "bert" else ("max prob", "neg var")):
+        for conf in ("max prob",) if ranker == "bert" else ("max prob", "neg var"):
             for cov in (0.25, 0.5, 1.0):
-                rows.append({"coverage": cov, "selective risk": NAN if (nan and cov == 0.5) else 0.4 * cov,
-                             "generalized risk": 0.4 * cov * cov, "ranker": ranker, "confidence": conf,
-                             "condition": "chitchat-bm25-test"})
+                rows.append(
+                    {
+                        "coverage": cov,
+                        "selective risk": NAN if (nan and cov == 0.5) else 0.4 * cov,
+                        "generalized risk": 0.4 * cov * cov,
+                        "ranker": ranker,
+                        "confidence": conf,
+                        "condition": "chitchat-bm25-test",
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -353,17 +461,32 @@ def _conformal(nan: bool) -> pd.DataFrame:
             for corpus, sampler, shift in CONDS:
                 for ranker in ("bert", "mc_dropout"):
                     cov = NAN if (nan and ranker == "bert" and alpha == 0.2) else 1 - alpha
-                    rows.append({**_where(ranker, corpus, sampler, shift), "score": score, "alpha": alpha,
-                                 "target": 1 - alpha, "coverage": cov, "coverage lo": cov - 0.05, "coverage hi": cov + 0.05,
-                                 "n_cal": 10, "queries": 12, "note": "too few" if np.isnan(cov) else ""})
+                    rows.append(
+                        {
+                            **_where(ranker, corpus, sampler, shift),
+                            "score": score,
+                            "alpha": alpha,
+                            "target": 1 - alpha,
+                            "coverage": cov,
+                            "coverage lo": cov - 0.05,
+                            "coverage hi": cov + 0.05,
+                            "n_cal": 10,
+                            "queries": 12,
+                            "note": "too few" if np.isnan(cov) else "",
+                        }
+                    )
     return pd.DataFrame(rows)
 
 
 @pytest.mark.parametrize("nan", [False, True])
 def test_conformal_coverage_one_panel_per_score_and_alpha(nan):
     panels = pp.plot_conformal_coverage(_conformal(nan))
-    assert [ax.get_title() for ax in panels] == ["LAC, alpha = 0.1 (target 0.90)", "LAC, alpha = 0.2 (target 0.80)",
-                                                 "APS, alpha = 0.1 (target 0.90)", "APS, alpha = 0.2 (target 0.80)"]
+    assert [ax.get_title() for ax in panels] == [
+        "LAC, alpha = 0.1 (target 0.90)",
+        "LAC, alpha = 0.2 (target 0.80)",
+        "APS, alpha = 0.1 (target 0.90)",
+        "APS, alpha = 0.2 (target 0.80)",
+    ]
     assert all(ax.get_ylabel() == "coverage of the true response" for ax in panels)
     assert _ticks(panels[0]) == ["chitchat · bm25", "chatterbot · bm25"]
     assert _legend(panels[-1]) == ["bert", "mc_dropout"]
@@ -375,8 +498,16 @@ def _shift(nan: bool) -> pd.DataFrame:
         for corpus, sampler, shift in (CONDS[1], ("chitchat", "random", "cross-NS")):
             for signal in ("1 - max prob", "entropy") + (("mean var",) if ranker == "mc_dropout" else ()):
                 auc = NAN if (nan and signal == "entropy" and ranker == "bert") else 0.6
-                rows.append({**_where(ranker, corpus, sampler, shift), "signal": signal, "AUROC": auc,
-                             "AUROC lo": auc - 0.1, "AUROC hi": auc + 0.1, "paired": False})
+                rows.append(
+                    {
+                        **_where(ranker, corpus, sampler, shift),
+                        "signal": signal,
+                        "AUROC": auc,
+                        "AUROC lo": auc - 0.1,
+                        "AUROC hi": auc + 0.1,
+                        "paired": False,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -412,8 +543,17 @@ def _qpp(nan: bool) -> pd.DataFrame:
     for ranker in ("bert", "mc_dropout"):
         for corpus, sampler, shift in CONDS:
             for signal in ("1 - max prob", "entropy"):
-                rows.append({**_where(ranker, corpus, sampler, shift), "signal": signal, "queries": 12,
-                             "tau RR": NAN if (nan and ranker == "bert") else -0.2, "p RR": 0.1, "tau R@1": -0.1, "p R@1": 0.2})
+                rows.append(
+                    {
+                        **_where(ranker, corpus, sampler, shift),
+                        "signal": signal,
+                        "queries": 12,
+                        "tau RR": NAN if (nan and ranker == "bert") else -0.2,
+                        "p RR": 0.1,
+                        "tau R@1": -0.1,
+                        "p R@1": 0.2,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -432,10 +572,21 @@ def _listwise(empty_bucket: bool) -> pd.DataFrame:
         for view, ece in (("pointwise", 0.1), ("listwise top label", 0.2)):
             for b in range(4):
                 count = 0 if (empty_bucket and b == 1) else 5
-                rows.append({"ranker": ranker, "train_corpus": "chitchat", "condition": "chitchat-bm25-test", "view": view,
-                             "bin": b, "lower": b / 4, "upper": (b + 1) / 4,
-                             "mean_predicted": (b + 0.5) / 4 if count else NAN,
-                             "fraction_positive": b / 4 if count else NAN, "count": count, "ECE": ece})
+                rows.append(
+                    {
+                        "ranker": ranker,
+                        "train_corpus": "chitchat",
+                        "condition": "chitchat-bm25-test",
+                        "view": view,
+                        "bin": b,
+                        "lower": b / 4,
+                        "upper": (b + 1) / 4,
+                        "mean_predicted": (b + 0.5) / 4 if count else NAN,
+                        "fraction_positive": b / 4 if count else NAN,
+                        "count": count,
+                        "ECE": ece,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -462,8 +613,16 @@ def _selective(nan: bool) -> pd.DataFrame:
         for ranker in ("bert", "mc_dropout"):
             for conf in ("max prob", "neg var"):
                 aurc = NAN if (nan and conf == "neg var" and ranker == "bert") else 0.3
-                rows.append({**_where(ranker, corpus, sampler, shift), "confidence": conf, "queries": 12,
-                             "AURC": aurc, "AURC lo": aurc - 0.05, "AURC hi": aurc + 0.05})
+                rows.append(
+                    {
+                        **_where(ranker, corpus, sampler, shift),
+                        "confidence": conf,
+                        "queries": 12,
+                        "AURC": aurc,
+                        "AURC lo": aurc - 0.05,
+                        "AURC hi": aurc + 0.05,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -484,15 +643,26 @@ def _nota_conformal(nan: bool) -> pd.DataFrame:
             for corpus, sampler, shift in CONDS:
                 for ranker in ("bert", "mc_dropout"):
                     f1 = NAN if (nan and ranker == "bert" and corpus == "chitchat") else 0.6
-                    rows.append({**_where(ranker, corpus, sampler, shift), "view": view, "alpha": alpha,
-                                 "F1": f1, "F1 forest": 0.7 if ranker == "mc_dropout" else NAN, "note": ""})
+                    rows.append(
+                        {
+                            **_where(ranker, corpus, sampler, shift),
+                            "view": view,
+                            "alpha": alpha,
+                            "F1": f1,
+                            "F1 forest": 0.7 if ranker == "mc_dropout" else NAN,
+                            "note": "",
+                        }
+                    )
     return pd.DataFrame(rows)
 
 
 @pytest.mark.parametrize("nan", [False, True])
 def test_nota_f1_markers_and_the_forest(nan):
     panels = pp.plot_nota_f1(_nota_conformal(nan))
-    assert [ax.get_title() for ax in panels] == ["empty pointwise LAC set, alpha = 0.1", "empty softmax LAC set, alpha = 0.1"]
+    assert [ax.get_title() for ax in panels] == [
+        "empty pointwise LAC set, alpha = 0.1",
+        "empty softmax LAC set, alpha = 0.1",
+    ]
     assert panels[0].get_ylabel() == "NOTA macro-F1"
     assert sorted(_legend(panels[-1])) == ["bert", "mc_dropout", "random forest (06, E[R])"]
     assert _ticks(panels[0]) == ["chitchat · bm25", "chatterbot · bm25"]
@@ -506,10 +676,20 @@ def _nota_threshold(nan: bool) -> pd.DataFrame:
         for corpus, sampler, shift in CONDS:
             for ranker in ("bert", "mc_dropout"):
                 never = nan and risk == "wrong answer" and ranker == "bert"  # no certified threshold: never answers
-                rows.append({**_where(ranker, corpus, sampler, shift), "risk": risk, "target": target, "delta": 0.1,
-                             "threshold": math.inf if never else 0.5, "certified": not never,
-                             "achieved risk": NAN if never else 0.05, "risk lo": 0.0 if never else 0.01,
-                             "risk hi": 1.0 if never else 0.2, "abstention": 1.0 if never else 0.3})
+                rows.append(
+                    {
+                        **_where(ranker, corpus, sampler, shift),
+                        "risk": risk,
+                        "target": target,
+                        "delta": 0.1,
+                        "threshold": math.inf if never else 0.5,
+                        "certified": not never,
+                        "achieved risk": NAN if never else 0.05,
+                        "risk lo": 0.0 if never else 0.01,
+                        "risk hi": 1.0 if never else 0.2,
+                        "abstention": 1.0 if never else 0.3,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -532,20 +712,37 @@ def _two_training_corpora(table: pd.DataFrame) -> pd.DataFrame:
 
 def test_practice_figures_name_the_training_corpus_when_there_are_several():
     panels = pp.plot_recalibration(_two_training_corpora(_recalibration(False)))
-    assert _ticks(panels[0]) == ["bert (chitchat)", "mc_dropout (chitchat)", "bert (chatterbot)", "mc_dropout (chatterbot)"]
+    assert _ticks(panels[0]) == [
+        "bert (chitchat)",
+        "mc_dropout (chitchat)",
+        "bert (chatterbot)",
+        "mc_dropout (chatterbot)",
+    ]
     panels = pp.plot_conformal_coverage(_two_training_corpora(_conformal(False)))
-    assert _legend(panels[-1]) == ["bert (chitchat)", "mc_dropout (chitchat)", "bert (chatterbot)", "mc_dropout (chatterbot)"]
+    assert _legend(panels[-1]) == [
+        "bert (chitchat)",
+        "mc_dropout (chitchat)",
+        "bert (chatterbot)",
+        "mc_dropout (chatterbot)",
+    ]
 
 
 # ---------------------------------------------------------------------------------------------- one look
 FIGURES = [
-    (plots.plot_reliability_grid, lambda: _reliability(False)), (plots.plot_ece_by_negatives, lambda: _ece_by_negatives(False)),
-    (plots.plot_b_sweep, lambda: _sweep(False)), (plots.plot_nota_bars, lambda: _nota(False)),
-    (pp.plot_prior_ece, lambda: _prior(False)), (pp.plot_recalibration, lambda: _recalibration(False)),
-    (pp.plot_risk_coverage, lambda: _curves(False)), (pp.plot_conformal_coverage, lambda: _conformal(False)),
-    (pp.plot_shift_detection, lambda: _shift(False)), (pp.plot_performance_prediction, lambda: _qpp(False)),
-    (pp.plot_listwise_reliability, lambda: _listwise(False)), (pp.plot_aurc_intervals, lambda: _selective(False)),
-    (pp.plot_shift_auroc_intervals, lambda: _shift(False)), (pp.plot_nota_f1, lambda: _nota_conformal(False)),
+    (plots.plot_reliability_grid, lambda: _reliability(False)),
+    (plots.plot_ece_by_negatives, lambda: _ece_by_negatives(False)),
+    (plots.plot_b_sweep, lambda: _sweep(False)),
+    (plots.plot_nota_bars, lambda: _nota(False)),
+    (pp.plot_prior_ece, lambda: _prior(False)),
+    (pp.plot_recalibration, lambda: _recalibration(False)),
+    (pp.plot_risk_coverage, lambda: _curves(False)),
+    (pp.plot_conformal_coverage, lambda: _conformal(False)),
+    (pp.plot_shift_detection, lambda: _shift(False)),
+    (pp.plot_performance_prediction, lambda: _qpp(False)),
+    (pp.plot_listwise_reliability, lambda: _listwise(False)),
+    (pp.plot_aurc_intervals, lambda: _selective(False)),
+    (pp.plot_shift_auroc_intervals, lambda: _shift(False)),
+    (pp.plot_nota_f1, lambda: _nota_conformal(False)),
     (pp.plot_nota_threshold, lambda: _nota_threshold(False)),
 ]
 
@@ -607,13 +804,19 @@ def test_the_same_ranker_is_drawn_in_the_same_colour_in_different_figures():
 
 def test_a_condition_has_one_colour_in_every_panel_of_the_b_sweep():
     panels = plots.plot_b_sweep(_sweep(False))
-    assert [_colour(line) for line in panels[0].get_lines()[:2]] == [_colour(line) for line in panels[1].get_lines()[:2]]
+    assert [_colour(line) for line in panels[0].get_lines()[:2]] == [
+        _colour(line) for line in panels[1].get_lines()[:2]
+    ]
     assert _colour(panels[0].get_lines()[0]) != _colour(panels[0].get_lines()[1])
 
 
 def test_b_sweep_bands_each_line_when_the_table_gives_its_interval():
-    t = _sweep(False).assign(**{"rel_change_bert lo": lambda d: d["rel_change_bert"] - 0.01,
-                               "rel_change_bert hi": lambda d: d["rel_change_bert"] + 0.02})
+    t = _sweep(False).assign(
+        **{
+            "rel_change_bert lo": lambda d: d["rel_change_bert"] - 0.01,
+            "rel_change_bert hi": lambda d: d["rel_change_bert"] + 0.02,
+        }
+    )
     panels = plots.plot_b_sweep(t)
     assert len(panels[0].collections) == 2  # one band per condition
     band = panels[0].collections[0].get_paths()[0].vertices[:, 1]
@@ -622,16 +825,22 @@ def test_b_sweep_bands_each_line_when_the_table_gives_its_interval():
 
 
 def test_reliability_grid_facets_a_table_of_several_conditions_by_condition_and_ranker():
-    two = pd.concat([_reliability(False), _reliability(True).assign(condition="chatterbot-bm25-test")], ignore_index=True)
+    two = pd.concat(
+        [_reliability(False), _reliability(True).assign(condition="chatterbot-bm25-test")], ignore_index=True
+    )
     panels = plots.plot_reliability_grid(two)
-    assert [ax.get_title() for ax in panels] == ["chitchat → chitchat-bm25-test\nbert (ECE 0.120)",
-                                                 "chitchat → chitchat-bm25-test\nmc_dropout (ECE 0.050)",
-                                                 "chitchat → chatterbot-bm25-test\nbert (ECE 0.120)",
-                                                 "chitchat → chatterbot-bm25-test\nmc_dropout (ECE 0.050)"]
+    assert [ax.get_title() for ax in panels] == [
+        "chitchat → chitchat-bm25-test\nbert (ECE 0.120)",
+        "chitchat → chitchat-bm25-test\nmc_dropout (ECE 0.050)",
+        "chitchat → chatterbot-bm25-test\nbert (ECE 0.120)",
+        "chitchat → chatterbot-bm25-test\nmc_dropout (ECE 0.050)",
+    ]
     assert [len(ax.patches) for ax in panels] == [5, 5, 4, 5]  # each panel its own condition's buckets
     assert [ax.get_ylabel() for ax in panels] == ["fraction relevant", "", "fraction relevant", ""]  # one per row
     # a ranker missing on one condition: its panel there is hidden, the others keep their place
-    panels = plots.plot_reliability_grid(two[~((two["ranker"] == "bert") & (two["condition"] == "chatterbot-bm25-test"))])
+    panels = plots.plot_reliability_grid(
+        two[~((two["ranker"] == "bert") & (two["condition"] == "chatterbot-bm25-test"))]
+    )
     assert [ax.get_visible() for ax in panels] == [True, True, False, True]
 
 
@@ -651,13 +860,27 @@ def test_a_notebook_shows_every_figure_after_a_styled_one(tmp_path):
     import nbformat
 
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell("import matplotlib.pyplot as plt\nfrom calibrank.study.analysis import plots"),
-                nbformat.v4.new_code_cell("with plots.style():\n    plt.subplots()[1].plot([1, 2])"),
-                nbformat.v4.new_code_cell("plt.subplots()[1].plot([2, 1])")]
+    nb.cells = [
+        nbformat.v4.new_code_cell("import matplotlib.pyplot as plt\nfrom calibrank.study.analysis import plots"),
+        nbformat.v4.new_code_cell("with plots.style():\n    plt.subplots()[1].plot([1, 2])"),
+        nbformat.v4.new_code_cell("plt.subplots()[1].plot([2, 1])"),
+    ]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, tmp_path / "in.ipynb")
-    subprocess.run([sys.executable, "-m", "papermill", str(tmp_path / "in.ipynb"), str(tmp_path / "out.ipynb"),
-                    "--log-level", "ERROR", "--no-progress-bar"], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "papermill",
+            str(tmp_path / "in.ipynb"),
+            str(tmp_path / "out.ipynb"),
+            "--log-level",
+            "ERROR",
+            "--no-progress-bar",
+        ],
+        check=True,
+        capture_output=True,
+    )
     out = nbformat.read(tmp_path / "out.ipynb", as_version=4)
     shown = [sum("image/png" in o.get("data", {}) for o in cell.outputs) for cell in out.cells]
     assert shown == [0, 1, 1]
@@ -671,10 +894,20 @@ def _buckets(empty_bucket: bool, by: str = "ranker") -> pd.DataFrame:
         for b in range(4):
             count = 0 if (empty_bucket and ranker == "bert" and b == 2) else 10 * (b + 1)
             frac = b / 4 if count else NAN
-            rows.append({by: ranker, "bin": b, "lower": b / 4, "upper": (b + 1) / 4,
-                         "mean_predicted": (b + 0.5) / 4 if count else NAN, "fraction_positive": frac,
-                         "fraction_positive lo": max(frac - 0.1, 0) if count else NAN,
-                         "fraction_positive hi": min(frac + 0.2, 1) if count else NAN, "count": count, "ECE": ece})
+            rows.append(
+                {
+                    by: ranker,
+                    "bin": b,
+                    "lower": b / 4,
+                    "upper": (b + 1) / 4,
+                    "mean_predicted": (b + 0.5) / 4 if count else NAN,
+                    "fraction_positive": frac,
+                    "fraction_positive lo": max(frac - 0.1, 0) if count else NAN,
+                    "fraction_positive hi": min(frac + 0.2, 1) if count else NAN,
+                    "count": count,
+                    "ECE": ece,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -691,7 +924,9 @@ def test_reliability_intervals_draw_each_filled_bucket_with_its_interval_and_cou
     segments = bert.collections[0].get_segments()
     np.testing.assert_allclose(segments[1][:, 1], [0.15, 0.45])
     assert np.allclose(_colour(points), sns.color_palette("colorblind")[0])  # bert's colour in every figure
-    assert sorted(_legend(bert)) == ["fraction relevant, 95% interval", "perfect calibration"] and ens.get_legend() is None
+    assert (
+        sorted(_legend(bert)) == ["fraction relevant, 95% interval", "perfect calibration"] and ens.get_legend() is None
+    )
 
 
 def test_reliability_intervals_panel_by_any_column():
@@ -706,17 +941,32 @@ def _histograms() -> pd.DataFrame:
         for label, counts in (("relevant", [0, 0, 1, 3] if n_rel else [0, 0, 0, 0]), ("not relevant", [6, 2, 0, 0])):
             total = sum(counts)
             for b, c in enumerate(counts):
-                rows.append({"ranker": ranker, "label": label, "bin": b, "lower": b / 4, "upper": (b + 1) / 4, "count": c,
-                             "density": c / (total * 0.25) if total else NAN, "candidates": total,
-                             "mean": 0.8 if label == "relevant" else 0.2})
+                rows.append(
+                    {
+                        "ranker": ranker,
+                        "label": label,
+                        "bin": b,
+                        "lower": b / 4,
+                        "upper": (b + 1) / 4,
+                        "count": c,
+                        "density": c / (total * 0.25) if total else NAN,
+                        "candidates": total,
+                        "mean": 0.8 if label == "relevant" else 0.2,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
 def test_score_histograms_one_density_per_label_with_its_candidates_in_the_legend():
     bert, temp = plots.plot_score_histograms(_histograms())
-    assert bert.get_title() == "bert" and bert.get_ylabel() == "density" and bert.get_xlabel() == "predicted P(relevant)"
+    assert (
+        bert.get_title() == "bert" and bert.get_ylabel() == "density" and bert.get_xlabel() == "predicted P(relevant)"
+    )
     assert _legend(bert) == ["relevant (4, mean 0.80)", "not relevant (8, mean 0.20)"]
-    assert _legend(temp) == ["relevant (none)", "not relevant (8, mean 0.20)"]  # no relevant candidate: an empty outline
+    assert _legend(temp) == [
+        "relevant (none)",
+        "not relevant (8, mean 0.20)",
+    ]  # no relevant candidate: an empty outline
     outline = [p for p in bert.patches if not p.get_fill()][0]
     assert outline.get_data().values.tolist() == [0.0, 0.0, 1.0, 3.0]  # relevant: 1 and 3 of 4 in bins of width 1/4
 
@@ -725,8 +975,12 @@ def _metrics() -> pd.DataFrame:
     """explore.metrics_view for two rankers: R10@1, ECE (no interval), ECE debiased, Brier."""
     rows = []
     for ranker, shift in (("bert", 0.0), ("mc_dropout", 0.1)):
-        for metric, v, lo, hi in (("R10@1", 0.6, 0.5, 0.7), ("ECE", 0.2, NAN, NAN), ("ECE debiased", 0.18, 0.15, 0.22),
-                                  ("Brier", 0.1, 0.09, 0.12)):
+        for metric, v, lo, hi in (
+            ("R10@1", 0.6, 0.5, 0.7),
+            ("ECE", 0.2, NAN, NAN),
+            ("ECE debiased", 0.18, 0.15, 0.22),
+            ("Brier", 0.1, 0.09, 0.12),
+        ):
             rows.append({"ranker": ranker, "metric": metric, "value": v + shift, "lo": lo + shift, "hi": hi + shift})
     return pd.DataFrame(rows)
 
@@ -743,11 +997,23 @@ def test_metric_intervals_one_panel_per_metric_with_eq1_in_the_debiased_panel():
 
 
 def test_side_by_side_two_reliability_panels_and_the_differences():
-    comparison = pd.DataFrame({"ranker": "bert", "versus": "ensemble", "metric": ["R10@1", "ECE debiased", "Brier"],
-                               "change": [0.05, -0.02, NAN], "lo": [0.01, -0.03, NAN], "hi": [0.09, 0.0, NAN],
-                               "pvalue": [0.01, 0.2, NAN]})
+    comparison = pd.DataFrame(
+        {
+            "ranker": "bert",
+            "versus": "ensemble",
+            "metric": ["R10@1", "ECE debiased", "Brier"],
+            "change": [0.05, -0.02, NAN],
+            "lo": [0.01, -0.03, NAN],
+            "hi": [0.09, 0.0, NAN],
+            "pvalue": [0.01, 0.2, NAN],
+        }
+    )
     bert, ens, diff = plots.plot_side_by_side(_buckets(True), comparison)
-    assert (bert.get_title(), ens.get_title(), diff.get_title()) == ("bert (ECE 0.120)", "ensemble (ECE 0.050)", "bert − ensemble")
+    assert (bert.get_title(), ens.get_title(), diff.get_title()) == (
+        "bert (ECE 0.120)",
+        "ensemble (ECE 0.050)",
+        "bert − ensemble",
+    )
     assert _ticks(diff, "y") == ["R10@1", "ECE debiased", "Brier"]
     assert [t.get_text() for t in diff.texts] == ["+0.050 (p = 0.01)", "-0.020 (p = 0.2)"]  # none for a NaN
     assert diff.get_xlabel() == "difference, 95% interval over queries"

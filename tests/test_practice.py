@@ -11,17 +11,26 @@ from scipy import optimize, stats
 from sklearn.metrics import roc_auc_score
 
 import oracles
-from calibrank.study.analysis import study as st
 from calibrank.methods import conformal as m_conformal
+from calibrank.methods import intervals
 from calibrank.methods import listwise as m_listwise
-from calibrank.methods import proportions as m_proportions
 from calibrank.methods import prior as m_prior
+from calibrank.methods import proportions as m_proportions
 from calibrank.methods import recalibrate as m_recalibrate
 from calibrank.methods import selective as m_selective
-from calibrank.methods import intervals
-from calibrank.study.analysis.practice import (conformal, findings, fitdata, listwise, nota_sets, prior, recalibrate,
-                                selective, signals)
 from calibrank.predictions import Predictions
+from calibrank.study.analysis import study as st
+from calibrank.study.analysis.practice import (
+    conformal,
+    findings,
+    fitdata,
+    listwise,
+    nota_sets,
+    prior,
+    recalibrate,
+    selective,
+    signals,
+)
 from test_study import Q, write_synthetic_study
 
 
@@ -45,7 +54,9 @@ def test_prior_correction_is_bayes_rule_on_known_class_densities():
 
 
 def test_prior_correction_keeps_certain_predictions_and_rejects_bad_input():
-    assert np.array_equal(m_prior.prior_correct(np.array([0.0, 1.0]), 0.5, 0.1), [0.0, 1.0])  # fixed points, no clipping
+    assert np.array_equal(
+        m_prior.prior_correct(np.array([0.0, 1.0]), 0.5, 0.1), [0.0, 1.0]
+    )  # fixed points, no clipping
     assert np.array_equal(m_prior.prior_correct(np.array([0.2, 0.7]), 0.5, 0.5), [0.2, 0.7])  # same prior: unchanged
     for bad in (0.0, 1.0, -0.1, True):
         with pytest.raises(ValueError, match="pi_test"):
@@ -86,8 +97,12 @@ def _nll(q, y):
 def test_platt_and_temperature_match_a_direct_likelihood_fit():
     s, y = _pairs()
     z = np.log(s) - np.log1p(-s)
-    ab = optimize.minimize(lambda v: _nll(_sigmoid(v[0] * z + v[1]), y), [1.0, 0.0], method="Nelder-Mead",
-                           options={"xatol": 1e-8, "fatol": 1e-12, "maxiter": 4000}).x
+    ab = optimize.minimize(
+        lambda v: _nll(_sigmoid(v[0] * z + v[1]), y),
+        [1.0, 0.0],
+        method="Nelder-Mead",
+        options={"xatol": 1e-8, "fatol": 1e-12, "maxiter": 4000},
+    ).x
     platt = m_recalibrate.fit_recalibrator("platt", s, y)
     assert platt.params["A"] == pytest.approx(ab[0], abs=1e-3) and platt.params["B"] == pytest.approx(ab[1], abs=1e-3)
     grid = np.exp(np.linspace(-2, 2, 4001))
@@ -100,8 +115,12 @@ def test_platt_and_temperature_match_a_direct_likelihood_fit():
 def test_beta_calibration_matches_a_direct_likelihood_fit_and_stays_monotone():
     s, y = _pairs(1)
     f = np.stack([np.log(s), -np.log1p(-s)], axis=1)
-    abc = optimize.minimize(lambda v: _nll(_sigmoid(f @ v[:2] + v[2]), y), [1.0, 1.0, 0.0], method="Nelder-Mead",
-                            options={"xatol": 1e-8, "fatol": 1e-12, "maxiter": 8000}).x
+    abc = optimize.minimize(
+        lambda v: _nll(_sigmoid(f @ v[:2] + v[2]), y),
+        [1.0, 1.0, 0.0],
+        method="Nelder-Mead",
+        options={"xatol": 1e-8, "fatol": 1e-12, "maxiter": 8000},
+    ).x
     beta = m_recalibrate.fit_recalibrator("beta", s, y)
     assert abc[0] > 0 and abc[1] > 0
     assert [beta.params[k] for k in "abc"] == pytest.approx(list(abc), abs=5e-3)
@@ -111,11 +130,19 @@ def test_beta_calibration_matches_a_direct_likelihood_fit_and_stays_monotone():
     y2 = (rng.uniform(size=s2.size) < np.where(s2 < 0.2, 0.5, s2)).astype(int)
     b2 = m_recalibrate.fit_recalibrator("beta", s2, y2)
     f2 = np.stack([np.log(s2), -np.log1p(-s2)], axis=1)
-    full = optimize.minimize(lambda v: _nll(_sigmoid(f2 @ v[:2] + v[2]), y2), [1.0, 1.0, 0.0], method="Nelder-Mead",
-                             options={"xatol": 1e-8, "fatol": 1e-12, "maxiter": 8000}).x
+    full = optimize.minimize(
+        lambda v: _nll(_sigmoid(f2 @ v[:2] + v[2]), y2),
+        [1.0, 1.0, 0.0],
+        method="Nelder-Mead",
+        options={"xatol": 1e-8, "fatol": 1e-12, "maxiter": 8000},
+    ).x
     assert full[0] < 0 < full[1]  # the unconstrained fit has a < 0 ...
-    only_b = optimize.minimize(lambda v: _nll(_sigmoid(f2[:, 1] * v[0] + v[1]), y2), [1.0, 0.0], method="Nelder-Mead",
-                               options={"xatol": 1e-8, "fatol": 1e-12, "maxiter": 8000}).x
+    only_b = optimize.minimize(
+        lambda v: _nll(_sigmoid(f2[:, 1] * v[0] + v[1]), y2),
+        [1.0, 0.0],
+        method="Nelder-Mead",
+        options={"xatol": 1e-8, "fatol": 1e-12, "maxiter": 8000},
+    ).x
     assert b2.params["a"] == 0.0  # ... so ln p is dropped and (b, c) are the fit on -ln(1 - p) alone
     assert [b2.params["b"], b2.params["c"]] == pytest.approx(list(only_b), abs=5e-3)
     grid = np.linspace(0, 1, 101)
@@ -195,11 +222,21 @@ def test_selective_intervals_equal_scipy_bootstrap_of_the_direct_computation(n):
     conf = np.round(rng.uniform(size=n), 1)
     loss = np.where(rng.uniform(size=n) < 0.3, rng.uniform(size=n), (rng.uniform(size=n) < 0.5).astype(float))
     lo, hi = m_selective.selective_intervals(conf, loss, coverage=0.8, seed=3, n_resamples=400)
-    ref = stats.bootstrap((conf, loss), lambda a, b, axis=-1: oracles.selective_batch(a, b, coverage=0.8, axis=axis),
-                          paired=True, vectorized=True, n_resamples=400, batch=200, method="percentile",
-                          rng=np.random.default_rng(3))
-    want_lo = np.where(np.isnan(ref.confidence_interval.low), oracles.selective_batch(conf[None], loss[None])[:, 0],
-                       ref.confidence_interval.low)
+    ref = stats.bootstrap(
+        (conf, loss),
+        lambda a, b, axis=-1: oracles.selective_batch(a, b, coverage=0.8, axis=axis),
+        paired=True,
+        vectorized=True,
+        n_resamples=400,
+        batch=200,
+        method="percentile",
+        rng=np.random.default_rng(3),
+    )
+    want_lo = np.where(
+        np.isnan(ref.confidence_interval.low),
+        oracles.selective_batch(conf[None], loss[None])[:, 0],
+        ref.confidence_interval.low,
+    )
     assert lo == pytest.approx(want_lo) and (lo <= hi + 1e-12).all()
 
 
@@ -209,10 +246,19 @@ def test_auroc_interval_equals_scipy_bootstrap_of_the_rank_auroc(paired):
     neg = np.round(rng.normal(size=40), 1)
     pos = np.round(rng.normal(0.5, size=40 if paired else 25), 1)
     assert oracles.auroc_batch(neg, pos) == pytest.approx(
-        roc_auc_score(np.r_[np.zeros(neg.size), np.ones(pos.size)], np.r_[neg, pos]))
+        roc_auc_score(np.r_[np.zeros(neg.size), np.ones(pos.size)], np.r_[neg, pos])
+    )
     lo, hi = signals.auroc_interval(neg, pos, paired=paired, seed=5, n_resamples=300)
-    ref = stats.bootstrap((neg, pos), oracles.auroc_batch, paired=paired, vectorized=True, n_resamples=300, batch=200,
-                          method="percentile", rng=np.random.default_rng(5))
+    ref = stats.bootstrap(
+        (neg, pos),
+        oracles.auroc_batch,
+        paired=paired,
+        vectorized=True,
+        n_resamples=300,
+        batch=200,
+        method="percentile",
+        rng=np.random.default_rng(5),
+    )
     assert (lo, hi) == pytest.approx((ref.confidence_interval.low, ref.confidence_interval.high))
 
 
@@ -232,6 +278,7 @@ def test_bootstrap_interval_names_its_bad_parameters():
 # ------------------------------------------------------------------------------ 4 conformal
 def _brute_sets(pi_cal, y_cal, pi_test, alpha, score):
     """Conformal p-value of every test candidate, by loops: in the set iff (1 + #{s_i >= s}) / (n + 1) > alpha."""
+
     def s_of(p, j):
         if score == "LAC":
             return 1 - p[j]
@@ -239,8 +286,9 @@ def _brute_sets(pi_cal, y_cal, pi_test, alpha, score):
 
     cal = [s_of(p, int(np.argmax(y))) for p, y in zip(pi_cal, y_cal)]
     n = len(cal)
-    return np.array([[(1 + sum(c >= s_of(p, j) - 1e-12 for c in cal)) / (n + 1) > alpha for j in range(len(p))]
-                     for p in pi_test])
+    return np.array(
+        [[(1 + sum(c >= s_of(p, j) - 1e-12 for c in cal)) / (n + 1) > alpha for j in range(len(p))] for p in pi_test]
+    )
 
 
 def _k_class(n, k, rng, temp=1.0):
@@ -371,8 +419,9 @@ def test_ltt_threshold_matches_brute_force(risk):
         answerable = rng.uniform(size=n) < 0.6
         wrong = ~answerable | (rng.uniform(size=n) > conf)
         target = (0.15, 0.3, 0.5)[rep % 3]
-        got = nota_sets.ltt_threshold(conf, wrong, answerable, risk=risk, target=target, delta=0.1, grid=grid,
-                                      min_answered=20)
+        got = nota_sets.ltt_threshold(
+            conf, wrong, answerable, risk=risk, target=target, delta=0.1, grid=grid, min_answered=20
+        )
         want = _brute_ltt(conf, wrong, answerable, risk, target, 0.1, grid, 20)
         assert got.threshold == want
         if got.certified and math.isfinite(got.threshold) and got.threshold > 0:
@@ -413,8 +462,12 @@ def test_ltt_threshold_edge_cases_and_bad_parameters():
     assert t.threshold == math.inf and not t.certified
     t = nota_sets.ltt_threshold(conf[:5], wrong[:5], np.ones(5, bool), risk="false NOTA", target=0.1)
     assert t.threshold == 0.0 and t.certified  # 5 answerable queries: never saying NOTA is the only safe rule
-    for kw, name in (({"target": 0.0}, "target"), ({"delta": 1.0}, "delta"), ({"min_answered": 0}, "min_answered"),
-                     ({"risk": "precision"}, "risk")):
+    for kw, name in (
+        ({"target": 0.0}, "target"),
+        ({"delta": 1.0}, "delta"),
+        ({"min_answered": 0}, "min_answered"),
+        ({"risk": "precision"}, "risk"),
+    ):
         with pytest.raises(ValueError, match=name):
             nota_sets.ltt_threshold(conf, wrong, np.ones(40, bool), **{"risk": "false NOTA", "target": 0.1, **kw})
     with pytest.raises(ValueError, match="no calibration query is answerable"):
@@ -471,7 +524,7 @@ def test_fit_data_uses_validation_else_a_seeded_half_of_test(study):
 
 def test_practice_tables_on_a_synthetic_study(study):
     recal = recalibrate.recalibration_table(study, n_resamples=200)
-    home = (recal["shift"] == "in distribution")
+    home = recal["shift"] == "in distribution"
     bert = recal[(recal["ranker"] == "bert") & home]
     assert (bert["queries"] == Q - Q // 2).all() and (bert["fitted_on"] == fitdata.TEST_HALF).all()
     assert (recal.loc[recal["ranker"] == "mc_dropout", "queries"] == Q).all()
@@ -487,8 +540,16 @@ def test_practice_tables_on_a_synthetic_study(study):
     shift = signals.shift_detection(study, n_resamples=200)
     qpp = signals.performance_prediction(study)
     lw = listwise.listwise_calibration(study, n_resamples=200)
-    tables = {"prior_summary": summary, "prior_by_negatives": by_n, "recalibration": recal, "selective": sel,
-              "conformal": conf, "shift_detection": shift, "performance_prediction": qpp, "listwise": lw}
+    tables = {
+        "prior_summary": summary,
+        "prior_by_negatives": by_n,
+        "recalibration": recal,
+        "selective": sel,
+        "conformal": conf,
+        "shift_detection": shift,
+        "performance_prediction": qpp,
+        "listwise": lw,
+    }
     found = findings.findings_table(tables)
     assert found["section"].nunique() == 7 and found["finding"].str.len().gt(20).all()
     assert found["finding"].str.contains("intervals separate them").any()  # a comparison of two signals uses them
@@ -507,14 +568,20 @@ def test_the_ece_intervals_of_notebook_08_are_the_debiased_ones_and_hold_their_e
     by_n = prior.prior_ece_by_negatives(study, ["bert", "ensemble"], n_resamples=200)
     recal = recalibrate.recalibration_table(study, ["bert"], n_resamples=200)
     lw = listwise.listwise_calibration(study, ["bert", "ensemble"], n_resamples=200)
-    for table, cols in ((by_n, ("ECE raw", "ECE corrected")), (recal, ("ECE",)), (lw, ("pointwise ECE", "top-label ECE"))):
+    for table, cols in (
+        (by_n, ("ECE raw", "ECE corrected")),
+        (recal, ("ECE",)),
+        (lw, ("pointwise ECE", "top-label ECE")),
+    ):
         for col in cols:
             d = f"{col} debiased"
             assert f"{col} lo" not in table.columns and table[[d, f"{d} lo", f"{d} hi"]].notna().all().all()
             assert ((table[f"{d} lo"] <= table[d] + 1e-12) & (table[d] <= table[f"{d} hi"] + 1e-12)).all(), col
             np.testing.assert_allclose(table[col] - table[d], table[f"{col} bias"], atol=1e-12)
     # the debiased value is Kumar et al.'s estimator of the cell's pairs
-    pred = study.get("bert", study.train_corpora[0], study.condition(study.train_corpora[0], study.train_sampler, "test"))
+    pred = study.get(
+        "bert", study.train_corpora[0], study.condition(study.train_corpora[0], study.train_sampler, "test")
+    )
     row = lw[(lw["ranker"] == "bert") & (lw["shift"] == "in distribution")].iloc[0]
     assert row["pointwise ECE debiased"] == pytest.approx(ece_debiased(pred.probs, pred.labels), abs=1e-12)
 
@@ -522,9 +589,9 @@ def test_the_ece_intervals_of_notebook_08_are_the_debiased_ones_and_hold_their_e
 def test_a_calibrated_rankers_ece_interval_holds_its_estimate():
     """Calibrated probabilities (y ~ Bernoulli(p)): eq. 1 is small and biased upwards, and the percentile bootstrap
     of eq. 1 lies entirely above it; the debiased ECE's interval holds its estimate and eq. 1 sits above it by the bias."""
-    from calibrank.study.analysis.practice.cells import debiased_ece
     from calibrank.metrics.calibration import ece
     from calibrank.metrics.resample import features, interval
+    from calibrank.study.analysis.practice.cells import debiased_ece
 
     rng = np.random.default_rng(1)
     probs = rng.uniform(size=(100, 2))
@@ -533,7 +600,9 @@ def test_a_calibrated_rankers_ece_interval_holds_its_estimate():
     assert plug_in.low > ece(pred.probs, pred.labels)  # the old interval leaves out its own estimate
     cols = debiased_ece(pred, "ECE", n_resamples=500, seed=0)
     assert cols["ECE debiased lo"] <= cols["ECE debiased"] <= cols["ECE debiased hi"]
-    assert cols["ECE bias"] > 0 and cols["ECE debiased"] + cols["ECE bias"] == pytest.approx(ece(pred.probs, pred.labels))
+    assert cols["ECE bias"] > 0 and cols["ECE debiased"] + cols["ECE bias"] == pytest.approx(
+        ece(pred.probs, pred.labels)
+    )
 
 
 def test_interval_columns_of_the_selective_and_shift_tables(study):
@@ -598,8 +667,10 @@ def test_the_practice_layer_does_not_import_torch():
     import subprocess
     import sys
 
-    code = ("import sys, calibrank.study.analysis.practice.prior, calibrank.study.analysis.practice.recalibrate, calibrank.study.analysis.practice.selective, "
-            "calibrank.study.analysis.practice.conformal, calibrank.study.analysis.practice.signals, calibrank.study.analysis.practice.findings, "
-            "calibrank.study.analysis.practice.nota_sets, calibrank.methods.intervals, calibrank.study.analysis.practice.cells, "
-            "calibrank.study.analysis.plots_practice; sys.exit('torch' in sys.modules)")
+    code = (
+        "import sys, calibrank.study.analysis.practice.prior, calibrank.study.analysis.practice.recalibrate, calibrank.study.analysis.practice.selective, "
+        "calibrank.study.analysis.practice.conformal, calibrank.study.analysis.practice.signals, calibrank.study.analysis.practice.findings, "
+        "calibrank.study.analysis.practice.nota_sets, calibrank.methods.intervals, calibrank.study.analysis.practice.cells, "
+        "calibrank.study.analysis.plots_practice; sys.exit('torch' in sys.modules)"
+    )
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

@@ -28,7 +28,11 @@ def test_msdialog_train_counts_and_records():
     first, last = exs[0], exs[-1]
     assert first.context == ("How do I change the line spacing in Word 2007?",)
     assert first.response.startswith("Open the Paragraph dialog")
-    assert last.context == ("Outlook 2016 keeps asking for my password.", "Is this an Exchange account?", "Yes, it is my work account.")
+    assert last.context == (
+        "Outlook 2016 keeps asking for my password.",
+        "Is this an Exchange account?",
+        "Yes, it is my work account.",
+    )
     assert last.response == "Remove the saved Outlook entries in Credential Manager and restart Outlook."
 
 
@@ -58,7 +62,7 @@ def test_blank_final_line_and_negative_first_rows(tmp_path):
 
 def test_crlf_is_stripped_and_blank_utterances_dropped(tmp_path):
     path = tmp_path / "crlf.tsv"
-    path.write_bytes("1\thello\t \tthere\tgeneral kenobi\r\n0\thello\t \tthere\tno\r\n\r\n".encode("utf-8"))
+    path.write_bytes(b"1\thello\t \tthere\tgeneral kenobi\r\n0\thello\t \tthere\tno\r\n\r\n")
     (ex,) = read_tsv(path, "s", "valid")
     assert ex.context == ("hello", "there")
     assert ex.response == "general kenobi"
@@ -68,7 +72,11 @@ def test_crlf_is_stripped_and_blank_utterances_dropped(tmp_path):
 def test_mantis_splits():
     got = load_published("mantis", FIXTURES / "mantis")
     assert {k: len(v) for k, v in got.items()} == {"train": 3, "valid": 1, "test": 2}
-    assert got["test"][0].context == ("How do I list installed packages on Ubuntu?", "Which package manager?", "apt, on 22.04.")
+    assert got["test"][0].context == (
+        "How do I list installed packages on Ubuntu?",
+        "Which package manager?",
+        "apt, on 22.04.",
+    )
     assert got["test"][-1].response == "A sharp chisel and a combination square."
 
 
@@ -148,10 +156,21 @@ def test_udc_valid_and_test_are_dev_halves():
 
 def test_dstc8_utterance_emptied_by_stripping(tmp_path):
     data = [
-        {"example-id": "a", "messages-so-far": [{"speaker": "participant_0", "utterance": "hi"}, {"speaker": "participant_1", "utterance": "participant_0:"}],
-         "options-for-correct-answers": [{"candidate-id": "x", "utterance": "yes"}], "options-for-next": []},
-        {"example-id": "b", "messages-so-far": [{"speaker": "participant_0", "utterance": "hi"}],
-         "options-for-correct-answers": [{"candidate-id": "y", "utterance": "participant_0"}], "options-for-next": []},
+        {
+            "example-id": "a",
+            "messages-so-far": [
+                {"speaker": "participant_0", "utterance": "hi"},
+                {"speaker": "participant_1", "utterance": "participant_0:"},
+            ],
+            "options-for-correct-answers": [{"candidate-id": "x", "utterance": "yes"}],
+            "options-for-next": [],
+        },
+        {
+            "example-id": "b",
+            "messages-so-far": [{"speaker": "participant_0", "utterance": "hi"}],
+            "options-for-correct-answers": [{"candidate-id": "y", "utterance": "participant_0"}],
+            "options-for-next": [],
+        },
     ]
     path = tmp_path / "d.json"
     path.write_text(json.dumps(data), encoding="utf-8")
@@ -170,8 +189,12 @@ def test_dstc8_streams_across_chunks(tmp_path, monkeypatch):
 
 
 def _example(eid: object, **extra: object) -> dict:
-    base = {"example-id": eid, "messages-so-far": [{"speaker": "participant_0", "utterance": "hello"}],
-            "options-for-correct-answers": [{"candidate-id": "c", "utterance": "hi"}], "options-for-next": []}
+    base = {
+        "example-id": eid,
+        "messages-so-far": [{"speaker": "participant_0", "utterance": "hello"}],
+        "options-for-correct-answers": [{"candidate-id": "c", "utterance": "hi"}],
+        "options-for-next": [],
+    }
     base.update(extra)
     return base
 
@@ -256,7 +279,11 @@ def test_unknown_name_lists_known_names():
 
 @pytest.mark.parametrize(
     ("name", "home"),
-    [("msdialog", "ciir.cs.umass.edu"), ("mantis", "guzpenha.github.io/MANtIS"), ("udc_dstc8", "github.com/dstc8-track2/NOESIS-II")],
+    [
+        ("msdialog", "ciir.cs.umass.edu"),
+        ("mantis", "guzpenha.github.io/MANtIS"),
+        ("udc_dstc8", "github.com/dstc8-track2/NOESIS-II"),
+    ],
 )
 def test_missing_files_hint(tmp_path, name, home):
     shutil.copytree(FIXTURES / name, tmp_path / name)

@@ -11,7 +11,11 @@ from calibrank.study.model.rankers import RankerRun, make_ranker
 from calibrank.study.model.rankers.temperature import fit_temperature
 from rankfix import learnable_queries, tiny_run, tiny_training
 
-TRAIN, VALID, TEST = learnable_queries(64, 1, seed=0), learnable_queries(24, 3, seed=1), learnable_queries(20, 3, seed=2)
+TRAIN, VALID, TEST = (
+    learnable_queries(64, 1, seed=0),
+    learnable_queries(24, 3, seed=1),
+    learnable_queries(20, 3, seed=2),
+)
 
 
 @pytest.fixture(scope="module")
@@ -55,8 +59,10 @@ def test_ensemble_members_differ_by_seed_and_are_reproducible(models_dir, tmp_pa
 
 
 def test_ensemble_member_seeds_never_coincide_with_other_training_seeds(models_dir):
-    seeds = {s: _ranker("ensemble", models_dir, members=4).__class__(tiny_run(models_dir, seed=s),
-                                                                      members=4).member_seeds() for s in (3, 4, 5)}
+    seeds = {
+        s: _ranker("ensemble", models_dir, members=4).__class__(tiny_run(models_dir, seed=s), members=4).member_seeds()
+        for s in (3, 4, 5)
+    }
     assert all(m[0] == s for s, m in seeds.items())  # member 0 is that seed's bert model
     spawned = [x for m in seeds.values() for x in m[1:]]
     assert len(set(spawned)) == len(spawned) and not set(spawned) & set(seeds)
@@ -84,7 +90,10 @@ def test_shared_model_scores_each_query_set_once_and_timing_bypasses_the_cache(m
         pred = ens.predict(fresh)  # member 0 is bert's model: its logits are read, member 1 is scored
         assert len(calls) == 1
         np.testing.assert_array_equal(pred.samples[0], first.probs)
-        assert _ranker("bert", models_dir).fit(TRAIN, VALID).predict(fresh).meta["inference_seconds"] == first.meta["inference_seconds"]
+        assert (
+            _ranker("bert", models_dir).fit(TRAIN, VALID).predict(fresh).meta["inference_seconds"]
+            == first.meta["inference_seconds"]
+        )
         assert len(calls) == 1
         bert.reuse_logits = False
         np.testing.assert_array_equal(bert.predict(fresh).probs, first.probs)  # scored again, same numbers
@@ -129,15 +138,22 @@ def test_make_ranker_rejects_unknown_names_and_params(models_dir):
 # ----------------------------------------------------------------------------- the run every ranker shares
 
 
-@pytest.mark.parametrize("field, value, match", [
-    ("seed", -1, r"^seed: expected an integer in 0..2\*\*32-1, got -1$"),
-    ("seed", 2**32, r"^seed: expected an integer in 0..2\*\*32-1"),
-    ("seed", 1.5, r"^seed: expected an integer"),
-    ("context_style", "tagged", r"^context_style: expected one of 'plain', 'separators', 'utterance_sep', got 'tagged'$"),
-    ("device", "gpu", r"^device: expected a torch device such as 'cpu' or 'cuda:0', got 'gpu'$"),
-    ("training", {"lr": 1e-3}, r"^training: expected a TrainingConfig, got dict$"),
-    ("models_dir", 3, r"^models_dir: expected a folder path, got int$"),
-])
+@pytest.mark.parametrize(
+    "field, value, match",
+    [
+        ("seed", -1, r"^seed: expected an integer in 0..2\*\*32-1, got -1$"),
+        ("seed", 2**32, r"^seed: expected an integer in 0..2\*\*32-1"),
+        ("seed", 1.5, r"^seed: expected an integer"),
+        (
+            "context_style",
+            "tagged",
+            r"^context_style: expected one of 'plain', 'separators', 'utterance_sep', got 'tagged'$",
+        ),
+        ("device", "gpu", r"^device: expected a torch device such as 'cpu' or 'cuda:0', got 'gpu'$"),
+        ("training", {"lr": 1e-3}, r"^training: expected a TrainingConfig, got dict$"),
+        ("models_dir", 3, r"^models_dir: expected a folder path, got int$"),
+    ],
+)
 def test_a_run_is_checked_where_built_and_names_the_setting(tmp_path, field, value, match):
     from calibrank.study.settings.checks import ConfigError
 
@@ -151,6 +167,7 @@ def test_a_run_is_resolved_for_the_machine_and_rankers_read_it(tmp_path):
     import doctest
 
     import torch
+
     from calibrank.study.model.rankers import run as run_module
     from calibrank.study.settings.choices import ContextStyle
 
@@ -165,7 +182,12 @@ def test_a_run_is_resolved_for_the_machine_and_rankers_read_it(tmp_path):
         run.seed = 8
     mc = make_ranker("mc_dropout", run, passes=3)
     assert mc.run is run and (mc.training, mc.models_dir, mc.seed, mc.context_style, mc.device) == (
-        run.training, run.models_dir, run.seed, run.context_style, run.device)
+        run.training,
+        run.models_dir,
+        run.seed,
+        run.context_style,
+        run.device,
+    )
     with pytest.raises(AttributeError):
         mc.seed = 8
     assert doctest.testmod(run_module).failed == 0
@@ -196,8 +218,13 @@ def test_a_ranker_from_the_profile_has_its_run_and_its_section(tmp_path):
 #: A ranker's settings that never change the weights its models train to: they are read when predicting (and
 #: are part of the logits key where logits are cached: MC Dropout's passes and masks), or choose which models
 #: are trained (the ensemble's members). Every other setting must change the model key.
-NOT_IN_MODEL_KEY = {"mc_dropout": {"passes", "masks"}, "ensemble": {"members"}, "sngp": {"samples"},
-                    "gpf_bert": {"samples"}, "pg_drr": {"samples", "quadrature_points"}}
+NOT_IN_MODEL_KEY = {
+    "mc_dropout": {"passes", "masks"},
+    "ensemble": {"members"},
+    "sngp": {"samples"},
+    "gpf_bert": {"samples"},
+    "pg_drr": {"samples", "quadrature_points"},
+}
 
 
 def _another(field, value):
@@ -232,7 +259,9 @@ def test_every_setting_that_changes_training_is_in_the_model_key(tmp_path):
         section = getattr(RankersConfig(), name, None)
         if section is None:
             continue
-        settings = dataclasses.asdict(build_section(type(section), {**dataclasses.asdict(section), **base.get(name, {})}))
+        settings = dataclasses.asdict(
+            build_section(type(section), {**dataclasses.asdict(section), **base.get(name, {})})
+        )
         folders = ranker_class(name)(run, **settings).model_dirs(queries)
         for field, value in settings.items():
             changed = ranker_class(name)(run, **{**settings, field: _another(field, value)}).model_dirs(queries)
@@ -244,13 +273,19 @@ def test_predictions_round_trip_and_reject_bad_arrays(tmp_path):
     samples = rng.random((3, 5, 4))
     labels = np.zeros((5, 4), dtype=int)
     labels[:, 0] = 1
-    pred = Predictions(qids=[f"q{i}" for i in range(5)], labels=labels, probs=samples.mean(0), samples=samples, meta={"ranker": "x"})
+    pred = Predictions(
+        qids=[f"q{i}" for i in range(5)], labels=labels, probs=samples.mean(0), samples=samples, meta={"ranker": "x"}
+    )
     back = Predictions.load(pred.save(tmp_path / "p"))
     np.testing.assert_array_equal(back.samples, pred.samples)
     assert back.meta["ranker"] == "x" and back.meta["shape"] == {"S": 3, "Q": 5, "K": 4}
     np.testing.assert_allclose(back.cov[0], np.cov(samples[:, 0, :].T, bias=True))
-    with pytest.raises(PredictionsError, match=r"probs must be probabilities in \[0, 1\]; 4 values are not \(first: nan\)"):
-        Predictions(qids=pred.qids, labels=labels, probs=np.where(np.eye(5, 4) > 0, np.nan, pred.probs), samples=samples)
+    with pytest.raises(
+        PredictionsError, match=r"probs must be probabilities in \[0, 1\]; 4 values are not \(first: nan\)"
+    ):
+        Predictions(
+            qids=pred.qids, labels=labels, probs=np.where(np.eye(5, 4) > 0, np.nan, pred.probs), samples=samples
+        )
     with pytest.raises(PredictionsError, match="samples must be"):
         Predictions(qids=pred.qids, labels=labels, probs=pred.probs, samples=samples[:, :4])
     other = Predictions(qids=pred.qids[::-1], labels=labels, probs=pred.probs, samples=samples)
@@ -273,7 +308,9 @@ def test_predictions_whose_arrays_do_not_match_their_sidecar_are_rejected(tmp_pa
 def _pair_batch():
     import torch
 
-    ids = torch.tensor([[101, 2000, 2001, 2002, 102, 3000, 3001, 102, 0], [101, 2003, 102, 3002, 3003, 3004, 3005, 102, 0]])
+    ids = torch.tensor(
+        [[101, 2000, 2001, 2002, 102, 3000, 3001, 102, 0], [101, 2003, 102, 3002, 3003, 3004, 3005, 102, 0]]
+    )
     tt = torch.tensor([[0, 0, 0, 0, 0, 1, 1, 1, 0], [0, 0, 0, 1, 1, 1, 1, 1, 0]])
     return ids, (ids > 0).long(), tt
 
@@ -343,16 +380,23 @@ def test_every_trainable_parameter_gets_a_gradient(pooling):
 
 def test_mc_dropout_per_pair_masks_are_the_unchanged_training_mode_passes(models_dir):
     """``masks: per_pair`` is the first paper's scoring: score_pairs in training mode, one torch RNG seeded with the seed."""
-    from calibrank.study.model.rankers.scoring import sigmoid
     from calibrank.pairs import score_pairs
+    from calibrank.study.model.rankers.scoring import sigmoid
 
     mc = _ranker("mc_dropout", models_dir, passes=3, masks="per_pair").fit(TRAIN, VALID)
     mc.reuse_logits = False
     pred = mc.predict(TEST)
     assert pred.meta["masks"] == "per_pair" and pred.meta["passes"] == 3
     pairs = mc._encode(mc.trained.backbone.tokenizer, TEST)
-    reference = score_pairs(mc.trained.model, pairs, batch_size=mc.training.eval_batch_size, passes=3, dropout=True,
-                            seed=3, precision=mc.training.precision)
+    reference = score_pairs(
+        mc.trained.model,
+        pairs,
+        batch_size=mc.training.eval_batch_size,
+        passes=3,
+        dropout=True,
+        seed=3,
+        precision=mc.training.precision,
+    )
     np.testing.assert_array_equal(pred.samples, sigmoid(reference).reshape(3, 20, 4))
     assert mc.predict_many([TEST, TEST[:5]])[1].meta.get("shared_scoring") is None  # per-pair masks share nothing
 
@@ -363,8 +407,12 @@ def test_mc_dropout_per_query_masks_are_shared_by_the_candidates_of_a_query_with
     def doubled(q):  # a negative listed twice, first and last: K = 5
         j = q.labels.index(0)
         rest = [i for i in range(len(q.candidates)) if i != j]
-        return RankingQuery(q.qid, q.context, (q.candidates[j], *(q.candidates[i] for i in rest), q.candidates[j]),
-                            (0, *(q.labels[i] for i in rest), 0))
+        return RankingQuery(
+            q.qid,
+            q.context,
+            (q.candidates[j], *(q.candidates[i] for i in rest), q.candidates[j]),
+            (0, *(q.labels[i] for i in rest), 0),
+        )
 
     queries = [doubled(q) for q in TEST]
     mc = _ranker("mc_dropout", models_dir, passes=4).fit(TRAIN, VALID)
@@ -387,8 +435,9 @@ def test_mc_dropout_per_query_masks_are_shared_by_the_candidates_of_a_query_with
 
 def test_mc_dropout_per_query_mask_follows_the_query_id_not_its_companions(models_dir):
     """A query's masks depend on (seed, pass, query id): alone or among others, its samples are the same."""
-    mc = make_ranker("mc_dropout", tiny_run(models_dir, seed=3, epochs=1, eval_batch_size=1),
-                     passes=3).fit(TRAIN, VALID)  # one pair per batch: no floating-point batch effects
+    mc = make_ranker("mc_dropout", tiny_run(models_dir, seed=3, epochs=1, eval_batch_size=1), passes=3).fit(
+        TRAIN, VALID
+    )  # one pair per batch: no floating-point batch effects
     mc.reuse_logits = False
     full = mc.predict(TEST)
     alone = mc.predict(TEST[7:8])
@@ -406,8 +455,12 @@ def test_mc_dropout_and_bert_inference_side_by_side_on_the_tiny_model(models_dir
 
     queries = learnable_queries(40, 9, seed=11)
     bert = _ranker("bert", models_dir).fit(TRAIN, VALID)
-    rankers = {"bert": bert, **{m: _ranker("mc_dropout", models_dir, passes=5, masks=m).fit(TRAIN, VALID)
-                                for m in ("per_query", "per_pair")}}
+    rankers = {
+        "bert": bert,
+        **{
+            m: _ranker("mc_dropout", models_dir, passes=5, masks=m).fit(TRAIN, VALID) for m in ("per_query", "per_pair")
+        },
+    }
     seconds = {}
     for name, r in rankers.items():
         r.reuse_logits = False
@@ -416,7 +469,10 @@ def test_mc_dropout_and_bert_inference_side_by_side_on_the_tiny_model(models_dir
         r.predict(queries)
         seconds[name] = time.perf_counter() - t0
     with capsys.disabled():
-        print("\ntiny model, T=5, 400 pairs: " + ", ".join(f"{k} {v / seconds['bert']:.2f}x bert" for k, v in seconds.items()))
+        print(
+            "\ntiny model, T=5, 400 pairs: "
+            + ", ".join(f"{k} {v / seconds['bert']:.2f}x bert" for k, v in seconds.items())
+        )
 
 
 def test_mc_dropout_per_query_masks_of_a_narrower_batch_are_a_prefix_of_the_full_mask():

@@ -5,22 +5,27 @@ import math
 import numpy as np
 import pytest
 import torch
+from torch import nn
+
+from calibrank.pairs import collate
 from calibrank.study.data.schema import RankingQuery
 from calibrank.study.model.gp.gaussian import draw_joint
 from calibrank.study.model.gp.polya_gamma import gauss_hermite_sigmoid
 from calibrank.study.model.gp.spectral import SpectralNormLinear
 from calibrank.study.model.losses import binary_cross_entropy, focal
-from calibrank.study.model.rankers.scoring import encode_features
 from calibrank.study.model.rankers.focal import FocalRanker, GPFBertRanker
 from calibrank.study.model.rankers.pg_gp import PGDRRRanker, pg_param_groups
 from calibrank.study.model.rankers.run import RankerRun
+from calibrank.study.model.rankers.scoring import encode_features
 from calibrank.study.model.rankers.sngp import SNGPRanker
-from calibrank.pairs import collate
 from calibrank.study.settings.schema import GPFBertConfig, PGDRRConfig, SNGPConfig
 from rankfix import learnable_queries, tiny_training
-from torch import nn
 
-TRAIN, VALID, TEST = learnable_queries(64, 1, seed=0), learnable_queries(24, 3, seed=1), learnable_queries(20, 3, seed=2)
+TRAIN, VALID, TEST = (
+    learnable_queries(64, 1, seed=0),
+    learnable_queries(24, 3, seed=1),
+    learnable_queries(20, 3, seed=2),
+)
 SNGP_KW = dict(n_features=128, samples=7)
 PG_KW = dict(inducing=48, gibbs_chains=8, samples=9, length_scale=0.01)
 
@@ -38,8 +43,12 @@ def _random_token_queries(tokenizer, n: int = 20, k: int = 4) -> list[RankingQue
     rng = np.random.default_rng(0)
     vocab = sorted(w for w in tokenizer.get_vocab() if w.isalpha())
     return [
-        RankingQuery(f"ood{i}", (" ".join(rng.choice(vocab, 8)),), tuple(" ".join(rng.choice(vocab, 6)) for _ in range(k)),
-                     (1,) + (0,) * (k - 1))
+        RankingQuery(
+            f"ood{i}",
+            (" ".join(rng.choice(vocab, 8)),),
+            tuple(" ".join(rng.choice(vocab, 6)) for _ in range(k)),
+            (1,) + (0,) * (k - 1),
+        )
         for i in range(n)
     ]
 
@@ -101,7 +110,9 @@ def test_sngp_output_weights_start_from_a_seeded_random_draw(sngp, models_dir):
     draws = [RandomFeatureGP(16, 4000, ridge=4.0, seed=s).output.weight.detach() for s in (0, 0, 1)]
     assert torch.equal(draws[0], draws[1]) and not torch.equal(draws[0], draws[2])
     bound = 1 / math.sqrt(4000)
-    assert float(draws[0].abs().max()) <= bound and float(draws[0].std()) == pytest.approx(bound / math.sqrt(3), rel=0.05)
+    assert float(draws[0].abs().max()) <= bound and float(draws[0].std()) == pytest.approx(
+        bound / math.sqrt(3), rel=0.05
+    )
     prior = RandomFeatureGP(16, 4000, ridge=4.0, seed=0, output_init="prior").output.weight.detach()
     assert float(prior.mean()) == pytest.approx(0.0, abs=0.05) and float(prior.std()) == pytest.approx(0.5, rel=0.05)
     assert float(RandomFeatureGP(16, 32, output_init="zero").output.weight.detach().abs().sum()) == 0.0
@@ -148,14 +159,21 @@ def test_sngp_model_from_cache_has_the_same_variance(models_dir, sngp):
     np.testing.assert_array_equal(sngp.logit_moments(TEST)[1], fresh.logit_moments(TEST)[1])
 
 
-@pytest.mark.parametrize("cls, kw", [(SNGPRanker, dict(n_features=256)),
-                                     (PGDRRRanker, dict(inducing=64, gibbs_chains=8, projection=False))])
+@pytest.mark.parametrize(
+    "cls, kw", [(SNGPRanker, dict(n_features=256)), (PGDRRRanker, dict(inducing=64, gibbs_chains=8, projection=False))]
+)
 def test_variance_grows_far_from_the_training_data(tmp_path, cls, kw):
     # The tiny random BERT's pooled features differ by ~1e-3 between inputs, so the length
     # scale is set to that; a small lr and no dropout keep the features that built SNGP's
     # precision matrix where the final model puts them.
-    ranker = _make(cls, tmp_path, training=tiny_training(epochs=1, lr=1e-5, hidden_dropout=0.0),
-                   length_scale=1e-3, head_dropout=0.0, **kw).fit(TRAIN)
+    ranker = _make(
+        cls,
+        tmp_path,
+        training=tiny_training(epochs=1, lr=1e-5, hidden_dropout=0.0),
+        length_scale=1e-3,
+        head_dropout=0.0,
+        **kw,
+    ).fit(TRAIN)
     near = ranker.logit_moments(TEST)[1]
     far = ranker.logit_moments(_random_token_queries(ranker.trained.backbone.tokenizer))[1]
     assert far.mean() > 1.5 * near.mean()
@@ -203,7 +221,7 @@ def test_adaptive_focal_follows_the_mukhoti_schedule():
     z, y = logits.double(), labels.double()
     pt = torch.where(y == 1, torch.sigmoid(z), 1 - torch.sigmoid(z))
     gamma = torch.where(pt < 0.2, 5.0, 3.0)
-    expected = (-(1 - pt) ** gamma * torch.log(pt)).mean()
+    expected = (-((1 - pt) ** gamma) * torch.log(pt)).mean()
     assert float(focal(logits, labels, "adaptive")) == pytest.approx(float(expected), rel=1e-5)
     assert float(focal(logits, labels, 0.0)) == pytest.approx(float(binary_cross_entropy(logits, labels)), rel=1e-6)
     assert float(focal(logits, labels, 2)) == float(focal(logits, labels, 2.0))
@@ -218,8 +236,9 @@ def test_gpf_bert_is_sngp_trained_with_focal_loss(models_dir):
     pred = gpf.predict(TEST)
     assert pred.meta["ranker"] == "gpf_bert" and pred.samples.shape == (7, 20, 4) and (pred.var > 0).all()
     # the same model as sngp with loss=focal and the same gamma (trained once)
-    same = _make(SNGPRanker, models_dir, loss="focal", focal_gamma="adaptive", output_init="zero",
-                 **SNGP_KW).fit(TRAIN, VALID)
+    same = _make(SNGPRanker, models_dir, loss="focal", focal_gamma="adaptive", output_init="zero", **SNGP_KW).fit(
+        TRAIN, VALID
+    )
     assert same.trained.workdir == gpf.trained.workdir
     fixed = _make(GPFBertRanker, models_dir, **SNGP_KW)
     assert fixed.settings.focal_gamma == 2.0 and fixed.loss_kind == "focal"
@@ -323,7 +342,9 @@ def test_pg_drr_linear_mean_function_is_trained_and_used_in_prediction(pg):
     assert head.mean_weight.grad is not None and float(head.mean_weight.grad.abs().sum()) > 0
     # the constant mean is the old model: a zero-dimensional mean and no weight vector
     const = PGHead(4, mean_function="constant")
-    assert const.mean_weight is None and torch.equal(const.prior_mean(torch.ones(3, 4)), torch.zeros(3, dtype=torch.float64))
+    assert const.mean_weight is None and torch.equal(
+        const.prior_mean(torch.ones(3, 4)), torch.zeros(3, dtype=torch.float64)
+    )
     with pytest.raises(ValueError, match="mean_function"):
         PGHead(4, mean_function="quadratic")
 
@@ -350,7 +371,12 @@ def test_pg_drr_single_pair_batch_gives_zero_loss(pg):
         (SNGPRanker, dict(length_scale=-1.0), ValueError, r"sngp: length_scale: expected a positive number, got -1.0"),
         (SNGPRanker, dict(n_features=0), ValueError, "sngp: n_features: expected a positive integer, got 0"),
         (SNGPRanker, dict(n_features=1.5), ValueError, "sngp: n_features: expected an integer"),
-        (SNGPRanker, dict(spectral_norm="some"), ValueError, "sngp: spectral_norm: expected one of 'pooler', 'none', 'all'"),
+        (
+            SNGPRanker,
+            dict(spectral_norm="some"),
+            ValueError,
+            "sngp: spectral_norm: expected one of 'pooler', 'none', 'all'",
+        ),
         (SNGPRanker, dict(sn_bound=0.0), ValueError, "sngp: sn_bound"),
         (SNGPRanker, dict(sn_power_iterations=0), ValueError, "sngp: sn_power_iterations"),
         (SNGPRanker, dict(ridge=0.0), ValueError, "sngp: ridge"),
@@ -358,11 +384,25 @@ def test_pg_drr_single_pair_batch_gives_zero_loss(pg):
         (SNGPRanker, dict(mean_field_factor=-0.1), ValueError, "sngp: mean_field_factor"),
         (SNGPRanker, dict(samples=0), ValueError, "sngp: samples"),
         (SNGPRanker, dict(loss="mse"), ValueError, "sngp: loss: expected one of 'bce', 'focal'"),
-        (SNGPRanker, dict(loss="focal", focal_gamma=-1.0), ValueError, "sngp: focal_gamma: a focal-loss gamma must be >= 0"),
+        (
+            SNGPRanker,
+            dict(loss="focal", focal_gamma=-1.0),
+            ValueError,
+            "sngp: focal_gamma: a focal-loss gamma must be >= 0",
+        ),
         (SNGPRanker, dict(head_dropout=1.0), ValueError, "sngp: head_dropout"),
-        (SNGPRanker, dict(output_init="normal"), ValueError, "sngp: output_init: expected one of 'dense', 'prior', 'zero'"),
-        (GPFBertRanker, dict(focal_gamma=-0.5), ValueError,
-         r"gpf_bert: focal_gamma: a focal-loss gamma must be >= 0 \(or one of 'adaptive'\), got -0.5"),
+        (
+            SNGPRanker,
+            dict(output_init="normal"),
+            ValueError,
+            "sngp: output_init: expected one of 'dense', 'prior', 'zero'",
+        ),
+        (
+            GPFBertRanker,
+            dict(focal_gamma=-0.5),
+            ValueError,
+            r"gpf_bert: focal_gamma: a focal-loss gamma must be >= 0 \(or one of 'adaptive'\), got -0.5",
+        ),
         (GPFBertRanker, dict(focal_gamma="adaptiv"), ValueError, "gpf_bert: focal_gamma: .*did you mean 'adaptive'"),
         (GPFBertRanker, dict(length_scale=0.0), ValueError, "gpf_bert: length_scale"),
         (GPFBertRanker, dict(loss="bce"), TypeError, "unexpected keyword argument .loss."),
@@ -379,8 +419,12 @@ def test_pg_drr_single_pair_batch_gives_zero_loss(pg):
         (PGDRRRanker, dict(inducing=1), ValueError, "pg_drr: inducing: expected at least 2 inducing pairs"),
         (PGDRRRanker, dict(samples=0), ValueError, "pg_drr: samples"),
         (PGDRRRanker, dict(projection="yes"), ValueError, "pg_drr: projection: expected true or false"),
-        (PGDRRRanker, dict(training=tiny_training(batch_size=1)), ValueError,
-         r"pg_drr: training.batch_size: .*too small for the GP\): expected at least 2"),
+        (
+            PGDRRRanker,
+            dict(training=tiny_training(batch_size=1)),
+            ValueError,
+            r"pg_drr: training.batch_size: .*too small for the GP\): expected at least 2",
+        ),
         (PGDRRRanker, dict(n_features=8), TypeError, "n_features"),
     ],
 )
@@ -405,7 +449,9 @@ def test_defaults_are_the_config_sections(tmp_path):
     assert PGDRRRanker(run).settings == PGDRRConfig()
     assert FocalRanker(run).gamma == SNGPConfig().focal_gamma
     model, _ = sngp._build(0)
-    assert model.head.n_features == SNGPConfig.n_features and model.head.mean_field_factor == SNGPConfig.mean_field_factor
+    assert (
+        model.head.n_features == SNGPConfig.n_features and model.head.mean_field_factor == SNGPConfig.mean_field_factor
+    )
     assert model.dropout.p == SNGPConfig.head_dropout
 
 

@@ -8,12 +8,12 @@ import json
 import numpy as np
 import pytest
 
+from calibrank.predictions import Predictions
+from calibrank.study.analysis import study as st
+from calibrank.study.data.conditions import eval_conditions, expected_samples, predictions_path
 from calibrank.study.pipeline import grid
 from calibrank.study.settings import registry
-from calibrank.study.analysis import study as st
 from calibrank.study.settings.config import load_config
-from calibrank.study.data.conditions import eval_conditions, expected_samples, predictions_path
-from calibrank.predictions import Predictions
 
 
 @pytest.fixture
@@ -31,14 +31,20 @@ def test_every_ranker_of_the_config_is_described_once():
     assert registry.of_family(registry.Family.gp) == ("sngp", "gpf_bert", "pg_drr") == st.GP_RANKERS
     cfg = load_config("laptop")
     assert [expected_samples(cfg, r) for r in ("bert", "mc_dropout", "ensemble", "sngp")] == [
-        1, cfg.rankers.mc_dropout.passes, cfg.rankers.ensemble.members, cfg.rankers.sngp.samples]
+        1,
+        cfg.rankers.mc_dropout.passes,
+        cfg.rankers.ensemble.members,
+        cfg.rankers.sngp.samples,
+    ]
     with pytest.raises(KeyError, match="unknown ranker 'nosuch'; known rankers: bert"):
         registry.info("nosuch")
 
 
 def test_the_grid_and_the_makefile_follow_the_registry(registered):
-    cfg = load_config("smoke", {"rankers.names": ["bert", "mc_dropout", "focal"], "rankers.seeds": [0],
-                                "rankers.train_corpora": ["chitchat"]})
+    cfg = load_config(
+        "smoke",
+        {"rankers.names": ["bert", "mc_dropout", "focal"], "rankers.seeds": [0], "rankers.train_corpora": ["chitchat"]},
+    )
     assert grid.shared_runs(cfg) == {"mc_dropout-chitchat": "bert-chitchat"}
     assert "focal-chitchat-seed0" in [m.name for m in grid.grid_models(cfg)]
     # describe focal as loading bert's model: the grid trains no focal model and make orders the runs
@@ -51,8 +57,11 @@ def test_the_grid_and_the_makefile_follow_the_registry(registered):
 
 
 def test_a_toy_ranker_flows_through_the_analyses(registered, tmp_root):
-    registered.register(registry.RankerInfo("toy", "Toy ranker", registry.Family.stochastic, lambda cfg: 2,
-                                            papers=(registry.Papers.penha_hauff,)))
+    registered.register(
+        registry.RankerInfo(
+            "toy", "Toy ranker", registry.Family.stochastic, lambda cfg: 2, papers=(registry.Papers.penha_hauff,)
+        )
+    )
     cfg = load_config("smoke", {"rankers.names": ["bert"], "rankers.seeds": [0]})
     conds = tuple(c for c in eval_conditions(cfg) if c.split == "test")
     rng = np.random.default_rng(0)
@@ -63,10 +72,23 @@ def test_a_toy_ranker_flows_through_the_analyses(registered, tmp_root):
         for c in conds:
             probs = np.clip(rng.random(labels.shape) * 0.5 + 0.4 * labels, 0, 1)
             samples = np.stack([probs, probs]) if r == "toy" else probs[None]
-            runs[(r, "chitchat", c.name)] = [Predictions(np.arange(12).astype(str), labels, samples.mean(0), samples,
-                                                         meta={"seed": 0, "name": f"{r}/{c.name}"})]
-    study = st.Study(cfg=cfg, rankers=("bert", "toy"), train_corpora=("chitchat",), conditions=conds,
-                     paths={k: [] for k in runs}, _cache=runs)
+            runs[(r, "chitchat", c.name)] = [
+                Predictions(
+                    np.arange(12).astype(str),
+                    labels,
+                    samples.mean(0),
+                    samples,
+                    meta={"seed": 0, "name": f"{r}/{c.name}"},
+                )
+            ]
+    study = st.Study(
+        cfg=cfg,
+        rankers=("bert", "toy"),
+        train_corpora=("chitchat",),
+        conditions=conds,
+        paths={k: [] for k in runs},
+        _cache=runs,
+    )
     overview = st.overview(study).set_index("ranker")
     assert overview.loc["toy", "method"] == "Toy ranker" and overview.loc["toy", "S"] == 2
     t2 = st.table2(study, n_resamples=200)
@@ -83,7 +105,9 @@ def test_a_toy_ranker_enters_a_profile_and_the_grid(registered):
     with pytest.raises(Exception, match="rankers.names\\[1\\].*'toy'"):
         load_config("smoke", {"rankers.names": ["bert", "toy"], "rankers.seeds": [0]})
     registered.register(registry.RankerInfo("toy", "Toy ranker", registry.Family.deterministic, lambda cfg: 1))
-    cfg = load_config("smoke", {"rankers.names": ["bert", "toy"], "rankers.seeds": [0, 1], "rankers.train_corpora": ["chitchat"]})
+    cfg = load_config(
+        "smoke", {"rankers.names": ["bert", "toy"], "rankers.seeds": [0, 1], "rankers.train_corpora": ["chitchat"]}
+    )
     assert [r.value for r in cfg.rankers.names] == ["bert", "toy"]
     assert json.loads(json.dumps(cfg.to_dict()))["rankers"]["names"] == ["bert", "toy"]  # sidecars, hashes
     from calibrank.study.settings.config import parse_run_name, train_runs
@@ -97,8 +121,11 @@ def test_a_toy_ranker_enters_a_profile_and_the_grid(registered):
     cond = eval_conditions(cfg)[0]
     assert predictions_path(cfg, "toy", "chitchat", cond, 1).parts[-3:-1] == ("toy", "chitchat")
     # described as sharing bert's model: it trains nothing of its own and make orders it after bert
-    registered.register(registry.RankerInfo("toy", "Toy ranker", registry.Family.deterministic, lambda cfg: 1,
-                                            shares="bert", data_parallel=True))
+    registered.register(
+        registry.RankerInfo(
+            "toy", "Toy ranker", registry.Family.deterministic, lambda cfg: 1, shares="bert", data_parallel=True
+        )
+    )
     assert grid.shared_runs(cfg) == {"toy-chitchat": "bert-chitchat", "toy-chitchat-seed1": "bert-chitchat-seed1"}
     assert grid.reused_scores(cfg) == grid.shared_runs(cfg)
     assert not any(m.name.startswith("toy-") for m in grid.grid_models(cfg))

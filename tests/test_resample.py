@@ -23,9 +23,16 @@ def _pred(signal: float, seed: int, *, q: int = 120, k: int = 10, name: str = "p
 def test_features_reproduce_the_metric_functions(no_rel):
     p = _pred(1.5, 3, no_rel=no_rel)
     rank = ranking_metrics(p.probs, p.labels, ks=(1, 5))
-    expected = {"R@1": rank["R@1"], "R@5": rank["R@5"], "MAP": rank["MAP"], "MRR": rank["MRR"],
-                "ECE": ece(p.probs, p.labels), "ECE equal-mass": ece(p.probs, p.labels, strategy="quantile"),
-                "Brier": brier(p.probs, p.labels), "NLL": nll(p.probs, p.labels)}
+    expected = {
+        "R@1": rank["R@1"],
+        "R@5": rank["R@5"],
+        "MAP": rank["MAP"],
+        "MRR": rank["MRR"],
+        "ECE": ece(p.probs, p.labels),
+        "ECE equal-mass": ece(p.probs, p.labels, strategy="quantile"),
+        "Brier": brier(p.probs, p.labels),
+        "NLL": nll(p.probs, p.labels),
+    }
     for metric, value in expected.items():
         assert R.features(p, metric).value == pytest.approx(value, rel=1e-12, abs=1e-12), metric
 
@@ -79,13 +86,21 @@ def test_exchangeable_rankers_give_uniform_pvalues():
 
 def test_better_on_every_query_gives_p_near_zero():
     worse = _pred(0.0, 2)
-    better = Predictions(worse.qids, worse.labels, np.where(worse.labels == 1, 0.999, worse.probs * 0.5),
-                         np.where(worse.labels == 1, 0.999, worse.probs * 0.5)[None], meta={"name": "better"})
+    better = Predictions(
+        worse.qids,
+        worse.labels,
+        np.where(worse.labels == 1, 0.999, worse.probs * 0.5),
+        np.where(worse.labels == 1, 0.999, worse.probs * 0.5)[None],
+        meta={"name": "better"},
+    )
     c = R.compare(R.features(better, "R@1"), R.features(worse, "R@1"), alternative="greater", n_resamples=999)
     assert c.pvalue <= 2 / 1000
     assert c.low > 0
     # the same comparison in the other direction is not significant
-    assert R.compare(R.features(better, "R@1"), R.features(worse, "R@1"), alternative="less", n_resamples=999).pvalue > 0.99
+    assert (
+        R.compare(R.features(better, "R@1"), R.features(worse, "R@1"), alternative="less", n_resamples=999).pvalue
+        > 0.99
+    )
 
 
 def test_relative_change_matches_the_ratio():
@@ -161,8 +176,10 @@ def _true_ece(c: float, n_bins: int = 10) -> float:
     """Population ECE of :func:`_miscalibrated` with equal-width buckets: sum_i |E[(p - f(p)) 1{p in B_i}]|."""
     from scipy import integrate
 
-    return sum(abs(integrate.quad(lambda p: -c * p * (1 - p) * stats.beta.pdf(p, 1.0, 3.0), i / n_bins,
-                                  (i + 1) / n_bins)[0]) for i in range(n_bins))
+    return sum(
+        abs(integrate.quad(lambda p: -c * p * (1 - p) * stats.beta.pdf(p, 1.0, 3.0), i / n_bins, (i + 1) / n_bins)[0])
+        for i in range(n_bins)
+    )
 
 
 def test_debiased_ece_features_reproduce_the_function_and_the_plugin():
@@ -205,8 +222,13 @@ def test_no_debiased_ece_interval_excludes_its_own_estimate():
         assert est.low <= est.value <= est.high, (q, k, est)
     a, b = _pred(0.5, 1), _pred(2.0, 2)
     for rel in (False, True):
-        c = R.compare(R.features(a, "ECE debiased"), R.features(b, "ECE debiased"), relative=rel, alternative="less",
-                      n_resamples=400)
+        c = R.compare(
+            R.features(a, "ECE debiased"),
+            R.features(b, "ECE debiased"),
+            relative=rel,
+            alternative="less",
+            n_resamples=400,
+        )
         assert c.low <= c.value <= c.high
 
 

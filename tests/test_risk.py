@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from calibrank.predictions import Predictions, PredictionsError, logit
 from calibrank.methods.rerank import DEFAULT_BS, choose_b, risk_aware_table, risk_scores, sweep_b
+from calibrank.predictions import Predictions, PredictionsError, logit
 
 
 def random_pred(seed: int, s: int = 6, q: int = 12, k: int = 5) -> Predictions:
@@ -20,9 +20,7 @@ def random_pred(seed: int, s: int = 6, q: int = 12, k: int = 5) -> Predictions:
     samples = 1.0 / (1.0 + np.exp(-z))
     labels = np.zeros((q, k), dtype=int)
     labels[np.arange(q), rng.integers(0, k, size=q)] = 1
-    return Predictions(
-        qids=[f"q{i}" for i in range(q)], labels=labels, probs=samples.mean(axis=0), samples=samples
-    )
+    return Predictions(qids=[f"q{i}" for i in range(q)], labels=labels, probs=samples.mean(axis=0), samples=samples)
 
 
 def naive_scores(samples: np.ndarray, b: float) -> np.ndarray:
@@ -37,7 +35,9 @@ def naive_scores(samples: np.ndarray, b: float) -> np.ndarray:
     return out
 
 
-def build(samples_per_query: list[np.ndarray], labels: list[list[int]], seed: int = 0, name: str = "built") -> Predictions:
+def build(
+    samples_per_query: list[np.ndarray], labels: list[list[int]], seed: int = 0, name: str = "built"
+) -> Predictions:
     """Predictions from per-query [S, K] sample blocks, candidate positions shuffled (seeded)."""
     rng = np.random.default_rng(seed)
     blocks, labs = [], []
@@ -48,7 +48,10 @@ def build(samples_per_query: list[np.ndarray], labels: list[list[int]], seed: in
     samples = np.stack(blocks, axis=1)
     lab = np.stack(labs)
     return Predictions(
-        qids=[f"{name}{i}" for i in range(len(labs))], labels=lab, probs=samples.mean(axis=0), samples=samples,
+        qids=[f"{name}{i}" for i in range(len(labs))],
+        labels=lab,
+        probs=samples.mean(axis=0),
+        samples=samples,
         meta={"name": name},
     )
 
@@ -217,7 +220,8 @@ def test_validation_errors():
     with pytest.raises(PredictionsError, match="samples must be"):
         Predictions(qids=["a"], labels=[[1, 0]], probs=[[0.5, 0.5]], samples=np.zeros((2, 1, 3)))
     # no relevant candidate anywhere: the metric is undefined for every b
-    none = Predictions(qids=["a", "b"], labels=np.zeros((2, 3), int), probs=np.full((2, 3), 0.5),
-                       samples=np.full((2, 2, 3), 0.5))
+    none = Predictions(
+        qids=["a", "b"], labels=np.zeros((2, 3), int), probs=np.full((2, 3), 0.5), samples=np.full((2, 2, 3), 0.5)
+    )
     with pytest.raises(ValueError, match="no query has a relevant"):
         choose_b(none)

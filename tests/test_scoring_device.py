@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from calibrank.study.model.rankers import RankerRun, make_ranker
 from calibrank.hardware import SCORING_BATCH, precision_name, scoring_batch_size
+from calibrank.study.model.rankers import RankerRun, make_ranker
 from calibrank.study.settings.checks import ConfigError
 from calibrank.study.settings.schema import TrainingConfig
 from rankfix import learnable_queries, tiny_training
@@ -22,8 +22,13 @@ def test_an_open_scoring_batch_follows_the_device_and_a_set_one_is_kept():
 
 
 def test_predictions_state_device_precision_batch_and_encode_once(tmp_path):
-    run = RankerRun(tiny_training(epochs=1, eval_batch_size=None, joint_layers=0, pooling="segments", max_length=20,
-                                  max_response_length=10), tmp_path, device="cpu")
+    run = RankerRun(
+        tiny_training(
+            epochs=1, eval_batch_size=None, joint_layers=0, pooling="segments", max_length=20, max_response_length=10
+        ),
+        tmp_path,
+        device="cpu",
+    )
     ranker = make_ranker("bert", run)
     assert ranker.training.eval_batch_size == 64
     ranker.fit(learnable_queries(16, 1, seed=0), learnable_queries(4, 3, seed=1))

@@ -1,4 +1,5 @@
 import pytest
+
 from calibrank.study.data import (
     TURN_SEP,
     UTTERANCE_SEP,
@@ -20,7 +21,11 @@ def test_split_is_by_dialogue_disjoint_complete_and_seeded():
     ds = _dialogues(101)
     a = split_dialogues(ds, SplitConfig(), seed=7)
     ids = {s: {d.dialogue_id for d in v} for s, v in a.items()}
-    assert ids["train"].isdisjoint(ids["valid"]) and ids["train"].isdisjoint(ids["test"]) and ids["valid"].isdisjoint(ids["test"])
+    assert (
+        ids["train"].isdisjoint(ids["valid"])
+        and ids["train"].isdisjoint(ids["test"])
+        and ids["valid"].isdisjoint(ids["test"])
+    )
     assert set().union(*ids.values()) == {d.dialogue_id for d in ds}
     assert (len(a["valid"]), len(a["test"])) == (10, 10)
     assert split_dialogues(ds, SplitConfig(), seed=7) == a
@@ -48,7 +53,10 @@ def test_examples_every_position_or_last_with_context_cap():
 def test_format_context_styles():
     ctx = ["a", "b", "c"]
     assert format_context(ctx) == "a b c"
-    assert format_context(ctx, ContextStyle.separators) == f"a {UTTERANCE_SEP} b {UTTERANCE_SEP} {TURN_SEP} c {UTTERANCE_SEP}"
+    assert (
+        format_context(ctx, ContextStyle.separators)
+        == f"a {UTTERANCE_SEP} b {UTTERANCE_SEP} {TURN_SEP} c {UTTERANCE_SEP}"
+    )
     assert format_context(ctx, "utterance_sep") == f"a {UTTERANCE_SEP} b {UTTERANCE_SEP} c {UTTERANCE_SEP}"
 
 

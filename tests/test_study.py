@@ -17,12 +17,12 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from calibrank.predictions import Predictions, PredictionsError
 from calibrank.study.analysis import study as st
-from calibrank.study.settings.config import load_config
 from calibrank.study.analysis.efficiency import PAPER_EFFICIENCY, efficiency_table
 from calibrank.study.data.conditions import eval_conditions, predictions_path, ranker_conditions
-from calibrank.predictions import Predictions, PredictionsError
 from calibrank.study.data.querysets import MissingStepError
+from calibrank.study.settings.config import load_config
 
 Q, K = 12, 10
 RANKERS = ("bert", "mc_dropout", "ensemble", "temperature")
@@ -31,9 +31,16 @@ RANKERS = ("bert", "mc_dropout", "ensemble", "temperature")
 def synthetic_config(rankers=RANKERS, seeds=(0,), train_corpora=("chitchat",)):
     """The smoke profile with the first paper's protocol (BM25 training negatives; two corpora, three
     test samplers, k = 9) and these rankers, training seeds and training corpora."""
-    return load_config("smoke", {"rankers.names": list(rankers), "rankers.seeds": list(seeds),
-                                 "rankers.train_corpora": list(train_corpora),
-                                 "negatives.train": "bm25", "negatives.eval": ["random", "bm25", "embedding"]})
+    return load_config(
+        "smoke",
+        {
+            "rankers.names": list(rankers),
+            "rankers.seeds": list(seeds),
+            "rankers.train_corpora": list(train_corpora),
+            "negatives.train": "bm25",
+            "negatives.eval": ["random", "bm25", "embedding"],
+        },
+    )
 
 
 def _labels(q: int, k: int, seed: int) -> np.ndarray:
@@ -56,8 +63,14 @@ def _samples(ranker: str, labels: np.ndarray, seed: int, shift: float) -> np.nda
     return np.clip(0.3 + 0.4 * y + rng.normal(scale=0.1, size=(3, *labels.shape)), 0.01, 0.99)
 
 
-def write_synthetic_study(root: Path, seeds=(0,), rankers=RANKERS, seed_shift: float = 0.01,
-                          train_corpora=("chitchat",), domain_drop: bool = False):
+def write_synthetic_study(
+    root: Path,
+    seeds=(0,),
+    rankers=RANKERS,
+    seed_shift: float = 0.01,
+    train_corpora=("chitchat",),
+    domain_drop: bool = False,
+):
     """Predictions for every ranker x training corpus x condition of :func:`synthetic_config` under
     ``root`` (CALIBRANK_ROOT); its config. ``domain_drop``: ``bert`` trained on another corpus than
     the test corpus gives the relevant candidate 0.3, below every negative (R@1 0)."""
@@ -73,8 +86,13 @@ def write_synthetic_study(root: Path, seeds=(0,), rankers=RANKERS, seed_shift: f
                     samples = _samples(ranker, labels, 1000 * ci + seed, seed_shift * si * (1 + ci % 3))
                     if domain_drop and ranker == "bert" and tc != cond.corpus:
                         samples = np.where(labels[None] == 1, 0.3, samples)
-                    pred = Predictions(qids=qids, labels=labels, probs=samples.mean(axis=0), samples=samples,
-                                       meta={"ranker": ranker, "seed": seed, "condition": cond.name})
+                    pred = Predictions(
+                        qids=qids,
+                        labels=labels,
+                        probs=samples.mean(axis=0),
+                        samples=samples,
+                        meta={"ranker": ranker, "seed": seed, "condition": cond.name},
+                    )
                     pred.save(predictions_path(cfg, ranker, tc, cond, seed))
     return cfg
 
@@ -148,7 +166,9 @@ def test_balanced_set_is_seeded_and_paired_across_rankers():
     a = st.subset_negatives(pred, 1, seed=11)
     b = st.subset_negatives(pred, 1, seed=11)
     np.testing.assert_array_equal(a.probs, b.probs)
-    other = Predictions(qids=pred.qids, labels=pred.labels, probs=pred.probs[:, ::-1].copy(), samples=pred.probs[None, :, ::-1].copy())
+    other = Predictions(
+        qids=pred.qids, labels=pred.labels, probs=pred.probs[:, ::-1].copy(), samples=pred.probs[None, :, ::-1].copy()
+    )
     c = st.subset_negatives(other, 1, seed=11)
     np.testing.assert_array_equal(c.labels, a.labels)  # same candidate positions for any ranker
     draws = {tuple(st.subset_negatives(pred, 1, seed=s).probs.ravel()) for s in range(5)}
@@ -168,7 +188,9 @@ def test_table1_matches_hand_computation(study):
     # every bucket holds one label only: no sampling noise, so the debiased ECE is eq. 1 and the bias 0
     np.testing.assert_allclose(t1["ECE 1:1 debiased"], 0.225, atol=1e-12)
     np.testing.assert_allclose(t1["ECE 1:9 bias"], 0.0, atol=1e-12)
-    assert ((t1["ECE 1:1 debiased lo"] <= t1["ECE 1:1 debiased"]) & (t1["ECE 1:1 debiased"] <= t1["ECE 1:1 debiased hi"])).all()
+    assert (
+        (t1["ECE 1:1 debiased lo"] <= t1["ECE 1:1 debiased"]) & (t1["ECE 1:1 debiased"] <= t1["ECE 1:1 debiased hi"])
+    ).all()
     assert (t1["shift"] == "in distribution").sum() == 1 and (t1["seeds"] == 1).all()
     wide = st.table1_wide(t1)
     # per condition: R10@1, both ECEs with their debiased value and bias, and three seed spreads
@@ -213,8 +235,9 @@ def _ensemble_of_three(cfg) -> None:
             members = np.stack([0.2 + 0.6 * old.labels.astype(float)] * 3)
             for i in range(3):
                 members[i, : 3 * i][old.labels[: 3 * i] == 1] = 0.1
-            Predictions(qids=old.qids, labels=old.labels, probs=members.mean(axis=0), samples=members,
-                        meta=dict(old.meta)).save(path)
+            Predictions(
+                qids=old.qids, labels=old.labels, probs=members.mean(axis=0), samples=members, meta=dict(old.meta)
+            ).save(path)
 
 
 def test_seed_spread_reads_berts_training_seeds_from_the_ensembles_members(tmp_root):
@@ -227,24 +250,40 @@ def test_seed_spread_reads_berts_training_seeds_from_the_ensembles_members(tmp_r
     np.testing.assert_allclose(spread[["R@1 seed min", "R@1 seed max", "R@1 seed sd"]], [[0.5, 1.0, 0.25]] * 6)
     # ECE on all 120 pairs: 0.2; (3 * 0.9 + 9 * 0.2 + 108 * 0.2) / 120; (6 * 0.9 + 6 * 0.2 + 108 * 0.2) / 120
     full = [0.2, 26.1 / 120, 28.2 / 120]
-    np.testing.assert_allclose(spread[["ECE seed min", "ECE seed max", "ECE seed sd"]],
-                               [[0.2, 0.235, np.std(full, ddof=1)]] * 6, atol=1e-12)
+    np.testing.assert_allclose(
+        spread[["ECE seed min", "ECE seed max", "ECE seed sd"]], [[0.2, 0.235, np.std(full, ddof=1)]] * 6, atol=1e-12
+    )
     # balanced (the relevant and one negative): (3 * 0.9 + 9 * 0.2 + 12 * 0.2) / 24 and (6 * 0.9 + 6 * 0.2 + 12 * 0.2) / 24
     balanced = [0.2, 6.9 / 24, 9.0 / 24]
-    np.testing.assert_allclose(spread[["ECE 1:1 seed min", "ECE 1:1 seed max", "ECE 1:1 seed sd"]],
-                               [[0.2, 0.375, np.std(balanced, ddof=1)]] * 6, atol=1e-12)
+    np.testing.assert_allclose(
+        spread[["ECE 1:1 seed min", "ECE 1:1 seed max", "ECE 1:1 seed sd"]],
+        [[0.2, 0.375, np.std(balanced, ddof=1)]] * 6,
+        atol=1e-12,
+    )
 
     t1 = st.table1(data)
     np.testing.assert_allclose(t1["R10@1 seed min"], 0.5) and np.testing.assert_allclose(t1["ECE 1:9 seed max"], 0.235)
     assert (t1["seed models"] == 3).all()
     # bert's own columns are those of the table without a spread: the spread is beside them, not in them
     plain = st.table1(data, spread=spread.iloc[:0])
-    assert plain["seed models"].eq(0).all() and plain.filter(like="seed m").drop(columns="seed models").isna().all().all()
+    assert (
+        plain["seed models"].eq(0).all() and plain.filter(like="seed m").drop(columns="seed models").isna().all().all()
+    )
     pd.testing.assert_frame_equal(t1[plain.columns[:-10]], plain[plain.columns[:-10]])
     wide = st.table1_wide(t1)
     row = wide.loc["bert trained on chitchat", "chitchat · bm25"]
-    assert list(row.index) == ["R10@1", "R10@1 seed spread", "ECE 1:1", "ECE 1:1 debiased", "ECE 1:1 seed spread",
-                               "ECE 1:1 bias", "ECE 1:9", "ECE 1:9 debiased", "ECE 1:9 seed spread", "ECE 1:9 bias"]
+    assert list(row.index) == [
+        "R10@1",
+        "R10@1 seed spread",
+        "ECE 1:1",
+        "ECE 1:1 debiased",
+        "ECE 1:1 seed spread",
+        "ECE 1:1 bias",
+        "ECE 1:9",
+        "ECE 1:9 debiased",
+        "ECE 1:9 seed spread",
+        "ECE 1:9 bias",
+    ]
     assert row["R10@1 seed spread"] == "0.500–1.000 (sd 0.250, 3 seeds)"
     assert re.fullmatch(r"0\.200–0\.235 \(sd 0\.01[78], 3 seeds\)", row["ECE 1:9 seed spread"])  # sd 0.0175
 
@@ -306,7 +345,9 @@ def test_table2_gives_intervals_and_one_sided_tests(study):
 
 
 def test_a_significant_rise_is_marked_worse_not_dagger(study):
-    t2 = st.table2(study, ece_column="ECE")  # all ten candidates: temperature's 0.5 everywhere is far worse (0.4 vs 0.325)
+    t2 = st.table2(
+        study, ece_column="ECE"
+    )  # all ten candidates: temperature's 0.5 everywhere is far worse (0.4 vs 0.325)
     temp = t2[t2["ranker"] == "temperature"]
     assert (temp["rel_change"] > 0).all() and (temp["change"] > 0).all() and (temp["mark"] == "worse").all()
     assert temp["significance"].str.startswith("p(worse) = ").all()
@@ -320,7 +361,9 @@ def test_table2_with_several_seeds_covers_them(tmp_root):
     assert (ens["seeds"] == 3).all() and (ens["pvalue"] + ens["pvalue_worse"] >= 1 - 1e-12).all()
     # the seeds' shifts move every query of a condition alike: the small p-value is on the side of the effect's sign
     assert set(np.sign(ens["rel_change"])) == {-1.0, 1.0}  # both sides occur (the seeds' shifts differ by condition)
-    assert (ens.loc[ens["rel_change"] < 0, "pvalue"] < 0.01).all() and (ens.loc[ens["rel_change"] > 0, "pvalue_worse"] < 0.01).all()
+    assert (ens.loc[ens["rel_change"] < 0, "pvalue"] < 0.01).all() and (
+        ens.loc[ens["rel_change"] > 0, "pvalue_worse"] < 0.01
+    ).all()
     row = ens.iloc[0]
     key = (m["corpus"] == row["corpus"]) & (m["sampler"] == row["sampler"])
     a = m[key & (m["ranker"] == "ensemble")]["ECE 1:1"].mean()
@@ -366,9 +409,19 @@ def test_paper2023_tables_show_intervals_and_protocol(study):
     assert t["in-domain"]["R10@1"].str.fullmatch(r"\d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]").all()
     assert (t["in-domain"]["test on"] == "chitchat").all() and (t["shift"]["test on"] == "chatterbot").all()
     assert t["in-domain"]["protocol"].str.contains("1 positive \\+ 1 bm25 negative").all()
-    assert list(st.display_columns(t["in-domain"]).columns) == ["train on", "test on", "ranker", "R10@1", "MAP", "ECE",
-                                                                "ECE debiased", "ECE bias", "seeds", "seed spread",
-                                                                "protocol"]
+    assert list(st.display_columns(t["in-domain"]).columns) == [
+        "train on",
+        "test on",
+        "ranker",
+        "R10@1",
+        "MAP",
+        "ECE",
+        "ECE debiased",
+        "ECE bias",
+        "seeds",
+        "seed spread",
+        "protocol",
+    ]
     assert t["in-domain"]["ECE debiased"].str.fullmatch(r"-?\d\.\d{3} \[-?\d\.\d{3}, -?\d\.\d{3}\]").all()
     # the numbers behind the text are numbers
     iv = st.interval_table(study).set_index(["train_corpus", "corpus", "ranker", "sampler"])
@@ -418,7 +471,9 @@ def test_export_tables_and_trec_runs(study, tmp_root):
     run = Path(files.loc[files["kind"] == "run", "path"].iloc[0])
     rows = [line.split() for line in run.read_text().splitlines()]
     assert len(rows) == Q * K and all(len(r) == 6 and r[1] == "Q0" for r in rows)
-    by_q = pd.DataFrame(rows, columns=["qid", "q0", "docid", "rank", "score", "run"]).astype({"rank": int, "score": float})
+    by_q = pd.DataFrame(rows, columns=["qid", "q0", "docid", "rank", "score", "run"]).astype(
+        {"rank": int, "score": float}
+    )
     assert (by_q.groupby("qid")["rank"].apply(sorted).apply(lambda r: r == list(range(1, K + 1)))).all()
     assert (by_q.groupby("qid")["score"].apply(lambda s: s.is_monotonic_decreasing)).all()
     qrels = Path(files.loc[files["kind"] == "qrels", "path"].iloc[0]).read_text().splitlines()
@@ -431,12 +486,18 @@ def test_export_tables_and_trec_runs(study, tmp_root):
 
 # ------------------------------------------------------------------------------ comparisons
 def test_paper_numbers_beside_ours(study):
-    tables = {"table1_bert": st.table1(study), "table2_ece_change": st.table2(study),
-              "figure2_ece_by_negatives": st.ece_by_negatives(study),
-              "table3_risk_aware": st.table3(study, [0.0, 0.5]),
-              "paper2023_in_domain": st.paper2023_tables(study, st.interval_table(study))["in-domain"],
-              "efficiency": efficiency_table(pd.DataFrame({"ranker": ["bert", "mc_dropout", "ensemble"],
-                                                           "parameters": [10, 10, 20], "ms/query": [1.0, 3.0, 2.0]}))}
+    tables = {
+        "table1_bert": st.table1(study),
+        "table2_ece_change": st.table2(study),
+        "figure2_ece_by_negatives": st.ece_by_negatives(study),
+        "table3_risk_aware": st.table3(study, [0.0, 0.5]),
+        "paper2023_in_domain": st.paper2023_tables(study, st.interval_table(study))["in-domain"],
+        "efficiency": efficiency_table(
+            pd.DataFrame(
+                {"ranker": ["bert", "mc_dropout", "ensemble"], "parameters": [10, 10, 20], "ms/query": [1.0, 3.0, 2.0]}
+            )
+        ),
+    }
     comp = st.paper_comparison(tables)
     t1 = comp["table1"].set_index("condition")
     assert math.isclose(t1.loc["in distribution", "R10@1 (paper)"], (0.615 + 0.652 + 0.834) / 3)
@@ -451,9 +512,10 @@ def test_paper_numbers_beside_ours(study):
         assert np.allclose(ours.loc[mine.index, col], mine[ref])  # numbers, none lost to text
 
 
-
 def test_efficiency_table_ratios():
-    measured = pd.DataFrame({"ranker": ["bert", "mc_dropout", "sngp"], "parameters": [100, 100, 110], "ms/query": [2.0, 10.0, 2.5]})
+    measured = pd.DataFrame(
+        {"ranker": ["bert", "mc_dropout", "sngp"], "parameters": [100, 100, 110], "ms/query": [2.0, 10.0, 2.5]}
+    )
     t = efficiency_table(measured)
     assert t["ratio_to_bert"].tolist() == [1.0, 5.0, 1.25]
     assert t.loc[t["ranker"] == "mc_dropout", "PG-DRR ms"].iloc[0] == 111.28
@@ -468,7 +530,10 @@ def test_claims_on_the_synthetic_study(study):
     claims = verdicts.summary({"c4": verdicts.calibration_claims(study), "c5": verdicts.risk_claims(study)})
     by = {(c, m): v for c, m, v in zip(claims["claim"], claims["method"], claims["verdict"])}
     # bert's ECE: (0.1 + 0.35 n) / (n + 1) grows from 0.225 to 0.325 on every query
-    assert by[("bert's ECE (debiased) grows as non-relevant candidates are added (1 + 9 against 1 + 1)", "bert")] == "replicates"
+    assert (
+        by[("bert's ECE (debiased) grows as non-relevant candidates are added (1 + 9 against 1 + 1)", "bert")]
+        == "replicates"
+    )
     # one row per method the first paper made its claims for, never pooled
     table2_rows = claims[claims["paper"].str.endswith("Table 2")]
     assert sorted(table2_rows["method"]) == ["ensemble", "mc_dropout"]
@@ -501,9 +566,25 @@ def test_the_analysis_layer_does_not_import_torch():
     import subprocess
     import sys
 
-    modules = ["calibrank.study.analysis.study", "calibrank.study.analysis.practice", "calibrank.study.analysis.efficiency"] + [
-        f"calibrank.study.analysis.{m}" for m in ("load", "calibration", "risk_aware", "nota_tables", "papers", "verdicts",
-                                             "exports", "uncertainty", "subsets", "explore")]
+    modules = [
+        "calibrank.study.analysis.study",
+        "calibrank.study.analysis.practice",
+        "calibrank.study.analysis.efficiency",
+    ] + [
+        f"calibrank.study.analysis.{m}"
+        for m in (
+            "load",
+            "calibration",
+            "risk_aware",
+            "nota_tables",
+            "papers",
+            "verdicts",
+            "exports",
+            "uncertainty",
+            "subsets",
+            "explore",
+        )
+    ]
     code = f"import sys, {', '.join(modules)}; sys.exit('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
 
@@ -511,14 +592,20 @@ def test_the_analysis_layer_does_not_import_torch():
 def test_efficiency_ratios_over_repeats_and_their_claims():
     from calibrank.study.analysis import verdicts
 
-    measured = pd.DataFrame({"ranker": ["bert", "mc_dropout", "sngp"], "parameters": [100, 100, 110],
-                             "ms/query": [2.0, 10.0, 2.5],
-                             "ms/query per repeat": ["2 2.1 1.9", "10 10.4 9.6", "2.5 2.6 2.4"]})
+    measured = pd.DataFrame(
+        {
+            "ranker": ["bert", "mc_dropout", "sngp"],
+            "parameters": [100, 100, 110],
+            "ms/query": [2.0, 10.0, 2.5],
+            "ms/query per repeat": ["2 2.1 1.9", "10 10.4 9.6", "2.5 2.6 2.4"],
+        }
+    )
     t = efficiency_table(measured).set_index("ranker")
     ratios = np.array([10 / 2, 10.4 / 2.1, 9.6 / 1.9])
     half = stats.t.ppf(0.975, 2) * ratios.std(ddof=1) / math.sqrt(3)
     assert (t.loc["mc_dropout", "ratio lo"], t.loc["mc_dropout", "ratio hi"]) == pytest.approx(
-        (ratios.mean() - half, ratios.mean() + half))
+        (ratios.mean() - half, ratios.mean() + half)
+    )
     assert t.loc["mc_dropout", "repeats"] == 3
     claims = verdicts.summary(verdicts.efficiency_claims(t.reset_index())).set_index("method")
     assert claims.loc["mc_dropout", "verdict"] == "replicates"  # ~5x bert on every repeat
@@ -546,9 +633,13 @@ def test_rankers_on_different_data_are_refused_naming_both_files(tmp_root):
                 _edit_sidecar(path, data_hash=digest)
     data = st.load_study(cfg)
     bert, ens = (str(predictions_path(cfg, r, "chitchat", cond)) for r in ("bert", "ensemble"))
-    with pytest.raises(PredictionsError, match=rf"{re.escape(ens)} and {re.escape(bert)} were computed on different data"):
+    with pytest.raises(
+        PredictionsError, match=rf"{re.escape(ens)} and {re.escape(bert)} were computed on different data"
+    ):
         st.table2(data)  # notebook 04
-    with pytest.raises(PredictionsError, match=rf"{re.escape(ens)} and {re.escape(bert)} were computed on different data"):
+    with pytest.raises(
+        PredictionsError, match=rf"{re.escape(ens)} and {re.escape(bert)} were computed on different data"
+    ):
         st.risk_sweep(data, [0.0, 0.5])  # notebook 05: Figure 3 sets each ranker beside bert
     valid = next(c for c in eval_conditions(cfg) if c.split == "valid")
     _edit_sidecar(predictions_path(cfg, "mc_dropout", "chitchat", valid), data_hash="cccc")
@@ -560,5 +651,7 @@ def test_a_sidecar_seed_that_disagrees_with_the_file_name_is_an_error(tmp_root):
     cond = next(c for c in eval_conditions(cfg) if c.split == "test")
     path = predictions_path(cfg, "bert", "chitchat", cond, 1)
     _edit_sidecar(path, seed=7)
-    with pytest.raises(PredictionsError, match=rf"{re.escape(str(path))}: its sidecar says seed 7 but its name says seed 1"):
+    with pytest.raises(
+        PredictionsError, match=rf"{re.escape(str(path))}: its sidecar says seed 7 but its name says seed 1"
+    ):
         st.load_study(cfg).runs("bert", "chitchat", cond)

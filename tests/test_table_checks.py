@@ -38,39 +38,51 @@ def test_row_count():
 def test_expected_keys_each_once_with_the_row_count_first():
     assert tc.rows_expected("t", T, KEYS, [("bert", "a"), ("sngp", "a"), ("sngp", "b")]) == [
         "t: 0 rows for ranker=sngp, corpus=b, expected 1",
-        "t: 1 unexpected row for ranker=bert, corpus=b, expected none"]  # 3 rows as expected: no count
+        "t: 1 unexpected row for ranker=bert, corpus=b, expected none",
+    ]  # 3 rows as expected: no count
     assert tc.rows_expected("t", T, KEYS, [("bert", "a")], what="one") == [
-        "t: 3 rows, expected 1 (one)", "t: 1 unexpected row for ranker=bert, corpus=b, expected none",
-        "t: 1 unexpected row for ranker=sngp, corpus=a, expected none"]
+        "t: 3 rows, expected 1 (one)",
+        "t: 1 unexpected row for ranker=bert, corpus=b, expected none",
+        "t: 1 unexpected row for ranker=sngp, corpus=a, expected none",
+    ]
 
 
 def test_each_counts_the_rows_per_key():
     doubled = pd.concat([T, T])
     assert tc.rows_expected("t", doubled, KEYS, [("bert", "a"), ("bert", "b"), ("sngp", "a")], each=2) == []
     assert tc.rows_expected("t", doubled, ("ranker",), [("bert",), ("sngp",)], each=2) == [
-        "t: 6 rows, expected 4", "t: 4 rows for ranker=bert, expected 2"]
+        "t: 6 rows, expected 4",
+        "t: 4 rows for ranker=bert, expected 2",
+    ]
     assert tc.rows_expected("t", T, KEYS, [("bert", "a"), ("bert", "b"), ("sngp", "a")], each=2)[:2] == [
-        "t: 3 rows, expected 6", "t: 1 row for ranker=bert, corpus=a, expected 2"]
+        "t: 3 rows, expected 6",
+        "t: 1 row for ranker=bert, corpus=a, expected 2",
+    ]
 
 
 def test_failing_rows_name_table_row_expectation_and_values():
     ok = T["R@1"] < 1  # NaN compares False: not ok
     assert tc.rows_failing("t", T, ok, KEYS, "R@1 < 1", ["R@1", "corpus"]) == [
         "t: ranker=bert, corpus=b: expected R@1 < 1, found R@1 nan, corpus 'b'",
-        "t: ranker=sngp, corpus=a: expected R@1 < 1, found R@1 1.2, corpus 'a'"]
+        "t: ranker=sngp, corpus=a: expected R@1 < 1, found R@1 1.2, corpus 'a'",
+    ]
     assert tc.rows_failing("t", T, pd.array([True, pd.NA, True], dtype="boolean"), KEYS, "x", ["R@1"]) == [
-        "t: ranker=bert, corpus=b: expected x, found R@1 nan"]
+        "t: ranker=bert, corpus=b: expected x, found R@1 nan"
+    ]
 
 
 def test_nan_fails_a_range_check_unless_allowed():
     assert tc.in_range("t", T, "R@1", KEYS, 0, 1) == [
         "t: ranker=bert, corpus=b: expected R@1 in [0, 1], found R@1 nan",
-        "t: ranker=sngp, corpus=a: expected R@1 in [0, 1], found R@1 1.2"]
+        "t: ranker=sngp, corpus=a: expected R@1 in [0, 1], found R@1 1.2",
+    ]
     assert tc.in_range("t", T, "R@1", KEYS, 0, 1.2, allow_nan=True) == []
     assert tc.in_range("t", T, "R@1", KEYS, 0, 1.2, high_open=True, allow_nan=True) == [
-        "t: ranker=sngp, corpus=a: expected R@1 in [0, 1.2) or NaN, found R@1 1.2"]
+        "t: ranker=sngp, corpus=a: expected R@1 in [0, 1.2) or NaN, found R@1 1.2"
+    ]
     assert tc.not_nan("t", T, ["R@1", "corpus"], KEYS) == [
-        "t: ranker=bert, corpus=b: expected a value of R@1, found R@1 nan"]
+        "t: ranker=bert, corpus=b: expected a value of R@1, found R@1 nan"
+    ]
 
 
 def test_the_table_checks_do_not_import_torch():

@@ -23,8 +23,15 @@ from toy_ranker import LabelSmoothingRanker
 def toy(monkeypatch):
     """The registry with the toy ranker in it, undone after the test."""
     monkeypatch.setattr(registry, "RANKERS", dict(registry.RANKERS))
-    registry.register(registry.RankerInfo("toy", "BERT + label smoothing", registry.Family.deterministic, lambda cfg: 1,
-                                          impl="toy_ranker:LabelSmoothingRanker"))
+    registry.register(
+        registry.RankerInfo(
+            "toy",
+            "BERT + label smoothing",
+            registry.Family.deterministic,
+            lambda cfg: 1,
+            impl="toy_ranker:LabelSmoothingRanker",
+        )
+    )
     return registry
 
 
@@ -77,10 +84,20 @@ def test_every_ranker_states_its_settings_in_its_signature():
 def test_a_toy_ranker_runs_through_notebooks_03_and_04(toy, tmp_root):
     with pytest.raises(ValueError, match="toy: smoothing: expected a number in"):
         make_ranker("toy", tiny_run(tmp_root), smoothing=1.5)
-    cfg = load_config("smoke", {"rankers.names": ["bert", "toy"], "rankers.seeds": [0], "rankers.train_corpora": ["chitchat"],
-                                "data.corpora": ["chitchat"], "negatives.eval": ["mixed", "random"],
-                                "training.max_length": 40, "training.max_response_length": 16, "training.epochs": 3,
-                                "training.lr": 2e-3})
+    cfg = load_config(
+        "smoke",
+        {
+            "rankers.names": ["bert", "toy"],
+            "rankers.seeds": [0],
+            "rankers.train_corpora": ["chitchat"],
+            "data.corpora": ["chitchat"],
+            "negatives.eval": ["mixed", "random"],
+            "training.max_length": 40,
+            "training.max_response_length": 16,
+            "training.epochs": 3,
+            "training.lr": 2e-3,
+        },
+    )
     for i, spec in enumerate(query_set_specs(cfg)):
         write_queries(query_set_path(cfg, spec), learnable_queries(24 if spec.split == "train" else 8, spec.k, seed=i))
     summaries = {}

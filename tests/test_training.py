@@ -5,14 +5,14 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from calibrank.study.model.backbone import BackboneError, load_backbone
-from calibrank.study.data.schema import DataError, RankingQuery
-from calibrank.study.model.losses import binary_cross_entropy, focal
 from calibrank.metrics.ranking import recall_at_k
-from calibrank.study.model.rankers import make_ranker
-from calibrank.study.model.cross_encoder import CrossEncoder
-from calibrank.study.model.training import TrainingDiverged, encode_pairs, train_model
 from calibrank.pairs import length_batches
+from calibrank.study.data.schema import DataError, RankingQuery
+from calibrank.study.model.backbone import BackboneError, load_backbone
+from calibrank.study.model.cross_encoder import CrossEncoder
+from calibrank.study.model.losses import binary_cross_entropy, focal
+from calibrank.study.model.rankers import make_ranker
+from calibrank.study.model.training import TrainingDiverged, encode_pairs, train_model
 from rankfix import learnable_queries, tiny_run, tiny_training
 
 
@@ -156,7 +156,9 @@ def test_fused_adamw_gives_the_weights_of_the_reference_update(tmp_path, tokeniz
     train_model(fused, _loss, pairs, settings, tmp_path / "fused", seed=5)
 
     adamw = torch.optim.AdamW
-    monkeypatch.setattr(torch.optim, "AdamW", lambda groups, **kw: adamw(groups, **{**kw, "fused": False, "foreach": False}))
+    monkeypatch.setattr(
+        torch.optim, "AdamW", lambda groups, **kw: adamw(groups, **{**kw, "fused": False, "foreach": False})
+    )
     reference = _fresh_model()
     train_model(reference, _loss, pairs, settings, tmp_path / "reference", seed=5)
     a = load_file(str(tmp_path / "fused" / "model.safetensors"))
@@ -184,8 +186,15 @@ def test_constant_schedule_and_last_weights_as_the_first_papers_code(tmp_path, t
     best = train_model(_fresh_model(), _loss, pairs, settings, tmp_path / "best", seed=5, validate=validate)
     assert best.best_step == 1 and [h["lr"] for h in best.history][-1] == pytest.approx(tiny_training().lr)
     worse_later = iter([0.9, 0.1, 0.1, 0.1, 0.1, 0.1])
-    last = train_model(_fresh_model(), _loss, pairs, tiny_training(epochs=1, eval_every=1, selection="last"),
-                       tmp_path / "last", seed=5, validate=validate)
+    last = train_model(
+        _fresh_model(),
+        _loss,
+        pairs,
+        tiny_training(epochs=1, eval_every=1, selection="last"),
+        tmp_path / "last",
+        seed=5,
+        validate=validate,
+    )
     assert last.best_step == last.steps == 6 and len(last.validation) == 6  # validated, but the last weights kept
     a = load_file(str(tmp_path / "best" / "model.safetensors"))
     b = load_file(str(tmp_path / "last" / "model.safetensors"))

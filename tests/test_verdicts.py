@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibrank.study.analysis import uncertainty as unc
-from calibrank.study.analysis import verdicts as V
 from calibrank.metrics.resample import features
 from calibrank.predictions import Predictions
+from calibrank.study.analysis import uncertainty as unc
+from calibrank.study.analysis import verdicts as V
 
 Q, K = 60, 10
 
@@ -29,17 +29,29 @@ def _ranker(n_top: int, name: str, seed: int = 0) -> Predictions:
 def _verdict_of(a_top: int, b_top: int) -> pd.Series:
     """The claim "A has higher R@1 than B" tested on one condition."""
     a, b = _ranker(a_top, "a.npz", 1), _ranker(b_top, "b.npz", 2)
-    row = V.claim_row("paper", "A ranks better than B", "a", "greater", 0.1, [features(a, "R@1")], [features(b, "R@1")],
-                      groups=["corpus"], n_resamples=1999)
+    row = V.claim_row(
+        "paper",
+        "A ranks better than B",
+        "a",
+        "greater",
+        0.1,
+        [features(a, "R@1")],
+        [features(b, "R@1")],
+        groups=["corpus"],
+        n_resamples=1999,
+    )
     return V.summary(V.claims_frame([row])).iloc[0]
 
 
-@pytest.mark.parametrize("a_top, b_top, expected", [
-    (45, 15, "replicates"),                            # A better on 30 more queries of 60
-    (31, 30, "same direction, not significant"),       # one query's difference
-    (30, 31, "opposite direction, not significant"),
-    (15, 45, "contradicted"),                          # A significantly worse
-])
+@pytest.mark.parametrize(
+    "a_top, b_top, expected",
+    [
+        (45, 15, "replicates"),  # A better on 30 more queries of 60
+        (31, 30, "same direction, not significant"),  # one query's difference
+        (30, 31, "opposite direction, not significant"),
+        (15, 45, "contradicted"),  # A significantly worse
+    ],
+)
 def test_each_verdict_on_fixtures_built_for_it(a_top, b_top, expected):
     row = _verdict_of(a_top, b_top)
     assert row["verdict"] == expected
@@ -48,8 +60,12 @@ def test_each_verdict_on_fixtures_built_for_it(a_top, b_top, expected):
 
 
 def test_holm_across_claims_can_turn_a_replication_into_not_significant():
-    rows = pd.DataFrame([{**dict.fromkeys(V.CLAIM_COLUMNS, ""), "ours": 0.1, "direction": "greater", "p": 0.03,
-                          "p opposite": 0.97} for _ in range(3)])
+    rows = pd.DataFrame(
+        [
+            {**dict.fromkeys(V.CLAIM_COLUMNS, ""), "ours": 0.1, "direction": "greater", "p": 0.03, "p opposite": 0.97}
+            for _ in range(3)
+        ]
+    )
     alone = V.summary(rows.iloc[:1])
     together = V.summary(rows)
     assert alone["verdict"].iloc[0] == "replicates"
@@ -73,8 +89,27 @@ def test_summary_of_nothing_has_the_columns():
 
 def test_a_claim_row_is_the_claims_tables_columns_in_their_order():
     """The claims CSVs keep their columns in this order (readers index them by name and position); new ones go last."""
-    assert V.CLAIM_COLUMNS == ["paper", "claim", "method", "direction", "paper effect", "ours", "lo", "hi", "unit", "p",
-                               "p opposite", "conditions", "seeds", "test", "protocol", "note", "se", "df", "verdict"]
+    assert V.CLAIM_COLUMNS == [
+        "paper",
+        "claim",
+        "method",
+        "direction",
+        "paper effect",
+        "ours",
+        "lo",
+        "hi",
+        "unit",
+        "p",
+        "p opposite",
+        "conditions",
+        "seeds",
+        "test",
+        "protocol",
+        "note",
+        "se",
+        "df",
+        "verdict",
+    ]
     row = V.untested_row("paper", "A ranks better than B", "a", "greater", 0.1, why="no second corpus")
     assert list(row.record()) == V.CLAIM_COLUMNS and row.record()["paper effect"] == 0.1
     assert list(V.claims_frame([row]).columns) == V.CLAIM_COLUMNS
@@ -87,8 +122,13 @@ def test_a_claim_row_is_the_claims_tables_columns_in_their_order():
 
 
 def test_verdicts_are_a_str_enum_of_the_texts_tables_show():
-    assert [v.value for v in V.Verdict] == ["replicates", "same direction, not significant",
-                                            "opposite direction, not significant", "contradicted", "not tested"]
+    assert [v.value for v in V.Verdict] == [
+        "replicates",
+        "same direction, not significant",
+        "opposite direction, not significant",
+        "contradicted",
+        "not tested",
+    ]
     assert str(V.Verdict.not_tested) == f"{V.Verdict.not_tested}" == "not tested"
     assert V.verdict(-0.2, "less", 0.01, 1.0) is V.Verdict.replicates
 
@@ -97,8 +137,17 @@ def test_not_tested_is_stored_in_the_row_not_read_from_its_counts():
     """The verdict of a claim the runs cannot test comes from its row; a tested row with 0 in ``conditions`` (a count
     no test gives, or one a table lost) is still decided by its test."""
     untested = V.untested_row("paper", "A ranks better than B", "a", "greater", 0.1, why="no second corpus")
-    tested = dataclasses.replace(untested, claim="C ranks better than D", ours=0.3, lo=0.1, hi=0.5, p=0.001,
-                                 p_opposite=0.999, note="", verdict=None)
+    tested = dataclasses.replace(
+        untested,
+        claim="C ranks better than D",
+        ours=0.3,
+        lo=0.1,
+        hi=0.5,
+        p=0.001,
+        p_opposite=0.999,
+        note="",
+        verdict=None,
+    )
     s = V.summary(V.claims_frame([untested, tested]))
     assert s["verdict"].tolist() == [V.Verdict.not_tested, V.Verdict.replicates]
     assert s["power"].iloc[0] == "" and s["note"].iloc[0] == "not tested: no second corpus"
@@ -112,8 +161,9 @@ def test_not_tested_is_stored_in_the_row_not_read_from_its_counts():
 
 
 def test_nota_claims_need_two_conditions_for_a_test():
-    nota = pd.DataFrame({"input": ["+var[mc_dropout]", "+var[mc_dropout]", "+var[mc_dropout]"],
-                         "rel_change": [0.2, 0.25, 0.3]})
+    nota = pd.DataFrame(
+        {"input": ["+var[mc_dropout]", "+var[mc_dropout]", "+var[mc_dropout]"], "rel_change": [0.2, 0.25, 0.3]}
+    )
     row = V.nota_claims(nota).iloc[0]
     assert row["method"] == "mc_dropout" and row["p"] < 0.05 and row["lo"] < 0.25 < row["hi"]
     one = V.nota_claims(nota.iloc[:1]).iloc[0]
@@ -157,19 +207,31 @@ def test_alpha_is_the_threshold_passed():
     assert V.verdict(-0.2, "less", 0.02, 1.0, alpha=float(np.nextafter(0.02, 1.0))) == "replicates"
 
 
-@pytest.mark.parametrize("effect, p, p_opp, expected", [
-    (-0.2, float("nan"), 0.001, "same direction, not significant"),  # no test on the claimed side
-    (0.2, 0.001, float("nan"), "opposite direction, not significant"),  # no test on the other side
-    (float("nan"), 0.001, 0.001, "opposite direction, not significant"),  # undefined effect: on no side, never contradicting
-    (float("-inf"), 0.001, 0.001, "opposite direction, not significant"),  # not finite: as undefined
-])
+@pytest.mark.parametrize(
+    "effect, p, p_opp, expected",
+    [
+        (-0.2, float("nan"), 0.001, "same direction, not significant"),  # no test on the claimed side
+        (0.2, 0.001, float("nan"), "opposite direction, not significant"),  # no test on the other side
+        (
+            float("nan"),
+            0.001,
+            0.001,
+            "opposite direction, not significant",
+        ),  # undefined effect: on no side, never contradicting
+        (float("-inf"), 0.001, 0.001, "opposite direction, not significant"),  # not finite: as undefined
+    ],
+)
 def test_undefined_numbers_are_not_significant(effect, p, p_opp, expected):
     assert V.verdict(effect, "less", p, p_opp) == expected
 
 
 def _rows(effects, ps, ps_opp) -> pd.DataFrame:
-    return pd.DataFrame([{**dict.fromkeys(V.CLAIM_COLUMNS, ""), "ours": e, "direction": "greater", "p": p,
-                          "p opposite": q} for e, p, q in zip(effects, ps, ps_opp)])
+    return pd.DataFrame(
+        [
+            {**dict.fromkeys(V.CLAIM_COLUMNS, ""), "ours": e, "direction": "greater", "p": p, "p opposite": q}
+            for e, p, q in zip(effects, ps, ps_opp)
+        ]
+    )
 
 
 def test_summary_flips_at_the_holm_adjusted_alpha():
@@ -190,17 +252,23 @@ def test_summary_flips_at_the_holm_adjusted_alpha():
 def test_summary_leaves_a_claim_without_p_value_out_of_holm():
     """A NaN p-value does not count in Holm's m: one tested claim keeps its raw p-value."""
     out = V.summary(_rows([0.1, 0.1], [0.04, float("nan")], [0.96, float("nan")]))
-    assert out["p (Holm)"].iloc[0] == 0.04 and out["verdict"].tolist() == ["replicates", "same direction, not significant"]
+    assert out["p (Holm)"].iloc[0] == 0.04 and out["verdict"].tolist() == [
+        "replicates",
+        "same direction, not significant",
+    ]
 
 
 # ------------------------------------------------------------------------------ power beside every verdict
 def test_power_texts_known_answers():
     assert unc.power_text(True, 0.1, -0.5, "less", "relative change") == ""
     assert unc.power_text(False, 0.1, -0.5, "less", "relative change") == "no effect larger than -10.0% (80% power)"
-    assert (unc.power_text(False, 0.1, -0.05, "less", "relative change")
-            == "underpowered: the paper's effect -5.0% is below the detectable -10.0%")
+    assert (
+        unc.power_text(False, 0.1, -0.05, "less", "relative change")
+        == "underpowered: the paper's effect -5.0% is below the detectable -10.0%"
+    )
     assert unc.power_text(False, 0.02, 0.004, "greater", "difference") == (
-        "underpowered: the paper's effect +0.004 is below the detectable +0.020")
+        "underpowered: the paper's effect +0.004 is below the detectable +0.020"
+    )
     # a paper effect in the other direction, or none, cannot be "below" the detectable one
     assert unc.power_text(False, 0.02, -0.004, "greater", "difference").startswith("no effect larger than +0.020")
     assert unc.power_text(False, 0.02, float("nan"), "greater", "difference").startswith("no effect larger than")
@@ -235,5 +303,14 @@ def test_nota_claims_carry_a_t_based_detectable_effect():
 
 def _verdict_row(a_top: int, b_top: int, paper_effect: float) -> dict:
     a, b = _ranker(a_top, "a.npz", 1), _ranker(b_top, "b.npz", 2)
-    return V.claim_row("paper", f"A ranks better than B ({a_top}, {b_top})", "a", "greater", paper_effect, [features(a, "R@1")],
-                       [features(b, "R@1")], groups=["corpus"], n_resamples=1999)
+    return V.claim_row(
+        "paper",
+        f"A ranks better than B ({a_top}, {b_top})",
+        "a",
+        "greater",
+        paper_effect,
+        [features(a, "R@1")],
+        [features(b, "R@1")],
+        groups=["corpus"],
+        n_resamples=1999,
+    )

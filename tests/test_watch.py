@@ -21,8 +21,15 @@ from scipy.special import expit
 from calibrank import Calibrator, cli
 from calibrank.assess.deploy.calibrator import CalibratorError
 from calibrank.assess.deploy.fit import fit_calibrator
-from calibrank.assess.deploy.watch import LEVELS, Distribution, Fingerprint, _ks_lower, estimate, query_summaries, \
-    shift_test
+from calibrank.assess.deploy.watch import (
+    LEVELS,
+    Distribution,
+    Fingerprint,
+    _ks_lower,
+    estimate,
+    query_summaries,
+    shift_test,
+)
 from calibrank.assess.errors import OptionError
 from calibrank.assess.read.scored import ScoredRun
 from calibrank.assess.read.trec import read_runs, read_unjudged_runs
@@ -30,8 +37,15 @@ from calibrank.assess.read.trec import read_runs, read_unjudged_runs
 
 def _scored(s: np.ndarray, m: np.ndarray, y: np.ndarray) -> ScoredRun:
     q, k = s.shape
-    return ScoredRun(np.array([f"q{i}" for i in range(q)]), np.tile(np.array([f"d{j}" for j in range(k)]), (q, 1)), m,
-                     np.where(m, s, 0.0)[None], y * m, m, (y * m).sum(axis=1))
+    return ScoredRun(
+        np.array([f"q{i}" for i in range(q)]),
+        np.tile(np.array([f"d{j}" for j in range(k)]), (q, 1)),
+        m,
+        np.where(m, s, 0.0)[None],
+        y * m,
+        m,
+        (y * m).sum(axis=1),
+    )
 
 
 def bm25_like(q: int, rng: np.random.Generator, k: int = 12) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -73,9 +87,14 @@ def bm25_cal():
 # --------------------------------------------------------------------------- the fingerprint
 
 
-@pytest.mark.parametrize("values", [np.random.default_rng(1).normal(size=537),
-                                    np.random.default_rng(2).integers(1, 9, 300).astype(float),  # many ties
-                                    np.random.default_rng(3).normal(size=17)])                   # fewer than LEVELS
+@pytest.mark.parametrize(
+    "values",
+    [
+        np.random.default_rng(1).normal(size=537),
+        np.random.default_rng(2).integers(1, 9, 300).astype(float),  # many ties
+        np.random.default_rng(3).normal(size=17),
+    ],
+)  # fewer than LEVELS
 def test_the_stored_quantiles_bound_the_validation_cdf(values):
     d = Distribution.of(values)
     assert d.n == values.size and len(d.quantiles) == LEVELS + 1
@@ -155,8 +174,14 @@ def test_on_real_dialogues_okapi_bm25s_calibrator_flags_bm25plus_and_bm25l_runs(
     lists = [(context, [true] + rng.sample(pool, 29)) for context, true in pairs[:550]]
 
     def scores(chosen, ranker: str) -> np.ndarray:
-        return np.array([getattr(rank_bm25, ranker)([c.lower().split() or ["_"] for c in cands])
-                         .get_scores(context.lower().split()) for context, cands in chosen])
+        return np.array(
+            [
+                getattr(rank_bm25, ranker)([c.lower().split() or ["_"] for c in cands]).get_scores(
+                    context.lower().split()
+                )
+                for context, cands in chosen
+            ]
+        )
 
     valid = scores(lists[:250], "BM25Okapi")
     y = np.zeros(valid.shape, int)
@@ -176,7 +201,7 @@ def test_fresh_splits_of_one_rankers_queries_are_flagged_at_no_more_than_the_sta
     flagged = 0
     for _ in range(splits):
         idx = rng.permutation(len(s))
-        v, w = idx[:n_valid], idx[n_valid:n_valid + n_new]
+        v, w = idx[:n_valid], idx[n_valid : n_valid + n_new]
         flagged += shift_test(Fingerprint.of(s[v], m[v]), s[w], m[w], false_alarm=alpha).flagged
     assert flagged / splits <= alpha + 2 * np.sqrt(alpha * (1 - alpha) / splits)
 
@@ -233,8 +258,7 @@ def test_watch_settings_are_checked_and_named_as_python_spells_them(bm25_cal):
 
 
 def test_a_calibrator_without_a_fingerprint_says_watching_needs_a_refit(bm25_cal, tmp_path):
-    bare = Calibrator(bm25_cal.map, bm25_cal.cutoff, bm25_cal.abstain_rule, bm25_cal.shortlist_rule,
-                      bm25_cal.fitted_on)
+    bare = Calibrator(bm25_cal.map, bm25_cal.cutoff, bm25_cal.abstain_rule, bm25_cal.shortlist_rule, bm25_cal.fitted_on)
     back = Calibrator.load(bare.save(tmp_path / "calibrator.json"))  # still loads
     assert back.fingerprint is None and back == bare
     with pytest.raises(CalibratorError, match="watching needs a refit"):
@@ -243,9 +267,11 @@ def test_a_calibrator_without_a_fingerprint_says_watching_needs_a_refit(bm25_cal
 
 def test_watching_loads_no_fitting_or_plotting_stack(bm25_cal, tmp_path):
     path = bm25_cal.save(tmp_path / "calibrator.json")
-    code = (f"import sys, numpy as np; from calibrank import Calibrator; c = Calibrator.load({str(path)!r}); "
-            "w = c.watch(np.random.default_rng(0).gamma(2, 5, (30, 8)), n_resamples=50); w.lines(); "
-            "print(sorted(m for m in ('sklearn', 'pandas', 'torch', 'matplotlib', 'pyarrow') if m in sys.modules))")
+    code = (
+        f"import sys, numpy as np; from calibrank import Calibrator; c = Calibrator.load({str(path)!r}); "
+        "w = c.watch(np.random.default_rng(0).gamma(2, 5, (30, 8)), n_resamples=50); w.lines(); "
+        "print(sorted(m for m in ('sklearn', 'pandas', 'torch', 'matplotlib', 'pyarrow') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
@@ -253,8 +279,9 @@ def test_watching_loads_no_fitting_or_plotting_stack(bm25_cal, tmp_path):
 # --------------------------------------------------------------------------- the command
 
 
-def _write_run(path: Path, s: np.ndarray, m: np.ndarray, prefix: str, qrels: Path | None = None,
-               y: np.ndarray | None = None) -> Path:
+def _write_run(
+    path: Path, s: np.ndarray, m: np.ndarray, prefix: str, qrels: Path | None = None, y: np.ndarray | None = None
+) -> Path:
     lines, judged = [], []
     for i in range(s.shape[0]):
         for j in np.flatnonzero(m[i]):
@@ -275,8 +302,13 @@ def deployed(tmp_path_factory, bm25_cal):
     same = _write_run(d / "same.trec", s, m, "n", d / "same.qrels", y)
     s, m, _ = cross_encoder_like(120, rng)
     other = _write_run(d / "other.trec", s, m, "o")
-    return {"calibrator": bm25_cal.save(d / "calibrator.json"), "same": same, "same_qrels": d / "same.qrels",
-            "other": other, "dir": d}
+    return {
+        "calibrator": bm25_cal.save(d / "calibrator.json"),
+        "same": same,
+        "same_qrels": d / "same.qrels",
+        "other": other,
+        "dir": d,
+    }
 
 
 def _fails(capsys, argv) -> str:
@@ -290,15 +322,26 @@ def _fails(capsys, argv) -> str:
 
 def test_the_command_exits_0_on_alike_queries_and_1_on_another_rankers(deployed, capsys, tmp_path):
     out = tmp_path / "found.json"
-    code = cli.main(["watch", str(deployed["same"]), "--calibrator", str(deployed["calibrator"]), "--n-resamples",
-                     "200", "--out", str(out)])
+    code = cli.main(
+        [
+            "watch",
+            str(deployed["same"]),
+            "--calibrator",
+            str(deployed["calibrator"]),
+            "--n-resamples",
+            "200",
+            "--out",
+            str(out),
+        ]
+    )
     text = capsys.readouterr().out
     assert code == 0, text
     assert "no shift found" in text and "expected precision" in text
     found = json.loads(out.read_text())
     assert found["flagged"] is False and found["queries"] == 120 and found["run"] == [str(deployed["same"])]
-    code = cli.main(["watch", str(deployed["other"]), "--calibrator", str(deployed["calibrator"]), "--n-resamples",
-                     "200"])
+    code = cli.main(
+        ["watch", str(deployed["other"]), "--calibrator", str(deployed["calibrator"]), "--n-resamples", "200"]
+    )
     text = capsys.readouterr().out
     assert code == 1
     assert "SHIFT" in text and "the certified guarantee does not apply to them" in text
@@ -312,13 +355,16 @@ def test_the_unjudged_reading_is_the_judged_one_less_its_judgments(deployed):
     assert not new.judged.any() and not new.labels.any()
 
 
-@pytest.mark.parametrize("extra,expected", [
-    (["--false-alarm", "0"], "--false-alarm: expected a number in (0, 1), got 0.0"),
-    (["--false-alarm", "often"], "--false-alarm: expected a number in (0, 1), got 'often'"),
-    (["--level", "2"], "--level: expected a number in (0, 1), got 2.0"),
-    (["--n-resamples", "1"], "--n-resamples: expected a whole number >= 2, got 1"),
-    (["--calibrator", "missing.json"], "--calibrator: missing.json: no such file"),
-])
+@pytest.mark.parametrize(
+    "extra,expected",
+    [
+        (["--false-alarm", "0"], "--false-alarm: expected a number in (0, 1), got 0.0"),
+        (["--false-alarm", "often"], "--false-alarm: expected a number in (0, 1), got 'often'"),
+        (["--level", "2"], "--level: expected a number in (0, 1), got 2.0"),
+        (["--n-resamples", "1"], "--n-resamples: expected a whole number >= 2, got 1"),
+        (["--calibrator", "missing.json"], "--calibrator: missing.json: no such file"),
+    ],
+)
 def test_a_bad_option_is_one_line_naming_it(deployed, capsys, extra, expected):
     argv = ["watch", str(deployed["same"]), "--calibrator", str(deployed["calibrator"]), *extra]
     assert expected in _fails(capsys, argv)
@@ -326,15 +372,25 @@ def test_a_bad_option_is_one_line_naming_it(deployed, capsys, extra, expected):
 
 def test_missing_inputs_and_bad_files_are_one_line(deployed, capsys, tmp_path):
     assert "--calibrator: required" in _fails(capsys, ["watch", str(deployed["same"])])
-    assert "RUN: expected one or more TREC run files" in _fails(capsys, ["watch", "--calibrator",
-                                                                       str(deployed["calibrator"])])
+    assert "RUN: expected one or more TREC run files" in _fails(
+        capsys, ["watch", "--calibrator", str(deployed["calibrator"])]
+    )
     bad = tmp_path / "bad.trec"
     bad.write_text("q1 Q0 d1 1 high tag\n", encoding="utf-8")
     err = _fails(capsys, ["watch", str(bad), "--calibrator", str(deployed["calibrator"])])
     assert f"{bad}, line 1: score 'high' is not a number" in err
     (tmp_path / "afile").write_text("x")
-    err = _fails(capsys, ["watch", str(deployed["same"]), "--calibrator", str(deployed["calibrator"]), "--out",
-                          str(tmp_path / "afile" / "found.json")])
+    err = _fails(
+        capsys,
+        [
+            "watch",
+            str(deployed["same"]),
+            "--calibrator",
+            str(deployed["calibrator"]),
+            "--out",
+            str(tmp_path / "afile" / "found.json"),
+        ],
+    )
     assert "--out:" in err and "is a file" in err
     assert not (tmp_path / "afile").is_dir()
 
@@ -342,7 +398,8 @@ def test_missing_inputs_and_bad_files_are_one_line(deployed, capsys, tmp_path):
 def test_the_command_says_in_one_line_that_a_calibrator_without_fingerprint_needs_a_refit(deployed, capsys, tmp_path):
     cal = Calibrator.load(deployed["calibrator"])
     bare = Calibrator(cal.map, cal.cutoff, cal.abstain_rule, cal.shortlist_rule, cal.fitted_on).save(
-        tmp_path / "old.json")
+        tmp_path / "old.json"
+    )
     out = tmp_path / "found.json"
     err = _fails(capsys, ["watch", str(deployed["same"]), "--calibrator", str(bare), "--out", str(out)])
     assert f"{bare}: no fingerprint of the validation scores" in err and "watching needs a refit" in err
@@ -359,7 +416,9 @@ def test_the_command_refuses_an_edited_calibrator(deployed, capsys, tmp_path):
 
 
 def test_watch_help_loads_nothing_heavy():
-    code = ("import sys, calibrank.cli\ntry:\n    calibrank.cli.main(['watch', '--help'])\nexcept SystemExit:\n    pass\n"
-            "print(sorted(m for m in ('numpy', 'scipy', 'pandas', 'pyarrow') if m in sys.modules))")
+    code = (
+        "import sys, calibrank.cli\ntry:\n    calibrank.cli.main(['watch', '--help'])\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in ('numpy', 'scipy', 'pandas', 'pyarrow') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().endswith("[]") and "--false-alarm" in out

@@ -17,9 +17,24 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["stable_hash", "cache_key", "atomic_path", "sha256_file", "DigestMismatch", "digest_path", "record_digest",
-           "atomic_recorded", "check_recorded", "write_json", "decode_error_position", "utf8_error_at", "read_json",
-           "host_name", "owner_tag", "temp_owner"]
+__all__ = [
+    "stable_hash",
+    "cache_key",
+    "atomic_path",
+    "sha256_file",
+    "DigestMismatch",
+    "digest_path",
+    "record_digest",
+    "atomic_recorded",
+    "check_recorded",
+    "write_json",
+    "decode_error_position",
+    "utf8_error_at",
+    "read_json",
+    "host_name",
+    "owner_tag",
+    "temp_owner",
+]
 
 
 def stable_hash(obj: Any, length: int = 16) -> str:
@@ -92,8 +107,9 @@ def atomic_recorded(dest: str | os.PathLike) -> Iterator[Path]:
     record_digest(dest, digest)
 
 
-def check_recorded(path: str | os.PathLike, data: bytes, expected: str | None = None,
-                   record: str | os.PathLike | None = None) -> None:
+def check_recorded(
+    path: str | os.PathLike, data: bytes, expected: str | None = None, record: str | os.PathLike | None = None
+) -> None:
     """Raise :class:`DigestMismatch` unless ``data`` (the bytes read from ``path``) has the sha256 recorded for it.
 
     The record is ``expected`` (a digest kept elsewhere, named by ``record``) or the ``.sha256`` file
@@ -108,18 +124,24 @@ def check_recorded(path: str | os.PathLike, data: bytes, expected: str | None = 
             text = ""
         parts = text.split()
         if not parts or not re.fullmatch(r"[0-9a-f]{64}", parts[0]):
-            raise DigestMismatch(f"{path}: no sha256 was recorded for it ({where} is missing or unreadable): "
-                                 f"its writer did not finish, or an older version wrote it")
+            raise DigestMismatch(
+                f"{path}: no sha256 was recorded for it ({where} is missing or unreadable): "
+                f"its writer did not finish, or an older version wrote it"
+            )
         expected = parts[0]
     got = hashlib.sha256(data).hexdigest()
     if got != expected:
-        raise DigestMismatch(f"{path}: sha256 {got} differs from {expected} recorded in {where} when it was "
-                             f"written: the file changed since")
+        raise DigestMismatch(
+            f"{path}: sha256 {got} differs from {expected} recorded in {where} when it was "
+            f"written: the file changed since"
+        )
 
 
 def write_json(dest: str | os.PathLike, obj: Any) -> Path:
     with atomic_path(dest) as tmp:
-        tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+        tmp.write_text(
+            json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False, default=str) + "\n", encoding="utf-8"
+        )
     return Path(dest)
 
 
@@ -153,8 +175,11 @@ def read_json(path: str | os.PathLike) -> Any:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise json.JSONDecodeError(f"{path}: not UTF-8 text at {decode_error_position(data, exc)}",
-                                   data.decode("utf-8", errors="replace"), len(data[:exc.start].decode("utf-8", errors="replace"))) from None
+        raise json.JSONDecodeError(
+            f"{path}: not UTF-8 text at {decode_error_position(data, exc)}",
+            data.decode("utf-8", errors="replace"),
+            len(data[: exc.start].decode("utf-8", errors="replace")),
+        ) from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 
 from calibrank import __version__
 from calibrank.assess.errors import AssessError
-from calibrank.assess.options import Options, OptionError, WatchOptions, cli_name, declared
+from calibrank.assess.options import OptionError, Options, WatchOptions, cli_name, declared
 
 __all__ = ["main"]
 
@@ -61,19 +61,27 @@ def _help(field: dataclasses.Field) -> str:
 
 
 def _assess_parser(sub: Any) -> None:
-    p = sub.add_parser("assess", help="judge a ranker's scores: calibration, a certified cutoff, when to abstain",
-                       description="Judge a ranker's scores on test queries, with everything fitted on validation "
-                                   "queries: ranking measures as trec_eval counts them, calibration and the best "
-                                   "map, a cutoff in raw-score units certified by Learn-then-Test, an abstain rule, "
-                                   "conformal shortlists. Writes index.html, calibrator.json and tables/.")
-    p.add_argument("files", nargs="*", metavar="RUN [RUN ...] QRELS",
-                   help="TREC run file(s) (several: samples of one ranker) and, last, their TREC qrels")
+    p = sub.add_parser(
+        "assess",
+        help="judge a ranker's scores: calibration, a certified cutoff, when to abstain",
+        description="Judge a ranker's scores on test queries, with everything fitted on validation "
+        "queries: ranking measures as trec_eval counts them, calibration and the best "
+        "map, a cutoff in raw-score units certified by Learn-then-Test, an abstain rule, "
+        "conformal shortlists. Writes index.html, calibrator.json and tables/.",
+    )
+    p.add_argument(
+        "files",
+        nargs="*",
+        metavar="RUN [RUN ...] QRELS",
+        help="TREC run file(s) (several: samples of one ranker) and, last, their TREC qrels",
+    )
     groups: dict[str, Any] = {}
     for field in declared(Options):
         group = _add_declared(p, groups, field)
         if field.name == "table":  # a table's qrels share the run's option name
-            group.add_argument("--qrels", dest="table_qrels", metavar="QRELS",
-                               help="qrels for a table without a relevance column")
+            group.add_argument(
+                "--qrels", dest="table_qrels", metavar="QRELS", help="qrels for a table without a relevance column"
+            )
 
 
 def _add_declared(p: argparse.ArgumentParser, groups: dict[str, Any], field: dataclasses.Field) -> Any:
@@ -94,15 +102,22 @@ def _add_declared(p: argparse.ArgumentParser, groups: dict[str, Any], field: dat
 
 
 def _watch_parser(sub: Any) -> None:
-    p = sub.add_parser("watch", help="watch a deployed calibrator on new, unjudged queries: shift, expected precision",
-                       description="Watch the calibrator that calibrank assess wrote on a run of new queries, with no "
-                                   "qrels: are their scores like the validation ones (a two-sample test per query "
-                                   "summary at a stated false-alarm rate), and what precision and kept share does "
-                                   "the certified cutoff have there (expected from the calibrated probabilities, "
-                                   "with an interval)? Exit status 1 when the scores are unlike the validation ones: "
-                                   "the guarantee does not apply to these queries; 0 when alike; 2 for a bad input.")
-    p.add_argument("files", nargs="*", metavar="RUN",
-                   help="TREC run file(s) of new queries, without qrels (several: samples of one ranker)")
+    p = sub.add_parser(
+        "watch",
+        help="watch a deployed calibrator on new, unjudged queries: shift, expected precision",
+        description="Watch the calibrator that calibrank assess wrote on a run of new queries, with no "
+        "qrels: are their scores like the validation ones (a two-sample test per query "
+        "summary at a stated false-alarm rate), and what precision and kept share does "
+        "the certified cutoff have there (expected from the calibrated probabilities, "
+        "with an interval)? Exit status 1 when the scores are unlike the validation ones: "
+        "the guarantee does not apply to these queries; 0 when alike; 2 for a bad input.",
+    )
+    p.add_argument(
+        "files",
+        nargs="*",
+        metavar="RUN",
+        help="TREC run file(s) of new queries, without qrels (several: samples of one ranker)",
+    )
     groups: dict[str, Any] = {}
     for field in declared(WatchOptions):
         _add_declared(p, groups, field)
@@ -155,6 +170,7 @@ def _watch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         options = WatchOptions(run=list(args.files), **given)
     except OptionError as exc:
         parser.error(f"{cli_name(exc.option)}: {exc.text}")
+    assert options.calibrator is not None  # WatchOptions refuses to be built without one
     # numpy and scipy (and arrow, to read the run) only once the options hold
     import dataclasses as dc
     import json
@@ -181,16 +197,20 @@ def _watch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             print(f"{PROG}: warning: {w.message}", file=sys.stderr)
     fitted = cal.fitted_on.get("samples")
     if fitted is not None and fitted != run.n_samples:
-        print(f"{PROG}: warning: the calibrator read the mean of {fitted} sample(s) per candidate, this run gives "
-              f"{run.n_samples}; a mean of another number of samples spreads otherwise", file=sys.stderr)
+        print(
+            f"{PROG}: warning: the calibrator read the mean of {fitted} sample(s) per candidate, this run gives "
+            f"{run.n_samples}; a mean of another number of samples spreads otherwise",
+            file=sys.stderr,
+        )
     if options.out is not None:
         record = {"run": [str(f) for f in options.run], "calibrator": str(options.calibrator), **found.to_dict()}
         try:
             with atomic_path(options.out) as tmp:
                 tmp.write_text(json.dumps(record, indent=2, allow_nan=False) + "\n", encoding="utf-8")
         except OSError as exc:
-            parser.error(f"{exc.filename or options.out}: cannot be written ({exc.strerror or exc}); expected a "
-                         "writable file")
+            parser.error(
+                f"{exc.filename or options.out}: cannot be written ({exc.strerror or exc}); expected a writable file"
+            )
     print(f"{PROG}: watch of {run.source} with {options.calibrator}")
     for line in found.lines():
         print(f"{PROG}: {line}")

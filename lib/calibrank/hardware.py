@@ -10,7 +10,6 @@ import enum
 import logging
 from typing import TYPE_CHECKING
 
-
 if TYPE_CHECKING:
     import torch
 

@@ -6,17 +6,16 @@ so nothing that ``import calibrank`` or the command loads imports this module.
 
 from __future__ import annotations
 
-
 from collections.abc import Callable
 from dataclasses import dataclass
+
 import numpy as np
 import torch
 from torch import nn
 
 from calibrank.hardware import Precision, use_bf16
 
-__all__ = ['Pairs', 'collate', 'length_batches', 'score_pairs']
-
+__all__ = ["Pairs", "collate", "length_batches", "score_pairs"]
 
 
 @dataclass
@@ -39,7 +38,9 @@ class Pairs:
         return len(self.input_ids)
 
 
-def length_batches(lengths: np.ndarray, batch_size: int, *, seed: int | None = None, epoch: int = 0, bucket: int = 50) -> list[np.ndarray]:
+def length_batches(
+    lengths: np.ndarray, batch_size: int, *, seed: int | None = None, epoch: int = 0, bucket: int = 50
+) -> list[np.ndarray]:
     """Index batches of similar lengths: shuffled by (seed, epoch) in training, longest first in inference."""
     n = len(lengths)
     if seed is None:

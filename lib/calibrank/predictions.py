@@ -33,7 +33,6 @@ class PredictionsError(ValueError):
     """Malformed or mismatched Predictions; the message names the file or the field."""
 
 
-
 def logit(p: np.ndarray) -> np.ndarray:
     p = np.clip(np.asarray(p, dtype=np.float64), _EPS, 1 - _EPS)
     return np.log(p) - np.log1p(-p)
@@ -63,7 +62,9 @@ class Predictions:
         if probs.shape != labels.shape:
             raise PredictionsError(f"{where}: probs shape {probs.shape} != labels shape {labels.shape}")
         if samples.ndim != 3 or samples.shape[1:] != labels.shape or samples.shape[0] < 1:
-            raise PredictionsError(f"{where}: samples must be [S>=1, {q}, {labels.shape[1]}], got shape {samples.shape}")
+            raise PredictionsError(
+                f"{where}: samples must be [S>=1, {q}, {labels.shape[1]}], got shape {samples.shape}"
+            )
         if not np.isin(labels, (0, 1)).all():
             raise PredictionsError(f"{where}: labels must be 0 or 1")
         for name, arr in (("probs", probs), ("samples", samples)):
@@ -90,12 +91,16 @@ class Predictions:
         object.__setattr__(self, "probs", probs)
         object.__setattr__(self, "samples", samples)
 
-    def _checked_mask(self, where: str, labels: np.ndarray, probs: np.ndarray, samples: np.ndarray) -> np.ndarray | None:
+    def _checked_mask(
+        self, where: str, labels: np.ndarray, probs: np.ndarray, samples: np.ndarray
+    ) -> np.ndarray | None:
         if self.mask is None:
             return None
         mask = np.asarray(self.mask)
         if mask.shape != labels.shape or mask.dtype != bool:
-            raise PredictionsError(f"{where}: mask must be a bool array of shape {labels.shape}, got {mask.dtype} {mask.shape}")
+            raise PredictionsError(
+                f"{where}: mask must be a bool array of shape {labels.shape}, got {mask.dtype} {mask.shape}"
+            )
         if not mask.any(axis=1).all():
             first = int(np.flatnonzero(~mask.any(axis=1))[0])
             raise PredictionsError(f"{where}: query {first} has no candidate (its mask row is all False)")
@@ -148,8 +153,12 @@ class Predictions:
         with atomic_path(path) as tmp:
             with open(tmp, "wb") as fh:
                 # dict[str, Any]: numpy's stub types savez's **kwds beside allow_pickle (bool), which arrays are not
-                arrays: dict[str, Any] = {"qids": self.qids, "labels": self.labels, "probs": self.probs,
-                                          "samples": self.samples}
+                arrays: dict[str, Any] = {
+                    "qids": self.qids,
+                    "labels": self.labels,
+                    "probs": self.probs,
+                    "samples": self.samples,
+                }
                 arrays.update((k, v) for k, v in (("mask", self.mask), ("docids", self.docids)) if v is not None)
                 np.savez(fh, **arrays)
         meta = dict(self.meta)
@@ -159,7 +168,7 @@ class Predictions:
         return path
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> "Predictions":
+    def load(cls, path: str | os.PathLike) -> Predictions:
         path = Path(path).with_suffix(".npz")
         side = path.with_suffix(".json")
         for p in (path, side):
@@ -170,9 +179,13 @@ class Predictions:
         except ValueError as exc:  # names the file and the line
             raise PredictionsError(f"{exc}; rerun the notebook that wrote it") from None
         if not isinstance(meta, dict):
-            raise PredictionsError(f"{side}: expected a JSON object (the sidecar of {path.name}), got {type(meta).__name__}")
+            raise PredictionsError(
+                f"{side}: expected a JSON object (the sidecar of {path.name}), got {type(meta).__name__}"
+            )
         if meta.get("npz_sha256") not in (None, sha256_file(path)):
-            raise PredictionsError(f"{path}: the arrays are not the ones its sidecar {side.name} describes (a write was interrupted?)")
+            raise PredictionsError(
+                f"{path}: the arrays are not the ones its sidecar {side.name} describes (a write was interrupted?)"
+            )
         try:
             with np.load(path, allow_pickle=False) as z:
                 missing = {"qids", "labels", "probs", "samples"} - set(z.files)
@@ -182,8 +195,9 @@ class Predictions:
         except PredictionsError:
             raise
         except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-            raise PredictionsError(f"{path}: not a readable .npz file ({type(exc).__name__}: {exc}); "
-                                   f"rerun the notebook that wrote it") from None
+            raise PredictionsError(
+                f"{path}: not a readable .npz file ({type(exc).__name__}: {exc}); rerun the notebook that wrote it"
+            ) from None
         shape = meta.get("shape", {})
         got = {"S": arrays["samples"].shape[0], "Q": arrays["labels"].shape[0], "K": arrays["labels"].shape[1]}
         if shape and shape != got:
@@ -197,14 +211,16 @@ class Predictions:
         """The file it was read from, else its name: what an error about it should say."""
         return str(self.meta.get("path") or self.meta.get("name") or "predictions")
 
-    def check_aligned(self, other: "Predictions") -> None:
+    def check_aligned(self, other: Predictions) -> None:
         """Raise unless ``other`` covers the same queries, candidates and labels, from the same data
         (the sidecars' ``data_hash`` where both have one), for paired comparisons. Errors name both files."""
         a, b = self.source, other.source
         ha, hb = self.meta.get("data_hash"), other.meta.get("data_hash")
         if ha and hb and ha != hb:
-            raise PredictionsError(f"{a} and {b} were computed on different data (data_hash {ha} vs {hb}): "
-                                   "they cannot be compared query by query; rerun the older one")
+            raise PredictionsError(
+                f"{a} and {b} were computed on different data (data_hash {ha} vs {hb}): "
+                "they cannot be compared query by query; rerun the older one"
+            )
         if self.labels.shape != other.labels.shape:
             raise PredictionsError(f"{a} has shape {self.labels.shape} but {b} has {other.labels.shape}")
         if not np.array_equal(self.qids, other.qids):

@@ -75,21 +75,35 @@ def count_problems(name: str, table: pd.DataFrame, expected: int, what: str | No
     return [f"{name}: {_rows(len(table))}, expected {expected}" + (f" ({what})" if what else "")]
 
 
-def rows_expected(name: str, table: pd.DataFrame, keys: Sequence[str], expected: Iterable[tuple], *, each: int = 1,
-                  what: str | None = None) -> list[str]:
+def rows_expected(
+    name: str,
+    table: pd.DataFrame,
+    keys: Sequence[str],
+    expected: Iterable[tuple],
+    *,
+    each: int = 1,
+    what: str | None = None,
+) -> list[str]:
     """Every key of ``expected`` (values of the columns ``keys``) has exactly ``each`` rows and no row has
     another key; when not, the row count (:func:`count_problems`, ``what``: why that many) comes first."""
     want = Counter({tuple(key): each for key in expected})
     found = Counter(table[list(keys)].itertuples(index=False, name=None))
-    problems = [f"{name}: {_rows(found.get(key, 0))} for {describe(dict(zip(keys, key)), keys)}, expected {n}"
-                for key, n in want.items() if found.get(key, 0) != n]
-    problems += [f"{name}: {_rows(n, 'unexpected ')} for {describe(dict(zip(keys, key)), keys)}, "
-                 "expected none" for key, n in found.items() if key not in want]
+    problems = [
+        f"{name}: {_rows(found.get(key, 0))} for {describe(dict(zip(keys, key)), keys)}, expected {n}"
+        for key, n in want.items()
+        if found.get(key, 0) != n
+    ]
+    problems += [
+        f"{name}: {_rows(n, 'unexpected ')} for {describe(dict(zip(keys, key)), keys)}, expected none"
+        for key, n in found.items()
+        if key not in want
+    ]
     return count_problems(name, table, sum(want.values()), what) + problems if problems else []
 
 
-def rows_failing(name: str, table: pd.DataFrame, ok: Any, keys: Sequence[str], expected: str,
-                 columns: Sequence[str]) -> list[str]:
+def rows_failing(
+    name: str, table: pd.DataFrame, ok: Any, keys: Sequence[str], expected: str, columns: Sequence[str]
+) -> list[str]:
     """One problem per row of ``table`` where ``ok`` (aligned by position) is not True (NaN and NA are not):
     the row by ``keys``, what was ``expected`` and the row's values of ``columns``."""
     flags = np.asarray(ok, dtype=object).reshape(-1)
@@ -104,8 +118,17 @@ def rows_failing(name: str, table: pd.DataFrame, ok: Any, keys: Sequence[str], e
     return problems
 
 
-def in_range(name: str, table: pd.DataFrame, column: str, keys: Sequence[str], low: float, high: float, *,
-             high_open: bool = False, allow_nan: bool = False) -> list[str]:
+def in_range(
+    name: str,
+    table: pd.DataFrame,
+    column: str,
+    keys: Sequence[str],
+    low: float,
+    high: float,
+    *,
+    high_open: bool = False,
+    allow_nan: bool = False,
+) -> list[str]:
     """Rows whose ``column`` is not a number in [low, high] (or [low, high) when ``high_open``); a NaN
     fails unless ``allow_nan``."""
     v = pd.to_numeric(table[column], errors="coerce")

@@ -24,8 +24,15 @@ from calibrank.assess.options import Settings, check_out, settings_from
 from calibrank.assess.page.publish import publish
 from calibrank.assess.page.render import render
 from calibrank.assess.read.load import load
-from calibrank.assess.read.score_tables import (from_arrays, from_dataframe, from_ir_measures, from_ranx, is_frame,
-                                                 is_ir_measures, is_ranx)
+from calibrank.assess.read.score_tables import (
+    from_arrays,
+    from_dataframe,
+    from_ir_measures,
+    from_ranx,
+    is_frame,
+    is_ir_measures,
+    is_ranx,
+)
 from calibrank.assess.read.scored import ScoredRun
 
 __all__ = ["Report", "evaluate", "fit"]
@@ -39,7 +46,9 @@ def _scored(scores: Any, relevance: Any, query_ids: Any, docids: Any, settings: 
         return scores
     if is_frame(scores) or is_ranx(scores, "Run"):
         if query_ids is not None or docids is not None:
-            raise AssessError(f"query_ids: a {type(scores).__name__} carries its own query ids; expected none beside it")
+            raise AssessError(
+                f"query_ids: a {type(scores).__name__} carries its own query ids; expected none beside it"
+            )
         read = from_dataframe if is_frame(scores) else from_ranx
         return read(scores, qrels=relevance, kind=kind, relevant_at=relevant_at, name=name)
     if is_ir_measures(scores, ("query_id", "doc_id", "score")):
@@ -54,15 +63,18 @@ def _valid(valid: Any, settings: Settings) -> ScoredRun | None:
         return None
     if isinstance(valid, tuple) and not is_ir_measures(valid, ("query_id",)):
         if not 1 <= len(valid) <= 4:
-            raise AssessError("valid: expected (scores, relevance, query_ids[, docids]), a DataFrame, a ranx "
-                              f"(Run, Qrels) pair or a ScoredRun; got a tuple of {len(valid)}")
+            raise AssessError(
+                "valid: expected (scores, relevance, query_ids[, docids]), a DataFrame, a ranx "
+                f"(Run, Qrels) pair or a ScoredRun; got a tuple of {len(valid)}"
+            )
         scores, relevance, query_ids, docids = list(valid) + [None] * (4 - len(valid))
         return _scored(scores, relevance, query_ids, docids, settings, "valid")
     return _scored(valid, None, None, None, settings, "valid")
 
 
-def fit(scores: Any, relevance: Any = None, query_ids: Any = None, *, docids: Any = None,
-        **settings: Any) -> Calibrator:
+def fit(
+    scores: Any, relevance: Any = None, query_ids: Any = None, *, docids: Any = None, **settings: Any
+) -> Calibrator:
     """Fit what to deploy on validation queries: a map to probabilities, a certified cutoff and an abstain rule.
 
     Everything is fitted on the queries given here (use other queries to judge it: :func:`evaluate`).
@@ -181,8 +193,16 @@ class Report:
         return publish(out, write) / "index.html"
 
 
-def evaluate(scores: Any, relevance: Any = None, query_ids: Any = None, *, docids: Any = None, valid: Any = None,
-             name: str = "ranker", **settings: Any) -> Report:
+def evaluate(
+    scores: Any,
+    relevance: Any = None,
+    query_ids: Any = None,
+    *,
+    docids: Any = None,
+    valid: Any = None,
+    name: str = "ranker",
+    **settings: Any,
+) -> Report:
     """Judge a ranker's scores: fit on validation queries, report every section on the test queries.
 
     Without ``valid``, a seeded half of the queries is fitted on and the other half judged.
@@ -221,8 +241,11 @@ def evaluate(scores: Any, relevance: Any = None, query_ids: Any = None, *, docid
     chosen = settings_from(settings, "calibrank.evaluate")
     if not isinstance(name, str) or not name:
         raise AssessError(f"name: expected the ranker's name, got {name!r}")
-    inputs = load(run=_scored(scores, relevance, query_ids, docids, chosen, "scores"), valid_run=_valid(valid, chosen),
-                  settings=chosen)
+    inputs = load(
+        run=_scored(scores, relevance, query_ids, docids, chosen, "scores"),
+        valid_run=_valid(valid, chosen),
+        settings=chosen,
+    )
     return Report(assess(inputs.test, inputs.valid, chosen, notes=inputs.notes), name, inputs.notes)
 
 
@@ -231,8 +254,10 @@ def _signature(func: Any) -> inspect.Signature:
     so ``help()`` and an editor show the real options; the defaults stay written once, in :class:`Settings`."""
     sig = inspect.signature(func)
     params = [p for p in sig.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
-    params += [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default)
-               for f in dataclasses.fields(Settings)]
+    params += [
+        inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default)
+        for f in dataclasses.fields(Settings)
+    ]
     return sig.replace(parameters=params)
 
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from calibrank.assess.engine import Assessment, assess
-from calibrank.assess.read.load import Inputs, load
 from calibrank.assess.options import Options
-from calibrank.assess.page.render import render
 from calibrank.assess.page.publish import publish
+from calibrank.assess.page.render import render
+from calibrank.assess.read.load import Inputs, load
 
 __all__ = ["report", "run"]
 
@@ -54,8 +54,9 @@ def run(options: Options) -> tuple[Assessment, Inputs]:
     >>> tmp.cleanup()
     """
     inputs = load(**options.inputs())
-    return assess(inputs.test, inputs.valid, options.settings(), notes=inputs.notes,
-                  inputs=options.validation_files()), inputs
+    return assess(
+        inputs.test, inputs.valid, options.settings(), notes=inputs.notes, inputs=options.validation_files()
+    ), inputs
 
 
 def report(options: Options) -> Path:

@@ -19,12 +19,13 @@ from typing import Any, TypedDict
 import numpy as np
 import pandas as pd
 
-from calibrank.assess.sections import abstain, headlines, ranking, reliability, reranking as risk_aware, shortlists, thresholds
 from calibrank.assess.deploy.calibrator import Calibrator
 from calibrank.assess.deploy.fit import fit_parts
 from calibrank.assess.numbers import csv_frame
 from calibrank.assess.options import Settings, resolve
 from calibrank.assess.read.scored import AssessError, ScoredRun
+from calibrank.assess.sections import abstain, headlines, ranking, reliability, shortlists, thresholds
+from calibrank.assess.sections import reranking as risk_aware
 from calibrank.assess.sections.selfcheck import checked
 
 __all__ = ["Assessment", "assess"]
@@ -128,14 +129,17 @@ def _check_pair(test: ScoredRun, valid: ScoredRun) -> None:
         if not isinstance(run, ScoredRun):
             raise AssessError(f"{name}: expected a ScoredRun, got {type(run).__name__}")
     if test.kind is not valid.kind:
-        raise AssessError(f"valid: its scores are {valid.kind.value} but test's are {test.kind.value}; "
-                          "both must be of one kind")
+        raise AssessError(
+            f"valid: its scores are {valid.kind.value} but test's are {test.kind.value}; both must be of one kind"
+        )
     if test.relevant_at != valid.relevant_at:
         raise AssessError(f"valid: relevant_at {valid.relevant_at} differs from test's {test.relevant_at}")
     shared = np.intersect1d(test.qids, valid.qids)
     if shared.size:
-        raise AssessError(f"valid: {shared.size} queries are also test queries (first: {shared[0]!r}); "
-                          "a number fitted on them would be shown as a test number")
+        raise AssessError(
+            f"valid: {shared.size} queries are also test queries (first: {shared[0]!r}); "
+            "a number fitted on them would be shown as a test number"
+        )
     if not valid.labels.any():
         raise AssessError(f"valid ({valid.source}): no candidate is relevant; nothing can be fitted on it")
     if valid.labels.all():
@@ -146,18 +150,38 @@ def _summary(test: ScoredRun, valid: ScoredRun, notes: Sequence[str]) -> pd.Data
     rows = []
     for name, run in (("test", test), ("valid", valid)):
         lengths = run.mask.sum(axis=1)
-        rows.append({"split": name, "source": run.source, "kind": run.kind.value, "samples": run.n_samples,
-                     "queries": int(run.qids.size), "candidates": int(lengths.sum()),
-                     "shortest list": int(lengths.min()), "longest list": int(lengths.max()),
-                     "relevant candidates": int(run.labels.sum()), "queries without a relevant candidate":
-                     int((~run.answerable).sum()), "judged share": run.judged_fraction,
-                     "relevant_at": run.relevant_at, "notes": "\n".join(notes)})
-    return checked("summary", pd.DataFrame(rows), keys=("split",), unit=("judged share",),
-                   nonneg=("queries", "candidates"))
+        rows.append(
+            {
+                "split": name,
+                "source": run.source,
+                "kind": run.kind.value,
+                "samples": run.n_samples,
+                "queries": int(run.qids.size),
+                "candidates": int(lengths.sum()),
+                "shortest list": int(lengths.min()),
+                "longest list": int(lengths.max()),
+                "relevant candidates": int(run.labels.sum()),
+                "queries without a relevant candidate": int((~run.answerable).sum()),
+                "judged share": run.judged_fraction,
+                "relevant_at": run.relevant_at,
+                "notes": "\n".join(notes),
+            }
+        )
+    return checked(
+        "summary", pd.DataFrame(rows), keys=("split",), unit=("judged share",), nonneg=("queries", "candidates")
+    )
 
 
-def assess(test: ScoredRun, valid: ScoredRun, settings: Settings | None = None, *, k: Sequence[int] = (1, 5, 10),
-           notes: Sequence[str] = (), inputs: Sequence[str | os.PathLike] = (), **given: Any) -> Assessment:
+def assess(
+    test: ScoredRun,
+    valid: ScoredRun,
+    settings: Settings | None = None,
+    *,
+    k: Sequence[int] = (1, 5, 10),
+    notes: Sequence[str] = (),
+    inputs: Sequence[str | os.PathLike] = (),
+    **given: Any,
+) -> Assessment:
     """Judge a ranker's scores: every section on ``test``, with the calibrator fitted on ``valid``.
 
     Ranking quality, calibration before and after the map, the certified cutoff, abstention,
@@ -211,7 +235,8 @@ def assess(test: ScoredRun, valid: ScoredRun, settings: Settings | None = None, 
     rank = ranking.ranking_table(test, ks=ks, **boot)
     deployed = reliability.deployed_view(cal.map)
     calib, buckets = reliability.calibration_tables(
-        reliability.views(test, valid, cal.map, seed=seed), test.kind, deployed=deployed, **boot)
+        reliability.views(test, valid, cal.map, seed=seed), test.kind, deployed=deployed, **boot
+    )
     curve = thresholds.threshold_curve(test, cal, recall_over=settings.recall_over, **boot)
     cut = thresholds.cutoff_row(cert, cal, test, **boot)
     scores, rule, curves = abstain.abstain_tables(cal, test, valid=valid, n_resamples=n_resamples, seed=seed)
@@ -220,6 +245,7 @@ def assess(test: ScoredRun, valid: ScoredRun, settings: Settings | None = None, 
     sets = shortlists.conformal_table(valid_pred, test_pred, alphas)
     sets.insert(1, "deployed", np.isclose(sets["alpha"], alpha))
     risk_table = risk_aware.risk_aware(valid_pred, test_pred)
-    found = headlines.findings(rank, calib, cut, scores, rule, sets, risk_table, map_name=deployed,
-                               map_given=settings.map != "auto")
+    found = headlines.findings(
+        rank, calib, cut, scores, rule, sets, risk_table, map_name=deployed, map_given=settings.map != "auto"
+    )
     return Assessment(summary, rank, calib, buckets, curve, cut, scores, rule, curves, sets, risk_table, found, cal)

@@ -29,22 +29,81 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-__all__ = ["COUNTS", "CSV_DIGITS", "FLOOR", "NOISE_ULPS", "PROPORTIONS", "THRESHOLDS", "THRESHOLD_DIGITS", "cell",
-           "count", "csv_frame", "format_for", "interval", "number", "pct", "plain", "pvalue", "threshold"]
+__all__ = [
+    "COUNTS",
+    "CSV_DIGITS",
+    "FLOOR",
+    "NOISE_ULPS",
+    "PROPORTIONS",
+    "THRESHOLDS",
+    "THRESHOLD_DIGITS",
+    "cell",
+    "count",
+    "csv_frame",
+    "format_for",
+    "interval",
+    "number",
+    "pct",
+    "plain",
+    "pvalue",
+    "threshold",
+]
 
 THRESHOLD_DIGITS = 6
 FLOOR = 1e-12
 CSV_DIGITS = 10
 NOISE_ULPS = 16
-COUNTS = frozenset({"queries", "left out", "count", "bin", "kept", "valid queries", "valid kept", "test kept",
-                    "queries needed", "test queries", "answered", "valid answered", "NOTA queries", "empty sets",
-                    "n", "S_test", "samples", "candidates", "shortest list", "longest list", "relevant candidates",
-                    "queries without a relevant candidate", "relevant_at", "beyond support", "beyond support low",
-                    "beyond support high"})
+COUNTS = frozenset(
+    {
+        "queries",
+        "left out",
+        "count",
+        "bin",
+        "kept",
+        "valid queries",
+        "valid kept",
+        "test kept",
+        "queries needed",
+        "test queries",
+        "answered",
+        "valid answered",
+        "NOTA queries",
+        "empty sets",
+        "n",
+        "S_test",
+        "samples",
+        "candidates",
+        "shortest list",
+        "longest list",
+        "relevant candidates",
+        "queries without a relevant candidate",
+        "relevant_at",
+        "beyond support",
+        "beyond support low",
+        "beyond support high",
+    }
+)
 """Columns that count something: whole numbers on the page and in the CSVs."""
-PROPORTIONS = frozenset({"precision", "recall", "coverage", "risk", "target", "confidence", "judged share",
-                         "false NOTA", "NOTA recall", "best level", "valid value", "valid best value",
-                         "risk if all answered", "valid coverage", "asked coverage", "valid tied at cut"})
+PROPORTIONS = frozenset(
+    {
+        "precision",
+        "recall",
+        "coverage",
+        "risk",
+        "target",
+        "confidence",
+        "judged share",
+        "false NOTA",
+        "NOTA recall",
+        "best level",
+        "valid value",
+        "valid best value",
+        "risk if all answered",
+        "valid coverage",
+        "asked coverage",
+        "valid tied at cut",
+    }
+)
 """Columns that are shares: percentages on the page."""
 THRESHOLDS = frozenset({"cutoff", "best cutoff", "cut", "qhat"})
 """Columns that hold a threshold one deploys: :data:`THRESHOLD_DIGITS` significant digits on the page."""
@@ -64,7 +123,7 @@ def number(x: float, digits: int = 3) -> str:
     x = float(x)
     if abs(x) < FLOOR:
         return "0"
-    if abs(x) >= 10 ** digits:
+    if abs(x) >= 10**digits:
         return f"{x:.0f}"
     text = f"{x:.{digits}g}"
     if text in ("1", "-1") and abs(x) != 1:  # 0.9995 is not 1
@@ -101,7 +160,7 @@ def count(x: float) -> str:
     return f"{int(round(float(x))):,}"
 
 
-def pct(x: float) -> str:
+def pct(x: float | None) -> str:
     """``x`` as a percentage with three significant digits (``53.3%``, ``0.41%``, ``100%``)."""
     if x is None or not np.isfinite(x):
         return "n/a"
@@ -137,9 +196,9 @@ def cell(column: str, value) -> str:
     if isinstance(value, (bool, np.bool_)):
         return "yes" if value else "no"
     if isinstance(value, (int, np.integer)):
-        return count(value) if column not in THRESHOLDS else threshold(value)
+        return count(float(value)) if column not in THRESHOLDS else threshold(float(value))  # each formats float(x)
     if isinstance(value, (float, np.floating)):
-        return format_for(column)(value) if np.isfinite(value) else ""
+        return format_for(column)(float(value)) if np.isfinite(value) else ""
     return "" if value is None or value is pd.NA else str(value)
 
 

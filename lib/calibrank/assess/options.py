@@ -24,8 +24,21 @@ from typing import Any
 
 from calibrank.assess.errors import OptionError
 
-__all__ = ["MAPS", "OptionError", "Options", "SCORE_KINDS", "Settings", "WatchOptions", "WatchSettings", "check_option",
-           "check_out", "cli_name", "declared", "resolve", "settings_from"]
+__all__ = [
+    "MAPS",
+    "OptionError",
+    "Options",
+    "SCORE_KINDS",
+    "Settings",
+    "WatchOptions",
+    "WatchSettings",
+    "check_option",
+    "check_out",
+    "cli_name",
+    "declared",
+    "resolve",
+    "settings_from",
+]
 
 #: What a raw score is: any scale, a logit (sigmoid gives a probability) or a probability.
 SCORE_KINDS = ("score", "logit", "probability")
@@ -46,18 +59,41 @@ def cli_name(option: str) -> str:
 # --------------------------------------------------------------------------- declarations
 
 
-def _option(default: Any, kind: str, help: str, group: str, *, low: float | None = None, high: float | None = None,
-            closed: str = "", choices: Sequence[str] = (), metavar: str | None = None, cli: bool = True) -> Any:
+def _option(
+    default: Any,
+    kind: str,
+    help: str,
+    group: str,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    closed: str = "",
+    choices: Sequence[str] = (),
+    metavar: str | None = None,
+    cli: bool = True,
+) -> Any:
     """A dataclass field with its check: ``kind`` is ``level`` (a number in (low, high), ``closed`` naming the
     closed ends ``"low"``, ``"high"``), ``whole`` (an integer >= ``low``), ``choice``, ``file``, ``files`` or ``text``."""
-    meta = {"kind": kind, "help": help, "group": group, "low": low, "high": high, "closed": closed,
-            "choices": tuple(choices), "metavar": metavar, "cli": cli}
+    meta = {
+        "kind": kind,
+        "help": help,
+        "group": group,
+        "low": low,
+        "high": high,
+        "closed": closed,
+        "choices": tuple(choices),
+        "metavar": metavar,
+        "cli": cli,
+    }
     return dataclasses.field(default=default, metadata=meta)
 
 
 _FIT, _ABSTAIN, _REPORT, _SCORES = "what to certify", "when to abstain", "the report", "what the scores are"
-_IN, _VALID, _OTHER = "input", "validation input (what everything is fitted on; default: a seeded half of the queries)", \
-    "other inputs"
+_IN, _VALID, _OTHER = (
+    "input",
+    "validation input (what everything is fitted on; default: a seeded half of the queries)",
+    "other inputs",
+)
 
 
 def _check(option: str, value: Any, meta: Mapping[str, Any]) -> Any:
@@ -97,8 +133,10 @@ def _check(option: str, value: Any, meta: Mapping[str, Any]) -> Any:
 
 
 def _file(option: str, v: Any) -> str | None:
-    if v is None:
-        return None
+    return None if v is None else _path(option, v)
+
+
+def _path(option: str, v: Any) -> str:
     if not isinstance(v, (str, os.PathLike)):
         raise OptionError(option, f"expected a path, got {type(v).__name__}")
     path = Path(v)
@@ -111,16 +149,17 @@ def _file(option: str, v: Any) -> str | None:
 
 def _files(option: str, v: Any) -> tuple[str, ...]:
     items = [v] if isinstance(v, (str, os.PathLike)) else list(v or ())
-    files = tuple(_file(option, x) for x in items)
+    files = tuple(_path(option, x) for x in items)
     seen: dict[tuple[int, int], str] = {}
     for f in files:
         st = os.stat(f)
         key = (st.st_dev, st.st_ino)
         if key in seen:
-            raise OptionError(option, f"{f} is given twice (also as {seen[key]}); each file is one sample, "
-                              "so expected distinct files")
+            raise OptionError(
+                option, f"{f} is given twice (also as {seen[key]}); each file is one sample, so expected distinct files"
+            )
         seen[key] = f
-    return files  # type: ignore[return-value]
+    return files
 
 
 @dataclasses.dataclass(frozen=True)
@@ -170,16 +209,23 @@ class Settings:
     relevant_at: int = _option(1, "whole", "the lowest qrels grade that counts as relevant", _SCORES, low=1)
     precision: float | None = _option(None, "level", "target precision of the kept candidates (default 0.9)", _FIT)
     recall: float | None = _option(None, "level", "target recall instead of precision", _FIT)
-    recall_over: str = _option("qrels", "choice", "what recall counts: every relevant document of the qrels (qrels, as "
-                               "trec_eval) or the relevant candidates the run retrieved (retrieved)", _FIT,
-                               choices=("qrels", "retrieved"))
+    recall_over: str = _option(
+        "qrels",
+        "choice",
+        "what recall counts: every relevant document of the qrels (qrels, as "
+        "trec_eval) or the relevant candidates the run retrieved (retrieved)",
+        _FIT,
+        choices=("qrels", "retrieved"),
+    )
     confidence: float = _option(0.9, "level", "probability that the guarantee holds", _FIT)
-    coverage: float | None = _option(None, "level", "the abstain rule answers this share of queries (default 0.8)",
-                                     _ABSTAIN, closed="high")
+    coverage: float | None = _option(
+        None, "level", "the abstain rule answers this share of queries (default 0.8)", _ABSTAIN, closed="high"
+    )
     risk: float | None = _option(None, "level", "or: the top-1 error among the answered stays below this", _ABSTAIN)
     alpha: float = _option(0.1, "level", "miscoverage of the conformal shortlists", _FIT)
-    map: str = _option("auto", "choice", "the map to probabilities (auto: the lowest held-out Brier)", _FIT,
-                           choices=("auto", *MAPS))
+    map: str = _option(
+        "auto", "choice", "the map to probabilities (auto: the lowest held-out Brier)", _FIT, choices=("auto", *MAPS)
+    )
     level: float = _option(0.95, "level", "confidence of every interval on the page", _REPORT)
     seed: int = _option(0, "whole", "seed of the split, the folds and every resampling", _REPORT, low=0)
     n_resamples: int = _option(1000, "whole", "bootstrap resamples", _REPORT, low=2)
@@ -193,8 +239,9 @@ class Settings:
             raise OptionError("risk", "give a coverage or a risk for the abstain rule, not both")
         if self.map in ("identity", "temperature") and self.score == "score":
             what = "reads the scores as probabilities" if self.map == "identity" else "scales a logit"
-            raise OptionError("map", f"{self.map} {what}, which a bare score is not; expected auto, platt, isotonic "
-                              "or beta")
+            raise OptionError(
+                "map", f"{self.map} {what}, which a bare score is not; expected auto, platt, isotonic or beta"
+            )
 
     def settings(self) -> Settings:
         """These settings alone (an :class:`Options` less its inputs)."""
@@ -274,16 +321,19 @@ class Options(Settings):
     qrels: str | None = _option(None, "file", "the qrels of the runs", _IN, cli=False)
     valid_run: Sequence[str] = _option((), "files", "a validation run (repeat for samples)", _VALID, metavar="RUN")
     valid_qrels: str | None = _option(None, "file", "the qrels of the validation run", _VALID, metavar="QRELS")
-    table: str | None = _option(None, "file", "a score table (CSV, TSV or Parquet: query, candidate, score[, relevance])",
-                                _OTHER)
+    table: str | None = _option(
+        None, "file", "a score table (CSV, TSV or Parquet: query, candidate, score[, relevance])", _OTHER
+    )
     valid_table: str | None = _option(None, "file", "a validation score table", _OTHER)
-    checkpoint: str | None = _option(None, "text", "a local cross-encoder checkpoint folder (needs calibrank[checkpoint])",
-                                     _OTHER)
+    checkpoint: str | None = _option(
+        None, "text", "a local cross-encoder checkpoint folder (needs calibrank[checkpoint])", _OTHER
+    )
     queries: str | None = _option(None, "file", "queries with candidates (JSONL) for --checkpoint", _OTHER)
     valid_queries: str | None = _option(None, "file", "validation queries (JSONL) for --checkpoint", _OTHER)
     passes: int = _option(0, "whole", "MC Dropout passes of the checkpoint (0: deterministic)", _OTHER, low=0)
-    name: str | None = _option(None, "text", "the ranker's name on the page (default: the first input's file name)",
-                               _REPORT)
+    name: str | None = _option(
+        None, "text", "the ranker's name on the page (default: the first input's file name)", _REPORT
+    )
     out: str | None = _option(None, "text", "the report folder (default: assess-NAME in this folder)", _REPORT)
 
     def __post_init__(self) -> None:
@@ -303,8 +353,11 @@ class Options(Settings):
                 raise OptionError("checkpoint", f"needs {' and '.join(missing)}: pip install 'calibrank[checkpoint]'")
         given = [o for o in ("run", "table", "checkpoint") if getattr(self, o)]
         if len(given) != 1:
-            raise OptionError(given[1] if len(given) > 1 else "run", "give exactly one input: a run with its qrels, "
-                              f"a table, or a checkpoint with its queries; got {', '.join(given) or 'none'}")
+            raise OptionError(
+                given[1] if len(given) > 1 else "run",
+                "give exactly one input: a run with its qrels, "
+                f"a table, or a checkpoint with its queries; got {', '.join(given) or 'none'}",
+            )
         if self.run and not self.qrels:
             raise OptionError("qrels", "required with a run (the relevance judgements of its queries)")
         if self.checkpoint and not self.queries:
@@ -334,15 +387,39 @@ class Options(Settings):
 
     def inputs(self) -> dict[str, Any]:
         """The keywords of :func:`calibrank.assess.read.load.load`."""
-        return {"run": list(self.run) or None, "qrels": self.qrels, "valid_run": list(self.valid_run) or None,
-                "valid_qrels": self.valid_qrels, "table": self.table, "valid_table": self.valid_table,
-                "checkpoint": self.checkpoint, "queries": self.queries, "valid_queries": self.valid_queries,
-                "passes": self.passes, "score": self.score, "relevant_at": self.relevant_at, "seed": self.seed}
+        return {
+            "run": list(self.run) or None,
+            "qrels": self.qrels,
+            "valid_run": list(self.valid_run) or None,
+            "valid_qrels": self.valid_qrels,
+            "table": self.table,
+            "valid_table": self.valid_table,
+            "checkpoint": self.checkpoint,
+            "queries": self.queries,
+            "valid_queries": self.valid_queries,
+            "passes": self.passes,
+            "score": self.score,
+            "relevant_at": self.relevant_at,
+            "seed": self.seed,
+        }
 
     def input_files(self) -> list[str]:
         """Every file and folder the assessment reads."""
-        return [p for p in (*self.run, *self.valid_run, self.qrels, self.valid_qrels, self.table, self.valid_table,
-                            self.checkpoint, self.queries, self.valid_queries) if p]
+        return [
+            p
+            for p in (
+                *self.run,
+                *self.valid_run,
+                self.qrels,
+                self.valid_qrels,
+                self.table,
+                self.valid_table,
+                self.checkpoint,
+                self.queries,
+                self.valid_queries,
+            )
+            if p
+        ]
 
     def validation_files(self) -> list[str]:
         """The files everything is fitted on (hashed into the calibrator's provenance)."""
@@ -392,8 +469,9 @@ class WatchSettings:
     calibrank.assess.errors.OptionError: false_alarm: expected a number in (0, 1), got 0
     """
 
-    false_alarm: float = _option(0.05, "level", "the shift test flags queries like the validation ones at most about "
-                                 "this often", _WATCH)
+    false_alarm: float = _option(
+        0.05, "level", "the shift test flags queries like the validation ones at most about this often", _WATCH
+    )
     level: float = _same("level", "confidence of the estimate's intervals")
     n_resamples: int = _same("n_resamples")
     seed: int = _same("seed", "seed of the resampling")
@@ -432,8 +510,9 @@ class WatchOptions(WatchSettings):
     """
 
     run: Sequence[str] = _option((), "files", "TREC run file(s) of new queries, without qrels", _IN, cli=False)
-    calibrator: str | None = _option(None, "file", "the calibrator.json that calibrank assess wrote", _DEPLOYED,
-                                     metavar="JSON")
+    calibrator: str | None = _option(
+        None, "file", "the calibrator.json that calibrank assess wrote", _DEPLOYED, metavar="JSON"
+    )
     out: str | None = _option(None, "text", "also write the findings as JSON to this file", _WATCH, metavar="FILE")
 
     def __post_init__(self) -> None:
@@ -442,8 +521,9 @@ class WatchOptions(WatchSettings):
             if f.name not in WatchSettings.__dataclass_fields__:
                 object.__setattr__(self, f.name, _check(f.name, getattr(self, f.name), f.metadata))
         if not self.run:
-            raise OptionError("run", "expected one or more TREC run files of new queries (several: samples of one "
-                              "ranker)")
+            raise OptionError(
+                "run", "expected one or more TREC run files of new queries (several: samples of one ranker)"
+            )
         if self.calibrator is None:
             raise OptionError("calibrator", "required: the calibrator.json that calibrank assess wrote")
         if self.out is not None:
@@ -472,8 +552,9 @@ def check_out(out: str | os.PathLike, option: str = "out") -> Path:
         os.close(fd)
         os.unlink(probe)
     except OSError as exc:
-        raise OptionError(option, f"{existing} cannot be written ({exc.strerror or exc}); expected a writable folder") \
-            from None
+        raise OptionError(
+            option, f"{existing} cannot be written ({exc.strerror or exc}); expected a writable folder"
+        ) from None
     return out
 
 
@@ -486,8 +567,7 @@ def check_option(name: str, value: Any, spelt: str | None = None) -> Any:
 _GROUPS = (_DEPLOYED, _WATCH, _VALID, _OTHER, _SCORES, _FIT, _ABSTAIN, _REPORT)
 
 
-def declared(cls: type[Settings] = Options) -> list[dataclasses.Field]:
+def declared(cls: type[Settings] | type[WatchSettings] = Options) -> list[dataclasses.Field]:
     """The declared options of ``cls`` that the command line offers, inputs first, then by group as declared."""
     fields = [f for f in dataclasses.fields(cls) if f.metadata.get("cli", True)]
     return sorted(fields, key=lambda f: _GROUPS.index(f.metadata["group"]))
-

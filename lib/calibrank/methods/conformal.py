@@ -7,9 +7,17 @@ candidate with probability at least 1 - alpha on exchangeable queries.
 from __future__ import annotations
 
 import math
+
 import numpy as np
 
-__all__ = ['SCORES', 'min_calibration_queries', 'candidate_scores', 'true_scores', 'conformal_quantile', 'prediction_sets']
+__all__ = [
+    "SCORES",
+    "min_calibration_queries",
+    "candidate_scores",
+    "true_scores",
+    "conformal_quantile",
+    "prediction_sets",
+]
 
 
 SCORES = ("LAC", "APS")
@@ -61,9 +69,11 @@ def conformal_quantile(scores: np.ndarray, alpha: float) -> float:
     n = s.size
     rank = math.ceil((n + 1) * (1.0 - alpha) - 1e-9)
     if rank > n:
-        raise ValueError(f"{n} calibration queries are too few for alpha={alpha}: the coverage guarantee "
-                         f"1 - alpha cannot hold with fewer than {min_calibration_queries(alpha)} "
-                         f"(ceil((n+1)(1-alpha)) = {rank} > n)")
+        raise ValueError(
+            f"{n} calibration queries are too few for alpha={alpha}: the coverage guarantee "
+            f"1 - alpha cannot hold with fewer than {min_calibration_queries(alpha)} "
+            f"(ceil((n+1)(1-alpha)) = {rank} > n)"
+        )
     return float(s[rank - 1])
 
 

@@ -21,8 +21,15 @@ N_RESAMPLES = 1000
 _BATCH = 200
 
 
-def bootstrap_interval(samples: Sequence[np.ndarray], statistic: Callable[..., np.ndarray], *, paired: bool,
-                       seed: int, n_resamples: int = N_RESAMPLES, level: float = LEVEL) -> tuple[np.ndarray, np.ndarray]:
+def bootstrap_interval(
+    samples: Sequence[np.ndarray],
+    statistic: Callable[..., np.ndarray],
+    *,
+    paired: bool,
+    seed: int,
+    n_resamples: int = N_RESAMPLES,
+    level: float = LEVEL,
+) -> tuple[np.ndarray, np.ndarray]:
     """``(low, high)`` of the ``level`` percentile bootstrap interval of ``statistic(*samples, axis=-1)``.
 
     ``statistic`` must work on arrays whose last axis is the queries of a resample and return one
@@ -45,9 +52,17 @@ def bootstrap_interval(samples: Sequence[np.ndarray], statistic: Callable[..., n
         return point, point.copy()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", stats.DegenerateDataWarning)
-        res = stats.bootstrap(data, statistic, paired=paired, vectorized=True, n_resamples=int(n_resamples),
-                              batch=max(1, min(_BATCH, int(n_resamples))), confidence_level=float(level),
-                              method="percentile", rng=np.random.default_rng(int(seed)))
+        res = stats.bootstrap(
+            data,
+            statistic,
+            paired=paired,
+            vectorized=True,
+            n_resamples=int(n_resamples),
+            batch=max(1, min(_BATCH, int(n_resamples))),
+            confidence_level=float(level),
+            method="percentile",
+            rng=np.random.default_rng(int(seed)),
+        )
     low, high = np.asarray(res.confidence_interval.low, float), np.asarray(res.confidence_interval.high, float)
     # a degenerate distribution (every resample equal) gives NaN in some scipy versions: the interval is the value
     low = np.where(np.isnan(low), point, low)

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+
 from calibrank.metrics.ranking import per_query_ranking, recall_at_k
 from calibrank.predictions import Predictions, logit
 
-__all__ = ['SIGNALS', 'VARIANCE_SIGNALS', 'candidate_distribution', 'top_label', 'query_signals']
+__all__ = ["SIGNALS", "VARIANCE_SIGNALS", "candidate_distribution", "top_label", "query_signals"]
 
 
 SIGNALS = ("1 - max prob", "entropy", "mean var", "top var")
@@ -63,14 +64,16 @@ def query_signals(pred: Predictions) -> pd.DataFrame:
     with np.errstate(divide="ignore", invalid="ignore"):
         entropy = -np.where(pi > 0, pi * np.log(pi), 0.0).sum(axis=1)
     top_prob = pred.probs.max(axis=1)  # the top-ranked candidate's probability, whichever of a tie it is
-    return pd.DataFrame({
-        "qid": pred.qids,
-        "1 - max prob": 1.0 - top_prob,
-        "entropy": entropy,
-        "mean var": mean_var,
-        "top var": top_var,
-        "top prob": top_prob,
-        "RR": ranks["RR"],
-        "R@1": ranks["R@1"].astype(np.float64),
-        "top relevant": np.nan_to_num(ranks["P@1"], nan=0.0),
-    })
+    return pd.DataFrame(
+        {
+            "qid": pred.qids,
+            "1 - max prob": 1.0 - top_prob,
+            "entropy": entropy,
+            "mean var": mean_var,
+            "top var": top_var,
+            "top prob": top_prob,
+            "RR": ranks["RR"],
+            "R@1": ranks["R@1"].astype(np.float64),
+            "top relevant": np.nan_to_num(ranks["P@1"], nan=0.0),
+        }
+    )

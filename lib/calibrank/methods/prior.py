@@ -1,12 +1,12 @@
-"""The prior shift between training and test and its correction by Bayes' rule (Saerens, Latinne & Decaestecker 2002, eq. 2.4).
-"""
+"""The prior shift between training and test and its correction by Bayes' rule (Saerens, Latinne & Decaestecker 2002, eq. 2.4)."""
 
 from __future__ import annotations
 
 import numpy as np
+
 from calibrank.predictions import Predictions
 
-__all__ = ['prior_odds_ratio', 'prior_correct', 'train_prior', 'correct_predictions']
+__all__ = ["prior_odds_ratio", "prior_correct", "train_prior", "correct_predictions"]
 
 
 def _check_prior(value: float, name: str) -> float:
@@ -32,8 +32,10 @@ def prior_correct(probs: np.ndarray, pi_train: float, pi_test: float) -> np.ndar
     p = np.asarray(probs, dtype=np.float64)
     bad = ~np.isfinite(p) | (p < 0) | (p > 1)
     if bad.any():
-        raise ValueError(f"probs must be probabilities in [0, 1]; {int(bad.sum())} value(s) are not "
-                         f"(first: {float(p[bad].flat[0])!r})")
+        raise ValueError(
+            f"probs must be probabilities in [0, 1]; {int(bad.sum())} value(s) are not "
+            f"(first: {float(p[bad].flat[0])!r})"
+        )
     return r * p / (r * p + (1.0 - p))
 
 
@@ -49,7 +51,12 @@ def correct_predictions(pred: Predictions, pi_train: float, pi_test: float | Non
     (one relevant candidate per query, the protocol's prior; the labels are not read)."""
     k = pred.labels.shape[1]
     pi_test = 1.0 / k if pi_test is None else pi_test
-    return Predictions(pred.qids, pred.labels, prior_correct(pred.probs, pi_train, pi_test),
-                       prior_correct(pred.samples, pi_train, pi_test),
-                       meta={**pred.meta, "prior_correction": {"pi_train": pi_train, "pi_test": pi_test}},
-                       mask=pred.mask, docids=pred.docids)
+    return Predictions(
+        pred.qids,
+        pred.labels,
+        prior_correct(pred.probs, pi_train, pi_test),
+        prior_correct(pred.samples, pi_train, pi_test),
+        meta={**pred.meta, "prior_correction": {"pi_train": pi_train, "pi_test": pi_test}},
+        mask=pred.mask,
+        docids=pred.docids,
+    )

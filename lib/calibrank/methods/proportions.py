@@ -1,12 +1,11 @@
-"""Exact binomial tests and Clopper-Pearson bounds on a proportion (Clopper & Pearson 1934).
-"""
+"""Exact binomial tests and Clopper-Pearson bounds on a proportion (Clopper & Pearson 1934)."""
 
 from __future__ import annotations
 
 import numpy as np
 from scipy import stats
 
-__all__ = ['binomial_pvalue', 'clopper_pearson_upper', 'clopper_pearson']
+__all__ = ["binomial_pvalue", "clopper_pearson_upper", "clopper_pearson"]
 
 
 def binomial_pvalue(k: np.ndarray, n: np.ndarray, target: float) -> np.ndarray:

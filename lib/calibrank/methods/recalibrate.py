@@ -1,19 +1,20 @@
-"""Post-hoc recalibration maps of probabilities: prior correction, Platt, isotonic, beta (Kull et al. 2017) and temperature.
-"""
+"""Post-hoc recalibration maps of probabilities: prior correction, Platt, isotonic, beta (Kull et al. 2017) and temperature."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+
 import numpy as np
 from scipy import optimize
 from scipy.special import expit
 from sklearn.isotonic import IsotonicRegression
 from sklearn.linear_model import LogisticRegression
-from calibrank.predictions import Predictions, logit
-from calibrank.methods.prior import prior_correct
 
-__all__ = ['METHODS', 'Recalibrator', 'fit_recalibrator', 'recalibrate']
+from calibrank.methods.prior import prior_correct
+from calibrank.predictions import Predictions, logit
+
+__all__ = ["METHODS", "Recalibrator", "fit_recalibrator", "recalibrate"]
 
 
 METHODS = ("none", "prior", "platt", "isotonic", "beta", "temperature")
@@ -54,7 +55,9 @@ def _check_fit_inputs(probs: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray
     if not np.isin(y, (0, 1)).all():
         raise ValueError("labels must be 0 or 1")
     if np.unique(y).size < 2:
-        raise ValueError("a recalibrator needs relevant and non-relevant candidates among the fitting pairs; got one class")
+        raise ValueError(
+            "a recalibrator needs relevant and non-relevant candidates among the fitting pairs; got one class"
+        )
     return p, y.astype(int)
 
 
@@ -84,7 +87,9 @@ def _fit_temperature(p: np.ndarray, y: np.ndarray) -> float:
     return float(np.exp(res.x))
 
 
-def fit_recalibrator(method: str, probs: np.ndarray, labels: np.ndarray, *, pi_train: float = 0.5, k: int = 10) -> Recalibrator:
+def fit_recalibrator(
+    method: str, probs: np.ndarray, labels: np.ndarray, *, pi_train: float = 0.5, k: int = 10
+) -> Recalibrator:
     """Fit ``method`` (one of :data:`METHODS`) on pairs ``(probs, labels)``.
 
     ``pi_train`` and ``k`` (candidates per test query) are used by ``prior`` only.
@@ -94,8 +99,9 @@ def fit_recalibrator(method: str, probs: np.ndarray, labels: np.ndarray, *, pi_t
     if method == "none":
         return Recalibrator(method, {}, lambda p: p)
     if method == "prior":
-        return Recalibrator(method, {"pi_train": pi_train, "pi_test": 1.0 / k},
-                            lambda p: prior_correct(p, pi_train, 1.0 / k))
+        return Recalibrator(
+            method, {"pi_train": pi_train, "pi_test": 1.0 / k}, lambda p: prior_correct(p, pi_train, 1.0 / k)
+        )
     p, y = _check_fit_inputs(probs, labels)
     if method == "platt":
         lr = LogisticRegression(C=np.inf, max_iter=1000).fit(logit(p)[:, None], y)
@@ -106,8 +112,7 @@ def fit_recalibrator(method: str, probs: np.ndarray, labels: np.ndarray, *, pi_t
         return Recalibrator(method, {"steps": int(len(iso.X_thresholds_))}, iso.predict)
     if method == "beta":
         a, b, c = _fit_beta(p, y)
-        return Recalibrator(method, {"a": a, "b": b, "c": c},
-                            lambda q: expit(_beta_features(q) @ np.array([a, b]) + c))
+        return Recalibrator(method, {"a": a, "b": b, "c": c}, lambda q: expit(_beta_features(q) @ np.array([a, b]) + c))
     t = _fit_temperature(p, y)
     return Recalibrator(method, {"T": t}, lambda q: expit(logit(q) / t))
 
@@ -117,5 +122,12 @@ def recalibrate(pred: Predictions, recal: Recalibrator) -> Predictions:
     probs, samples = np.clip(recal(pred.probs), 0.0, 1.0), np.clip(recal(pred.samples), 0.0, 1.0)
     if pred.mask is not None:
         probs, samples = np.where(pred.mask, probs, 0.0), np.where(pred.mask, samples, 0.0)
-    return Predictions(pred.qids, pred.labels, probs, samples, meta={**pred.meta, "recalibrated": recal.method},
-                       mask=pred.mask, docids=pred.docids)
+    return Predictions(
+        pred.qids,
+        pred.labels,
+        probs,
+        samples,
+        meta={**pred.meta, "recalibrated": recal.method},
+        mask=pred.mask,
+        docids=pred.docids,
+    )

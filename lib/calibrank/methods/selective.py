@@ -7,12 +7,23 @@ from __future__ import annotations
 
 import dataclasses
 import math
+
 import numpy as np
 import pandas as pd
+
 from calibrank.methods import intervals
 from calibrank.methods.listwise import query_signals
 
-__all__ = ['CONFIDENCES', 'COVERAGE', 'risk_column', 'risk_coverage', 'SelectiveScores', 'selective_scores', 'selective_intervals', 'confidences']
+__all__ = [
+    "CONFIDENCES",
+    "COVERAGE",
+    "risk_column",
+    "risk_coverage",
+    "SelectiveScores",
+    "selective_scores",
+    "selective_intervals",
+    "confidences",
+]
 
 
 CONFIDENCES = ("top prob", "margin", "-top var")
@@ -75,9 +86,14 @@ def selective_scores(conf: np.ndarray, loss: np.ndarray, *, coverage: float = CO
     oracle = np.cumsum(np.sort(ell)) / np.arange(1, n + 1)
     aurc = float(curve["selective risk"].mean())
     i = max(1, math.ceil(coverage * n - 1e-9))
-    return SelectiveScores(aurc=aurc, eaurc=aurc - float(oracle.mean()), augrc=float(curve["generalized risk"].mean()),
-                           risk_at_coverage=float(curve["selective risk"].iloc[i - 1]), coverage=i / n,
-                           risk=float(ell.mean()))
+    return SelectiveScores(
+        aurc=aurc,
+        eaurc=aurc - float(oracle.mean()),
+        augrc=float(curve["generalized risk"].mean()),
+        risk_at_coverage=float(curve["selective risk"].iloc[i - 1]),
+        coverage=i / n,
+        risk=float(ell.mean()),
+    )
 
 
 def _counts(idx: np.ndarray, n: int) -> np.ndarray:
@@ -102,8 +118,14 @@ def _piecewise(m: np.ndarray, total: np.ndarray, harmonic: np.ndarray, n: int, k
     return by_i, plain, at_k
 
 
-def selective_intervals(conf: np.ndarray, loss: np.ndarray, *, coverage: float = COVERAGE, seed: int,
-                        n_resamples: int = intervals.N_RESAMPLES) -> tuple[np.ndarray, np.ndarray]:
+def selective_intervals(
+    conf: np.ndarray,
+    loss: np.ndarray,
+    *,
+    coverage: float = COVERAGE,
+    seed: int,
+    n_resamples: int = intervals.N_RESAMPLES,
+) -> tuple[np.ndarray, np.ndarray]:
     """``(low [4], high [4])``: 95% bootstrap intervals over queries of AURC, E-AURC, AUGRC, risk@``coverage``.
 
     Each resample is summarised by its query counts and the four numbers follow in closed form
@@ -130,8 +152,9 @@ def selective_intervals(conf: np.ndarray, loss: np.ndarray, *, coverage: float =
         total = np.add.reduceat(cs * l_sorted, starts, axis=1)
         by_i, plain, at_k = _piecewise(m, total, harmonic, n, k)
         co = counts[:, by_loss]
-        oracle, _, _ = _piecewise(np.add.reduceat(co, loss_starts, axis=1),
-                                  np.add.reduceat(co * l_asc, loss_starts, axis=1), harmonic, n, k)
+        oracle, _, _ = _piecewise(
+            np.add.reduceat(co, loss_starts, axis=1), np.add.reduceat(co * l_asc, loss_starts, axis=1), harmonic, n, k
+        )
         aurc = by_i / n
         return np.stack([aurc, aurc - oracle / n, plain / n**2, at_k / k])
 
@@ -148,5 +171,7 @@ def confidences(pred) -> tuple[pd.DataFrame, np.ndarray]:
     sig = query_signals(pred)
     probs = np.sort(pred.probs, axis=1)
     margin = probs[:, -1] - probs[:, -2] if probs.shape[1] > 1 else np.full(probs.shape[0], np.nan)
-    conf = pd.DataFrame({"top prob": sig["top prob"].to_numpy(), "margin": margin, "-top var": -sig["top var"].to_numpy()})
+    conf = pd.DataFrame(
+        {"top prob": sig["top prob"].to_numpy(), "margin": margin, "-top var": -sig["top var"].to_numpy()}
+    )
     return conf, 1.0 - sig["top relevant"].to_numpy()

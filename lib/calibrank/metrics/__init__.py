@@ -12,8 +12,24 @@ Compute only: plots live in :mod:`calibrank.study.analysis.plots`.
 
 from __future__ import annotations
 
-from calibrank.metrics.calibration import EPS, ReliabilityCurve, brier, calibration_metrics, ece, mce, nll, reliability_curve
-from calibrank.metrics.ranking import average_precision, ndcg_at_k, rank_of_relevant, ranking_metrics, recall_at_k, reciprocal_rank
+from calibrank.metrics.calibration import (
+    EPS,
+    ReliabilityCurve,
+    brier,
+    calibration_metrics,
+    ece,
+    mce,
+    nll,
+    reliability_curve,
+)
+from calibrank.metrics.ranking import (
+    average_precision,
+    ndcg_at_k,
+    rank_of_relevant,
+    ranking_metrics,
+    recall_at_k,
+    reciprocal_rank,
+)
 from calibrank.metrics.stats import TTestResult, holm, mean_ci, paired_ttest, relative_change
 
 __all__ = [

@@ -139,13 +139,21 @@ def _check_n_relevant(n_relevant: np.ndarray | None, rel: np.ndarray) -> np.ndar
     short = n < rel.sum(axis=1)
     if short.any():
         q = int(np.flatnonzero(short)[0])
-        raise ValueError(f"n_relevant[{q}] = {n[q]:g} is below the {int(rel[q].sum())} relevant candidates of that "
-                         "query's list; it counts the relevant documents of the qrels, retrieved or not")
+        raise ValueError(
+            f"n_relevant[{q}] = {n[q]:g} is below the {int(rel[q].sum())} relevant candidates of that "
+            "query's list; it counts the relevant documents of the qrels, retrieved or not"
+        )
     return n
 
 
-def recall_at_k(scores: np.ndarray, labels: np.ndarray, k: int, *, mask: np.ndarray | None = None,
-                n_relevant: np.ndarray | None = None) -> np.ndarray:
+def recall_at_k(
+    scores: np.ndarray,
+    labels: np.ndarray,
+    k: int,
+    *,
+    mask: np.ndarray | None = None,
+    n_relevant: np.ndarray | None = None,
+) -> np.ndarray:
     """Per-query recall ``R_n@k``: the share of a query's relevant candidates ranked in its top k.
 
     The metric of conversation response ranking (``n`` candidates per query). Ties count
@@ -183,8 +191,9 @@ def recall_at_k(scores: np.ndarray, labels: np.ndarray, k: int, *, mask: np.ndar
     return _recall(rel, k, _check_n_relevant(n_relevant, rel))
 
 
-def average_precision(scores: np.ndarray, labels: np.ndarray, *, mask: np.ndarray | None = None,
-                      n_relevant: np.ndarray | None = None) -> np.ndarray:
+def average_precision(
+    scores: np.ndarray, labels: np.ndarray, *, mask: np.ndarray | None = None, n_relevant: np.ndarray | None = None
+) -> np.ndarray:
     """Per-query average precision ``(1/R) sum_i rel_i * P@i`` (Manning et al. 2008, ch. 8).
 
     The precision at each relevant candidate's rank, averaged over the ``R`` relevant ones
@@ -314,10 +323,18 @@ def ndcg_at_k(scores: np.ndarray, labels: np.ndarray, k: int = 10, *, mask: np.n
     return _ndcg(_sorted_relevance(s, y, _check_mask(mask, s.shape)), k)
 
 
-def per_query_ranking(scores: np.ndarray, labels: np.ndarray, ks: Iterable[int] = (1, 2, 5), ndcg_k: int = 10, *,
-                      mask: np.ndarray | None = None, n_relevant: np.ndarray | None = None,
-                      gains: np.ndarray | None = None, ideal_gains: np.ndarray | None = None,
-                      tiebreak: np.ndarray | None = None) -> dict[str, np.ndarray]:
+def per_query_ranking(
+    scores: np.ndarray,
+    labels: np.ndarray,
+    ks: Iterable[int] = (1, 2, 5),
+    ndcg_k: int = 10,
+    *,
+    mask: np.ndarray | None = None,
+    n_relevant: np.ndarray | None = None,
+    gains: np.ndarray | None = None,
+    ideal_gains: np.ndarray | None = None,
+    tiebreak: np.ndarray | None = None,
+) -> dict[str, np.ndarray]:
     """Every per-query ranking metric from one sort: ``R@k`` for ``ks``, ``P@1``, ``AP``, ``RR``, ``nDCG@<ndcg_k>``.
 
     One sort per query serves them all, which is what the bootstrap over queries needs.

@@ -16,9 +16,9 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from scipy import stats as _sps
 
-from calibrank.predictions import Predictions, PredictionsError
 from calibrank.metrics.calibration import EPS, _bin_edges, debiased_gap_sum
 from calibrank.metrics.ranking import average_precision, recall_at_k, reciprocal_rank
+from calibrank.predictions import Predictions, PredictionsError
 
 __all__ = [
     "METRICS",
@@ -125,9 +125,9 @@ def _mean_reduce(s: np.ndarray) -> np.ndarray:
 
 def _ece_debiased_reduce(n_bins: int) -> Callable[[np.ndarray], np.ndarray]:
     def reduce(s: np.ndarray) -> np.ndarray:
-        count = s[..., n_bins:2 * n_bins]
+        count = s[..., n_bins : 2 * n_bins]
         total = count.sum(axis=-1)
-        gap = debiased_gap_sum(s[..., :n_bins], count, s[..., 2 * n_bins:])
+        gap = debiased_gap_sum(s[..., :n_bins], count, s[..., 2 * n_bins :])
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(total > 0, gap / np.where(total > 0, total, 1.0), np.nan)
 
@@ -149,8 +149,9 @@ def _mean_features(v: np.ndarray) -> np.ndarray:
     return np.stack([np.where(defined, v, 0.0), defined.astype(np.float64)], axis=-1)
 
 
-def _one_run(metric: str, probs: np.ndarray, labels: np.ndarray, n_bins: int, edges: np.ndarray,
-             mask: np.ndarray | None = None) -> np.ndarray:
+def _one_run(
+    metric: str, probs: np.ndarray, labels: np.ndarray, n_bins: int, edges: np.ndarray, mask: np.ndarray | None = None
+) -> np.ndarray:
     q, k = labels.shape
     y = labels.astype(np.float64)
     if metric == "MAP":
@@ -183,8 +184,9 @@ def _one_run(metric: str, probs: np.ndarray, labels: np.ndarray, n_bins: int, ed
     return out.reshape(q, blocks * n_bins)
 
 
-def mean_features(metric: str, values: np.ndarray, qids: np.ndarray, *, source: str = "",
-                  data_hash: str = "") -> QueryFeatures:
+def mean_features(
+    metric: str, values: np.ndarray, qids: np.ndarray, *, source: str = "", data_hash: str = ""
+) -> QueryFeatures:
     """Features of a mean of per-query values ``[Q]`` (or ``[S, Q]``, one row per seed), NaN where undefined.
 
     For per-query numbers computed elsewhere (e.g. the graded, trec_eval-style metrics of
@@ -199,8 +201,13 @@ def mean_features(metric: str, values: np.ndarray, qids: np.ndarray, *, source: 
     return QueryFeatures(metric, _mean_features(v), _mean_reduce, q, source, data_hash)
 
 
-def features(runs: Predictions | Sequence[Predictions], metric: str, *, scores: Sequence[np.ndarray] | None = None,
-             n_bins: int = 10) -> QueryFeatures:
+def features(
+    runs: Predictions | Sequence[Predictions],
+    metric: str,
+    *,
+    scores: Sequence[np.ndarray] | None = None,
+    n_bins: int = 10,
+) -> QueryFeatures:
     """Per-query features of ``metric`` for the Predictions of one cell, one per training seed.
 
     ``runs`` must cover the same queries, candidates and labels (an error names both files
@@ -235,8 +242,9 @@ def features(runs: Predictions | Sequence[Predictions], metric: str, *, scores: 
         plugin = lambda s: plain(s[..., : 2 * n_bins])  # noqa: E731 - the same buckets without the label sums
     else:
         reduce = _ece_reduce(n_bins) if metric.startswith("ECE") else _mean_reduce
-    return QueryFeatures(metric, np.stack(values), reduce, runs[0].qids, runs[0].source,
-                         str(runs[0].meta.get("data_hash") or ""), plugin)
+    return QueryFeatures(
+        metric, np.stack(values), reduce, runs[0].qids, runs[0].source, str(runs[0].meta.get("data_hash") or ""), plugin
+    )
 
 
 # ------------------------------------------------------------------------------ resampling
@@ -307,8 +315,17 @@ def _bootstrap(statistic, n_units: int, n_seeds: int, level: float, n_resamples:
     data = (np.arange(n_units),) if n_seeds < 2 else (np.arange(n_units), np.arange(n_seeds))
     with warnings.catch_warnings():  # a degenerate or partly undefined distribution is reported in the note
         warnings.simplefilter("ignore", _sps.DegenerateDataWarning)
-        res = _sps.bootstrap(data, statistic, paired=False, vectorized=True, n_resamples=n_resamples, batch=_BATCH,
-                             confidence_level=level, method="percentile", random_state=np.random.default_rng(seed))
+        res = _sps.bootstrap(
+            data,
+            statistic,
+            paired=False,
+            vectorized=True,
+            n_resamples=n_resamples,
+            batch=_BATCH,
+            confidence_level=level,
+            method="percentile",
+            random_state=np.random.default_rng(seed),
+        )
     low, high = np.asarray(res.confidence_interval.low), np.asarray(res.confidence_interval.high)
     if low.ndim == 0:
         return float(low), float(high), np.asarray(res.bootstrap_distribution)
@@ -349,8 +366,9 @@ def _robust_se(dist: np.ndarray) -> float:
     return float((hi - lo) / 2.0)
 
 
-def detectable_effect(se: float | np.ndarray, *, alpha: float = 0.05, power: float = 0.8, df: float | None = None,
-                      n_tests: int = 1) -> float | np.ndarray:
+def detectable_effect(
+    se: float | np.ndarray, *, alpha: float = 0.05, power: float = 0.8, df: float | None = None, n_tests: int = 1
+) -> float | np.ndarray:
     """Smallest true effect a one-sided test at level ``alpha / n_tests`` detects with probability ``power``.
 
     ``(q_{1 - alpha / n_tests} + q_power) * se``, ``q`` the standard normal quantile or Student t's
@@ -409,8 +427,9 @@ def interval(cell: QueryFeatures, *, level: float = 0.95, n_resamples: int = 200
     return Estimate(value, lo, hi, level, n_q, n_s, "; ".join(notes), _robust_se(dist), bias)
 
 
-def intervals(cells: Sequence[QueryFeatures], *, level: float = 0.95, n_resamples: int = 2000,
-              seed: int = 0) -> list[Estimate]:
+def intervals(
+    cells: Sequence[QueryFeatures], *, level: float = 0.95, n_resamples: int = 2000, seed: int = 0
+) -> list[Estimate]:
     """:func:`interval` of several metrics of the same queries from one set of resamples.
 
     The cells must hold the same qids and seeds (e.g. several metrics of one Predictions). Each
@@ -424,8 +443,10 @@ def intervals(cells: Sequence[QueryFeatures], *, level: float = 0.95, n_resample
         raise ValueError("intervals needs at least one QueryFeatures")
     for c in cells[1:]:
         if not np.array_equal(c.qids, cells[0].qids) or c.n_seeds != cells[0].n_seeds:
-            raise ValueError(f"intervals: {c.metric} of {c.source} is not on the queries and seeds of "
-                             f"{cells[0].metric} of {cells[0].source}")
+            raise ValueError(
+                f"intervals: {c.metric} of {c.source} is not on the queries and seeds of "
+                f"{cells[0].metric} of {cells[0].source}"
+            )
     n_q, n_s = int(cells[0].values.shape[1]), cells[0].n_seeds
 
     def statistic(*samples, axis=-1):
@@ -444,7 +465,9 @@ def intervals(cells: Sequence[QueryFeatures], *, level: float = 0.95, n_resample
             low, high, d = _centred(low, high, d, c.value)
         notes = _interval_note(d, n_s)
         low, high = _finish_interval(low, high, d, level)
-        out.append(Estimate(c.value, low, high, level, n_q, n_s, "; ".join(notes), _robust_se(d), c.plugin_value - c.value))
+        out.append(
+            Estimate(c.value, low, high, level, n_q, n_s, "; ".join(notes), _robust_se(d), c.plugin_value - c.value)
+        )
     return out
 
 
@@ -452,8 +475,10 @@ def _check_pair(a: QueryFeatures, b: QueryFeatures) -> None:
     if a.metric != b.metric:
         raise ValueError(f"cannot compare {a.metric} of {a.source} with {b.metric} of {b.source}")
     if a.data_hash and b.data_hash and a.data_hash != b.data_hash:
-        raise PredictionsError(f"{a.source} and {b.source} were computed on different data (data_hash {a.data_hash} "
-                               f"vs {b.data_hash}): a paired comparison needs the same test set")
+        raise PredictionsError(
+            f"{a.source} and {b.source} were computed on different data (data_hash {a.data_hash} "
+            f"vs {b.data_hash}): a paired comparison needs the same test set"
+        )
     if a.values.shape[1] != b.values.shape[1] or not np.array_equal(a.qids, b.qids):
         raise PredictionsError(
             f"{a.source or 'ranker A'} and {b.source or 'ranker B'} are on different queries "
@@ -492,7 +517,9 @@ def compare(
     a_cells = [a] if isinstance(a, QueryFeatures) else list(a)
     b_cells = [b] if isinstance(b, QueryFeatures) else list(b)
     if not a_cells or len(a_cells) != len(b_cells):
-        raise ValueError(f"a and b must list the same number (>= 1) of conditions; got {len(a_cells)} and {len(b_cells)}")
+        raise ValueError(
+            f"a and b must list the same number (>= 1) of conditions; got {len(a_cells)} and {len(b_cells)}"
+        )
     groups = list(groups) if groups is not None else [f"cell{i}" for i in range(len(a_cells))]
     b_groups = list(b_groups) if b_groups is not None else groups
     if paired:
@@ -503,10 +530,14 @@ def compare(
     n_s = _seed_count(a_cells + b_cells)
     layout = _layout(a_cells + b_cells, groups + b_groups)
     n_u = layout.n_units
-    rows_a, rows_b = layout.rows[: len(a_cells)], layout.rows[len(a_cells):]
+    rows_a, rows_b = layout.rows[: len(a_cells)], layout.rows[len(a_cells) :]
 
-    def effect_from(sums_a: list[list[np.ndarray]], sums_b: list[list[np.ndarray]], seed_counts: np.ndarray | None,
-                    plugin: bool = False) -> np.ndarray:
+    def effect_from(
+        sums_a: list[list[np.ndarray]],
+        sums_b: list[list[np.ndarray]],
+        seed_counts: np.ndarray | None,
+        plugin: bool = False,
+    ) -> np.ndarray:
         per_cell = []
         for fa, fb, sa, sb in zip(a_cells, b_cells, sums_a, sums_b):
             ra = (fa.plugin or fa.reduce) if plugin else fa.reduce
@@ -540,9 +571,16 @@ def compare(
         return effect_from(sums_a, sums_b, None).reshape(shape)
 
     def permutation_p(alt: str) -> tuple[float, np.ndarray]:
-        res = _sps.permutation_test((np.arange(n_u), np.arange(n_u) + n_u), perm_stat, permutation_type="samples",
-                                    vectorized=True, n_resamples=n_resamples, batch=_BATCH, alternative=alt,
-                                    random_state=np.random.default_rng(seed + 1))
+        res = _sps.permutation_test(
+            (np.arange(n_u), np.arange(n_u) + n_u),
+            perm_stat,
+            permutation_type="samples",
+            vectorized=True,
+            n_resamples=n_resamples,
+            batch=_BATCH,
+            alternative=alt,
+            random_state=np.random.default_rng(seed + 1),
+        )
         return float(res.pvalue), np.asarray(res.null_distribution)
 
     def bootstrap_p(alt: str, dist: np.ndarray) -> float:
@@ -579,5 +617,20 @@ def compare(
             if alternative in _OPPOSITE:
                 p_opp = bootstrap_p(_OPPOSITE[alternative], dist)
             notes.append("unpaired: p-values from the bootstrap")
-    return Comparison(value, lo, hi, pvalue, p_opp, alternative, relative, a_val, b_val, level, n_u, n_s, len(a_cells),
-                      "; ".join(dict.fromkeys(notes)), _robust_se(dist))
+    return Comparison(
+        value,
+        lo,
+        hi,
+        pvalue,
+        p_opp,
+        alternative,
+        relative,
+        a_val,
+        b_val,
+        level,
+        n_u,
+        n_s,
+        len(a_cells),
+        "; ".join(dict.fromkeys(notes)),
+        _robust_se(dist),
+    )

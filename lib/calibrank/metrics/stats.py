@@ -61,9 +61,7 @@ def _raise_on_nan(v: np.ndarray, name: str) -> None:
         raise ValueError(f"{name} contains {n_nan} NaN value(s) and nan_policy='raise'")
 
 
-def paired_ttest(
-    a: np.ndarray, b: np.ndarray, alternative: str = "two-sided", nan_policy: str = "omit"
-) -> TTestResult:
+def paired_ttest(a: np.ndarray, b: np.ndarray, alternative: str = "two-sided", nan_policy: str = "omit") -> TTestResult:
     """Paired t-test of ``a`` against ``b`` (same queries, same order) with ``scipy.stats.ttest_rel``.
 
     NaN statistic and p-value, with a ``note``, for fewer than 2 pairs or differences of zero

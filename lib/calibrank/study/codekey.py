@@ -69,8 +69,12 @@ def _strip_docstrings(tree: ast.AST) -> None:
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
             body = node.body
-            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-                    and isinstance(body[0].value.value, str):
+            if (
+                body
+                and isinstance(body[0], ast.Expr)
+                and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)
+            ):
                 node.body = body[1:] or [ast.Pass()]
 
 
@@ -131,8 +135,11 @@ def _parse(name: str) -> _Module | None:
                     top = alias.name.split(".")[0]
                     imports[top] = (top, None)
         elif isinstance(node, ast.ImportFrom):
-            base = importlib.util.resolve_name("." * node.level + (node.module or ""), package) if node.level \
+            base = (
+                importlib.util.resolve_name("." * node.level + (node.module or ""), package)
+                if node.level
                 else node.module or ""
+            )
             for alias in node.names:
                 if alias.name != "*":
                     imports[alias.asname or alias.name] = (base, alias.name)
@@ -273,8 +280,11 @@ class _Walk:
             return (module, attr)
         if attr in mod.imports:
             target, inner = mod.imports[attr]
-            return target if inner is None and _is_module(target, self.package) else \
-                (self._attribute(target, inner, depth + 1) if inner is not None else None)
+            return (
+                target
+                if inner is None and _is_module(target, self.package)
+                else (self._attribute(target, inner, depth + 1) if inner is not None else None)
+            )
         return None
 
     # ---------------------------------------------------------------- visiting
@@ -359,7 +369,7 @@ class _Walk:
         """``name`` as an instance of ``cls`` finds it (after ``after`` in the MRO, for ``super()``)."""
         mro = list(cls.__mro__)
         if after is not None and after in mro:
-            mro = mro[mro.index(after) + 1:]
+            mro = mro[mro.index(after) + 1 :]
         owner = next((k for k in mro if name in vars(k)), None)
         if owner is None or not _in_package(owner.__module__, self.package):
             return
@@ -431,7 +441,9 @@ def code_hash(*roots: Any, opaque: Iterable[types.ModuleType | str] = (), length
 @functools.lru_cache(maxsize=256)
 def _cached_hash(roots: tuple, opaque: frozenset[str], length: int) -> str:
     first = roots[0][0] if isinstance(roots[0], tuple) else roots[0]
-    module = first if isinstance(first, str) else first.__name__ if isinstance(first, types.ModuleType) else first.__module__
+    module = (
+        first if isinstance(first, str) else first.__name__ if isinstance(first, types.ModuleType) else first.__module__
+    )
     # The roots' package, and calibrank's code a class of another package reaches (a ranker that extends a calibrank one)
     walk = _Walk(tuple(dict.fromkeys([module.split(".")[0], __name__.split(".")[0]])), opaque)
     for root in roots:

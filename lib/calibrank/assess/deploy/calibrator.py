@@ -27,7 +27,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 from pathlib import Path
 from typing import Any
 
@@ -38,8 +38,17 @@ from calibrank.assess.deploy.maps import MAPS, MapError, ScoreMap
 from calibrank.assess.deploy.watch import Fingerprint, FingerprintError, Watch, watch
 from calibrank.assess.options import SCORE_KINDS, WatchSettings, settings_from
 
-__all__ = ["AbstainRule", "Calibrator", "CalibratorError", "Cutoff", "Shortlist", "CONFIDENCES", "content_digest",
-           "list_confidence", "top_probabilities"]
+__all__ = [
+    "AbstainRule",
+    "Calibrator",
+    "CalibratorError",
+    "Cutoff",
+    "Shortlist",
+    "CONFIDENCES",
+    "content_digest",
+    "list_confidence",
+    "top_probabilities",
+]
 
 FORMAT = "calibrank.calibrator"
 SCHEMA = 2
@@ -54,7 +63,7 @@ class CalibratorError(ValueError):
     """A calibrator that cannot be built or read; the message names the file or the field."""
 
 
-def _strict(name: str, d: Mapping[str, Any], required: set[str], optional: set[str] = frozenset()) -> None:
+def _strict(name: str, d: Mapping[str, Any], required: Set[str], optional: Set[str] = frozenset()) -> None:
     if not isinstance(d, Mapping):
         raise CalibratorError(f"{name}: expected an object, got {type(d).__name__}")
     unknown = sorted(set(d) - required - optional)
@@ -67,8 +76,9 @@ def _strict(name: str, d: Mapping[str, Any], required: set[str], optional: set[s
 
 def _level(name: str, v: Any, *, closed: bool = False) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0.0 <= v <= 1.0 if closed else 0.0 < v < 1.0):
-        raise CalibratorError(f"{name}: expected a number {'in [0, 1]' if closed else 'strictly between 0 and 1'}, "
-                              f"got {v!r}")
+        raise CalibratorError(
+            f"{name}: expected a number {'in [0, 1]' if closed else 'strictly between 0 and 1'}, got {v!r}"
+        )
     return float(v)
 
 
@@ -105,10 +115,20 @@ def _sha256(name: str, v: Any, *, allow_none: bool = False) -> str | None:
 
 #: ``fitted_on``'s keys, each optional, and the check of its value.
 _FITTED_ON = {
-    "source": _text, "queries": _count, "candidates": _count, "relevant": _count,
-    "base_rate": lambda n, v: _level(n, v, closed=True), "score_kind": _text,
-    "samples": lambda n, v: _count(n, v, 1), "relevant_at": lambda n, v: _count(n, v, 1),
-    "map_brier": None, "confidence_aurc": None, "seed": _count, "calibrank": _text, "inputs": None, "edited": None,
+    "source": _text,
+    "queries": _count,
+    "candidates": _count,
+    "relevant": _count,
+    "base_rate": lambda n, v: _level(n, v, closed=True),
+    "score_kind": _text,
+    "samples": lambda n, v: _count(n, v, 1),
+    "relevant_at": lambda n, v: _count(n, v, 1),
+    "map_brier": None,
+    "confidence_aurc": None,
+    "seed": _count,
+    "calibrank": _text,
+    "inputs": None,
+    "edited": None,
 }
 
 
@@ -150,10 +170,15 @@ def _check_fitted_on(d: Any, kind: str) -> None:
     if "inputs" in d:
         _records("fitted_on.inputs", d["inputs"], {"file": _text, "sha256": _sha256})
     if "edited" in d:
-        _records("fitted_on.edited", d["edited"], {"content": _sha256,
-                                                   "recorded": lambda n, v: _sha256(n, v, allow_none=True)})
+        _records(
+            "fitted_on.edited",
+            d["edited"],
+            {"content": _sha256, "recorded": lambda n, v: _sha256(n, v, allow_none=True)},
+        )
     if d.get("score_kind", kind) != kind:
-        raise CalibratorError(f"fitted_on.score_kind: {d['score_kind']!r} but the map reads a {kind}; expected the same")
+        raise CalibratorError(
+            f"fitted_on.score_kind: {d['score_kind']!r} but the map reads a {kind}; expected the same"
+        )
     if d.get("score_kind") not in (None, *SCORE_KINDS):
         raise CalibratorError(f"fitted_on.score_kind: expected one of {', '.join(SCORE_KINDS)}")
     queries, candidates, relevant = d.get("queries"), d.get("candidates"), d.get("relevant")
@@ -163,8 +188,10 @@ def _check_fitted_on(d: Any, kind: str) -> None:
         if relevant > candidates:
             raise CalibratorError(f"fitted_on.relevant: {relevant} relevant of {candidates} candidates")
         if "base_rate" in d and candidates and abs(d["base_rate"] - relevant / candidates) > 1e-9:
-            raise CalibratorError(f"fitted_on.base_rate: {d['base_rate']!r} but {relevant} relevant of {candidates} "
-                                  f"candidates is {relevant / candidates!r}; expected the same")
+            raise CalibratorError(
+                f"fitted_on.base_rate: {d['base_rate']!r} but {relevant} relevant of {candidates} "
+                f"candidates is {relevant / candidates!r}; expected the same"
+            )
 
 
 def content_digest(d: Mapping[str, Any]) -> str:
@@ -253,11 +280,15 @@ class AbstainRule:
 
     def __post_init__(self) -> None:
         if self.confidence not in CONFIDENCES:
-            raise CalibratorError(f"abstain.confidence: expected one of {', '.join(CONFIDENCES)}, got {self.confidence!r}")
+            raise CalibratorError(
+                f"abstain.confidence: expected one of {', '.join(CONFIDENCES)}, got {self.confidence!r}"
+            )
         _number("abstain.cut", self.cut)
         if self.confidence != "top score" and not 0.0 <= self.cut <= _ABOVE_ONE:
-            raise CalibratorError(f"abstain.cut: a {self.confidence} confidence lies in [0, 1], so expected a cut in "
-                                  f"[0, 1] (or just above 1: abstain always), got {self.cut!r}")
+            raise CalibratorError(
+                f"abstain.cut: a {self.confidence} confidence lies in [0, 1], so expected a cut in "
+                f"[0, 1] (or just above 1: abstain always), got {self.cut!r}"
+            )
         if (self.coverage is None) == (self.risk is None):
             raise CalibratorError("abstain: expected exactly one of coverage and risk")
         if self.coverage is not None:
@@ -296,23 +327,32 @@ def top_probabilities(probs: np.ndarray, mask: np.ndarray, m: int) -> np.ndarray
     return out
 
 
-def list_confidence(name: str, scores: np.ndarray, probs: np.ndarray, mask: np.ndarray,
-                    list_model: tuple[Any, float] | None = None) -> np.ndarray:
+def list_confidence(
+    name: str,
+    scores: np.ndarray,
+    probs: np.ndarray | None,
+    mask: np.ndarray,
+    list_model: tuple[Any, float] | None = None,
+) -> np.ndarray:
     """``[Q]`` the confidence ``name`` (one of :data:`CONFIDENCES`) of each list: its top raw score, its top
     probability minus the second, or ``list_model``'s (coefficients, intercept) logistic regression on its
     largest probabilities. The one formula the fitting, the page and :meth:`Calibrator.confidence` share."""
     if name == "top score":
         return np.where(mask, scores, -np.inf).max(axis=1)
+    assert probs is not None, "the margin and list confidences need probs"
     if name == "margin":
         top = top_probabilities(probs, mask, 2)
         return top[:, 0] - top[:, 1]
+    assert list_model is not None, "the list confidence needs list_model"
     coef, intercept = list_model
     return expit(top_probabilities(probs, mask, len(coef)) @ np.asarray(coef) + intercept)
 
 
 #: What watching a calibrator without a fingerprint says (the command and :meth:`Calibrator.watch`).
-NO_FINGERPRINT = ("no fingerprint of the validation scores (a calibrator written before calibrank watched, or built "
-                  "without one); watching needs a refit: run calibrank assess again")
+NO_FINGERPRINT = (
+    "no fingerprint of the validation scores (a calibrator written before calibrank watched, or built "
+    "without one); watching needs a refit: run calibrank assess again"
+)
 
 
 def _plain(value: Any) -> Any:
@@ -376,25 +416,35 @@ class Calibrator:
     fingerprint: Fingerprint | None = None
 
     def __post_init__(self) -> None:
-        for name, cls in (("map", ScoreMap), ("cutoff", Cutoff), ("abstain_rule", AbstainRule),
-                          ("shortlist_rule", Shortlist)):
+        for name, cls in (
+            ("map", ScoreMap),
+            ("cutoff", Cutoff),
+            ("abstain_rule", AbstainRule),
+            ("shortlist_rule", Shortlist),
+        ):
             if not isinstance(getattr(self, name), cls):
                 raise CalibratorError(f"{name}: expected a {cls.__name__}, got {type(getattr(self, name)).__name__}")
         if self.fingerprint is not None and not isinstance(self.fingerprint, Fingerprint):
             raise CalibratorError(f"fingerprint: expected a Fingerprint, got {type(self.fingerprint).__name__}")
         if not self.map.increasing and self.cutoff.raw is not None:
             raise CalibratorError("cutoff.raw: a raw cutoff needs a map that orders candidates as their scores do")
-        if self.cutoff.raw is not None:
+        if self.cutoff.raw is not None and self.cutoff.probability is not None:  # given together (Cutoff)
             p = float(self.map(np.float64(self.cutoff.raw)))
             if abs(p - self.cutoff.probability) > 1e-6:
-                raise CalibratorError(f"cutoff.probability: {self.cutoff.probability!r}, but the map gives the raw "
-                                      f"cutoff {self.cutoff.raw!r} the probability {p!r}; expected the map's value")
+                raise CalibratorError(
+                    f"cutoff.probability: {self.cutoff.probability!r}, but the map gives the raw "
+                    f"cutoff {self.cutoff.raw!r} the probability {p!r}; expected the map's value"
+                )
         _check_fitted_on(self.fitted_on, self.map.kind)
         fp, fo = self.fingerprint, self.fitted_on
-        if fp is not None and (fo.get("queries", fp.queries), fo.get("candidates", fp.candidates)) != \
-                (fp.queries, fp.candidates):
-            raise CalibratorError(f"fingerprint: it summarises {fp.queries} queries and {fp.candidates} candidates, "
-                                  f"fitted_on says {fo.get('queries')} and {fo.get('candidates')}; expected the same")
+        if fp is not None and (fo.get("queries", fp.queries), fo.get("candidates", fp.candidates)) != (
+            fp.queries,
+            fp.candidates,
+        ):
+            raise CalibratorError(
+                f"fingerprint: it summarises {fp.queries} queries and {fp.candidates} candidates, "
+                f"fitted_on says {fo.get('queries')} and {fo.get('candidates')}; expected the same"
+            )
 
     # ------------------------------------------------------------------ applying
     def predict_proba(self, scores: Any) -> np.ndarray:
@@ -447,9 +497,11 @@ class Calibrator:
         [True, True, False]
         """
         if self.cutoff.raw is None:
-            raise CalibratorError(f"no cutoff is certified for {self.cutoff.metric} >= {self.cutoff.target:g} at "
-                                  f"confidence {self.cutoff.confidence:g}; the highest certifiable level is "
-                                  f"{self.cutoff.best_level:g} (cutoff {self.cutoff.best_raw})")
+            raise CalibratorError(
+                f"no cutoff is certified for {self.cutoff.metric} >= {self.cutoff.target:g} at "
+                f"confidence {self.cutoff.confidence:g}; the highest certifiable level is "
+                f"{self.cutoff.best_level:g} (cutoff {self.cutoff.best_raw})"
+            )
         return np.asarray(scores, dtype=np.float64) >= self.cutoff.raw
 
     def confidence(self, scores: Any, mask: Any = None) -> np.ndarray:
@@ -486,7 +538,7 @@ class Calibrator:
         if not m.any(axis=1).all():
             raise CalibratorError("scores: every list needs at least one candidate")
         rule = self.abstain_rule
-        model = None if rule.list_coef is None else (rule.list_coef, rule.list_intercept)
+        model = None if rule.list_coef is None or rule.list_intercept is None else (rule.list_coef, rule.list_intercept)
         probs = None if rule.confidence == "top score" else self.predict_proba(s)
         out = list_confidence(rule.confidence, s, probs, m, model)
         return out[0] if one else out
@@ -547,8 +599,9 @@ class Calibrator:
         [True, False, False]
         """
         if self.shortlist_rule.qhat is None:
-            raise CalibratorError(f"no conformal quantile: too few validation queries for alpha "
-                                  f"{self.shortlist_rule.alpha:g}")
+            raise CalibratorError(
+                f"no conformal quantile: too few validation queries for alpha {self.shortlist_rule.alpha:g}"
+            )
         s = np.asarray(scores, dtype=np.float64)
         one = s.ndim == 1
         s = s[None] if one else s
@@ -637,15 +690,21 @@ class Calibrator:
         >>> d["format"], d["map"]["method"], d["cutoff"]["raw"]
         ('calibrank.calibrator', 'platt', 1.5)
         """
-        d = {"format": FORMAT, "schema": SCHEMA, "map": self.map.to_dict(), "cutoff": _field_dict(self.cutoff),
-             "abstain": _field_dict(self.abstain_rule), "shortlist": _field_dict(self.shortlist_rule),
-             "fitted_on": json.loads(json.dumps(dict(self.fitted_on), allow_nan=False, default=_plain))}
+        d = {
+            "format": FORMAT,
+            "schema": SCHEMA,
+            "map": self.map.to_dict(),
+            "cutoff": _field_dict(self.cutoff),
+            "abstain": _field_dict(self.abstain_rule),
+            "shortlist": _field_dict(self.shortlist_rule),
+            "fitted_on": json.loads(json.dumps(dict(self.fitted_on), allow_nan=False, default=_plain)),
+        }
         if self.fingerprint is not None:
             d["fingerprint"] = self.fingerprint.to_dict()
         return {**d, "sha256": content_digest(d)}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any], *, allow_edited: bool = False) -> "Calibrator":
+    def from_dict(cls, d: Mapping[str, Any], *, allow_edited: bool = False) -> Calibrator:
         """A calibrator from :meth:`to_dict`'s values, every field checked, and then its digest.
 
         Parameters
@@ -685,11 +744,25 @@ class Calibrator:
         if d.get("format") != FORMAT:
             raise CalibratorError(f"format: expected {FORMAT!r}, got {d.get('format')!r}")
         if d.get("schema") not in (1, SCHEMA) or isinstance(d.get("schema"), bool):
-            raise CalibratorError(f"schema: this calibrank reads schema {SCHEMA} (and 1, unsealed), got "
-                                  f"{d.get('schema')!r}")
+            raise CalibratorError(
+                f"schema: this calibrank reads schema {SCHEMA} (and 1, unsealed), got {d.get('schema')!r}"
+            )
         sealed = d["schema"] == SCHEMA
-        _strict("calibrator", d, {"format", "schema", "map", "cutoff", "abstain", "shortlist", "fitted_on",
-                                  *(("sha256",) if sealed else ())}, {"fingerprint"} if sealed else set())
+        _strict(
+            "calibrator",
+            d,
+            {
+                "format",
+                "schema",
+                "map",
+                "cutoff",
+                "abstain",
+                "shortlist",
+                "fitted_on",
+                *(("sha256",) if sealed else ()),
+            },
+            {"fingerprint"} if sealed else set(),
+        )
         _strict("cutoff", d["cutoff"], {f.name for f in dataclasses.fields(Cutoff)})
         _strict("abstain", d["abstain"], {"confidence", "cut"}, {"coverage", "risk", "list_coef", "list_intercept"})
         _strict("shortlist", d["shortlist"], {"alpha", "qhat"})
@@ -715,13 +788,17 @@ class Calibrator:
         found = content_digest(d)
         if recorded != found:
             if not allow_edited:
-                if not sealed:
-                    raise CalibratorError("schema: schema 1 carries no digest, so an edit cannot be told; expected "
-                                          f"schema {SCHEMA}: refit with calibrank assess, or read it with "
-                                          "allow_edited=True")
-                raise CalibratorError(f"sha256: the content was edited after calibrank wrote it (it hashes to "
-                                      f"{found[:12]}..., the file records {recorded[:12]}...); expected it as written: "
-                                      "refit, or read it with allow_edited=True")
+                if recorded is None:  # not sealed
+                    raise CalibratorError(
+                        "schema: schema 1 carries no digest, so an edit cannot be told; expected "
+                        f"schema {SCHEMA}: refit with calibrank assess, or read it with "
+                        "allow_edited=True"
+                    )
+                raise CalibratorError(
+                    f"sha256: the content was edited after calibrank wrote it (it hashes to "
+                    f"{found[:12]}..., the file records {recorded[:12]}...); expected it as written: "
+                    "refit, or read it with allow_edited=True"
+                )
             record = {"recorded": recorded, "content": found}
             fitted_on = {**fitted_on, "edited": [*fitted_on.get("edited", []), record]}
         return cls(*parts, dict(fitted_on), fingerprint)
@@ -764,7 +841,7 @@ class Calibrator:
         return path
 
     @classmethod
-    def load(cls, path: str | os.PathLike, *, allow_edited: bool = False) -> "Calibrator":
+    def load(cls, path: str | os.PathLike, *, allow_edited: bool = False) -> Calibrator:
         """Read a calibrator written by :meth:`save`, refusing one edited since.
 
         Parameters
@@ -799,17 +876,22 @@ class Calibrator:
         except OSError as exc:
             raise CalibratorError(f"{path}: cannot be read ({exc.strerror or exc})") from None
         except UnicodeDecodeError as exc:
-            raise CalibratorError(f"{path}: not UTF-8 text (byte {exc.start}); expected a calibrator written by "
-                                  "calibrank") from None
+            raise CalibratorError(
+                f"{path}: not UTF-8 text (byte {exc.start}); expected a calibrator written by calibrank"
+            ) from None
         except json.JSONDecodeError as exc:
-            raise CalibratorError(f"{path}, line {exc.lineno}: not JSON ({exc.msg}); expected a calibrator "
-                                  "written by calibrank") from None
+            raise CalibratorError(
+                f"{path}, line {exc.lineno}: not JSON ({exc.msg}); expected a calibrator written by calibrank"
+            ) from None
         except _Duplicate as exc:
             key = str(exc)
-            lines = [i for i, line in enumerate(text.splitlines(), 1) if f"{json.dumps(key)}:" in line.replace('" :', '":')]
+            lines = [
+                i for i, line in enumerate(text.splitlines(), 1) if f"{json.dumps(key)}:" in line.replace('" :', '":')
+            ]
             where = f", lines {lines[0]} and {lines[1]}" if len(lines) == 2 else ""
-            raise CalibratorError(f"{path}{where}: key {key!r} is given twice in one object; expected each key "
-                                  "once") from None
+            raise CalibratorError(
+                f"{path}{where}: key {key!r} is given twice in one object; expected each key once"
+            ) from None
         try:
             return cls.from_dict(d, allow_edited=allow_edited)
         except CalibratorError as exc:

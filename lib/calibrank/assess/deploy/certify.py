@@ -50,8 +50,19 @@ from enum import Enum
 
 import numpy as np
 
-__all__ = ["BET_CAP", "Certificate", "MAX_CUTOFFS", "Metric", "PROCEDURE", "STEP", "certified_cutoff", "certify",
-           "cutoff_grid", "kept_by_cutoff", "min_kept"]
+__all__ = [
+    "BET_CAP",
+    "Certificate",
+    "MAX_CUTOFFS",
+    "Metric",
+    "PROCEDURE",
+    "STEP",
+    "certified_cutoff",
+    "certify",
+    "cutoff_grid",
+    "kept_by_cutoff",
+    "min_kept",
+]
 
 MAX_CUTOFFS = 1000
 """The most cutoffs tested (:func:`cutoff_grid` widens its step until they fit)."""
@@ -65,9 +76,11 @@ BET_CAP = 0.9
 """The largest share of the capital staked on one query (Waudby-Smith & Ramdas use 1/2 or 3/4)."""
 PRIOR_VAR = 0.25
 """The variance the bets assume before any query is seen (in units of ``target * B``; theirs, for [0, 1])."""
-PROCEDURE = ("Learn-then-Test over raw-score cutoffs: fixed-sequence testing with fallback; each cutoff's p-value "
-             "from a test by betting over queries (Waudby-Smith & Ramdas 2023), valid for any number of queries "
-             "whose candidates may depend on each other")
+PROCEDURE = (
+    "Learn-then-Test over raw-score cutoffs: fixed-sequence testing with fallback; each cutoff's p-value "
+    "from a test by betting over queries (Waudby-Smith & Ramdas 2023), valid for any number of queries "
+    "whose candidates may depend on each other"
+)
 
 
 class Metric(str, Enum):
@@ -165,8 +178,9 @@ def cutoff_grid(scores: np.ndarray, max_cutoffs: int = MAX_CUTOFFS, step: float 
         step *= 1.5
 
 
-def kept_by_cutoff(scores: np.ndarray, labels: np.ndarray, mask: np.ndarray,
-                   cutoffs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def kept_by_cutoff(
+    scores: np.ndarray, labels: np.ndarray, mask: np.ndarray, cutoffs: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(kept [Q, T], hits [Q, T], relevant [Q])``: per query, candidates with ``score >= cutoffs[t]``,
     the relevant ones among them, and its relevant candidates."""
     q, t = mask.shape[0], cutoffs.size
@@ -182,8 +196,9 @@ def kept_by_cutoff(scores: np.ndarray, labels: np.ndarray, mask: np.ndarray,
     return kept, hits, (labels * mask).sum(axis=1).astype(np.float64)
 
 
-def _statistic(kept: np.ndarray, hits: np.ndarray, rel: np.ndarray, metric: Metric,
-               target: float) -> tuple[np.ndarray, np.ndarray]:
+def _statistic(
+    kept: np.ndarray, hits: np.ndarray, rel: np.ndarray, metric: Metric, target: float
+) -> tuple[np.ndarray, np.ndarray]:
     """``(D [Q, T], bound [T])``: per query and cutoff ``hits - target * kept`` (recall: ``target * relevant``),
     and the bound ``target * B`` below which no ``-D`` goes (``B``: the most kept, or relevant, in one query)."""
     if metric is Metric.precision:
@@ -200,13 +215,13 @@ def _bet_pvalues(d: np.ndarray, bound: np.ndarray, alpha: float, seed: int, bloc
     seen = np.arange(n, dtype=np.float64)[:, None]  # queries before this one
     out = np.empty(t)
     for lo in range(0, t, block):
-        xc = x[:, lo:lo + block]
+        xc = x[:, lo : lo + block]
         s1 = np.cumsum(xc, axis=0) - xc  # sums over the queries before
         s2 = np.cumsum(xc * xc, axis=0) - xc * xc
         var = (PRIOR_VAR + np.maximum(s2 - s1 * s1 / np.maximum(seen, 1.0), 0.0)) / (seen + 1.0)
         lam = np.minimum(np.sqrt(2.0 * math.log(1.0 / alpha) / (n * var)), BET_CAP)
         log_capital = np.cumsum(np.log1p(lam * xc), axis=0)
-        out[lo:lo + block] = np.exp(-np.maximum(log_capital.max(axis=0), 0.0))
+        out[lo : lo + block] = np.exp(-np.maximum(log_capital.max(axis=0), 0.0))
     return out
 
 
@@ -225,7 +240,7 @@ def _order(kept: np.ndarray, metric: Metric, target: float, confidence: float) -
         return order, np.zeros(0, np.int64)
     along = total[order]
     first = _first_start(target, confidence)
-    levels = [first * SPACING ** j for j in range(STARTS - 1) if first * SPACING ** j < along[-1]]
+    levels = [first * SPACING**j for j in range(STARTS - 1) if first * SPACING**j < along[-1]]
     starts = sorted({int(np.searchsorted(along, n)) for n in levels} | {order.size - 1})
     return order, np.asarray(starts[-STARTS:], np.int64)
 
@@ -300,15 +315,26 @@ def _prepare(scores, labels, mask, relevant, max_cutoffs):
     if relevant is not None:
         qrels = np.asarray(relevant, dtype=np.float64).reshape(-1)
         if qrels.shape != rel.shape or (qrels < rel).any():
-            raise ValueError(f"relevant: expected one count per query, each at least its relevant candidates "
-                             f"({rel.size} queries), got shape {qrels.shape}")
+            raise ValueError(
+                f"relevant: expected one count per query, each at least its relevant candidates "
+                f"({rel.size} queries), got shape {qrels.shape}"
+            )
         missed, rel = int(round(qrels.sum() - rel.sum())), qrels
     return cutoffs, kept, hits, rel, missed, int(m.sum())
 
 
-def certified_cutoff(scores: np.ndarray, labels: np.ndarray, mask: np.ndarray | None = None, *,
-                     metric: Metric | str = Metric.precision, target: float = 0.9, confidence: float = 0.9,
-                     relevant: np.ndarray | None = None, max_cutoffs: int = MAX_CUTOFFS, seed: int = 0) -> float:
+def certified_cutoff(
+    scores: np.ndarray,
+    labels: np.ndarray,
+    mask: np.ndarray | None = None,
+    *,
+    metric: Metric | str = Metric.precision,
+    target: float = 0.9,
+    confidence: float = 0.9,
+    relevant: np.ndarray | None = None,
+    max_cutoffs: int = MAX_CUTOFFS,
+    seed: int = 0,
+) -> float:
     """The cutoff :func:`certify` certifies (NaN when none is), without what it adds for the page: the highest
     certifiable level, the queries needed. The parameters are :func:`certify`'s.
 
@@ -325,9 +351,18 @@ def certified_cutoff(scores: np.ndarray, labels: np.ndarray, mask: np.ndarray | 
     return float(cutoffs[at]) if at is not None else float("nan")
 
 
-def certify(scores: np.ndarray, labels: np.ndarray, mask: np.ndarray | None = None, *,
-            metric: Metric | str = Metric.precision, target: float = 0.9, confidence: float = 0.9,
-            relevant: np.ndarray | None = None, max_cutoffs: int = MAX_CUTOFFS, seed: int = 0) -> Certificate:
+def certify(
+    scores: np.ndarray,
+    labels: np.ndarray,
+    mask: np.ndarray | None = None,
+    *,
+    metric: Metric | str = Metric.precision,
+    target: float = 0.9,
+    confidence: float = 0.9,
+    relevant: np.ndarray | None = None,
+    max_cutoffs: int = MAX_CUTOFFS,
+    seed: int = 0,
+) -> Certificate:
     """Certify a raw-score cutoff on validation queries (see the module docstring).
 
     Parameters
@@ -392,12 +427,22 @@ def certify(scores: np.ndarray, labels: np.ndarray, mask: np.ndarray | None = No
         needed = _queries_needed(kept, hits, rel, metric, target, confidence, order)
     pick = at
     return Certificate(
-        metric=metric, target=float(target), confidence=float(confidence),
-        cutoff=float(cutoffs[pick]) if pick is not None else float("nan"), certified=pick is not None, tested=tested,
-        valid_queries=int(kept.shape[0]), valid_kept=int(kept[:, pick].sum()) if pick is not None else 0,
+        metric=metric,
+        target=float(target),
+        confidence=float(confidence),
+        cutoff=float(cutoffs[pick]) if pick is not None else float("nan"),
+        certified=pick is not None,
+        tested=tested,
+        valid_queries=int(kept.shape[0]),
+        valid_kept=int(kept[:, pick].sum()) if pick is not None else 0,
         valid_hits=int(hits[:, pick].sum()) if pick is not None else 0,
         valid_value=float(values[pick]) if pick is not None else float("nan"),
         best_level=float(level),
-        best_cutoff=float(cutoffs[best]) if best is not None else float("nan"), queries_needed=needed,
-        max_value=max_value, candidates=candidates, min_kept=min_kept(target, confidence),
-        recall_over="qrels" if relevant is not None else "retrieved", missed=missed)
+        best_cutoff=float(cutoffs[best]) if best is not None else float("nan"),
+        queries_needed=needed,
+        max_value=max_value,
+        candidates=candidates,
+        min_kept=min_kept(target, confidence),
+        recall_over="qrels" if relevant is not None else "retrieved",
+        missed=missed,
+    )

@@ -29,20 +29,38 @@ from sklearn.isotonic import isotonic_regression
 from sklearn.linear_model import LogisticRegression
 
 from calibrank import __version__
-from calibrank.atomic import sha256_file
-from calibrank.methods.conformal import candidate_scores, conformal_quantile
-from calibrank.methods.listwise import candidate_distribution
-from calibrank.methods.recalibrate import fit_recalibrator
-from calibrank.methods.selective import selective_scores
-from calibrank.assess.deploy.calibrator import CONFIDENCES, AbstainRule, Calibrator, Cutoff, Shortlist, list_confidence, top_probabilities
+from calibrank.assess.deploy.calibrator import (
+    CONFIDENCES,
+    AbstainRule,
+    Calibrator,
+    Cutoff,
+    Shortlist,
+    list_confidence,
+    top_probabilities,
+)
 from calibrank.assess.deploy.certify import PROCEDURE, Certificate, Metric, certify, min_kept
 from calibrank.assess.deploy.maps import ScoreMap, maps_for
 from calibrank.assess.deploy.watch import Fingerprint
 from calibrank.assess.errors import OptionError
 from calibrank.assess.options import Settings, resolve
 from calibrank.assess.read.scored import AssessError, ScoredRun
+from calibrank.atomic import sha256_file
+from calibrank.methods.conformal import candidate_scores, conformal_quantile
+from calibrank.methods.listwise import candidate_distribution
+from calibrank.methods.recalibrate import fit_recalibrator
+from calibrank.methods.selective import selective_scores
 
-__all__ = ["MAX_FIT_PAIRS", "TAIL", "choose_map", "fit_calibrator", "fit_map", "fit_parts", "raw_scores", "top_loss", "valid_confidences"]
+__all__ = [
+    "MAX_FIT_PAIRS",
+    "TAIL",
+    "choose_map",
+    "fit_calibrator",
+    "fit_map",
+    "fit_parts",
+    "raw_scores",
+    "top_loss",
+    "valid_confidences",
+]
 
 MAX_FIT_PAIRS = 250_000
 """A map is fitted on at most this many validation pairs (a seeded sample beyond)."""
@@ -82,8 +100,12 @@ def _isotonic_knots(q: np.ndarray, y: np.ndarray, tail: int) -> tuple[np.ndarray
     fitted = isotonic_regression(hits / w, sample_weight=w, y_min=0.0, y_max=1.0, increasing=True)
     starts = np.flatnonzero(np.r_[True, np.diff(fitted) != 0])
     ends = np.r_[starts[1:], ux.size] - 1
-    blocks = [[int(a), int(b), float(n), float(h), float(v)] for a, b, n, h, v in
-              zip(starts, ends, np.add.reduceat(w, starts), np.add.reduceat(hits, starts), fitted[starts])]
+    blocks: list[list[Any]] = [
+        [int(a), int(b), float(n), float(h), float(v)]
+        for a, b, n, h, v in zip(
+            starts, ends, np.add.reduceat(w, starts), np.add.reduceat(hits, starts), fitted[starts]
+        )
+    ]
 
     def pool(i: int) -> None:  # blocks i and i + 1 become one
         a, b = blocks[i], blocks.pop(i + 1)
@@ -134,8 +156,9 @@ def fit_map(method: str, scores: np.ndarray, labels: np.ndarray, kind: str, *, t
     s = np.asarray(scores, dtype=np.float64).reshape(-1)
     y = np.asarray(labels).reshape(-1).astype(int)
     center, scale = _squash(s) if kind == "score" else (None, None)
-    start = ScoreMap(kind, "identity" if kind != "score" else "platt",
-                     {} if kind != "score" else {"A": 1.0, "B": 0.0}, center, scale)
+    start = ScoreMap(
+        kind, "identity" if kind != "score" else "platt", {} if kind != "score" else {"A": 1.0, "B": 0.0}, center, scale
+    )
     q = start.base(s)
     if method == "identity":
         return ScoreMap(kind, method, {}, center, scale)
@@ -206,8 +229,9 @@ def _list_model(x: np.ndarray, ok: np.ndarray) -> tuple[np.ndarray, float] | Non
     return lr.coef_[0].copy(), float(lr.intercept_[0])
 
 
-def valid_confidences(score_map: ScoreMap, run: ScoredRun, *, seed: int = 0) -> tuple[dict[str, np.ndarray], np.ndarray,
-                                                                                     tuple[np.ndarray, float] | None]:
+def valid_confidences(
+    score_map: ScoreMap, run: ScoredRun, *, seed: int = 0
+) -> tuple[dict[str, np.ndarray], np.ndarray, tuple[np.ndarray, float] | None]:
     """``(confidences, loss, list model)`` on the validation queries: each confidence of
     :data:`CONFIDENCES` (``list`` cross-fitted over folds of queries, so its AURC is not read on the
     queries it was fitted on), the top-1 loss, and the ``list`` model fitted on every query (None when
@@ -279,8 +303,9 @@ def _risk_cut(conf: np.ndarray, loss: np.ndarray, risk: float, confidence: float
     return best if best is not None else float(np.nextafter(conf.max(), np.inf))
 
 
-def fit_calibrator(valid: ScoredRun, settings: Settings | None = None, *,
-                   inputs: Sequence[str | os.PathLike] = (), **given: Any) -> Calibrator:
+def fit_calibrator(
+    valid: ScoredRun, settings: Settings | None = None, *, inputs: Sequence[str | os.PathLike] = (), **given: Any
+) -> Calibrator:
     """Fit every part of a :class:`Calibrator` on validation queries.
 
     The map is chosen by held-out Brier over folds of whole queries, the cutoff certified by
@@ -321,39 +346,71 @@ def fit_calibrator(valid: ScoredRun, settings: Settings | None = None, *,
     return fit_parts(valid, resolve(settings, given, "fit_calibrator"), inputs=inputs)[0]
 
 
-def fit_parts(valid: ScoredRun, settings: Settings | None = None, *,
-              inputs: Sequence[str | os.PathLike] = ()) -> tuple[Calibrator, Certificate]:
+def fit_parts(
+    valid: ScoredRun, settings: Settings | None = None, *, inputs: Sequence[str | os.PathLike] = ()
+) -> tuple[Calibrator, Certificate]:
     """:func:`fit_calibrator` with the :class:`~calibrank.assess.deploy.certify.Certificate` behind its cutoff."""
     if not isinstance(valid, ScoredRun):
-        raise AssessError(f"valid: expected a ScoredRun (calibrank.assess.read.load(...).valid), got {type(valid).__name__}")
+        raise AssessError(
+            f"valid: expected a ScoredRun (calibrank.assess.read.load(...).valid), got {type(valid).__name__}"
+        )
     settings = resolve(settings, {}, "fit_parts")
-    method, confidence, coverage, risk, alpha, seed = (settings.map, settings.confidence, settings.coverage,
-                                                       settings.risk, settings.alpha, settings.seed)
-    metric, target = ((Metric.recall, settings.recall) if settings.recall is not None
-                      else (Metric.precision, 0.9 if settings.precision is None else settings.precision))
+    method, confidence, coverage, risk, alpha, seed = (
+        settings.map,
+        settings.confidence,
+        settings.coverage,
+        settings.risk,
+        settings.alpha,
+        settings.seed,
+    )
+    metric, target = (
+        (Metric.recall, settings.recall)
+        if settings.recall is not None
+        else (Metric.precision, 0.9 if settings.precision is None else settings.precision)
+    )
     if not valid.labels.any() or valid.labels[valid.mask].all():
-        raise AssessError(f"{valid.source}: the validation candidates are all relevant or all non-relevant; "
-                          "nothing can be fitted on them")
+        raise AssessError(
+            f"{valid.source}: the validation candidates are all relevant or all non-relevant; "
+            "nothing can be fitted on them"
+        )
     s, y, m = raw_scores(valid), valid.labels, valid.mask
     brier: dict[str, float] = {}
     if method == "auto":
         method, brier = choose_map(valid, seed=seed)
     elif method not in maps_for(valid.kind.value):
-        raise OptionError("map", f"expected auto or one of {', '.join(maps_for(valid.kind.value))} for a "
-                          f"{valid.kind.value}, got {method!r}")
+        raise OptionError(
+            "map",
+            f"expected auto or one of {', '.join(maps_for(valid.kind.value))} for a {valid.kind.value}, got {method!r}",
+        )
     fs, fy = _fit_pairs(s[m], y[m].astype(int), MAX_FIT_PAIRS, seed)
     score_map = fit_map(method, fs, fy, valid.kind.value)
 
-    cert = certify(s, y, m, metric=metric, target=target, confidence=confidence, seed=seed,
-                   relevant=valid.n_relevant if settings.recall_over == "qrels" else None)
+    cert = certify(
+        s,
+        y,
+        m,
+        metric=metric,
+        target=target,
+        confidence=confidence,
+        seed=seed,
+        relevant=valid.n_relevant if settings.recall_over == "qrels" else None,
+    )
     raw = cert.cutoff if cert.certified and score_map.increasing else None
     best_raw = cert.best_cutoff if math.isfinite(cert.best_cutoff) and score_map.increasing else None
-    counts = {"qrels": "; recall over every relevant document of the qrels, retrieved or not",
-              "retrieved": "; recall over the relevant candidates the run retrieved"}
-    cutoff = Cutoff(metric.value, float(target), float(confidence), raw,
-                    float(score_map(raw)) if raw is not None else None,
-                    cert.best_level if best_raw is not None else 0.0, best_raw,
-                    PROCEDURE + (counts[cert.recall_over] if metric is Metric.recall else ""))
+    counts = {
+        "qrels": "; recall over every relevant document of the qrels, retrieved or not",
+        "retrieved": "; recall over the relevant candidates the run retrieved",
+    }
+    cutoff = Cutoff(
+        metric.value,
+        float(target),
+        float(confidence),
+        raw,
+        float(score_map(raw)) if raw is not None else None,
+        cert.best_level if best_raw is not None else 0.0,
+        best_raw,
+        PROCEDURE + (counts[cert.recall_over] if metric is Metric.recall else ""),
+    )
 
     conf, loss, model = valid_confidences(score_map, valid, seed=seed)
     aurc = {name: selective_scores(c, loss).aurc for name, c in conf.items()}
@@ -373,12 +430,18 @@ def fit_parts(valid: ScoredRun, settings: Settings | None = None, *,
     chosen = min(candidates, key=lambda k: (aurc[k], CONFIDENCES.index(k)))
     c = deployed(chosen)
     if risk is None:
+        assert coverage is not None  # set above when no risk is asked
         cut = _coverage_cut(c, coverage)
     else:
         cut = _risk_cut(c, loss, risk, confidence)
-    rule = AbstainRule(chosen, cut, coverage=coverage, risk=risk,
-                       list_coef=tuple(float(v) for v in model[0]) if chosen == "list" else None,
-                       list_intercept=model[1] if chosen == "list" else None)
+    rule = AbstainRule(
+        chosen,
+        cut,
+        coverage=coverage,
+        risk=risk,
+        list_coef=tuple(float(v) for v in model[0]) if chosen == "list" and model is not None else None,
+        list_intercept=model[1] if chosen == "list" and model is not None else None,
+    )
 
     pi = candidate_distribution(np.where(m, score_map(s), 0.0), m)
     lac = np.where(y.astype(bool), candidate_scores(pi, "LAC"), np.inf).min(axis=1)[y.any(axis=1)]
@@ -386,10 +449,19 @@ def fit_parts(valid: ScoredRun, settings: Settings | None = None, *,
         qhat = conformal_quantile(lac, alpha)
     except ValueError:
         qhat = None
-    fitted_on = {"source": Path(valid.source).name if valid.source else "", "queries": int(s.shape[0]),
-                 "candidates": int(m.sum()), "relevant": int(y.sum()), "base_rate": float(y[m].mean()),
-                 "score_kind": valid.kind.value, "samples": valid.n_samples, "relevant_at": valid.relevant_at,
-                 "map_brier": {k: v for k, v in brier.items() if math.isfinite(v)}, "confidence_aurc": aurc,
-                 "seed": int(seed), "calibrank": __version__,
-                 "inputs": [{"file": Path(p).name, "sha256": sha256_file(p)} for p in inputs]}
+    fitted_on = {
+        "source": Path(valid.source).name if valid.source else "",
+        "queries": int(s.shape[0]),
+        "candidates": int(m.sum()),
+        "relevant": int(y.sum()),
+        "base_rate": float(y[m].mean()),
+        "score_kind": valid.kind.value,
+        "samples": valid.n_samples,
+        "relevant_at": valid.relevant_at,
+        "map_brier": {k: v for k, v in brier.items() if math.isfinite(v)},
+        "confidence_aurc": aurc,
+        "seed": int(seed),
+        "calibrank": __version__,
+        "inputs": [{"file": Path(p).name, "sha256": sha256_file(p)} for p in inputs],
+    }
     return Calibrator(score_map, cutoff, rule, Shortlist(float(alpha), qhat), fitted_on, Fingerprint.of(s, m)), cert

@@ -19,14 +19,15 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from scipy.special import expit
 
-from calibrank.assess.options import MAPS, SCORE_KINDS as KINDS
+from calibrank.assess.options import MAPS
+from calibrank.assess.options import SCORE_KINDS as KINDS
 
 __all__ = ["MAPS", "ScoreMap", "MapError", "maps_for", "support"]
 
-_PARAMS = {"identity": (), "platt": ("A", "B"), "isotonic": ("x", "y"), "beta": ("a", "b", "c"),
-           "temperature": ("T",)}
+_PARAMS = {"identity": (), "platt": ("A", "B"), "isotonic": ("x", "y"), "beta": ("a", "b", "c"), "temperature": ("T",)}
 _EPS = 1e-7
 
 
@@ -41,7 +42,9 @@ def _logit(p: np.ndarray) -> np.ndarray:
 
 def maps_for(kind: str) -> tuple[str, ...]:
     """The maps that can be fitted to a kind of score (``identity`` only where the score is a probability)."""
-    return ("platt", "isotonic", "beta") if kind == "score" else ("identity", "platt", "isotonic", "beta", "temperature")
+    return (
+        ("platt", "isotonic", "beta") if kind == "score" else ("identity", "platt", "isotonic", "beta", "temperature")
+    )
 
 
 def _finite(name: str, value: Any) -> float:
@@ -67,8 +70,10 @@ class ScoreMap:
         if self.method not in MAPS:
             raise MapError(f"method: expected one of {', '.join(MAPS)}, got {self.method!r}")
         if self.method not in maps_for(self.kind):
-            raise MapError(f"method: {self.method} does not apply to a {self.kind}; expected one of "
-                           f"{', '.join(maps_for(self.kind))}")
+            raise MapError(
+                f"method: {self.method} does not apply to a {self.kind}; expected one of "
+                f"{', '.join(maps_for(self.kind))}"
+            )
         if set(self.params) != set(_PARAMS[self.method]):
             raise MapError(f"params: {self.method} takes {list(_PARAMS[self.method])}, got {sorted(self.params)}")
         if (self.kind == "score") != (self.center is not None and self.scale is not None):
@@ -92,16 +97,17 @@ class ScoreMap:
                 raise MapError(f"T: expected a positive temperature, got {params['T']!r}")
         object.__setattr__(self, "params", params)
 
-    def base(self, scores: np.ndarray) -> np.ndarray:
+    def base(self, scores: npt.ArrayLike) -> np.ndarray:
         """The base probability of raw ``scores`` (before the map)."""
         s = np.asarray(scores, dtype=np.float64)
         if self.kind == "probability":
             return np.clip(s, 0.0, 1.0)
         if self.kind == "logit":
             return expit(s)
+        assert self.center is not None and self.scale is not None  # a bare score has both, checked where built
         return expit((s - self.center) / self.scale)
 
-    def __call__(self, scores: np.ndarray) -> np.ndarray:
+    def __call__(self, scores: npt.ArrayLike) -> np.ndarray:
         """The probability of relevance of raw ``scores`` (any shape)."""
         q = self.base(scores)
         p = self.params
@@ -157,6 +163,7 @@ class ScoreMap:
         else:
             head = f"temperature: T={p['T']:.4g}"
         if self.kind == "score":
+            assert self.center is not None and self.scale is not None  # as in base()
             shift = f"score {'+' if self.center < 0 else '-'} {abs(self.center):.6g}"
             head += f", on q = sigmoid(({shift}) / {self.scale:.6g})"
         elif self.kind == "logit" and self.method != "identity":
@@ -170,7 +177,7 @@ class ScoreMap:
         return out
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "ScoreMap":
+    def from_dict(cls, d: Mapping[str, Any]) -> ScoreMap:
         allowed = {"kind", "method", "params", "center", "scale"}
         unknown = sorted(set(d) - allowed)
         if unknown:

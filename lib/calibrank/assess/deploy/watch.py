@@ -42,16 +42,34 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-__all__ = ["Distribution", "Estimate", "Fingerprint", "FingerprintError", "LEVELS", "SUMMARIES", "Shift", "SummaryTest",
-           "Watch", "estimate", "query_summaries", "shift_test", "watch"]
+__all__ = [
+    "Distribution",
+    "Estimate",
+    "Fingerprint",
+    "FingerprintError",
+    "LEVELS",
+    "SUMMARIES",
+    "Shift",
+    "SummaryTest",
+    "Watch",
+    "estimate",
+    "query_summaries",
+    "shift_test",
+    "watch",
+]
 
 LEVELS = 200
 """Stored quantiles are at ``j / LEVELS``, ``j = 0 .. LEVELS``: the validation CDF is known to within ``1 / LEVELS``."""
 SUMMARIES = ("top", "margin", "mean", "length")
 """The per-query summaries the shift test compares: the top score, the top score minus the second (lists of two
 candidates or more), the mean score, the number of candidates."""
-_NAMES = {"top": "top score", "margin": "margin top1 - top2", "mean": "mean score", "length": "list length",
-          "scores": "pooled scores"}
+_NAMES = {
+    "top": "top score",
+    "margin": "margin top1 - top2",
+    "mean": "mean score",
+    "length": "list length",
+    "scores": "pooled scores",
+}
 _CHUNK = 4_000_000
 """Binomial draws per block of bootstrap resamples (memory, not results: the draws are the same in any blocks)."""
 
@@ -104,8 +122,12 @@ def query_summaries(scores: Any, mask: Any = None) -> dict[str, np.ndarray]:
     neg = np.where(m, -s, np.inf)
     two = -np.partition(neg, 1, axis=1)[:, :2] if s.shape[1] >= 2 else np.concatenate([-neg, -neg], axis=1)
     mean = np.where(m, s, 0.0).sum(axis=1) / length
-    return {"top": two[:, 0], "margin": (two[:, 0] - two[:, 1])[length >= 2], "mean": mean,
-            "length": length.astype(np.float64)}
+    return {
+        "top": two[:, 0],
+        "margin": (two[:, 0] - two[:, 1])[length >= 2],
+        "mean": mean,
+        "length": length.astype(np.float64),
+    }
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,15 +147,16 @@ class Distribution:
             raise FingerprintError("quantiles: expected numbers")
         a = np.asarray(q, dtype=np.float64)
         if (self.n == 0) != (a.size == 0):
-            raise FingerprintError(f"quantiles: expected {'none' if self.n == 0 else LEVELS + 1} for n = {self.n}, "
-                                   f"got {a.size}")
+            raise FingerprintError(
+                f"quantiles: expected {'none' if self.n == 0 else LEVELS + 1} for n = {self.n}, got {a.size}"
+            )
         if a.size and (a.size != LEVELS + 1 or not np.isfinite(a).all() or (np.diff(a) < 0).any()):
             raise FingerprintError(f"quantiles: expected {LEVELS + 1} finite non-decreasing numbers")
         object.__setattr__(self, "n", int(self.n))
         object.__setattr__(self, "quantiles", tuple(float(v) for v in a))
 
     @classmethod
-    def of(cls, values: Any) -> "Distribution":
+    def of(cls, values: Any) -> Distribution:
         """The distribution of ``values`` (1-D, finite)."""
         v = np.asarray(values, dtype=np.float64).reshape(-1)
         if not v.size:
@@ -156,7 +179,7 @@ class Distribution:
         return {"n": self.n, "quantiles": list(self.quantiles)}
 
     @classmethod
-    def from_dict(cls, name: str, d: Any) -> "Distribution":
+    def from_dict(cls, name: str, d: Any) -> Distribution:
         if not isinstance(d, Mapping) or set(d) != {"n", "quantiles"}:
             got = sorted(d) if isinstance(d, Mapping) else type(d).__name__
             raise FingerprintError(f"{name}: expected an object with keys ['n', 'quantiles'], got {got}")
@@ -195,16 +218,20 @@ class Fingerprint:
                 raise FingerprintError(f"{name}: expected a Distribution, got {type(getattr(self, name)).__name__}")
         q = self.top.n
         if q < 1 or self.mean.n != q or self.length.n != q:
-            raise FingerprintError(f"top, mean, length: expected one value per validation query (at least one), got "
-                                   f"{self.top.n}, {self.mean.n}, {self.length.n}")
+            raise FingerprintError(
+                f"top, mean, length: expected one value per validation query (at least one), got "
+                f"{self.top.n}, {self.mean.n}, {self.length.n}"
+            )
         if self.margin.n > q:
             raise FingerprintError(f"margin.n: expected at most the {q} queries, got {self.margin.n}")
         lengths = np.asarray(self.length.quantiles)
         if lengths[0] < 1 or (lengths != np.round(lengths)).any():
             raise FingerprintError("length.quantiles: expected whole numbers >= 1")
         if self.scores.n < q or (self.margin.n == 0) != (lengths[-1] == 1):
-            raise FingerprintError(f"scores.n, margin.n: {self.scores.n} candidates and {self.margin.n} lists of two "
-                                   f"or more do not fit {q} lists of {lengths[0]:g} to {lengths[-1]:g} candidates")
+            raise FingerprintError(
+                f"scores.n, margin.n: {self.scores.n} candidates and {self.margin.n} lists of two "
+                f"or more do not fit {q} lists of {lengths[0]:g} to {lengths[-1]:g} candidates"
+            )
         if self.margin.n and self.margin.quantiles[0] < 0:
             raise FingerprintError("margin.quantiles: expected numbers >= 0 (the top score minus the second)")
 
@@ -217,7 +244,7 @@ class Fingerprint:
         return self.scores.n
 
     @classmethod
-    def of(cls, scores: Any, mask: Any = None) -> "Fingerprint":
+    def of(cls, scores: Any, mask: Any = None) -> Fingerprint:
         """The fingerprint of ``[Q, K]`` raw ``scores`` (``mask``: True where a row has a candidate)."""
         s, m = _mask(scores, mask)
         summaries = query_summaries(s, m)
@@ -227,14 +254,15 @@ class Fingerprint:
         return {"levels": LEVELS, **{name: getattr(self, name).to_dict() for name in (*SUMMARIES, "scores")}}
 
     @classmethod
-    def from_dict(cls, d: Any) -> "Fingerprint":
+    def from_dict(cls, d: Any) -> Fingerprint:
         keys = {"levels", *SUMMARIES, "scores"}
         if not isinstance(d, Mapping):
             raise FingerprintError(f"expected an object, got {type(d).__name__}")
         if set(d) != keys:
             unknown, missing = sorted(set(d) - keys), sorted(keys - set(d))
-            raise FingerprintError(f"{'unknown' if unknown else 'missing'} key(s) {unknown or missing}; expected "
-                                   f"{sorted(keys)}")
+            raise FingerprintError(
+                f"{'unknown' if unknown else 'missing'} key(s) {unknown or missing}; expected {sorted(keys)}"
+            )
         if d["levels"] != LEVELS or isinstance(d["levels"], bool):
             raise FingerprintError(f"levels: this calibrank stores quantiles at j / {LEVELS}, got {d['levels']!r}")
         return cls(**{name: Distribution.from_dict(name, d[name]) for name in (*SUMMARIES, "scores")})
@@ -365,8 +393,17 @@ def _interval(values: np.ndarray, level: float) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-def estimate(probs: Any, scores: Any, mask: Any, raw: float, *, recall: bool = False, level: float = 0.95,
-             n_resamples: int = 1000, seed: int = 0) -> Estimate:
+def estimate(
+    probs: Any,
+    scores: Any,
+    mask: Any,
+    raw: float,
+    *,
+    recall: bool = False,
+    level: float = 0.95,
+    n_resamples: int = 1000,
+    seed: int = 0,
+) -> Estimate:
     """Expected precision (and recall) of keeping ``scores >= raw``, with intervals: CBPE per query, resampled.
 
     Parameters
@@ -423,8 +460,10 @@ def estimate(probs: Any, scores: Any, mask: Any, raw: float, *, recall: bool = F
         rows_out, cols_out = np.nonzero(m & ~keep)
         missed_b = _draws(counts, rows_out, p[rows_out, cols_out], rng)
         with np.errstate(invalid="ignore", divide="ignore"):
-            rec = (float(h.sum() / total),
-                   *_interval(np.where(hits_b + missed_b > 0, hits_b / (hits_b + missed_b), np.nan), level))
+            rec = (
+                float(h.sum() / total),
+                *_interval(np.where(hits_b + missed_b > 0, hits_b / (hits_b + missed_b), np.nan), level),
+            )
     return Estimate(float(raw), int(k.sum()), share, precision, rec, None, float(level), int(n_resamples), int(seed))
 
 
@@ -437,7 +476,7 @@ def _draws(counts: np.ndarray, rows: np.ndarray, p: np.ndarray, rng: np.random.G
         return out
     step = max(1, _CHUNK // rows.size)
     for start in range(0, b, step):
-        out[start:start + step] = rng.binomial(counts[start:start + step][:, rows], p).sum(axis=1)
+        out[start : start + step] = rng.binomial(counts[start : start + step][:, rows], p).sum(axis=1)
     return out
 
 
@@ -471,34 +510,46 @@ class Watch:
         out = []
         if sh.flagged:
             which = ", ".join(_NAMES[t.summary] for t in sh.tests if t.flagged)
-            out.append(f"SHIFT: these {self.queries} queries' scores are unlike the {self.valid_queries} validation "
-                       f"queries' ({which}); the certified guarantee does not apply to them, and the estimate below "
-                       "reads a map that may not hold here")
+            out.append(
+                f"SHIFT: these {self.queries} queries' scores are unlike the {self.valid_queries} validation "
+                f"queries' ({which}); the certified guarantee does not apply to them, and the estimate below "
+                "reads a map that may not hold here"
+            )
         else:
-            out.append(f"no shift found: these {self.queries} queries' scores are like the {self.valid_queries} "
-                       f"validation queries' (false-alarm rate {sh.false_alarm:g})")
+            out.append(
+                f"no shift found: these {self.queries} queries' scores are like the {self.valid_queries} "
+                f"validation queries' (false-alarm rate {sh.false_alarm:g})"
+            )
         if self.edited:
             out.append("the calibrator was loaded from an edited file: its guarantee is not the one certified")
         est = self.estimate
         if est is None:
-            out.append(f"no cutoff is certified for {c['metric']} >= {c['target']:g} at confidence {c['confidence']:g}: "
-                       "nothing to estimate")
+            out.append(
+                f"no cutoff is certified for {c['metric']} >= {c['target']:g} at confidence {c['confidence']:g}: "
+                "nothing to estimate"
+            )
         else:
             pct = f"{est.level:.0%}"
-            out.append(f"cutoff: keep score >= {est.raw:.6g}, certified {c['metric']} >= {c['target']:g} at confidence "
-                       f"{c['confidence']:g}")
+            out.append(
+                f"cutoff: keep score >= {est.raw:.6g}, certified {c['metric']} >= {c['target']:g} at confidence "
+                f"{c['confidence']:g}"
+            )
             if est.precision is None:
                 out.append("expected precision: no candidate reaches the cutoff")
             else:
                 v, lo, hi = est.precision
-                out.append(f"expected precision {v:.3f} [{lo:.3f}, {hi:.3f}] ({pct} interval; calibrated probabilities, "
-                           "no labels)")
+                out.append(
+                    f"expected precision {v:.3f} [{lo:.3f}, {hi:.3f}] ({pct} interval; calibrated probabilities, "
+                    "no labels)"
+                )
                 if c["metric"] == "precision" and hi < c["target"]:
                     out.append(f"the expected precision lies below the certified {c['target']:g}, interval and all")
             if est.recall is not None:
                 v, lo, hi = est.recall
-                out.append(f"expected recall of the listed candidates {v:.3f} [{lo:.3f}, {hi:.3f}] (relevant documents "
-                           "the run did not list are not counted)")
+                out.append(
+                    f"expected recall of the listed candidates {v:.3f} [{lo:.3f}, {hi:.3f}] (relevant documents "
+                    "the run did not list are not counted)"
+                )
                 if c["metric"] == "recall" and hi < c["target"]:
                     out.append(f"the expected recall lies below the certified {c['target']:g}, interval and all")
             v, lo, hi = est.kept_share
@@ -507,19 +558,31 @@ class Watch:
         tests = "; ".join(f"{_NAMES[t.summary]} D={t.statistic:.3f} p={_p(t.p_value)}" for t in sh.tests)
         out.append(f"shift test (two-sample KS per query, each at {sh.false_alarm / len(sh.tests):.4g}): {tests}")
         if sh.outside > 0:
-            out.append(f"{sh.outside:.1%} of the candidates score outside the validation scores' range (the map "
-                       "extrapolates there)")
+            out.append(
+                f"{sh.outside:.1%} of the candidates score outside the validation scores' range (the map "
+                "extrapolates there)"
+            )
         return out
 
     def to_dict(self) -> dict[str, Any]:
         """The findings as plain JSON values."""
         est = self.estimate
-        return {"flagged": self.flagged, "queries": self.queries, "candidates": self.candidates,
-                "valid_queries": self.valid_queries, "edited": self.edited, "cutoff": dict(self.cutoff),
-                "shift": {"false_alarm": self.shift.false_alarm, "outside": self.shift.outside,
-                          "tests": [{**dataclasses.asdict(t), "flagged": t.flagged} for t in self.shift.tests]},
-                "estimate": None if est is None else {k: (list(v) if isinstance(v, tuple) else v)
-                                                      for k, v in dataclasses.asdict(est).items()}}
+        return {
+            "flagged": self.flagged,
+            "queries": self.queries,
+            "candidates": self.candidates,
+            "valid_queries": self.valid_queries,
+            "edited": self.edited,
+            "cutoff": dict(self.cutoff),
+            "shift": {
+                "false_alarm": self.shift.false_alarm,
+                "outside": self.shift.outside,
+                "tests": [{**dataclasses.asdict(t), "flagged": t.flagged} for t in self.shift.tests],
+            },
+            "estimate": None
+            if est is None
+            else {k: (list(v) if isinstance(v, tuple) else v) for k, v in dataclasses.asdict(est).items()},
+        }
 
 
 def _p(p: float | None) -> str:
@@ -528,8 +591,16 @@ def _p(p: float | None) -> str:
     return "<1e-6" if p < 1e-6 else f"{p:.3g}"
 
 
-def watch(calibrator: Any, scores: Any, mask: Any = None, *, false_alarm: float = 0.05, level: float = 0.95,
-          n_resamples: int = 1000, seed: int = 0) -> Watch:
+def watch(
+    calibrator: Any,
+    scores: Any,
+    mask: Any = None,
+    *,
+    false_alarm: float = 0.05,
+    level: float = 0.95,
+    n_resamples: int = 1000,
+    seed: int = 0,
+) -> Watch:
     """:meth:`calibrank.assess.deploy.calibrator.Calibrator.watch` (which checks the settings and holds the
     defaults): the shift test against ``calibrator.fingerprint`` and the cutoff's label-free estimate."""
     fp = calibrator.fingerprint
@@ -538,8 +609,16 @@ def watch(calibrator: Any, scores: Any, mask: Any = None, *, false_alarm: float 
     cut = calibrator.cutoff
     est = None
     if cut.raw is not None:
-        est = estimate(calibrator.predict_proba(np.where(m, s, 0.0)), s, m, cut.raw, recall=cut.metric == "recall",
-                       level=level, n_resamples=n_resamples, seed=seed)
+        est = estimate(
+            calibrator.predict_proba(np.where(m, s, 0.0)),
+            s,
+            m,
+            cut.raw,
+            recall=cut.metric == "recall",
+            level=level,
+            n_resamples=n_resamples,
+            seed=seed,
+        )
         lo, hi = fp.scores.cdf_bounds(cut.raw, left=True)  # the validation share below the cutoff
         est = dataclasses.replace(est, valid_kept_share=float(1 - (lo + hi) / 2))
     cutoff = {"metric": cut.metric, "target": cut.target, "confidence": cut.confidence, "raw": cut.raw}

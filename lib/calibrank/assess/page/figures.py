@@ -7,6 +7,8 @@ Colours: matplotlib's ``Dark2`` (the study's category palette), bands at the stu
 
 from __future__ import annotations
 
+from typing import Any
+
 import matplotlib as mpl
 import numpy as np
 import pandas as pd
@@ -20,8 +22,15 @@ __all__ = ["plot_reliability", "plot_risk_coverage", "plot_thresholds"]
 BAND_ALPHA = 0.18
 FEW = 30
 """A reliability bucket with fewer candidates is drawn hollow, with its count."""
-_RC = {"font.size": 9, "axes.titlesize": 10, "axes.grid": True, "grid.color": "0.9", "axes.spines.top": False,
-       "axes.spines.right": False, "legend.frameon": False}
+_RC: dict[Any, Any] = {
+    "font.size": 9,
+    "axes.titlesize": 10,
+    "axes.grid": True,
+    "grid.color": "0.9",
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "legend.frameon": False,
+}
 
 
 def _colors(n: int) -> list:
@@ -32,7 +41,7 @@ def _colors(n: int) -> list:
 def _figure(size: tuple[float, float], **grid) -> tuple[Figure, list]:
     with mpl.rc_context(_RC):
         fig = Figure(figsize=size, layout="constrained")
-        axes = fig.subplots(**grid) if grid else fig.subplots()
+        axes: Any = fig.subplots(**grid) if grid else fig.subplots()  # one Axes, or an array of them
     return fig, list(np.atleast_1d(axes))
 
 
@@ -53,11 +62,18 @@ def plot_reliability(reliability: pd.DataFrame, calibration: pd.DataFrame) -> Fi
         label = f"{view}{' (deployed)' if view == deployed else ''}, ECE {number(table.loc[view, 'ECE'])}"
         ax.plot(shown["mean predicted"], shown["fraction relevant"], marker="o", ms=4, color=colors[view], label=label)
         few = shown[shown["count"] < FEW]
-        ax.plot(few["mean predicted"], few["fraction relevant"], ls="none", marker="o", ms=7, mfc="white",
-                mec=colors[view])
+        ax.plot(
+            few["mean predicted"], few["fraction relevant"], ls="none", marker="o", ms=7, mfc="white", mec=colors[view]
+        )
         for _, r in few.iterrows():
-            ax.annotate(f"n={int(r['count'])}", (r["mean predicted"], r["fraction relevant"]), textcoords="offset points",
-                        xytext=(4, -10), fontsize=7, color=colors[view])
+            ax.annotate(
+                f"n={int(r['count'])}",
+                (r["mean predicted"], r["fraction relevant"]),
+                textcoords="offset points",
+                xytext=(4, -10),
+                fontsize=7,
+                color=colors[view],
+            )
         centres = 0.5 * (g["lower"] + g["upper"]).to_numpy()
         counts.bar(centres + (i - (len(views) - 1) / 2) * width, g["count"], width=width, color=colors[view])
     ax.set(xlim=(0, 1), ylim=(0, 1.05), ylabel="fraction relevant", title="reliability on the test queries")
@@ -80,17 +96,27 @@ def plot_thresholds(curve: pd.DataFrame, threshold: pd.DataFrame) -> Figure:
     for col in ("precision", "recall"):
         label = f"{col} (test{', over the ' + over if col == 'recall' and over else ''})"
         ax.plot(c, curve[col], color=colors[col], drawstyle="steps-pre", label=label)
-        ax.fill_between(c, curve[f"{col} lo"], curve[f"{col} hi"], step="pre", color=colors[col], alpha=BAND_ALPHA,
-                        lw=0)
+        ax.fill_between(
+            c, curve[f"{col} lo"], curve[f"{col} hi"], step="pre", color=colors[col], alpha=BAND_ALPHA, lw=0
+        )
     row = threshold.iloc[0]
     ax.axhline(row["target"], color="0.5", lw=0.8, ls=":", label=f"target {row['metric']} {row['target']:.0%}")
     if row["certified"]:
         ax.axvline(row["cutoff"], color="k", ls="--", lw=1, label=f"certified cutoff {row['cutoff']:.4g}")
     elif np.isfinite(row["best cutoff"]):
-        ax.axvline(row["best cutoff"], color="0.4", ls="-.", lw=1,
-                   label=f"cutoff certified at {row['best level']:.1%} {row['metric']}")
-    ax.set(ylim=(0, 1.02), xlabel="cutoff on the raw score (keep score >= cutoff)", ylabel="share of candidates",
-           title=f"keep or drop a candidate (map for probabilities: {row['map']})")
+        ax.axvline(
+            row["best cutoff"],
+            color="0.4",
+            ls="-.",
+            lw=1,
+            label=f"cutoff certified at {row['best level']:.1%} {row['metric']}",
+        )
+    ax.set(
+        ylim=(0, 1.02),
+        xlabel="cutoff on the raw score (keep score >= cutoff)",
+        ylabel="share of candidates",
+        title=f"keep or drop a candidate (map for probabilities: {row['map']})",
+    )
     ax.legend(fontsize=8, loc="best")
     return fig
 
@@ -107,9 +133,22 @@ def plot_risk_coverage(curves: pd.DataFrame, scores: pd.DataFrame, rule: pd.Data
         ax.plot(g["coverage"], g["selective risk"], color=colors[name], label=f"{name} (AURC {number(aurc[name])})")
     r = rule.iloc[0]
     if np.isfinite(r["risk"]):
-        ax.plot([r["coverage"]], [r["risk"]], marker="o", ms=8, mfc="none", mec="k", ls="none",
-                label=f"deployed: {r['confidence']} >= {threshold(r['cut'])}")
-    ax.set(xlim=(0, 1), ylim=(0, None), xlabel="coverage (share of queries answered)",
-           ylabel="top-1 error among the answered", title="answer or abstain (test queries)")
+        ax.plot(
+            [r["coverage"]],
+            [r["risk"]],
+            marker="o",
+            ms=8,
+            mfc="none",
+            mec="k",
+            ls="none",
+            label=f"deployed: {r['confidence']} >= {threshold(r['cut'])}",
+        )
+    ax.set(
+        xlim=(0, 1),
+        ylim=(0, None),
+        xlabel="coverage (share of queries answered)",
+        ylabel="top-1 error among the answered",
+        title="answer or abstain (test queries)",
+    )
     ax.legend(fontsize=8)
     return fig

@@ -45,13 +45,14 @@ def publish(out: str | os.PathLike, write: Callable[[Path], None], *, timeout: f
     try:
         lock.acquire(timeout=0)
     except Timeout:
-        print(f"calibrank: {out} is being written by another calibrank; waiting up to {timeout:.0f} s",
-              file=sys.stderr)
+        print(f"calibrank: {out} is being written by another calibrank; waiting up to {timeout:.0f} s", file=sys.stderr)
         try:
             lock.acquire(timeout=timeout)
         except Timeout:
-            raise AssessError(f"{out}: still being written by another calibrank after {timeout:.0f} s; nothing was "
-                              "written (run again when it is done, or choose another --out)") from None
+            raise AssessError(
+                f"{out}: still being written by another calibrank after {timeout:.0f} s; nothing was "
+                "written (run again when it is done, or choose another --out)"
+            ) from None
     try:
         parent.mkdir(parents=True, exist_ok=True)
         for stale in list(parent.glob(f".tmp-{out.name}-*")) + list(parent.glob(f".old-{out.name}-*")):
@@ -65,7 +66,7 @@ def publish(out: str | os.PathLike, write: Callable[[Path], None], *, timeout: f
             except OSError as exc:  # name the file where it was to go, not the folder it was built in
                 name = str(exc.filename or "")
                 if name.startswith(str(tmp)):
-                    raise OSError(exc.errno, exc.strerror, str(out) + name[len(str(tmp)):]) from None
+                    raise OSError(exc.errno, exc.strerror, str(out) + name[len(str(tmp)) :]) from None
                 raise
             if out.exists():
                 os.replace(out, old)

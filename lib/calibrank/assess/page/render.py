@@ -25,77 +25,79 @@ from markupsafe import Markup, escape
 
 from calibrank import __version__
 from calibrank.assess.deploy.fit import TAIL
-from calibrank.assess.page import figures
 from calibrank.assess.engine import Assessment
 from calibrank.assess.numbers import cell, count, format_for, interval, number, pct, threshold
+from calibrank.assess.page import figures
 
 __all__ = ["GLOSSARY", "define", "render"]
 
 GLOSSARY = {
     "R@k": "Recall at k: the share of a query's relevant documents (in the qrels) that are in its top k, averaged "
-           "over queries (0 to 1, higher is better).",
+    "over queries (0 to 1, higher is better).",
     "P@1": "Precision at 1: the share of queries whose top candidate is relevant (0 to 1, higher is better).",
     "MRR": "Mean reciprocal rank: 1 / the rank of a query's first relevant candidate, averaged over queries "
-           "(0 to 1, higher is better).",
+    "(0 to 1, higher is better).",
     "nDCG@k": "Normalised discounted cumulative gain at k: the grades of the top k, discounted by rank, as a share "
-              "of the best order's (0 to 1, higher is better).",
+    "of the best order's (0 to 1, higher is better).",
     "MAP": "Mean average precision: the precision at the rank of each relevant candidate, averaged per query, "
-           "then over queries (0 to 1, higher is better).",
+    "then over queries (0 to 1, higher is better).",
     "ECE": "Expected calibration error: the gap between mean probability and share relevant in each of 10 "
-           "probability buckets, weighted by the bucket's candidates (lower is better; alone it proves little: a "
-           "constant at the base rate scores near 0).",
+    "probability buckets, weighted by the bucket's candidates (lower is better; alone it proves little: a "
+    "constant at the base rate scores near 0).",
     "ECE equal-mass": "ECE with 10 buckets of equal candidate counts instead of equal width (lower is better).",
     "Brier": "Brier score: the mean squared gap between a candidate's probability and its 0/1 label (lower is "
-             "better; the base-rate constant sets the bar to beat).",
+    "better; the base-rate constant sets the bar to beat).",
     "NLL": "Negative log-likelihood: the mean of -log(probability given to what happened) (lower is better; a "
-           "confident mistake costs most).",
+    "confident mistake costs most).",
     "base rate": "The share of relevant candidates among the validation candidates, used as one constant "
-                 "probability for every candidate: the baseline a map must beat.",
+    "probability for every candidate: the baseline a map must beat.",
     "beyond support": f"Test candidates whose probability rests on fewer than {TAIL} validation candidates: past "
-                      f"the isotonic map's end blocks, or past the {TAIL}th lowest or highest validation score for "
-                      "a parametric map (fewer is better).",
+    f"the isotonic map's end blocks, or past the {TAIL}th lowest or highest validation score for "
+    "a parametric map (fewer is better).",
     "list confidence": "How sure a list's top answer is, to decide whether to answer or abstain: top score, margin "
-                       "or list (higher means more likely right).",
+    "or list (higher means more likely right).",
     "top score": "A list confidence: the raw score of the list's top candidate.",
     "margin": "A list confidence: the list's highest probability minus its second (0 when the top two tie).",
     "list": "A list confidence: a logistic regression, fitted on validation, of 'the top candidate is relevant' on "
-            "the list's highest probabilities.",
+    "the list's highest probabilities.",
     "-top var": "A list confidence: minus the variance of the top candidate's probability across the samples.",
     "cut": "The abstain rule's threshold: a query is answered when its list confidence is at least the cut.",
     "coverage": "The share of queries answered (abstain), or the share of queries whose shortlist holds a relevant "
-                "candidate (shortlists); higher is better at a given risk.",
+    "candidate (shortlists); higher is better at a given risk.",
     "risk": "The top-1 error among the answered queries: the share whose top candidate is not relevant (lower "
-            "is better).",
+    "is better).",
     "risk@k%": "The top-1 error among the k% of queries with the highest list confidence (lower is better).",
     "AURC": "Area under the risk-coverage curve: the top-1 error among the answered, averaged over every share "
-            "answered when queries are answered in order of confidence (lower is better).",
+    "answered when queries are answered in order of confidence (lower is better).",
     "E-AURC": "Excess AURC: AURC minus the lowest AURC any order of these queries could reach (lower is better; "
-              "0 is a perfect order).",
+    "0 is a perfect order).",
     "AUGRC": "Area under the generalised risk-coverage curve: the share of all queries answered wrongly, averaged "
-             "over every share answered (lower is better; weighs the most confident few less than AURC does).",
+    "over every share answered (lower is better; weighs the most confident few less than AURC does).",
     "qhat": "The split-conformal quantile fitted on validation: a candidate enters the shortlist when its share of "
-            "its list (the softmax of the logits of the list's probabilities) is at least 1 - qhat (a threshold, "
-            "neither better nor worse).",
+    "its list (the softmax of the logits of the list's probabilities) is at least 1 - qhat (a threshold, "
+    "neither better nor worse).",
     "NOTA": "None of the above: an empty shortlist, the answer that no candidate is relevant. NOTA recall: the "
-            "share of queries without a relevant candidate that got one (higher is better); false NOTA: the share "
-            "of the others that got one wrongly (lower is better).",
+    "share of queries without a relevant candidate that got one (higher is better); false NOTA: the share "
+    "of the others that got one wrongly (lower is better).",
     "cutoff": "Keep a candidate when its raw score is at least the cutoff; certified means precision (or recall) "
-              "reaches the target with the stated confidence on queries like the validation ones.",
+    "reaches the target with the stated confidence on queries like the validation ones.",
 }
 """Each term the page names, in one sentence: what it is and which way is better. Shown as a block on the page
 and as the hover title of the term in a heading, a cell or a sentence."""
 
-_CERTAINTY = ("The certificate's confidence: the cutoff reaches the target with at least this probability over draws "
-              "of validation queries like these.")
+_CERTAINTY = (
+    "The certificate's confidence: the cutoff reaches the target with at least this probability over draws "
+    "of validation queries like these."
+)
 _ABSTAIN_TITLES = {
     "confidence": GLOSSARY["list confidence"],
     "valid tied at cut": "The share of validation lists whose confidence equals the cut exactly: all of them are "
-                         "answered.",
+    "answered.",
     "valid coverage": "The share of validation queries the rule answers, counted (not the share asked for).",
 }
 _RISK_TITLES = {
     "b": "Risk aversion (Penha & Hauff 2021): a candidate's mean over the samples less b times its variance and "
-         "covariances with the others (in logit space); 0 is the mean ranker; chosen on validation.",
+    "covariances with the others (in logit space); 0 is the mean ranker; chosen on validation.",
     "valid_value": "The metric of the risk-aware ranking on the validation queries, at the chosen b.",
     "mean_ranker": "The metric on the test queries when candidates are ranked by their mean probability.",
     "risk_aware": "The metric on the test queries of the risk-aware ranking (higher is better).",
@@ -104,11 +106,23 @@ _RISK_TITLES = {
     "n": "Test queries the metric is averaged over.",
     "S_test": "Samples per test candidate.",
 }
-_TERMS = {"R@": "R@k", "nDCG@": "nDCG@k", "risk@": "risk@k%", "NOTA": "NOTA", "false NOTA": "NOTA",
-          "NOTA recall": "NOTA", "NOTA queries": "NOTA", "valid AURC": "AURC", "cutoff": "cutoff",
-          "best cutoff": "cutoff", "beyond support": "beyond support"}
-_IN_TEXT = re.compile(r"(?<![\w-])(R@\d+|P@1|MRR|nDCG@\d+|MAP|ECE|Brier|NLL|E-AURC|AURC|AUGRC|NOTA|qhat|margin"
-                      r"|list confidence|base rate|top score)(?![\w@-])")
+_TERMS = {
+    "R@": "R@k",
+    "nDCG@": "nDCG@k",
+    "risk@": "risk@k%",
+    "NOTA": "NOTA",
+    "false NOTA": "NOTA",
+    "NOTA recall": "NOTA",
+    "NOTA queries": "NOTA",
+    "valid AURC": "AURC",
+    "cutoff": "cutoff",
+    "best cutoff": "cutoff",
+    "beyond support": "beyond support",
+}
+_IN_TEXT = re.compile(
+    r"(?<![\w-])(R@\d+|P@1|MRR|nDCG@\d+|MAP|ECE|Brier|NLL|E-AURC|AURC|AUGRC|NOTA|qhat|margin"
+    r"|list confidence|base rate|top score)(?![\w@-])"
+)
 
 
 def define(term: str) -> str | None:
@@ -119,15 +133,17 @@ def define(term: str) -> str | None:
     if term in _TERMS:
         return GLOSSARY[_TERMS[term]]
     for prefix in ("R@", "nDCG@", "risk@"):
-        if term.startswith(prefix) and term[len(prefix):].rstrip("%").isdigit():
+        if term.startswith(prefix) and term[len(prefix) :].rstrip("%").isdigit():
             return GLOSSARY[_TERMS[prefix]]
     return None
 
 
 def _glossed(text: str) -> Markup:
     """``text`` escaped, each glossary term in it wrapped in ``<abbr title=...>``."""
+
     def wrap(m: re.Match) -> str:
         return f'<abbr title="{escape(define(m.group(0)))}">{m.group(0)}</abbr>'
+
     return Markup(_IN_TEXT.sub(wrap, str(escape(text))))
 
 
@@ -169,43 +185,152 @@ def render(assessment: Assessment, *, name: str, notes: Sequence[str] = (), path
     """The page of ``assessment`` (``name``: the ranker's; ``paths``: input files, shown by name only)."""
     a, cal = assessment, assessment.calibrator
     deployed = str(a.calibration.loc[a.calibration["deployed"], "view"].iloc[0])
-    figs = {"reliability": _png(figures.plot_reliability(a.reliability, a.calibration)),
-            "thresholds": _png(figures.plot_thresholds(a.thresholds, a.threshold)),
-            "abstain": _png(figures.plot_risk_coverage(a.risk_coverage, a.abstain, a.abstain_rule))}
+    figs = {
+        "reliability": _png(figures.plot_reliability(a.reliability, a.calibration)),
+        "thresholds": _png(figures.plot_thresholds(a.thresholds, a.threshold)),
+        "abstain": _png(figures.plot_risk_coverage(a.risk_coverage, a.abstain, a.abstain_rule)),
+    }
     summary = a.summary.assign(source=[Path(s).name for s in a.summary["source"]]).drop(columns=["notes"])
     tables = {
         "summary": _table(summary),
         "ranking": _table(a.ranking),
-        "calibration": _table(a.calibration, ["view", "deployed", "ECE", "ECE lo", "ECE hi", "Brier", "Brier lo",
-                                              "Brier hi", "NLL", "NLL lo", "NLL hi", "beyond support", "flag", "note"]),
+        "calibration": _table(
+            a.calibration,
+            [
+                "view",
+                "deployed",
+                "ECE",
+                "ECE lo",
+                "ECE hi",
+                "Brier",
+                "Brier lo",
+                "Brier hi",
+                "NLL",
+                "NLL lo",
+                "NLL hi",
+                "beyond support",
+                "flag",
+                "note",
+            ],
+        ),
         "maps": _table(a.calibration[a.calibration["params"] != ""], ["view", "params", "fitted_on"]),
-        "reliability": _table(a.reliability[a.reliability["view"] == deployed],
-                              ["lower", "upper", "count", "mean predicted", "fraction relevant"]),
-        "threshold": _table(a.threshold, ["metric", "target", "confidence", "certified", "cutoff", "probability",
-                                          "valid kept", "valid value", "best level", "best cutoff", "queries needed",
-                                          "test kept", "precision", "precision lo", "precision hi", "recall",
-                                          "recall lo", "recall hi"], {"confidence": _CERTAINTY}),
-        "abstain_rule": _table(a.abstain_rule, ["confidence", "cut", "asked", "valid answered", "valid coverage",
-                                                "valid tied at cut", "test queries", "answered", "coverage", "risk",
-                                                "risk lo", "risk hi", "risk if all answered"], _ABSTAIN_TITLES),
+        "reliability": _table(
+            a.reliability[a.reliability["view"] == deployed],
+            ["lower", "upper", "count", "mean predicted", "fraction relevant"],
+        ),
+        "threshold": _table(
+            a.threshold,
+            [
+                "metric",
+                "target",
+                "confidence",
+                "certified",
+                "cutoff",
+                "probability",
+                "valid kept",
+                "valid value",
+                "best level",
+                "best cutoff",
+                "queries needed",
+                "test kept",
+                "precision",
+                "precision lo",
+                "precision hi",
+                "recall",
+                "recall lo",
+                "recall hi",
+            ],
+            {"confidence": _CERTAINTY},
+        ),
+        "abstain_rule": _table(
+            a.abstain_rule,
+            [
+                "confidence",
+                "cut",
+                "asked",
+                "valid answered",
+                "valid coverage",
+                "valid tied at cut",
+                "test queries",
+                "answered",
+                "coverage",
+                "risk",
+                "risk lo",
+                "risk hi",
+                "risk if all answered",
+            ],
+            _ABSTAIN_TITLES,
+        ),
         "abstain": _table(a.abstain, [c for c in a.abstain.columns if c != "queries"], _ABSTAIN_TITLES),
-        "conformal": _table(a.conformal, ["alpha", "deployed", "target", "qhat", "coverage", "coverage lo",
-                                          "coverage hi", "mean set size", "empty sets", "NOTA queries", "NOTA recall",
-                                          "false NOTA", "note"]),
-        "risk_aware": _table(a.risk_aware, ["metric", "b", "valid_value", "mean_ranker", "risk_aware", "rel_change",
-                                            "pvalue", "n", "significant", "S_test", "note"], _RISK_TITLES)
-        if not a.risk_aware.empty else None,
+        "conformal": _table(
+            a.conformal,
+            [
+                "alpha",
+                "deployed",
+                "target",
+                "qhat",
+                "coverage",
+                "coverage lo",
+                "coverage hi",
+                "mean set size",
+                "empty sets",
+                "NOTA queries",
+                "NOTA recall",
+                "false NOTA",
+                "note",
+            ],
+        ),
+        "risk_aware": _table(
+            a.risk_aware,
+            [
+                "metric",
+                "b",
+                "valid_value",
+                "mean_ranker",
+                "risk_aware",
+                "rel_change",
+                "pvalue",
+                "n",
+                "significant",
+                "S_test",
+                "note",
+            ],
+            _RISK_TITLES,
+        )
+        if not a.risk_aware.empty
+        else None,
     }
-    env = jinja2.Environment(loader=jinja2.FunctionLoader(
-        lambda n: (resources.files("calibrank.assess.page").joinpath("templates", n).read_text("utf-8"), None,
-                   lambda: True)), autoescape=True, undefined=jinja2.StrictUndefined)
+    env = jinja2.Environment(
+        loader=jinja2.FunctionLoader(
+            lambda n: (
+                resources.files("calibrank.assess.page").joinpath("templates", n).read_text("utf-8"),
+                None,
+                lambda: True,
+            )
+        ),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+    )
     env.filters.update(number=number, pct=pct, threshold=threshold, count=count, glossed=_glossed, define=define)
     css = resources.files("calibrank.assess.page").joinpath("templates", "page.css").read_text("utf-8")
     rule_row = a.abstain_rule.iloc[0]
     page = env.get_template("page.html.j2").render(
-        name=name, version=__version__, css=css, findings=list(zip(a.findings["section"], a.findings["finding"])),
-        notes=[_public(n, paths) for n in notes], figs=figs, tables=tables, deployed=deployed,
-        map_text=cal.map.describe(), cutoff=cal.cutoff, threshold_note=str(a.threshold["note"].iloc[0]),
-        rule=cal.abstain_rule, valid_coverage=float(rule_row.get("valid coverage", np.nan)),
-        shortlist=cal.shortlist_rule, fitted_on=cal.fitted_on, glossary=GLOSSARY, tail=TAIL)
+        name=name,
+        version=__version__,
+        css=css,
+        findings=list(zip(a.findings["section"], a.findings["finding"])),
+        notes=[_public(n, paths) for n in notes],
+        figs=figs,
+        tables=tables,
+        deployed=deployed,
+        map_text=cal.map.describe(),
+        cutoff=cal.cutoff,
+        threshold_note=str(a.threshold["note"].iloc[0]),
+        rule=cal.abstain_rule,
+        valid_coverage=float(rule_row.get("valid coverage", np.nan)),
+        shortlist=cal.shortlist_rule,
+        fitted_on=cal.fitted_on,
+        glossary=GLOSSARY,
+        tail=TAIL,
+    )
     return page

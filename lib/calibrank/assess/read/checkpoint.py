@@ -22,18 +22,30 @@ import numpy as np
 import torch
 from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
 
-from calibrank.pairs import Pairs, Precision, score_pairs, use_bf16
-from calibrank.atomic import decode_error_position
 from calibrank.assess.options import check_option
 from calibrank.assess.read.scored import AssessError, ScoredRun, ScoreKind, plain
+from calibrank.atomic import decode_error_position
+from calibrank.pairs import Pairs, Precision, score_pairs, use_bf16
 
 __all__ = ["Candidate", "TextQuery", "read_queries", "load_checkpoint", "score_checkpoint"]
 
 _QUERY_KEYS = frozenset({"qid", "query", "context", "candidates"})
 _CANDIDATE_KEYS = frozenset({"docid", "text", "label"})
-_WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
+_WEIGHT_FILES = (
+    "model.safetensors",
+    "model.safetensors.index.json",
+    "pytorch_model.bin",
+    "pytorch_model.bin.index.json",
+)
 # A tokenizer's vocabulary; without one, transformers builds an empty tokenizer that reads every word as [UNK].
-_VOCABULARY_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model", "tokenizer.model")
+_VOCABULARY_FILES = (
+    "tokenizer.json",
+    "vocab.txt",
+    "vocab.json",
+    "spiece.model",
+    "sentencepiece.bpe.model",
+    "tokenizer.model",
+)
 
 
 def _identifier(value: Any, what: str) -> str:
@@ -88,7 +100,9 @@ class TextQuery:
         if self.query is not None:
             _text(self.query, f"{where}: query")
         elif isinstance(self.context, str) or not isinstance(self.context, Sequence):
-            raise AssessError(f"{where}: context: expected a list of turns (strings), got {type(self.context).__name__}")
+            raise AssessError(
+                f"{where}: context: expected a list of turns (strings), got {type(self.context).__name__}"
+            )
         context = tuple(_text(t, f"{where}: context turn {i}") for i, t in enumerate(self.context))
         if isinstance(self.candidates, (str, Mapping)) or not isinstance(self.candidates, Sequence):
             raise AssessError(f"{where}: candidates: expected a list, got {type(self.candidates).__name__}")
@@ -123,8 +137,9 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _check_object(value: Any, name: str, allowed: frozenset[str] | set[str], required: tuple[str, ...], what: str,
-                  *, where: str = "") -> None:
+def _check_object(
+    value: Any, name: str, allowed: frozenset[str] | set[str], required: tuple[str, ...], what: str, *, where: str = ""
+) -> None:
     """Raise unless ``value`` is a JSON object with every ``required`` key and no key outside ``allowed``."""
     if not isinstance(value, dict):
         raise AssessError(f"{where}expected {what}, got {type(value).__name__}")
@@ -137,7 +152,9 @@ def _check_object(value: Any, name: str, allowed: frozenset[str] | set[str], req
 
 
 def _query_from(record: Any) -> TextQuery:
-    _check_object(record, "query", _QUERY_KEYS, ("qid", "candidates"), "a JSON object with qid, query or context, and candidates")
+    _check_object(
+        record, "query", _QUERY_KEYS, ("qid", "candidates"), "a JSON object with qid, query or context, and candidates"
+    )
     if "query" in record and "context" in record:
         raise AssessError("both 'query' and 'context' given; expected one")
     if "query" not in record and "context" not in record:
@@ -148,8 +165,14 @@ def _query_from(record: Any) -> TextQuery:
         raise AssessError(f"query {qid!r}: candidates: expected a list, got {type(cands).__name__}")
     candidates = []
     for i, c in enumerate(cands):
-        _check_object(c, "candidate", _CANDIDATE_KEYS, ("docid", "text"), "an object with docid and text",
-                      where=f"query {qid!r}: candidate {i}: ")
+        _check_object(
+            c,
+            "candidate",
+            _CANDIDATE_KEYS,
+            ("docid", "text"),
+            "an object with docid and text",
+            where=f"query {qid!r}: candidate {i}: ",
+        )
         try:
             candidates.append(Candidate(c["docid"], c["text"], c.get("label")))
         except AssessError as exc:
@@ -211,7 +234,9 @@ def load_checkpoint(path: str | os.PathLike) -> tuple[torch.nn.Module, Any, int]
     """
     folder = Path(path)
     if not folder.is_dir():
-        raise AssessError(f"{folder}: not a folder; expected a Hugging Face checkpoint folder (config.json, weights, tokenizer)")
+        raise AssessError(
+            f"{folder}: not a folder; expected a Hugging Face checkpoint folder (config.json, weights, tokenizer)"
+        )
     if not (folder / "config.json").is_file():
         raise AssessError(f"{folder}: no config.json; expected a Hugging Face sequence-classification checkpoint")
     try:
@@ -220,37 +245,52 @@ def load_checkpoint(path: str | os.PathLike) -> tuple[torch.nn.Module, Any, int]
         raise AssessError(f"{folder}/config.json: not a readable model configuration ({exc})") from None
     architectures = list(getattr(config, "architectures", None) or [])
     if not architectures:
-        raise AssessError(f"{folder}/config.json: names no architecture; expected one ending in ForSequenceClassification")
+        raise AssessError(
+            f"{folder}/config.json: names no architecture; expected one ending in ForSequenceClassification"
+        )
     other = [a for a in architectures if not a.endswith("ForSequenceClassification")]
     if other:
-        raise AssessError(f"{folder}/config.json: architecture {other[0]} is not a sequence classifier; "
-                          "expected an architecture ending in ForSequenceClassification (a cross-encoder)")
+        raise AssessError(
+            f"{folder}/config.json: architecture {other[0]} is not a sequence classifier; "
+            "expected an architecture ending in ForSequenceClassification (a cross-encoder)"
+        )
     n_labels = int(config.num_labels)
     if n_labels > 2:
-        raise AssessError(f"{folder}/config.json: {n_labels} labels; expected a relevance head of one label "
-                          "(a logit) or two (not relevant, relevant)")
+        raise AssessError(
+            f"{folder}/config.json: {n_labels} labels; expected a relevance head of one label "
+            "(a logit) or two (not relevant, relevant)"
+        )
     if not any((folder / name).is_file() for name in _WEIGHT_FILES):
         raise AssessError(f"{folder}: no weights; expected one of {', '.join(_WEIGHT_FILES)}")
     try:
         model, info = AutoModelForSequenceClassification.from_pretrained(
-            folder, config=config, local_files_only=True, dtype=torch.float32, output_loading_info=True)
+            folder, config=config, local_files_only=True, dtype=torch.float32, output_loading_info=True
+        )
     except (OSError, ValueError, RuntimeError) as exc:
         raise AssessError(f"{folder}: the weights cannot be loaded ({exc})") from None
     missing = sorted(info.get("missing_keys", ())) + sorted(k[0] for k in info.get("mismatched_keys", ()))
     if missing:
-        raise AssessError(f"{folder}: the weights lack {len(missing)} tensor(s) of {architectures[0]} "
-                          f"(first: {missing[0]}); they would be random: expected a trained sequence-classification checkpoint")
+        raise AssessError(
+            f"{folder}: the weights lack {len(missing)} tensor(s) of {architectures[0]} "
+            f"(first: {missing[0]}); they would be random: expected a trained sequence-classification checkpoint"
+        )
     if not any((folder / name).is_file() for name in _VOCABULARY_FILES):
-        raise AssessError(f"{folder}: no tokenizer; expected the checkpoint's tokenizer files beside its weights "
-                          f"(one of {', '.join(_VOCABULARY_FILES)})")
+        raise AssessError(
+            f"{folder}: no tokenizer; expected the checkpoint's tokenizer files beside its weights "
+            f"(one of {', '.join(_VOCABULARY_FILES)})"
+        )
     try:
         tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise AssessError(f"{folder}: no usable tokenizer ({exc}); expected the checkpoint's tokenizer files beside its weights") from None
+        raise AssessError(
+            f"{folder}: no usable tokenizer ({exc}); expected the checkpoint's tokenizer files beside its weights"
+        ) from None
     embedded = model.get_input_embeddings().num_embeddings
     if len(tokenizer) > embedded:
-        raise AssessError(f"{folder}: the tokenizer has {len(tokenizer)} tokens but the model embeds {embedded}: "
-                          "expected the tokenizer saved with these weights")
+        raise AssessError(
+            f"{folder}: the tokenizer has {len(tokenizer)} tokens but the model embeds {embedded}: "
+            "expected the tokenizer saved with these weights"
+        )
     model.eval()
     return model, tokenizer, n_labels
 
@@ -266,20 +306,32 @@ def _length_limit(tokenizer: Any, model: torch.nn.Module, max_length: int) -> in
     return min(max_length, limit) if isinstance(limit, int) and limit > 0 else max_length
 
 
-def _encode(tokenizer: Any, firsts: list[str], seconds: list[str], *, strategy: str, side: str | None,
-            max_length: int, where: str) -> dict[str, list[list[int]]]:
+def _encode(
+    tokenizer: Any,
+    firsts: list[str],
+    seconds: list[str],
+    *,
+    strategy: str,
+    side: str | None,
+    max_length: int,
+    where: str,
+) -> dict[str, list[list[int]]]:
     before = tokenizer.truncation_side
     try:
         if side is not None:
             tokenizer.truncation_side = side
         return tokenizer(firsts, seconds, truncation=strategy, max_length=max_length, padding=False)
     except Exception as exc:  # the Rust tokenizers raise a bare Exception
-        raise AssessError(f"{where}: the tokenizer cannot encode the pairs within max_length={max_length} ({exc})") from None
+        raise AssessError(
+            f"{where}: the tokenizer cannot encode the pairs within max_length={max_length} ({exc})"
+        ) from None
     finally:
         tokenizer.truncation_side = before
 
 
-def _pairs(tokenizer: Any, queries: Sequence[TextQuery], labels: np.ndarray, max_length: int, where: str) -> tuple[Pairs, dict[str, int]]:
+def _pairs(
+    tokenizer: Any, queries: Sequence[TextQuery], labels: np.ndarray, max_length: int, where: str
+) -> tuple[Pairs, dict[str, int]]:
     """Every (query, candidate) pair tokenised, flattened in query order (candidates in list order)."""
     firsts, seconds, left, qindex = [], [], [], []
     for i, q in enumerate(queries):
@@ -304,23 +356,39 @@ def _pairs(tokenizer: Any, queries: Sequence[TextQuery], labels: np.ndarray, max
     is_left = np.asarray(left)
     ids: list[list[int]] = [[] for _ in range(n)]  # the three groups below cover every pair
     types: list[list[int]] = [[] for _ in range(n)]
-    groups = ((~long_candidate & is_left, "only_first", "left"), (~long_candidate & ~is_left, "only_first", None),
-              (long_candidate, "longest_first", None))
+    groups = (
+        (~long_candidate & is_left, "only_first", "left"),
+        (~long_candidate & ~is_left, "only_first", None),
+        (long_candidate, "longest_first", None),
+    )
     for rows, strategy, side in groups:
         rows = np.flatnonzero(rows)
         if not rows.size:
             continue
-        enc = _encode(tokenizer, [firsts[r] for r in rows], [seconds[r] for r in rows], strategy=strategy, side=side,
-                      max_length=max_length, where=where)
+        enc = _encode(
+            tokenizer,
+            [firsts[r] for r in rows],
+            [seconds[r] for r in rows],
+            strategy=strategy,
+            side=side,
+            max_length=max_length,
+            where=where,
+        )
         tt = enc.get("token_type_ids")
         for j, r in enumerate(rows):
             ids[r] = list(enc["input_ids"][j])
             types[r] = list(tt[j]) if tt is not None else [0] * len(ids[r])
     qindex_arr = np.asarray(qindex, dtype=np.int64)
     pos = np.concatenate([np.arange(len(q.candidates)) for q in queries])
-    pairs = Pairs(input_ids=ids, token_type_ids=types, labels=labels[qindex_arr, pos].astype(np.int64),
-                  query_index=qindex_arr, qids=[q.qid for q in queries],
-                  n_candidates=max(len(q.candidates) for q in queries), truncated_responses=int(long_candidate.sum()))
+    pairs = Pairs(
+        input_ids=ids,
+        token_type_ids=types,
+        labels=labels[qindex_arr, pos].astype(np.int64),
+        query_index=qindex_arr,
+        qids=[q.qid for q in queries],
+        n_candidates=max(len(q.candidates) for q in queries),
+        truncated_responses=int(long_candidate.sum()),
+    )
     return pairs, {"truncated_pairs": int(too_long.sum()), "truncated_candidates": int(long_candidate.sum())}
 
 
@@ -338,8 +406,9 @@ def _relevance_logit(input_names: Sequence[str], n_labels: int):
 # ----------------------------------------------------------------------------- labels
 
 
-def _judgements(queries: Sequence[TextQuery], qrels: Mapping[str, Mapping[str, int]] | None, relevant_at: int,
-                k: int, where: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _judgements(
+    queries: Sequence[TextQuery], qrels: Mapping[str, Mapping[str, int]] | None, relevant_at: int, k: int, where: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``relevance [Q, K]``, ``judged [Q, K]``, ``n_relevant [Q]`` and the positive ``grades [Q, M]`` of every judged
     document (nDCG's ideal ranking) from the candidates' labels or from ``qrels``."""
     q = len(queries)
@@ -350,8 +419,10 @@ def _judgements(queries: Sequence[TextQuery], qrels: Mapping[str, Mapping[str, i
     labelled = [c.docid for qq in queries for c in qq.candidates if c.label is not None]
     if qrels is None:
         if not labelled:
-            raise AssessError(f"{where}: no labels: give each candidate a 'label' (its relevance grade) "
-                              "or pass qrels={qid: {docid: grade}}")
+            raise AssessError(
+                f"{where}: no labels: give each candidate a 'label' (its relevance grade) "
+                "or pass qrels={qid: {docid: grade}}"
+            )
         for i, qq in enumerate(queries):
             for j, c in enumerate(qq.candidates):
                 if c.label is not None:
@@ -361,14 +432,18 @@ def _judgements(queries: Sequence[TextQuery], qrels: Mapping[str, Mapping[str, i
             positive.append([int(g) for g in relevance[i][judged[i]] if g > 0])
         return relevance, judged, n_relevant, _padded(positive)
     if labelled:
-        raise AssessError(f"qrels: given, but {where} also labels {len(labelled)} candidate(s) "
-                          f"(first: {labelled[0]!r}); give the labels one way")
+        raise AssessError(
+            f"qrels: given, but {where} also labels {len(labelled)} candidate(s) "
+            f"(first: {labelled[0]!r}); give the labels one way"
+        )
     if not isinstance(qrels, Mapping):
         raise AssessError(f"qrels: expected a mapping qid -> {{docid: grade}}, got {type(qrels).__name__}")
     qrels = {str(qid): grades for qid, grades in qrels.items()}
     if not any(qq.qid in qrels for qq in queries):
-        raise AssessError(f"qrels: judge none of the {len(queries)} queries of {where} (their first qid: "
-                          f"{queries[0].qid!r}; the qrels' first: {next(iter(qrels), None)!r}); expected qrels of these queries")
+        raise AssessError(
+            f"qrels: judge none of the {len(queries)} queries of {where} (their first qid: "
+            f"{queries[0].qid!r}; the qrels' first: {next(iter(qrels), None)!r}); expected qrels of these queries"
+        )
     for i, qq in enumerate(queries):
         grades = qrels.get(qq.qid, {})
         if not isinstance(grades, Mapping):
@@ -410,15 +485,18 @@ def score_checkpoint(
     ``passes=0``: one deterministic logit per candidate (S = 1); ``passes=T``: T MC Dropout samples
     drawn from ``seed``. Labels come from the candidates' ``label`` fields or from ``qrels``, never both.
     """
-    passes, relevant_at, seed = (check_option(name, value) for name, value in
-                                 (("passes", passes), ("relevant_at", relevant_at), ("seed", seed)))
+    passes, relevant_at, seed = (
+        check_option(name, value) for name, value in (("passes", passes), ("relevant_at", relevant_at), ("seed", seed))
+    )
     for name, value, low in (("batch_size", batch_size, 1), ("max_length", max_length, 4)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
             raise AssessError(f"{name}: expected a whole number >= {low}, got {plain(value)!r}")
     try:
         precision = Precision(precision)
     except ValueError:
-        raise AssessError(f"precision: expected one of {[p.value for p in Precision]}, got {plain(precision)!r}") from None
+        raise AssessError(
+            f"precision: expected one of {[p.value for p in Precision]}, got {plain(precision)!r}"
+        ) from None
     if isinstance(queries, (str, os.PathLike)):
         where = str(queries)
         queries = read_queries(queries)
@@ -442,12 +520,21 @@ def score_checkpoint(
     labels = (relevance >= relevant_at).astype(np.int64)
     pairs, truncation = _pairs(tokenizer, queries, labels, length, where)
     bf16 = use_bf16(precision, next(model.parameters()).device)
-    logits = score_pairs(model, pairs, batch_size=int(batch_size), passes=max(int(passes), 1), dropout=passes > 0,
-                         seed=int(seed), precision=Precision.bf16 if bf16 else Precision.fp32,
-                         forward=_relevance_logit(tokenizer.model_input_names, n_labels))
+    logits = score_pairs(
+        model,
+        pairs,
+        batch_size=int(batch_size),
+        passes=max(int(passes), 1),
+        dropout=passes > 0,
+        seed=int(seed),
+        precision=Precision.bf16 if bf16 else Precision.fp32,
+        forward=_relevance_logit(tokenizer.model_input_names, n_labels),
+    )
     if passes > 1 and np.all(logits == logits[:1]):
-        raise AssessError(f"{path}: passes={passes} gave {passes} identical passes: the checkpoint has no active dropout, "
-                          "so MC Dropout has nothing to sample; use passes=0")
+        raise AssessError(
+            f"{path}: passes={passes} gave {passes} identical passes: the checkpoint has no active dropout, "
+            "so MC Dropout has nothing to sample; use passes=0"
+        )
 
     q = len(queries)
     mask = np.zeros((q, k), dtype=bool)
@@ -470,6 +557,18 @@ def score_checkpoint(
         "n_parameters": int(sum(p.numel() for p in model.parameters())),
         **truncation,
     }
-    return ScoredRun(np.array([qq.qid for qq in queries]), docids.astype(str), mask, scores, relevance, judged, n_relevant,
-                     kind=ScoreKind.logit, relevant_at=int(relevant_at), source=str(path), meta=meta, grades=grades,
-                     ties="trec_eval")
+    return ScoredRun(
+        np.array([qq.qid for qq in queries]),
+        docids.astype(str),
+        mask,
+        scores,
+        relevance,
+        judged,
+        n_relevant,
+        kind=ScoreKind.logit,
+        relevant_at=int(relevant_at),
+        source=str(path),
+        meta=meta,
+        grades=grades,
+        ties="trec_eval",
+    )

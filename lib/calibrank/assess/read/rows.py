@@ -22,8 +22,19 @@ import pyarrow.compute as pc
 from calibrank.assess.options import check_option
 from calibrank.assess.read.scored import AssessError, ScoredRun, ScoreKind
 
-__all__ = ["Qrels", "Rows", "Locate", "assemble", "check_kind", "check_relevant_at", "factorize", "first_duplicate",
-           "positive_grades", "to_str_array", "two_places"]
+__all__ = [
+    "Qrels",
+    "Rows",
+    "Locate",
+    "assemble",
+    "check_kind",
+    "check_relevant_at",
+    "factorize",
+    "first_duplicate",
+    "positive_grades",
+    "to_str_array",
+    "two_places",
+]
 
 Locate = Callable[[Sequence[int]], list[str]]
 
@@ -58,8 +69,9 @@ def factorize(arr: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
         enc = pc.dictionary_encode(arr)
         return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), enc.dictionary.to_pylist()
     index: dict[str, int] = {}
-    head_codes = np.fromiter((index.setdefault(s, len(index)) for s in arr.take(pa.array(heads)).to_pylist()),
-                             np.int64, len(heads))
+    head_codes = np.fromiter(
+        (index.setdefault(s, len(index)) for s in arr.take(pa.array(heads)).to_pylist()), np.int64, len(heads)
+    )
     return np.repeat(head_codes, np.diff(np.append(heads, n))), list(index)
 
 
@@ -81,13 +93,13 @@ def to_str_array(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
     width = max(1, pc.max(pc.binary_length(arr)).as_py() or 0)
     if _is_ascii(arr):
         fixed = pc.ascii_rpad(arr, width=width, padding="\x00").cast(pa.binary(width))
-        raw = np.frombuffer(fixed.buffers()[1], np.uint8)[fixed.offset * width:(fixed.offset + len(fixed)) * width]
+        raw = np.frombuffer(fixed.buffers()[1], np.uint8)[fixed.offset * width : (fixed.offset + len(fixed)) * width]
         return np.ascontiguousarray(raw.reshape(-1, width).astype(np.uint32)).view(f"<U{width}").ravel()
     return np.asarray(arr.to_numpy(zero_copy_only=False)).astype(str)
 
 
 def two_places(first: str, second: str) -> str:
-    """"f, line 3" and "f, line 9" as "f, lines 3 and 9"; places in two inputs stay whole."""
+    """ "f, line 3" and "f, line 9" as "f, lines 3 and 9"; places in two inputs stay whole."""
     (fa, _, na), (fb, _, nb) = first.rpartition(", line "), second.rpartition(", line ")
     return f"{fa}, lines {na} and {nb}" if fa and fa == fb else f"{first} and {second}"
 
@@ -171,8 +183,10 @@ class Qrels:
         docids = np.asarray(self.docids).astype(str)
         rel = np.asarray(self.relevance)
         if qids.ndim != 1 or docids.shape != qids.shape or rel.shape != qids.shape:
-            raise AssessError(f"{self.source}: qids, docids and relevance must be 1-D of one length, "
-                              f"got {qids.shape}, {docids.shape}, {rel.shape}")
+            raise AssessError(
+                f"{self.source}: qids, docids and relevance must be 1-D of one length, "
+                f"got {qids.shape}, {docids.shape}, {rel.shape}"
+            )
         if len(qids) == 0:
             raise AssessError(f"{self.source}: no judgments; expected lines 'qid iter docid relevance'")
         if rel.dtype.kind == "f" and not (np.isfinite(rel).all() and (rel == np.round(rel)).all()):
@@ -182,8 +196,10 @@ class Qrels:
         _, qcode = np.unique(qids, return_inverse=True)
         dup = first_duplicate(qcode.astype(np.int64), docids)
         if dup is not None:
-            raise AssessError(f"{self.source}: (qid {str(qids[dup[0]])!r}, docid {str(docids[dup[0]])!r}) is judged twice "
-                              f"(entries {dup[0]} and {dup[1]}); expected one judgment per pair")
+            raise AssessError(
+                f"{self.source}: (qid {str(qids[dup[0]])!r}, docid {str(docids[dup[0]])!r}) is judged twice "
+                f"(entries {dup[0]} and {dup[1]}); expected one judgment per pair"
+            )
         object.__setattr__(self, "qids", qids)
         object.__setattr__(self, "docids", docids)
         object.__setattr__(self, "relevance", rel.astype(np.int64))
@@ -229,13 +245,17 @@ def _check_scores(rows: Rows, kind: ScoreKind) -> None:
     bad = ~np.isfinite(rows.score)
     if bad.any():
         i = int(np.argmax(bad))
-        raise AssessError(f"{rows.where(i)}: score {float(rows.score[i])!r} is not a finite number; expected a finite score")
+        raise AssessError(
+            f"{rows.where(i)}: score {float(rows.score[i])!r} is not a finite number; expected a finite score"
+        )
     if kind is ScoreKind.probability:
         out = (rows.score < 0) | (rows.score > 1)
         if out.any():
             i = int(np.argmax(out))
-            raise AssessError(f"{rows.where(i)}: score {float(rows.score[i])!r} lies outside [0, 1], which score kind "
-                              "'probability' expects; use score kind 'logit' (sigmoid of the score) or 'score' (any scale)")
+            raise AssessError(
+                f"{rows.where(i)}: score {float(rows.score[i])!r} lies outside [0, 1], which score kind "
+                "'probability' expects; use score kind 'logit' (sigmoid of the score) or 'score' (any scale)"
+            )
 
 
 def _check_rank_order(rows: Rows) -> None:
@@ -246,16 +266,24 @@ def _check_rank_order(rows: Rows) -> None:
     order = None
     if not ((rows.rank[1:] > rows.rank[:-1]) | ~same_q).all():
         order = np.lexsort((rows.rank, rows.qcode))
-    q, r, s = (rows.qcode, rows.rank, rows.score) if order is None else (rows.qcode[order], rows.rank[order], rows.score[order])
+    q, r, s = (
+        (rows.qcode, rows.rank, rows.score)
+        if order is None
+        else (rows.qcode[order], rows.rank[order], rows.score[order])
+    )
     clash = (q[1:] == q[:-1]) & (r[1:] > r[:-1]) & (s[1:] > s[:-1])
     if clash.any():
         i = int(np.argmax(clash))
         a, b = (i, i + 1) if order is None else (int(order[i]), int(order[i + 1]))
         la, lb = rows.locate([a, b])
         n = int(clash.sum())
-        warnings.warn(f"{rows.name}: ranks disagree with the scores' order in {n} place{'s' if n > 1 else ''} (first: {la}, "
-                      f"rank {r[i]:g}, score {float(s[i])!r}; {lb}, rank {r[i + 1]:g}, score {float(s[i + 1])!r}); the "
-                      "scores decide the order, as in trec_eval", UserWarning, stacklevel=3)
+        warnings.warn(
+            f"{rows.name}: ranks disagree with the scores' order in {n} place{'s' if n > 1 else ''} (first: {la}, "
+            f"rank {r[i]:g}, score {float(s[i])!r}; {lb}, rank {r[i + 1]:g}, score {float(s[i + 1])!r}); the "
+            "scores decide the order, as in trec_eval",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def _qrels_from_labels(base: Rows) -> Qrels:
@@ -275,8 +303,16 @@ def _qrels_from_labels(base: Rows) -> Qrels:
 # --------------------------------------------------------------------------- assembly
 
 
-def assemble(samples: Sequence[Rows], qrels: Qrels | None, *, kind: Any, relevant_at: Any = 1, source: str,
-             meta: dict[str, Any] | None = None, judged: bool = True) -> ScoredRun:
+def assemble(
+    samples: Sequence[Rows],
+    qrels: Qrels | None,
+    *,
+    kind: Any,
+    relevant_at: Any = 1,
+    source: str,
+    meta: dict[str, Any] | None = None,
+    judged: bool = True,
+) -> ScoredRun:
     """The samples (one :class:`Rows` each, the same (qid, docid) pairs) and their qrels as one :class:`ScoredRun`.
 
     ``qrels`` None: the rows' own labels judge them (they must agree across samples). ``judged`` False: no
@@ -338,16 +374,21 @@ def _check_unique(rows: Rows, pairs: pa.Table, row: str) -> None:
     dup = _first_duplicate(pairs, row)
     if dup is not None:
         i, j = dup
-        raise AssessError(f"{two_places(*rows.locate([i, j]))}: (qid {rows.qnames[rows.qcode[i]]!r}, docid "
-                          f"{_docid(rows, i)!r}) appears twice; expected each candidate once per query")
+        raise AssessError(
+            f"{two_places(*rows.locate([i, j]))}: (qid {rows.qnames[rows.qcode[i]]!r}, docid "
+            f"{_docid(rows, i)!r}) appears twice; expected each candidate once per query"
+        )
 
 
 def _docid(rows: Rows, i: int) -> str:
-    return str(rows.docid[int(i)].as_py() if isinstance(rows.docid, (pa.Array, pa.ChunkedArray)) else rows.docid[int(i)])
+    return str(
+        rows.docid[int(i)].as_py() if isinstance(rows.docid, (pa.Array, pa.ChunkedArray)) else rows.docid[int(i)]
+    )
 
 
-def _aligned_rows(base: Rows, rows: Rows, qb: np.ndarray, qr: np.ndarray, names: list[str], base_pairs: pa.Table,
-                  pairs: pa.Table) -> np.ndarray:
+def _aligned_rows(
+    base: Rows, rows: Rows, qb: np.ndarray, qr: np.ndarray, names: list[str], base_pairs: pa.Table, pairs: pa.Table
+) -> np.ndarray:
     """``[N]`` the row of ``rows`` that holds each row's (qid, docid) of ``base`` (an arrow full outer join of their
     ``pairs``); two samples with different pairs are an error naming one pair only one of them holds."""
     joined = base_pairs.join(pairs, keys=["q", "d"], join_type="full outer")
@@ -360,13 +401,24 @@ def _aligned_rows(base: Rows, rows: Rows, qb: np.ndarray, qr: np.ndarray, names:
         one, other, q, i = base, rows, qb, pc.min(b.filter(r.is_null())).as_py()
     else:
         one, other, q, i = rows, base, qr, pc.min(r.filter(b.is_null())).as_py()
-    raise AssessError(f"{base.name} and {rows.name} are samples of one ranker but hold different (qid, docid) pairs: "
-                      f"(qid {names[q[i]]!r}, docid {_docid(one, i)!r}) is in {one.where(i)} but not in {other.name}; "
-                      "expected the same candidates in every sample")
+    raise AssessError(
+        f"{base.name} and {rows.name} are samples of one ranker but hold different (qid, docid) pairs: "
+        f"(qid {names[q[i]]!r}, docid {_docid(one, i)!r}) is in {one.where(i)} but not in {other.name}; "
+        "expected the same candidates in every sample"
+    )
 
 
-def _assemble(samples: Sequence[Rows], qcodes: list[np.ndarray], names: list[str], qrels: Qrels | None, kind: ScoreKind,
-              relevant_at: int, source: str, meta: dict[str, Any], judged_run: bool = True) -> ScoredRun:
+def _assemble(
+    samples: Sequence[Rows],
+    qcodes: list[np.ndarray],
+    names: list[str],
+    qrels: Qrels | None,
+    kind: ScoreKind,
+    relevant_at: int,
+    source: str,
+    meta: dict[str, Any],
+    judged_run: bool = True,
+) -> ScoredRun:
     nq = len(names)
     base, qb = samples[0], qcodes[0]
     base_pairs = _pairs(qb, base.docid, "b")
@@ -386,14 +438,28 @@ def _assemble(samples: Sequence[Rows], qcodes: list[np.ndarray], names: list[str
             if differ.any():
                 r, c = np.argwhere(differ)[0]
                 i = int(grid.rows()[r, c])
-                raise AssessError(f"{base.where(i)}: label {float(labels[0][r, c])} differs from the label {float(labels[-1][r, c])} "
-                                  f"that {rows.name} gives the same (qid, docid); expected one label per candidate")
+                raise AssessError(
+                    f"{base.where(i)}: label {float(labels[0][r, c])} differs from the label {float(labels[-1][r, c])} "
+                    f"that {rows.name} gives the same (qid, docid); expected one label per candidate"
+                )
 
     if not judged_run:
         meta.update(files=[r_.name for r_ in samples], qrels=None, rows=len(qb), queries_in_run=nq, dropped_queries=0)
         none = np.zeros(grid.mask.shape, np.int64)
-        return ScoredRun(np.asarray(names, dtype=str), docid, grid.mask, np.stack(scores), none, none.astype(bool),
-                         np.zeros(nq, np.int64), kind, relevant_at, source, meta, ties="trec_eval")
+        return ScoredRun(
+            np.asarray(names, dtype=str),
+            docid,
+            grid.mask,
+            np.stack(scores),
+            none,
+            none.astype(bool),
+            np.zeros(nq, np.int64),
+            kind,
+            relevant_at,
+            source,
+            meta,
+            ties="trec_eval",
+        )
 
     # the qrels (or the rows' own labels), joined on (qid, docid)
     if qrels is None:
@@ -405,8 +471,10 @@ def _assemble(samples: Sequence[Rows], qcodes: list[np.ndarray], names: list[str
     judged_q = np.zeros(nq, bool)
     judged_q[qq[inrun]] = True
     if not judged_q.any():
-        raise AssessError(f"{base.name} shares no qid with {qrels.source}: run qids look like {names[:3]}, qrels qids "
-                          f"like {sorted(set(qrels.qids.tolist()))[:3]}; expected the same query ids")
+        raise AssessError(
+            f"{base.name} shares no qid with {qrels.source}: run qids look like {names[:3]}, qrels qids "
+            f"like {sorted(set(qrels.qids.tolist()))[:3]}; expected the same query ids"
+        )
     q_code, q_rel = qq[inrun], qrels.relevance[inrun]
     judgments = pa.table({"q": q_code, "d": _strings(qrels.docids[inrun]), "g": q_rel})
     hit = base_pairs.join(judgments, keys=["q", "d"], join_type="inner")
@@ -420,14 +488,33 @@ def _assemble(samples: Sequence[Rows], qcodes: list[np.ndarray], names: list[str
 
     # queries without any judgment are left out (trec_eval evaluates the queries both files hold)
     dropped = [names[i] for i in np.flatnonzero(~judged_q)]
-    meta.update(files=[r_.name for r_ in samples], qrels=qrels.source, rows=len(qb), queries_in_run=nq,
-                dropped_queries=len(dropped), dropped_qids=dropped[:_SHOWN],
-                qrels_queries_not_in_run=int(np.unique(qrels.qids[~inrun]).size))
+    meta.update(
+        files=[r_.name for r_ in samples],
+        qrels=qrels.source,
+        rows=len(qb),
+        queries_in_run=nq,
+        dropped_queries=len(dropped),
+        dropped_qids=dropped[:_SHOWN],
+        qrels_queries_not_in_run=int(np.unique(qrels.qids[~inrun]).size),
+    )
     stacked = scores[0][None] if len(scores) == 1 else np.stack(scores)
     keep = slice(None) if judged_q.all() else judged_q
     grades = positive_grades(q_code, q_rel, nq)
-    return ScoredRun(np.asarray(names, dtype=str)[keep], docid[keep], grid.mask[keep], stacked[:, keep], relevance[keep],
-                     judged[keep], n_relevant[keep], kind, relevant_at, source, meta, grades=grades[keep], ties="trec_eval")
+    return ScoredRun(
+        np.asarray(names, dtype=str)[keep],
+        docid[keep],
+        grid.mask[keep],
+        stacked[:, keep],
+        relevance[keep],
+        judged[keep],
+        n_relevant[keep],
+        kind,
+        relevant_at,
+        source,
+        meta,
+        grades=grades[keep],
+        ties="trec_eval",
+    )
 
 
 def positive_grades(qcode: np.ndarray, grade: np.ndarray, nq: int) -> np.ndarray:

@@ -15,7 +15,7 @@ import csv
 import json
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,21 +41,40 @@ from calibrank.assess.read.rows import (
 from calibrank.assess.read.scored import AssessError, ScoredRun, plain
 from calibrank.assess.read.trec import line_locator, read_qrels
 
-__all__ = ["read_table", "from_arrays", "from_dataframe", "from_ir_measures", "from_ranx", "as_qrels", "is_frame", "is_ranx", "qrels_from_dataframe", "TABLE_COLUMNS",
-           "TABLE_FORMATS"]
+__all__ = [
+    "read_table",
+    "from_arrays",
+    "from_dataframe",
+    "from_ir_measures",
+    "from_ranx",
+    "as_qrels",
+    "is_frame",
+    "is_ranx",
+    "qrels_from_dataframe",
+    "TABLE_COLUMNS",
+    "TABLE_FORMATS",
+]
 
 TABLE_COLUMNS = ("qid", "docid", "score", "label", "sample")
 # ir_measures' names (and ranx's q_id) for ours: a run or qrels DataFrame of either library reads as is
 ALIASES = {"query_id": "qid", "q_id": "qid", "doc_id": "docid", "relevance": "label"}
 QRELS_COLUMNS = ("qid", "docid", "relevance")
 _QRELS_IGNORED = ("iteration", "iter")  # ir_measures' Qrel tuples carry the qrels file's second column
-TABLE_FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".parquet": "parquet", ".pq": "parquet",
-                 ".jsonl": "jsonl", ".ndjson": "jsonl"}
+TABLE_FORMATS = {
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".tab": "tsv",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+}
 _IDS = {"qid": pa.string(), "docid": pa.string()}
 
 
 def _csv_locator(path: Path, delimiter: str) -> Locate:
     """``locate(rows)``: "path, line N" of data rows (the header is line 1; blank lines hold no row)."""
+
     def locate(rows):
         want, found = {int(r) for r in rows}, {}
         with open(path, newline="", encoding="utf-8", errors="replace") as f:
@@ -72,6 +91,7 @@ def _csv_locator(path: Path, delimiter: str) -> Locate:
                             break
                 start = reader.line_num + 1
         return [f"{path}, line {found[r]}" if r in found else f"{path}, row {r}" for r in map(int, rows)]
+
     return locate
 
 
@@ -84,8 +104,10 @@ def _csv_first_bad_line(path: Path, delimiter: str) -> str | None:
         start = reader.line_num + 1
         for record in reader:
             if record and len(record) != len(header):
-                return (f"{path}, line {start}: {len(record)} fields; expected {len(header)} "
-                        f"(the header names {', '.join(header)})")
+                return (
+                    f"{path}, line {start}: {len(record)} fields; expected {len(header)} "
+                    f"(the header names {', '.join(header)})"
+                )
             start = reader.line_num + 1
     return None
 
@@ -100,18 +122,24 @@ def _jsonl_rows(path: Path) -> list[dict[str, Any]]:
             try:
                 rec = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise AssessError(f"{path}, line {n}: not JSON ({exc.msg}); expected one JSON object per line") from None
+                raise AssessError(
+                    f"{path}, line {n}: not JSON ({exc.msg}); expected one JSON object per line"
+                ) from None
             if not isinstance(rec, dict):
-                raise AssessError(f"{path}, line {n}: a JSON {type(rec).__name__}; expected an object with "
-                                  f"{', '.join(TABLE_COLUMNS[:3])}, ...")
+                raise AssessError(
+                    f"{path}, line {n}: a JSON {type(rec).__name__}; expected an object with "
+                    f"{', '.join(TABLE_COLUMNS[:3])}, ..."
+                )
             records.append({k: (str(v) if k in _IDS and v is not None else v) for k, v in rec.items()})
     return records
 
 
-_EXPECTED = {"csv": "a header line naming the columns (qid, docid, score, ...), then one line per (qid, docid)",
-             "tsv": "a header line naming the columns (qid, docid, score, ...), then one line per (qid, docid)",
-             "parquet": "a Parquet table with columns qid, docid, score, ...",
-             "jsonl": "one JSON object per line with qid, docid, score, ..."}
+_EXPECTED = {
+    "csv": "a header line naming the columns (qid, docid, score, ...), then one line per (qid, docid)",
+    "tsv": "a header line naming the columns (qid, docid, score, ...), then one line per (qid, docid)",
+    "parquet": "a Parquet table with columns qid, docid, score, ...",
+    "jsonl": "one JSON object per line with qid, docid, score, ...",
+}
 
 
 def _is_blank(path: Path) -> bool:
@@ -134,8 +162,11 @@ def _read(path: Path) -> tuple[pa.Table, Locate, str]:
     if fmt in ("csv", "tsv"):
         delimiter = "," if fmt == "csv" else "\t"
         try:
-            table = pcsv.read_csv(path, parse_options=pcsv.ParseOptions(delimiter=delimiter),
-                                  convert_options=pcsv.ConvertOptions(column_types=_IDS, strings_can_be_null=False))
+            table = pcsv.read_csv(
+                path,
+                parse_options=pcsv.ParseOptions(delimiter=delimiter),
+                convert_options=pcsv.ConvertOptions(column_types=_IDS, strings_can_be_null=False),
+            )
         except pa.ArrowInvalid as exc:
             raise AssessError(_csv_first_bad_line(path, delimiter) or f"{path}: {exc}") from None
         return table, _csv_locator(path, delimiter), fmt
@@ -152,14 +183,21 @@ def _read(path: Path) -> tuple[pa.Table, Locate, str]:
         try:
             table = pa.Table.from_pylist(records)
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-            raise AssessError(f"{path}: the lines do not form one table ({exc}); expected the same types on every line") from None
+            raise AssessError(
+                f"{path}: the lines do not form one table ({exc}); expected the same types on every line"
+            ) from None
     return table, line_locator(path), fmt
 
 
 def _numbers(table: pa.Table, column: str, locate: Locate, name: str, *, nulls_as_nan: bool) -> np.ndarray:
     """A numeric column as float64; an error at the first row that holds no number (or a null, unless allowed)."""
     col = table[column]
-    if pa.types.is_boolean(col.type) or pa.types.is_integer(col.type) or pa.types.is_floating(col.type) or pa.types.is_null(col.type):
+    if (
+        pa.types.is_boolean(col.type)
+        or pa.types.is_integer(col.type)
+        or pa.types.is_floating(col.type)
+        or pa.types.is_null(col.type)
+    ):
         values = pc.cast(col, pa.float64())
     else:
         try:
@@ -171,7 +209,9 @@ def _numbers(table: pa.Table, column: str, locate: Locate, name: str, *, nulls_a
                 except (TypeError, ValueError):
                     if (v is None or v == "") and nulls_as_nan:
                         continue
-                    raise AssessError(f"{locate([i])[0]}: {column} {plain(v)!r} is not a number; expected a number") from None
+                    raise AssessError(
+                        f"{locate([i])[0]}: {column} {plain(v)!r} is not a number; expected a number"
+                    ) from None
             raise AssessError(f"{name}: column {column} of type {col.type} is not numeric") from None
     if values.null_count and not nulls_as_nan:
         i = int(np.flatnonzero(values.is_null().to_numpy(zero_copy_only=False))[0])
@@ -206,8 +246,17 @@ def _renamed(table: pa.Table, name: str, aliases: Mapping[str, str | None]) -> p
     return table.select(keep).rename_columns([ours[i] for i in keep])
 
 
-def _from_arrow(table: pa.Table, locate: Locate, name: str, fmt: str, *, qrels: Any, kind: Any, relevant_at: Any,
-                ranker: str | None = None) -> ScoredRun:
+def _from_arrow(
+    table: pa.Table,
+    locate: Locate,
+    name: str,
+    fmt: str,
+    *,
+    qrels: Any,
+    kind: Any,
+    relevant_at: Any,
+    ranker: str | None = None,
+) -> ScoredRun:
     kind = check_kind(kind)
     relevant_at = check_relevant_at(relevant_at)
     if len(set(table.column_names)) != len(table.column_names):
@@ -216,12 +265,15 @@ def _from_arrow(table: pa.Table, locate: Locate, name: str, fmt: str, *, qrels: 
     columns = list(table.column_names)
     unknown = [c for c in columns if c not in TABLE_COLUMNS]
     if unknown:
-        raise AssessError(f"{name}: unknown column {unknown[0]!r}; expected qid, docid, score, and label (unless qrels are "
-                          "given) and optionally sample (or ir_measures' query_id, doc_id, score, relevance)")
+        raise AssessError(
+            f"{name}: unknown column {unknown[0]!r}; expected qid, docid, score, and label (unless qrels are "
+            "given) and optionally sample (or ir_measures' query_id, doc_id, score, relevance)"
+        )
     missing = [c for c in ("qid", "docid", "score") if c not in columns]
     if missing:
-        raise AssessError(f"{name}: no {missing[0]!r} column; expected qid, docid, score "
-                          "(or ir_measures' query_id, doc_id, score)")
+        raise AssessError(
+            f"{name}: no {missing[0]!r} column; expected qid, docid, score (or ir_measures' query_id, doc_id, score)"
+        )
     if "label" in columns and qrels is not None:
         raise AssessError(f"{name}: has a label column and qrels were given too; expected one source of judgments")
     if "label" not in columns and qrels is None:
@@ -247,16 +299,26 @@ def _from_arrow(table: pa.Table, locate: Locate, name: str, fmt: str, *, qrels: 
         qcode, qnames = factorize(sub_q)
         where = locate if idx is None else (lambda rows, idx=idx: locate([int(idx[r]) for r in rows]))
         label_s = None if label is None else (label if idx is None else label[idx])
-        samples.append(Rows(name if value is None else f"{name} (sample {value})", qcode, qnames, sub_d,
-                            score if idx is None else score[idx], where, label=label_s))
+        samples.append(
+            Rows(
+                name if value is None else f"{name} (sample {value})",
+                qcode,
+                qnames,
+                sub_d,
+                score if idx is None else score[idx],
+                where,
+                label=label_s,
+            )
+        )
     meta: dict[str, Any] = {"ranker": ranker or (Path(name).stem if fmt != "dataframe" else name), "format": fmt}
     if "sample" in columns:
         meta["samples"] = [v for v, _ in groups]
     return assemble(samples, qrels, kind=kind, relevant_at=relevant_at, source=name, meta=meta)
 
 
-def read_table(path: str | os.PathLike, *, qrels: Qrels | str | os.PathLike | None = None, kind: Any,
-               relevant_at: int = 1) -> ScoredRun:
+def read_table(
+    path: str | os.PathLike, *, qrels: Qrels | str | os.PathLike | None = None, kind: Any, relevant_at: int = 1
+) -> ScoredRun:
     r"""Read a score table (CSV, TSV, Parquet or JSONL, by suffix) as a :class:`ScoredRun`.
 
     One row per (qid, docid): columns ``qid``, ``docid``, ``score``, ``label`` (an integer grade,
@@ -315,11 +377,14 @@ def _arrow_of(df: Any, name: str) -> pa.Table:
     try:
         return pa.Table.from_pandas(df, preserve_index=False)
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-        raise AssessError(f"{name}: a column mixes types ({exc}); expected str ids and numeric scores and grades") from None
+        raise AssessError(
+            f"{name}: a column mixes types ({exc}); expected str ids and numeric scores and grades"
+        ) from None
 
 
-def from_dataframe(df: Any, *, kind: Any, relevant_at: int = 1, qrels: Any = None, name: str = "dataframe",
-                   ranker: str | None = None) -> ScoredRun:
+def from_dataframe(
+    df: Any, *, kind: Any, relevant_at: int = 1, qrels: Any = None, name: str = "dataframe", ranker: str | None = None
+) -> ScoredRun:
     """Read a pandas DataFrame of scores as a :class:`ScoredRun`.
 
     Columns ``qid``, ``docid``, ``score``, ``label`` (or ``qrels``) and optionally ``sample``;
@@ -355,8 +420,16 @@ def from_dataframe(df: Any, *, kind: Any, relevant_at: int = 1, qrels: Any = Non
     >>> run.qids.tolist(), run.relevance.tolist()
     (['q1', 'q2'], [[1, 0], [2, 0]])
     """
-    return _from_arrow(_arrow_of(df, name), _frame_locator(name), name, "dataframe", qrels=qrels, kind=kind,
-                       relevant_at=relevant_at, ranker=ranker)
+    return _from_arrow(
+        _arrow_of(df, name),
+        _frame_locator(name),
+        name,
+        "dataframe",
+        qrels=qrels,
+        kind=kind,
+        relevant_at=relevant_at,
+        ranker=ranker,
+    )
 
 
 def from_ranx(run: Any, *, kind: Any, relevant_at: int = 1, qrels: Any = None, name: str = "run") -> ScoredRun:
@@ -394,8 +467,9 @@ def from_ranx(run: Any, *, kind: Any, relevant_at: int = 1, qrels: Any = None, n
     if not is_ranx(run, "Run"):
         raise AssessError(f"{name}: expected a ranx Run, got {type(run).__name__}")
     frame = run.to_dataframe()
-    return from_dataframe(frame, kind=kind, relevant_at=relevant_at, qrels=qrels, name=name,
-                          ranker=getattr(run, "name", None) or None)
+    return from_dataframe(
+        frame, kind=kind, relevant_at=relevant_at, qrels=qrels, name=name, ranker=getattr(run, "name", None) or None
+    )
 
 
 def _array(values: Any, what: str) -> np.ndarray:
@@ -408,8 +482,16 @@ def _array(values: Any, what: str) -> np.ndarray:
     return arr
 
 
-def from_arrays(scores: Any, relevance: Any, query_ids: Any, docids: Any = None, *, kind: Any, relevant_at: int = 1,
-                name: str = "arrays") -> ScoredRun:
+def from_arrays(
+    scores: Any,
+    relevance: Any,
+    query_ids: Any,
+    docids: Any = None,
+    *,
+    kind: Any,
+    relevant_at: int = 1,
+    name: str = "arrays",
+) -> ScoredRun:
     """Read scores, grades and query ids (one entry per candidate) as a :class:`ScoredRun`.
 
     ``scores`` of shape ``(N,)``, or ``(S, N)`` for ``S`` samples of each score (MC Dropout passes, ensemble
@@ -468,13 +550,18 @@ def from_arrays(scores: Any, relevance: Any, query_ids: Any, docids: Any = None,
             raise AssessError(f"docids: expected shape ({n},), the candidates of scores, got {d.shape}")
         d = d.astype(str)
     samples = s[None] if s.ndim == 1 else s
-    columns: dict[str, Any] = {"qid": np.tile(q, len(samples)), "docid": np.tile(d, len(samples)),
-                               "score": samples.reshape(-1).astype(np.float64),
-                               "label": np.tile(y.astype(np.float64), len(samples))}
+    columns: dict[str, Any] = {
+        "qid": np.tile(q, len(samples)),
+        "docid": np.tile(d, len(samples)),
+        "score": samples.reshape(-1).astype(np.float64),
+        "label": np.tile(y.astype(np.float64), len(samples)),
+    }
     if s.ndim == 2:
         columns["sample"] = np.repeat(np.arange(len(samples)), n)
-    locate = (lambda rows: [f"scores[{int(r) % n}]" if s.ndim == 1 else f"scores[{int(r) // n}, {int(r) % n}]"
-                            for r in rows])
+
+    def locate(rows: Sequence[int]) -> list[str]:
+        return [f"scores[{int(r) % n}]" if s.ndim == 1 else f"scores[{int(r) // n}, {int(r) % n}]" for r in rows]
+
     return _from_arrow(pa.table(columns), locate, name, "arrays", qrels=None, kind=kind, relevant_at=relevant_at)
 
 
@@ -518,12 +605,28 @@ def from_ir_measures(run: Any, qrels: Any, *, kind: Any, relevant_at: int = 1, n
         raise AssessError(f"{name}: expected a non-empty list of ir_measures ScoredDoc (query_id, doc_id, score)")
     if not is_ir_measures(qrels, ("query_id", "doc_id", "relevance")):
         raise AssessError("qrels: expected a non-empty list of ir_measures Qrel (query_id, doc_id, relevance)")
-    table = pa.table({"qid": [str(r.query_id) for r in run], "docid": [str(r.doc_id) for r in run],
-                      "score": np.asarray([r.score for r in run], dtype=np.float64)})
-    judged = Qrels(np.asarray([str(r.query_id) for r in qrels]), np.asarray([str(r.doc_id) for r in qrels]),
-                   np.asarray([r.relevance for r in qrels]), source="qrels")
-    return _from_arrow(table, lambda rows: [f"{name}[{int(r)}]" for r in rows], name, "ir_measures", qrels=judged,
-                       kind=kind, relevant_at=relevant_at)
+    table = pa.table(
+        {
+            "qid": [str(r.query_id) for r in run],
+            "docid": [str(r.doc_id) for r in run],
+            "score": np.asarray([r.score for r in run], dtype=np.float64),
+        }
+    )
+    judged = Qrels(
+        np.asarray([str(r.query_id) for r in qrels]),
+        np.asarray([str(r.doc_id) for r in qrels]),
+        np.asarray([r.relevance for r in qrels]),
+        source="qrels",
+    )
+    return _from_arrow(
+        table,
+        lambda rows: [f"{name}[{int(r)}]" for r in rows],
+        name,
+        "ir_measures",
+        qrels=judged,
+        kind=kind,
+        relevant_at=relevant_at,
+    )
 
 
 def qrels_from_dataframe(df: Any, *, name: str = "qrels") -> Qrels:
@@ -535,16 +638,19 @@ def qrels_from_dataframe(df: Any, *, name: str = "qrels") -> Qrels:
     table = _arrow_of(df, name)
     if len(set(table.column_names)) != len(table.column_names):
         raise AssessError(f"{name}: a column is named twice ({table.column_names})")
-    table = _renamed(table, name, {**ALIASES, "relevance": "relevance", "label": "relevance",
-                                   **{c: None for c in _QRELS_IGNORED}})
+    table = _renamed(
+        table, name, {**ALIASES, "relevance": "relevance", "label": "relevance", **{c: None for c in _QRELS_IGNORED}}
+    )
     unknown = [c for c in table.column_names if c not in QRELS_COLUMNS]
     if unknown:
-        raise AssessError(f"{name}: unknown column {unknown[0]!r}; expected query_id, doc_id, relevance "
-                          "(or qid, docid, relevance)")
+        raise AssessError(
+            f"{name}: unknown column {unknown[0]!r}; expected query_id, doc_id, relevance (or qid, docid, relevance)"
+        )
     missing = [c for c in QRELS_COLUMNS if c not in table.column_names]
     if missing:
-        raise AssessError(f"{name}: no {missing[0]!r} column; expected query_id, doc_id, relevance "
-                          "(or qid, docid, relevance)")
+        raise AssessError(
+            f"{name}: no {missing[0]!r} column; expected query_id, doc_id, relevance (or qid, docid, relevance)"
+        )
     if table.num_rows == 0:
         raise AssessError(f"{name}: no rows; expected judgments (query_id, doc_id, relevance)")
     qid, docid = _ids(table, "qid", locate), _ids(table, "docid", locate)
@@ -552,13 +658,17 @@ def qrels_from_dataframe(df: Any, *, name: str = "qrels") -> Qrels:
     bad = ~np.isfinite(grade) | (grade != np.round(grade))
     if bad.any():
         i = int(np.argmax(bad))
-        raise AssessError(f"{locate([i])[0]}: relevance {float(grade[i])} is not an integer grade; expected 0, 1, 2, ...")
+        raise AssessError(
+            f"{locate([i])[0]}: relevance {float(grade[i])} is not an integer grade; expected 0, 1, 2, ..."
+        )
     qcode, _ = factorize(qid)
     docids = to_str_array(docid)
     dup = first_duplicate(qcode, docids)
     if dup is not None:
-        raise AssessError(f"{two_places(*locate(dup))}: (qid {qid[dup[0]].as_py()!r}, docid {str(docids[dup[0]])!r}) "
-                          "is judged twice; expected one judgment per (qid, docid)")
+        raise AssessError(
+            f"{two_places(*locate(dup))}: (qid {qid[dup[0]].as_py()!r}, docid {str(docids[dup[0]])!r}) "
+            "is judged twice; expected one judgment per (qid, docid)"
+        )
     return Qrels(to_str_array(qid), docids, grade.astype(np.int64), source=name)
 
 
@@ -582,5 +692,7 @@ def as_qrels(qrels: Any, name: str = "qrels") -> Qrels | None:
             q, d, g = next(r for r in rows if isinstance(r[2], bool) or not isinstance(r[2], (int, np.integer)))
             raise AssessError(f"{name}[{q!r}][{d!r}]: grade {plain(g)!r}; expected an integer grade")
         return Qrels(np.asarray(qids), np.asarray(docids), np.asarray(grades, dtype=np.int64), source=name)
-    raise AssessError(f"{name}: expected a qrels file, a DataFrame (query_id, doc_id, relevance), ranx Qrels or "
-                      f"{{qid: {{docid: grade}}}}, got {type(qrels).__name__}")
+    raise AssessError(
+        f"{name}: expected a qrels file, a DataFrame (query_id, doc_id, relevance), ranx Qrels or "
+        f"{{qid: {{docid: grade}}}}, got {type(qrels).__name__}"
+    )

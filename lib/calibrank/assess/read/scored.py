@@ -122,7 +122,9 @@ class ScoredRun:
             raise AssessError(f"{self.source}: scores must be [S>=1, {q}, {mask.shape[1]}], got {scores.shape}")
         for name in ("docids", "relevance", "judged"):
             if np.shape(getattr(self, name)) != mask.shape:
-                raise AssessError(f"{self.source}: {name} must have shape {mask.shape}, got {np.shape(getattr(self, name))}")
+                raise AssessError(
+                    f"{self.source}: {name} must have shape {mask.shape}, got {np.shape(getattr(self, name))}"
+                )
         if np.shape(self.n_relevant) != (q,):
             raise AssessError(f"{self.source}: n_relevant must have shape ({q},), got {np.shape(self.n_relevant)}")
         full = bool(mask.all())  # no padding: the checks and copies below skip the masking
@@ -131,9 +133,11 @@ class ScoredRun:
             raise AssessError(f"{self.source}: scores must be finite")
         if kind is ScoreKind.probability and ((given < 0) | (given > 1)).any():
             bad = given[(given < 0) | (given > 1)]
-            raise AssessError(f"{self.source}: {bad.size} scores lie outside [0, 1] (first: {float(bad[0])!r}), which "
-                              "score kind 'probability' expects; use score kind 'logit' (sigmoid of the score) or 'score' "
-                              "(any scale)")
+            raise AssessError(
+                f"{self.source}: {bad.size} scores lie outside [0, 1] (first: {float(bad[0])!r}), which "
+                "score kind 'probability' expects; use score kind 'logit' (sigmoid of the score) or 'score' "
+                "(any scale)"
+            )
         if not mask.any(axis=1).all():
             raise AssessError(f"{self.source}: every query needs at least one candidate")
         if int(self.relevant_at) < 1:
@@ -143,14 +147,18 @@ class ScoredRun:
         if self.grades is not None:
             grades = np.asarray(self.grades)
             if grades.ndim != 2 or grades.shape[0] != q or grades.dtype.kind not in "iu" or (grades < 0).any():
-                raise AssessError(f"{self.source}: grades must be non-negative integers of shape [Q={q}, M], "
-                                  f"got {grades.dtype} {grades.shape}")
+                raise AssessError(
+                    f"{self.source}: grades must be non-negative integers of shape [Q={q}, M], "
+                    f"got {grades.dtype} {grades.shape}"
+                )
             grades = -np.sort(-grades.astype(np.int64), axis=1)
             counted = (grades >= int(self.relevant_at)).sum(axis=1)
             if (counted != np.asarray(self.n_relevant)).any():
                 i = int(np.flatnonzero(counted != np.asarray(self.n_relevant))[0])
-                raise AssessError(f"{self.source}: query {qids[i]} has {int(counted[i])} grades >= {int(self.relevant_at)} "
-                                  f"but n_relevant = {int(np.asarray(self.n_relevant)[i])}; expected the same count")
+                raise AssessError(
+                    f"{self.source}: query {qids[i]} has {int(counted[i])} grades >= {int(self.relevant_at)} "
+                    f"but n_relevant = {int(np.asarray(self.n_relevant)[i])}; expected the same count"
+                )
             object.__setattr__(self, "grades", grades)
         object.__setattr__(self, "kind", kind)
         object.__setattr__(self, "qids", qids)
@@ -183,13 +191,24 @@ class ScoredRun:
         """[Q] the query has at least one relevant candidate in its list."""
         return np.asarray(self.labels.any(axis=1))
 
-    def subset(self, rows: np.ndarray) -> "ScoredRun":
+    def subset(self, rows: np.ndarray) -> ScoredRun:
         """The queries at ``rows`` (indices or a boolean mask), in that order."""
         rows = np.asarray(rows)
-        return ScoredRun(self.qids[rows], self.docids[rows], self.mask[rows], self.scores[:, rows],
-                         self.relevance[rows], self.judged[rows], self.n_relevant[rows], self.kind,
-                         self.relevant_at, self.source, dict(self.meta),
-                         grades=None if self.grades is None else self.grades[rows], ties=self.ties)
+        return ScoredRun(
+            self.qids[rows],
+            self.docids[rows],
+            self.mask[rows],
+            self.scores[:, rows],
+            self.relevance[rows],
+            self.judged[rows],
+            self.n_relevant[rows],
+            self.kind,
+            self.relevant_at,
+            self.source,
+            dict(self.meta),
+            grades=None if self.grades is None else self.grades[rows],
+            ties=self.ties,
+        )
 
     def probabilities(self) -> np.ndarray:
         """[S, Q, K] the samples as probabilities; an error for ``score``, which has none until fitted."""
@@ -197,12 +216,19 @@ class ScoredRun:
             return self.scores
         if self.kind is ScoreKind.logit:
             return np.where(self.mask[None], expit(self.scores), 0.0)
-        raise AssessError(f"{self.source}: score kind 'score' has no probabilities as given; fit a recalibrator on "
-                          "validation first")
+        raise AssessError(
+            f"{self.source}: score kind 'score' has no probabilities as given; fit a recalibrator on validation first"
+        )
 
     def to_predictions(self, samples: np.ndarray | None = None, **meta: Any) -> Predictions:
         """Predictions of these queries from probability ``samples [S, Q, K]`` (default: the scores as given)."""
         samples = self.probabilities() if samples is None else np.where(self.mask[None], samples, 0.0)
-        return Predictions(self.qids, self.labels, samples.mean(axis=0), samples,
-                           meta={"name": self.source, "ranker": self.meta.get("ranker", self.source), **meta},
-                           mask=None if self.mask.all() else self.mask, docids=self.docids)
+        return Predictions(
+            self.qids,
+            self.labels,
+            samples.mean(axis=0),
+            samples,
+            meta={"name": self.source, "ranker": self.meta.get("ranker", self.source), **meta},
+            mask=None if self.mask.all() else self.mask,
+            docids=self.docids,
+        )

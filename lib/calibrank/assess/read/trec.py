@@ -51,7 +51,9 @@ def _read_bytes(path: Path, what: str) -> bytes:
         data = path.read_bytes()
         return gzip.decompress(data) if path.suffix == ".gz" else data
     except (OSError, EOFError) as exc:
-        raise AssessError(f"{path}: cannot be read ({getattr(exc, 'strerror', None) or exc}); expected a {what} file") from None
+        raise AssessError(
+            f"{path}: cannot be read ({getattr(exc, 'strerror', None) or exc}); expected a {what} file"
+        ) from None
 
 
 def _normalised(data: bytes) -> bytes:
@@ -69,8 +71,10 @@ def _parse(data: bytes, columns: Sequence[str], types: dict[str, pa.DataType]) -
             pa.BufferReader(data),
             read_options=pcsv.ReadOptions(column_names=list(columns), block_size=1 << 24),
             parse_options=pcsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False),
-            convert_options=pcsv.ConvertOptions(column_types=types, include_columns=list(types), null_values=[""],
-                                                strings_can_be_null=True))
+            convert_options=pcsv.ConvertOptions(
+                column_types=types, include_columns=list(types), null_values=[""], strings_can_be_null=True
+            ),
+        )
     except pa.ArrowInvalid:
         return None
     return None if any(table[c].null_count for c in types) else table
@@ -84,8 +88,10 @@ def _first_bad_line(path: Path, data: bytes, columns: Sequence[str], numeric: di
         if not fields:
             continue
         if len(fields) != len(columns):
-            return (f"{path}, line {n}: {len(fields)} whitespace-separated columns; expected {len(columns)} "
-                    f"({' '.join(columns)})")
+            return (
+                f"{path}, line {n}: {len(fields)} whitespace-separated columns; expected {len(columns)} "
+                f"({' '.join(columns)})"
+            )
         for name, cast in numeric.items():
             text = fields[positions[name]].decode("utf-8", "replace")
             try:
@@ -96,8 +102,9 @@ def _first_bad_line(path: Path, data: bytes, columns: Sequence[str], numeric: di
     return None
 
 
-def _read_whitespace_table(path: Path, what: str, columns: Sequence[str], types: dict[str, pa.DataType],
-                           numeric: dict[str, type]) -> pa.Table:
+def _read_whitespace_table(
+    path: Path, what: str, columns: Sequence[str], types: dict[str, pa.DataType], numeric: dict[str, type]
+) -> pa.Table:
     data = _read_bytes(path, what)
     if not data or data.isspace():
         raise AssessError(f"{path}: the file is empty; expected lines '{' '.join(columns)}'")
@@ -115,11 +122,12 @@ def _read_whitespace_table(path: Path, what: str, columns: Sequence[str], types:
 
 def line_locator(path: Path, data_rows_from: int = 0) -> Locate:
     """``locate(rows)``: "path, line N" of data rows (non-blank lines, after ``data_rows_from`` header lines)."""
+
     def locate(rows: Sequence[int]) -> list[str]:
         want = {int(r) + data_rows_from for r in rows}
         found: dict[int, int] = {}
         row = -1
-        with (gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")) as f:
+        with gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb") as f:
             for n, line in enumerate(f, 1):
                 if line.strip():
                     row += 1
@@ -127,8 +135,11 @@ def line_locator(path: Path, data_rows_from: int = 0) -> Locate:
                         found[row] = n
                         if len(found) == len(want):
                             break
-        return [f"{path}, line {found[r + data_rows_from]}" if r + data_rows_from in found else f"{path}, row {r}"
-                for r in map(int, rows)]
+        return [
+            f"{path}, line {found[r + data_rows_from]}" if r + data_rows_from in found else f"{path}, row {r}"
+            for r in map(int, rows)
+        ]
+
     return locate
 
 
@@ -159,34 +170,56 @@ def read_qrels(path: PathLike) -> Qrels:
     >>> tmp.cleanup()
     """
     path = Path(path)
-    table = _read_whitespace_table(path, "TREC qrels", QRELS_COLUMNS,
-                                   {"qid": pa.string(), "docid": pa.string(), "relevance": pa.int64()}, {"relevance": int})
+    table = _read_whitespace_table(
+        path,
+        "TREC qrels",
+        QRELS_COLUMNS,
+        {"qid": pa.string(), "docid": pa.string(), "relevance": pa.int64()},
+        {"relevance": int},
+    )
     qcode, _ = factorize(table["qid"])
     docids = to_str_array(table["docid"])
     dup = first_duplicate(qcode, table["docid"])
     if dup is not None:
-        raise AssessError(f"{two_places(*line_locator(path)(dup))}: (qid {table['qid'][dup[0]].as_py()!r}, docid {str(docids[dup[0]])!r}) is judged "
-                          "twice; expected one judgment per (qid, docid)")
+        raise AssessError(
+            f"{two_places(*line_locator(path)(dup))}: (qid {table['qid'][dup[0]].as_py()!r}, docid {str(docids[dup[0]])!r}) is judged "
+            "twice; expected one judgment per (qid, docid)"
+        )
     return Qrels(to_str_array(table["qid"]), docids, table["relevance"].to_numpy(), source=str(path))
 
 
 def _run_rows(path: Path) -> Rows:
-    table = _read_whitespace_table(path, "TREC run", RUN_COLUMNS,
-                                   {"qid": pa.string(), "docid": pa.string(), "rank": pa.string(), "score": pa.float64()},
-                                   {"score": float})
+    table = _read_whitespace_table(
+        path,
+        "TREC run",
+        RUN_COLUMNS,
+        {"qid": pa.string(), "docid": pa.string(), "rank": pa.string(), "score": pa.float64()},
+        {"score": float},
+    )
     qcode, qnames = factorize(table["qid"])
     try:
         rank = pc.cast(table["rank"], pa.float64()).to_numpy()
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        warnings.warn(f"{path}: the rank column is not numeric; ranks are ignored (the scores decide the order)",
-                      UserWarning, stacklevel=3)
+        warnings.warn(
+            f"{path}: the rank column is not numeric; ranks are ignored (the scores decide the order)",
+            UserWarning,
+            stacklevel=3,
+        )
         rank = None
-    return Rows(str(path), qcode, qnames, table["docid"].combine_chunks(), table["score"].to_numpy(), line_locator(path),
-                rank=rank)
+    return Rows(
+        str(path),
+        qcode,
+        qnames,
+        table["docid"].combine_chunks(),
+        table["score"].to_numpy(),
+        line_locator(path),
+        rank=rank,
+    )
 
 
-def read_runs(paths: PathLike | Sequence[PathLike], qrels: Qrels | PathLike, *, kind: Any = "score",
-              relevant_at: int = 1) -> ScoredRun:
+def read_runs(
+    paths: PathLike | Sequence[PathLike], qrels: Qrels | PathLike, *, kind: Any = "score", relevant_at: int = 1
+) -> ScoredRun:
     r"""Read one ranker's TREC run file(s), judged by ``qrels``, as a :class:`ScoredRun`.
 
     Lines ``qid Q0 docid rank score tag``; the scores order the candidates (not the rank
@@ -226,12 +259,12 @@ def read_runs(paths: PathLike | Sequence[PathLike], qrels: Qrels | PathLike, *, 
     paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     if not paths:
         raise AssessError("paths: expected one run file or a list of run files, got an empty list")
-    paths = [Path(p) for p in paths]
+    files = [Path(p) for p in paths]
     if not isinstance(qrels, Qrels):
         qrels = read_qrels(qrels)
-    samples = [_run_rows(p) for p in paths]
-    source = str(paths[0]) if len(paths) == 1 else f"{paths[0]} (+{len(paths) - 1} more samples)"
-    name = paths[0].name.removesuffix(".gz")
+    samples = [_run_rows(p) for p in files]
+    source = str(files[0]) if len(files) == 1 else f"{files[0]} (+{len(files) - 1} more samples)"
+    name = files[0].name.removesuffix(".gz")
     meta = {"ranker": name.rsplit(".", 1)[0] if "." in name else name, "format": "trec"}
     return assemble(samples, qrels, kind=kind, relevant_at=relevant_at, source=source, meta=meta)
 
@@ -268,9 +301,9 @@ def read_unjudged_runs(paths: PathLike | Sequence[PathLike], *, kind: Any = "sco
     paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     if not paths:
         raise AssessError("paths: expected one run file or a list of run files, got an empty list")
-    paths = [Path(p) for p in paths]
-    samples = [_run_rows(p) for p in paths]
-    source = str(paths[0]) if len(paths) == 1 else f"{paths[0]} (+{len(paths) - 1} more samples)"
-    name = paths[0].name.removesuffix(".gz")
+    files = [Path(p) for p in paths]
+    samples = [_run_rows(p) for p in files]
+    source = str(files[0]) if len(files) == 1 else f"{files[0]} (+{len(files) - 1} more samples)"
+    name = files[0].name.removesuffix(".gz")
     meta = {"ranker": name.rsplit(".", 1)[0] if "." in name else name, "format": "trec", "unjudged": True}
     return assemble(samples, None, kind=kind, source=source, meta=meta, judged=False)

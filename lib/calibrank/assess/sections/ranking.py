@@ -23,10 +23,10 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from calibrank.metrics.ranking import per_query_ranking
-from calibrank.metrics.resample import intervals, mean_features
 from calibrank.assess.read.scored import AssessError, ScoredRun
 from calibrank.assess.sections.selfcheck import checked
+from calibrank.metrics.ranking import per_query_ranking
+from calibrank.metrics.resample import intervals, mean_features
 
 __all__ = ["NDCG_K", "ideal_gains", "per_query", "ranking_table", "tiebreak"]
 
@@ -44,8 +44,10 @@ def ideal_gains(run: ScoredRun, k: int = NDCG_K) -> np.ndarray:
     missing = run.n_relevant - labels.sum(axis=1)
     if (missing < 0).any():
         q = int(np.flatnonzero(missing < 0)[0])
-        raise AssessError(f"{run.source}: query {run.qids[q]} has {int(labels[q].sum())} relevant candidates but "
-                          f"n_relevant = {int(run.n_relevant[q])}; n_relevant counts every relevant document of the qrels")
+        raise AssessError(
+            f"{run.source}: query {run.qids[q]} has {int(labels[q].sum())} relevant candidates but "
+            f"n_relevant = {int(run.n_relevant[q])}; n_relevant counts every relevant document of the qrels"
+        )
     if run.grades is not None:
         top = run.grades[:, :k].astype(np.float64)
         return np.pad(top, ((0, 0), (0, k - top.shape[1])))
@@ -69,23 +71,50 @@ def tiebreak(run: ScoredRun) -> np.ndarray | None:
 def per_query(run: ScoredRun, ks: Sequence[int] = (1, 5, 10)) -> dict[str, np.ndarray]:
     """Per-query values ``[Q]`` of every measure of the table (NaN for a query without a relevant document)."""
     gains = np.where(run.relevance > 0, run.relevance, 0).astype(np.float64)
-    values = per_query_ranking(run.scores.mean(axis=0), run.labels, ks, NDCG_K, mask=run.mask,
-                               n_relevant=run.n_relevant, gains=gains, ideal_gains=ideal_gains(run),
-                               tiebreak=tiebreak(run))
+    values = per_query_ranking(
+        run.scores.mean(axis=0),
+        run.labels,
+        ks,
+        NDCG_K,
+        mask=run.mask,
+        n_relevant=run.n_relevant,
+        gains=gains,
+        ideal_gains=ideal_gains(run),
+        tiebreak=tiebreak(run),
+    )
     order = [f"R@{k}" for k in ks] + ["P@1", "RR", f"nDCG@{NDCG_K}", "AP"]
     names = {"RR": "MRR", "AP": "MAP"}
     return {names.get(m, m): values[m] for m in order}
 
 
-def ranking_table(run: ScoredRun, *, ks: Sequence[int] = (1, 5, 10), level: float = 0.95, n_resamples: int = 1000,
-                  seed: int = 0) -> pd.DataFrame:
+def ranking_table(
+    run: ScoredRun, *, ks: Sequence[int] = (1, 5, 10), level: float = 0.95, n_resamples: int = 1000, seed: int = 0
+) -> pd.DataFrame:
     """One row per measure: ``value`` with its ``level`` interval, ``queries`` averaged over and ``left out``."""
     values = per_query(run, ks)
-    ests = intervals([mean_features(name, v, run.qids, source=run.source) for name, v in values.items()], level=level,
-                     n_resamples=n_resamples, seed=seed)
+    ests = intervals(
+        [mean_features(name, v, run.qids, source=run.source) for name, v in values.items()],
+        level=level,
+        n_resamples=n_resamples,
+        seed=seed,
+    )
     rows = []
     for (name, v), est in zip(values.items(), ests):
-        rows.append({"measure": name, "value": est.value, "value lo": est.low, "value hi": est.high,
-                     "queries": int((~np.isnan(v)).sum()), "left out": int(np.isnan(v).sum())})
-    return checked("ranking", pd.DataFrame(rows), keys=("measure",), inside=("value",), unit=("value",),
-                   nonneg=("queries", "left out"))
+        rows.append(
+            {
+                "measure": name,
+                "value": est.value,
+                "value lo": est.low,
+                "value hi": est.high,
+                "queries": int((~np.isnan(v)).sum()),
+                "left out": int(np.isnan(v).sum()),
+            }
+        )
+    return checked(
+        "ranking",
+        pd.DataFrame(rows),
+        keys=("measure",),
+        inside=("value",),
+        unit=("value",),
+        nonneg=("queries", "left out"),
+    )

@@ -29,8 +29,15 @@ def _fail(table: str, df: pd.DataFrame, i: int, keys: Sequence[str], what: str) 
     raise AssessError(f"{table} table, {_row_name(df, i, keys)}: {what}")
 
 
-def checked(table: str, df: pd.DataFrame, *, keys: Sequence[str] = (), inside: Sequence[str] = (),
-            unit: Sequence[str] = (), nonneg: Sequence[str] = ()) -> pd.DataFrame:
+def checked(
+    table: str,
+    df: pd.DataFrame,
+    *,
+    keys: Sequence[str] = (),
+    inside: Sequence[str] = (),
+    unit: Sequence[str] = (),
+    nonneg: Sequence[str] = (),
+) -> pd.DataFrame:
     """``df`` itself once every check passes; NaN (a number that does not exist) passes every check.
 
     ``inside``: columns whose value must lie in ``[<col> lo, <col> hi]``; ``unit``: columns

@@ -14,11 +14,11 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from calibrank.assess.sections.selfcheck import checked
 from calibrank.methods.conformal import candidate_scores, conformal_quantile, prediction_sets
 from calibrank.methods.listwise import candidate_distribution
 from calibrank.methods.proportions import clopper_pearson
 from calibrank.predictions import Predictions
-from calibrank.assess.sections.selfcheck import checked
 
 __all__ = ["calibration_scores", "conformal_table"]
 
@@ -42,8 +42,13 @@ def conformal_table(valid: Predictions, test: Predictions, alphas: Sequence[floa
     answerable = y.any(axis=1)
     rows = []
     for alpha in alphas:
-        row = {"alpha": alpha, "target": 1.0 - alpha, "valid queries": int(cal.size),
-               "test queries": int(y.shape[0]), "NOTA queries": int((~answerable).sum())}
+        row = {
+            "alpha": alpha,
+            "target": 1.0 - alpha,
+            "valid queries": int(cal.size),
+            "test queries": int(y.shape[0]),
+            "NOTA queries": int((~answerable).sum()),
+        }
         try:
             qhat = conformal_quantile(cal, alpha)
         except ValueError as exc:  # too few calibration queries for this alpha
@@ -53,9 +58,25 @@ def conformal_table(valid: Predictions, test: Predictions, alphas: Sequence[floa
         size = sets.sum(axis=1)
         hit = (sets & y).any(axis=1)[answerable]
         lo, hi = clopper_pearson(int(hit.sum()), int(hit.size))
-        rows.append({**row, "qhat": qhat, "coverage": _share(hit), "coverage lo": lo, "coverage hi": hi,
-                     "mean set size": float(size.mean()), "empty sets": int((size == 0).sum()),
-                     "false NOTA": _share(size[answerable] == 0), "NOTA recall": _share(size[~answerable] == 0),
-                     "note": ""})
-    return checked("conformal", pd.DataFrame(rows), keys=("alpha",), inside=("coverage",),
-                   unit=("coverage", "false NOTA", "NOTA recall"), nonneg=("mean set size", "empty sets"))
+        rows.append(
+            {
+                **row,
+                "qhat": qhat,
+                "coverage": _share(hit),
+                "coverage lo": lo,
+                "coverage hi": hi,
+                "mean set size": float(size.mean()),
+                "empty sets": int((size == 0).sum()),
+                "false NOTA": _share(size[answerable] == 0),
+                "NOTA recall": _share(size[~answerable] == 0),
+                "note": "",
+            }
+        )
+    return checked(
+        "conformal",
+        pd.DataFrame(rows),
+        keys=("alpha",),
+        inside=("coverage",),
+        unit=("coverage", "false NOTA", "NOTA recall"),
+        nonneg=("mean set size", "empty sets"),
+    )

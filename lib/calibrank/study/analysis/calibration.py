@@ -7,17 +7,27 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
-from calibrank.study.data.baselines import DISPLAY_NAMES as RULES, BaselineName, load_baseline
-from calibrank.study.data.conditions import Condition
 from calibrank.metrics.calibration import brier, ece, nll, reliability_curve
 from calibrank.metrics.ranking import ranking_metrics
 from calibrank.metrics.resample import features, interval
 from calibrank.predictions import Predictions
-from calibrank.study.settings.config import training_seeds
-from calibrank.table_checks import TOLERANCE, describe, fmt, in_range, not_nan, raise_problems, rows_expected, rows_failing
 from calibrank.study.analysis import uncertainty as unc
 from calibrank.study.analysis.load import BASELINE, CELL_KEYS, Study
 from calibrank.study.analysis.subsets import subset_negatives
+from calibrank.study.data.baselines import DISPLAY_NAMES as RULES
+from calibrank.study.data.baselines import BaselineName, load_baseline
+from calibrank.study.data.conditions import Condition
+from calibrank.study.settings.config import training_seeds
+from calibrank.table_checks import (
+    TOLERANCE,
+    describe,
+    fmt,
+    in_range,
+    not_nan,
+    raise_problems,
+    rows_expected,
+    rows_failing,
+)
 
 MEAN_METRICS = ("R@1", "MAP", "MRR")
 """Metrics that are means of per-query values: their bootstrap interval contains the value (a
@@ -72,30 +82,44 @@ def metrics_table(study: Study, split: str = "test", rankers: Iterable[str] | No
 
 def _check_metrics(table: pd.DataFrame, cells: list[tuple[str, ...]]) -> None:
     """Every cell (one row per seed), no NaN metric."""
-    raise_problems(rows_expected("metrics (distinct cells)", table[list(CELL_KEYS)].drop_duplicates(), CELL_KEYS, cells)
-                   + not_nan("metrics", table, [*unc.CELL_METRICS, "mean var"], [*CELL_KEYS, "seed"]))
+    raise_problems(
+        rows_expected("metrics (distinct cells)", table[list(CELL_KEYS)].drop_duplicates(), CELL_KEYS, cells)
+        + not_nan("metrics", table, [*unc.CELL_METRICS, "mean var"], [*CELL_KEYS, "seed"])
+    )
 
 
 _KEYS = ["train_corpus", "corpus", "sampler", "shift"]
 
 
 def _interval_row(runs: list[Predictions], seed: int, n_resamples: int) -> dict[str, float]:
-    return {"seeds": len(runs), "S": runs[0].n_samples, "queries": int(runs[0].labels.shape[0]),
-            **unc.cell_estimates(runs, seed=seed, n_resamples=n_resamples),
-            "intervals": unc.seeds_note(len(runs))}
+    return {
+        "seeds": len(runs),
+        "S": runs[0].n_samples,
+        "queries": int(runs[0].labels.shape[0]),
+        **unc.cell_estimates(runs, seed=seed, n_resamples=n_resamples),
+        "intervals": unc.seeds_note(len(runs)),
+    }
 
 
-def interval_table(study: Study, split: str = "test", rankers: Iterable[str] | None = None, *,
-                   n_resamples: int = unc.N_RESAMPLES) -> pd.DataFrame:
+def interval_table(
+    study: Study, split: str = "test", rankers: Iterable[str] | None = None, *, n_resamples: int = unc.N_RESAMPLES
+) -> pd.DataFrame:
     """One row per ranker x training corpus x condition, every seed together: each metric of
     :data:`calibrank.study.analysis.uncertainty.CELL_METRICS` with ``<metric> lo`` / ``<metric> hi``,
     its 95% bootstrap interval over test queries (and training seeds when there are several;
     the ``intervals`` column says which). Values are means over seeds."""
     rows = []
     for ranker, tc, cond in study.cells(split, rankers):
-        rows.append({"ranker": ranker, "train_corpus": tc, "corpus": cond.corpus, "sampler": cond.sampler,
-                     "shift": study.shift(cond, tc),
-                     **_interval_row(study.runs(ranker, tc, cond), study.cfg.seed, n_resamples)})
+        rows.append(
+            {
+                "ranker": ranker,
+                "train_corpus": tc,
+                "corpus": cond.corpus,
+                "sampler": cond.sampler,
+                "shift": study.shift(cond, tc),
+                **_interval_row(study.runs(ranker, tc, cond), study.cfg.seed, n_resamples),
+            }
+        )
     out = pd.DataFrame(rows)
     _check_intervals(out, study.expected_cells(split, rankers))
     return out
@@ -114,15 +138,22 @@ def _check_intervals(table: pd.DataFrame, cells: list[tuple[str, ...]]) -> None:
     for m in (*MEAN_METRICS, *(f"{e} debiased" for e in unc.ECE_METRICS)):
         lo, hi = f"{m} lo", f"{m} hi"
         inside = (table[lo] <= table[m] + TOLERANCE) & (table[m] <= table[hi] + TOLERANCE)
-        problems += rows_failing(name, table, inside, CELL_KEYS,
-                                 f"{m} inside its interval, {lo} <= {m} <= {hi} (within {TOLERANCE:g})", [lo, m, hi])
+        problems += rows_failing(
+            name,
+            table,
+            inside,
+            CELL_KEYS,
+            f"{m} inside its interval, {lo} <= {m} <= {hi} (within {TOLERANCE:g})",
+            [lo, m, hi],
+        )
     raise_problems(problems)
 
 
 def baseline_interval_table(study: Study, split: str = "test", *, n_resamples: int = unc.N_RESAMPLES) -> pd.DataFrame:
     """:func:`interval_table` for the no-learning rules (``ranker`` = ``baseline:<name>``, one row per training corpus)."""
-    return pd.DataFrame([{**keys, **_interval_row([pred], study.cfg.seed, n_resamples)}
-                         for keys, pred in _baseline_cells(study, split)])
+    return pd.DataFrame(
+        [{**keys, **_interval_row([pred], study.cfg.seed, n_resamples)} for keys, pred in _baseline_cells(study, split)]
+    )
 
 
 def _baseline_cells(study: Study, split: str):
@@ -131,9 +162,16 @@ def _baseline_cells(study: Study, split: str):
     for name in BaselineName:
         for tc in study.train_corpora:
             for cond in study.test_conditions(split):
-                yield ({"ranker": f"baseline:{name.value}", "train_corpus": tc, "corpus": cond.corpus,
-                        "sampler": cond.sampler, "shift": study.shift(cond, tc)},
-                       load_baseline(study.cfg, name, tc, cond))
+                yield (
+                    {
+                        "ranker": f"baseline:{name.value}",
+                        "train_corpus": tc,
+                        "corpus": cond.corpus,
+                        "sampler": cond.sampler,
+                        "shift": study.shift(cond, tc),
+                    },
+                    load_baseline(study.cfg, name, tc, cond),
+                )
 
 
 # ------------------------------------------------------------------------------ seed spread
@@ -152,9 +190,16 @@ SEED_MODELS = "seed models"
 def _member_metrics(pred: Predictions, seed: int) -> np.ndarray:
     """``[S, 3]``: :data:`SPREAD_METRICS` of each sample of ``pred`` read as the probabilities of a ranker of its own."""
     balanced = subset_negatives(pred, 1, seed=seed)
-    return np.array([[ranking_metrics(pred.samples[s], pred.labels, ks=(1,))["R@1"],
-                      ece(balanced.samples[s], balanced.labels), ece(pred.samples[s], pred.labels)]
-                     for s in range(pred.n_samples)])
+    return np.array(
+        [
+            [
+                ranking_metrics(pred.samples[s], pred.labels, ks=(1,))["R@1"],
+                ece(balanced.samples[s], balanced.labels),
+                ece(pred.samples[s], pred.labels),
+            ]
+            for s in range(pred.n_samples)
+        ]
+    )
 
 
 def seed_spread(study: Study, split: str = "test", *, ranker: str = SPREAD_RANKER) -> pd.DataFrame:
@@ -183,8 +228,13 @@ def seed_spread(study: Study, split: str = "test", *, ranker: str = SPREAD_RANKE
         row = {**study.cell_keys(tc, cond), SEED_MODELS: int(values.shape[0]), "training seeds": len(runs)}
         for j, m in enumerate(SPREAD_METRICS):
             v = values[:, j]
-            row.update({f"{m} seed min": float(v.min()), f"{m} seed max": float(v.max()),
-                        f"{m} seed sd": float(v.std(ddof=1)) if v.size > 1 else float("nan")})
+            row.update(
+                {
+                    f"{m} seed min": float(v.min()),
+                    f"{m} seed max": float(v.max()),
+                    f"{m} seed sd": float(v.std(ddof=1)) if v.size > 1 else float("nan"),
+                }
+            )
         rows.append(row)
     out = pd.DataFrame(rows, columns=columns)
     _check_spread(study, out, split, ranker)
@@ -197,8 +247,14 @@ def _check_spread(study: Study, table: pd.DataFrame, split: str, ranker: str) ->
     name, keys = "seed spread", ("train_corpus", "corpus", "sampler")
     problems = rows_expected(name, table, keys, [cell[1:] for cell in study.expected_cells(split, [ranker])])
     want = study.n_samples(ranker) * len(training_seeds(study.cfg))
-    problems += rows_failing(name, table, table[SEED_MODELS] == want, keys,
-                             f"{want} models ({ranker}'s samples x training seeds)", [SEED_MODELS])
+    problems += rows_failing(
+        name,
+        table,
+        table[SEED_MODELS] == want,
+        keys,
+        f"{want} models ({ranker}'s samples x training seeds)",
+        [SEED_MODELS],
+    )
     for m in SPREAD_METRICS:
         lo, hi, sd = (f"{m} {s}" for s in _SPREAD_STATS)
         problems += in_range(name, table, lo, keys, 0, 1) + in_range(name, table, hi, keys, 0, 1)
@@ -212,7 +268,9 @@ def format_spread(low: float, high: float, sd: float, models: int, digits: int =
     if not models or not (np.isfinite(low) and np.isfinite(high)):
         return ""
     spread = f"{low:.{digits}f}–{high:.{digits}f}"
-    return f"{spread} (sd {sd:.{digits}f}, {int(models)} seeds)" if np.isfinite(sd) else f"{spread} ({int(models)} seed)"
+    return (
+        f"{spread} (sd {sd:.{digits}f}, {int(models)} seeds)" if np.isfinite(sd) else f"{spread} ({int(models)} seed)"
+    )
 
 
 def _with_spread(table: pd.DataFrame, spread: pd.DataFrame, names: dict[str, str]) -> pd.DataFrame:
@@ -226,8 +284,9 @@ def _with_spread(table: pd.DataFrame, spread: pd.DataFrame, names: dict[str, str
     return out
 
 
-def table1(study: Study, intervals: pd.DataFrame | None = None, ranker: str = BASELINE,
-           spread: pd.DataFrame | None = None) -> pd.DataFrame:
+def table1(
+    study: Study, intervals: pd.DataFrame | None = None, ranker: str = BASELINE, spread: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """Penha & Hauff Table 1: ``bert``'s R10@1, balanced ECE and full ECE per test condition, with intervals.
 
     One row per training corpus x test corpus x sampler from :func:`interval_table`: R10@1 with
@@ -271,17 +330,28 @@ def _check_table1(study: Study, table: pd.DataFrame, name: str) -> None:
     spread = [c for c in table.columns if c.endswith(_SPREAD_STATS)]
     problems += not_nan(name, table, [c for c in table.columns if c not in spread], keys)
     if spread:  # a seed spread where there are models, none without
-        problems += rows_failing(name, table, (table[SEED_MODELS] > 0) == table[spread].notna().all(axis=1), keys,
-                                 "every seed spread column given where there are seed models and NaN where there are none",
-                                 [SEED_MODELS, *spread])
+        problems += rows_failing(
+            name,
+            table,
+            (table[SEED_MODELS] > 0) == table[spread].notna().all(axis=1),
+            keys,
+            "every seed spread column given where there are seed models and NaN where there are none",
+            [SEED_MODELS, *spread],
+        )
     problems += in_range(name, table, study.recall_label, keys, 0, 1, allow_nan=True)  # NaN: reported above
     for c in ("ECE 1:1", f"ECE 1:{study.k}"):
         problems += in_range(name, table, c, keys, 0, 1, high_open=True, allow_nan=True)
     in_dist = table[table["shift"] == "in distribution"]["train_corpus"].value_counts()
-    problems += [f"{name}: train_corpus={tc}: expected 1 in-distribution row, found {int(in_dist.get(tc, 0))}"
-                 for tc in study.train_corpora if in_dist.get(tc, 0) != 1]
-    problems += [f"{name}: train_corpus={tc}: expected no in-distribution row (not a training corpus), found {int(n)}"
-                 for tc, n in in_dist.items() if tc not in study.train_corpora]
+    problems += [
+        f"{name}: train_corpus={tc}: expected 1 in-distribution row, found {int(in_dist.get(tc, 0))}"
+        for tc in study.train_corpora
+        if in_dist.get(tc, 0) != 1
+    ]
+    problems += [
+        f"{name}: train_corpus={tc}: expected no in-distribution row (not a training corpus), found {int(n)}"
+        for tc, n in in_dist.items()
+        if tc not in study.train_corpora
+    ]
     raise_problems(problems)
 
 
@@ -291,18 +361,39 @@ def baseline_metrics_table(study: Study, split: str = "test") -> pd.DataFrame:
     Their Platt maps are fitted per training corpus, so they have one row per training corpus
     like a trained ranker; ``seed`` is the profile seed (the rules' tie-breaks).
     """
-    return pd.DataFrame([{**keys, "seed": study.cfg.seed, "S": 1, "queries": int(pred.labels.shape[0]),
-                          **_cell_metrics(pred, study.cfg.seed)} for keys, pred in _baseline_cells(study, split)])
+    return pd.DataFrame(
+        [
+            {
+                **keys,
+                "seed": study.cfg.seed,
+                "S": 1,
+                "queries": int(pred.labels.shape[0]),
+                **_cell_metrics(pred, study.cfg.seed),
+            }
+            for keys, pred in _baseline_cells(study, split)
+        ]
+    )
 
 
 def table1_reference(study: Study, baseline_intervals: pd.DataFrame) -> pd.DataFrame:
     """Table 1's columns for each no-learning rule: the reference rows a reader compares ``bert`` with."""
 
-    out = pd.concat([table1(study, baseline_intervals, ranker=r).assign(ranker=r)
-                     for r in dict.fromkeys(baseline_intervals["ranker"])], ignore_index=True)
-    raise_problems(rows_expected("table1 rules", out, ("ranker", "train_corpus", "corpus", "sampler"),
-                                 [(f"baseline:{n.value}", *cond) for n in BaselineName for cond in _conditions(study)],
-                                 what="one per rule of calibrank.study.data.baselines.BaselineName and condition"))
+    out = pd.concat(
+        [
+            table1(study, baseline_intervals, ranker=r).assign(ranker=r)
+            for r in dict.fromkeys(baseline_intervals["ranker"])
+        ],
+        ignore_index=True,
+    )
+    raise_problems(
+        rows_expected(
+            "table1 rules",
+            out,
+            ("ranker", "train_corpus", "corpus", "sampler"),
+            [(f"baseline:{n.value}", *cond) for n in BaselineName for cond in _conditions(study)],
+            what="one per rule of calibrank.study.data.baselines.BaselineName and condition",
+        )
+    )
     return out
 
 
@@ -328,8 +419,11 @@ def table1_wide(t1: pd.DataFrame, reference: pd.DataFrame | None = None) -> pd.D
         t = pd.concat([t, ref.drop(columns=["ranker"])], ignore_index=True)
     t["test on"] = t["corpus"] + " · " + t["sampler"]
     with_interval = _value_metrics(t1)
-    shown = [c for c in t1.columns if c not in (*_KEYS, "queries", "seeds", SEED_MODELS)
-             and not c.endswith((" lo", " hi", *_SPREAD_STATS))]
+    shown = [
+        c
+        for c in t1.columns
+        if c not in (*_KEYS, "queries", "seeds", SEED_MODELS) and not c.endswith((" lo", " hi", *_SPREAD_STATS))
+    ]
     for m in shown:
         if m in with_interval:
             t[m] = [unc.format_interval(v, lo, hi) for v, lo, hi in zip(t[m], t[f"{m} lo"], t[f"{m} hi"])]
@@ -340,8 +434,12 @@ def table1_wide(t1: pd.DataFrame, reference: pd.DataFrame | None = None) -> pd.D
         metrics.append(m)
         base = m.removesuffix(" debiased")
         if f"{base} seed min" in t1.columns and (m.endswith(" debiased") or f"{m} debiased" not in shown):
-            t[f"{base} seed spread"] = [format_spread(lo, hi, sd, n) for lo, hi, sd, n in zip(
-                t[f"{base} seed min"], t[f"{base} seed max"], t[f"{base} seed sd"], t[SEED_MODELS].fillna(0))]
+            t[f"{base} seed spread"] = [
+                format_spread(lo, hi, sd, n)
+                for lo, hi, sd, n in zip(
+                    t[f"{base} seed min"], t[f"{base} seed max"], t[f"{base} seed sd"], t[SEED_MODELS].fillna(0)
+                )
+            ]
             metrics.append(f"{base} seed spread")
     wide = t.pivot(index="row", columns="test on", values=metrics)
     wide = wide.reindex(list(dict.fromkeys(t["row"])))
@@ -365,8 +463,10 @@ def significance_text(pvalue_holm: float, pvalue_worse_holm: float, mark: str, n
 def _marked(rows: list[dict]) -> pd.DataFrame:
     df = unc.mark_table(pd.DataFrame(rows)) if rows else pd.DataFrame(rows)
     if len(df):
-        df["significance"] = [significance_text(p, pw, m, n) for p, pw, m, n in
-                              zip(df["pvalue_holm"], df["pvalue_worse_holm"], df["mark"], df["note"])]
+        df["significance"] = [
+            significance_text(p, pw, m, n)
+            for p, pw, m, n in zip(df["pvalue_holm"], df["pvalue_worse_holm"], df["mark"], df["note"])
+        ]
     return df
 
 
@@ -390,17 +490,32 @@ def table2(study: Study, *, ece_column: str = "ECE 1:1", n_resamples: int = unc.
     for ranker in [r for r in study.rankers if r != BASELINE]:
         for _, tc, cond in study.cells("test", [ranker]):
             own, base = study.runs(ranker, tc, cond), study.runs(BASELINE, tc, cond)
-            c = unc.cell_comparison(own, base, metric, seed=study.cfg.seed, alternative="less", relative=False,
-                                    n_resamples=n_resamples)
+            c = unc.cell_comparison(
+                own, base, metric, seed=study.cfg.seed, alternative="less", relative=False, n_resamples=n_resamples
+            )
             plain_own, plain_base = _plain_ece(own, metric, study.cfg.seed), _plain_ece(base, metric, study.cfg.seed)
-            rows.append({"train_corpus": tc, "corpus": cond.corpus, "sampler": cond.sampler, "shift": study.shift(cond, tc),
-                         "ranker": ranker, f"{ece_column} bert": plain_base, f"{ece_column} ranker": plain_own,
-                         "rel_change": (plain_own - plain_base) / plain_base if plain_base > 0 else float("nan"),
-                         f"{ece_column} debiased bert": c["b"], f"{ece_column} debiased ranker": c["a"],
-                         "change": c["change"], "lo": c["lo"], "hi": c["hi"],
-                         f"{ece_column} seed range (bert)": float(seed_range.get((tc, cond.corpus, cond.sampler), np.nan)),
-                         "seeds": len(own),
-                         "pvalue": c["pvalue"], "pvalue_worse": c["pvalue_worse"], "note": c["note"]})
+            rows.append(
+                {
+                    "train_corpus": tc,
+                    "corpus": cond.corpus,
+                    "sampler": cond.sampler,
+                    "shift": study.shift(cond, tc),
+                    "ranker": ranker,
+                    f"{ece_column} bert": plain_base,
+                    f"{ece_column} ranker": plain_own,
+                    "rel_change": (plain_own - plain_base) / plain_base if plain_base > 0 else float("nan"),
+                    f"{ece_column} debiased bert": c["b"],
+                    f"{ece_column} debiased ranker": c["a"],
+                    "change": c["change"],
+                    "lo": c["lo"],
+                    "hi": c["hi"],
+                    f"{ece_column} seed range (bert)": float(seed_range.get((tc, cond.corpus, cond.sampler), np.nan)),
+                    "seeds": len(own),
+                    "pvalue": c["pvalue"],
+                    "pvalue_worse": c["pvalue_worse"],
+                    "note": c["note"],
+                }
+            )
     out = _marked(rows)
     _check_table2(study, out)
     return out
@@ -410,19 +525,34 @@ def _check_table2(study: Study, table: pd.DataFrame) -> None:
     """Every ranker but ``bert`` on every cell; a change everywhere, inside ``[lo, hi]`` (where there is an
     interval); p-values in [0, 1] where defined; ``†`` only on a decrease and ``worse`` only on a rise."""
     name = "table2"
-    problems = rows_expected(name, table, CELL_KEYS, study.expected_cells(rankers=[r for r in study.rankers if r != BASELINE]))
+    problems = rows_expected(
+        name, table, CELL_KEYS, study.expected_cells(rankers=[r for r in study.rankers if r != BASELINE])
+    )
     if table.empty:
         raise_problems(problems)
         return
     problems += not_nan(name, table, ["change"], CELL_KEYS) + unc.compared_problems(name, table, CELL_KEYS)
     mark, change = table["mark"], table["change"]
     inside = (table["lo"] <= change + TOLERANCE) & (change <= table["hi"] + TOLERANCE)
-    problems += rows_failing(name, table, inside | table["lo"].isna(), CELL_KEYS, "change inside [lo, hi]",
-                             ["lo", "change", "hi"])
-    problems += rows_failing(name, table, ~((mark == unc.IMPROVED) & (change >= 0)), CELL_KEYS,
-                             f"the mark {unc.IMPROVED} on a decrease only (change < 0)", ["mark", "change"])
-    problems += rows_failing(name, table, ~((mark == unc.WORSE) & (change <= 0)), CELL_KEYS,
-                             f"the mark {unc.WORSE!r} on a rise only (change > 0)", ["mark", "change"])
+    problems += rows_failing(
+        name, table, inside | table["lo"].isna(), CELL_KEYS, "change inside [lo, hi]", ["lo", "change", "hi"]
+    )
+    problems += rows_failing(
+        name,
+        table,
+        ~((mark == unc.IMPROVED) & (change >= 0)),
+        CELL_KEYS,
+        f"the mark {unc.IMPROVED} on a decrease only (change < 0)",
+        ["mark", "change"],
+    )
+    problems += rows_failing(
+        name,
+        table,
+        ~((mark == unc.WORSE) & (change <= 0)),
+        CELL_KEYS,
+        f"the mark {unc.WORSE!r} on a rise only (change > 0)",
+        ["mark", "change"],
+    )
     raise_problems(problems)
 
 
@@ -438,8 +568,10 @@ def table2_wide(t2: pd.DataFrame) -> pd.DataFrame:
     ``-12.3% · -0.004 [-0.009, 0.001] †``."""
     t = t2.copy()
     t["test on"] = t["corpus"] + " · " + t["sampler"]
-    t["cell"] = [(f"{rc:+.1%}" if np.isfinite(rc) else "n/a") + " · " + unc.format_difference(c, lo, hi, m)
-                 for rc, c, lo, hi, m in zip(t["rel_change"], t["change"], t["lo"], t["hi"], t["mark"])]
+    t["cell"] = [
+        (f"{rc:+.1%}" if np.isfinite(rc) else "n/a") + " · " + unc.format_difference(c, lo, hi, m)
+        for rc, c, lo, hi, m in zip(t["rel_change"], t["change"], t["lo"], t["hi"], t["mark"])
+    ]
     wide = t.pivot(index=["train_corpus", "ranker"], columns="test on", values="cell")
     rows = pd.MultiIndex.from_frame(t[["train_corpus", "ranker"]].drop_duplicates())
     return wide.reindex(index=rows, columns=list(dict.fromkeys(t["test on"])))
@@ -447,7 +579,11 @@ def table2_wide(t2: pd.DataFrame) -> pd.DataFrame:
 
 # ------------------------------------------------------------------------------ Figure 2
 def ece_by_negatives(
-    study: Study, split: str = "test", rankers: Iterable[str] | None = None, *, seed: int | None = None,
+    study: Study,
+    split: str = "test",
+    rankers: Iterable[str] | None = None,
+    *,
+    seed: int | None = None,
     n_resamples: int = 1000,
 ) -> pd.DataFrame:
     """Figure 2: ECE per number of non-relevant candidates per query, n = 1..k.
@@ -466,10 +602,20 @@ def ece_by_negatives(
             sub = subset_negatives(pred, n, seed=seed)
             est = interval(features(sub, "ECE debiased"), level=unc.LEVEL, n_resamples=n_resamples, seed=seed)
             rows.append(
-                {"ranker": ranker, "train_corpus": tc, "corpus": cond.corpus, "sampler": cond.sampler,
-                 "shift": study.shift(cond, tc), "n_nonrel": n, "ECE": ece(sub.probs, sub.labels),
-                 "ECE debiased": est.value, "ECE debiased lo": est.low, "ECE debiased hi": est.high,
-                 "ECE bias": est.bias, "pairs": int(sub.labels.size)}
+                {
+                    "ranker": ranker,
+                    "train_corpus": tc,
+                    "corpus": cond.corpus,
+                    "sampler": cond.sampler,
+                    "shift": study.shift(cond, tc),
+                    "n_nonrel": n,
+                    "ECE": ece(sub.probs, sub.labels),
+                    "ECE debiased": est.value,
+                    "ECE debiased lo": est.low,
+                    "ECE debiased hi": est.high,
+                    "ECE bias": est.bias,
+                    "pairs": int(sub.labels.size),
+                }
             )
     out = pd.DataFrame(rows)
     _check_figure2(study, out, split, rankers, seed)
@@ -480,8 +626,9 @@ def _check_figure2(study: Study, table: pd.DataFrame, split: str, rankers: Itera
     """Every cell at n = 1..k, ECE in [0, 1]; with the profile seed, ``bert``'s ends are the balanced
     (n = 1) and full (n = k) ECE of its main seed in :func:`metrics_table` (within :data:`TOLERANCE`)."""
     name, keys = "figure2", (*CELL_KEYS, "n_nonrel")
-    problems = rows_expected(name, table, keys, [(*cell, n) for cell in study.expected_cells(split, rankers)
-                                                 for n in range(1, study.k + 1)])
+    problems = rows_expected(
+        name, table, keys, [(*cell, n) for cell in study.expected_cells(split, rankers) for n in range(1, study.k + 1)]
+    )
     problems += in_range(name, table, "ECE", keys, 0, 1)
     ends = table[(table["ranker"] == BASELINE) & table["n_nonrel"].isin([1, study.k])]
     for _, row in ends.iterrows() if seed == study.cfg.seed else ():
@@ -489,8 +636,10 @@ def _check_figure2(study: Study, table: pd.DataFrame, split: str, rankers: Itera
         column = "ECE 1:1" if row["n_nonrel"] == 1 else "ECE"
         want = _cell_metrics(study.get(BASELINE, row["train_corpus"], cond), study.cfg.seed)[column]
         if not abs(row["ECE"] - want) <= TOLERANCE:
-            problems.append(f"{name}: {describe(row, keys)}: expected metrics' {column} of seed {study.main_seed} "
-                            f"({fmt(want)}, within {TOLERANCE:g}), found ECE {fmt(row['ECE'])}")
+            problems.append(
+                f"{name}: {describe(row, keys)}: expected metrics' {column} of seed {study.main_seed} "
+                f"({fmt(want)}, within {TOLERANCE:g}), found ECE {fmt(row['ECE'])}"
+            )
     raise_problems(problems)
 
 
@@ -529,11 +678,18 @@ def reliability_table(
         curve = reliability_curve(pred.probs, pred.labels, n_bins=n_bins)
         for i in range(n_bins):
             rows.append(
-                {"ranker": ranker, "train_corpus": tc, "condition": cond.name, "bin": i,
-                 "lower": float(curve.bin_edges[i]), "upper": float(curve.bin_edges[i + 1]),
-                 "mean_predicted": float(curve.mean_predicted[i]),
-                 "fraction_positive": float(curve.fraction_positive[i]),
-                 "count": int(curve.counts[i]), "ECE": curve.ece}
+                {
+                    "ranker": ranker,
+                    "train_corpus": tc,
+                    "condition": cond.name,
+                    "bin": i,
+                    "lower": float(curve.bin_edges[i]),
+                    "upper": float(curve.bin_edges[i + 1]),
+                    "mean_predicted": float(curve.mean_predicted[i]),
+                    "fraction_positive": float(curve.fraction_positive[i]),
+                    "count": int(curve.counts[i]),
+                    "ECE": curve.ece,
+                }
             )
     out = pd.DataFrame(rows)
     _check_reliability(out, list(rankers if rankers is not None else study.rankers), n_bins)
@@ -546,8 +702,10 @@ def _check_reliability(table: pd.DataFrame, rankers: list[str], n_bins: int) -> 
     problems = rows_expected(name, table, ("ranker", "bin"), [(r, b) for r in rankers for b in range(n_bins)])
     totals = table.groupby("ranker", sort=False)["count"].sum()
     if totals.nunique() > 1:
-        problems.append(f"{name}: bucket counts sum to {', '.join(f'{r}: {n}' for r, n in totals.items())}, "
-                        "expected one total (the same pairs) for every ranker")
+        problems.append(
+            f"{name}: bucket counts sum to {', '.join(f'{r}: {n}' for r, n in totals.items())}, "
+            "expected one total (the same pairs) for every ranker"
+        )
     problems += in_range(name, table, "fraction_positive", ("ranker", "bin"), 0, 1, allow_nan=True)
     raise_problems(problems)
 
@@ -576,13 +734,16 @@ def protocol_note(study: Study) -> str:
     cfg = study.cfg
     train = cfg.negatives.train.value
     k = cfg.negatives.train_k
-    return (f"ours: trained on 1 positive + {k} {train} negative(s) per context, {cfg.training.backbone}, "
-            f"{len(training_seeds(cfg))} training seed(s); [lo, hi] = 95% bootstrap interval over test queries"
-            + (" and seeds" if len(training_seeds(cfg)) > 1 else ""))
+    return (
+        f"ours: trained on 1 positive + {k} {train} negative(s) per context, {cfg.training.backbone}, "
+        f"{len(training_seeds(cfg))} training seed(s); [lo, hi] = 95% bootstrap interval over test queries"
+        + (" and seeds" if len(training_seeds(cfg)) > 1 else "")
+    )
 
 
-def paper2023_tables(study: Study, intervals: pd.DataFrame, sampler: str | None = None, *,
-                     spread: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:
+def paper2023_tables(
+    study: Study, intervals: pd.DataFrame, sampler: str | None = None, *, spread: pd.DataFrame | None = None
+) -> dict[str, pd.DataFrame]:
     """PG-DRR / GPF-BERT layout: ``{"in-domain": ..., "shift": ...}``, one row per cell and ranker.
 
     ``R10@1``, ``MAP`` and ``ECE debiased`` as ``value [lo, hi]`` text beside ``ECE`` (eq. 1 on all
@@ -609,11 +770,25 @@ def paper2023_tables(study: Study, intervals: pd.DataFrame, sampler: str | None 
     numbers.append("ECE mean")
     summ["seed spread"] = _spread_note(summ, spread, rl)
     summ["protocol"] = protocol_note(study)
-    cols = ["train on", "test on", "ranker", rl, "MAP", "ECE", "ECE debiased", "ECE bias", "seeds", "seed spread",
-            "protocol", *numbers]
+    cols = [
+        "train on",
+        "test on",
+        "ranker",
+        rl,
+        "MAP",
+        "ECE",
+        "ECE debiased",
+        "ECE bias",
+        "seeds",
+        "seed spread",
+        "protocol",
+        *numbers,
+    ]
     in_dom = summ["train_corpus"] == summ["corpus"]
-    out = {"in-domain": summ.loc[in_dom, cols].reset_index(drop=True),
-           "shift": summ.loc[~in_dom, cols].reset_index(drop=True)}
+    out = {
+        "in-domain": summ.loc[in_dom, cols].reset_index(drop=True),
+        "shift": summ.loc[~in_dom, cols].reset_index(drop=True),
+    }
     _check_paper2023(study, out["in-domain"], [*dict.fromkeys([*study.rankers, *intervals["ranker"]])])
     return out
 
@@ -628,8 +803,10 @@ def _spread_note(rows: pd.DataFrame, spread: pd.DataFrame, recall_label: str) ->
         if s is None or not s[SEED_MODELS]:
             out.append("")
             continue
-        out.append(f"{recall_label} {s['R@1 seed min']:.3f}–{s['R@1 seed max']:.3f}, "
-                   f"ECE {s['ECE seed min']:.3f}–{s['ECE seed max']:.3f} ({int(s[SEED_MODELS])} seeds)")
+        out.append(
+            f"{recall_label} {s['R@1 seed min']:.3f}–{s['R@1 seed max']:.3f}, "
+            f"ECE {s['ECE seed min']:.3f}–{s['ECE seed max']:.3f} ({int(s[SEED_MODELS])} seeds)"
+        )
     return out
 
 

@@ -29,15 +29,27 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from calibrank.study.data.querysets import load_query_set
 from calibrank.metrics.stats import MIN_CI_VALUES, mean_ci
+from calibrank.study.data.querysets import load_query_set
 from calibrank.study.settings.config import load_config
 from calibrank.study.settings.schema import Config
 from calibrank.table_checks import TOLERANCE, not_nan, raise_problems, rows_expected, rows_failing
 
-__all__ = ["CLOCKS", "PAPER_EFFICIENCY", "Timings", "clock_view", "deciding_clock", "efficiency_queries",
-           "efficiency_table", "interleaved_order", "machine", "machine_info", "measure_efficiency", "time_interleaved",
-           "time_rankers"]
+__all__ = [
+    "CLOCKS",
+    "PAPER_EFFICIENCY",
+    "Timings",
+    "clock_view",
+    "deciding_clock",
+    "efficiency_queries",
+    "efficiency_table",
+    "interleaved_order",
+    "machine",
+    "machine_info",
+    "measure_efficiency",
+    "time_interleaved",
+    "time_rankers",
+]
 
 #: The two clocks of every timed call: process CPU time and wall time.
 CLOCKS = ("cpu", "wall")
@@ -60,8 +72,9 @@ PAPER_EFFICIENCY["PG-DRR ratio"] = PAPER_EFFICIENCY["PG-DRR ms"] / float(
 )
 
 
-def efficiency_queries(cfg: Config, n_queries: int = 30, *, corpus: str | None = None, sampler: str | None = None,
-                       seed: int | None = None):
+def efficiency_queries(
+    cfg: Config, n_queries: int = 30, *, corpus: str | None = None, sampler: str | None = None, seed: int | None = None
+):
     """Seeded ``n_queries`` in-domain test queries and their description; ``sampler``: default, the training one if evaluated."""
     if n_queries < 1:
         raise ValueError(f"n_queries must be positive; got {n_queries}")
@@ -73,8 +86,14 @@ def efficiency_queries(cfg: Config, n_queries: int = 30, *, corpus: str | None =
     rng = np.random.default_rng(seed)
     take = np.sort(rng.choice(len(queries), size=min(n_queries, len(queries)), replace=False))
     subset = [queries[i] for i in take]
-    info = {"corpus": corpus, "split": "test", "sampler": sampler, "queries": len(subset),
-            "candidates": len(subset[0].candidates) if subset else 0, "seed": seed}
+    info = {
+        "corpus": corpus,
+        "split": "test",
+        "sampler": sampler,
+        "queries": len(subset),
+        "candidates": len(subset[0].candidates) if subset else 0,
+        "seed": seed,
+    }
     return subset, info
 
 
@@ -114,16 +133,19 @@ class Timings:
         for clock in CLOCKS:
             got = getattr(self, clock)
             if set(got) != names or any(np.shape(v) != (len(self.order),) for v in got.values()):
-                raise ValueError(f"{clock}: expected {len(self.order)} seconds for each of {sorted(names)}; "
-                                 f"got {({k: np.shape(v) for k, v in got.items()})}")
+                raise ValueError(
+                    f"{clock}: expected {len(self.order)} seconds for each of {sorted(names)}; "
+                    f"got { ({k: np.shape(v) for k, v in got.items()}) }"
+                )
 
     def position(self, name: str) -> list[int]:
         """Where ``name`` ran in each round (0 = first)."""
         return [r.index(name) for r in self.order]
 
 
-def time_interleaved(calls: Mapping[str, Callable[[], Any]], *, repeats: int = 5,
-                     seed: int = 0) -> tuple[Timings, dict[str, Any]]:
+def time_interleaved(
+    calls: Mapping[str, Callable[[], Any]], *, repeats: int = 5, seed: int = 0
+) -> tuple[Timings, dict[str, Any]]:
     """Time ``calls`` in the rounds of :func:`interleaved_order`: CPU and wall seconds, and each call's last result.
 
     The cycle collector is off during each call, so that no call pays for another's garbage.
@@ -147,8 +169,9 @@ def time_interleaved(calls: Mapping[str, Callable[[], Any]], *, repeats: int = 5
     finally:
         if enabled:
             gc.enable()
-    return Timings(tuple(order), {k: np.array(v) for k, v in cpu.items()},
-                   {k: np.array(v) for k, v in wall.items()}), last
+    return Timings(
+        tuple(order), {k: np.array(v) for k, v in cpu.items()}, {k: np.array(v) for k, v in wall.items()}
+    ), last
 
 
 @contextlib.contextmanager
@@ -172,8 +195,15 @@ def _predicting(model: Any, queries: Sequence) -> Callable[[], Any]:
     return lambda: model.predict(queries)
 
 
-def time_rankers(rankers: Mapping[str, Any], queries: Sequence, *, repeats: int = 5, warmup_queries: int = 4,
-                 seed: int = 0, threads: int | None = 1) -> tuple[Timings, dict[str, Any]]:
+def time_rankers(
+    rankers: Mapping[str, Any],
+    queries: Sequence,
+    *,
+    repeats: int = 5,
+    warmup_queries: int = 4,
+    seed: int = 0,
+    threads: int | None = 1,
+) -> tuple[Timings, dict[str, Any]]:
     """Time each fitted ranker's ``predict(queries)`` (:func:`time_interleaved`); the last Predictions of each.
 
     The logits cache is off while timing, each ranker is warmed up on ``warmup_queries`` queries, and
@@ -190,8 +220,9 @@ def time_rankers(rankers: Mapping[str, Any], queries: Sequence, *, repeats: int 
         with _intra_op_threads(threads):
             for model in rankers.values():
                 model.predict(warm)
-            return time_interleaved({name: _predicting(model, queries) for name, model in rankers.items()},
-                                    repeats=repeats, seed=seed)
+            return time_interleaved(
+                {name: _predicting(model, queries) for name, model in rankers.items()}, repeats=repeats, seed=seed
+            )
     finally:
         for name, model in rankers.items():
             if reuse[name] is not None:
@@ -232,8 +263,9 @@ def measure_efficiency(
     tc = train_corpus or cfg.rankers.train_corpora[0].value
     queries, info = efficiency_queries(cfg, n_queries, corpus=tc, seed=seed)
     names = list(models)
-    timings, last = time_rankers(models, queries, repeats=repeats, warmup_queries=warmup_queries, seed=info["seed"],
-                                 threads=threads)
+    timings, last = time_rankers(
+        models, queries, repeats=repeats, warmup_queries=warmup_queries, seed=info["seed"], threads=threads
+    )
     devices = {name: str(getattr(models[name], "device", "cpu")) for name in names}
     clock = deciding_clock(devices.values())
     rows = []
@@ -243,11 +275,25 @@ def measure_efficiency(
         for prefix in ("", *(f"{c} " for c in CLOCKS)):
             seconds = getattr(timings, prefix.strip() or clock)[name]
             median, fastest, every = _per_query_ms(seconds, len(queries))
-            row.update({f"{prefix}ms/query": median, f"{prefix}ms/query (fastest)": fastest,
-                        f"{prefix}ms/query per repeat": every})
-        row.update({"position per repeat": " ".join(map(str, timings.position(name))), "samples": pred.n_samples,
-                    "queries": info["queries"], "candidates": info["candidates"], "device": devices[name],
-                    "threads": threads, "corpus": info["corpus"], "sampler": info["sampler"]})
+            row.update(
+                {
+                    f"{prefix}ms/query": median,
+                    f"{prefix}ms/query (fastest)": fastest,
+                    f"{prefix}ms/query per repeat": every,
+                }
+            )
+        row.update(
+            {
+                "position per repeat": " ".join(map(str, timings.position(name))),
+                "samples": pred.n_samples,
+                "queries": info["queries"],
+                "candidates": info["candidates"],
+                "device": devices[name],
+                "threads": threads,
+                "corpus": info["corpus"],
+                "sampler": info["sampler"],
+            }
+        )
         rows.append(row)
     out = pd.DataFrame(rows)
     _check_measured(out, names)
@@ -261,12 +307,23 @@ def _check_measured(table: pd.DataFrame, names: Sequence[str]) -> None:
     problems = rows_expected(name, table, keys, [(r,) for r in names], what="one per ranker timed")
     problems += rows_failing(name, table, table["parameters"] > 0, keys, "parameters > 0", ["parameters"])
     problems += rows_failing(name, table, table["ms/query"] > 0, keys, "ms/query > 0", ["ms/query"])
-    problems += rows_failing(name, table, table["ms/query (fastest)"] <= table["ms/query"], keys,
-                             "ms/query (fastest) <= ms/query (the median)", ["ms/query (fastest)", "ms/query"])
-    for column, why in (("queries", "every ranker timed on the same queries"), ("corpus", "every ranker timed on one corpus")):
+    problems += rows_failing(
+        name,
+        table,
+        table["ms/query (fastest)"] <= table["ms/query"],
+        keys,
+        "ms/query (fastest) <= ms/query (the median)",
+        ["ms/query (fastest)", "ms/query"],
+    )
+    for column, why in (
+        ("queries", "every ranker timed on the same queries"),
+        ("corpus", "every ranker timed on one corpus"),
+    ):
         if table[column].nunique(dropna=False) > 1:
-            problems.append(f"{name}: expected one value of {column} ({why}), found "
-                            f"{table[column].nunique(dropna=False)}: {sorted(map(str, table[column].unique()))}")
+            problems.append(
+                f"{name}: expected one value of {column} ({why}), found "
+                f"{table[column].nunique(dropna=False)}: {sorted(map(str, table[column].unique()))}"
+            )
     raise_problems(problems)
 
 
@@ -315,17 +372,32 @@ def efficiency_table(measured: pd.DataFrame, baseline: str = "bert", level: floa
     base = t.loc[t["ranker"] == baseline]
     base_params = float(base["parameters"].iloc[0]) if len(base) else float("nan")
     main = _ratios(t, "", baseline, level)
-    out = pd.DataFrame({"ranker": t["ranker"], "params (M)": t["parameters"] / 1e6,
-                        "params ratio": t["parameters"] / base_params})
+    out = pd.DataFrame(
+        {"ranker": t["ranker"], "params (M)": t["parameters"] / 1e6, "params ratio": t["parameters"] / base_params}
+    )
     if "clock" in t.columns:
         out["clock"] = t["clock"]
-    out = out.assign(**{"ms/query": main["ms"], "ratio_to_bert": main["ratio"], "ratio lo": main["lo"],
-                        "ratio hi": main["hi"], "repeats": main["repeats"], "ratio per repeat": main["per repeat"]})
+    out = out.assign(
+        **{
+            "ms/query": main["ms"],
+            "ratio_to_bert": main["ratio"],
+            "ratio lo": main["lo"],
+            "ratio hi": main["hi"],
+            "repeats": main["repeats"],
+            "ratio per repeat": main["per repeat"],
+        }
+    )
     for clock in CLOCKS:
         if f"{clock} ms/query" in t.columns:
             r = _ratios(t, f"{clock} ", baseline, level)
-            out = out.assign(**{f"{clock} ms/query": r["ms"], f"{clock} ratio": r["ratio"], f"{clock} ratio lo": r["lo"],
-                                f"{clock} ratio hi": r["hi"]})
+            out = out.assign(
+                **{
+                    f"{clock} ms/query": r["ms"],
+                    f"{clock} ratio": r["ratio"],
+                    f"{clock} ratio lo": r["lo"],
+                    f"{clock} ratio hi": r["hi"],
+                }
+            )
     paper = PAPER_EFFICIENCY[["ranker", "PG-DRR ms", "PG-DRR ratio", "GPF-BERT ratio"]]
     out = out.merge(paper, on="ranker", how="left")
     _check_efficiency(out, baseline)
@@ -343,14 +415,27 @@ def _check_efficiency(table: pd.DataFrame, baseline: str, name: str = "efficienc
     if base.empty:
         raise_problems([f"{name}: no {baseline} row, expected one (the ratios are to it)"])
     problems = not_nan(name, table, ["params (M)", "ms/query", "ratio_to_bert"], keys)
-    problems += rows_failing(name, base, (base["ratio_to_bert"] - 1).abs() < TOLERANCE, keys,
-                             f"ratio_to_bert 1 (within {TOLERANCE:g}) for {baseline} itself", ["ratio_to_bert"])
+    problems += rows_failing(
+        name,
+        base,
+        (base["ratio_to_bert"] - 1).abs() < TOLERANCE,
+        keys,
+        f"ratio_to_bert 1 (within {TOLERANCE:g}) for {baseline} itself",
+        ["ratio_to_bert"],
+    )
     repeats = int(base["repeats"].iloc[0])
-    problems += rows_failing(name, table, table["repeats"] == repeats, keys, f"repeats {repeats} (as {baseline})",
-                             ["repeats"])
+    problems += rows_failing(
+        name, table, table["repeats"] == repeats, keys, f"repeats {repeats} (as {baseline})", ["repeats"]
+    )
     if repeats >= MIN_CI_VALUES:
-        problems += rows_failing(name, table, table["ratio lo"] <= table["ratio hi"], keys,
-                                 f"ratio lo <= ratio hi ({repeats} repeats give an interval)", ["ratio lo", "ratio hi"])
+        problems += rows_failing(
+            name,
+            table,
+            table["ratio lo"] <= table["ratio hi"],
+            keys,
+            f"ratio lo <= ratio hi ({repeats} repeats give an interval)",
+            ["ratio lo", "ratio hi"],
+        )
     raise_problems(problems)
 
 
@@ -359,12 +444,18 @@ def clock_view(table: pd.DataFrame, clock: str) -> pd.DataFrame:
     (``ms/query``, ``ratio_to_bert``, ``ratio lo``, ``ratio hi``): for a plot or a check of either clock."""
     if clock not in CLOCKS:
         raise ValueError(f"clock must be one of {CLOCKS}; got {clock!r}")
-    cols = {f"{clock} ms/query": "ms/query", f"{clock} ratio": "ratio_to_bert", f"{clock} ratio lo": "ratio lo",
-            f"{clock} ratio hi": "ratio hi"}
+    cols = {
+        f"{clock} ms/query": "ms/query",
+        f"{clock} ratio": "ratio_to_bert",
+        f"{clock} ratio lo": "ratio lo",
+        f"{clock} ratio hi": "ratio hi",
+    }
     missing = [c for c in cols if c not in table.columns]
     if missing:
-        raise ValueError(f"efficiency table: no {clock} columns {missing}; expected a table of measure_efficiency's "
-                         "rows (efficiency_table)")
+        raise ValueError(
+            f"efficiency table: no {clock} columns {missing}; expected a table of measure_efficiency's "
+            "rows (efficiency_table)"
+        )
     return table.drop(columns=list(cols.values()) + ["ratio per repeat"], errors="ignore").rename(columns=cols)
 
 
@@ -394,7 +485,7 @@ def machine_info() -> dict[str, Any]:
         "platform": platform.platform(),
         "processor": platform.processor() or platform.machine(),
         "python": platform.python_version(),
-        "timestamp": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "timestamp": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
     }
     try:
         import torch

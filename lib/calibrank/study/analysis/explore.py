@@ -89,8 +89,14 @@ def _bucket_ids(probs: np.ndarray, edges: np.ndarray) -> np.ndarray:
     return np.searchsorted(edges[1:-1], probs, side="left")
 
 
-def reliability_frame(pred: Predictions, *, n_bins: int = RELIABILITY_BINS, level: float = unc.LEVEL,
-                      n_resamples: int = N_RESAMPLES, seed: int = 0) -> pd.DataFrame:
+def reliability_frame(
+    pred: Predictions,
+    *,
+    n_bins: int = RELIABILITY_BINS,
+    level: float = unc.LEVEL,
+    n_resamples: int = N_RESAMPLES,
+    seed: int = 0,
+) -> pd.DataFrame:
     """A reliability diagram's buckets with an interval of each bucket's fraction relevant.
 
     The buckets and their numbers are :func:`calibrank.metrics.calibration.reliability_curve`'s (equal width,
@@ -140,10 +146,14 @@ def reliability_frame(pred: Predictions, *, n_bins: int = RELIABILITY_BINS, leve
     q = pred.labels.shape[0]
     cell = (np.arange(q)[:, None] * n_bins + _bucket_ids(pred.probs, curve.bin_edges))[valid]
     count_q = np.bincount(cell, minlength=q * n_bins).reshape(q, n_bins).astype(np.float64)
-    relevant_q = np.bincount(cell, weights=pred.labels[valid].astype(np.float64), minlength=q * n_bins).reshape(q, n_bins)
+    relevant_q = np.bincount(cell, weights=pred.labels[valid].astype(np.float64), minlength=q * n_bins).reshape(
+        q, n_bins
+    )
     if not np.array_equal(count_q.sum(axis=0), curve.counts):
-        raise AssertionError(f"reliability buckets per query add up to {count_q.sum(axis=0).tolist()}, "
-                             f"expected the curve's counts {curve.counts.tolist()}")
+        raise AssertionError(
+            f"reliability buckets per query add up to {count_q.sum(axis=0).tolist()}, "
+            f"expected the curve's counts {curve.counts.tolist()}"
+        )
     rng = np.random.default_rng(seed)
     fractions = []
     for start in range(0, n_resamples, _BATCH):
@@ -155,10 +165,20 @@ def reliability_frame(pred: Predictions, *, n_bins: int = RELIABILITY_BINS, leve
         warnings.simplefilter("ignore", RuntimeWarning)  # an empty bucket: all NaN, its interval NaN
         lo, hi = np.nanpercentile(np.concatenate(fractions), [tail, 100 - tail], axis=0)
     empty = curve.counts == 0
-    out = pd.DataFrame({"bin": np.arange(n_bins), "lower": curve.bin_edges[:-1], "upper": curve.bin_edges[1:],
-                        "mean_predicted": curve.mean_predicted, "fraction_positive": curve.fraction_positive,
-                        "fraction_positive lo": np.where(empty, np.nan, lo), "fraction_positive hi": np.where(empty, np.nan, hi),
-                        "count": curve.counts.astype(int), "share": curve.counts / curve.counts.sum(), "ECE": curve.ece})
+    out = pd.DataFrame(
+        {
+            "bin": np.arange(n_bins),
+            "lower": curve.bin_edges[:-1],
+            "upper": curve.bin_edges[1:],
+            "mean_predicted": curve.mean_predicted,
+            "fraction_positive": curve.fraction_positive,
+            "fraction_positive lo": np.where(empty, np.nan, lo),
+            "fraction_positive hi": np.where(empty, np.nan, hi),
+            "count": curve.counts.astype(int),
+            "share": curve.counts / curve.counts.sum(),
+            "ECE": curve.ece,
+        }
+    )
     _check_reliability(out)
     return out
 
@@ -170,10 +190,17 @@ def _check_reliability(table: pd.DataFrame) -> None:
     problems = []
     for c in ("fraction_positive", "fraction_positive lo", "fraction_positive hi"):
         problems += in_range(name, table, c, keys, 0, 1, allow_nan=True)
-        problems += rows_failing(name, table, table[c].notna() == filled, keys, f"{c} given exactly for a filled bucket",
-                                 ["count", c])
-    problems += rows_failing(name, table, ~filled | (table["fraction_positive lo"] <= table["fraction_positive hi"]),
-                             keys, "fraction_positive lo <= hi", ["fraction_positive lo", "fraction_positive hi"])
+        problems += rows_failing(
+            name, table, table[c].notna() == filled, keys, f"{c} given exactly for a filled bucket", ["count", c]
+        )
+    problems += rows_failing(
+        name,
+        table,
+        ~filled | (table["fraction_positive lo"] <= table["fraction_positive hi"]),
+        keys,
+        "fraction_positive lo <= hi",
+        ["fraction_positive lo", "fraction_positive hi"],
+    )
     if not np.isclose(table["share"].sum(), 1.0):
         problems.append(f"{name}: bucket shares add up to {table['share'].sum():.6g}, expected 1")
     raise_problems(problems)
@@ -214,9 +241,20 @@ def histogram_frame(pred: Predictions, *, bins: int = HISTOGRAM_BINS) -> pd.Data
         p = pred.probs[pred.valid & (pred.labels == label)]
         counts = np.histogram(p, edges)[0]
         density = counts / (counts.sum() * np.diff(edges)) if counts.sum() else np.full(bins, np.nan)
-        rows.append(pd.DataFrame({"label": name, "bin": np.arange(bins), "lower": edges[:-1], "upper": edges[1:],
-                                  "count": counts.astype(int), "density": density, "candidates": int(p.size),
-                                  "mean": float(p.mean()) if p.size else float("nan")}))
+        rows.append(
+            pd.DataFrame(
+                {
+                    "label": name,
+                    "bin": np.arange(bins),
+                    "lower": edges[:-1],
+                    "upper": edges[1:],
+                    "count": counts.astype(int),
+                    "density": density,
+                    "candidates": int(p.size),
+                    "mean": float(p.mean()) if p.size else float("nan"),
+                }
+            )
+        )
     return pd.concat(rows, ignore_index=True)
 
 
@@ -245,9 +283,12 @@ def metrics_frame(pred: Predictions, *, seed: int = 0, n_resamples: int = N_RESA
     (['R@1', 'ECE', 'ECE debiased', 'Brier'], [1.0, 0.175, 0.175, 0.0325])
     """
     est = unc.cell_estimates([pred], seed=seed, metrics=_METRICS, n_resamples=n_resamples)
-    rows = [("R@1", est["R@1"], est["R@1 lo"], est["R@1 hi"]), ("ECE", est["ECE"], np.nan, np.nan),
-            ("ECE debiased", est["ECE debiased"], est["ECE debiased lo"], est["ECE debiased hi"]),
-            ("Brier", est["Brier"], est["Brier lo"], est["Brier hi"])]
+    rows = [
+        ("R@1", est["R@1"], est["R@1 lo"], est["R@1 hi"]),
+        ("ECE", est["ECE"], np.nan, np.nan),
+        ("ECE debiased", est["ECE debiased"], est["ECE debiased lo"], est["ECE debiased hi"]),
+        ("Brier", est["Brier"], est["Brier lo"], est["Brier hi"]),
+    ]
     return pd.DataFrame(rows, columns=["metric", "value", "lo", "hi"])
 
 
@@ -277,10 +318,21 @@ def compare_frame(a: Predictions, b: Predictions, *, seed: int = 0, n_resamples:
     """
     rows = []
     for metric in _METRICS:
-        c = unc.cell_comparison([a], [b], metric, seed=seed, alternative="two-sided", relative=False,
-                                n_resamples=n_resamples)
-        rows.append({"metric": "ECE debiased" if metric == "ECE" else metric, "a": c["a"], "b": c["b"],
-                     "change": c["change"], "lo": c["lo"], "hi": c["hi"], "pvalue": c["pvalue"], "note": c["note"]})
+        c = unc.cell_comparison(
+            [a], [b], metric, seed=seed, alternative="two-sided", relative=False, n_resamples=n_resamples
+        )
+        rows.append(
+            {
+                "metric": "ECE debiased" if metric == "ECE" else metric,
+                "a": c["a"],
+                "b": c["b"],
+                "change": c["change"],
+                "lo": c["lo"],
+                "hi": c["hi"],
+                "pvalue": c["pvalue"],
+                "note": c["note"],
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -291,12 +343,21 @@ def _condition(study: Study, condition: Condition | str) -> Condition:
     for c in study.conditions:
         if c.name == condition:
             return c
-    raise KeyError(f"condition: no {condition!r} in profile {study.cfg.profile!r}; "
-                   f"expected one of {', '.join(c.name for c in study.conditions)}")
+    raise KeyError(
+        f"condition: no {condition!r} in profile {study.cfg.profile!r}; "
+        f"expected one of {', '.join(c.name for c in study.conditions)}"
+    )
 
 
-def cell_predictions(study: Study, ranker: str, train_corpus: str, condition: Condition | str,
-                     seed: int | None = None, *, method: str | None = None) -> Predictions:
+def cell_predictions(
+    study: Study,
+    ranker: str,
+    train_corpus: str,
+    condition: Condition | str,
+    seed: int | None = None,
+    *,
+    method: str | None = None,
+) -> Predictions:
     """A cell's Predictions: one training seed's (the main seed by default), or recalibrated by ``method``.
 
     With ``method`` (one of :data:`calibrank.methods.recalibrate.METHODS`) the Predictions are those notebook 08's
@@ -308,25 +369,40 @@ def cell_predictions(study: Study, ranker: str, train_corpus: str, condition: Co
     if method is None:
         return study.get(ranker, train_corpus, cond, seed)
     if seed is not None and seed != study.main_seed:
-        raise ValueError(f"seed: a recalibrated cell is the main training seed's ({study.main_seed}), as in "
-                         f"notebook 08; got {seed}")
+        raise ValueError(
+            f"seed: a recalibrated cell is the main training seed's ({study.main_seed}), as in notebook 08; got {seed}"
+        )
     fd = fit_data(study, ranker, train_corpus)
-    recal = fit_recalibrator(method, fd.pred.probs, fd.pred.labels, pi_train=train_prior(study.cfg.negatives.train_k),
-                             k=study.k + 1)
+    recal = fit_recalibrator(
+        method, fd.pred.probs, fd.pred.labels, pi_train=train_prior(study.cfg.negatives.train_k), k=study.k + 1
+    )
     return recalibrate(drop_queries(study.get(ranker, train_corpus, cond), fd.exclude), recal)
 
 
-def _keys(study: Study, ranker: str, train_corpus: str, condition: Condition | str, seed: int | None,
-          method: str | None) -> dict[str, Any]:
+def _keys(
+    study: Study, ranker: str, train_corpus: str, condition: Condition | str, seed: int | None, method: str | None
+) -> dict[str, Any]:
     cond = _condition(study, condition)
-    keys = {"ranker": ranker, "train_corpus": train_corpus, "condition": cond.name,
-            "seed": study.main_seed if seed is None else int(seed)}
+    keys = {
+        "ranker": ranker,
+        "train_corpus": train_corpus,
+        "condition": cond.name,
+        "seed": study.main_seed if seed is None else int(seed),
+    }
     return {**keys, "method": method} if method is not None else keys
 
 
-def reliability_view(study: Study, ranker: str, train_corpus: str, condition: Condition | str, seed: int | None = None,
-                     *, method: str | None = None, n_bins: int = RELIABILITY_BINS,
-                     n_resamples: int = N_RESAMPLES) -> pd.DataFrame:
+def reliability_view(
+    study: Study,
+    ranker: str,
+    train_corpus: str,
+    condition: Condition | str,
+    seed: int | None = None,
+    *,
+    method: str | None = None,
+    n_bins: int = RELIABILITY_BINS,
+    n_resamples: int = N_RESAMPLES,
+) -> pd.DataFrame:
     """:func:`reliability_frame` of one cell (:func:`cell_predictions`), its keys first; intervals seeded by the profile seed.
 
     The buckets are those of notebook 04's :func:`calibrank.study.analysis.calibration.reliability_table`.
@@ -336,15 +412,31 @@ def reliability_view(study: Study, ranker: str, train_corpus: str, condition: Co
     return with_keys(frame, **_keys(study, ranker, train_corpus, condition, seed, method))
 
 
-def histogram_view(study: Study, ranker: str, train_corpus: str, condition: Condition | str, seed: int | None = None,
-                   *, method: str | None = None, bins: int = HISTOGRAM_BINS) -> pd.DataFrame:
+def histogram_view(
+    study: Study,
+    ranker: str,
+    train_corpus: str,
+    condition: Condition | str,
+    seed: int | None = None,
+    *,
+    method: str | None = None,
+    bins: int = HISTOGRAM_BINS,
+) -> pd.DataFrame:
     """:func:`histogram_frame` of one cell (:func:`cell_predictions`), its keys first."""
     pred = cell_predictions(study, ranker, train_corpus, condition, seed, method=method)
     return with_keys(histogram_frame(pred, bins=bins), **_keys(study, ranker, train_corpus, condition, seed, method))
 
 
-def metrics_view(study: Study, ranker: str, train_corpus: str, condition: Condition | str, seed: int | None = None,
-                 *, method: str | None = None, n_resamples: int = N_RESAMPLES) -> pd.DataFrame:
+def metrics_view(
+    study: Study,
+    ranker: str,
+    train_corpus: str,
+    condition: Condition | str,
+    seed: int | None = None,
+    *,
+    method: str | None = None,
+    n_resamples: int = N_RESAMPLES,
+) -> pd.DataFrame:
     """:func:`metrics_frame` of one cell (:func:`cell_predictions`), its keys first; R@1 named as the profile names
     it (``R10@1``); intervals seeded by the profile seed, as notebook 04's tables."""
     pred = cell_predictions(study, ranker, train_corpus, condition, seed, method=method)
@@ -353,8 +445,16 @@ def metrics_view(study: Study, ranker: str, train_corpus: str, condition: Condit
     return with_keys(frame, **_keys(study, ranker, train_corpus, condition, seed, method))
 
 
-def compare_view(study: Study, rankers: Sequence[str], train_corpus: str, condition: Condition | str,
-                 seed: int | None = None, *, method: str | None = None, n_resamples: int = N_RESAMPLES) -> pd.DataFrame:
+def compare_view(
+    study: Study,
+    rankers: Sequence[str],
+    train_corpus: str,
+    condition: Condition | str,
+    seed: int | None = None,
+    *,
+    method: str | None = None,
+    n_resamples: int = N_RESAMPLES,
+) -> pd.DataFrame:
     """:func:`compare_frame` of two rankers on one cell: ``ranker`` minus ``versus``, their keys first."""
     if len(rankers) != 2:
         raise ValueError(f"rankers: side by side compares two rankers; got {len(rankers)} ({', '.join(rankers)})")
@@ -362,12 +462,15 @@ def compare_view(study: Study, rankers: Sequence[str], train_corpus: str, condit
     frame = compare_frame(a, b, seed=study.cfg.seed, n_resamples=n_resamples)
     frame["metric"] = frame["metric"].replace({"R@1": study.recall_label})
     keys = _keys(study, rankers[0], train_corpus, condition, seed, method)
-    return with_keys(frame, **{"ranker": rankers[0], "versus": rankers[1], **{k: v for k, v in keys.items() if k != "ranker"}})
+    return with_keys(
+        frame, **{"ranker": rankers[0], "versus": rankers[1], **{k: v for k, v in keys.items() if k != "ranker"}}
+    )
 
 
 # ------------------------------------------------------------------------------ figures
-def _draw(view: str, frames: Callable[[str], pd.DataFrame], names: Sequence[str],
-          compare: Callable[[], pd.DataFrame], by: str):
+def _draw(
+    view: str, frames: Callable[[str], pd.DataFrame], names: Sequence[str], compare: Callable[[], pd.DataFrame], by: str
+):
     """The figure and table of ``view`` for ``names``: ``frames(kind)`` gives the long table of one kind."""
     if view not in VIEWS:
         raise ValueError(f"view: expected one of {', '.join(VIEWS)}; got {view!r}")
@@ -390,9 +493,17 @@ def _draw(view: str, frames: Callable[[str], pd.DataFrame], names: Sequence[str]
     return panels[0].figure, table
 
 
-def figure(study: Study, view: str = "reliability", rankers: Sequence[str] | None = None,
-           train_corpus: str | None = None, condition: Condition | str | None = None, seed: int | None = None, *,
-           method: str | None = None, n_resamples: int = N_RESAMPLES):
+def figure(
+    study: Study,
+    view: str = "reliability",
+    rankers: Sequence[str] | None = None,
+    train_corpus: str | None = None,
+    condition: Condition | str | None = None,
+    seed: int | None = None,
+    *,
+    method: str | None = None,
+    n_resamples: int = N_RESAMPLES,
+):
     """One selection of the explorer, drawn: ``(matplotlib Figure, the table it shows)``.
 
     ``view`` is one of :data:`VIEWS`; ``rankers`` default to :func:`default_rankers`, the training corpus to the
@@ -406,15 +517,23 @@ def figure(study: Study, view: str = "reliability", rankers: Sequence[str] | Non
 
     def frames(kind: str) -> pd.DataFrame:
         extra = {"n_resamples": n_resamples} if kind != "histograms" else {}
-        return pd.concat([view_of[kind](study, r, tc, cond, seed, method=method, **extra) for r in rankers],
-                         ignore_index=True)
+        return pd.concat(
+            [view_of[kind](study, r, tc, cond, seed, method=method, **extra) for r in rankers], ignore_index=True
+        )
 
-    fig, table = _draw(view, frames, rankers,
-                       lambda: compare_view(study, rankers, tc, cond, seed, method=method, n_resamples=n_resamples),
-                       by="ranker")
+    fig, table = _draw(
+        view,
+        frames,
+        rankers,
+        lambda: compare_view(study, rankers, tc, cond, seed, method=method, n_resamples=n_resamples),
+        by="ranker",
+    )
     shown_seed = study.main_seed if seed is None else seed
-    fig.suptitle(f"trained on {tc} → tested on {cond.corpus} · {cond.sampler} ({study.shift(cond, tc)}), "
-                 f"seed {shown_seed}" + (f", recalibrated: {method}" if method is not None else ""), fontsize=10)
+    fig.suptitle(
+        f"trained on {tc} → tested on {cond.corpus} · {cond.sampler} ({study.shift(cond, tc)}), "
+        f"seed {shown_seed}" + (f", recalibrated: {method}" if method is not None else ""),
+        fontsize=10,
+    )
     return fig, table
 
 
@@ -470,27 +589,44 @@ class Explorer:
             fig, table = self._draw(**self.selection())
         except (ValueError, KeyError) as exc:
             self.message = str(exc).strip("'\"")
-            self.output.outputs = ({"output_type": "display_data", "metadata": {},
-                                    "data": {"text/plain": self.message}},)
+            self.output.outputs = (
+                {"output_type": "display_data", "metadata": {}, "data": {"text/plain": self.message}},
+            )
             return
         self.message = ""
         self.figure, self.table, self.png = fig, table, _png(fig)
         plt.close(fig)  # shown through the output, not again by the notebook's backend
         self.redraws += 1
         self.output.outputs = (
-            {"output_type": "display_data", "metadata": {},
-             "data": {"image/png": self.png, "text/plain": f"<figure: {fig.texts[0].get_text() if fig.texts else ''}>"}},
-            {"output_type": "display_data", "metadata": {},
-             "data": {"text/html": table.to_html(index=False, float_format=lambda v: f"{v:.3f}", na_rep=""),
-                      "text/plain": table.to_string(index=False)}},
+            {
+                "output_type": "display_data",
+                "metadata": {},
+                "data": {
+                    "image/png": self.png,
+                    "text/plain": f"<figure: {fig.texts[0].get_text() if fig.texts else ''}>",
+                },
+            },
+            {
+                "output_type": "display_data",
+                "metadata": {},
+                "data": {
+                    "text/html": table.to_html(index=False, float_format=lambda v: f"{v:.3f}", na_rep=""),
+                    "text/plain": table.to_string(index=False),
+                },
+            },
         )
 
     def _ipython_display_(self) -> None:
         from IPython.display import display
 
         display(self.widget)
-        display({"image/png": self.static_png,
-                 "text/plain": "the selection the explorer was built with, as a plain figure"}, raw=True)
+        display(
+            {
+                "image/png": self.static_png,
+                "text/plain": "the selection the explorer was built with, as a plain figure",
+            },
+            raw=True,
+        )
 
     def __repr__(self) -> str:
         return f"Explorer({', '.join(f'{k}={v!r}' for k, v in self.selection().items())})"
@@ -500,7 +636,9 @@ def _ipywidgets():
     try:
         import ipywidgets
     except ImportError:
-        raise ImportError("the explorer needs ipywidgets (a notebook dependency of the study: pip install ipywidgets)") from None
+        raise ImportError(
+            "the explorer needs ipywidgets (a notebook dependency of the study: pip install ipywidgets)"
+        ) from None
     return ipywidgets
 
 
@@ -518,20 +656,32 @@ def explorer(study: Study, *, methods: Sequence[str] | None = None, n_resamples:
     layout, style = {"width": "auto"}, {"description_width": "initial"}
     controls: dict[str, Any] = {
         "view": widgets.ToggleButtons(options=list(VIEWS), value=VIEWS[0], description="view"),
-        "rankers": widgets.SelectMultiple(options=list(study.rankers), value=default_rankers(study),
-                                          rows=min(len(study.rankers), 8), description="rankers"),
-        "train_corpus": widgets.Dropdown(options=list(study.train_corpora), value=tc, description="trained on",
-                                         layout=layout, style=style),
-        "condition": widgets.Dropdown(options=[(f"{c.corpus} · {c.sampler}", c.name) for c in study.test_conditions()],
-                                      value=cond.name, description="tested on", layout=layout, style=style),
+        "rankers": widgets.SelectMultiple(
+            options=list(study.rankers),
+            value=default_rankers(study),
+            rows=min(len(study.rankers), 8),
+            description="rankers",
+        ),
+        "train_corpus": widgets.Dropdown(
+            options=list(study.train_corpora), value=tc, description="trained on", layout=layout, style=style
+        ),
+        "condition": widgets.Dropdown(
+            options=[(f"{c.corpus} · {c.sampler}", c.name) for c in study.test_conditions()],
+            value=cond.name,
+            description="tested on",
+            layout=layout,
+            style=style,
+        ),
     }
     if methods is None:
         seeds = study.seeds(controls["rankers"].value[0], tc, cond)
-        controls["seed"] = widgets.Dropdown(options=seeds, value=study.main_seed, description="seed", layout=layout,
-                                            style=style)
+        controls["seed"] = widgets.Dropdown(
+            options=seeds, value=study.main_seed, description="seed", layout=layout, style=style
+        )
     else:
-        controls["method"] = widgets.Dropdown(options=list(methods), value=methods[0], description="recalibrated",
-                                              layout=layout, style=style)
+        controls["method"] = widgets.Dropdown(
+            options=list(methods), value=methods[0], description="recalibrated", layout=layout, style=style
+        )
     return Explorer(controls, lambda **sel: figure(study, **sel, n_resamples=n_resamples), widgets)
 
 
@@ -550,18 +700,31 @@ def assessment_explorer(result: Any, inputs: Any, *, seed: int = 0, n_resamples:
 
     def draw(view: str, scores: Sequence[str]):
         def frames(kind: str) -> pd.DataFrame:
-            make = {"reliability": lambda p: reliability_frame(p, n_resamples=n_resamples, seed=seed),
-                    "histograms": histogram_frame,
-                    "metrics": lambda p: metrics_frame(p, seed=seed, n_resamples=n_resamples)}[kind]
+            make = {
+                "reliability": lambda p: reliability_frame(p, n_resamples=n_resamples, seed=seed),
+                "histograms": histogram_frame,
+                "metrics": lambda p: metrics_frame(p, seed=seed, n_resamples=n_resamples),
+            }[kind]
             return pd.concat([with_keys(make(preds[n]), scores=n) for n in scores], ignore_index=True)
 
-        fig, table = _draw(view, frames, scores, lambda: with_keys(compare_frame(
-            preds[scores[0]], preds[scores[1]], seed=seed, n_resamples=n_resamples), scores=scores[0], versus=scores[1]),
-            by="scores")
+        fig, table = _draw(
+            view,
+            frames,
+            scores,
+            lambda: with_keys(
+                compare_frame(preds[scores[0]], preds[scores[1]], seed=seed, n_resamples=n_resamples),
+                scores=scores[0],
+                versus=scores[1],
+            ),
+            by="scores",
+        )
         fig.suptitle(f"{inputs.test.source}: test queries", fontsize=10)
         return fig, table
 
-    controls = {"view": widgets.ToggleButtons(options=list(VIEWS), value=VIEWS[0], description="view"),
-                "scores": widgets.SelectMultiple(options=list(preds), value=chosen, rows=min(len(preds), 8),
-                                                 description="scores")}
+    controls = {
+        "view": widgets.ToggleButtons(options=list(VIEWS), value=VIEWS[0], description="view"),
+        "scores": widgets.SelectMultiple(
+            options=list(preds), value=chosen, rows=min(len(preds), 8), description="scores"
+        ),
+    }
     return Explorer(controls, draw, widgets)

@@ -16,12 +16,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from calibrank.predictions import Predictions
 from calibrank.atomic import DigestMismatch, atomic_path, atomic_recorded, check_recorded, write_json
+from calibrank.predictions import Predictions
+from calibrank.study.analysis.load import Study
 from calibrank.study.paths import report_dir
 from calibrank.study.settings.schema import Config
 from calibrank.table_checks import raise_problems, rows_expected
-from calibrank.study.analysis.load import Study
 
 REPORT_TABLES = ("table1_bert", "table2_ece_change")
 """Notebook 04's tables that :func:`.papers.paper_comparison` reads back from the CSV files."""
@@ -73,19 +73,26 @@ def export_tables(profile: str | Config, tables: Mapping[str, pd.DataFrame], *, 
             frame.to_csv(tmp, index=False)
         out[name] = dest
     if notebook:
-        write_json(folder / f"{_slug(notebook)}.json", {"notebook": notebook, "tables": sorted(p.name for p in out.values())})
+        write_json(
+            folder / f"{_slug(notebook)}.json", {"notebook": notebook, "tables": sorted(p.name for p in out.values())}
+        )
     _check_exported(tables, out)
     return out
 
 
 def _check_exported(tables: Mapping[str, pd.DataFrame], written: Mapping[str, Path]) -> None:
     """Every table is a file, and those :data:`REPORT_TABLES` read back from it have all their rows."""
-    problems = [f"exported tables: {name!r} -> {path} does not exist, expected a CSV file"
-                for name, path in written.items() if not Path(path).is_file()]
+    problems = [
+        f"exported tables: {name!r} -> {path} does not exist, expected a CSV file"
+        for name, path in written.items()
+        if not Path(path).is_file()
+    ]
     for name in REPORT_TABLES:
         if name in written and Path(written[name]).is_file() and len(pd.read_csv(written[name])) != len(tables[name]):
-            problems.append(f"exported tables: {name}.csv cannot be read back from {written[name]}, expected "
-                            f"{len(tables[name])} rows")
+            problems.append(
+                f"exported tables: {name}.csv cannot be read back from {written[name]}, expected "
+                f"{len(tables[name])} rows"
+            )
     raise_problems(problems)
 
 
@@ -157,7 +164,9 @@ def write_trec_runs(study: Study, split: str = "test", out_dir: Path | None = No
             with atomic_path(qdest) as tmp:
                 tmp.write_text("\n".join(qrel_lines) + "\n", encoding="utf-8")
             written_qrels.add(cond.name)
-            rows.append({"kind": "qrels", "run": "", "condition": cond.name, "lines": len(qrel_lines), "path": str(qdest)})
+            rows.append(
+                {"kind": "qrels", "run": "", "condition": cond.name, "lines": len(qrel_lines), "path": str(qdest)}
+            )
     out = pd.DataFrame(rows, columns=["kind", "run", "condition", "lines", "path"])
     _check_trec_runs(study, out, split)
     return out
@@ -165,6 +174,11 @@ def write_trec_runs(study: Study, split: str = "test", out_dir: Path | None = No
 
 def _check_trec_runs(study: Study, files: pd.DataFrame, split: str) -> None:
     """A run file for every cell of ``split`` (:meth:`calibrank.study.analysis.load.Study.expected_cells`)."""
-    raise_problems(rows_expected("trec runs", files[files["kind"] == "run"], ("run", "condition"),
-                                 [(f"{r}-{tc}", study.condition(c, s, split).name)
-                                  for r, tc, c, s in study.expected_cells(split)]))
+    raise_problems(
+        rows_expected(
+            "trec runs",
+            files[files["kind"] == "run"],
+            ("run", "condition"),
+            [(f"{r}-{tc}", study.condition(c, s, split).name) for r, tc, c, s in study.expected_cells(split)],
+        )
+    )

@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from calibrank.predictions import Predictions, PredictionsError
 from calibrank.study.data.conditions import (
     Condition,
     eval_conditions,
@@ -19,7 +20,6 @@ from calibrank.study.data.conditions import (
     shift_kind,
 )
 from calibrank.study.data.querysets import MissingStepError
-from calibrank.predictions import Predictions, PredictionsError
 from calibrank.study.settings import registry
 from calibrank.study.settings.config import load_config, training_seeds
 from calibrank.study.settings.schema import Config
@@ -116,8 +116,10 @@ class Study:
         named = int(m.group(1)) if m else self.main_seed
         stored = pred.meta.get("seed")
         if stored is None or int(stored) != named:
-            raise PredictionsError(f"{path}: its sidecar says seed {stored!r} but its name says seed {named}; "
-                                   "rerun the 03 step that writes it")
+            raise PredictionsError(
+                f"{path}: its sidecar says seed {stored!r} but its name says seed {named}; "
+                "rerun the 03 step that writes it"
+            )
         return named
 
     @staticmethod
@@ -153,14 +155,23 @@ class Study:
 
     def cell_keys(self, train_corpus: str, condition: Condition) -> dict[str, str]:
         """The columns that name a test cell in every table: training corpus, test corpus, sampler, shift."""
-        return {"train_corpus": train_corpus, "corpus": condition.corpus, "sampler": condition.sampler,
-                "shift": self.shift(condition, train_corpus)}
+        return {
+            "train_corpus": train_corpus,
+            "corpus": condition.corpus,
+            "sampler": condition.sampler,
+            "shift": self.shift(condition, train_corpus),
+        }
 
     def expected_cells(self, split: str = "test", rankers: Iterable[str] | None = None) -> list[tuple[str, ...]]:
         """The :data:`CELL_KEYS` of every cell the profile predicts on ``split`` (validation: S > 1 only,
         :func:`calibrank.study.data.conditions.ranker_conditions`): the rows a table over cells must hold."""
-        return [(r, tc, c.corpus, c.sampler) for r in (rankers if rankers is not None else self.rankers)
-                for tc in self.train_corpora for c in ranker_conditions(self.cfg, r) if c.split == split]
+        return [
+            (r, tc, c.corpus, c.sampler)
+            for r in (rankers if rankers is not None else self.rankers)
+            for tc in self.train_corpora
+            for c in ranker_conditions(self.cfg, r)
+            if c.split == split
+        ]
 
     def cells(self, split: str = "test", rankers: Iterable[str] | None = None):
         """``(ranker, train_corpus, condition)`` for every cell of ``split`` that has Predictions
@@ -210,8 +221,15 @@ def overview(study: Study) -> pd.DataFrame:
     for r in study.rankers:
         cells = [key for key in study.paths if key[0] == r]
         seeds = sorted({s for _, tc, c in cells for s in study.seeds(r, tc, by_name[c])})
-        rows.append({"ranker": r, "method": display_name(r), "S": study.n_samples(r),
-                     "seeds": ", ".join(map(str, seeds)), "Predictions files": sum(len(study.paths[k]) for k in cells)})
+        rows.append(
+            {
+                "ranker": r,
+                "method": display_name(r),
+                "S": study.n_samples(r),
+                "seeds": ", ".join(map(str, seeds)),
+                "Predictions files": sum(len(study.paths[k]) for k in cells),
+            }
+        )
     out = pd.DataFrame(rows)
     _check_overview(study, out)
     return out
@@ -222,6 +240,8 @@ def _check_overview(study: Study, table: pd.DataFrame) -> None:
     name, keys = "rankers", ("ranker",)
     samples = pd.to_numeric(table["S"], errors="coerce")
     stochastic = table["ranker"].isin(registry.of_family(registry.Family.stochastic))
-    raise_problems(rows_expected(name, table, keys, [(r,) for r in study.rankers])
-                   + rows_failing(name, table, samples >= 1, keys, "S >= 1", ["S"])
-                   + rows_failing(name, table, ~stochastic | (samples > 1), keys, "S > 1 for a stochastic ranker", ["S"]))
+    raise_problems(
+        rows_expected(name, table, keys, [(r,) for r in study.rankers])
+        + rows_failing(name, table, samples >= 1, keys, "S >= 1", ["S"])
+        + rows_failing(name, table, ~stochastic | (samples > 1), keys, "S > 1 for a stochastic ranker", ["S"])
+    )

@@ -72,7 +72,7 @@ class NotaSet:
         """Candidates per query after removal (``K - 1``)."""
         return int(self.pred.labels.shape[1])
 
-    def apply(self, other: Predictions) -> "NotaSet":
+    def apply(self, other: Predictions) -> NotaSet:
         """The same removal applied to another ranker's Predictions on the same queries and labels.
 
         Use it to pair, e.g., the ensemble's variances with MC Dropout's means (``+var[R^E]``).
@@ -254,7 +254,9 @@ def cross_validate_nota(
     t = t.astype(np.int8)
     counts = np.bincount(t, minlength=2)
     if counts.min() < folds:
-        raise ValueError(f"each class needs at least folds={folds} examples; got {counts[0]} answerable, {counts[1]} NOTA")
+        raise ValueError(
+            f"each class needs at least folds={folds} examples; got {counts[0]} answerable, {counts[1]} NOTA"
+        )
     cv = StratifiedKFold(n_splits=int(folds), shuffle=True, random_state=seed)
     scores = []
     oof = np.full(t.shape, -1, dtype=np.int8)
@@ -322,6 +324,20 @@ def compare_inputs(results: dict[str, NotaResult], base: str = "E[R]", *, alpha:
         df[f"{col}_holm"] = adjusted
     df["significant"] = np.nan_to_num(df["pvalue_holm"].to_numpy(), nan=1.0) < alpha
     return df[
-        ["input", "f1_mean", "f1_sd", "f1_lo", "f1_hi", "folds", "rel_change", "statistic", "pvalue", "pvalue_worse",
-         "pvalue_holm", "pvalue_worse_holm", "significant", "note"]
+        [
+            "input",
+            "f1_mean",
+            "f1_sd",
+            "f1_lo",
+            "f1_hi",
+            "folds",
+            "rel_change",
+            "statistic",
+            "pvalue",
+            "pvalue_worse",
+            "pvalue_holm",
+            "pvalue_worse_holm",
+            "significant",
+            "note",
+        ]
     ]

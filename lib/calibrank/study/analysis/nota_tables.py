@@ -6,9 +6,10 @@ import numpy as np
 import pandas as pd
 
 from calibrank.metrics.stats import holm
-from calibrank.table_checks import describe, in_range, not_nan, raise_problems, rows_failing
-from calibrank.study.analysis import nota, uncertainty as unc
+from calibrank.study.analysis import nota
+from calibrank.study.analysis import uncertainty as unc
 from calibrank.study.analysis.load import Study, with_keys
+from calibrank.table_checks import describe, in_range, not_nan, raise_problems, rows_failing
 
 # ------------------------------------------------------------------------------ NOTA (06)
 NOTA_FOLDS = 5
@@ -54,13 +55,17 @@ def nota_table(
             else:
                 continue
             base_set = nota.make_nota_set(study.get(means_from, tc, cond), seed=seed)
-            results = {"E[R]": nota.cross_validate_nota(nota.nota_features(base_set, "mean"), base_set.y,
-                                                        seed=seed, folds=folds, n_estimators=n_estimators)}
+            results = {
+                "E[R]": nota.cross_validate_nota(
+                    nota.nota_features(base_set, "mean"), base_set.y, seed=seed, folds=folds, n_estimators=n_estimators
+                )
+            }
             for r in var_sources:
                 other = base_set if r == means_from else base_set.apply(study.get(r, tc, cond))
                 x = nota.nota_features(base_set, "mean+var", var_from=other)
-                results[f"+var[{r}]"] = nota.cross_validate_nota(x, base_set.y, seed=seed, folds=folds,
-                                                                 n_estimators=n_estimators)
+                results[f"+var[{r}]"] = nota.cross_validate_nota(
+                    x, base_set.y, seed=seed, folds=folds, n_estimators=n_estimators
+                )
             cmp = nota.compare_inputs(results, "E[R]", alpha=alpha)
             rows.append(with_keys(cmp, table=table, **study.cell_keys(tc, cond), means_from=means_from))
     if not rows:
@@ -75,8 +80,10 @@ def nota_table(
     worse = out["pvalue_worse_holm"].fillna(1.0) < alpha
     out["significant"] = better
     out["mark"] = np.where(better, unc.IMPROVED, np.where(worse, unc.WORSE, ""))
-    out["F1 [95% CI]"] = [unc.format_interval(m, lo, hi) + (f" {mk}" if mk else "")
-                          for m, lo, hi, mk in zip(out["f1_mean"], out["f1_lo"], out["f1_hi"], out["mark"])]
+    out["F1 [95% CI]"] = [
+        unc.format_interval(m, lo, hi) + (f" {mk}" if mk else "")
+        for m, lo, hi, mk in zip(out["f1_mean"], out["f1_lo"], out["f1_hi"], out["mark"])
+    ]
     _check_nota(out, 1 + len(var_sources), folds)
     return out
 
@@ -87,16 +94,31 @@ def _check_nota(table: pd.DataFrame, n_inputs: int, folds: int) -> None:
     only on a gain."""
     name, cond = "nota", ("table", "train_corpus", "corpus", "sampler")
     keys = (*cond, "input")
-    problems = [f"{name}: {describe(dict(zip(cond, key)), cond)}: expected {n_inputs} inputs (E[R] and +var per "
-                f"stochastic ranker), found {len(inputs)}: {', '.join(inputs)}"
-                for key, inputs in table.groupby(list(cond), sort=False)["input"] if len(inputs) != n_inputs]
+    problems = [
+        f"{name}: {describe(dict(zip(cond, key)), cond)}: expected {n_inputs} inputs (E[R] and +var per "
+        f"stochastic ranker), found {len(inputs)}: {', '.join(inputs)}"
+        for key, inputs in table.groupby(list(cond), sort=False)["input"]
+        if len(inputs) != n_inputs
+    ]
     problems += in_range(name, table, "f1_mean", keys, 0, 1) + not_nan(name, table, ["f1_sd"], keys)
     problems += rows_failing(name, table, table["folds"] == folds, keys, f"folds {folds}", ["folds"])
     problems += in_range(name, table, "pvalue", keys, 0, 1, allow_nan=True)
-    problems += rows_failing(name, table, ~((table["input"] == "E[R]") & table["pvalue"].notna()), keys,
-                             "no pvalue on the base input E[R] (nothing to compare)", ["pvalue"])
-    problems += rows_failing(name, table, ~((table["mark"] == unc.IMPROVED) & (table["rel_change"] <= 0)), keys,
-                             f"the mark {unc.IMPROVED} on a gain only (rel_change > 0)", ["mark", "rel_change"])
+    problems += rows_failing(
+        name,
+        table,
+        ~((table["input"] == "E[R]") & table["pvalue"].notna()),
+        keys,
+        "no pvalue on the base input E[R] (nothing to compare)",
+        ["pvalue"],
+    )
+    problems += rows_failing(
+        name,
+        table,
+        ~((table["mark"] == unc.IMPROVED) & (table["rel_change"] <= 0)),
+        keys,
+        f"the mark {unc.IMPROVED} on a gain only (rel_change > 0)",
+        ["mark", "rel_change"],
+    )
     raise_problems(problems)
 
 

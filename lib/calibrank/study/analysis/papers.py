@@ -30,9 +30,27 @@ _PH_T3 = {  # relative R10@1 change of the risk-aware ranker over the mean ranke
     "udc_dstc8": [(0.00, 0.00), (0.00, 0.00), (0.42, -0.06), (6.32, 3.83), (16.39, 17.18)],
 }
 _PH_NOTA = {  # NOTA macro-F1: (E[R^D], +var[R^E], +var[R^D]) per test column (Tables 4 and 5)
-    "mantis": [(0.635, 0.686, 0.792), (0.669, 0.731, 0.855), (0.571, 0.590, 0.621), (0.557, 0.604, 0.698), (0.534, 0.587, 0.647)],
-    "msdialog": [(0.561, 0.598, 0.633), (0.662, 0.702, 0.699), (0.596, 0.566, 0.655), (0.505, 0.606, 0.702), (0.522, 0.611, 0.653)],
-    "udc_dstc8": [(0.527, 0.665, 0.738), (0.523, 0.691, 0.757), (0.787, 0.829, 0.807), (0.565, 0.800, 0.942), (0.506, 0.755, 0.821)],
+    "mantis": [
+        (0.635, 0.686, 0.792),
+        (0.669, 0.731, 0.855),
+        (0.571, 0.590, 0.621),
+        (0.557, 0.604, 0.698),
+        (0.534, 0.587, 0.647),
+    ],
+    "msdialog": [
+        (0.561, 0.598, 0.633),
+        (0.662, 0.702, 0.699),
+        (0.596, 0.566, 0.655),
+        (0.505, 0.606, 0.702),
+        (0.522, 0.611, 0.653),
+    ],
+    "udc_dstc8": [
+        (0.527, 0.665, 0.738),
+        (0.523, 0.691, 0.757),
+        (0.787, 0.829, 0.807),
+        (0.565, 0.800, 0.942),
+        (0.506, 0.755, 0.821),
+    ],
 }
 
 
@@ -46,10 +64,23 @@ def _ph_long() -> pd.DataFrame:
             e_ens, e_mc = _PH_T2[tc][i]
             ra_ens, ra_mc = _PH_T3[tc][i]
             f_base, f_ens, f_mc = _PH_NOTA[tc][i]
-            rows.append({"train_corpus": tc, "corpus": corpus, "sampler": sampler, "shift": shift,
-                         "R10@1": r, "ECE 1:1": e, "ECE change ensemble": e_ens / 100, "ECE change mc_dropout": e_mc / 100,
-                         "RA change ensemble": ra_ens / 100, "RA change mc_dropout": ra_mc / 100,
-                         "NOTA E[R]": f_base, "NOTA +var[ensemble]": f_ens, "NOTA +var[mc_dropout]": f_mc})
+            rows.append(
+                {
+                    "train_corpus": tc,
+                    "corpus": corpus,
+                    "sampler": sampler,
+                    "shift": shift,
+                    "R10@1": r,
+                    "ECE 1:1": e,
+                    "ECE change ensemble": e_ens / 100,
+                    "ECE change mc_dropout": e_mc / 100,
+                    "RA change ensemble": ra_ens / 100,
+                    "RA change mc_dropout": ra_mc / 100,
+                    "NOTA E[R]": f_base,
+                    "NOTA +var[ensemble]": f_ens,
+                    "NOTA +var[mc_dropout]": f_mc,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -58,19 +89,46 @@ PENHA_HAUFF = _ph_long()
 
 # GPF-BERT (ICASSP 2023) Table 1 (in-domain) and Table 2 (shift): (R10@1, MAP, ECE) means over 5 seeds.
 _GPF_IN = {
-    "msdialog": {"bert": (0.682, 0.800, 0.125), "mc_dropout": (0.673, 0.796, 0.110), "ensemble": (0.680, 0.800, 0.115),
-                 "sngp": (0.659, 0.783, 0.110), "gpf_bert": (0.681, 0.799, 0.025)},
-    "mantis": {"bert": (0.590, 0.713, 0.169), "mc_dropout": (0.591, 0.713, 0.152), "ensemble": (0.592, 0.713, 0.157),
-               "sngp": (0.597, 0.719, 0.147), "gpf_bert": (0.614, 0.729, 0.025)},
-    "udc_dstc8": {"bert": (0.810, 0.880, 0.037), "mc_dropout": (0.809, 0.878, 0.033), "ensemble": (0.810, 0.879, 0.034),
-                  "sngp": (0.806, 0.877, 0.033), "gpf_bert": (0.818, 0.885, 0.016)},
+    "msdialog": {
+        "bert": (0.682, 0.800, 0.125),
+        "mc_dropout": (0.673, 0.796, 0.110),
+        "ensemble": (0.680, 0.800, 0.115),
+        "sngp": (0.659, 0.783, 0.110),
+        "gpf_bert": (0.681, 0.799, 0.025),
+    },
+    "mantis": {
+        "bert": (0.590, 0.713, 0.169),
+        "mc_dropout": (0.591, 0.713, 0.152),
+        "ensemble": (0.592, 0.713, 0.157),
+        "sngp": (0.597, 0.719, 0.147),
+        "gpf_bert": (0.614, 0.729, 0.025),
+    },
+    "udc_dstc8": {
+        "bert": (0.810, 0.880, 0.037),
+        "mc_dropout": (0.809, 0.878, 0.033),
+        "ensemble": (0.810, 0.879, 0.034),
+        "sngp": (0.806, 0.877, 0.033),
+        "gpf_bert": (0.818, 0.885, 0.016),
+    },
 }
 _GPF_SHIFT_ECE = {  # ECE under shift (train -> test), GPF-BERT Table 2
     ("msdialog", "mantis"): {"bert": 0.343, "mc_dropout": 0.328, "ensemble": 0.331, "sngp": 0.307, "gpf_bert": 0.206},
-    ("msdialog", "udc_dstc8"): {"bert": 0.109, "mc_dropout": 0.092, "ensemble": 0.097, "sngp": 0.085, "gpf_bert": 0.026},
+    ("msdialog", "udc_dstc8"): {
+        "bert": 0.109,
+        "mc_dropout": 0.092,
+        "ensemble": 0.097,
+        "sngp": 0.085,
+        "gpf_bert": 0.026,
+    },
     ("mantis", "msdialog"): {"bert": 0.514, "mc_dropout": 0.497, "ensemble": 0.503, "sngp": 0.485, "gpf_bert": 0.364},
     ("mantis", "udc_dstc8"): {"bert": 0.071, "mc_dropout": 0.061, "ensemble": 0.064, "sngp": 0.059, "gpf_bert": 0.025},
-    ("udc_dstc8", "msdialog"): {"bert": 0.616, "mc_dropout": 0.622, "ensemble": 0.610, "sngp": 0.607, "gpf_bert": 0.528},
+    ("udc_dstc8", "msdialog"): {
+        "bert": 0.616,
+        "mc_dropout": 0.622,
+        "ensemble": 0.610,
+        "sngp": 0.607,
+        "gpf_bert": 0.528,
+    },
     ("udc_dstc8", "mantis"): {"bert": 0.510, "mc_dropout": 0.537, "ensemble": 0.508, "sngp": 0.494, "gpf_bert": 0.400},
 }
 _PGDRR_SHIFT_ECE = {  # PG-DRR (AAAI 2023) Table 3
@@ -78,8 +136,20 @@ _PGDRR_SHIFT_ECE = {  # PG-DRR (AAAI 2023) Table 3
     ("mantis", "msdialog"): {"bert": 0.514, "mc_dropout": 0.497, "ensemble": 0.503, "sngp": 0.485, "pg_drr": 0.091},
 }
 _PGDRR_IN = {  # PG-DRR Table 1: (R10@1, MAP); its ECE is only in a figure
-    "msdialog": {"bert": (0.658, 0.782), "mc_dropout": (0.644, 0.776), "ensemble": (0.678, 0.798), "sngp": (0.600, 0.744), "pg_drr": (0.656, 0.784)},
-    "mantis": {"bert": (0.556, 0.683), "mc_dropout": (0.562, 0.688), "ensemble": (0.553, 0.681), "sngp": (0.545, 0.680), "pg_drr": (0.606, 0.731)},
+    "msdialog": {
+        "bert": (0.658, 0.782),
+        "mc_dropout": (0.644, 0.776),
+        "ensemble": (0.678, 0.798),
+        "sngp": (0.600, 0.744),
+        "pg_drr": (0.656, 0.784),
+    },
+    "mantis": {
+        "bert": (0.556, 0.683),
+        "mc_dropout": (0.562, 0.688),
+        "ensemble": (0.553, 0.681),
+        "sngp": (0.545, 0.680),
+        "pg_drr": (0.606, 0.731),
+    },
 }
 
 
@@ -87,17 +157,47 @@ def _papers_2023() -> pd.DataFrame:
     rows = []
     for corpus, by_ranker in _GPF_IN.items():
         for r, (rec, ap, e) in by_ranker.items():
-            rows.append({"paper": "GPF-BERT Table 1", "setting": "in-domain", "train_corpus": corpus, "corpus": corpus,
-                         "ranker": r, "R10@1": rec, "MAP": ap, "ECE": e})
+            rows.append(
+                {
+                    "paper": "GPF-BERT Table 1",
+                    "setting": "in-domain",
+                    "train_corpus": corpus,
+                    "corpus": corpus,
+                    "ranker": r,
+                    "R10@1": rec,
+                    "MAP": ap,
+                    "ECE": e,
+                }
+            )
     for corpus, in_domain in _PGDRR_IN.items():
         for r, (rec, ap) in in_domain.items():
-            rows.append({"paper": "PG-DRR Table 1", "setting": "in-domain", "train_corpus": corpus, "corpus": corpus,
-                         "ranker": r, "R10@1": rec, "MAP": ap, "ECE": np.nan})
+            rows.append(
+                {
+                    "paper": "PG-DRR Table 1",
+                    "setting": "in-domain",
+                    "train_corpus": corpus,
+                    "corpus": corpus,
+                    "ranker": r,
+                    "R10@1": rec,
+                    "MAP": ap,
+                    "ECE": np.nan,
+                }
+            )
     for paper, table in (("GPF-BERT Table 2", _GPF_SHIFT_ECE), ("PG-DRR Table 3", _PGDRR_SHIFT_ECE)):
         for (tc, corpus), shift_ece in table.items():
             for r, shifted in shift_ece.items():
-                rows.append({"paper": paper, "setting": "shift", "train_corpus": tc, "corpus": corpus, "ranker": r,
-                             "R10@1": np.nan, "MAP": np.nan, "ECE": shifted})
+                rows.append(
+                    {
+                        "paper": paper,
+                        "setting": "shift",
+                        "train_corpus": tc,
+                        "corpus": corpus,
+                        "ranker": r,
+                        "R10@1": np.nan,
+                        "MAP": np.nan,
+                        "ECE": shifted,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -133,40 +233,65 @@ def paper_comparison(tables: Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFra
             theirs = ph[ph["shift"] == kind]
             if ours.empty and theirs.empty:
                 continue
-            rows.append({"condition": kind, "conditions (ours)": len(ours), f"{rl} (ours)": _mean(ours[rl]),
-                         "R10@1 (paper)": _mean(theirs["R10@1"]), "ECE 1:1 (ours)": _mean(ours["ECE 1:1"]),
-                         "ECE 1:1 (paper)": _mean(theirs["ECE 1:1"])})
+            rows.append(
+                {
+                    "condition": kind,
+                    "conditions (ours)": len(ours),
+                    f"{rl} (ours)": _mean(ours[rl]),
+                    "R10@1 (paper)": _mean(theirs["R10@1"]),
+                    "ECE 1:1 (ours)": _mean(ours["ECE 1:1"]),
+                    "ECE 1:1 (paper)": _mean(theirs["ECE 1:1"]),
+                }
+            )
         out["table1"] = pd.DataFrame(rows)
     t2 = tables.get("table2_ece_change")
     if t2 is not None and not t2.empty:
         rows = []
         for ranker, grp in t2.groupby("ranker", sort=False):
             col = f"ECE change {ranker}"
-            rows.append({"ranker": ranker, "conditions (ours)": len(grp), "lower ECE than bert (ours)":
-                         f"{int((grp['rel_change'] < 0).sum())} of {int(grp['rel_change'].notna().sum())}",
-                         "mean ECE change (ours)": _mean(grp["rel_change"]),
-                         "mean ECE change (paper)": _mean(ph[col]) if col in ph else float("nan")})
+            rows.append(
+                {
+                    "ranker": ranker,
+                    "conditions (ours)": len(grp),
+                    "lower ECE than bert (ours)": f"{int((grp['rel_change'] < 0).sum())} of {int(grp['rel_change'].notna().sum())}",
+                    "mean ECE change (ours)": _mean(grp["rel_change"]),
+                    "mean ECE change (paper)": _mean(ph[col]) if col in ph else float("nan"),
+                }
+            )
         out["table2"] = pd.DataFrame(rows)
     t3 = tables.get("table3_risk_aware")
     if t3 is not None and not t3.empty:
         rows = []
         for ranker, grp in t3.groupby("ranker", sort=False):
             col = f"RA change {ranker}"
-            rows.append({"ranker": ranker, "conditions (ours)": len(grp),
-                         "mean R@1 change (ours)": _mean(grp["rel_change"]),
-                         "mean R@1 change (paper)": _mean(ph[col]) if col in ph else float("nan"),
-                         "b > 0 chosen (ours)": f"{int((grp['b'] > 0).sum())} of {len(grp)}"})
+            rows.append(
+                {
+                    "ranker": ranker,
+                    "conditions (ours)": len(grp),
+                    "mean R@1 change (ours)": _mean(grp["rel_change"]),
+                    "mean R@1 change (paper)": _mean(ph[col]) if col in ph else float("nan"),
+                    "b > 0 chosen (ours)": f"{int((grp['b'] > 0).sum())} of {len(grp)}",
+                }
+            )
         out["table3"] = pd.DataFrame(rows)
     nt = tables.get("nota_tables_4_5")
     if nt is not None and not nt.empty:
         rows = []
         for (table, inp), grp in nt[nt["input"] != "E[R]"].groupby(["table", "input"], sort=False):
-            ranker = inp[len("+var["):-1] if inp.startswith("+var[") else inp
+            ranker = inp[len("+var[") : -1] if inp.startswith("+var[") else inp
             theirs = ph[ph["shift"].isin(["cross-NS"] if "cross-NS" in table else ["in distribution", "cross-domain"])]
             col = f"NOTA {inp}"
             paper = _mean((theirs[col] - theirs["NOTA E[R]"]) / theirs["NOTA E[R]"]) if col in theirs else float("nan")
-            rows.append({"table": table, "input": inp, "ranker": ranker, "conditions (ours)": len(grp),
-                         "mean F1 change (ours)": _mean(grp["rel_change"]), "mean F1 change (paper)": paper})
+            rows.append(
+                {
+                    "table": table,
+                    "input": inp,
+                    "ranker": ranker,
+                    "conditions (ours)": len(grp),
+                    "mean F1 change (ours)": _mean(grp["rel_change"]),
+                    "mean F1 change (paper)": paper,
+                }
+            )
         out["nota"] = pd.DataFrame(rows)
     ind = tables.get("paper2023_in_domain")
     if ind is not None and not ind.empty:
@@ -176,9 +301,17 @@ def paper_comparison(tables: Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFra
             mine = p[p["ranker"] == ranker]
             gpf = mine[mine["paper"].str.startswith("GPF")]
             mine = gpf if len(gpf) else mine  # GPF-BERT Table 1 (with ECE) where it ran the ranker, else PG-DRR's
-            rows.append({"ranker": ranker, "paper": mine["paper"].iloc[0] if len(mine) else "",
-                         "R10@1 (ours)": _mean(grp["R@1 mean"]), "R10@1 (paper)": _mean(mine["R10@1"]),
-                         "MAP (ours)": _mean(grp["MAP mean"]), "MAP (paper)": _mean(mine["MAP"]),
-                         "ECE (ours)": _mean(grp["ECE mean"]), "ECE (paper)": _mean(mine["ECE"])})
+            rows.append(
+                {
+                    "ranker": ranker,
+                    "paper": mine["paper"].iloc[0] if len(mine) else "",
+                    "R10@1 (ours)": _mean(grp["R@1 mean"]),
+                    "R10@1 (paper)": _mean(mine["R10@1"]),
+                    "MAP (ours)": _mean(grp["MAP mean"]),
+                    "MAP (paper)": _mean(mine["MAP"]),
+                    "ECE (ours)": _mean(grp["ECE mean"]),
+                    "ECE (paper)": _mean(mine["ECE"]),
+                }
+            )
         out["in_domain_2023"] = pd.DataFrame(rows)
     return out

@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from calibrank.study.settings.registry import RANKERS
 from calibrank.study.analysis.efficiency import CLOCKS, clock_view
+from calibrank.study.settings.registry import RANKERS
 
 __all__ = [
     "band",
@@ -60,9 +60,13 @@ def style(*, font_scale: float = 1.0) -> Iterator[None]:
     A context (as :func:`seaborn.axes_style`), so the caller's own matplotlib settings are left as they were;
     axes made inside it keep the look when drawn later.
     """
-    rc = {**sns.axes_style("whitegrid"), **sns.plotting_context("paper", font_scale=font_scale),
-          "legend.frameon": False, "axes.titlesize": 10 * font_scale,
-          "axes.prop_cycle": mpl.cycler(color=sns.color_palette(CATEGORY_PALETTE))}
+    rc = {
+        **sns.axes_style("whitegrid"),
+        **sns.plotting_context("paper", font_scale=font_scale),
+        "legend.frameon": False,
+        "axes.titlesize": 10 * font_scale,
+        "axes.prop_cycle": mpl.cycler(color=sns.color_palette(CATEGORY_PALETTE)),
+    }
     # Only the keys it sets are restored: matplotlib's rc_context restores every key, and in a notebook the
     # inline backend then stops showing the figures made after it.
     before = {key: mpl.rcParams[key] for key in rc}
@@ -112,8 +116,9 @@ def band(ax, x, lo, hi, color) -> None:
 def _grid(n: int, ncols: int, size: tuple[float, float], sharey: bool = True):
     ncols = max(1, min(ncols, n))
     nrows = int(np.ceil(n / ncols))
-    fig, axes = plt.subplots(nrows, ncols, figsize=(size[0] * ncols, size[1] * nrows), squeeze=False,
-                             sharey=sharey, constrained_layout=True)
+    fig, axes = plt.subplots(
+        nrows, ncols, figsize=(size[0] * ncols, size[1] * nrows), squeeze=False, sharey=sharey, constrained_layout=True
+    )
     flat = list(axes.ravel())
     for ax in flat[n:]:
         ax.set_visible(False)
@@ -122,7 +127,11 @@ def _grid(n: int, ncols: int, size: tuple[float, float], sharey: bool = True):
 
 def _panels(axes, n: int, ncols: int, size: tuple[float, float], sharey: bool = True):
     if n == 0:  # nothing to draw: one empty panel that says so
-        ax = np.atleast_1d(axes).ravel()[0] if axes is not None else plt.subplots(figsize=size, constrained_layout=True)[1]
+        ax = (
+            np.atleast_1d(axes).ravel()[0]
+            if axes is not None
+            else plt.subplots(figsize=size, constrained_layout=True)[1]
+        )
         ax.text(0.5, 0.5, "nothing to show in this profile", ha="center", va="center", transform=ax.transAxes)
         ax.set_axis_off()
         return [ax]
@@ -151,8 +160,18 @@ def plot_length_histograms(lengths: pd.DataFrame, *, max_words: int = 120, axes=
         if len(sub):
             label = {c: f"{c} (median {int(g['words'].median())})" for c, g in sub.groupby("corpus", sort=False)}
             shown = sub.assign(words=sub["words"].clip(upper=max_words), corpus=sub["corpus"].map(label))
-            sns.histplot(shown, x="words", hue="corpus", bins=bins, stat="density", common_norm=False, element="step",
-                         alpha=0.3, palette={label[c]: colors[c] for c in label}, ax=ax)
+            sns.histplot(
+                shown,
+                x="words",
+                hue="corpus",
+                bins=bins,
+                stat="density",
+                common_norm=False,
+                element="step",
+                alpha=0.3,
+                palette={label[c]: colors[c] for c in label},
+                ax=ax,
+            )
         ax.set_xlabel(f"{part} length in words (clipped at {max_words})")
         ax.set_ylabel("density")
         ax.set_title(f"{part.capitalize()} length")
@@ -160,7 +179,9 @@ def plot_length_histograms(lengths: pd.DataFrame, *, max_words: int = 120, axes=
 
 
 @styled
-def plot_training_curves(history: pd.DataFrame, validation: pd.DataFrame, *, metric_name: str = "validation R@1", axes=None):
+def plot_training_curves(
+    history: pd.DataFrame, validation: pd.DataFrame, *, metric_name: str = "validation R@1", axes=None
+):
     """Training loss per logged step and the validation metric, one line (one colour) per trained model.
 
     Takes the two tables of :func:`calibrank.study.model.experiment.training_frames`.
@@ -208,12 +229,27 @@ def plot_reliability_grid(table: pd.DataFrame, *, ncols: int = 4, axes=None):
             continue
         full = sub[sub["count"] > 0]
         width = (full["upper"] - full["lower"]).to_numpy()
-        ax.bar(full["lower"], full["fraction_positive"], width=width, align="edge", color=colors[ranker],
-               alpha=0.8, label="fraction relevant")
+        ax.bar(
+            full["lower"],
+            full["fraction_positive"],
+            width=width,
+            align="edge",
+            color=colors[ranker],
+            alpha=0.8,
+            label="fraction relevant",
+        )
         ax.plot(full["mean_predicted"], full["fraction_positive"], "o", color=".15", ms=3, label="mean predicted")
         for _, row in full.iterrows():
-            ax.annotate(str(int(row["count"])), (row["lower"] + 0.5 * (row["upper"] - row["lower"]), row["fraction_positive"]),
-                        xytext=(0, 2), textcoords="offset points", ha="center", va="bottom", fontsize=7, color=".25")
+            ax.annotate(
+                str(int(row["count"])),
+                (row["lower"] + 0.5 * (row["upper"] - row["lower"]), row["fraction_positive"]),
+                xytext=(0, 2),
+                textcoords="offset points",
+                ha="center",
+                va="bottom",
+                fontsize=7,
+                color=".25",
+            )
         ax.plot([0, 1], [0, 1], "--", color="grey", lw=1, label="perfect calibration")
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1.08)
@@ -305,11 +341,21 @@ def plot_nota_bars(table: pd.DataFrame, *, axes=None):
         for i, inp in enumerate(inputs):
             rows = sub[sub["input"] == inp].assign(cond=label).set_index("cond").reindex(conds)
             if {"f1_lo", "f1_hi"} <= set(rows.columns):
-                err = np.vstack([(rows["f1_mean"] - rows["f1_lo"]).fillna(0), (rows["f1_hi"] - rows["f1_mean"]).fillna(0)])
+                err = np.vstack(
+                    [(rows["f1_mean"] - rows["f1_lo"]).fillna(0), (rows["f1_hi"] - rows["f1_mean"]).fillna(0)]
+                )
             else:
                 err = rows["f1_sd"].fillna(0)
-            ax.bar(x + (i - (len(inputs) - 1) / 2) * width, rows["f1_mean"], width, yerr=err, capsize=2,
-                   color=colors[inp], error_kw={"ecolor": ".2", "lw": 1}, label=inp)
+            ax.bar(
+                x + (i - (len(inputs) - 1) / 2) * width,
+                rows["f1_mean"],
+                width,
+                yerr=err,
+                capsize=2,
+                color=colors[inp],
+                error_kw={"ecolor": ".2", "lw": 1},
+                label=inp,
+            )
         ax.set_xticks(x, conds, rotation=15, ha="right")
         ax.set_ylim(0, 1)
         ax.set_title(name)
@@ -330,10 +376,21 @@ def plot_efficiency(table: pd.DataFrame, *, ax=None):
     y = np.arange(len(table))
     err = None
     if {"ratio lo", "ratio hi"} <= set(table.columns):
-        err = np.vstack([(table["ratio_to_bert"] - table["ratio lo"]).clip(lower=0).fillna(0),
-                         (table["ratio hi"] - table["ratio_to_bert"]).clip(lower=0).fillna(0)])
-    ax.barh(y, table["ratio_to_bert"], xerr=err, capsize=2, color=".65", error_kw={"ecolor": ".2", "lw": 1},
-            label="ours (same queries, one run)")
+        err = np.vstack(
+            [
+                (table["ratio_to_bert"] - table["ratio lo"]).clip(lower=0).fillna(0),
+                (table["ratio hi"] - table["ratio_to_bert"]).clip(lower=0).fillna(0),
+            ]
+        )
+    ax.barh(
+        y,
+        table["ratio_to_bert"],
+        xerr=err,
+        capsize=2,
+        color=".65",
+        error_kw={"ecolor": ".2", "lw": 1},
+        label="ours (same queries, one run)",
+    )
     papers = category_colors(["PG-DRR ratio", "GPF-BERT ratio"])
     for col, marker in (("PG-DRR ratio", "D"), ("GPF-BERT ratio", "s")):
         if col in table:
@@ -352,7 +409,10 @@ def plot_efficiency_clocks(table: pd.DataFrame):
     fig, axes = plt.subplots(1, 2, figsize=(12, 0.6 + 0.45 * len(table)), sharey=True, constrained_layout=True)
     for ax, clock in zip(axes, CLOCKS):
         plot_efficiency(clock_view(table, clock), ax=ax)
-        ax.set_title(f"{'process CPU' if clock == 'cpu' else 'wall'} time" + (" (decides)" if clock == table["clock"].iloc[0] else ""))
+        ax.set_title(
+            f"{'process CPU' if clock == 'cpu' else 'wall'} time"
+            + (" (decides)" if clock == table["clock"].iloc[0] else "")
+        )
     return fig
 
 
@@ -379,11 +439,31 @@ def plot_reliability_intervals(table: pd.DataFrame, *, by: str = "ranker", ncols
     for ax, name in zip(panels, names):
         sub = table[(table[by] == name) & (table["count"] > 0)]
         x, y = sub["mean_predicted"].to_numpy(), sub["fraction_positive"].to_numpy()
-        err = np.vstack([(y - sub["fraction_positive lo"]).clip(lower=0), (sub["fraction_positive hi"] - y).clip(lower=0)])
-        ax.errorbar(x, y, yerr=err, fmt="o-", ms=4, lw=1.2, capsize=2, color=colors[name], label="fraction relevant, 95% interval")
+        err = np.vstack(
+            [(y - sub["fraction_positive lo"]).clip(lower=0), (sub["fraction_positive hi"] - y).clip(lower=0)]
+        )
+        ax.errorbar(
+            x,
+            y,
+            yerr=err,
+            fmt="o-",
+            ms=4,
+            lw=1.2,
+            capsize=2,
+            color=colors[name],
+            label="fraction relevant, 95% interval",
+        )
         for xi, top, n in zip(x, sub["fraction_positive hi"].fillna(sub["fraction_positive"]), sub["count"]):
-            ax.annotate(str(int(n)), (xi, top), xytext=(0, 3), textcoords="offset points", ha="center", va="bottom",
-                        fontsize=7, color=".3")
+            ax.annotate(
+                str(int(n)),
+                (xi, top),
+                xytext=(0, 3),
+                textcoords="offset points",
+                ha="center",
+                va="bottom",
+                fontsize=7,
+                color=".3",
+            )
         ax.plot([0, 1], [0, 1], "--", color="grey", lw=1, label="perfect calibration")
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1.12)
@@ -411,7 +491,11 @@ def plot_score_histograms(table: pd.DataFrame, *, by: str = "ranker", ncols: int
         for label, sub in table[table[by] == name].groupby("label", sort=False):
             edges = np.append(sub["lower"].to_numpy(), sub["upper"].iloc[-1])
             first = sub.iloc[0]
-            text = f"{label} ({int(first['candidates'])}, mean {first['mean']:.2f})" if first["candidates"] else f"{label} (none)"
+            text = (
+                f"{label} ({int(first['candidates'])}, mean {first['mean']:.2f})"
+                if first["candidates"]
+                else f"{label} (none)"
+            )
             ax.stairs(sub["density"].fillna(0).to_numpy(), edges, fill=True, alpha=0.25, color=colors[label])
             ax.stairs(sub["density"].fillna(0).to_numpy(), edges, color=colors[label], lw=1.2, label=text)
         ax.set_xlim(0, 1)
@@ -447,8 +531,14 @@ def plot_metric_intervals(table: pd.DataFrame, *, by: str = "ranker", axes=None)
             ax.annotate(f"{v:.3f}", (v, i), xytext=(0, 5), textcoords="offset points", ha="center", fontsize=7)
             plain = table[(table[by] == name) & (table["metric"] == "ECE")]
             if metric == "ECE debiased" and len(plain):
-                ax.plot(plain["value"].iloc[0], i, "o", mfc="none", color=colors[name],
-                        label="ECE (eq. 1)" if i == 0 else None)
+                ax.plot(
+                    plain["value"].iloc[0],
+                    i,
+                    "o",
+                    mfc="none",
+                    color=colors[name],
+                    label="ECE (eq. 1)" if i == 0 else None,
+                )
         ax.set_title(metric)
         ax.set_ylim(-0.6, len(names) - 0.4)
         if ax.get_legend_handles_labels()[0]:
@@ -463,20 +553,31 @@ def plot_side_by_side(reliability: pd.DataFrame, comparison: pd.DataFrame, *, by
     """Two rankers side by side: their reliability diagrams (:func:`plot_reliability_intervals`) and, in a third
     panel, each metric's difference with its 95% interval and two-sided p-value, from
     :func:`calibrank.study.analysis.explore.compare_view` (``by`` minus ``versus``)."""
-    fig, axes = plt.subplots(1, 3, figsize=(11, 3.4), constrained_layout=True,
-                             gridspec_kw={"width_ratios": [1, 1, 1.1]})
+    fig, axes = plt.subplots(
+        1, 3, figsize=(11, 3.4), constrained_layout=True, gridspec_kw={"width_ratios": [1, 1, 1.1]}
+    )
     plot_reliability_intervals(reliability, by=by, axes=axes[:2])
     ax = axes[2]
     y = np.arange(len(comparison))
-    err = np.vstack([(comparison["change"] - comparison["lo"]).clip(lower=0).fillna(0),
-                     (comparison["hi"] - comparison["change"]).clip(lower=0).fillna(0)])
+    err = np.vstack(
+        [
+            (comparison["change"] - comparison["lo"]).clip(lower=0).fillna(0),
+            (comparison["hi"] - comparison["change"]).clip(lower=0).fillna(0),
+        ]
+    )
     ax.errorbar(comparison["change"], y, xerr=err, fmt="o", capsize=3, color=".2")
     for yi, (_, row) in zip(y, comparison.iterrows()):
         if not np.isfinite(row["change"]):  # no difference to show: the row keeps its tick, empty
             continue
         p = f"p = {row['pvalue']:.3g}" if np.isfinite(row["pvalue"]) else "no test"
-        ax.annotate(f"{row['change']:+.3f} ({p})", (row["change"], yi), xytext=(0, 6), textcoords="offset points",
-                    ha="center", fontsize=7)
+        ax.annotate(
+            f"{row['change']:+.3f} ({p})",
+            (row["change"], yi),
+            xytext=(0, 6),
+            textcoords="offset points",
+            ha="center",
+            fontsize=7,
+        )
     ax.axvline(0, color="grey", lw=0.8)
     ax.set_yticks(y, comparison["metric"])
     ax.set_ylim(-0.6, len(comparison) - 0.4)

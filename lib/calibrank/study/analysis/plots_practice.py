@@ -14,9 +14,19 @@ import seaborn as sns
 
 from calibrank.study.analysis.plots import _panels, band, category_colors, ranker_colors, styled
 
-__all__ = ["plot_aurc_intervals", "plot_conformal_coverage", "plot_listwise_reliability", "plot_nota_f1",
-           "plot_nota_threshold", "plot_performance_prediction", "plot_prior_ece", "plot_recalibration",
-           "plot_risk_coverage", "plot_shift_auroc_intervals", "plot_shift_detection"]
+__all__ = [
+    "plot_aurc_intervals",
+    "plot_conformal_coverage",
+    "plot_listwise_reliability",
+    "plot_nota_f1",
+    "plot_nota_threshold",
+    "plot_performance_prediction",
+    "plot_prior_ece",
+    "plot_recalibration",
+    "plot_risk_coverage",
+    "plot_shift_auroc_intervals",
+    "plot_shift_detection",
+]
 
 IN = "in distribution"
 CORPUS_MARKERS = ("o", "s", "^", "D", "v")
@@ -41,8 +51,10 @@ def plot_prior_ece(table: pd.DataFrame, *, shift: str = IN, ncols: int = 4, axes
         return _empty(axes)
     rankers = list(dict.fromkeys(sub["ranker"]))
     conds = list(dict.fromkeys(zip(sub["corpus"], sub["sampler"])))
-    lines = tuple((_banded(sub, col), ls, label) for col, ls, label in
-                  (("ECE raw", "--", "as trained"), ("ECE corrected", "-", "prior-corrected")))
+    lines = tuple(
+        (_banded(sub, col), ls, label)
+        for col, ls, label in (("ECE raw", "--", "as trained"), ("ECE corrected", "-", "prior-corrected"))
+    )
     colors = category_colors((c, col) for c in conds for col, _, _ in lines)
     panels = _panels(axes, len(rankers), ncols, (3.0, 2.7))
     for ax, ranker in zip(panels, rankers):
@@ -77,13 +89,27 @@ def _model_look(table: pd.DataFrame) -> tuple[dict, dict]:
     rows = table.drop_duplicates("model")
     colors = ranker_colors(rows["ranker"])
     corpora = list(dict.fromkeys(rows["train_corpus"])) if "train_corpus" in rows else []
-    markers = {m: CORPUS_MARKERS[corpora.index(tc) % len(CORPUS_MARKERS)] if corpora else "o"
-               for m, tc in zip(rows["model"], rows["train_corpus"] if corpora else rows["model"])}
+    markers = {
+        m: CORPUS_MARKERS[corpora.index(tc) % len(CORPUS_MARKERS)] if corpora else "o"
+        for m, tc in zip(rows["model"], rows["train_corpus"] if corpora else rows["model"])
+    }
     return {m: colors[r] for m, r in zip(rows["model"], rows["ranker"])}, markers
 
 
-def _dots(ax, g: pd.DataFrame, x: str, hue: str, y: str, lo: str | None = None, hi: str | None = None, *,
-          colors: dict, markers: dict | None = None, order: list | None = None, rotation: float = 30):
+def _dots(
+    ax,
+    g: pd.DataFrame,
+    x: str,
+    hue: str,
+    y: str,
+    lo: str | None = None,
+    hi: str | None = None,
+    *,
+    colors: dict,
+    markers: dict | None = None,
+    order: list | None = None,
+    rotation: float = 30,
+):
     """One marker per ``x`` value and ``hue`` value (dodged), with ``[lo, hi]`` bars when given, in the colour
     (and marker) of its ``hue`` value; returns the x labels."""
     xs = order if order is not None else list(dict.fromkeys(g[x]))
@@ -95,8 +121,17 @@ def _dots(ax, g: pd.DataFrame, x: str, hue: str, y: str, lo: str | None = None, 
         err = None
         if lo is not None and hi is not None:
             err = np.vstack([(r[y] - r[lo]).clip(lower=0), (r[hi] - r[y]).clip(lower=0)])
-        ax.errorbar(pos + off, r[y], yerr=err, fmt=(markers or {}).get(h, "o"), ms=4, capsize=1.5, lw=0.9,
-                    color=colors[h], label=h)
+        ax.errorbar(
+            pos + off,
+            r[y],
+            yerr=err,
+            fmt=(markers or {}).get(h, "o"),
+            ms=4,
+            capsize=1.5,
+            lw=0.9,
+            color=colors[h],
+            label=h,
+        )
     ax.set_xticks(pos, xs, rotation=rotation, ha="right")
     ax.grid(False, axis="x")  # categories, not a scale
     return xs
@@ -171,8 +206,18 @@ def plot_conformal_coverage(table: pd.DataFrame, *, axes=None):
     groups = list(t.groupby(["score", "alpha"], sort=False))
     panels = _panels(axes, len(groups), 2, (5.6, 3.0), sharey=False)
     for ax, ((score, alpha), g) in zip(panels, groups):
-        _dots(ax, g, "condition", "model", "coverage", "coverage lo", "coverage hi", colors=colors, markers=markers,
-              rotation=20)
+        _dots(
+            ax,
+            g,
+            "condition",
+            "model",
+            "coverage",
+            "coverage lo",
+            "coverage hi",
+            colors=colors,
+            markers=markers,
+            rotation=20,
+        )
         ax.axhline(1 - alpha, ls="--", color="black", lw=1)
         ax.set_title(f"{score}, alpha = {alpha:g} (target {1 - alpha:.2f})")
         ax.set_ylabel("coverage of the true response")
@@ -182,8 +227,20 @@ def plot_conformal_coverage(table: pd.DataFrame, *, axes=None):
 
 def _heatmap(ax, wide: pd.DataFrame, *, vmin: float, vmax: float, cmap: str, title: str):
     """``wide`` as annotated cells (two decimals; a NaN cell left blank) on a fixed colour scale; returns the mesh."""
-    sns.heatmap(wide.astype(float), vmin=vmin, vmax=vmax, cmap=cmap, annot=True, fmt=".2f", annot_kws={"fontsize": 7},
-                cbar=False, linewidths=0.5, xticklabels=True, yticklabels=True, ax=ax)
+    sns.heatmap(
+        wide.astype(float),
+        vmin=vmin,
+        vmax=vmax,
+        cmap=cmap,
+        annot=True,
+        fmt=".2f",
+        annot_kws={"fontsize": 7},
+        cbar=False,
+        linewidths=0.5,
+        xticklabels=True,
+        yticklabels=True,
+        ax=ax,
+    )
     ax.set_xticks(ax.get_xticks(), wide.columns, rotation=30, ha="right")
     ax.set_yticks(ax.get_yticks(), wide.index, rotation=0)
     ax.set(xlabel="", ylabel="", title=title)
@@ -204,8 +261,9 @@ def plot_shift_detection(table: pd.DataFrame, *, axes=None):
     panels = _panels(axes, len(kinds), 3, (3.8, 3.4), sharey=False)
     rankers = list(dict.fromkeys(table["ranker"]))
     for ax, kind in zip(panels, kinds):
-        wide = table[table["shift"] == kind].pivot_table(index="ranker", columns="signal", values="AUROC", aggfunc="mean",
-                                                         dropna=False)  # a signal with no AUROC stays, as blank cells
+        wide = table[table["shift"] == kind].pivot_table(
+            index="ranker", columns="signal", values="AUROC", aggfunc="mean", dropna=False
+        )  # a signal with no AUROC stays, as blank cells
         mesh = _heatmap(ax, wide.reindex(rankers), vmin=0.0, vmax=1.0, cmap="RdBu_r", title=f"{kind}: AUROC")
     plt.colorbar(mesh, ax=panels, shrink=0.8)
     return panels
@@ -225,7 +283,9 @@ def plot_performance_prediction(table: pd.DataFrame, *, target: str = "RR", axes
     panels = _panels(axes, len(settings), 2, (4.0, 3.4), sharey=False)
     rankers = list(dict.fromkeys(table["ranker"]))
     for ax, s in zip(panels, settings):
-        wide = t[t["setting"] == s].pivot_table(index="ranker", columns="signal", values=f"tau {target}", aggfunc="mean")
+        wide = t[t["setting"] == s].pivot_table(
+            index="ranker", columns="signal", values=f"tau {target}", aggfunc="mean"
+        )
         mesh = _heatmap(ax, wide.reindex(rankers), vmin=-0.5, vmax=0.5, cmap="RdBu", title=f"{s}: tau with {target}")
     plt.colorbar(mesh, ax=panels, shrink=0.8)
     return panels
@@ -248,8 +308,14 @@ def plot_listwise_reliability(table: pd.DataFrame, *, ncols: int = 4, axes=None)
         for view, g in sub.groupby("view", sort=False):
             ece = g["ECE"].iloc[0]  # one value per view; read before dropping empty buckets (there may be none left)
             g = g[g["count"] > 0]
-            ax.plot(g["mean_predicted"], g["fraction_positive"], marker="o", ms=3, color=colors[view],
-                    label=f"{view} (ECE {ece:.3f})")
+            ax.plot(
+                g["mean_predicted"],
+                g["fraction_positive"],
+                marker="o",
+                ms=3,
+                color=colors[view],
+                label=f"{view} (ECE {ece:.3f})",
+            )
         ax.plot([0, 1], [0, 1], "--", color="grey", lw=1)
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)

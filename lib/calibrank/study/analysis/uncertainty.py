@@ -17,8 +17,8 @@ import pandas as pd
 from calibrank.metrics.resample import ONE_SEED_NOTE, compare, detectable_effect, features, interval
 from calibrank.metrics.stats import holm
 from calibrank.predictions import Predictions
-from calibrank.table_checks import in_range, rows_failing
 from calibrank.study.analysis.subsets import subset_negatives
+from calibrank.table_checks import in_range, rows_failing
 
 __all__ = [
     "ALPHA",
@@ -84,8 +84,9 @@ def _features(runs: Sequence[Predictions], metric: str, seed: int):
     return features(runs, "ECE debiased" if metric == "ECE" else metric)
 
 
-def cell_estimates(runs: Sequence[Predictions], *, seed: int, metrics: Sequence[str] = CELL_METRICS,
-                   n_resamples: int = N_RESAMPLES) -> dict[str, float]:
+def cell_estimates(
+    runs: Sequence[Predictions], *, seed: int, metrics: Sequence[str] = CELL_METRICS, n_resamples: int = N_RESAMPLES
+) -> dict[str, float]:
     """``{metric: value, "<metric> lo": ..., "<metric> hi": ...}`` for one cell (all its seeds).
 
     An ECE's value is eq. 1 and its interval the debiased ECE's (``<metric> debiased``, ``lo``,
@@ -104,9 +105,17 @@ def cell_estimates(runs: Sequence[Predictions], *, seed: int, metrics: Sequence[
     return out
 
 
-def cell_comparison(a_runs: Sequence[Predictions], b_runs: Sequence[Predictions], metric: str, *, seed: int,
-                    alternative: str, relative: bool = True, scores: tuple | None = None,
-                    n_resamples: int = N_RESAMPLES) -> dict[str, float | str]:
+def cell_comparison(
+    a_runs: Sequence[Predictions],
+    b_runs: Sequence[Predictions],
+    metric: str,
+    *,
+    seed: int,
+    alternative: str,
+    relative: bool = True,
+    scores: tuple | None = None,
+    n_resamples: int = N_RESAMPLES,
+) -> dict[str, float | str]:
     """Ranker A against ranker B on one condition (same queries), as one table row.
 
     Keys: ``a``, ``b``, ``rel_change`` (``change`` unless ``relative``), ``lo``, ``hi``, ``pvalue``
@@ -118,8 +127,17 @@ def cell_comparison(a_runs: Sequence[Predictions], b_runs: Sequence[Predictions]
     else:
         fa, fb = features(a_runs, metric, scores=scores[0]), features(b_runs, metric, scores=scores[1])
     c = compare(fa, fb, alternative=alternative, relative=relative, level=LEVEL, n_resamples=n_resamples, seed=seed)
-    return {"a": c.a, "b": c.b, "rel_change" if relative else "change": c.value, "lo": c.low, "hi": c.high,
-            "pvalue": c.pvalue, "pvalue_worse": c.pvalue_opposite, "se": c.se, "note": c.note}
+    return {
+        "a": c.a,
+        "b": c.b,
+        "rel_change" if relative else "change": c.value,
+        "lo": c.low,
+        "hi": c.high,
+        "pvalue": c.pvalue,
+        "pvalue_worse": c.pvalue_opposite,
+        "se": c.se,
+        "note": c.note,
+    }
 
 
 def mark_table(df: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
@@ -140,7 +158,8 @@ def mark_table(df: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
 def compared_problems(name: str, df: pd.DataFrame, keys: Sequence[str]) -> list[str]:
     """Rows of a compared table (:func:`mark_table`) whose p-value is outside [0, 1] (NaN: no test) or whose mark is unknown."""
     return in_range(name, df, "pvalue", keys, 0, 1, allow_nan=True) + rows_failing(
-        name, df, df["mark"].isin(MARKS), keys, f"one of the marks {', '.join(map(repr, MARKS))}", ["mark"])
+        name, df, df["mark"].isin(MARKS), keys, f"one of the marks {', '.join(map(repr, MARKS))}", ["mark"]
+    )
 
 
 def format_interval(value: float, lo: float, hi: float, digits: int = 3) -> str:

@@ -14,7 +14,15 @@
 """
 
 from calibrank.study.data.schema import DataError, Dialogue, Example, RankingQuery, normalise_text
-from calibrank.study.data.splits import SPLITS, TURN_SEP, UTTERANCE_SEP, dialogue_examples, format_context, split_dialogues, subsample
+from calibrank.study.data.splits import (
+    SPLITS,
+    TURN_SEP,
+    UTTERANCE_SEP,
+    dialogue_examples,
+    format_context,
+    split_dialogues,
+    subsample,
+)
 
 __all__ = [
     "DataError",

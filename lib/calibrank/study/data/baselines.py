@@ -22,12 +22,13 @@ from sklearn.linear_model import LogisticRegression
 from calibrank.metrics.calibration import ece
 from calibrank.metrics.ranking import recall_at_k
 from calibrank.predictions import Predictions
-from calibrank.study.paths import run_dir
-from calibrank.table_checks import raise_problems, rows_expected, rows_failing
 from calibrank.study.data.conditions import Condition, eval_conditions
-from calibrank.study.data.negatives import encode, load_embedding_model, query_text, words as _words
+from calibrank.study.data.negatives import encode, load_embedding_model, query_text
+from calibrank.study.data.negatives import words as _words
 from calibrank.study.data.querysets import MissingStepError, load_pool, load_query_set
 from calibrank.study.data.schema import RankingQuery
+from calibrank.study.paths import run_dir
+from calibrank.table_checks import raise_problems, rows_expected, rows_failing
 
 __all__ = [
     "BaselineName",
@@ -92,8 +93,12 @@ def bm25_overlap(queries: Sequence[RankingQuery], stats: BM25Stats) -> np.ndarra
     return np.array([[stats.score(" ".join(q.context), c) for c in q.candidates] for q in queries], dtype=np.float64)
 
 
-def biencoder_similarity(query_sets: Sequence[Sequence[RankingQuery]], model: str = "all-MiniLM-L6-v2",
-                         precision: str = "fp32", batch_size: int = 128) -> list[np.ndarray]:
+def biencoder_similarity(
+    query_sets: Sequence[Sequence[RankingQuery]],
+    model: str = "all-MiniLM-L6-v2",
+    precision: str = "fp32",
+    batch_size: int = 128,
+) -> list[np.ndarray]:
     """``[Q, K]`` zero-shot cosine of each candidate with its context (newest utterance first), one per query set.
 
     Every distinct text is encoded once across the sets and across both roles: the samplers of a split
@@ -101,12 +106,17 @@ def biencoder_similarity(query_sets: Sequence[Sequence[RankingQuery]], model: st
     """
     for i, qs in enumerate(query_sets):
         if len({len(q.candidates) for q in qs}) != 1:
-            raise ValueError(f"biencoder_similarity: query set {i} needs queries with one number of candidates, got "
-                             f"{sorted({len(q.candidates) for q in qs}) or 'no query'}")
+            raise ValueError(
+                f"biencoder_similarity: query set {i} needs queries with one number of candidates, got "
+                f"{sorted({len(q.candidates) for q in qs}) or 'no query'}"
+            )
     enc = load_embedding_model(model)
     contexts = [[query_text(q.context, newest_first=True) for q in qs] for qs in query_sets]
-    texts = list(dict.fromkeys([*(c for cs in contexts for c in cs),
-                                *(c for qs in query_sets for q in qs for c in q.candidates)]))
+    texts = list(
+        dict.fromkeys(
+            [*(c for cs in contexts for c in cs), *(c for qs in query_sets for q in qs for c in q.candidates)]
+        )
+    )
     emb = encode(enc, texts, batch_size=batch_size, precision=precision)
     where = {t: i for i, t in enumerate(texts)}
     out = []
@@ -116,10 +126,18 @@ def biencoder_similarity(query_sets: Sequence[Sequence[RankingQuery]], model: st
     return out
 
 
-def baseline_scores(name: str | BaselineName, queries: Sequence[RankingQuery], *, seed: int,
-                    stats: BM25Stats | None = None, similarity: np.ndarray | None = None,
-                    overlap: np.ndarray | None = None, model: str = "all-MiniLM-L6-v2", precision: str = "fp32",
-                    batch_size: int = 128) -> np.ndarray:
+def baseline_scores(
+    name: str | BaselineName,
+    queries: Sequence[RankingQuery],
+    *,
+    seed: int,
+    stats: BM25Stats | None = None,
+    similarity: np.ndarray | None = None,
+    overlap: np.ndarray | None = None,
+    model: str = "all-MiniLM-L6-v2",
+    precision: str = "fp32",
+    batch_size: int = 128,
+) -> np.ndarray:
     """``[Q, K]`` scores of a rule (higher = ranked higher), exact ties broken with ``seed``.
 
     ``stats`` (the split's :class:`BM25Stats`) is needed by ``bm25`` and ``least_overlap`` unless their
@@ -177,8 +195,13 @@ def platt_apply(scores: np.ndarray, ab: tuple[float, float]) -> np.ndarray:
     return expit(ab[0] * np.asarray(scores, dtype=np.float64) + ab[1])
 
 
-def baseline_predictions(name: str | BaselineName, queries: Sequence[RankingQuery], scores: np.ndarray,
-                         ab: tuple[float, float], meta: dict | None = None) -> Predictions:
+def baseline_predictions(
+    name: str | BaselineName,
+    queries: Sequence[RankingQuery],
+    scores: np.ndarray,
+    ab: tuple[float, float],
+    meta: dict | None = None,
+) -> Predictions:
     """Predictions (S = 1) of a rule: its Platt-scaled scores; the raw scores rank (ties already broken)."""
     name = BaselineName(name)
     probs = platt_apply(scores, ab)
@@ -214,22 +237,33 @@ def compute_baselines(cfg) -> pd.DataFrame:
     train_sampler = cfg.negatives.train.value
     # the training condition's validation split of each training corpus (built for early selection, an eval
     # condition or not) fits the Platt maps
-    fits = {tc.value: Condition(tc.value, "valid", train_sampler, cfg.negatives.eval_k) for tc in cfg.rankers.train_corpora}
+    fits = {
+        tc.value: Condition(tc.value, "valid", train_sampler, cfg.negatives.eval_k) for tc in cfg.rankers.train_corpora
+    }
     extra = list({f.name: f for f in fits.values() if f.name not in {c.name for c in conds}}.values())
     queries = {c.name: load_query_set(cfg, c.corpus, c.split, c.sampler, c.k) for c in conds + extra}
-    stats = {key: BM25Stats(load_pool(cfg, *key), k1=cfg.negatives.bm25.k1, b=cfg.negatives.bm25.b)
-             for key in dict.fromkeys((c.corpus, c.split) for c in conds + extra)}
+    stats = {
+        key: BM25Stats(load_pool(cfg, *key), k1=cfg.negatives.bm25.k1, b=cfg.negatives.bm25.b)
+        for key in dict.fromkeys((c.corpus, c.split) for c in conds + extra)
+    }
     emb = cfg.negatives.embedding
-    similarity = dict(zip(queries, biencoder_similarity(list(queries.values()), emb.model,
-                                                        getattr(emb.precision, "value", emb.precision), emb.batch_size)))
+    similarity = dict(
+        zip(
+            queries,
+            biencoder_similarity(
+                list(queries.values()), emb.model, getattr(emb.precision, "value", emb.precision), emb.batch_size
+            ),
+        )
+    )
     scores: dict[tuple[str, str], np.ndarray] = {}
     seeds = {c.name: [cfg.seed + i] * len(BaselineName) for i, c in enumerate(conds)}
     seeds.update({f.name: [cfg.seed + len(conds) + i for i in range(len(BaselineName))] for f in extra})
     for c in conds + extra:
         overlap = bm25_overlap(queries[c.name], stats[(c.corpus, c.split)])  # most and least overlap share it
         for name, seed in zip(BaselineName, seeds[c.name]):
-            scores[(name.value, c.name)] = baseline_scores(name, queries[c.name], seed=seed, overlap=overlap,
-                                                           similarity=similarity[c.name])
+            scores[(name.value, c.name)] = baseline_scores(
+                name, queries[c.name], seed=seed, overlap=overlap, similarity=similarity[c.name]
+            )
     rows = []
     for tc in cfg.rankers.train_corpora:
         fit_on = fits[tc.value]
@@ -237,31 +271,61 @@ def compute_baselines(cfg) -> pd.DataFrame:
         for name in BaselineName:
             ab = platt_fit(scores[(name.value, fit_on.name)], labels)
             for c in conds:
-                pred = baseline_predictions(name, queries[c.name], scores[(name.value, c.name)], ab, meta={
-                    "profile": cfg.profile, "train_corpus": tc.value, "condition": c.name, "seed": cfg.seed,
-                    "platt_fitted_on": fit_on.name, "name": f"baseline:{name.value}/{tc.value}/{c.name}"})
+                pred = baseline_predictions(
+                    name,
+                    queries[c.name],
+                    scores[(name.value, c.name)],
+                    ab,
+                    meta={
+                        "profile": cfg.profile,
+                        "train_corpus": tc.value,
+                        "condition": c.name,
+                        "seed": cfg.seed,
+                        "platt_fitted_on": fit_on.name,
+                        "name": f"baseline:{name.value}/{tc.value}/{c.name}",
+                    },
+                )
                 pred.save(baselines_path(cfg, name, tc.value, c))
-                rows.append({"baseline": name.value, "train_corpus": tc.value, "corpus": c.corpus, "split": c.split,
-                             "sampler": c.sampler, f"R{c.k + 1}@1": float(np.nanmean(recall_at_k(pred.probs, pred.labels, 1))),
-                             "ECE": ece(pred.probs, pred.labels), "queries": len(queries[c.name])})
+                rows.append(
+                    {
+                        "baseline": name.value,
+                        "train_corpus": tc.value,
+                        "corpus": c.corpus,
+                        "split": c.split,
+                        "sampler": c.sampler,
+                        f"R{c.k + 1}@1": float(np.nanmean(recall_at_k(pred.probs, pred.labels, 1))),
+                        "ECE": ece(pred.probs, pred.labels),
+                        "queries": len(queries[c.name]),
+                    }
+                )
     out = pd.DataFrame(rows)
     _check_baselines(cfg, out)
     return out.drop(columns="queries")
 
 
-def _check_baselines(cfg, runs: "pd.DataFrame") -> None:
+def _check_baselines(cfg, runs: pd.DataFrame) -> None:
     """Every rule x training corpus x evaluation condition once, and the random rule within four standard
     errors of chance (1/K) on each: a random rule that is not at chance means the candidates' order leaks the label."""
 
     name, keys = "baselines", ("baseline", "train_corpus", "corpus", "split", "sampler")
     recall = f"R{cfg.negatives.eval_k + 1}@1"
-    problems = rows_expected(name, runs, keys, [(n.value, tc.value, c.corpus, c.split, c.sampler) for n in BaselineName
-                                                for tc in cfg.rankers.train_corpora for c in eval_conditions(cfg)])
+    problems = rows_expected(
+        name,
+        runs,
+        keys,
+        [
+            (n.value, tc.value, c.corpus, c.split, c.sampler)
+            for n in BaselineName
+            for tc in cfg.rankers.train_corpora
+            for c in eval_conditions(cfg)
+        ],
+    )
     chance = 1.0 / (cfg.negatives.eval_k + 1)
     random = runs[runs["baseline"] == BaselineName.random.value]
     at_chance = (random[recall] - chance).abs() <= 4 * np.sqrt(chance * (1 - chance) / random["queries"])
-    problems += rows_failing(name, random, at_chance, keys, f"{recall} within 4 standard errors of chance {chance:.3f}",
-                             [recall, "queries"])
+    problems += rows_failing(
+        name, random, at_chance, keys, f"{recall} within 4 standard errors of chance {chance:.3f}", [recall, "queries"]
+    )
     raise_problems(problems)
 
 
@@ -272,16 +336,27 @@ def load_baseline(cfg, name: str | BaselineName, train_corpus: str, condition) -
     return Predictions.load(path)
 
 
-def best_baselines(cfg, train_corpus: str, split: str = "test") -> "pd.DataFrame":
+def best_baselines(cfg, train_corpus: str, split: str = "test") -> pd.DataFrame:
     """Per condition of ``split``: each rule's R@1 and the best of them (the bar a trained ranker must clear)."""
 
     rows = []
     for c in eval_conditions(cfg, (split,)):
-        r1 = {n.value: float(np.nanmean(recall_at_k((p := load_baseline(cfg, n, str(train_corpus), c)).probs, p.labels, 1)))
-              for n in BaselineName}
+        r1 = {
+            n.value: float(
+                np.nanmean(recall_at_k((p := load_baseline(cfg, n, str(train_corpus), c)).probs, p.labels, 1))
+            )
+            for n in BaselineName
+        }
         best = max(r1, key=r1.__getitem__)
-        rows.append({"corpus": c.corpus, "sampler": c.sampler, **{f"R@1 {n}": v for n, v in r1.items()},
-                     "best baseline": best, "best baseline R@1": r1[best]})
+        rows.append(
+            {
+                "corpus": c.corpus,
+                "sampler": c.sampler,
+                **{f"R@1 {n}": v for n, v in r1.items()},
+                "best baseline": best,
+                "best baseline R@1": r1[best],
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -289,7 +364,7 @@ def best_baselines(cfg, train_corpus: str, split: str = "test") -> "pd.DataFrame
 SHORTCUT_MARGIN = 0.05
 
 
-def beside_best(cfg, summary: "pd.DataFrame", train_corpus: str) -> "pd.DataFrame":
+def beside_best(cfg, summary: pd.DataFrame, train_corpus: str) -> pd.DataFrame:
     """A trained ranker's test rows (:func:`calibrank.study.model.experiment.predict_conditions`) beside the best rule of each condition."""
     recall = f"R{cfg.negatives.eval_k + 1}@1"
     best = best_baselines(cfg, train_corpus)[["corpus", "sampler", "best baseline", "best baseline R@1"]]
@@ -300,7 +375,7 @@ def beside_best(cfg, summary: "pd.DataFrame", train_corpus: str) -> "pd.DataFram
     return out
 
 
-def ranking_check(metrics: "pd.DataFrame", baseline_metrics: "pd.DataFrame", k: int) -> "pd.DataFrame":
+def ranking_check(metrics: pd.DataFrame, baseline_metrics: pd.DataFrame, k: int) -> pd.DataFrame:
     """Does each trained ranker rank? One row per ranker x training corpus (main seed's mean over seeds).
 
     R@1 in distribution against the best rule's, and the lowest R@1 over test conditions against
@@ -319,24 +394,36 @@ def ranking_check(metrics: "pd.DataFrame", baseline_metrics: "pd.DataFrame", k: 
             continue
         best = rules.loc[rules["R@1"].idxmax()]
         low = grp.loc[grp["R@1"].idxmin()]
-        rows.append({"ranker": ranker, "train_corpus": tc, "in distribution": f"{ind['corpus'].iloc[0]} · {ind['sampler'].iloc[0]}",
-                     "R@1": float(ind["R@1"].iloc[0]),
-                     "best rule": DISPLAY_NAMES[str(best["ranker"]).removeprefix("baseline:")], "best rule R@1": float(best["R@1"]),
-                     "margin": float(ind["R@1"].iloc[0] - best["R@1"]),
-                     "lowest R@1": float(low["R@1"]), "lowest on": f"{low['corpus']} · {low['sampler']}",
-                     "at or below chance": bool(low["R@1"] <= 1.0 / (k + 1))})
+        rows.append(
+            {
+                "ranker": ranker,
+                "train_corpus": tc,
+                "in distribution": f"{ind['corpus'].iloc[0]} · {ind['sampler'].iloc[0]}",
+                "R@1": float(ind["R@1"].iloc[0]),
+                "best rule": DISPLAY_NAMES[str(best["ranker"]).removeprefix("baseline:")],
+                "best rule R@1": float(best["R@1"]),
+                "margin": float(ind["R@1"].iloc[0] - best["R@1"]),
+                "lowest R@1": float(low["R@1"]),
+                "lowest on": f"{low['corpus']} · {low['sampler']}",
+                "at or below chance": bool(low["R@1"] <= 1.0 / (k + 1)),
+            }
+        )
     return pd.DataFrame(rows)
 
 
-def ranking_warnings(check: "pd.DataFrame", margin: float = SHORTCUT_MARGIN) -> list[str]:
+def ranking_warnings(check: pd.DataFrame, margin: float = SHORTCUT_MARGIN) -> list[str]:
     """Plain sentences for :func:`ranking_check` rows within ``margin`` of a rule or at / below chance."""
     out = []
     for _, r in check.iterrows():
         if r["margin"] < margin:
-            out.append(f"{r['ranker']} (trained on {r['train_corpus']}) scores R@1 {r['R@1']:.3f} in distribution, less than "
-                       f"{margin} above the rule '{r['best rule']}' ({r['best rule R@1']:.3f}), which learns nothing "
-                       f"from this data.")
+            out.append(
+                f"{r['ranker']} (trained on {r['train_corpus']}) scores R@1 {r['R@1']:.3f} in distribution, less than "
+                f"{margin} above the rule '{r['best rule']}' ({r['best rule R@1']:.3f}), which learns nothing "
+                f"from this data."
+            )
         if r["at or below chance"]:
-            out.append(f"{r['ranker']} (trained on {r['train_corpus']}) is at or below chance on {r['lowest on']} "
-                       f"(R@1 {r['lowest R@1']:.3f}).")
+            out.append(
+                f"{r['ranker']} (trained on {r['train_corpus']}) is at or below chance on {r['lowest on']} "
+                f"(R@1 {r['lowest R@1']:.3f})."
+            )
     return out

@@ -26,7 +26,9 @@ def default_dir(language: str = "english") -> Path:
     try:
         import chatterbot_corpus
     except ImportError as exc:  # pragma: no cover - dependency of the package
-        raise DataError("the corpus 'chatterbot' needs the package chatterbot-corpus (pip install chatterbot-corpus==1.3.3)") from exc
+        raise DataError(
+            "the corpus 'chatterbot' needs the package chatterbot-corpus (pip install chatterbot-corpus==1.3.3)"
+        ) from exc
     return Path(chatterbot_corpus.__file__).parent / "data" / language
 
 

@@ -22,7 +22,9 @@ def default_path() -> Path:
     try:
         import chitchat_dataset
     except ImportError as exc:  # pragma: no cover - dependency of the package
-        raise DataError("the corpus 'chitchat' needs the package chitchat-dataset (pip install chitchat-dataset==0.9.0)") from exc
+        raise DataError(
+            "the corpus 'chitchat' needs the package chitchat-dataset (pip install chitchat-dataset==0.9.0)"
+        ) from exc
     return Path(chitchat_dataset.__file__).parent / "dataset.json"
 
 

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from calibrank.predictions import Predictions
+from calibrank.study.data.querysets import MissingStepError, load_query_set
 from calibrank.study.paths import project_root, run_dir
 from calibrank.study.settings import registry
 from calibrank.study.settings.choices import Corpus, RankerName
 from calibrank.study.settings.config import run_name, training_seeds
 from calibrank.study.settings.schema import Config
-from calibrank.study.data.querysets import MissingStepError, load_query_set
 
 __all__ = [
     "Condition",
@@ -72,16 +72,20 @@ def training_seed(cfg: Config, seed: int | None) -> int:
     if seed is None:
         return seeds[0]
     if seed not in seeds:
-        raise ValueError(f"seed {seed} is not among the training seeds of profile {cfg.profile!r} "
-                         f"(rankers.seeds: {list(seeds)})")
+        raise ValueError(
+            f"seed {seed} is not among the training seeds of profile {cfg.profile!r} (rankers.seeds: {list(seeds)})"
+        )
     return int(seed)
 
 
-def predictions_path(cfg: Config, ranker: str | RankerName, train_corpus: str | Corpus, condition: Condition,
-                     seed: int | None = None) -> Path:
+def predictions_path(
+    cfg: Config, ranker: str | RankerName, train_corpus: str | Corpus, condition: Condition, seed: int | None = None
+) -> Path:
     """``<condition>.npz`` for the main seed, ``<condition>-seed<N>.npz`` for the others (a path only:
     the folder is made when the file is written)."""
-    folder = project_root() / "runs" / cfg.profile / "predictions" / registry.info(ranker).name / Corpus(train_corpus).value
+    folder = (
+        project_root() / "runs" / cfg.profile / "predictions" / registry.info(ranker).name / Corpus(train_corpus).value
+    )
     seed = training_seed(cfg, seed)
     suffix = "" if seed == training_seeds(cfg)[0] else f"-seed{seed}"
     return folder / f"{condition.name}{suffix}.npz"
@@ -92,8 +96,10 @@ def training_queries(cfg: Config, train_corpus: str | Corpus):
     corpus = Corpus(train_corpus)
     if corpus not in cfg.rankers.train_corpora:
         raise ValueError(f"train_corpus {corpus.value!r} is not in rankers.train_corpora of profile {cfg.profile!r}")
-    return (load_query_set(cfg, corpus.value, "train", cfg.negatives.train),
-            load_query_set(cfg, corpus.value, "valid", cfg.negatives.train))
+    return (
+        load_query_set(cfg, corpus.value, "train", cfg.negatives.train),
+        load_query_set(cfg, corpus.value, "valid", cfg.negatives.train),
+    )
 
 
 def shift_kind(cond: Condition, train_corpus: str, train_sampler: str) -> str:
@@ -107,8 +113,9 @@ def shift_kind(cond: Condition, train_corpus: str, train_sampler: str) -> str:
     return " + ".join(parts) or "in distribution"
 
 
-def load_predictions(cfg: Config, ranker: str | RankerName, train_corpus: str | Corpus, condition: Condition,
-                     seed: int | None = None) -> Predictions:
+def load_predictions(
+    cfg: Config, ranker: str | RankerName, train_corpus: str | Corpus, condition: Condition, seed: int | None = None
+) -> Predictions:
     path = predictions_path(cfg, ranker, train_corpus, condition, seed)
     if not path.exists():
         run = run_name(ranker, train_corpus, training_seed(cfg, seed), cfg)

@@ -13,13 +13,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calibrank.study.settings.choices import Corpus
-from calibrank.study.settings.schema import DataConfig
 from calibrank.study.data.chatterbot import read_chatterbot
 from calibrank.study.data.chitchat import read_chitchat
 from calibrank.study.data.published import expected_files, load_published
 from calibrank.study.data.schema import DataError, Dialogue, Example
 from calibrank.study.data.splits import SPLITS, dialogue_examples, split_dialogues, subsample
+from calibrank.study.settings.choices import Corpus
+from calibrank.study.settings.schema import DataConfig
 
 __all__ = ["CorpusSplits", "load_dialogues", "load_corpus", "corpus_names"]
 
@@ -41,10 +41,8 @@ def load_dialogues(name: str | Corpus) -> list[Dialogue]:
     """All dialogues of an offline corpus, in corpus order."""
     corpus = _corpus(name)
     if corpus is Corpus.chitchat:
-
         return read_chitchat()
     if corpus is Corpus.chatterbot:
-
         return read_chatterbot()
     raise DataError(f"corpus {corpus.value!r} ships (context, response) rows, not dialogues: use load_corpus")
 
@@ -79,7 +77,6 @@ def load_corpus(name: str | Corpus, data: DataConfig, seed: int) -> CorpusSplits
         full = {s: dialogue_examples(ds, data.positions, data.max_context_utterances) for s, ds in by_split.items()}
         n_dialogues = {s: len(ds) for s, ds in by_split.items()}
     else:
-
         full = load_published(corpus.value)
         if data.max_context_utterances is not None:
             m = data.max_context_utterances
@@ -94,8 +91,9 @@ def load_corpus(name: str | Corpus, data: DataConfig, seed: int) -> CorpusSplits
     for s in SPLITS:
         if not examples[s]:
             raise DataError(_empty_split(corpus, s, caps[s]))
-    return CorpusSplits(corpus=corpus.value, examples=examples, pools=pools, n_dialogues=n_dialogues,
-                        pool_dialogues=pool_dialogues)
+    return CorpusSplits(
+        corpus=corpus.value, examples=examples, pools=pools, n_dialogues=n_dialogues, pool_dialogues=pool_dialogues
+    )
 
 
 def _empty_split(corpus: Corpus, split: str, cap: int | None) -> str:
@@ -107,5 +105,7 @@ def _empty_split(corpus: Corpus, split: str, cap: int | None) -> str:
         return f"{where}; raise data.max_dialogues or data.split.{split}"
 
     files = ", ".join(str(p) for p in expected_files(corpus.value).values())
-    return (f"{where}: its published files ({files}) hold no example with a true response for it; "
-            f"check the files (`make data DATASET={corpus.value}` fetches them again)")
+    return (
+        f"{where}: its published files ({files}) hold no example with a true response for it; "
+        f"check the files (`make data DATASET={corpus.value}` fetches them again)"
+    )

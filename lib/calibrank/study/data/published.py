@@ -20,8 +20,17 @@ from calibrank.study.data.dstc8 import read_dstc8
 from calibrank.study.data.schema import DataError, Example
 from calibrank.study.data.tsv import read_tsv
 
-__all__ = ["PUBLISHED", "SPLITS", "SUMS", "expected_files", "homepage", "load_published", "missing_hint", "read_sums",
-           "check_sums"]
+__all__ = [
+    "PUBLISHED",
+    "SPLITS",
+    "SUMS",
+    "expected_files",
+    "homepage",
+    "load_published",
+    "missing_hint",
+    "read_sums",
+    "check_sums",
+]
 
 log = logging.getLogger(__name__)
 
@@ -91,8 +100,14 @@ def check_sums(name: str, paths: list[Path], root: Path) -> None:
     """
     sums_path = Path(root) / SUMS
     if not sums_path.is_file():
-        log.warning("%s: no %s beside the files of %s, so they are read unchecked; `make data DATASET=%s` records "
-                    "their sha256 (files placed by hand too)", root, SUMS, name, name)
+        log.warning(
+            "%s: no %s beside the files of %s, so they are read unchecked; `make data DATASET=%s` records "
+            "their sha256 (files placed by hand too)",
+            root,
+            SUMS,
+            name,
+            name,
+        )
         return
     recorded = read_sums(sums_path)
     for path in paths:
@@ -101,9 +116,11 @@ def check_sums(name: str, paths: list[Path], root: Path) -> None:
             raise DataError(f"{path}: not listed in {sums_path}; rerun `make data DATASET={name}` to record it")
         got = atomic.sha256_file(path)
         if got != expected:
-            raise DataError(f"{path}: sha256 {got} differs from {expected} recorded in {sums_path} when it was "
-                            f"installed (changed or truncated since?); download it again with "
-                            f"`python -m calibrank.study.data.download {name} --force`")
+            raise DataError(
+                f"{path}: sha256 {got} differs from {expected} recorded in {sums_path} when it was "
+                f"installed (changed or truncated since?); download it again with "
+                f"`python -m calibrank.study.data.download {name} --force`"
+            )
 
 
 def load_published(name: str, root: Path | None = None) -> dict[str, list[Example]]:

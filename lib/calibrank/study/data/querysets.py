@@ -21,16 +21,16 @@ from typing import TypeVar
 import pyarrow as pa
 
 from calibrank.atomic import stable_hash, write_json
-from calibrank.study.paths import project_root, run_dir
-from calibrank.study.settings.choices import SamplerName
-from calibrank.study.settings.schema import Config
-from calibrank.table_checks import raise_problems
 from calibrank.study.data.corpora import load_corpus
 from calibrank.study.data.io import read_examples, read_queries, read_table, write_examples, write_queries, write_table
 from calibrank.study.data.negatives import cached_queries
 from calibrank.study.data.schema import DataError, Example, RankingQuery
 from calibrank.study.data.splits import SPLITS
 from calibrank.study.data.stats import split_leaks
+from calibrank.study.paths import project_root, run_dir
+from calibrank.study.settings.choices import SamplerName
+from calibrank.study.settings.schema import Config
+from calibrank.table_checks import raise_problems
 
 T = TypeVar("T")
 
@@ -65,8 +65,12 @@ def data_files(cfg: Config) -> list[Path]:
     """What :func:`prepare_data` (``01_data``) writes, relative to the project root: each corpus's examples
     and pool per split, then ``summary.json`` (the workflow's outputs of that step; nothing is created)."""
     base = Path("runs") / cfg.profile / "data"
-    return [base / str(getattr(c, "value", c)) / f"{split}.{what}.parquet"
-            for c in cfg.data.corpora for split in SPLITS for what in ("examples", "pool")] + [base / "summary.json"]
+    return [
+        base / str(getattr(c, "value", c)) / f"{split}.{what}.parquet"
+        for c in cfg.data.corpora
+        for split in SPLITS
+        for what in ("examples", "pool")
+    ] + [base / "summary.json"]
 
 
 def prepare_data(cfg: Config) -> dict:
@@ -80,8 +84,10 @@ def prepare_data(cfg: Config) -> dict:
         entry = {"dialogues": cs.n_dialogues, "examples": {}, "pool": {}, "data_version": {}}
         for split in SPLITS:
             write_examples(out / f"{split}.examples.parquet", cs.examples[split])
-            write_table(out / f"{split}.pool.parquet",
-                        pa.table({"response": cs.pools[split], "dialogue_id": cs.pool_dialogues[split]}))
+            write_table(
+                out / f"{split}.pool.parquet",
+                pa.table({"response": cs.pools[split], "dialogue_id": cs.pool_dialogues[split]}),
+            )
             entry["examples"][split] = len(cs.examples[split])
             entry["pool"][split] = len(cs.pools[split])
             entry["data_version"][split] = stable_hash(
@@ -129,8 +135,10 @@ def load_pool_table(cfg: Config, corpus: str, split: str) -> dict[str, list[str]
     path = _data_dir(cfg, str(getattr(corpus, "value", corpus))) / f"{split}.pool.parquet"
     table = _input(read_table, _need(path, f"make nb-01_data PROFILE={cfg.profile}"), cfg, "01_data")
     if "dialogue_id" not in table.column_names:
-        raise MissingStepError(f"{path} has no dialogue_id column (written by an older version): "
-                               f"rerun `make nb-01_data PROFILE={cfg.profile}`")
+        raise MissingStepError(
+            f"{path} has no dialogue_id column (written by an older version): "
+            f"rerun `make nb-01_data PROFILE={cfg.profile}`"
+        )
     return {name: table.column(name).to_pylist() for name in ("response", "dialogue_id")}
 
 
@@ -210,7 +218,9 @@ def build_query_sets(cfg: Config) -> dict:
     return manifest
 
 
-def load_query_set(cfg: Config, corpus: str, split: str, sampler: str | SamplerName, k: int | None = None) -> list[RankingQuery]:
+def load_query_set(
+    cfg: Config, corpus: str, split: str, sampler: str | SamplerName, k: int | None = None
+) -> list[RankingQuery]:
     """A query set written by :func:`build_query_sets`; ``k`` defaults to the profile's k for the split."""
     neg = cfg.negatives
     k = k if k is not None else (neg.train_k if split == "train" else neg.eval_k)
@@ -223,7 +233,9 @@ def load_query_sets(cfg: Config, split: str | None = None, corpus: str | None = 
     """Every query set of the profile (optionally one split / corpus), keyed by :attr:`QuerySetSpec.name`."""
     out = {}
     for spec in query_set_specs(cfg):
-        if (split is None or spec.split == split) and (corpus is None or spec.corpus == str(getattr(corpus, "value", corpus))):
+        if (split is None or spec.split == split) and (
+            corpus is None or spec.corpus == str(getattr(corpus, "value", corpus))
+        ):
             out[spec.name] = load_query_set(cfg, spec.corpus, spec.split, spec.sampler, spec.k)
     return out
 

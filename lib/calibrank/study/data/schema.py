@@ -78,7 +78,9 @@ class Example:
         ctx = tuple(self.context)
         if not ctx:
             raise DataError(f"{where}: empty context; a ranking query needs at least one utterance")
-        object.__setattr__(self, "context", tuple(_clean(u, f"context utterance {i}", where) for i, u in enumerate(ctx)))
+        object.__setattr__(
+            self, "context", tuple(_clean(u, f"context utterance {i}", where) for i, u in enumerate(ctx))
+        )
         object.__setattr__(self, "response", _clean(self.response, "response", where))
 
 
@@ -97,7 +99,9 @@ class RankingQuery:
         ctx = tuple(self.context)
         if not ctx:
             raise DataError(f"{where}: empty context")
-        object.__setattr__(self, "context", tuple(_clean(u, f"context utterance {i}", where) for i, u in enumerate(ctx)))
+        object.__setattr__(
+            self, "context", tuple(_clean(u, f"context utterance {i}", where) for i, u in enumerate(ctx))
+        )
         cands = tuple(_clean(c, f"candidate {i}", where) for i, c in enumerate(self.candidates))
         labels = tuple(int(x) for x in self.labels)
         if len(cands) != len(labels):

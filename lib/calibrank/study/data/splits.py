@@ -12,9 +12,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from calibrank.study.data.schema import Dialogue, Example
 from calibrank.study.settings.choices import ContextStyle, Positions
 from calibrank.study.settings.schema import SplitConfig
-from calibrank.study.data.schema import Dialogue, Example
 
 __all__ = [
     "SPLITS",

@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from calibrank.table_checks import fmt, raise_problems, rows_expected, rows_failing
 from calibrank.study.data.schema import Example, RankingQuery
+from calibrank.table_checks import fmt, raise_problems, rows_expected, rows_failing
 
 __all__ = ["corpus_table", "length_frame", "overlap_table", "side_by_side", "split_leaks"]
 
@@ -62,10 +62,12 @@ def split_leaks(examples: Mapping[str, Mapping[str, Sequence[Example]]]) -> list
         ids = {s: {e.dialogue_id for e in exs} for s, exs in splits.items()}
         names = list(ids)
         for i, a in enumerate(names):
-            for b in names[i + 1:]:
+            for b in names[i + 1 :]:
                 shared = ids[a] & ids[b]
                 if shared:
-                    problems.append(f"{corpus}: {len(shared)} dialogues in both {a} and {b}, e.g. {sorted(shared)[0]!r}")
+                    problems.append(
+                        f"{corpus}: {len(shared)} dialogues in both {a} and {b}, e.g. {sorted(shared)[0]!r}"
+                    )
     return problems
 
 
@@ -73,11 +75,19 @@ def _check_corpus_table(table: pd.DataFrame, examples: Mapping[str, Mapping[str,
     """One row per corpus x split, each with examples and a response pool at least as large; no dialogue
     in two splits of one corpus (:func:`split_leaks`)."""
     name, keys = "corpus table", ("corpus", "split")
-    raise_problems(rows_expected(name, table, keys, [(c, s) for c, splits in examples.items() for s in splits])
-                   + rows_failing(name, table, table["examples"] > 0, keys, "examples > 0", ["examples"])
-                   + rows_failing(name, table, table["response pool"] >= table["examples"], keys,
-                                  "a response pool at least as large as the examples", ["response pool", "examples"])
-                   + [f"{name}: split by dialogue expected, found {leak}" for leak in split_leaks(examples)])
+    raise_problems(
+        rows_expected(name, table, keys, [(c, s) for c, splits in examples.items() for s in splits])
+        + rows_failing(name, table, table["examples"] > 0, keys, "examples > 0", ["examples"])
+        + rows_failing(
+            name,
+            table,
+            table["response pool"] >= table["examples"],
+            keys,
+            "a response pool at least as large as the examples",
+            ["response pool", "examples"],
+        )
+        + [f"{name}: split by dialogue expected, found {leak}" for leak in split_leaks(examples)]
+    )
 
 
 def length_frame(examples: Mapping[str, Mapping[str, Sequence[Example]]]) -> pd.DataFrame:
@@ -147,13 +157,17 @@ def _check_overlap(table: pd.DataFrame) -> None:
         if len(pair) == 2:
             b, r = float(pair["bm25"]["overlap negatives"]), float(pair["random"]["overlap negatives"])
             if not b > r:
-                problems.append(f"overlap table: {corpus}: expected the BM25 negatives ({pair['bm25']['query set']}) "
-                                f"to overlap their context more than the random ones ({pair['random']['query set']}), "
-                                f"found overlap negatives {fmt(b)} vs {fmt(r)}")
+                problems.append(
+                    f"overlap table: {corpus}: expected the BM25 negatives ({pair['bm25']['query set']}) "
+                    f"to overlap their context more than the random ones ({pair['random']['query set']}), "
+                    f"found overlap negatives {fmt(b)} vs {fmt(r)}"
+                )
     raise_problems(problems)
 
 
-def side_by_side(by_sampler: Mapping[str, Sequence[RankingQuery]], n: int = 3, per_query: int = 3, seed: int = 0) -> pd.DataFrame:
+def side_by_side(
+    by_sampler: Mapping[str, Sequence[RankingQuery]], n: int = 3, per_query: int = 3, seed: int = 0
+) -> pd.DataFrame:
     """``n`` queries (seeded choice) shown with the first ``per_query`` negatives of each sampler.
 
     The query sets must be built from the same examples (same qids), e.g. one split's sets.

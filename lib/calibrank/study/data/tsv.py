@@ -45,8 +45,10 @@ def read_tsv(
             try:
                 raw = raw_bytes.decode("utf-8")
             except UnicodeDecodeError as exc:
-                raise DataError(f"{path}:{lineno}: not UTF-8 text at column {exc.start + 1} "
-                                f"(byte 0x{raw_bytes[exc.start]:02x}); expected a UTF-8 encoded TSV file") from None
+                raise DataError(
+                    f"{path}:{lineno}: not UTF-8 text at column {exc.start + 1} "
+                    f"(byte 0x{raw_bytes[exc.start]:02x}); expected a UTF-8 encoded TSV file"
+                ) from None
             line = raw.rstrip("\n").rstrip("\r")
             if not line.strip():
                 counts["blank_lines"] += 1
@@ -54,8 +56,10 @@ def read_tsv(
             counts["rows"] += 1
             where = f"{path}:{lineno}"
             if not raw.endswith("\n"):
-                raise DataError(f"{where}: the file ends without a newline after this row, so the row may be cut off "
-                                f"(an interrupted download or copy?); expected every row to end with a newline")
+                raise DataError(
+                    f"{where}: the file ends without a newline after this row, so the row may be cut off "
+                    f"(an interrupted download or copy?); expected every row to end with a newline"
+                )
             cols = line.split("\t")
             if len(cols) < 3:
                 raise DataError(
@@ -68,8 +72,10 @@ def read_tsv(
             row, prev_row = prev_row, (lineno, len(cols))
             if label == "0":
                 if row is not None and row[1] != len(cols):
-                    raise DataError(f"{where}: expected {row[1]} tab-separated columns like line {row[0]} (a negative "
-                                    f"repeats the context of the row before it), got {len(cols)}")
+                    raise DataError(
+                        f"{where}: expected {row[1]} tab-separated columns like line {row[0]} (a negative "
+                        f"repeats the context of the row before it), got {len(cols)}"
+                    )
                 counts["negatives"] += 1
                 continue
             context = tuple(u for u in cols[1:-1] if u.strip())
@@ -77,7 +83,9 @@ def read_tsv(
                 raise DataError(f"{where}: empty context; expected at least one non-blank utterance on a label-1 row")
             candidate = cols[-1]
             if not candidate.strip():
-                raise DataError(f"{where}: empty candidate; expected the true response in the last column of a label-1 row")
+                raise DataError(
+                    f"{where}: empty candidate; expected the true response in the last column of a label-1 row"
+                )
             eid = f"{source}-{split}-L{lineno}"
             try:
                 ex = Example(eid=eid, context=context, response=candidate)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -43,11 +44,13 @@ class Backbone:
     def __post_init__(self) -> None:
         if self.joint_layers is None:
             return
-        config = self.encoder.config
+        config: Any = self.encoder.config  # a transformers config: torch types module attributes as Tensor | Module
         if getattr(config, "model_type", None) != "bert":
-            raise BackboneError(f"backbone {self.name!r}: training.joint_layers runs BERT's layers one by one, "
-                                f"and this encoder is a {type(self.encoder).__name__} (model_type "
-                                f"{getattr(config, 'model_type', None)!r}); use joint_layers: null")
+            raise BackboneError(
+                f"backbone {self.name!r}: training.joint_layers runs BERT's layers one by one, "
+                f"and this encoder is a {type(self.encoder).__name__} (model_type "
+                f"{getattr(config, 'model_type', None)!r}); use joint_layers: null"
+            )
         try:
             check_joint_layers(self.joint_layers, n_layers=int(config.num_hidden_layers), backbone=self.name)
         except ConfigError as exc:
@@ -71,8 +74,9 @@ class Encoded:
     pooled: torch.Tensor | None
 
 
-def _own_segments(input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor
-                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+def _own_segments(
+    input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """``(ids, mask, segments, positions)`` ``[B, W + 1]`` of ``[CLS] ctx [SEP] [CLS] resp [SEP]``.
 
     The response gets a copy of the row's ``[CLS]`` and positions restarting at 0; padding stays at
@@ -100,8 +104,14 @@ def _same_segment(segments: torch.Tensor):
     return inner
 
 
-def encode(encoder: nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-           token_type_ids: torch.Tensor | None = None, *, joint_layers: int | None = None) -> Encoded:
+def encode(
+    encoder: nn.Module,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    token_type_ids: torch.Tensor | None = None,
+    *,
+    joint_layers: int | None = None,
+) -> Encoded:
     """Run a BERT encoder on ``[CLS] context [SEP] response [SEP]`` batches with ``joint_layers`` joint top layers.
 
     ``None``: the encoder's own forward. Otherwise the lower layers see a mask keeping each position to
@@ -112,20 +122,30 @@ def encode(encoder: nn.Module, input_ids: torch.Tensor, attention_mask: torch.Te
         return Encoded(out.last_hidden_state, attention_mask, token_type_ids, getattr(out, "pooler_output", None))
     from transformers.masking_utils import create_bidirectional_mask
 
-    layers = encoder.encoder.layer
+    bert: Any = encoder  # a transformers BertModel: torch types module attributes as Tensor | Module
+    layers = bert.encoder.layer
     own_layers = len(layers) - joint_layers
     if own_layers > 0:
         if token_type_ids is None:
-            raise ValueError("joint_layers below the number of layers needs token_type_ids (0 = context, 1 = response), "
-                             "as calibrank.study.model.training.collate makes them")
+            raise ValueError(
+                "joint_layers below the number of layers needs token_type_ids (0 = context, 1 = response), "
+                "as calibrank.study.model.training.collate makes them"
+            )
         input_ids, attention_mask, token_type_ids, positions = _own_segments(input_ids, attention_mask, token_type_ids)
-        h = encoder.embeddings(input_ids=input_ids, token_type_ids=torch.zeros_like(input_ids), position_ids=positions)
+        h = bert.embeddings(input_ids=input_ids, token_type_ids=torch.zeros_like(input_ids), position_ids=positions)
     else:
-        h = encoder.embeddings(input_ids=input_ids, token_type_ids=token_type_ids)
-    joint = create_bidirectional_mask(config=encoder.config, inputs_embeds=h, attention_mask=attention_mask)
-    own = None if own_layers <= 0 else create_bidirectional_mask(
-        config=encoder.config, inputs_embeds=h, attention_mask=attention_mask,
-        and_mask_function=_same_segment(token_type_ids))
+        h = bert.embeddings(input_ids=input_ids, token_type_ids=token_type_ids)
+    joint = create_bidirectional_mask(config=bert.config, inputs_embeds=h, attention_mask=attention_mask)
+    own = (
+        None
+        if own_layers <= 0 or token_type_ids is None
+        else create_bidirectional_mask(  # checked above
+            config=bert.config,
+            inputs_embeds=h,
+            attention_mask=attention_mask,
+            and_mask_function=_same_segment(token_type_ids),
+        )
+    )
     for i, layer in enumerate(layers):
         h = layer(h, own if i < own_layers else joint)
     pooler = getattr(encoder, "pooler", None)
@@ -147,7 +167,9 @@ def resolve_checkpoint(name: str) -> str | Path:
     path = Path(name).expanduser()
     if path.exists():
         if not (path / "config.json").exists():
-            raise BackboneError(f"backbone {name!r}: the folder {path} has no config.json (not a Hugging Face checkpoint)")
+            raise BackboneError(
+                f"backbone {name!r}: the folder {path} has no config.json (not a Hugging Face checkpoint)"
+            )
         return path
     return name
 
@@ -195,6 +217,7 @@ def load_backbone(
     where = resolve_checkpoint(name)
     try:
         tokenizer = AutoTokenizer.from_pretrained(where, local_files_only=True)
+        encoder: Any  # a transformers model: torch types module attributes as Tensor | Module
         if name == TINY:
             encoder = _tiny_encoder(len(tokenizer), seed)
         else:
@@ -221,5 +244,10 @@ def load_backbone(
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(seed)
                 encoder.resize_token_embeddings(len(tokenizer))
-    return Backbone(encoder=encoder, tokenizer=tokenizer, name=name, hidden_size=int(encoder.config.hidden_size),
-                    joint_layers=joint_layers)
+    return Backbone(
+        encoder=encoder,
+        tokenizer=tokenizer,
+        name=name,
+        hidden_size=int(encoder.config.hidden_size),
+        joint_layers=joint_layers,
+    )

@@ -14,10 +14,10 @@ import math
 import torch
 from torch import nn
 
+from calibrank.study.model.backbone import Backbone, encode
 from calibrank.study.settings.checks import ConfigError
 from calibrank.study.settings.choices import Pooling
 from calibrank.study.settings.schema import HEAD_DROPOUT, check_joint_layers
-from calibrank.study.model.backbone import Backbone, encode
 
 __all__ = ["CrossEncoder", "SEGMENT_COSINE_BIAS", "SEGMENT_COSINE_WEIGHT", "head_param_groups", "init_cosine_head"]
 
@@ -37,8 +37,15 @@ class CrossEncoder(nn.Module):
     cosine of the two sides on ``segments`` features (:func:`init_cosine_head`).
     """
 
-    def __init__(self, backbone: Backbone, *, head_dropout: float = HEAD_DROPOUT, seed: int = 0,
-                 pooling: Pooling | str = Pooling.pooler, head: nn.Module | None = None) -> None:
+    def __init__(
+        self,
+        backbone: Backbone,
+        *,
+        head_dropout: float = HEAD_DROPOUT,
+        seed: int = 0,
+        pooling: Pooling | str = Pooling.pooler,
+        head: nn.Module | None = None,
+    ) -> None:
         super().__init__()
         self.encoder = backbone.encoder
         self.pooling = Pooling(pooling)
@@ -69,8 +76,10 @@ class CrossEncoder(nn.Module):
             return (h * mask).sum(1) / mask.sum(1).clamp(min=1.0)
         if self.pooling is Pooling.segments:
             if token_type_ids is None:
-                raise ValueError("segments pooling needs token_type_ids (0 = context, 1 = response), as "
-                                 "calibrank.study.model.training.collate makes them")
+                raise ValueError(
+                    "segments pooling needs token_type_ids (0 = context, 1 = response), as "
+                    "calibrank.study.model.training.collate makes them"
+                )
             am = attention_mask.to(torch.float32)
             tt = token_type_ids.to(torch.float32)
             h = h.float()

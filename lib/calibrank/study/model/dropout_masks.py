@@ -20,8 +20,8 @@ import torch
 from torch import nn
 
 from calibrank.hardware import use_bf16
-from calibrank.study.model import encode_once
 from calibrank.pairs import Pairs, collate, length_batches
+from calibrank.study.model import encode_once
 
 __all__ = ["mask_seeds", "score_pairs_per_query", "score_sides_per_query"]
 
@@ -50,19 +50,25 @@ class _PerQueryMasks:
         self.sites: list[tuple[nn.Module, str, float, int]] = []  # (module hooked, kind, p, heads)
         attention_dropouts = set()
         for module in model.modules():
-            if all(isinstance(getattr(module, a, None), nn.Linear) for a in ("query", "key", "value")) and \
-                    isinstance(getattr(module, "dropout", None), nn.Dropout):
+            if all(isinstance(getattr(module, a, None), nn.Linear) for a in ("query", "key", "value")) and isinstance(
+                getattr(module, "dropout", None), nn.Dropout
+            ):
                 attention_dropouts.add(id(module.dropout))
         for module in model.modules():
             if id(module) in attention_dropouts:
                 continue
             if isinstance(module, nn.Dropout) and module.p > 0:
                 self.sites.append((module, "hidden", float(module.p), 0))
-            elif all(isinstance(getattr(module, a, None), nn.Linear) for a in ("query", "key", "value")) and \
-                    isinstance(getattr(module, "dropout", None), nn.Dropout) and module.dropout.p > 0:
+            elif (
+                all(isinstance(getattr(module, a, None), nn.Linear) for a in ("query", "key", "value"))
+                and isinstance(getattr(module, "dropout", None), nn.Dropout)
+                and module.dropout.p > 0
+            ):
                 heads = int(getattr(module, "num_attention_heads", 0) or getattr(module, "num_heads", 0))
                 if heads <= 0:
-                    raise ValueError(f"mc_dropout: attention module {type(module).__name__} does not say its number of heads")
+                    raise ValueError(
+                        f"mc_dropout: attention module {type(module).__name__} does not say its number of heads"
+                    )
                 self.sites.append((module.value, "attention", float(module.dropout.p), heads))
         if not self.sites:
             raise ValueError("mc_dropout: the model has no dropout with p > 0 to sample")
@@ -91,7 +97,9 @@ class _PerQueryMasks:
             output[a:b].mul_(keep[u])
         return output
 
-    def _masks(self, site: int, p: float, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    def _masks(
+        self, site: int, p: float, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device
+    ) -> torch.Tensor:
         """Scaled keep-masks ``[U, *shape]`` of the batch's queries at ``site`` in this pass.
 
         A ``[width, d]`` site takes the first ``width`` rows of the query's ``[max_length, d]`` mask, so a
@@ -109,7 +117,9 @@ class _PerQueryMasks:
         for u, key in enumerate(self.keys):
             seeds = self._seeds.get((self.pass_index, key))
             if seeds is None:
-                seeds = self._seeds[(self.pass_index, key)] = mask_seeds(self.seed, self.pass_index, key, len(self.sites))
+                seeds = self._seeds[(self.pass_index, key)] = mask_seeds(
+                    self.seed, self.pass_index, key, len(self.sites)
+                )
             g.manual_seed(seeds[site])
             uniform[u].uniform_(generator=g)
         return uniform
@@ -126,14 +136,18 @@ class _PerQueryMasks:
                 return self._apply(output, self._masks(site, p, (width, d), output.dtype, output.device))
             if output.dim() == 2 and kind == "hidden":
                 return self._apply(output, self._masks(site, p, (output.shape[1],), output.dtype, output.device))
-            raise ValueError(f"mc_dropout: per-query masks expect [B, L, d] or [B, d] activations, got {list(output.shape)}")
+            raise ValueError(
+                f"mc_dropout: per-query masks expect [B, L, d] or [B, d] activations, got {list(output.shape)}"
+            )
 
         return hook
 
     @contextmanager
     def active(self):
-        handles = [module.register_forward_hook(self._hook(i, kind, p, heads))
-                   for i, (module, kind, p, heads) in enumerate(self.sites)]
+        handles = [
+            module.register_forward_hook(self._hook(i, kind, p, heads))
+            for i, (module, kind, p, heads) in enumerate(self.sites)
+        ]
         try:
             yield self
         finally:
@@ -142,8 +156,17 @@ class _PerQueryMasks:
 
 
 @torch.no_grad()
-def score_pairs_per_query(model: nn.Module, pairs: Pairs, keys: Sequence[str], *, passes: int, seed: int, max_length: int,
-                          batch_size: int = 64, precision: Any = "auto") -> np.ndarray:
+def score_pairs_per_query(
+    model: nn.Module,
+    pairs: Pairs,
+    keys: Sequence[str],
+    *,
+    passes: int,
+    seed: int,
+    max_length: int,
+    batch_size: int = 64,
+    precision: Any = "auto",
+) -> np.ndarray:
     """Logits ``[passes, N]`` of every pair with one dropout mask per key (query id) and pass.
 
     Masks depend on (seed, pass, key) only, so a pair's logits do not depend on the pairs scored with
@@ -198,7 +221,9 @@ class _QueryMasks(_PerQueryMasks):
             keep = self._flags[(site, rows)] = self._uniform(site, (rows, width)) >= p
         return keep
 
-    def _masks(self, site: int, p: float, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    def _masks(
+        self, site: int, p: float, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device
+    ) -> torch.Tensor:
         """Scaled keep-masks ``[B, *shape]``, one per batch row."""
         if len(shape) == 1:  # a pooled feature [B, d]: the first row of the query's mask
             keep = self._keep(site, p, 1, shape[0])[self.rows, 0]
@@ -214,8 +239,18 @@ class _QueryMasks(_PerQueryMasks):
 
 
 @torch.no_grad()
-def score_sides_per_query(model: nn.Module, pairs: Pairs, keys: Sequence[str], *, passes: int, seed: int,
-                          max_length: int, batch_size: int = 64, precision: Any = "auto", chunk: int = 256) -> np.ndarray:
+def score_sides_per_query(
+    model: nn.Module,
+    pairs: Pairs,
+    keys: Sequence[str],
+    *,
+    passes: int,
+    seed: int,
+    max_length: int,
+    batch_size: int = 64,
+    precision: Any = "auto",
+    chunk: int = 256,
+) -> np.ndarray:
     """:func:`score_pairs_per_query`'s logits ``[passes, N]`` on a model with no joint layer
     (:func:`calibrank.study.model.encode_once.applies`): in each pass each distinct (query, context side) is
     encoded once and each response side where it stood in its pair row, with the same masks.
@@ -248,12 +283,25 @@ def score_sides_per_query(model: nn.Module, pairs: Pairs, keys: Sequence[str], *
                 ctx_ix = np.flatnonzero(local[sides.ctx_key] >= 0)
                 resp_ix = np.flatnonzero(local[sides.resp_key] >= 0)
                 ctx = encode_once.encode_sides(
-                    model.encoder, [sides.ctx[i] for i in ctx_ix], batch_size=batch_size, bf16=bf16, device=device,
-                    width=width, before=lambda index: masks.set_rows(local[sides.ctx_key[ctx_ix[index]]]))
+                    model.encoder,
+                    [sides.ctx[i] for i in ctx_ix],
+                    batch_size=batch_size,
+                    bf16=bf16,
+                    device=device,
+                    width=width,
+                    before=lambda index: masks.set_rows(local[sides.ctx_key[ctx_ix[index]]]),
+                )
                 resp = encode_once.encode_sides(
-                    model.encoder, [sides.resp[i] for i in resp_ix], batch_size=batch_size, bf16=bf16, device=device,
-                    width=width, before=lambda index: masks.set_rows(local[sides.resp_key[resp_ix[index]]],
-                                                                     sides.resp_side_offset[resp_ix[index]]))
+                    model.encoder,
+                    [sides.resp[i] for i in resp_ix],
+                    batch_size=batch_size,
+                    bf16=bf16,
+                    device=device,
+                    width=width,
+                    before=lambda index: masks.set_rows(
+                        local[sides.resp_key[resp_ix[index]]], sides.resp_side_offset[resp_ix[index]]
+                    ),
+                )
                 # the chunk's pairs, with their sides' rows among the chunk's sides
                 pair_ix = np.flatnonzero(local[key_index] >= 0)
                 ctx_at = np.full(len(sides.ctx), -1, dtype=np.int64)
@@ -261,7 +309,7 @@ def score_sides_per_query(model: nn.Module, pairs: Pairs, keys: Sequence[str], *
                 resp_at = np.full(len(sides.resp), -1, dtype=np.int64)
                 resp_at[resp_ix] = np.arange(len(resp_ix))
                 for start in range(0, len(pair_ix), batch_size):
-                    index = pair_ix[start:start + batch_size]
+                    index = pair_ix[start : start + batch_size]
                     masks.set_rows(local[key_index[index]])
                     ci = torch.as_tensor(ctx_at[sides.ctx_of[index]], device=device)
                     ri = torch.as_tensor(resp_at[sides.resp_of[index]], device=device)

@@ -16,24 +16,38 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
 from calibrank.hardware import use_bf16
-from calibrank.study.settings.choices import Pooling
-from calibrank.study.model.cross_encoder import CrossEncoder
 from calibrank.pairs import Pairs
+from calibrank.study.model.cross_encoder import CrossEncoder
+from calibrank.study.settings.choices import Pooling
 
-__all__ = ["Sides", "applies", "dense", "dense_head", "encode_sides", "features_once", "join_sides", "logits_once", "pair_features",
-           "split_sides"]
+__all__ = [
+    "Sides",
+    "applies",
+    "dense",
+    "dense_head",
+    "encode_sides",
+    "features_once",
+    "join_sides",
+    "logits_once",
+    "pair_features",
+    "split_sides",
+]
 
 
 def applies(model: nn.Module) -> bool:
     """Whether ``model`` scores a pair from its two sides encoded alone: a cross-encoder with no joint
     layer, pooling ``segments`` or ``mean`` (the only poolings 0 joint layers allow)."""
-    return getattr(model, "joint_layers", None) == 0 and getattr(model, "pooling", None) in (Pooling.segments, Pooling.mean)
+    return getattr(model, "joint_layers", None) == 0 and getattr(model, "pooling", None) in (
+        Pooling.segments,
+        Pooling.mean,
+    )
 
 
 def dense(model: nn.Module) -> bool:
@@ -99,8 +113,16 @@ def split_sides(pairs: Pairs, key_index: np.ndarray | None = None) -> Sides:
             resp_side_offset.append(n0)
         resp_of[i] = pos
         offset[i] = n0
-    return Sides(ctx, resp, ctx_of, resp_of, offset, np.asarray(ctx_key, dtype=np.int64),
-                 np.asarray(resp_key, dtype=np.int64), np.asarray(resp_side_offset, dtype=np.int64))
+    return Sides(
+        ctx,
+        resp,
+        ctx_of,
+        resp_of,
+        offset,
+        np.asarray(ctx_key, dtype=np.int64),
+        np.asarray(resp_key, dtype=np.int64),
+        np.asarray(resp_side_offset, dtype=np.int64),
+    )
 
 
 def _side_batches(lengths: np.ndarray, tokens: int) -> list[np.ndarray]:
@@ -118,9 +140,16 @@ def _side_batches(lengths: np.ndarray, tokens: int) -> list[np.ndarray]:
     return batches
 
 
-def encode_sides(encoder: nn.Module, sides: Sequence[Sequence[int]], *, batch_size: int, bf16: bool,
-                 device: torch.device, width: int | None = None,
-                 before: Callable[[np.ndarray], None] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def encode_sides(
+    encoder: nn.Module,
+    sides: Sequence[Sequence[int]],
+    *,
+    batch_size: int,
+    bf16: bool,
+    device: torch.device,
+    width: int | None = None,
+    before: Callable[[np.ndarray], None] | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``(sums [n, d] float32, counts [n])``: each side's last hidden states summed over its positions.
 
     Batches hold up to ``batch_size`` pairs' worth of tokens (``batch_size x width``; ``width``: the
@@ -135,21 +164,22 @@ def encode_sides(encoder: nn.Module, sides: Sequence[Sequence[int]], *, batch_si
     lengths = np.fromiter(map(len, sides), dtype=np.int64, count=len(sides))
     sums: torch.Tensor | None = None
     counts = torch.as_tensor(lengths, dtype=torch.float32, device=device)
-    layers = encoder.encoder.layer
+    bert: Any = encoder  # a transformers BertModel: torch types module attributes as Tensor | Module
+    layers = bert.encoder.layer
     budget = batch_size * (width or int(lengths.max()))
     for index in _side_batches(lengths, budget):
         w = int(lengths[index].max())
         ids = torch.zeros((len(index), w), dtype=torch.long)
         mask = torch.zeros((len(index), w), dtype=torch.long)
         for row, i in enumerate(index):
-            ids[row, :lengths[i]] = torch.as_tensor(sides[i])
-            mask[row, :lengths[i]] = 1
+            ids[row, : lengths[i]] = torch.as_tensor(sides[i])
+            mask[row, : lengths[i]] = 1
         ids, mask = ids.to(device), mask.to(device)
         if before is not None:
             before(index)
         with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=bf16):
-            h = encoder.embeddings(input_ids=ids, token_type_ids=torch.zeros_like(ids))
-            attention = create_bidirectional_mask(config=encoder.config, inputs_embeds=h, attention_mask=mask)
+            h = bert.embeddings(input_ids=ids, token_type_ids=torch.zeros_like(ids))
+            attention = create_bidirectional_mask(config=bert.config, inputs_embeds=h, attention_mask=mask)
             for layer in layers:
                 h = layer(h, attention)
         h = h.float()
@@ -161,8 +191,9 @@ def encode_sides(encoder: nn.Module, sides: Sequence[Sequence[int]], *, batch_si
     return sums, counts
 
 
-def join_sides(pooling: Pooling, ctx: tuple[torch.Tensor, torch.Tensor], resp: tuple[torch.Tensor, torch.Tensor]
-               ) -> torch.Tensor:
+def join_sides(
+    pooling: Pooling, ctx: tuple[torch.Tensor, torch.Tensor], resp: tuple[torch.Tensor, torch.Tensor]
+) -> torch.Tensor:
     """The pooled features ``[N, d]`` of :meth:`calibrank.study.model.cross_encoder.CrossEncoder.features` from
     each pair's side sums and counts (rows already gathered per pair)."""
     (cs, cn), (rs, rn) = ctx, resp
@@ -173,8 +204,13 @@ def join_sides(pooling: Pooling, ctx: tuple[torch.Tensor, torch.Tensor], resp: t
     return u * v * math.sqrt(u.shape[-1])
 
 
-def pair_features(model: nn.Module, sides: Sides, ctx: tuple[torch.Tensor, torch.Tensor],
-                  resp: tuple[torch.Tensor, torch.Tensor], index: np.ndarray | slice = slice(None)) -> torch.Tensor:
+def pair_features(
+    model: nn.Module,
+    sides: Sides,
+    ctx: tuple[torch.Tensor, torch.Tensor],
+    resp: tuple[torch.Tensor, torch.Tensor],
+    index: np.ndarray | slice = slice(None),
+) -> torch.Tensor:
     """The pooled features of pairs ``index`` from the sums and counts of :func:`encode_sides` on ``sides``."""
     device = ctx[0].device
     ci = torch.as_tensor(sides.ctx_of[index], device=device)
@@ -189,9 +225,15 @@ def dense_head(model: nn.Module, pooled: torch.Tensor) -> torch.Tensor:
 
 
 @torch.no_grad()
-def features_once(model: nn.Module, pairs: Pairs, *, batch_size: int, precision,
-                  head: Callable[[nn.Module, torch.Tensor], torch.Tensor] | None = None,
-                  chunk: int = 65536) -> torch.Tensor:
+def features_once(
+    model: nn.Module,
+    pairs: Pairs,
+    *,
+    batch_size: int,
+    precision,
+    head: Callable[[nn.Module, torch.Tensor], torch.Tensor] | None = None,
+    chunk: int = 65536,
+) -> torch.Tensor:
     """Per pair ``[N, ...]`` (float32): the pooled features, or ``head(model, pooled)`` under the scoring's
     autocast, from each distinct side encoded once; what :func:`calibrank.study.model.rankers.scoring.encode_features`
     gives on a model that :func:`applies`."""

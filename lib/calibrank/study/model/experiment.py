@@ -10,6 +10,9 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
+from calibrank.metrics.calibration import ece
+from calibrank.metrics.ranking import recall_at_k
+from calibrank.predictions import Predictions
 from calibrank.study.data.conditions import (
     expected_samples,
     models_dir,
@@ -20,14 +23,11 @@ from calibrank.study.data.conditions import (
     training_seed,
 )
 from calibrank.study.data.querysets import load_query_set
-from calibrank.metrics.calibration import ece
-from calibrank.metrics.ranking import recall_at_k
-from calibrank.predictions import Predictions
+from calibrank.study.model.rankers import Ranker, ranker_from_config
 from calibrank.study.settings import registry
 from calibrank.study.settings.choices import Corpus, RankerName
 from calibrank.study.settings.schema import Config
 from calibrank.table_checks import in_range, raise_problems, rows_expected, rows_failing
-from calibrank.study.model.rankers import Ranker, ranker_from_config
 
 __all__ = [
     "predict_conditions",
@@ -39,16 +39,19 @@ __all__ = [
 ]
 
 
-def train_ranker(cfg: Config, ranker: str | RankerName, train_corpus: str | Corpus, device=None,
-                 seed: int | None = None) -> Ranker:
+def train_ranker(
+    cfg: Config, ranker: str | RankerName, train_corpus: str | Corpus, device=None, seed: int | None = None
+) -> Ranker:
     """Fit ``ranker`` with a training ``seed`` of the profile (default: the main one) on ``train_corpus``."""
     train, valid = training_queries(cfg, train_corpus)
-    return ranker_from_config(cfg, ranker, models_dir(cfg, train_corpus), device=device,
-                              seed=training_seed(cfg, seed)).fit(train, valid)
+    return ranker_from_config(
+        cfg, ranker, models_dir(cfg, train_corpus), device=device, seed=training_seed(cfg, seed)
+    ).fit(train, valid)
 
 
-def trained_rankers(cfg: Config, names: Iterable[str | RankerName] | None = None,
-                    train_corpus: str | Corpus | None = None) -> dict[str, Ranker]:
+def trained_rankers(
+    cfg: Config, names: Iterable[str | RankerName] | None = None, train_corpus: str | Corpus | None = None
+) -> dict[str, Ranker]:
     """Every ranker of ``names`` (default: the profile's) fitted on ``train_corpus`` (default: the first
     training corpus) with the main seed: from the model cache when notebook 03 trained it."""
     corpus = Corpus(train_corpus or cfg.rankers.train_corpora[0])
@@ -68,9 +71,14 @@ def predict_conditions(cfg: Config, ranker: Ranker, train_corpus: str | Corpus) 
     predicted = predict_split_conditions(cfg, ranker)
     for cond, queries, pred in predicted:
         pred.meta.update(
-            {"profile": cfg.profile, "train_corpus": corpus.value, "condition": cond.name,
-             "in_domain": cond.corpus == corpus.value, "train_sampler": cfg.negatives.train.value,
-             "name": f"{ranker.name}/{corpus.value}/{cond.name}"}
+            {
+                "profile": cfg.profile,
+                "train_corpus": corpus.value,
+                "condition": cond.name,
+                "in_domain": cond.corpus == corpus.value,
+                "train_sampler": cfg.negatives.train.value,
+                "name": f"{ranker.name}/{corpus.value}/{cond.name}",
+            }
         )
         rows.append(
             {
@@ -98,12 +106,23 @@ def _check_run_summary(cfg: Config, ranker: str, summary: pd.DataFrame) -> None:
     S of the ranker under the profile (:func:`expected_samples`); ``mean var`` > 0 when S > 1, else 0."""
     name, keys = f"run summary of {ranker}", ("corpus", "split", "sampler")
     s = expected_samples(cfg, ranker)
-    problems = rows_expected(name, summary, keys, [(c.corpus, c.split, c.sampler) for c in ranker_conditions(cfg, ranker)],
-                             what="one per condition the ranker is predicted on")
+    problems = rows_expected(
+        name,
+        summary,
+        keys,
+        [(c.corpus, c.split, c.sampler) for c in ranker_conditions(cfg, ranker)],
+        what="one per condition the ranker is predicted on",
+    )
     for col in (f"R{cfg.negatives.eval_k + 1}@1", "ECE"):
         problems += in_range(name, summary, col, keys, 0, 1)
-    problems += rows_failing(name, summary, summary["samples"] == s, keys,
-                             f"samples {s} (S of {ranker} under profile {cfg.profile!r})", ["samples"])
+    problems += rows_failing(
+        name,
+        summary,
+        summary["samples"] == s,
+        keys,
+        f"samples {s} (S of {ranker} under profile {cfg.profile!r})",
+        ["samples"],
+    )
     if s > 1:
         ok, expected = summary["mean var"] > 0, f"mean var > 0 (S = {s} samples)"
     else:
@@ -138,4 +157,6 @@ def training_frames(ranker: Ranker) -> tuple[pd.DataFrame, pd.DataFrame]:
     for i, res in enumerate(ranker.training_results()):
         hist.extend({"model": i, **h} for h in res.history)
         val.extend({"model": i, **v} for v in res.validation)
-    return pd.DataFrame(hist, columns=["model", "step", "epoch", "loss", "lr"]), pd.DataFrame(val, columns=["model", "step", "metric"])
+    return pd.DataFrame(hist, columns=["model", "step", "epoch", "loss", "lr"]), pd.DataFrame(
+        val, columns=["model", "step", "metric"]
+    )

@@ -44,6 +44,7 @@ def focal(logits: torch.Tensor, labels: torch.Tensor, gamma: float | str) -> tor
     log_pt = labels * F.logsigmoid(logits) + (1 - labels) * F.logsigmoid(-logits)
     pt = log_pt.exp()
     if gamma == FocalGamma.adaptive:
-        gamma = torch.where(pt.detach() < ADAPTIVE_THRESHOLD, torch.full_like(pt, ADAPTIVE_LOW),
-                            torch.full_like(pt, ADAPTIVE_HIGH))
+        gamma = torch.where(
+            pt.detach() < ADAPTIVE_THRESHOLD, torch.full_like(pt, ADAPTIVE_LOW), torch.full_like(pt, ADAPTIVE_HIGH)
+        )
     return (-((1 - pt) ** gamma) * log_pt).mean()

@@ -26,21 +26,41 @@ from typing import Any
 import numpy as np
 import torch
 import torch.distributed as dist
-from safetensors.torch import load as load_safetensors, save_file
+from safetensors.torch import load as load_safetensors
+from safetensors.torch import save_file
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
+from calibrank.atomic import (
+    DigestMismatch,
+    atomic_path,
+    atomic_recorded,
+    check_recorded,
+    digest_path,
+    read_json,
+    record_digest,
+    sha256_file,
+    write_json,
+)
+from calibrank.pairs import Pairs, _autocast, collate, length_batches, use_bf16
 from calibrank.study.data.schema import DataError, RankingQuery
 from calibrank.study.data.splits import format_context
-from calibrank.pairs import use_bf16
-from calibrank.atomic import DigestMismatch, atomic_path, atomic_recorded, check_recorded, digest_path, read_json, record_digest, sha256_file, write_json
 from calibrank.study.locks import exclusive, sweep_temp
 from calibrank.study.settings.choices import ContextStyle, Schedule, Selection
 from calibrank.study.settings.schema import TrainingConfig
-from calibrank.pairs import Pairs, length_batches, collate, _autocast
 
-__all__ = ["TrainingDiverged", "TrainResult", "encode_pairs", "train_model", "setup_distributed", "save_weights", "load_weights", "save_recorded", "read_recorded"]
+__all__ = [
+    "TrainingDiverged",
+    "TrainResult",
+    "encode_pairs",
+    "train_model",
+    "setup_distributed",
+    "save_weights",
+    "load_weights",
+    "save_recorded",
+    "read_recorded",
+]
 
 log = logging.getLogger(__name__)
 
@@ -131,8 +151,9 @@ def save_weights(model: nn.Module, path: Path, metadata: dict | None = None) -> 
     return digest
 
 
-def load_weights(model: nn.Module, path: Path, sha256: str | None = None, record: Path | None = None, *,
-                 recorded: bool = False) -> None:
+def load_weights(
+    model: nn.Module, path: Path, sha256: str | None = None, record: Path | None = None, *, recorded: bool = False
+) -> None:
     """Load the weights in ``path`` into ``model``, reading the file once; on any error no weight changes.
 
     Bytes other than ``sha256`` or the ``recorded`` digest raise :class:`calibrank.atomic.DigestMismatch`;
@@ -150,8 +171,10 @@ def load_weights(model: nn.Module, path: Path, sha256: str | None = None, record
     unexpected = [k for k in state if k not in own]
     shapes = [k for k in own if k in state and tuple(state[k].shape) != tuple(own[k].shape)]
     if missing or unexpected or shapes:
-        raise ValueError(f"{path}: weights do not fit the model (missing {missing[:3]}, unexpected {unexpected[:3]}, "
-                         f"other shapes {shapes[:3]})")
+        raise ValueError(
+            f"{path}: weights do not fit the model (missing {missing[:3]}, unexpected {unexpected[:3]}, "
+            f"other shapes {shapes[:3]})"
+        )
     model.load_state_dict(state, strict=True)
 
 
@@ -172,7 +195,7 @@ def read_recorded(path: Path) -> tuple[dict[str, torch.Tensor], dict]:
     try:
         tensors = load_safetensors(data)
         size = int.from_bytes(data[:8], "little")  # safetensors: header length, then the JSON header
-        metadata = json.loads(json.loads(data[8:8 + size])["__metadata__"]["calibrank"])
+        metadata = json.loads(json.loads(data[8 : 8 + size])["__metadata__"]["calibrank"])
     except Exception as exc:  # safetensors raises its own error type for a truncated or foreign file
         raise ValueError(f"{path}: not a readable safetensors file with calibrank metadata ({exc})") from exc
     if not isinstance(metadata, dict):
@@ -180,14 +203,21 @@ def read_recorded(path: Path) -> tuple[dict[str, torch.Tensor], dict]:
     return tensors, metadata
 
 
-def _save_checkpoint(path: Path, model: nn.Module, optimizer: torch.optim.Optimizer, state: dict,
-                     rank_rng: list[tuple[torch.Tensor, torch.Tensor | None]] | None = None) -> None:
+def _save_checkpoint(
+    path: Path,
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    state: dict,
+    rank_rng: list[tuple[torch.Tensor, torch.Tensor | None]] | None = None,
+) -> None:
     """``rank_rng``: (CPU, CUDA) RNG states of processes 1.. of a data-parallel run (process 0's are the plain keys)."""
     tensors = {f"model/{k}": v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
     opt = optimizer.state_dict()
     for idx, st in opt["state"].items():
         for key, val in st.items():
-            tensors[f"optim/{idx}/{key}"] = (val if torch.is_tensor(val) else torch.tensor(val)).detach().contiguous().cpu()
+            tensors[f"optim/{idx}/{key}"] = (
+                (val if torch.is_tensor(val) else torch.tensor(val)).detach().contiguous().cpu()
+            )
     tensors["rng/torch"] = torch.random.get_rng_state()
     if torch.cuda.is_available():
         tensors["rng/cuda"] = torch.cuda.get_rng_state()
@@ -214,12 +244,18 @@ def _read_checkpoint(path: Path) -> tuple[dict[str, torch.Tensor], dict] | None:
     return tensors, meta
 
 
-def _load_checkpoint(path: Path, tensors: dict[str, torch.Tensor], meta: dict, model: nn.Module,
-                     optimizer: torch.optim.Optimizer, rank: int = 0) -> dict:
+def _load_checkpoint(
+    path: Path,
+    tensors: dict[str, torch.Tensor],
+    meta: dict,
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    rank: int = 0,
+) -> dict:
     """Restore weights, optimizer and RNG state from a checkpoint read by :func:`_read_checkpoint`;
     ``rank`` > 0 takes that process's RNG state (data parallel)."""
     meta = dict(meta)
-    model.load_state_dict({k[len("model/"):]: v for k, v in tensors.items() if k.startswith("model/")})
+    model.load_state_dict({k[len("model/") :]: v for k, v in tensors.items() if k.startswith("model/")})
     opt_state: dict = {}
     for k, v in tensors.items():
         if k.startswith("optim/"):
@@ -254,15 +290,21 @@ def setup_distributed(device: torch.device | None = None) -> tuple[int, int, tor
     if not initialised and world <= 1:
         return 0, 1, device or torch.device("cpu")
     if not dist.is_available():
-        raise RuntimeError(f"WORLD_SIZE={world} asks for data-parallel training, but this torch build has no torch.distributed")
+        raise RuntimeError(
+            f"WORLD_SIZE={world} asks for data-parallel training, but this torch build has no torch.distributed"
+        )
     if torch.cuda.is_available() and (device is None or device.type == "cuda"):
         try:
             local = int(os.environ.get("LOCAL_RANK", "0"))
         except ValueError:
-            raise ValueError(f"LOCAL_RANK={os.environ['LOCAL_RANK']!r}: expected an integer (set by torchrun)") from None
+            raise ValueError(
+                f"LOCAL_RANK={os.environ['LOCAL_RANK']!r}: expected an integer (set by torchrun)"
+            ) from None
         if local >= torch.cuda.device_count():
-            raise RuntimeError(f"LOCAL_RANK={local} but only {torch.cuda.device_count()} CUDA devices are visible: "
-                               f"start at most that many processes per node (torchrun --nproc_per_node)")
+            raise RuntimeError(
+                f"LOCAL_RANK={local} but only {torch.cuda.device_count()} CUDA devices are visible: "
+                f"start at most that many processes per node (torchrun --nproc_per_node)"
+            )
         device = torch.device("cuda", local)
         torch.cuda.set_device(device)
     else:
@@ -272,8 +314,9 @@ def setup_distributed(device: torch.device | None = None) -> tuple[int, int, tor
     return dist.get_rank(), dist.get_world_size(), device
 
 
-def _diverged(loss: float, step: int, epoch: int, train: "Pairs", index: np.ndarray, ckpt_path: Path,
-              batch: str) -> "TrainingDiverged":
+def _diverged(
+    loss: float, step: int, epoch: int, train: Pairs, index: np.ndarray, ckpt_path: Path, batch: str
+) -> TrainingDiverged:
     """The error of a non-finite loss: the step, the batch's query ids and the last good checkpoint."""
     qids = sorted({train.qids[train.query_index[i]] for i in index})
     good = ckpt_path if ckpt_path.exists() else "none yet"
@@ -285,7 +328,9 @@ def _diverged(loss: float, step: int, epoch: int, train: "Pairs", index: np.ndar
 
 def _rank_seed(seed: int, rank: int) -> int:
     """Process ``rank``'s torch seed in a data-parallel run (process 0 keeps ``seed``): distinct dropout masks per share."""
-    return seed if rank == 0 else int(np.random.SeedSequence([seed, rank]).generate_state(1, dtype=np.uint64)[0] % (2**63))
+    return (
+        seed if rank == 0 else int(np.random.SeedSequence([seed, rank]).generate_state(1, dtype=np.uint64)[0] % (2**63))
+    )
 
 
 class _LossOf(nn.Module):
@@ -368,7 +413,6 @@ def train_model(
             sweep_temp(workdir)  # leftovers of a trainer of this model that died
             finished = load_trained(model, workdir)  # made by the trainer we waited for
         if world > 1:
-
             shared = [finished.to_dict() if finished is not None else None]
             dist.broadcast_object_list(shared, 0)
             if shared[0] is not None:
@@ -380,9 +424,21 @@ def train_model(
                 log.info("%s: trained by another process meanwhile; loaded its model", workdir)
             model.to(device)
             return finished
-        return _train_model(model, loss_fn, train, settings, workdir, seed=seed, validate=validate,
-                            param_groups=param_groups, on_step=on_step, on_epoch_start=on_epoch_start,
-                            rank=rank, world=world, device=device)
+        return _train_model(
+            model,
+            loss_fn,
+            train,
+            settings,
+            workdir,
+            seed=seed,
+            validate=validate,
+            param_groups=param_groups,
+            on_step=on_step,
+            on_epoch_start=on_epoch_start,
+            rank=rank,
+            world=world,
+            device=device,
+        )
 
 
 def _train_model(
@@ -411,8 +467,9 @@ def _train_model(
     warmup = int(settings.warmup_ratio * total)
     keep_best = Selection(settings.selection) is Selection.best  # "last": validation is only logged
     model.to(device)
-    groups: list[dict[str, Any]] = (param_groups(model) if param_groups
-                                    else [{"params": [p for p in model.parameters() if p.requires_grad]}])
+    groups: list[dict[str, Any]] = (
+        param_groups(model) if param_groups else [{"params": [p for p in model.parameters() if p.requires_grad]}]
+    )
     for g in groups:
         g.setdefault("lr", settings.lr)
         g["base_lr"] = g["lr"]
@@ -425,7 +482,6 @@ def _train_model(
         result = TrainResult()
         step, window = 0, [0.0, 0]  # loss sum and count since the last logged step
         if world > 1:
-
             dist.barrier()  # every process sees the same checkpoint (or none) before any trains on
         checkpoint = _read_checkpoint(ckpt_path)
         if world > 1:  # every process resumes, or none: a checkpoint one of them cannot read is not used
@@ -442,10 +498,18 @@ def _train_model(
         # parameter are averaged across processes in the backward pass).
         ddp = None
         if world > 1:
-            ddp = DistributedDataParallel(_LossOf(model, loss_fn), device_ids=[device.index] if device.type == "cuda" else None)
+            ddp = DistributedDataParallel(
+                _LossOf(model, loss_fn), device_ids=[device.index] if device.type == "cuda" else None
+            )
         t0 = time.perf_counter() - result.seconds
-        bar = tqdm(total=total, initial=step, desc=f"train {workdir.name}", unit="step", leave=False,
-                   **({} if main else {"disable": True}))
+        bar = tqdm(
+            total=total,
+            initial=step,
+            desc=f"train {workdir.name}",
+            unit="step",
+            leave=False,
+            **({} if main else {"disable": True}),
+        )
         for epoch in range(step // steps_per_epoch, settings.epochs):
             batches = length_batches(train.lengths, settings.batch_size, seed=seed, epoch=epoch)
             if on_epoch_start is not None and step % steps_per_epoch == 0:
@@ -468,7 +532,9 @@ def _train_model(
                 else:
                     objective, step_loss = _share_loss(ddp, train, index, rank, world, device, bf16)
                     if not math.isfinite(step_loss):
-                        raise _diverged(step_loss, step, epoch, train, index, ckpt_path, f"global batch over {world} processes")
+                        raise _diverged(
+                            step_loss, step, epoch, train, index, ckpt_path, f"global batch over {world} processes"
+                        )
                 optimizer.zero_grad(set_to_none=True)
                 objective.backward()
                 grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), settings.grad_clip)
@@ -485,15 +551,19 @@ def _train_model(
                 window[1] += 1
                 if step % settings.log_every == 0 or step == total:
                     mean_loss = window[0] / window[1]
-                    result.history.append({"step": step, "epoch": epoch, "loss": mean_loss, "lr": optimizer.param_groups[0]["lr"]})
+                    result.history.append(
+                        {"step": step, "epoch": epoch, "loss": mean_loss, "lr": optimizer.param_groups[0]["lr"]}
+                    )
                     if main:
                         log.info("step %d/%d loss %.4f (mean of the last %d steps)", step, total, mean_loss, window[1])
                     window = [0.0, 0]
-                end_of_epoch = (b == len(batches) - 1)
+                end_of_epoch = b == len(batches) - 1
                 if validate is not None and ((settings.eval_every and step % settings.eval_every == 0) or end_of_epoch):
                     v0 = time.perf_counter()
                     if world > 1:  # process 0 validates; all follow its metric
-                        shared = torch.tensor([float(validate(model)) if main else 0.0], dtype=torch.float64, device=device)
+                        shared = torch.tensor(
+                            [float(validate(model)) if main else 0.0], dtype=torch.float64, device=device
+                        )
                         dist.broadcast(shared, 0)
                         metric = float(shared.item())
                     else:
@@ -512,8 +582,13 @@ def _train_model(
                     state = {"step": step, "result": result.to_dict(), "window": window}
                     if world > 1:
                         states: list = [None] * world
-                        dist.all_gather_object(states, (torch.random.get_rng_state(),
-                                                        torch.cuda.get_rng_state() if torch.cuda.is_available() else None))
+                        dist.all_gather_object(
+                            states,
+                            (
+                                torch.random.get_rng_state(),
+                                torch.cuda.get_rng_state() if torch.cuda.is_available() else None,
+                            ),
+                        )
                         if main:
                             _save_checkpoint(ckpt_path, model, optimizer, state, rank_rng=states[1:])
                     else:
@@ -554,14 +629,18 @@ def _load_best(model: nn.Module, path: Path) -> bool:
     except FileNotFoundError:
         return False
     except DigestMismatch as exc:
-        log.warning("%s: the best weights are not used (%s); the last step's weights are kept", path,
-                    str(exc).removeprefix(f"{path}: "))
+        log.warning(
+            "%s: the best weights are not used (%s); the last step's weights are kept",
+            path,
+            str(exc).removeprefix(f"{path}: "),
+        )
         return False
     return True
 
 
-def _share_loss(ddp: nn.Module, train: Pairs, index: np.ndarray, rank: int, world: int, device: torch.device,
-                bf16: bool) -> tuple[torch.Tensor, float]:
+def _share_loss(
+    ddp: nn.Module, train: Pairs, index: np.ndarray, rank: int, world: int, device: torch.device, bf16: bool
+) -> tuple[torch.Tensor, float]:
     """This process's weighted loss on its share of a global batch, and the global batch's mean loss.
 
     The weight ``n_share x world / n_batch`` makes DDP's average gradient that of the whole batch's
@@ -614,5 +693,3 @@ def load_trained(model: nn.Module, workdir: Path) -> TrainResult | None:
 
 
 # ----------------------------------------------------------------------------- scoring
-
-

@@ -20,15 +20,16 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from calibrank.atomic import atomic_path
 from calibrank.study import codekey
 from calibrank.study.model.rankers import ranker_from_config
-from calibrank.atomic import atomic_path
 from calibrank.study.paths import project_root
+from calibrank.study.pipeline.grid import INDEX, Step, code_path
+from calibrank.study.pipeline.grid import steps as grid_steps
+from calibrank.study.pipeline.schedule import code_sources
 from calibrank.study.settings.checks import ConfigError
 from calibrank.study.settings.config import load_config
 from calibrank.study.settings.schema import Config
-from calibrank.study.pipeline.grid import INDEX, Step, code_path, steps as grid_steps
-from calibrank.study.pipeline.schedule import code_sources
 
 __all__ = ["step_keys", "write", "main"]
 
@@ -42,8 +43,11 @@ def _notebook_code(path: Path) -> str:
     if not path.exists():
         return ""
     cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
-    return "\n".join("".join(c["source"]) if isinstance(c["source"], list) else c["source"]
-                     for c in cells if c.get("cell_type") == "code")
+    return "\n".join(
+        "".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+        for c in cells
+        if c.get("cell_type") == "code"
+    )
 
 
 def _ranker_roots(cfg: Config, ranker: str) -> list:
@@ -62,8 +66,11 @@ def step_keys(cfg: Config, steps: Sequence[Step], notebooks: Path) -> dict[str, 
         if step.model:
             roots = ["calibrank.study.pipeline.train"]
         else:
-            roots = [codekey.source_module("calibrank", f"<notebook {step.notebook}>",
-                                           _notebook_code(notebooks / f"{step.notebook}.ipynb"))]
+            roots = [
+                codekey.source_module(
+                    "calibrank", f"<notebook {step.notebook}>", _notebook_code(notebooks / f"{step.notebook}.ipynb")
+                )
+            ]
         if ranker:
             roots += rankers.setdefault(ranker, _ranker_roots(cfg, ranker))
         keys[step.name] = codekey.code_hash(*roots, opaque=(*_OPAQUE, *([_RANKERS] if ranker else [])))
@@ -96,10 +103,13 @@ def write(cfg: Config, notebooks: Path) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m calibrank.study.pipeline.codekeys PROFILE [--notebooks DIR]``: bring the profile's code keys up to date."""
-    p = argparse.ArgumentParser(prog="python -m calibrank.study.pipeline.codekeys", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(
+        prog="python -m calibrank.study.pipeline.codekeys", description=__doc__.split("\n\n")[0]
+    )
     p.add_argument("profile", help="params/<profile>.yaml")
-    p.add_argument("--notebooks", type=Path,
-                   help="the folder of the notebooks (default: notebooks/ of the project root)")
+    p.add_argument(
+        "--notebooks", type=Path, help="the folder of the notebooks (default: notebooks/ of the project root)"
+    )
     a = p.parse_args(argv)
     try:
         cfg = load_config(a.profile)

@@ -16,8 +16,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from calibrank.atomic import read_json, sha256_file
 from calibrank.study.data import conditions
-from calibrank.study.data.querysets import data_files, query_set_files
+from calibrank.study.data.querysets import data_files, query_set_files, query_set_specs
 from calibrank.study.paths import project_root
 from calibrank.study.settings import registry
 from calibrank.study.settings.checks import ConfigError
@@ -38,6 +39,12 @@ __all__ = [
     "marker_path",
     "code_path",
     "INDEX",
+    "TABLES",
+    "index_files",
+    "index_is_current",
+    "loaded_model_problem",
+    "stale_markers",
+    "table_files",
     "reused_scores",
     "shared_runs",
     "main",
@@ -70,8 +77,9 @@ class GridModel:
         return registry.info(self.ranker).data_parallel
 
 
-def model_for(cfg: Config, ranker: str | RankerName, corpus: str | Corpus, seed: int | None = None,
-              member: int | None = None) -> GridModel:
+def model_for(
+    cfg: Config, ranker: str | RankerName, corpus: str | Corpus, seed: int | None = None, member: int | None = None
+) -> GridModel:
     """The grid model that ``ranker`` trained on ``corpus`` with ``seed`` (ensemble: ``member``) loads.
 
     Raises ``ValueError`` naming the parameter for a ranker, corpus, seed or member the
@@ -84,20 +92,30 @@ def model_for(cfg: Config, ranker: str | RankerName, corpus: str | Corpus, seed:
     try:
         corp = Corpus(corpus)
     except ValueError:
-        raise ValueError(f"corpus: unknown corpus {corpus!r}; known corpora: {', '.join(c.value for c in Corpus)}") from None
+        raise ValueError(
+            f"corpus: unknown corpus {corpus!r}; known corpora: {', '.join(c.value for c in Corpus)}"
+        ) from None
     if corp not in cfg.rankers.train_corpora:
-        raise ValueError(f"corpus: {corp.value!r} is not among rankers.train_corpora of profile {cfg.profile!r} "
-                         f"({', '.join(c.value for c in cfg.rankers.train_corpora)})")
+        raise ValueError(
+            f"corpus: {corp.value!r} is not among rankers.train_corpora of profile {cfg.profile!r} "
+            f"({', '.join(c.value for c in cfg.rankers.train_corpora)})"
+        )
     seeds = training_seeds(cfg)
     seed = seeds[0] if seed is None else int(seed)
     if seed not in seeds:
-        raise ValueError(f"seed: {seed} is not a training seed of profile {cfg.profile!r} (rankers.seeds: {list(seeds)})")
+        raise ValueError(
+            f"seed: {seed} is not a training seed of profile {cfg.profile!r} (rankers.seeds: {list(seeds)})"
+        )
     if key is RankerName.ensemble:
         members = cfg.rankers.ensemble.members
         if member is None:
-            raise ValueError(f"member: ensemble needs --member, the index of one of its {members} members (0..{members - 1})")
+            raise ValueError(
+                f"member: ensemble needs --member, the index of one of its {members} members (0..{members - 1})"
+            )
         if not 0 <= member < members:
-            raise ValueError(f"member: expected an index in 0..{members - 1} (rankers.ensemble.members = {members}), got {member}")
+            raise ValueError(
+                f"member: expected an index in 0..{members - 1} (rankers.ensemble.members = {members}), got {member}"
+            )
         if member > 0:
             return GridModel(f"ensemble-{corp.value}-seed{seed}-member{member}", key.value, corp.value, seed, member)
     elif member is not None:
@@ -174,6 +192,139 @@ def code_path(profile: str, name: str) -> Path:
     return Path("runs") / profile / "code" / f"{name}.key"
 
 
+def index_files(profile: str) -> tuple[Path, Path]:
+    """``reports/<profile>/index.html`` and ``index.json``, the record of the page the index step last wrote (its
+    sha256): the record, not the page, is the step's output in the workflow, since snakemake removes the outputs of a
+    step before it runs and after it fails, and a page that cannot be rebuilt is kept, marked stale
+    (:mod:`calibrank.study.pipeline.report`). Relative to the project root."""
+    folder = Path("reports") / profile
+    return folder / "index.html", folder / "index.json"
+
+
+def index_is_current(profile: str) -> bool:
+    """Whether ``index.html`` is the page ``index.json`` records (its sha256); when not (the page was removed, edited,
+    or marked stale by a rebuild that failed), the record is removed, so that the workflow builds the page again."""
+    page, record = (project_root() / p for p in index_files(profile))
+    try:
+        current = read_json(record).get("sha256") == sha256_file(page)
+    except (OSError, ValueError, AttributeError):
+        current = False
+    if not current:
+        record.unlink(missing_ok=True)
+    return current
+
+
+#: The tables each analysis notebook exports (``export_tables(..., notebook=...)``), in its order: outputs of its
+#: step, with the manifest that lists them, and inputs of the index, which reads them back. A table removed is made
+#: again by its notebook; one changed after its notebook wrote it is newer than the page's record, so the next
+#: ``make report`` rebuilds the index, which checks each table against its sha256 and refuses a damaged one.
+TABLES = {
+    "04_calibration": (
+        "metrics_all",
+        "intervals_all",
+        "baselines_all",
+        "baselines_intervals",
+        "table1_bert",
+        "table2_ece_change",
+        "figure2_ece_by_negatives",
+        "reliability",
+        "paper2023_in_domain",
+        "paper2023_shift",
+        "claims_04_calibration",
+    ),
+    "05_risk_aware": ("figure3_b_sweep", "table3_risk_aware", "table3_risk_aware_target_b", "claims_05_risk_aware"),
+    "06_nota": ("nota_tables_4_5", "claims_06_nota"),
+    "07_efficiency": ("efficiency", "efficiency_measured", "claims_07_efficiency"),
+    "08_beyond": (
+        "prior_ece_by_negatives_08",
+        "prior_summary_08",
+        "recalibration_08",
+        "recalibration_best_08",
+        "selective_08",
+        "conformal_08",
+        "shift_detection_08",
+        "performance_prediction_08",
+        "listwise_08",
+        "nota_conformal_08",
+        "nota_threshold_08",
+        "findings_08",
+    ),
+}
+
+
+def table_files(profile: str, notebook: str) -> list[str]:
+    """The CSV files of :data:`TABLES` a notebook writes, then its manifest (relative to the project root)."""
+    folder = Path("reports") / profile / "tables"
+    return [str(folder / f"{name}.csv") for name in TABLES.get(notebook, ())] + (
+        [str(folder / f"{notebook}.json")] if notebook in TABLES else []
+    )
+
+
+def _marker_model(profile: str, name: str) -> tuple[Path, dict | None]:
+    """The marker of a grid model and what it records (None when it is missing or unreadable)."""
+    marker = project_root() / marker_path(profile, name)
+    try:
+        record = read_json(marker)
+    except (OSError, ValueError):
+        return marker, None
+    return marker, record if isinstance(record, dict) and isinstance(record.get("model_dir"), str) else None
+
+
+def _finished(folder: Path) -> bool:
+    """Whether a model folder holds a finished model (as :func:`calibrank.study.model.training.is_trained` says,
+    without torch): its weights and ``train.json``, which is written last."""
+    return (folder / "model.safetensors").is_file() and (folder / "train.json").is_file()
+
+
+def stale_markers(profile: str) -> list[tuple[str, Path]]:
+    """``(model, its folder)`` for every grid model whose marker names a folder that holds no finished model any
+    more; those markers are removed, so that the model's training step runs again (and no other step trains it)."""
+    out = []
+    for marker in sorted((project_root() / "runs" / profile / "grid").glob("*.json")):
+        _, record = _marker_model(profile, marker.stem)
+        if record is not None and not _finished(folder := project_root() / record["model_dir"]):
+            marker.unlink(missing_ok=True)
+            out.append((marker.stem, folder))
+    return out
+
+
+def loaded_model_problem(cfg: Config, step: Step) -> str | None:
+    """Why a model ``step`` loads cannot be loaded as its training step wrote it, in one line that names the command
+    that makes it again; None when every one can. A step that only loads models never trains one: without this check
+    it would train a missing one itself, with its own threads, into the folder of the training step's."""
+    runs: dict[str, str] = {}
+    for run, models in run_models(
+        cfg
+    ).items():  # the first run that loads a model: its owner's (bert's, not MC Dropout's)
+        for m in models:
+            runs.setdefault(m, run)
+    for name in step.loads:
+        again = f"make nb-03_train-{runs[name]} PROFILE={cfg.profile}"
+        marker, record = _marker_model(cfg.profile, name)
+        if record is None:
+            return (
+                f"model {name} has no marker ({marker.relative_to(project_root())}): its training step has not run; "
+                f"make it with `{again}`"
+            )
+        folder = project_root() / record["model_dir"]
+        if not _finished(folder):
+            return (
+                f"model {name}: {record['model_dir']} holds no trained model (removed since it was trained); "
+                f"make it again with `{again}`"
+            )
+        try:
+            recorded = read_json(folder / "train.json").get("model_sha256")
+            ok = isinstance(recorded, str) and sha256_file(folder / "model.safetensors") == recorded
+        except (OSError, ValueError, AttributeError):
+            ok = False
+        if not ok:
+            return (
+                f"model {name}: {record['model_dir']}/model.safetensors is not the model its train.json records "
+                f"(sha256); make it again with `rm -rf {record['model_dir']} && {again}`"
+            )
+    return None
+
+
 #: The notebooks that read every 03 run's Predictions, in the order they are listed (07 comes after them).
 ANALYSES = ("04_calibration", "05_risk_aware", "06_nota", "08_beyond")
 #: The kinds of :class:`Step`, in the order the graph runs them: a cluster asks for resources by kind.
@@ -189,6 +340,7 @@ class Step:
     notebook or done marker first. ``alone``: the step takes every core and nothing runs beside it.
     ``gpu``: a GPU speeds it up. ``kind`` groups steps that ask a cluster for the same resources.
     ``code``: the file holding the key of the code it runs (:func:`code_path`), an input of the step.
+    ``loads``: the grid models a notebook step loads (and never trains: :func:`loaded_model_problem`).
     """
 
     name: str
@@ -202,6 +354,7 @@ class Step:
     gpu: bool
     model: GridModel | None = None
     code: str = ""
+    loads: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -236,41 +389,120 @@ def steps(cfg: Config, *, threads: int = 1, cores: int = 1) -> list[Step]:
     params = tuple(_relative(p) for p in profile_sources(cfg.source or cfg.profile))
     base = {"profile": cfg.profile}
 
-    def notebook(name: str, kind: str, inputs: list[str], outputs: list[str] | None = None, alone: bool = False,
-                 gpu: bool = False, **parameters) -> Step:
-        return Step(name, kind, name.split("-")[0], {**base, **parameters}, (*inputs, *params),
-                    (f"{report}/{name}.ipynb", *(outputs or [])), alone, solo if alone else threads, gpu)
+    def notebook(
+        name: str,
+        kind: str,
+        inputs: list[str],
+        outputs: list[str] | None = None,
+        alone: bool = False,
+        gpu: bool = False,
+        loads: tuple[str, ...] = (),
+        **parameters,
+    ) -> Step:
+        return Step(
+            name,
+            kind,
+            name.split("-")[0],
+            {**base, **parameters},
+            (*inputs, *params),
+            (f"{report}/{name}.ipynb", *(outputs or []), *table_files(cfg.profile, name)),
+            alone,
+            solo if alone else threads,
+            gpu,
+            loads=loads,
+        )
 
-    # 01 and 02 list the files later steps read: one removed (damaged) makes the step run again
+    # The files a step reads are its inputs: one removed makes the step that writes it run again, and one changed
+    # (damaged) after it was written reruns the first step that reads it, which finds it and says so.
+    sets = {
+        (q.corpus, q.split, q.sampler.value, q.k): str(f) for q, f in zip(query_set_specs(cfg), query_set_files(cfg))
+    }
+
+    def query_sets(corpus: str, conds=()) -> list[str]:  # a training corpus's sets (train, valid) and conditions'
+        train = [
+            (corpus, split, cfg.negatives.train.value, k)
+            for split, k in (("train", cfg.negatives.train_k), ("valid", cfg.negatives.eval_k))
+        ]
+        return list(dict.fromkeys(sets[key] for key in [*train, *((c.corpus, c.split, c.sampler, c.k) for c in conds)]))
+
     data = notebook("01_data", "data", [], [str(p) for p in data_files(cfg)], alone=True)
-    negatives = notebook("02_negatives", "negatives", [data.outputs[0]], [str(p) for p in query_set_files(cfg)],
-                         alone=True, gpu=True)
+    negatives = notebook(
+        "02_negatives",
+        "negatives",
+        [data.outputs[0], *data.outputs[1:-1]],
+        [str(p) for p in query_set_files(cfg)],
+        alone=True,
+        gpu=True,
+    )
     out = [data, negatives]
     for model in grid_models(cfg):
-        out.append(Step(f"train-{model.name}", "train", None, {}, (negatives.outputs[0], *params),
-                        (str(marker_path(cfg.profile, model.name)),), False, threads, True, model))
+        out.append(
+            Step(
+                f"train-{model.name}",
+                "train",
+                None,
+                {},
+                (negatives.outputs[0], *query_sets(model.corpus), *params),
+                (str(marker_path(cfg.profile, model.name)),),
+                False,
+                threads,
+                True,
+                model,
+            )
+        )
     runs, after = run_models(cfg), reused_scores(cfg)
     predict = []
     for run, models in runs.items():
         ranker, corpus, seed = parse_run_name(run, cfg)
-        files = [conditions.predictions_path(cfg, ranker, corpus, cond, seed) for cond in conditions.ranker_conditions(cfg, ranker)]
+        conds = conditions.ranker_conditions(cfg, ranker)
+        files = [conditions.predictions_path(cfg, ranker, corpus, cond, seed) for cond in conds]
         first = [f"{report}/03_train-{after[run]}.ipynb"] if run in after else []
-        predict.append(notebook(f"03_train-{run}", "predict",
-                                [negatives.outputs[0], *(str(marker_path(cfg.profile, m)) for m in models), *first],
-                                [_relative(f) for p in files for f in (p, p.with_suffix(".json"))], gpu=True,
-                                ranker=registry.info(ranker).name, train_corpus=corpus.value, seed=seed))
+        predict.append(
+            notebook(
+                f"03_train-{run}",
+                "predict",
+                [
+                    negatives.outputs[0],
+                    *query_sets(corpus.value, conds),
+                    *(str(marker_path(cfg.profile, m)) for m in models),
+                    *first,
+                ],
+                [_relative(f) for p in files for f in (p, p.with_suffix(".json"))],
+                gpu=True,
+                loads=tuple(models),
+                ranker=registry.info(ranker).name,
+                train_corpus=corpus.value,
+                seed=seed,
+            )
+        )
     out += predict
     made = [f for step in predict for f in step.outputs]
     out += [notebook(name, "analysis", made) for name in ANALYSES]
-    out.append(notebook("07_efficiency", "efficiency", [s.outputs[0] for s in out if s.notebook], alone=True, gpu=True))
+    # 07 times the main seed's rankers trained on the first training corpus, on every corpus's test sets
+    timed = [run_name(r, cfg.rankers.train_corpora[0], training_seeds(cfg)[0], cfg) for r in cfg.rankers.names]
+    out.append(
+        notebook(
+            "07_efficiency",
+            "efficiency",
+            [*(s.outputs[0] for s in out if s.notebook), *negatives.outputs[1:-1]],
+            alone=True,
+            gpu=True,
+            loads=tuple(dict.fromkeys(m for r in timed for m in runs[r])),
+        )
+    )
     return [dataclasses.replace(s, code=str(code_path(cfg.profile, s.name))) for s in out]
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m calibrank.study.pipeline.grid", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m calibrank.study.pipeline.grid", description=__doc__.split("\n\n")[0]
+    )
     sub = parser.add_subparsers(dest="command", required=True)
-    p_steps = sub.add_parser("steps", help="print every step of the profile's graph: name, notebook (- for a training "
-                                           "job) and papermill parameters (-p KEY VALUE ...)")
+    p_steps = sub.add_parser(
+        "steps",
+        help="print every step of the profile's graph: name, notebook (- for a training "
+        "job) and papermill parameters (-p KEY VALUE ...)",
+    )
     p_steps.add_argument("profile", help="params/<profile>.yaml")
     return parser
 

@@ -7,16 +7,25 @@ table that is not the one its notebook wrote (its sha256 differs from the record
 with one line naming the file and the command that writes it again.
 This module collects and formats; ``templates/report.html.j2`` lays the page out and escapes
 every text it is given. Run as ``python -m calibrank.study.pipeline.report PROFILE``.
+
+A page that cannot be rebuilt never takes the last good one with it: the page is written whole (a temporary name,
+then renamed) and recorded in ``index.json`` (its sha256; the index step's output in the workflow,
+:func:`calibrank.study.pipeline.grid.index_files`); a rebuild that fails leaves the previous page in place with a
+banner at its top, the one line that says why and what makes it again (:func:`mark_stale`), and removes the record,
+so that the next run builds the page again.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import html
 import json
 import re
 import shlex
 import sys
+import time
+import traceback
 from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
@@ -28,32 +37,75 @@ import pandas as pd
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
+from calibrank.atomic import atomic_path, sha256_file, write_json
+from calibrank.metrics.resample import ONE_SEED_NOTE
 from calibrank.study.analysis.efficiency import machine
 from calibrank.study.analysis.exports import TableFileError, load_exported_tables, table_writer
 from calibrank.study.analysis.papers import paper_comparison
 from calibrank.study.analysis.verdicts import Verdict, summary
 from calibrank.study.data.baselines import SHORTCUT_MARGIN, ranking_check, ranking_warnings
-from calibrank.metrics.resample import ONE_SEED_NOTE
-from calibrank.atomic import atomic_path
 from calibrank.study.paths import project_root, report_dir
+from calibrank.study.pipeline.grid import index_files
+from calibrank.study.pipeline.schedule import eta_path, read_eta
+from calibrank.study.settings.checks import ConfigError
 from calibrank.study.settings.config import load_config
 from calibrank.study.settings.schema import Config
-from calibrank.study.pipeline.schedule import eta_path, read_eta
 
-__all__ = ["SECTION_TITLES", "build_index", "notebook_sections"]
+__all__ = ["SECTION_TITLES", "build_index", "mark_stale", "notebook_sections"]
 
-SECTION_TITLES = ("Setup", "Do the rankers rank?", "What replicates and what does not", "The papers' numbers beside ours",
-                  "Beyond the papers", "The notebooks, table by table and figure by figure", "Notes on the method")
+SECTION_TITLES = (
+    "Setup",
+    "Do the rankers rank?",
+    "What replicates and what does not",
+    "The papers' numbers beside ours",
+    "Beyond the papers",
+    "The notebooks, table by table and figure by figure",
+    "Notes on the method",
+)
 """Top-level sections of the page, in order."""
 
-_PACKAGES = ("torch", "transformers", "sentence-transformers", "bm25s", "faiss-cpu", "numpy", "pandas", "scikit-learn",
-             "scipy", "papermill")
+_PACKAGES = (
+    "torch",
+    "transformers",
+    "sentence-transformers",
+    "bm25s",
+    "faiss-cpu",
+    "numpy",
+    "pandas",
+    "scikit-learn",
+    "scipy",
+    "papermill",
+)
 _SKIP_SECTIONS = {"files"}  # notebook sections that only write files: linked instead of shown
 _COMPARISONS = ("table1", "table2", "table3", "nota", "in_domain_2023")  # paper_comparison's tables, in page order
-_EFFICIENCY_COLUMNS = ("ranker", "params (M)", "clock", "ms/query", "ratio_to_bert", "wall ms/query", "wall ratio",
-                       "PG-DRR ms", "PG-DRR ratio", "GPF-BERT ratio")
-_CLAIM_COLUMNS = ["paper", "claim", "method", "paper effect", "ours", "lo", "hi", "p (Holm)", "p opposite (Holm)",
-                  "verdict", "detectable", "power", "test", "protocol"]
+_EFFICIENCY_COLUMNS = (
+    "ranker",
+    "params (M)",
+    "clock",
+    "ms/query",
+    "ratio_to_bert",
+    "wall ms/query",
+    "wall ratio",
+    "PG-DRR ms",
+    "PG-DRR ratio",
+    "GPF-BERT ratio",
+)
+_CLAIM_COLUMNS = [
+    "paper",
+    "claim",
+    "method",
+    "paper effect",
+    "ours",
+    "lo",
+    "hi",
+    "p (Holm)",
+    "p opposite (Holm)",
+    "verdict",
+    "detectable",
+    "power",
+    "test",
+    "protocol",
+]
 _VERDICT_CLASS = {Verdict.replicates: "yes", Verdict.contradicted: "no"}  # the badge's colour; other verdicts are grey
 _MARKDOWN = MarkdownIt("commonmark", {"html": False})  # raw HTML in a notebook's text is shown, escaped
 
@@ -81,8 +133,10 @@ def _value(column: str, v: Any) -> str:
 def _frame(df: pd.DataFrame) -> dict:
     """A table of numbers as the page shows it: column names and rows of formatted cells."""
     columns = [str(c) for c in df.columns]
-    return {"columns": columns,
-            "rows": [[_value(c, v) for c, v in zip(columns, row)] for row in df.itertuples(index=False)]}
+    return {
+        "columns": columns,
+        "rows": [[_value(c, v) for c, v in zip(columns, row)] for row in df.itertuples(index=False)],
+    }
 
 
 def _effect(value: float, lo: float, hi: float, unit: str) -> str:
@@ -94,8 +148,13 @@ def _effect(value: float, lo: float, hi: float, unit: str) -> str:
 
 
 # every value the template shows is escaped; a name it uses that the page's context lacks is an error
-_TEMPLATES = jinja2.Environment(loader=jinja2.PackageLoader("calibrank.study.pipeline", "templates"), autoescape=True,
-                                undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+_TEMPLATES = jinja2.Environment(
+    loader=jinja2.PackageLoader("calibrank.study.pipeline", "templates"),
+    autoescape=True,
+    undefined=jinja2.StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
 _TEMPLATES.filters.update(markdown=_inline_markdown, duration=_seconds, g=lambda x: f"{x:g}")
 
 
@@ -145,8 +204,12 @@ def notebook_sections(nb: dict) -> list[dict]:
                 current = {"title": lines[0][3:].strip(), "text": " ".join(ln for ln in lines[1:] if ln), "outputs": []}
                 sections.append(current)
             elif lines and not lines[0].startswith("#") and current is not None:
-                current = {"title": "", "text": " ".join(ln for ln in lines if ln), "outputs": [],
-                           "parent": current["title"]}
+                current = {
+                    "title": "",
+                    "text": " ".join(ln for ln in lines if ln),
+                    "outputs": [],
+                    "parent": current["title"],
+                }
                 sections.append(current)
         elif cell.get("cell_type") == "code" and current is not None:
             current["outputs"].extend(_outputs(cell))
@@ -160,11 +223,23 @@ def _shown(sections: list[dict], big_table: int = 25) -> list[dict]:
     for sec in sections:
         if not sec["outputs"] or {sec["title"].strip().lower(), sec.get("parent", "").strip().lower()} & _SKIP_SECTIONS:
             continue
-        outputs = [{"kind": kind, "payload": payload, "rows": payload.count("<tr") - 1 if kind == "table" else 0,
-                    "fold": kind == "table" and (not sec["title"] or payload.count("<tr") > big_table)}
-                   for kind, payload in sec["outputs"]]
-        shown.append({"title": sec["title"], "text": sec["text"], "alt": sec["title"] or sec.get("parent", ""),
-                      "outputs": outputs})
+        outputs = [
+            {
+                "kind": kind,
+                "payload": payload,
+                "rows": payload.count("<tr") - 1 if kind == "table" else 0,
+                "fold": kind == "table" and (not sec["title"] or payload.count("<tr") > big_table),
+            }
+            for kind, payload in sec["outputs"]
+        ]
+        shown.append(
+            {
+                "title": sec["title"],
+                "text": sec["text"],
+                "alt": sec["title"] or sec.get("parent", ""),
+                "outputs": outputs,
+            }
+        )
     return shown
 
 
@@ -174,9 +249,17 @@ def _step(path: Path, rdir: Path) -> dict:
     pm = nb.get("metadata", {}).get("papermill", {})
     manifest = rdir / "tables" / f"{path.stem}.json"
     csvs = json.loads(manifest.read_text(encoding="utf-8")).get("tables", []) if manifest.exists() else []
-    return {"stem": path.stem, "title": title, "blurb": blurb, "seconds": pm.get("duration"), "start": pm.get("start_time"),
-            "end": pm.get("end_time"), "params": pm.get("parameters", {}), "sections": _shown(notebook_sections(nb)),
-            "csvs": csvs}
+    return {
+        "stem": path.stem,
+        "title": title,
+        "blurb": blurb,
+        "seconds": pm.get("duration"),
+        "start": pm.get("start_time"),
+        "end": pm.get("end_time"),
+        "params": pm.get("parameters", {}),
+        "sections": _shown(notebook_sections(nb)),
+        "csvs": csvs,
+    }
 
 
 def _elapsed(steps: list[dict]) -> float | None:
@@ -191,11 +274,18 @@ def _elapsed(steps: list[dict]) -> float | None:
 
 def _notebooks(steps: list[dict]) -> list[dict]:
     """One entry per notebook in the order they ran; the runs of notebook 03 (one per ranker and corpus) as one."""
-    runs = [{**s, "ranker": s["params"].get("ranker", s["stem"]), "corpus": s["params"].get("train_corpus", "")}
-            for s in steps if s["stem"].startswith("03_")]
-    return [{**s, "anchor": "nb-03_train", "runs": runs} if s["stem"].startswith("03_") else
-            {**s, "anchor": f"nb-{s['stem']}", "runs": None}
-            for s in steps if not s["stem"].startswith("03_") or s["stem"] == runs[0]["stem"]]
+    runs = [
+        {**s, "ranker": s["params"].get("ranker", s["stem"]), "corpus": s["params"].get("train_corpus", "")}
+        for s in steps
+        if s["stem"].startswith("03_")
+    ]
+    return [
+        {**s, "anchor": "nb-03_train", "runs": runs}
+        if s["stem"].startswith("03_")
+        else {**s, "anchor": f"nb-{s['stem']}", "runs": None}
+        for s in steps
+        if not s["stem"].startswith("03_") or s["stem"] == runs[0]["stem"]
+    ]
 
 
 # ----------------------------------------------------------------------------- setup
@@ -222,8 +312,10 @@ def _data_sizes(profile: str) -> str:
     for corpus, entry in json.loads(path.read_text(encoding="utf-8")).get("corpora", {}).items():
         ex, dia = entry.get("examples", {}), entry.get("dialogues", {})
         n_dia = sum(dia.values()) if isinstance(dia, dict) else dia
-        parts.append(f"{corpus}: {n_dia} dialogues; examples train {ex.get('train', '?')} / valid {ex.get('valid', '?')} "
-                     f"/ test {ex.get('test', '?')}")
+        parts.append(
+            f"{corpus}: {n_dia} dialogues; examples train {ex.get('train', '?')} / valid {ex.get('valid', '?')} "
+            f"/ test {ex.get('test', '?')}"
+        )
     return "; ".join(parts)
 
 
@@ -238,12 +330,21 @@ def _eta(profile: str, stems: list[str]) -> dict | None:
     except (OSError, ValueError):
         return None
     rates = data.get("rates", {})
-    where = (f"{data.get('cores', '?')} cores, {rates.get('device', '?')}, bf16: {'yes' if rates.get('bf16') else 'no'}; "
-             f"{rates.get('source', 'measured')} {rates.get('train', 0):.1f} training and {rates.get('infer', 0):.0f} inference pairs/s with "
-             f"{rates.get('threads', '?')} thread(s) per job")
+    where = (
+        f"{data.get('cores', '?')} cores, {rates.get('device', '?')}, bf16: {'yes' if rates.get('bf16') else 'no'}; "
+        f"{rates.get('source', 'measured')} {rates.get('train', 0):.1f} training and {rates.get('infer', 0):.0f} inference pairs/s with "
+        f"{rates.get('threads', '?')} thread(s) per job"
+    )
     steps = {s.name: s.seconds for s in est.steps}
-    return {"steps": steps, "sum": sum(steps.get(s, 0.0) for s in stems), "seconds": est.seconds, "where": where,
-            "pending": len(est.pending), "jobs": est.jobs, "created": str(data.get("created", ""))[:19].replace("T", " ")}
+    return {
+        "steps": steps,
+        "sum": sum(steps.get(s, 0.0) for s in stems),
+        "seconds": est.seconds,
+        "where": where,
+        "pending": len(est.pending),
+        "jobs": est.jobs,
+        "created": str(data.get("created", ""))[:19].replace("T", " "),
+    }
 
 
 # ----------------------------------------------------------------------------- the analyses
@@ -270,15 +371,25 @@ def _replication(tables: Mapping[str, pd.DataFrame]) -> dict | None:
         verdict = Verdict(r["verdict"])  # a table column holds the text
         theirs = float(r["paper effect"])
         notes = r["note"].split("; ") if isinstance(r["note"], str) else []
-        items.append({**r, "verdict": verdict, "badge": _VERDICT_CLASS.get(verdict, "na"),
-                      "conditions": int(r["conditions"]), "tested": verdict is not Verdict.not_tested,
-                      "theirs": _effect(theirs, np.nan, np.nan, r["unit"]) if np.isfinite(theirs) else "no number",
-                      "ours": _effect(r["ours"], r["lo"], r["hi"], r["unit"]),
-                      "power": r["power"] if isinstance(r.get("power"), str) else "",
-                      "note": "; ".join(n for n in notes if n and n != ONE_SEED_NOTE)})
+        items.append(
+            {
+                **r,
+                "verdict": verdict,
+                "badge": _VERDICT_CLASS.get(verdict, "na"),
+                "conditions": int(r["conditions"]),
+                "tested": verdict is not Verdict.not_tested,
+                "theirs": _effect(theirs, np.nan, np.nan, r["unit"]) if np.isfinite(theirs) else "no number",
+                "ours": _effect(r["ours"], r["lo"], r["hi"], r["unit"]),
+                "power": r["power"] if isinstance(r.get("power"), str) else "",
+                "note": "; ".join(n for n in notes if n and n != ONE_SEED_NOTE),
+            }
+        )
     counts = claims["verdict"].value_counts()
-    return {"tally": ", ".join(f"{int(counts[v])} {v}" for v in Verdict if v in counts), "claims": items,
-            "table": _frame(claims[_CLAIM_COLUMNS])}
+    return {
+        "tally": ", ".join(f"{int(counts[v])} {v}" for v in Verdict if v in counts),
+        "claims": items,
+        "table": _frame(claims[_CLAIM_COLUMNS]),
+    }
 
 
 def _comparison(tables: Mapping[str, pd.DataFrame]) -> dict[str, dict]:
@@ -316,12 +427,16 @@ def _tables(profile: str) -> dict[str, pd.DataFrame]:
         path = exc.path
         step = table_writer(path)
         if step is None:
-            raise TableFileError(f"{exc}; no manifest under {path.parent} names the notebook that writes it: rerun "
-                                 f"that notebook (make nb-STEP PROFILE={profile})", path) from None
+            raise TableFileError(
+                f"{exc}; no manifest under {path.parent} names the notebook that writes it: rerun "
+                f"that notebook (make nb-STEP PROFILE={profile})",
+                path,
+            ) from None
         rdir = report_dir(profile)
         files = " ".join(shlex.quote(str(p)) for p in (path, rdir / f"{step}.ipynb", rdir / f"{step}.html"))
-        raise TableFileError(f"{exc}; make it again with `rm -f {files} && make nb-{step} PROFILE={profile}`",
-                             path) from None
+        raise TableFileError(
+            f"{exc}; make it again with `rm -f {files} && make nb-{step} PROFILE={profile}`", path
+        ) from None
 
 
 def build_index(profile: str) -> Path:
@@ -337,28 +452,86 @@ def build_index(profile: str) -> Path:
     tables = _tables(cfg.profile)
     seeds = _seeds_found(cfg.profile)
     page = _TEMPLATES.get_template("report.html.j2").render(
-        cfg=cfg, seeds=seeds, n_seeds=len(seeds) or len(cfg.rankers.seeds), sizes=_data_sizes(cfg.profile),
-        hardware=machine(), versions={"python": sys.version.split()[0], **{p: _version(p) for p in _PACKAGES}},
+        cfg=cfg,
+        seeds=seeds,
+        n_seeds=len(seeds) or len(cfg.rankers.seeds),
+        sizes=_data_sizes(cfg.profile),
+        hardware=machine(),
+        versions={"python": sys.version.split()[0], **{p: _version(p) for p in _PACKAGES}},
         sections=[{"id": re.sub(r"[^a-z0-9]+", "-", t.lower()).strip("-"), "title": t} for t in SECTION_TITLES],
-        steps=steps, total=sum(s["seconds"] or 0.0 for s in steps), elapsed=_elapsed(steps),
-        eta=_eta(cfg.profile, [s["stem"] for s in steps]), ranking=_ranking(cfg, tables),
-        replication=_replication(tables), comparison=_comparison(tables), findings=_findings(tables),
-        notebooks=_notebooks(steps), csvs=sorted((rdir / "tables").glob("*.csv")))
-    dest = rdir / "index.html"
+        steps=steps,
+        total=sum(s["seconds"] or 0.0 for s in steps),
+        elapsed=_elapsed(steps),
+        eta=_eta(cfg.profile, [s["stem"] for s in steps]),
+        ranking=_ranking(cfg, tables),
+        replication=_replication(tables),
+        comparison=_comparison(tables),
+        findings=_findings(tables),
+        notebooks=_notebooks(steps),
+        csvs=sorted((rdir / "tables").glob("*.csv")),
+    )
+    dest, record = (project_root() / p for p in index_files(cfg.profile))
     with atomic_path(dest) as tmp:
         tmp.write_text(page, encoding="utf-8")
+        digest = sha256_file(tmp)
+    write_json(record, {"page": dest.name, "sha256": digest, "built": time.strftime("%Y-%m-%dT%H:%M:%S")})
     return dest
 
 
+_STALE = ("<!-- calibrank: stale -->", "<!-- /calibrank: stale -->")
+_STALE_STYLE = (
+    "margin:0 0 1em;padding:.8em 1em;border:2px solid #b3261e;background:#fdecea;color:#410e0b;"
+    "font:1rem/1.4 system-ui,sans-serif"
+)
+
+
+def mark_stale(page: str | Path, reason: str) -> bool:
+    """Put a banner at the top of ``page`` (replacing an earlier one): the page is stale, the line ``reason`` says
+    why and what makes it again. The page is rewritten whole; False when there is none."""
+    page = Path(page)
+    try:
+        text = page.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return False
+    text = re.sub(re.escape(_STALE[0]) + ".*?" + re.escape(_STALE[1]), "", text, flags=re.S)
+    banner = (
+        f'{_STALE[0]}<div class="stale" role="alert" style="{_STALE_STYLE}"><strong>This page is stale.</strong> '
+        f"Rebuilding it failed ({time.strftime('%Y-%m-%d %H:%M')}): {html.escape(reason)}</div>{_STALE[1]}"
+    )
+    body = re.search(r"<body[^>]*>", text)
+    at = body.end() if body else 0
+    with atomic_path(page) as tmp:
+        tmp.write_text(text[:at] + banner + text[at:], encoding="utf-8")
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
+    """``python -m calibrank.study.pipeline.report PROFILE``: build the page; when it cannot be built, one line says
+    why (a damaged table: the file and the command that writes it again) and the last page stays, marked stale."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
         print("usage: python -m calibrank.study.pipeline.report PROFILE", file=sys.stderr)
         return 2
     try:
         print(build_index(args[0]))
-    except TableFileError as exc:  # one line: the file, what is wrong, the command that writes it again
-        print(f"report: {exc}", file=sys.stderr)
+    except Exception as exc:
+        said = isinstance(exc, (TableFileError, ConfigError)) or (
+            isinstance(exc, FileNotFoundError) and "no executed notebooks" in str(exc)
+        )
+        reason = " ".join(str(exc).split())
+        reason = reason if said else f"{type(exc).__name__}: {reason}"
+        kept, page = False, None
+        if re.fullmatch(r"[A-Za-z0-9_-]+", args[0]):  # a profile's name, not a path
+            page, record = (project_root() / p for p in index_files(args[0]))
+            record.unlink(missing_ok=True)  # the page is not the one built from what is there now
+            kept = mark_stale(page, reason)
+        if not said:  # a fault of this code: its traceback too
+            traceback.print_exc()
+        print(
+            f"report: {reason}"
+            + (f" ({page.relative_to(project_root())}: the last page, marked stale)" if kept else ""),
+            file=sys.stderr,
+        )
         return 1
     return 0
 

@@ -14,7 +14,8 @@ import math
 import numbers
 from typing import Any
 
-from calibrank.study.settings.choices import MATERN_NU, FocalGamma, names as choice_names
+from calibrank.study.settings.choices import MATERN_NU, FocalGamma
+from calibrank.study.settings.choices import names as choice_names
 
 __all__ = [
     "ConfigError",
@@ -83,11 +84,16 @@ def check_count(key: str, value: Any, minimum: int = 1, what: str = "", maximum:
     """``value`` as an int if it is an integer in ``minimum..maximum`` (no upper bound when ``maximum`` is None);
     ``what`` names the unit counted in the message."""
     if not (is_int(value) and value >= minimum):
-        expected = "a positive integer" if minimum == 1 and not what else f"at least {minimum}{' ' + what if what else ''}"
+        expected = (
+            "a positive integer" if minimum == 1 and not what else f"at least {minimum}{' ' + what if what else ''}"
+        )
         raise error(key, f"expected {expected}, got {value}")
     if maximum is not None and value > maximum:
-        raise error(key, f"expected at most {maximum}{' ' + what if what else ''} (a bound no run of the study "
-                         f"comes near), got {value}")
+        raise error(
+            key,
+            f"expected at most {maximum}{' ' + what if what else ''} (a bound no run of the study "
+            f"comes near), got {value}",
+        )
     return int(value)
 
 
@@ -123,8 +129,9 @@ def check_focal_gamma(key: str, gamma: Any) -> float | str:
             return FocalGamma(gamma).value
         except ValueError:
             hint = close_match(gamma, [m.value for m in FocalGamma])
-            raise error(key, f"expected a number >= 0 or one of {choice_names(FocalGamma)}, "
-                             f"got {gamma!r}{hint}") from None
+            raise error(
+                key, f"expected a number >= 0 or one of {choice_names(FocalGamma)}, got {gamma!r}{hint}"
+            ) from None
     if not (is_number(gamma) and gamma >= 0):
         raise error(key, f"a focal-loss gamma must be >= 0 (or one of {choice_names(FocalGamma)}), got {gamma!r}")
     return float(gamma)

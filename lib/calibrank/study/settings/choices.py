@@ -11,7 +11,26 @@ import enum
 
 from calibrank.hardware import Precision
 
-__all__ = ["Precision", "Corpus", "ContextStyle", "Positions", "SamplerName", "RankerName", "Pooling", "Schedule", "Selection", "SpectralNormPlacement", "SNGPLoss", "FocalGamma", "DropoutMasks", "RFOutputInit", "GPKernel", "GPMeanFunction", "MATERN_NU", "names"]
+__all__ = [
+    "Precision",
+    "Corpus",
+    "ContextStyle",
+    "Positions",
+    "SamplerName",
+    "RankerName",
+    "Pooling",
+    "Schedule",
+    "Selection",
+    "SpectralNormPlacement",
+    "SNGPLoss",
+    "FocalGamma",
+    "DropoutMasks",
+    "RFOutputInit",
+    "GPKernel",
+    "GPMeanFunction",
+    "MATERN_NU",
+    "names",
+]
 
 
 def names(choice: type[enum.Enum]) -> str:

@@ -100,7 +100,9 @@ def _coerce(tp: Any, value: Any, key: str) -> Any:
                 return _coerce(a, value, key)
             except ConfigError:
                 continue
-        hints = [_hint(value, a) for a in args if isinstance(value, str) and isinstance(a, type) and issubclass(a, enum.Enum)]
+        hints = [
+            _hint(value, a) for a in args if isinstance(value, str) and isinstance(a, type) and issubclass(a, enum.Enum)
+        ]
         raise error(key, f"expected {_describe(tp)}, got {value!r}{next((h for h in hints if h), '')}")
     if origin is tuple:
         (inner, _ellipsis) = typing.get_args(tp)
@@ -172,6 +174,24 @@ def build_section(cls: type, values: Mapping[str, Any], *, where: str = "") -> A
         raise ConfigError(f"{where}: {exc}" if where else str(exc), key=exc.key) from None
 
 
+def _check_given_seeds(raw: dict[str, Any], lines: Lines, path) -> None:
+    """``rankers.seeds: []`` is refused where it was written: left out, the key means the profile seed alone
+    (:func:`training_seeds`), but an empty list given on purpose would run that seed silently."""
+    rankers = raw.get("rankers")
+    seeds = rankers.get("seeds") if isinstance(rankers, dict) else None
+    if isinstance(seeds, list) and not seeds:
+        main = raw.get("seed", 0)
+        raise locate(
+            error(
+                "rankers.seeds",
+                f"expected at least one training seed, got []; list them (e.g. [{main}]), "
+                f"or leave the key out to train with the profile's seed ({main}) alone",
+            ),
+            lines,
+            path,
+        )
+
+
 def load_config(profile: str | os.PathLike, overrides: dict[str, Any] | None = None) -> Config:
     """Read and validate a profile; ``overrides`` maps dotted keys (``"data.max_dialogues"``) to values.
 
@@ -197,6 +217,7 @@ def load_config(profile: str | os.PathLike, overrides: dict[str, Any] | None = N
         lines[key_path(dotted)] = None
     if "profile" not in raw:
         raise ConfigError(f"{path}: profile: missing required key (the profile's name)")
+    _check_given_seeds(raw, lines, path)
     try:
         cfg = _build(Config, raw, "")
     except ConfigError as exc:
@@ -222,16 +243,23 @@ def run_name(ranker: str | RankerName, corpus: str | Corpus, seed: int, cfg: Con
 def parse_run_name(name: str, cfg: Config) -> tuple[RankerName | str, Corpus, int]:
     """The inverse of :func:`run_name`; a clear error for a run the profile does not list."""
     if name not in train_runs(cfg):
-        raise ConfigError(f"{cfg.source or cfg.profile}: {name!r} is not a run of the profile (expected one of: "
-                          f"{', '.join(train_runs(cfg))})")
+        raise ConfigError(
+            f"{cfg.source or cfg.profile}: {name!r} is not a run of the profile (expected one of: "
+            f"{', '.join(train_runs(cfg))})"
+        )
     parts = name.split("-")
-    seed = int(parts[2][len("seed"):]) if len(parts) == 3 else training_seeds(cfg)[0]
+    seed = int(parts[2][len("seed") :]) if len(parts) == 3 else training_seeds(cfg)[0]
     return registry.key(parts[0]), Corpus(parts[1]), seed
 
 
 def train_runs(cfg: Config) -> list[str]:
     """The runs of notebook 03 the profile asks for: ranker x training corpus x seed (names use no '-')."""
-    return [run_name(r, c, s, cfg) for s in training_seeds(cfg) for c in cfg.rankers.train_corpora for r in cfg.rankers.names]
+    return [
+        run_name(r, c, s, cfg)
+        for s in training_seeds(cfg)
+        for c in cfg.rankers.train_corpora
+        for r in cfg.rankers.names
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:

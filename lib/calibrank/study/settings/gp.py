@@ -21,8 +21,13 @@ from calibrank.study.settings.checks import (
 )
 from calibrank.study.settings.choices import RFOutputInit
 
-__all__ = ["MAX_FEATURES", "PolyaGammaSettings", "RandomFeatureSettings", "SpectralNormSettings",
-           "check_random_features"]
+__all__ = [
+    "MAX_FEATURES",
+    "PolyaGammaSettings",
+    "RandomFeatureSettings",
+    "SpectralNormSettings",
+    "check_random_features",
+]
 
 #: Random features or inducing pairs of a GP layer: it holds a square matrix of this side (1 GiB in fp32).
 MAX_FEATURES = 16384
@@ -41,8 +46,16 @@ class SpectralNormSettings:
         check_count("n_power_iterations", self.n_power_iterations)
 
 
-def check_random_features(*, n_features: Any, length_scale: Any, feature_scale: Any, ridge: Any, momentum: Any,
-                          mean_field_factor: Any, output_init: Any) -> RFOutputInit:
+def check_random_features(
+    *,
+    n_features: Any,
+    length_scale: Any,
+    feature_scale: Any,
+    ridge: Any,
+    momentum: Any,
+    mean_field_factor: Any,
+    output_init: Any,
+) -> RFOutputInit:
     """The ranges of the random-feature GP layer (GPF-BERT eqs. 2-5); returns ``output_init`` as its
     :class:`RFOutputInit` member."""
     check_count("n_features", n_features, maximum=MAX_FEATURES)
@@ -70,9 +83,14 @@ class RandomFeatureSettings:
 
     def __post_init__(self) -> None:
         output_init = check_random_features(
-            n_features=self.n_features, length_scale=self.length_scale, feature_scale=self.feature_scale,
-            ridge=self.ridge, momentum=self.momentum, mean_field_factor=self.mean_field_factor,
-            output_init=self.output_init)
+            n_features=self.n_features,
+            length_scale=self.length_scale,
+            feature_scale=self.feature_scale,
+            ridge=self.ridge,
+            momentum=self.momentum,
+            mean_field_factor=self.mean_field_factor,
+            output_init=self.output_init,
+        )
         object.__setattr__(self, "output_init", output_init)
 
 

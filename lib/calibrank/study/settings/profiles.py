@@ -21,8 +21,20 @@ import yaml
 from calibrank.study.paths import project_root
 from calibrank.study.settings.checks import ConfigError
 
-__all__ = ["EXTENDS", "Lines", "check_no_empty_section", "dotted", "key_path", "lines_within", "locate", "merge",
-           "profile_path", "profile_sources", "read_profile", "set_dotted"]
+__all__ = [
+    "EXTENDS",
+    "Lines",
+    "check_no_empty_section",
+    "dotted",
+    "key_path",
+    "lines_within",
+    "locate",
+    "merge",
+    "profile_path",
+    "profile_sources",
+    "read_profile",
+    "set_dotted",
+]
 
 _TAG = "tag:yaml.org,2002:"
 _INT, _FLOAT, _BOOL = _TAG + "int", _TAG + "float", _TAG + "bool"
@@ -42,15 +54,24 @@ class _ProfileLoader(yaml.SafeLoader):
     """
 
     yaml_implicit_resolvers = {
-        first: [(tag, rx) for tag, rx in resolvers if tag not in (_INT, _FLOAT, _BOOL, _TAG + "timestamp", _TAG + "value")]
-        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+        first: [
+            (tag, rx) for tag, rx in resolvers if tag not in (_INT, _FLOAT, _BOOL, _TAG + "timestamp", _TAG + "value")
+        ]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
 
 
 _ProfileLoader.add_implicit_resolver(_BOOL, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
-_ProfileLoader.add_implicit_resolver(_INT, re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$"), list("-+0123456789"))
 _ProfileLoader.add_implicit_resolver(
-    _FLOAT, re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"),
-    list("-+.0123456789"))
+    _INT, re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$"), list("-+0123456789")
+)
+_ProfileLoader.add_implicit_resolver(
+    _FLOAT,
+    re.compile(
+        r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
+    ),
+    list("-+.0123456789"),
+)
 
 
 def dotted(path: tuple) -> str:
@@ -84,13 +105,18 @@ def _scalar(loader: _ProfileLoader, node: yaml.ScalarNode, where: str) -> Any:
     not_decimal = node.tag == _INT and not _DECIMAL_INT.fullmatch(text)
     if not not_decimal and (read_alike or tag11 not in _NUMBER_TAGS):  # 1e-3: a string to YAML 1.1, never a number
         return ours
-    why = "is not written in decimal" if read_alike else \
-        f"is ambiguous (YAML 1.1 reads {_show(theirs)}, YAML 1.2 reads {_show(ours)})"
+    why = (
+        "is not written in decimal"
+        if read_alike
+        else f"is ambiguous (YAML 1.1 reads {_show(theirs)}, YAML 1.2 reads {_show(ours)})"
+    )
     number = theirs if isinstance(ours, str) else ours
     raise ConfigError(f"{where}: {text} {why}: write {_show(number)} or '{text}'")
 
 
-def _value(loader: _ProfileLoader, node: yaml.Node, path: tuple, file: Path, lines: Lines, open_nodes: tuple = ()) -> Any:
+def _value(
+    loader: _ProfileLoader, node: yaml.Node, path: tuple, file: Path, lines: Lines, open_nodes: tuple = ()
+) -> Any:
     """The value of ``node`` (at ``path`` in the profile), recording in ``lines`` the line of every key and list
     item below it. A key given twice in one mapping is an error naming both lines: YAML would keep the last, so
     a second ``training:`` block would silently drop the first one's keys."""
@@ -117,12 +143,29 @@ def _value(loader: _ProfileLoader, node: yaml.Node, path: tuple, file: Path, lin
             raise ConfigError(f"{file}:line {key_line}: a key must be a name, got a {key_node.id}")
         key = _scalar(loader, key_node, f"{file}:line {key_line}: {dotted(path) or 'the profile'}")
         if key in seen:
-            raise ConfigError(f"{file}:line {key_line}: duplicate key {key!r} (first given at line {seen[key]}); "
-                              f"give each key once (YAML would silently keep the last)")
+            raise ConfigError(
+                f"{file}:line {key_line}: duplicate key {key!r} (first given at line {seen[key]}); "
+                f"give each key once (YAML would silently keep the last)"
+            )
         seen[key] = key_line
         lines[(*path, key)] = (file, key_line)
         out[key] = _value(loader, value_node, (*path, key), file, lines, open_nodes)
     return out
+
+
+def _yaml_error(path: Path, exc: yaml.YAMLError) -> str:
+    """A YAML syntax error as one line: the file, line and column where the parser stopped, what it expected, and
+    where the construct it was reading started (PyYAML's own message spans several lines and quotes the text)."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    problem = getattr(exc, "problem", None) or " ".join(str(exc).split())
+    context, start = getattr(exc, "context", None), getattr(exc, "context_mark", None)
+    where = f"{path}:line {mark.line + 1}:column {mark.column + 1}" if mark is not None else str(path)
+    since = (
+        f" ({context} that starts at line {start.line + 1}, column {start.column + 1})"
+        if context and start is not None and (start.line, start.column) != (mark.line, mark.column)
+        else ""
+    )
+    return f"{where}: not valid YAML: {problem}{since}"
 
 
 def read_profile(path: Path) -> tuple[dict[str, Any], Lines]:
@@ -141,7 +184,7 @@ def read_profile(path: Path) -> tuple[dict[str, Any], Lines]:
         node = loader.get_single_node()
         raw = {} if node is None else _value(loader, node, (), path, lines)
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML ({exc})") from exc
+        raise ConfigError(_yaml_error(path, exc)) from None
     finally:
         loader.dispose()
     if raw is None:
@@ -161,10 +204,12 @@ inherit. A variant says only what differs."""
 
 def lines_within(lines: Lines, path: tuple) -> list[tuple]:
     """The recorded paths at or below ``path``."""
-    return [p for p in lines if p[:len(path)] == path]
+    return [p for p in lines if p[: len(path)] == path]
 
 
-def merge(base: dict[str, Any], own: dict[str, Any], lines: Lines, own_lines: Lines, prefix: tuple = ()) -> dict[str, Any]:
+def merge(
+    base: dict[str, Any], own: dict[str, Any], lines: Lines, own_lines: Lines, prefix: tuple = ()
+) -> dict[str, Any]:
     """``own`` over ``base`` (:data:`EXTENDS`); ``lines`` (``base``'s) then hold where each merged key was given."""
     out = dict(base)
     for key, value in own.items():
@@ -191,8 +236,11 @@ def check_no_empty_section(raw: dict[str, Any], cls: type, lines: Lines, parent:
         path = (*prefix, key)
         if value is None:
             file, line = lines[path]
-            raise ConfigError(f"{file}:line {line}: {dotted(path)}: `{key}:` is empty: say `{key}: {{}}` to reset it "
-                              f"to the defaults, or remove the key to inherit it from {parent}", key=dotted(path))
+            raise ConfigError(
+                f"{file}:line {line}: {dotted(path)}: `{key}:` is empty: say `{key}: {{}}` to reset it "
+                f"to the defaults, or remove the key to inherit it from {parent}",
+                key=dotted(path),
+            )
         if isinstance(value, dict):
             check_no_empty_section(value, section, lines, parent, path)
 
@@ -224,8 +272,9 @@ def profile_sources(profile: str | os.PathLike) -> list[Path]:
         path = profile_path(parent)
         if path in chain:
             first = f"{chain[0]}:line {read_profile(chain[0])[1][(EXTENDS,)][1]}: {EXTENDS}"
-            raise ConfigError(f"{first}: the profiles extend each other in a circle "
-                              f"({' -> '.join(p.stem for p in [*chain, path])})")
+            raise ConfigError(
+                f"{first}: the profiles extend each other in a circle ({' -> '.join(p.stem for p in [*chain, path])})"
+            )
         if not path.exists():
             try:
                 read_profile(path)

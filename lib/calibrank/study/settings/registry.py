@@ -16,7 +16,19 @@ from typing import Any
 
 from calibrank.study.settings.choices import RankerName
 
-__all__ = ["Family", "Papers", "RankerInfo", "RANKERS", "RegisteredName", "claimed_by", "info", "key", "of_family", "register", "trained_model"]
+__all__ = [
+    "Family",
+    "Papers",
+    "RankerInfo",
+    "RANKERS",
+    "RegisteredName",
+    "claimed_by",
+    "info",
+    "key",
+    "of_family",
+    "register",
+    "trained_model",
+]
 
 
 class Family(str, enum.Enum):
@@ -78,25 +90,76 @@ def register(entry: RankerInfo) -> RankerInfo:
 
 _RANKERS = "calibrank.study.model.rankers."
 for _entry in (
-    RankerInfo(RankerName.bert.value, "BERT", Family.deterministic, _one, data_parallel=True,
-               impl=_RANKERS + "deterministic:DeterministicRanker"),
-    RankerInfo(RankerName.mc_dropout.value, "MC Dropout", Family.stochastic, lambda cfg: cfg.rankers.mc_dropout.passes,
-               shares=RankerName.bert.value, data_parallel=True, papers=(Papers.penha_hauff,),
-               impl=_RANKERS + "mc_dropout:MCDropoutRanker"),
-    RankerInfo(RankerName.ensemble.value, "Ensemble", Family.stochastic, lambda cfg: cfg.rankers.ensemble.members,
-               first_member_shares=RankerName.bert.value, data_parallel=True,
-               members=lambda cfg: cfg.rankers.ensemble.members, papers=(Papers.penha_hauff,),
-               impl=_RANKERS + "ensemble:EnsembleRanker"),
-    RankerInfo(RankerName.temperature.value, "Temperature scaling", Family.deterministic, _one,
-               shares=RankerName.bert.value, data_parallel=True, impl=_RANKERS + "temperature:TemperatureRanker"),
-    RankerInfo(RankerName.focal.value, "BERT + focal loss", Family.deterministic, _one, data_parallel=True,
-               impl=_RANKERS + "focal:FocalRanker"),
-    RankerInfo(RankerName.sngp.value, "SNGP", Family.gp, lambda cfg: cfg.rankers.sngp.samples, papers=(Papers.gp_2023,),
-               impl=_RANKERS + "sngp:SNGPRanker"),
-    RankerInfo(RankerName.gpf_bert.value, "GPF-BERT", Family.gp, lambda cfg: cfg.rankers.gpf_bert.samples,
-               papers=(Papers.gp_2023,), impl=_RANKERS + "focal:GPFBertRanker"),
-    RankerInfo(RankerName.pg_drr.value, "PG-DRR", Family.gp, lambda cfg: cfg.rankers.pg_drr.samples,
-               papers=(Papers.gp_2023,), impl=_RANKERS + "pg_gp:PGDRRRanker"),
+    RankerInfo(
+        RankerName.bert.value,
+        "BERT",
+        Family.deterministic,
+        _one,
+        data_parallel=True,
+        impl=_RANKERS + "deterministic:DeterministicRanker",
+    ),
+    RankerInfo(
+        RankerName.mc_dropout.value,
+        "MC Dropout",
+        Family.stochastic,
+        lambda cfg: cfg.rankers.mc_dropout.passes,
+        shares=RankerName.bert.value,
+        data_parallel=True,
+        papers=(Papers.penha_hauff,),
+        impl=_RANKERS + "mc_dropout:MCDropoutRanker",
+    ),
+    RankerInfo(
+        RankerName.ensemble.value,
+        "Ensemble",
+        Family.stochastic,
+        lambda cfg: cfg.rankers.ensemble.members,
+        first_member_shares=RankerName.bert.value,
+        data_parallel=True,
+        members=lambda cfg: cfg.rankers.ensemble.members,
+        papers=(Papers.penha_hauff,),
+        impl=_RANKERS + "ensemble:EnsembleRanker",
+    ),
+    RankerInfo(
+        RankerName.temperature.value,
+        "Temperature scaling",
+        Family.deterministic,
+        _one,
+        shares=RankerName.bert.value,
+        data_parallel=True,
+        impl=_RANKERS + "temperature:TemperatureRanker",
+    ),
+    RankerInfo(
+        RankerName.focal.value,
+        "BERT + focal loss",
+        Family.deterministic,
+        _one,
+        data_parallel=True,
+        impl=_RANKERS + "focal:FocalRanker",
+    ),
+    RankerInfo(
+        RankerName.sngp.value,
+        "SNGP",
+        Family.gp,
+        lambda cfg: cfg.rankers.sngp.samples,
+        papers=(Papers.gp_2023,),
+        impl=_RANKERS + "sngp:SNGPRanker",
+    ),
+    RankerInfo(
+        RankerName.gpf_bert.value,
+        "GPF-BERT",
+        Family.gp,
+        lambda cfg: cfg.rankers.gpf_bert.samples,
+        papers=(Papers.gp_2023,),
+        impl=_RANKERS + "focal:GPFBertRanker",
+    ),
+    RankerInfo(
+        RankerName.pg_drr.value,
+        "PG-DRR",
+        Family.gp,
+        lambda cfg: cfg.rankers.pg_drr.samples,
+        papers=(Papers.gp_2023,),
+        impl=_RANKERS + "pg_gp:PGDRRRanker",
+    ),
 ):
     register(_entry)
 

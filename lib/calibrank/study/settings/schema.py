@@ -13,13 +13,6 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
-from calibrank.study.settings.gp import (
-    MAX_FEATURES,
-    PolyaGammaSettings,
-    RandomFeatureSettings,
-    SpectralNormSettings,
-    check_random_features,
-)
 from calibrank.study.settings.checks import (
     ConfigError,
     check_count,
@@ -48,6 +41,13 @@ from calibrank.study.settings.choices import (
     Selection,
     SNGPLoss,
     SpectralNormPlacement,
+)
+from calibrank.study.settings.gp import (
+    MAX_FEATURES,
+    PolyaGammaSettings,
+    RandomFeatureSettings,
+    SpectralNormSettings,
+    check_random_features,
 )
 from calibrank.study.settings.registry import RegisteredName
 
@@ -100,7 +100,9 @@ MAX_MEMBERS = 100
 def _check_cap(key: str, value: int | None, minimum: int = 1, maximum: int = MAX_ITEMS) -> None:
     """An optional count: ``None`` (no cap) or an integer in ``minimum..maximum``."""
     if value is not None and value < minimum:
-        raise error(key, f"expected null or {'a positive integer' if minimum == 1 else f'at least {minimum}'}, got {value}")
+        raise error(
+            key, f"expected null or {'a positive integer' if minimum == 1 else f'at least {minimum}'}, got {value}"
+        )
     if value is not None and value > maximum:
         raise error(key, f"expected null or at most {maximum} (a bound no run of the study comes near), got {value}")
 
@@ -296,19 +298,26 @@ class TrainingConfig:
             raise error("hidden_dropout", f"expected null or a probability in [0, 1), got {self.hidden_dropout}")
         if self.eval_every is not None and self.eval_every < 1:
             raise error("eval_every", f"expected null or a positive integer, got {self.eval_every}")
-        check_joint_layers(self.joint_layers, pooling=self.pooling, n_layers=BACKBONE_LAYERS.get(self.backbone),
-                           backbone=self.backbone)
+        check_joint_layers(
+            self.joint_layers, pooling=self.pooling, n_layers=BACKBONE_LAYERS.get(self.backbone), backbone=self.backbone
+        )
 
 
 #: Encoder layers of the backbones the shipped profiles name, so that ``training.joint_layers`` is
 #: checked with the profile, before any weights load; any other backbone is checked when its
 #: encoder is loaded (:class:`calibrank.study.model.backbone.Backbone`).
-BACKBONE_LAYERS = {"all-MiniLM-L6-v2": 6, "sentence-transformers/all-MiniLM-L6-v2": 6, "tiny-random": 2,
-                   "bert-base-cased": 12, "bert-base-uncased": 12}
+BACKBONE_LAYERS = {
+    "all-MiniLM-L6-v2": 6,
+    "sentence-transformers/all-MiniLM-L6-v2": 6,
+    "tiny-random": 2,
+    "bert-base-cased": 12,
+    "bert-base-uncased": 12,
+}
 
 
-def check_joint_layers(joint_layers: Any, *, pooling: Any = None, n_layers: int | None = None,
-                       backbone: str = "") -> int | None:
+def check_joint_layers(
+    joint_layers: Any, *, pooling: Any = None, n_layers: int | None = None, backbone: str = ""
+) -> int | None:
     """``joint_layers``: null (every layer joint) or 0..``n_layers`` (when the layer count is known).
 
     With no joint layer BERT's pooler reads the context's ``[CLS]`` alone, so a score on it could not
@@ -320,12 +329,18 @@ def check_joint_layers(joint_layers: Any, *, pooling: Any = None, n_layers: int 
     if not (is_int(joint_layers) and joint_layers >= 0):
         raise error("joint_layers", f"expected null (every layer joint) or an integer >= 0, got {joint_layers!r}")
     if n_layers is not None and joint_layers > n_layers:
-        raise error("joint_layers", f"expected null or 0..{n_layers} ({backbone or 'the backbone'} has {n_layers} "
-                                   f"encoder layers), got {joint_layers}")
+        raise error(
+            "joint_layers",
+            f"expected null or 0..{n_layers} ({backbone or 'the backbone'} has {n_layers} "
+            f"encoder layers), got {joint_layers}",
+        )
     if joint_layers == 0 and pooling is not None and Pooling(pooling) is Pooling.pooler:
-        raise error("joint_layers", "0 joint layers with pooling 'pooler': the pooler reads the context's [CLS] alone, "
-                                   "so the score could not depend on the response; use pooling segments or mean, "
-                                   "or at least 1 joint layer")
+        raise error(
+            "joint_layers",
+            "0 joint layers with pooling 'pooler': the pooler reads the context's [CLS] alone, "
+            "so the score could not depend on the response; use pooling segments or mean, "
+            "or at least 1 joint layer",
+        )
     return int(joint_layers)
 
 
@@ -342,15 +357,21 @@ HEAD_DROPOUT = 0.1
 def check_spectral_norm_placement(spectral_norm: Any, pooling: Any) -> None:
     """``spectral_norm: pooler`` needs ``pooling: pooler``: it normalises BERT's pooler, which the other poolings skip."""
     if SpectralNormPlacement(spectral_norm) is SpectralNormPlacement.pooler and Pooling(pooling) is not Pooling.pooler:
-        raise error("spectral_norm", f"'pooler' normalises BERT's pooler, which training.pooling {Pooling(pooling).value!r} "
-                                    f"does not use: choose none or all (or pooling: pooler)")
+        raise error(
+            "spectral_norm",
+            f"'pooler' normalises BERT's pooler, which training.pooling {Pooling(pooling).value!r} "
+            f"does not use: choose none or all (or pooling: pooler)",
+        )
 
 
 def check_gp_batch_size(batch_size: Any) -> None:
     """``pg_drr`` conditions its GP on each mini-batch of pairs (PG-DRR Algorithm 1, line 3): at least 2 pairs."""
     if not (is_int(batch_size) and batch_size >= 2):
-        raise error("training.batch_size", f"pg_drr conditions its GP on each mini-batch (a batch too small for the GP): "
-                                          f"expected at least 2, got {batch_size}")
+        raise error(
+            "training.batch_size",
+            f"pg_drr conditions its GP on each mini-batch (a batch too small for the GP): "
+            f"expected at least 2, got {batch_size}",
+        )
 
 
 @dataclass(frozen=True)
@@ -417,9 +438,15 @@ class RandomFeatureGPConfig:
     def check(self) -> None:
         check_positive("sn_bound", self.sn_bound)
         check_count("sn_power_iterations", self.sn_power_iterations)
-        check_random_features(n_features=self.n_features, length_scale=self.length_scale,
-                              feature_scale=self.feature_scale, ridge=self.ridge, momentum=self.momentum,
-                              mean_field_factor=self.mean_field_factor, output_init=self.output_init)
+        check_random_features(
+            n_features=self.n_features,
+            length_scale=self.length_scale,
+            feature_scale=self.feature_scale,
+            ridge=self.ridge,
+            momentum=self.momentum,
+            mean_field_factor=self.mean_field_factor,
+            output_init=self.output_init,
+        )
         check_count("samples", self.samples, maximum=MAX_PASSES)
         check_focal_gamma("focal_gamma", self.focal_gamma)
         check_dropout("head_dropout", self.head_dropout)
@@ -483,7 +510,12 @@ class RankersConfig:
     """Which rankers the report trains, on which training corpora, and their own settings."""
 
     #: Registered rankers (:mod:`calibrank.study.settings.registry`): the built-in ones are :class:`RankerName` members.
-    names: tuple[RankerName, ...] = (RankerName.bert, RankerName.mc_dropout, RankerName.ensemble, RankerName.temperature)
+    names: tuple[RankerName, ...] = (
+        RankerName.bert,
+        RankerName.mc_dropout,
+        RankerName.ensemble,
+        RankerName.temperature,
+    )
     train_corpora: tuple[Corpus, ...] = (Corpus.chitchat,)
     #: Training seeds of every ranker (each a full rerun: model init, batch order, dropout masks).
     #: The first is the main run, the one every single-run analysis uses; empty = the profile seed.
@@ -531,7 +563,9 @@ class Config:
         for name in (RankerName.sngp, RankerName.gpf_bert):
             if name in self.rankers.names:
                 try:
-                    check_spectral_norm_placement(getattr(self.rankers, name.value).spectral_norm, self.training.pooling)
+                    check_spectral_norm_placement(
+                        getattr(self.rankers, name.value).spectral_norm, self.training.pooling
+                    )
                 except ConfigError as exc:
                     raise within(f"rankers.{name.value}", exc) from None
         for i, corpus in enumerate(self.rankers.train_corpora):

@@ -14,8 +14,8 @@ import pandas as pd
 
 from calibrank.metrics.resample import features, interval
 from calibrank.predictions import Predictions
-from calibrank.table_checks import TOLERANCE, rows_expected, rows_failing
 from calibrank.study.analysis import uncertainty as unc
+from calibrank.table_checks import TOLERANCE, rows_expected, rows_failing
 
 __all__ = ["CELL", "debiased_ece", "debiased_problems", "rows_problems", "study_cells"]
 
@@ -28,8 +28,9 @@ def study_cells(study, rankers: Iterable[str] | None = None) -> list[tuple[str, 
     return [(r, tc, c.corpus, c.sampler) for r, tc, c in study.cells("test", rankers)]
 
 
-def rows_problems(name: str, table: pd.DataFrame, keys: Sequence[str], expected: Iterable[tuple],
-                  what: str | None = None) -> list[str]:
+def rows_problems(
+    name: str, table: pd.DataFrame, keys: Sequence[str], expected: Iterable[tuple], what: str | None = None
+) -> list[str]:
     """:func:`calibrank.table_checks.rows_expected`, also for a table built from no rows (and so without columns)."""
     return rows_expected(name, table.reindex(columns=list(keys)), keys, expected, what=what)
 

@@ -35,9 +35,11 @@ class FitData:
         if self.fitted_on not in expected:
             raise ValueError(f"fitted_on must be one of {list(expected)}; got {self.fitted_on!r}")
         if self.exclude != expected[self.fitted_on]:
-            raise ValueError(f"fitted on {self.fitted_on!r}: expected to exclude "
-                             f"{'nothing' if self.fitted_on == VALIDATION else 'exactly the fitting queries'} "
-                             f"from evaluation, found {len(self.exclude)} excluded query ids")
+            raise ValueError(
+                f"fitted on {self.fitted_on!r}: expected to exclude "
+                f"{'nothing' if self.fitted_on == VALIDATION else 'exactly the fitting queries'} "
+                f"from evaluation, found {len(self.exclude)} excluded query ids"
+            )
 
 
 def drop_queries(pred: Predictions, exclude: frozenset[str] | set[str]) -> Predictions:
@@ -46,15 +48,23 @@ def drop_queries(pred: Predictions, exclude: frozenset[str] | set[str]) -> Predi
         return pred
     keep = ~np.isin(pred.qids, np.array(sorted(exclude), dtype=str))
     if not keep.any():
-        raise ValueError(f"{pred.meta.get('name', 'predictions')}: every query is excluded; nothing left to evaluate on")
+        raise ValueError(
+            f"{pred.meta.get('name', 'predictions')}: every query is excluded; nothing left to evaluate on"
+        )
     return _rows(pred, keep, dict(pred.meta))
 
 
 def _rows(pred: Predictions, rows: np.ndarray, meta: dict) -> Predictions:
     """The queries at ``rows`` of ``pred``, with their mask and candidate ids."""
-    return Predictions(pred.qids[rows], pred.labels[rows], pred.probs[rows], pred.samples[:, rows], meta=meta,
-                       mask=None if pred.mask is None else pred.mask[rows],
-                       docids=None if pred.docids is None else pred.docids[rows])
+    return Predictions(
+        pred.qids[rows],
+        pred.labels[rows],
+        pred.probs[rows],
+        pred.samples[:, rows],
+        meta=meta,
+        mask=None if pred.mask is None else pred.mask[rows],
+        docids=None if pred.docids is None else pred.docids[rows],
+    )
 
 
 def _split_half(pred: Predictions, seed: int) -> tuple[Predictions, frozenset[str]]:

@@ -14,20 +14,25 @@ from collections.abc import Iterable
 
 import pandas as pd
 
+from calibrank.methods.listwise import top_label
 from calibrank.metrics.calibration import ece, reliability_curve
 from calibrank.predictions import Predictions
-from calibrank.table_checks import TOLERANCE, in_range, raise_problems
 from calibrank.study.analysis.calibration import default_condition
 from calibrank.study.analysis.practice.cells import CELL, debiased_ece, debiased_problems, rows_problems, study_cells
-from calibrank.methods.listwise import top_label
+from calibrank.table_checks import TOLERANCE, in_range, raise_problems
 
 __all__ = ["listwise_calibration", "listwise_reliability"]
 
 
 def _top_label_predictions(pred: Predictions) -> Predictions:
     conf, correct = top_label(pred)
-    return Predictions(pred.qids, correct[:, None].astype(int), conf[:, None], conf[None, :, None],
-                       meta={"name": f"{pred.meta.get('name', 'predictions')} (top label)"})
+    return Predictions(
+        pred.qids,
+        correct[:, None].astype(int),
+        conf[:, None],
+        conf[None, :, None],
+        meta={"name": f"{pred.meta.get('name', 'predictions')} (top label)"},
+    )
 
 
 def listwise_calibration(study, rankers: Iterable[str] | None = None, *, n_resamples: int = 1000) -> pd.DataFrame:
@@ -42,8 +47,14 @@ def listwise_calibration(study, rankers: Iterable[str] | None = None, *, n_resam
     for ranker, tc, cond in study.cells("test", rankers):
         pred = study.get(ranker, tc, cond)
         top = _top_label_predictions(pred)
-        row = {"ranker": ranker, "train_corpus": tc, "corpus": cond.corpus, "sampler": cond.sampler,
-               "shift": study.shift(cond, tc), "queries": int(pred.labels.shape[0])}
+        row = {
+            "ranker": ranker,
+            "train_corpus": tc,
+            "corpus": cond.corpus,
+            "sampler": cond.sampler,
+            "shift": study.shift(cond, tc),
+            "queries": int(pred.labels.shape[0]),
+        }
         for name, p in (("pointwise ECE", pred), ("top-label ECE", top)):
             row[name] = ece(p.probs, p.labels)
             row.update(debiased_ece(p, name, n_resamples=n_resamples, seed=study.cfg.seed))
@@ -61,8 +72,9 @@ def listwise_calibration(study, rankers: Iterable[str] | None = None, *, n_resam
     return table
 
 
-def listwise_reliability(study, condition=None, train_corpus: str | None = None, *, n_bins: int = 10,
-                         rankers: Iterable[str] | None = None) -> pd.DataFrame:
+def listwise_reliability(
+    study, condition=None, train_corpus: str | None = None, *, n_bins: int = 10, rankers: Iterable[str] | None = None
+) -> pd.DataFrame:
     """Reliability buckets of both views on one condition (default: in distribution), one row per
     ranker x view (``pointwise`` / ``top label``) x bucket, as :func:`calibrank.study.analysis.study.reliability_table`."""
     tc = train_corpus or study.train_corpora[0]
@@ -73,9 +85,19 @@ def listwise_reliability(study, condition=None, train_corpus: str | None = None,
         for view, p in (("pointwise", pred), ("top label", _top_label_predictions(pred))):
             curve = reliability_curve(p.probs, p.labels, n_bins=n_bins)
             for i in range(n_bins):
-                rows.append({"ranker": ranker, "train_corpus": tc, "condition": cond.name, "view": view, "bin": i,
-                             "lower": float(curve.bin_edges[i]), "upper": float(curve.bin_edges[i + 1]),
-                             "mean_predicted": float(curve.mean_predicted[i]),
-                             "fraction_positive": float(curve.fraction_positive[i]), "count": int(curve.counts[i]),
-                             "ECE": curve.ece})
+                rows.append(
+                    {
+                        "ranker": ranker,
+                        "train_corpus": tc,
+                        "condition": cond.name,
+                        "view": view,
+                        "bin": i,
+                        "lower": float(curve.bin_edges[i]),
+                        "upper": float(curve.bin_edges[i + 1]),
+                        "mean_predicted": float(curve.mean_predicted[i]),
+                        "fraction_positive": float(curve.fraction_positive[i]),
+                        "count": int(curve.counts[i]),
+                        "ECE": curve.ece,
+                    }
+                )
     return pd.DataFrame(rows)

@@ -20,17 +20,33 @@ import pandas as pd
 from scipy.special import expit
 from sklearn.metrics import f1_score
 
-from calibrank.table_checks import TOLERANCE, in_range, raise_problems, rows_failing
+from calibrank.methods.conformal import conformal_quantile
+from calibrank.methods.listwise import _top, candidate_distribution
+from calibrank.methods.proportions import binomial_pvalue, clopper_pearson, clopper_pearson_upper
 from calibrank.study.analysis import nota as nota_task
 from calibrank.study.analysis.nota_tables import nota_means_ranker
 from calibrank.study.analysis.practice.cells import CELL, rows_problems
 from calibrank.study.analysis.practice.conformal import ALPHAS
-from calibrank.methods.conformal import conformal_quantile
 from calibrank.study.analysis.practice.fitdata import drop_queries, fit_data
-from calibrank.methods.listwise import _top, candidate_distribution
-from calibrank.methods.proportions import binomial_pvalue, clopper_pearson_upper, clopper_pearson
+from calibrank.table_checks import TOLERANCE, in_range, raise_problems, rows_failing
 
-__all__ = ["DELTA", "GRID", "MIN_ANSWERED", "RISKS", "VIEWS", "Threshold", "class_probabilities", "empty_set_nota", "lac_threshold", "ltt_threshold", "nota_conditions", "nota_conformal_table", "nota_threshold_table", "risk_counts", "top_answer"]
+__all__ = [
+    "DELTA",
+    "GRID",
+    "MIN_ANSWERED",
+    "RISKS",
+    "VIEWS",
+    "Threshold",
+    "class_probabilities",
+    "empty_set_nota",
+    "lac_threshold",
+    "ltt_threshold",
+    "nota_conditions",
+    "nota_conformal_table",
+    "nota_threshold_table",
+    "risk_counts",
+    "top_answer",
+]
 
 VIEWS = ("pointwise", "softmax")
 RISKS: Mapping[str, float] = {"false NOTA": 0.1, "wrong answer": 0.3}
@@ -97,8 +113,9 @@ def top_answer(probs: np.ndarray, labels: np.ndarray, mask: np.ndarray | None = 
     return p[rows, top], (y[rows, top] == 0)
 
 
-def risk_counts(conf: np.ndarray, wrong: np.ndarray, answerable: np.ndarray, lambdas: np.ndarray,
-                risk: str) -> tuple[np.ndarray, np.ndarray]:
+def risk_counts(
+    conf: np.ndarray, wrong: np.ndarray, answerable: np.ndarray, lambdas: np.ndarray, risk: str
+) -> tuple[np.ndarray, np.ndarray]:
     """``(k, n)`` per threshold of ``lambdas`` (answer when ``conf >= lambda``): losses and the queries the risk is about."""
     c = np.asarray(conf, dtype=np.float64)
     w, a = np.asarray(wrong, dtype=bool), np.asarray(answerable, dtype=bool)
@@ -137,8 +154,17 @@ class Threshold:
     tested: int
 
 
-def ltt_threshold(conf: np.ndarray, wrong: np.ndarray, answerable: np.ndarray, *, risk: str, target: float,
-                  delta: float = DELTA, grid: np.ndarray = GRID, min_answered: int = MIN_ANSWERED) -> Threshold:
+def ltt_threshold(
+    conf: np.ndarray,
+    wrong: np.ndarray,
+    answerable: np.ndarray,
+    *,
+    risk: str,
+    target: float,
+    delta: float = DELTA,
+    grid: np.ndarray = GRID,
+    min_answered: int = MIN_ANSWERED,
+) -> Threshold:
     """The Learn-then-Test threshold of the module docstring (fixed-sequence testing on ``grid``)."""
     target, delta = _check_level("target", target), _check_level("delta", delta)
     if isinstance(min_answered, bool) or not isinstance(min_answered, numbers.Integral) or min_answered < 1:
@@ -164,16 +190,24 @@ def ltt_threshold(conf: np.ndarray, wrong: np.ndarray, answerable: np.ndarray, *
         ucb = 0.0 if risk == "false NOTA" else float("nan")
         return Threshold(risk, target, delta, float(thr), bool(certified), n_at, k_at, ucb, tested)
     j = passed[-1]
-    return Threshold(risk, target, delta, float(lam[j]), True, int(n[j]), int(k[j]),
-                     float(clopper_pearson_upper(k[j], n[j], delta)), tested)
+    return Threshold(
+        risk,
+        target,
+        delta,
+        float(lam[j]),
+        True,
+        int(n[j]),
+        int(k[j]),
+        float(clopper_pearson_upper(k[j], n[j], delta)),
+        tested,
+    )
 
 
 # ------------------------------------------------------------------------------ study tables
 def nota_conditions(study, train_corpus: str) -> list:
     """The test conditions of notebook 06's Tables 4-5 for ``train_corpus``: every corpus with the training
     sampler (Table 4) and the training corpus with every other sampler (Table 5)."""
-    return [c for c in study.test_conditions("test")
-            if c.sampler == study.train_sampler or c.corpus == train_corpus]
+    return [c for c in study.test_conditions("test") if c.sampler == study.train_sampler or c.corpus == train_corpus]
 
 
 def _share(mask: np.ndarray) -> float:
@@ -198,19 +232,34 @@ def _cells(study, rankers: Iterable[str] | None, seed: int):
         for tc in study.train_corpora:
             fd = fit_data(study, ranker, tc)
             cal = nota_task.make_nota_set(fd.pred, seed=seed)
-            tests = [(c, nota_task.make_nota_set(drop_queries(study.get(ranker, tc, c), fd.exclude), seed=seed))
-                     for c in nota_conditions(study, tc) if (ranker, tc, c.name) in study.paths]
+            tests = [
+                (c, nota_task.make_nota_set(drop_queries(study.get(ranker, tc, c), fd.exclude), seed=seed))
+                for c in nota_conditions(study, tc)
+                if (ranker, tc, c.name) in study.paths
+            ]
             yield ranker, tc, fd, cal, tests
 
 
 def _where(study, ranker, tc, cond) -> dict:
-    return {"ranker": ranker, "train_corpus": tc, "corpus": cond.corpus, "sampler": cond.sampler,
-            "shift": study.shift(cond, tc)}
+    return {
+        "ranker": ranker,
+        "train_corpus": tc,
+        "corpus": cond.corpus,
+        "sampler": cond.sampler,
+        "shift": study.shift(cond, tc),
+    }
 
 
-def nota_conformal_table(study, rankers: Iterable[str] | None = None, *, alphas: Sequence[float] = ALPHAS,
-                         views: Sequence[str] = VIEWS, forest_rankers: Iterable[str] | None = None,
-                         folds: int = 5, n_estimators: int = 100) -> pd.DataFrame:
+def nota_conformal_table(
+    study,
+    rankers: Iterable[str] | None = None,
+    *,
+    alphas: Sequence[float] = ALPHAS,
+    views: Sequence[str] = VIEWS,
+    forest_rankers: Iterable[str] | None = None,
+    folds: int = 5,
+    n_estimators: int = 100,
+) -> pd.DataFrame:
     """NOTA from empty LAC sets, per ranker x view x alpha x NOTA condition (main training seed).
 
     Columns: ``fitted_on``, ``n_cal``, ``threshold`` (``1 - qhat``), ``queries`` / ``NOTA queries``,
@@ -229,8 +278,9 @@ def nota_conformal_table(study, rankers: Iterable[str] | None = None, *, alphas:
         forest_f1 = {}
         for cond, ns in tests:
             if ranker in forest:
-                res = nota_task.cross_validate_nota(nota_task.nota_features(ns, "mean"), ns.y, seed=seed, folds=folds,
-                                                    n_estimators=n_estimators)
+                res = nota_task.cross_validate_nota(
+                    nota_task.nota_features(ns, "mean"), ns.y, seed=seed, folds=folds, n_estimators=n_estimators
+                )
                 forest_f1[cond.name] = res.mean
         for view in views:
             for alpha in alphas:
@@ -240,20 +290,45 @@ def nota_conformal_table(study, rankers: Iterable[str] | None = None, *, alphas:
                     thr, note = np.nan, str(exc)
                 for cond, ns in tests:
                     probs, labels, y = ns.pred.probs, ns.pred.labels, ns.y.astype(int)
-                    row = {**_where(study, ranker, tc, cond), "view": view, "alpha": alpha, "target": 1.0 - alpha,
-                           "fitted_on": fd.fitted_on, "n_cal": int((cal.y == 0).sum()), "threshold": thr,
-                           "queries": int(y.size), "NOTA queries": int(y.sum())}
+                    row = {
+                        **_where(study, ranker, tc, cond),
+                        "view": view,
+                        "alpha": alpha,
+                        "target": 1.0 - alpha,
+                        "fitted_on": fd.fitted_on,
+                        "n_cal": int((cal.y == 0).sum()),
+                        "threshold": thr,
+                        "queries": int(y.size),
+                        "NOTA queries": int(y.sum()),
+                    }
                     if note:
-                        row.update({"coverage": np.nan, "coverage lo": np.nan, "coverage hi": np.nan,
-                                    "false NOTA": np.nan, "NOTA recall": np.nan, "mean set size": np.nan, "F1": np.nan})
+                        row.update(
+                            {
+                                "coverage": np.nan,
+                                "coverage lo": np.nan,
+                                "coverage hi": np.nan,
+                                "false NOTA": np.nan,
+                                "NOTA recall": np.nan,
+                                "mean set size": np.nan,
+                                "F1": np.nan,
+                            }
+                        )
                     else:
                         sets, said = empty_set_nota(probs, thr, view)
                         ans = y == 0
                         hit = sets[ans][labels[ans].astype(bool)]
                         lo, hi = _cp(int(hit.sum()), int(hit.size))
-                        row.update({"coverage": float(hit.mean()), "coverage lo": lo, "coverage hi": hi,
-                                    "false NOTA": _share(said[ans]), "NOTA recall": _share(said[~ans]),
-                                    "mean set size": float(sets.sum(axis=1).mean()), "F1": _macro_f1(y, said)})
+                        row.update(
+                            {
+                                "coverage": float(hit.mean()),
+                                "coverage lo": lo,
+                                "coverage hi": hi,
+                                "false NOTA": _share(said[ans]),
+                                "NOTA recall": _share(said[~ans]),
+                                "mean set size": float(sets.sum(axis=1).mean()),
+                                "F1": _macro_f1(y, said),
+                            }
+                        )
                     row["F1 forest"] = forest_f1.get(cond.name, np.nan)
                     rows.append({**row, "note": note})
     table = pd.DataFrame(rows)
@@ -261,8 +336,14 @@ def nota_conformal_table(study, rankers: Iterable[str] | None = None, *, alphas:
     return table
 
 
-def nota_threshold_table(study, rankers: Iterable[str] | None = None, *, risks: Mapping[str, float] = RISKS,
-                         delta: float = DELTA, min_answered: int = MIN_ANSWERED) -> pd.DataFrame:
+def nota_threshold_table(
+    study,
+    rankers: Iterable[str] | None = None,
+    *,
+    risks: Mapping[str, float] = RISKS,
+    delta: float = DELTA,
+    min_answered: int = MIN_ANSWERED,
+) -> pd.DataFrame:
     """The Learn-then-Test threshold per ranker x risk, applied to every NOTA condition (main training seed).
 
     Columns: ``target``, ``delta``, ``fitted_on``, ``n_cal``, ``threshold`` (inf: never answer),
@@ -276,8 +357,9 @@ def nota_threshold_table(study, rankers: Iterable[str] | None = None, *, risks: 
     for ranker, tc, fd, cal, tests in _cells(study, rankers, seed):
         c_conf, c_wrong = top_answer(cal.pred.probs, cal.pred.labels)
         for risk, target in risks.items():
-            t = ltt_threshold(c_conf, c_wrong, cal.y == 0, risk=risk, target=target, delta=delta,
-                              min_answered=min_answered)
+            t = ltt_threshold(
+                c_conf, c_wrong, cal.y == 0, risk=risk, target=target, delta=delta, min_answered=min_answered
+            )
             for cond, ns in tests:
                 probs, labels, y = ns.pred.probs, ns.pred.labels, ns.y.astype(int)
                 conf, wrong = top_answer(probs, labels)
@@ -288,15 +370,30 @@ def nota_threshold_table(study, rankers: Iterable[str] | None = None, *, risks: 
                 else:
                     k, n = int((answered & wrong).sum()), int(answered.sum())
                 lo, hi = _cp(k, n)
-                rows.append({**_where(study, ranker, tc, cond), "risk": risk, "target": target, "delta": delta,
-                             "fitted_on": fd.fitted_on, "n_cal": int(cal.n_queries), "threshold": t.threshold,
-                             "certified": t.certified, "cal n": t.n, "cal UCB": t.ucb, "queries": int(y.size),
-                             "achieved risk": k / n if n else np.nan, "risk lo": lo, "risk hi": hi,
-                             "above target": bool(n and lo > target), "risk answering all": _share(
-                                 wrong if risk == "wrong answer" else np.zeros(0, bool)),
-                             "abstention": _share(~answered),
-                             "false NOTA": _share((~answered)[ans]), "NOTA recall": _share((~answered)[~ans]),
-                             "F1": _macro_f1(y, ~answered)})
+                rows.append(
+                    {
+                        **_where(study, ranker, tc, cond),
+                        "risk": risk,
+                        "target": target,
+                        "delta": delta,
+                        "fitted_on": fd.fitted_on,
+                        "n_cal": int(cal.n_queries),
+                        "threshold": t.threshold,
+                        "certified": t.certified,
+                        "cal n": t.n,
+                        "cal UCB": t.ucb,
+                        "queries": int(y.size),
+                        "achieved risk": k / n if n else np.nan,
+                        "risk lo": lo,
+                        "risk hi": hi,
+                        "above target": bool(n and lo > target),
+                        "risk answering all": _share(wrong if risk == "wrong answer" else np.zeros(0, bool)),
+                        "abstention": _share(~answered),
+                        "false NOTA": _share((~answered)[ans]),
+                        "NOTA recall": _share((~answered)[~ans]),
+                        "F1": _macro_f1(y, ~answered),
+                    }
+                )
     table = pd.DataFrame(rows)
     raise_problems(_threshold_problems(study, table, rankers, risks))
     return table
@@ -304,53 +401,85 @@ def nota_threshold_table(study, rankers: Iterable[str] | None = None, *, risks: 
 
 def _nota_cells(study, rankers: Iterable[str] | None) -> list[tuple]:
     """Every ranker x training corpus x NOTA condition (:func:`nota_conditions`), as values of :data:`CELL`."""
-    return [(r, tc, c.corpus, c.sampler) for r in (rankers if rankers is not None else study.rankers)
-            for tc in study.train_corpora for c in nota_conditions(study, tc)]
+    return [
+        (r, tc, c.corpus, c.sampler)
+        for r in (rankers if rankers is not None else study.rankers)
+        for tc in study.train_corpora
+        for c in nota_conditions(study, tc)
+    ]
 
 
-def _conformal_problems(study, table: pd.DataFrame, rankers: Iterable[str] | None, views: Sequence[str],
-                        alphas: Sequence[float]) -> list[str]:
+def _conformal_problems(
+    study, table: pd.DataFrame, rankers: Iterable[str] | None, views: Sequence[str], alphas: Sequence[float]
+) -> list[str]:
     """One row per NOTA cell, view and alpha; a row with a coverage has NOTA queries (half of the set), a macro-F1
     in [0, 1] and ``false NOTA <= 1 - coverage`` (an empty set misses the true response)."""
     name, keys = "NOTA conformal", (*CELL, "view", "alpha")
     cells = _nota_cells(study, rankers)
-    problems = rows_problems(name, table, keys, [(*c, v, a) for c in cells for v in views for a in alphas],
-                             what=f"{len(cells)} NOTA cells x {len(views)} views x {len(alphas)} alphas")
+    problems = rows_problems(
+        name,
+        table,
+        keys,
+        [(*c, v, a) for c in cells for v in views for a in alphas],
+        what=f"{len(cells)} NOTA cells x {len(views)} views x {len(alphas)} alphas",
+    )
     if table.empty:
         return problems
     ok = table[table["note"] == ""]
     problems += rows_failing(name, ok, ok["NOTA queries"] > 0, keys, "NOTA queries > 0", ["NOTA queries"])
     problems += in_range(name, ok, "F1", keys, 0, 1)
-    problems += rows_failing(name, ok, ok["false NOTA"] <= 1 - ok["coverage"] + TOLERANCE, keys,
-                             "false NOTA <= 1 - coverage (an empty set misses the true response)",
-                             ["false NOTA", "coverage"])
+    problems += rows_failing(
+        name,
+        ok,
+        ok["false NOTA"] <= 1 - ok["coverage"] + TOLERANCE,
+        keys,
+        "false NOTA <= 1 - coverage (an empty set misses the true response)",
+        ["false NOTA", "coverage"],
+    )
     return problems
 
 
-def _threshold_problems(study, table: pd.DataFrame, rankers: Iterable[str] | None,
-                        risks: Mapping[str, float]) -> list[str]:
+def _threshold_problems(
+    study, table: pd.DataFrame, rankers: Iterable[str] | None, risks: Mapping[str, float]
+) -> list[str]:
     """One row per NOTA cell and risk; without a threshold (inf) the rule always abstains and has no achieved
     risk; a threshold is certified on calibration (``cal UCB <= target``); the false-NOTA threshold is always
     certified (0 is safe) and its achieved risk is its false-NOTA rate; abstention and macro-F1 in [0, 1]."""
     name, keys = "NOTA threshold", (*CELL, "risk")
     cells = _nota_cells(study, rankers)
-    problems = rows_problems(name, table, keys, [(*c, r) for c in cells for r in risks],
-                             what=f"{len(cells)} NOTA cells x {len(risks)} risks")
+    problems = rows_problems(
+        name, table, keys, [(*c, r) for c in cells for r in risks], what=f"{len(cells)} NOTA cells x {len(risks)} risks"
+    )
     if table.empty:
         return problems
     never = np.isinf(table["threshold"].to_numpy(dtype=float))
     no, yes = table[never], table[~never]
-    problems += rows_failing(name, no, no["abstention"] == 1, keys, "abstention 1 without a threshold (inf)",
-                             ["abstention"])
-    problems += rows_failing(name, no, no["achieved risk"].isna(), keys, "no achieved risk without a threshold (inf)",
-                             ["achieved risk"])
-    problems += rows_failing(name, yes, yes["cal UCB"] <= yes["target"] + TOLERANCE, keys,
-                             "cal UCB <= target (certified on calibration)", ["cal UCB", "target", "threshold"])
+    problems += rows_failing(
+        name, no, no["abstention"] == 1, keys, "abstention 1 without a threshold (inf)", ["abstention"]
+    )
+    problems += rows_failing(
+        name, no, no["achieved risk"].isna(), keys, "no achieved risk without a threshold (inf)", ["achieved risk"]
+    )
+    problems += rows_failing(
+        name,
+        yes,
+        yes["cal UCB"] <= yes["target"] + TOLERANCE,
+        keys,
+        "cal UCB <= target (certified on calibration)",
+        ["cal UCB", "target", "threshold"],
+    )
     fn = table[table["risk"] == "false NOTA"]
-    problems += rows_failing(name, fn, fn["certified"].eq(True), keys, "a certified false-NOTA threshold",
-                             ["certified"])
-    problems += rows_failing(name, fn, np.isclose(fn["achieved risk"], fn["false NOTA"]), keys,
-                             "achieved risk = false NOTA", ["achieved risk", "false NOTA"])
+    problems += rows_failing(
+        name, fn, fn["certified"].eq(True), keys, "a certified false-NOTA threshold", ["certified"]
+    )
+    problems += rows_failing(
+        name,
+        fn,
+        np.isclose(fn["achieved risk"], fn["false NOTA"]),
+        keys,
+        "achieved risk = false NOTA",
+        ["achieved risk", "false NOTA"],
+    )
     for col in ("abstention", "F1"):
         problems += in_range(name, table, col, keys, 0, 1)
     return problems

@@ -14,19 +14,20 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
+from calibrank.methods.prior import correct_predictions, train_prior
 from calibrank.metrics.calibration import ece
 from calibrank.metrics.resample import compare, features
-from calibrank.table_checks import in_range, raise_problems, rows_failing
 from calibrank.study.analysis import uncertainty as unc
-from calibrank.study.analysis.subsets import subset_negatives
 from calibrank.study.analysis.practice.cells import CELL, debiased_ece, debiased_problems, rows_problems, study_cells
-from calibrank.methods.prior import train_prior, correct_predictions
+from calibrank.study.analysis.subsets import subset_negatives
+from calibrank.table_checks import in_range, raise_problems, rows_failing
 
 __all__ = ["prior_ece_by_negatives", "prior_summary"]
 
 
-def prior_ece_by_negatives(study, rankers: Iterable[str] | None = None, *, seed: int | None = None,
-                           n_resamples: int = 1000) -> pd.DataFrame:
+def prior_ece_by_negatives(
+    study, rankers: Iterable[str] | None = None, *, seed: int | None = None, n_resamples: int = 1000
+) -> pd.DataFrame:
     """ECE per number of non-relevant candidates n = 1..k, before and after the prior correction.
 
     One row per ranker x training corpus x test condition x n (main training seed): ``ECE raw`` /
@@ -45,8 +46,16 @@ def prior_ece_by_negatives(study, rankers: Iterable[str] | None = None, *, seed:
             sub = subset_negatives(pred, n, seed=seed)
             pi_test = 1.0 / (n + 1)
             fixed = correct_predictions(sub, pi_train, pi_test)
-            row = {"ranker": ranker, "train_corpus": tc, "corpus": cond.corpus, "sampler": cond.sampler,
-                   "shift": study.shift(cond, tc), "n_nonrel": n, "pi_train": pi_train, "pi_test": pi_test}
+            row = {
+                "ranker": ranker,
+                "train_corpus": tc,
+                "corpus": cond.corpus,
+                "sampler": cond.sampler,
+                "shift": study.shift(cond, tc),
+                "n_nonrel": n,
+                "pi_train": pi_train,
+                "pi_test": pi_test,
+            }
             for name, p in (("raw", sub), ("corrected", fixed)):
                 row[f"ECE {name}"] = ece(p.probs, p.labels)
                 row.update(debiased_ece(p, f"ECE {name}", n_resamples=n_resamples, seed=seed))
@@ -70,13 +79,35 @@ def prior_summary(study, rankers: Iterable[str] | None = None, *, n_resamples: i
     for ranker, tc, cond in study.cells("test", rankers):
         pred = study.get(ranker, tc, cond)
         fixed = correct_predictions(pred, pi_train)
-        c = compare(features(fixed, "ECE"), features(pred, "ECE"), alternative="less", relative=True,
-                    level=unc.LEVEL, n_resamples=n_resamples, seed=study.cfg.seed)
-        rows.append({"ranker": ranker, "train_corpus": tc, "corpus": cond.corpus, "sampler": cond.sampler,
-                     "shift": study.shift(cond, tc), "K": pred.labels.shape[1], "pi_train": pi_train,
-                     "pi_test": 1.0 / pred.labels.shape[1], "ECE raw": c.b, "ECE corrected": c.a,
-                     "removed": -c.value, "removed lo": -c.high, "removed hi": -c.low, "pvalue": c.pvalue,
-                     "queries": c.n_queries, "note": c.note})
+        c = compare(
+            features(fixed, "ECE"),
+            features(pred, "ECE"),
+            alternative="less",
+            relative=True,
+            level=unc.LEVEL,
+            n_resamples=n_resamples,
+            seed=study.cfg.seed,
+        )
+        rows.append(
+            {
+                "ranker": ranker,
+                "train_corpus": tc,
+                "corpus": cond.corpus,
+                "sampler": cond.sampler,
+                "shift": study.shift(cond, tc),
+                "K": pred.labels.shape[1],
+                "pi_train": pi_train,
+                "pi_test": 1.0 / pred.labels.shape[1],
+                "ECE raw": c.b,
+                "ECE corrected": c.a,
+                "removed": -c.value,
+                "removed lo": -c.high,
+                "removed hi": -c.low,
+                "pvalue": c.pvalue,
+                "queries": c.n_queries,
+                "note": c.note,
+            }
+        )
     table = pd.DataFrame(rows)
     raise_problems(_summary_problems(study, table, rankers))
     return table
@@ -87,16 +118,26 @@ def _by_negatives_problems(study, table: pd.DataFrame, rankers: Iterable[str] | 
     ``pi_test = pi_train`` (Bayes' rule with ``r = 1`` is the identity)."""
     name, keys = "prior ECE by negatives", (*CELL, "n_nonrel")
     cells = study_cells(study, rankers)
-    problems = rows_problems(name, table, keys, [(*c, n) for c in cells for n in range(1, study.k + 1)],
-                             what=f"{len(cells)} cells x n = 1..{study.k}")
+    problems = rows_problems(
+        name,
+        table,
+        keys,
+        [(*c, n) for c in cells for n in range(1, study.k + 1)],
+        what=f"{len(cells)} cells x n = 1..{study.k}",
+    )
     if table.empty:
         return problems
     for col in ("ECE raw", "ECE corrected"):
         problems += in_range(name, table, col, keys, 0, 1) + debiased_problems(name, table, col, keys)
     same = table[np.isclose(table["pi_test"], table["pi_train"])]
-    problems += rows_failing(name, same, np.isclose(same["ECE corrected"], same["ECE raw"]), keys,
-                             "ECE corrected = ECE raw where pi_test = pi_train (nothing to correct)",
-                             ["ECE corrected", "ECE raw"])
+    problems += rows_failing(
+        name,
+        same,
+        np.isclose(same["ECE corrected"], same["ECE raw"]),
+        keys,
+        "ECE corrected = ECE raw where pi_test = pi_train (nothing to correct)",
+        ["ECE corrected", "ECE raw"],
+    )
     return problems
 
 
@@ -110,9 +151,21 @@ def _summary_problems(study, table: pd.DataFrame, rankers: Iterable[str] | None)
     for col in ("ECE raw", "ECE corrected"):
         problems += in_range(name, table, col, CELL, 0, 1)
     pos = table[table["ECE raw"] > 0]
-    problems += rows_failing(name, pos, np.isclose(pos["removed"], 1 - pos["ECE corrected"] / pos["ECE raw"]), CELL,
-                             "removed = 1 - ECE corrected / ECE raw", ["removed", "ECE corrected", "ECE raw"])
-    problems += rows_failing(name, pos, pos["removed lo"] <= pos["removed hi"], CELL, "removed lo <= removed hi",
-                             ["removed lo", "removed hi"])
+    problems += rows_failing(
+        name,
+        pos,
+        np.isclose(pos["removed"], 1 - pos["ECE corrected"] / pos["ECE raw"]),
+        CELL,
+        "removed = 1 - ECE corrected / ECE raw",
+        ["removed", "ECE corrected", "ECE raw"],
+    )
+    problems += rows_failing(
+        name,
+        pos,
+        pos["removed lo"] <= pos["removed hi"],
+        CELL,
+        "removed lo <= removed hi",
+        ["removed lo", "removed hi"],
+    )
     problems += in_range(name, pos, "pvalue", CELL, 0, 1)
     return problems

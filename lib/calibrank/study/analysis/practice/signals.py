@@ -16,11 +16,11 @@ import pandas as pd
 from scipy import stats
 from sklearn.metrics import roc_auc_score
 
-from calibrank.table_checks import in_range, raise_problems, rows_failing
-from calibrank.study.analysis.calibration import default_condition
 from calibrank.methods import intervals
-from calibrank.study.analysis.practice.cells import CELL, rows_problems
 from calibrank.methods.listwise import SIGNALS, VARIANCE_SIGNALS, query_signals
+from calibrank.study.analysis.calibration import default_condition
+from calibrank.study.analysis.practice.cells import CELL, rows_problems
+from calibrank.table_checks import in_range, raise_problems, rows_failing
 
 __all__ = ["auroc_interval", "performance_prediction", "shift_detection"]
 
@@ -29,8 +29,9 @@ def _signals_of(pred) -> list[str]:
     return [s for s in SIGNALS if pred.n_samples > 1 or s not in VARIANCE_SIGNALS]
 
 
-def auroc_interval(negative: np.ndarray, positive: np.ndarray, *, paired: bool, seed: int,
-                   n_resamples: int = intervals.N_RESAMPLES) -> tuple[float, float]:
+def auroc_interval(
+    negative: np.ndarray, positive: np.ndarray, *, paired: bool, seed: int, n_resamples: int = intervals.N_RESAMPLES
+) -> tuple[float, float]:
     """95% bootstrap interval of the AUROC over queries; ``paired``: row ``i`` of both is the same query.
 
     Each resample's AUROC comes from its query counts in sorted order: the rank AUROC of the resampled arrays
@@ -65,6 +66,7 @@ def auroc_interval(negative: np.ndarray, positive: np.ndarray, *, paired: bool, 
 
         statistic, data = one_sample, (np.arange(n0),)
     else:
+
         def two_samples(i0, i1, axis=-1):
             return auc(counts(np.moveaxis(i0, axis, -1), n0), counts(np.moveaxis(i1, axis, -1), n1))
 
@@ -80,8 +82,9 @@ def _aligned(sig_in: pd.DataFrame, sig_out: pd.DataFrame) -> tuple[pd.DataFrame,
     return sig_in, sig_out, False
 
 
-def shift_detection(study, rankers: Iterable[str] | None = None, *,
-                    n_resamples: int = intervals.N_RESAMPLES) -> pd.DataFrame:
+def shift_detection(
+    study, rankers: Iterable[str] | None = None, *, n_resamples: int = intervals.N_RESAMPLES
+) -> pd.DataFrame:
     """AUROC of each signal for "this test query is from a shifted condition", per ranker x shifted condition.
 
     Columns ``AUROC`` with ``AUROC lo`` / ``hi`` (bootstrap over queries), ``paired``, the query
@@ -103,14 +106,31 @@ def shift_detection(study, rankers: Iterable[str] | None = None, *,
                 for s in _signals_of(base):
                     x = np.r_[sig_in[s].to_numpy(), sig_out[s].to_numpy()]
                     auc = roc_auc_score(y, x) if np.ptp(x) > 0 else 0.5
-                    lo, hi = auroc_interval(a_in[s].to_numpy(), a_out[s].to_numpy(), paired=paired,
-                                            seed=study.cfg.seed, n_resamples=n_resamples)
-                    rows.append({"ranker": ranker, "train_corpus": tc, "corpus": cond.corpus, "sampler": cond.sampler,
-                                 "shift": study.shift(cond, tc), "signal": s, "AUROC": float(auc), "AUROC lo": lo,
-                                 "AUROC hi": hi, "paired": paired,
-                                 "in-distribution queries": len(sig_in), "shifted queries": len(sig_out),
-                                 "mean signal in distribution": float(sig_in[s].mean()),
-                                 "mean signal shifted": float(sig_out[s].mean())})
+                    lo, hi = auroc_interval(
+                        a_in[s].to_numpy(),
+                        a_out[s].to_numpy(),
+                        paired=paired,
+                        seed=study.cfg.seed,
+                        n_resamples=n_resamples,
+                    )
+                    rows.append(
+                        {
+                            "ranker": ranker,
+                            "train_corpus": tc,
+                            "corpus": cond.corpus,
+                            "sampler": cond.sampler,
+                            "shift": study.shift(cond, tc),
+                            "signal": s,
+                            "AUROC": float(auc),
+                            "AUROC lo": lo,
+                            "AUROC hi": hi,
+                            "paired": paired,
+                            "in-distribution queries": len(sig_in),
+                            "shifted queries": len(sig_out),
+                            "mean signal in distribution": float(sig_in[s].mean()),
+                            "mean signal shifted": float(sig_out[s].mean()),
+                        }
+                    )
     table = pd.DataFrame(rows)
     raise_problems(_shift_problems(study, table, rankers))
     return table
@@ -127,8 +147,15 @@ def performance_prediction(study, rankers: Iterable[str] | None = None) -> pd.Da
         pred = study.get(ranker, tc, cond)
         sig = query_signals(pred)
         for s in _signals_of(pred):
-            row = {"ranker": ranker, "train_corpus": tc, "corpus": cond.corpus, "sampler": cond.sampler,
-                   "shift": study.shift(cond, tc), "signal": s, "queries": len(sig)}
+            row = {
+                "ranker": ranker,
+                "train_corpus": tc,
+                "corpus": cond.corpus,
+                "sampler": cond.sampler,
+                "shift": study.shift(cond, tc),
+                "signal": s,
+                "queries": len(sig),
+            }
             for target in ("RR", "R@1"):
                 x, y = sig[s].to_numpy(), sig[target].to_numpy()
                 if np.ptp(x) == 0 or np.ptp(y) == 0:
@@ -148,32 +175,48 @@ def _expected_signals(study, rankers: Iterable[str] | None, shifted_only: bool) 
     only; with ``shifted_only``, the test conditions other than each training corpus's in-distribution one."""
     stochastic = set(study.stochastic_rankers())
     home = {tc: default_condition(study, tc).name for tc in study.train_corpora}
-    return [(r, tc, c.corpus, c.sampler, s) for r, tc, c in study.cells("test", rankers)
-            if not (shifted_only and c.name == home[tc])
-            for s in SIGNALS if r in stochastic or s not in VARIANCE_SIGNALS]
+    return [
+        (r, tc, c.corpus, c.sampler, s)
+        for r, tc, c in study.cells("test", rankers)
+        if not (shifted_only and c.name == home[tc])
+        for s in SIGNALS
+        if r in stochastic or s not in VARIANCE_SIGNALS
+    ]
 
 
 def _shift_problems(study, table: pd.DataFrame, rankers: Iterable[str] | None) -> list[str]:
     """One row per ranker x training corpus x shifted condition x signal, each a shifted condition by
     :meth:`~calibrank.study.analysis.load.Study.shift`; AUROC in [0, 1] inside an ordered interval."""
     name, keys = "shift detection", (*CELL, "signal")
-    problems = rows_problems(name, table, keys, _expected_signals(study, rankers, shifted_only=True),
-                             what="ranker x training corpus x shifted condition x its signals")
+    problems = rows_problems(
+        name,
+        table,
+        keys,
+        _expected_signals(study, rankers, shifted_only=True),
+        what="ranker x training corpus x shifted condition x its signals",
+    )
     if table.empty:
         return problems
-    problems += rows_failing(name, table, table["shift"] != "in distribution", keys,
-                             "a shifted condition (not 'in distribution')", ["shift"])
+    problems += rows_failing(
+        name, table, table["shift"] != "in distribution", keys, "a shifted condition (not 'in distribution')", ["shift"]
+    )
     problems += in_range(name, table, "AUROC", keys, 0, 1)
-    problems += rows_failing(name, table, table["AUROC lo"] <= table["AUROC hi"], keys, "AUROC lo <= AUROC hi",
-                             ["AUROC lo", "AUROC hi"])
+    problems += rows_failing(
+        name, table, table["AUROC lo"] <= table["AUROC hi"], keys, "AUROC lo <= AUROC hi", ["AUROC lo", "AUROC hi"]
+    )
     return problems
 
 
 def _performance_problems(study, table: pd.DataFrame, rankers: Iterable[str] | None) -> list[str]:
     """One row per cell and signal; tau in [-1, 1] and p-values in [0, 1], NaN where a signal is constant."""
     name, keys = "performance prediction", (*CELL, "signal")
-    problems = rows_problems(name, table, keys, _expected_signals(study, rankers, shifted_only=False),
-                             what="ranker x test condition x its signals")
+    problems = rows_problems(
+        name,
+        table,
+        keys,
+        _expected_signals(study, rankers, shifted_only=False),
+        what="ranker x test condition x its signals",
+    )
     if table.empty:
         return problems
     for col, (low, high) in {"tau RR": (-1, 1), "tau R@1": (-1, 1), "p RR": (0, 1), "p R@1": (0, 1)}.items():

@@ -23,8 +23,9 @@ KERNEL_JITTERS = (0.0, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2)
 SAMPLE_JITTERS = (0.0, 1e-9, 1e-7, 1e-5, 1e-3)
 
 
-def _escalate(a: torch.Tensor, scale: torch.Tensor, jitters: tuple[float, ...]
-              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def _escalate(
+    a: torch.Tensor, scale: torch.Tensor, jitters: tuple[float, ...]
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Cholesky factors of a batch ``a`` ``[B, n, n]`` (float64, symmetric), each with its own first working jitter.
 
     ``scale`` ``[B]``: the jitters' unit per matrix. Returns ``(L [B, n, n], absolute jitter [B], ok [B])``;
@@ -82,8 +83,9 @@ def jittered_cholesky(
     )
 
 
-def draw_joint(mean: torch.Tensor, cov: torch.Tensor, n_samples: int,
-               rng: np.random.Generator | torch.Generator) -> torch.Tensor:
+def draw_joint(
+    mean: torch.Tensor, cov: torch.Tensor, n_samples: int, rng: np.random.Generator | torch.Generator
+) -> torch.Tensor:
     """``n_samples`` joint draws ``[S, ..., K]`` from ``N(mean, cov)`` of each Gaussian of a batch.
 
     ``mean`` ``[..., K]``, ``cov`` ``[..., K, K]`` (one Gaussian per query over its candidates);
@@ -100,8 +102,9 @@ def draw_joint(mean: torch.Tensor, cov: torch.Tensor, n_samples: int,
         raise ValueError(f"mean must have a last dimension (the K points of a Gaussian), got shape {list(mean.shape)}")
     batch, k = tuple(mean.shape[:-1]), mean.shape[-1]
     if tuple(cov.shape) != (*batch, k, k):
-        raise ValueError(f"cov must have shape {[*batch, k, k]} for mean of shape {list(mean.shape)}, "
-                         f"got {list(cov.shape)}")
+        raise ValueError(
+            f"cov must have shape {[*batch, k, k]} for mean of shape {list(mean.shape)}, got {list(cov.shape)}"
+        )
     mean64 = mean.detach().to(torch.float64).reshape(-1, k)
     cov64 = cov.detach().to(torch.float64).reshape(-1, k, k)
     if not bool(torch.isfinite(cov64).all()):
@@ -113,8 +116,10 @@ def draw_joint(mean: torch.Tensor, cov: torch.Tensor, n_samples: int,
         scale = cov64.diagonal(dim1=-2, dim2=-1).mean(-1).clamp_min(1e-30)
         chol, _, ok = _escalate(cov64, scale, SAMPLE_JITTERS)
         if not bool(ok.all()):
-            raise ValueError(f"predictive covariance of {int((~ok).sum())} of {ok.numel()} Gaussians is not "
-                             f"positive semi-definite even with jitter {max(SAMPLE_JITTERS):g} x mean variance")
+            raise ValueError(
+                f"predictive covariance of {int((~ok).sum())} of {ok.numel()} Gaussians is not "
+                f"positive semi-definite even with jitter {max(SAMPLE_JITTERS):g} x mean variance"
+            )
     shape = (int(n_samples), *batch, k)
     if isinstance(rng, np.random.Generator):
         z = torch.from_numpy(rng.standard_normal(shape)).to(cov64.device)

@@ -48,31 +48,48 @@ class InducingPosterior:
         }
 
 
-def inducing_posterior(kernel: Kernel, prior_mean: PriorMean, index: np.ndarray, features: torch.Tensor,
-                       labels: torch.Tensor, w: torch.Tensor, jitter: float) -> InducingPosterior:
+def inducing_posterior(
+    kernel: Kernel,
+    prior_mean: PriorMean,
+    index: np.ndarray,
+    features: torch.Tensor,
+    labels: torch.Tensor,
+    w: torch.Tensor,
+    jitter: float,
+) -> InducingPosterior:
     """The chains' posteriors given ``w`` on the inducing ``features`` and their mean ``Q``."""
     device = features.device
-    post = PGPosterior.from_w(kernel(features, features), w.to(device), labels.to(device),
-                              prior_mean(features).detach(), jitter=jitter)
+    post = PGPosterior.from_w(
+        kernel(features, features), w.to(device), labels.to(device), prior_mean(features).detach(), jitter=jitter
+    )
     b_inv = torch.cholesky_inverse(post.chol_b)  # [C, M, M]
     s = post.sqrt_w
     q_bar = (s.unsqueeze(-1) * b_inv * s.unsqueeze(-2)).mean(0)
-    return InducingPosterior(index=np.asarray(index), features=features, labels=labels.to(device), w=w.to(device),
-                             jitter=float(jitter), posterior=post, q_bar=0.5 * (q_bar + q_bar.t()))
+    return InducingPosterior(
+        index=np.asarray(index),
+        features=features,
+        labels=labels.to(device),
+        w=w.to(device),
+        jitter=float(jitter),
+        posterior=post,
+        q_bar=0.5 * (q_bar + q_bar.t()),
+    )
 
 
-def predictive_mean(state: InducingPosterior, kernel: Kernel, prior_mean: PriorMean, x: torch.Tensor,
-                    chunk: int = 8192) -> torch.Tensor:
+def predictive_mean(
+    state: InducingPosterior, kernel: Kernel, prior_mean: PriorMean, x: torch.Tensor, chunk: int = 8192
+) -> torch.Tensor:
     """The predictive mean ``[N]`` (float64) of GP inputs ``x`` ``[N, d]``: the chains' mean of eq. 14."""
     out = []
     for start in range(0, x.shape[0], chunk):
-        part = x[start:start + chunk]
+        part = x[start : start + chunk]
         out.append(prior_mean(part).detach() + (state.posterior.alpha @ kernel(state.features, part)).mean(0))
     return torch.cat(out)
 
 
-def predictive_moments(state: InducingPosterior, kernel: Kernel, prior_mean: PriorMean, x: torch.Tensor, k: int,
-                       rows: int = 4096) -> tuple[torch.Tensor, torch.Tensor]:
+def predictive_moments(
+    state: InducingPosterior, kernel: Kernel, prior_mean: PriorMean, x: torch.Tensor, k: int, rows: int = 4096
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``(mean [Q, k], cov [Q, k, k])`` (float64): the moment-matched joint predictive of each query's ``k``
     candidates from their GP inputs ``x`` ``[Q*k, d]`` in query order; ``rows`` bounds a chunk's memory."""
     alpha, q_bar = state.posterior.alpha, state.q_bar
@@ -80,12 +97,12 @@ def predictive_moments(state: InducingPosterior, kernel: Kernel, prior_mean: Pri
     means, covs = [], []
     per_chunk = max(1, rows // k)
     for start in range(0, x.shape[0] // k, per_chunk):
-        part = x[start * k:(start + per_chunk) * k]
+        part = x[start * k : (start + per_chunk) * k]
         nq = part.shape[0] // k
         kc = kernel(state.features, part)  # [M, nq*k]
         chain_means = prior_mean(part).detach() + alpha @ kc  # [C, nq*k]
         reduction = kc.reshape(m, nq, k).permute(1, 2, 0) @ (q_bar @ kc).reshape(m, nq, k).permute(1, 0, 2)
-        k_test = torch.stack([kernel(part[i * k:(i + 1) * k], part[i * k:(i + 1) * k]) for i in range(nq)])
+        k_test = torch.stack([kernel(part[i * k : (i + 1) * k], part[i * k : (i + 1) * k]) for i in range(nq)])
         cm = chain_means.reshape(-1, nq, k)
         centred = cm - cm.mean(0, keepdim=True)
         between = torch.einsum("cqi,cqj->qij", centred, centred) / cm.shape[0]

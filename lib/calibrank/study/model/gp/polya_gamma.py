@@ -30,8 +30,8 @@ from typing import Literal, TypeAlias
 import numpy as np
 import torch
 
-from calibrank.study.settings.checks import check_matern_nu
 from calibrank.study.model.gp.gaussian import jittered_cholesky
+from calibrank.study.settings.checks import check_matern_nu
 from calibrank.study.settings.gp import PolyaGammaSettings
 
 __all__ = [
@@ -215,9 +215,7 @@ def _chol_b(K64: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
     b = s.unsqueeze(-1) * K64 * s.unsqueeze(-2) + torch.eye(n, dtype=K64.dtype, device=K64.device)
     chol, info = torch.linalg.cholesky_ex(b)
     if bool((info != 0).any()):
-        raise ValueError(
-            "kernel matrix K is not positive semi-definite: I + W^1/2 K W^1/2 has no Cholesky factor"
-        )
+        raise ValueError("kernel matrix K is not positive semi-definite: I + W^1/2 K W^1/2 has no Cholesky factor")
     return chol
 
 
@@ -339,11 +337,7 @@ def log_likelihood_given_w(
     quad = (v * kv).sum(-1) - (t * t).sum(-1)  # v^T Sigma v
     logdet_b = 2.0 * torch.log(torch.diagonal(chol_b, dim1=-2, dim2=-1)).sum(-1)
     value = (
-        -n * math.log(2.0)
-        + (kappa * mu64).sum(-1)
-        - 0.5 * (w64 * mu64 * mu64).sum(-1)
-        + 0.5 * quad
-        - 0.5 * logdet_b
+        -n * math.log(2.0) + (kappa * mu64).sum(-1) - 0.5 * (w64 * mu64 * mu64).sum(-1) + 0.5 * quad - 0.5 * logdet_b
     )
     return value.to(K.dtype)
 
@@ -414,8 +408,7 @@ class PGPosterior:
             w64 = w.detach().to(device=K64.device, dtype=torch.float64)
             if not (bool(torch.isfinite(w64).all()) and bool((w64 > 0).all())):
                 raise ValueError("w must be finite and > 0 (Pólya-Gamma draws)")
-            mu64 = _as_vector(mu_train.detach() if isinstance(mu_train, torch.Tensor) else mu_train,
-                              m, "mu_train", K64)
+            mu64 = _as_vector(mu_train.detach() if isinstance(mu_train, torch.Tensor) else mu_train, m, "mu_train", K64)
             kappa = _labels(y, m, K64) - 0.5
             s = torch.sqrt(w64)
             chol_b = _chol_b(K64, s)
@@ -437,12 +430,9 @@ class PGPosterior:
             raise ValueError("K_cross contains NaN or inf (non-finite features into the GP layer?)")
         return kc
 
-    def _per_chain(
-        self, kc: torch.Tensor, mu_test: torch.Tensor | float
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+    def _per_chain(self, kc: torch.Tensor, mu_test: torch.Tensor | float) -> tuple[torch.Tensor, torch.Tensor]:
         n_test = kc.shape[1]
-        mu_t = _as_vector(mu_test.detach() if isinstance(mu_test, torch.Tensor) else mu_test,
-                          n_test, "mu_test", kc)
+        mu_t = _as_vector(mu_test.detach() if isinstance(mu_test, torch.Tensor) else mu_test, n_test, "mu_test", kc)
         means = mu_t + self.alpha @ kc  # [C, N]
         v = torch.linalg.solve_triangular(self.chol_b, self.sqrt_w.unsqueeze(-1) * kc, upper=False)
         return means, v  # v: [C, M, N]
@@ -466,8 +456,12 @@ class PGPosterior:
                 ``[N]`` mixture mean and variance.
         """
         kc = self._cross(K_cross)
-        kdiag = _as_vector(k_test_diag.detach() if isinstance(k_test_diag, torch.Tensor) else k_test_diag,
-                           kc.shape[1], "k_test_diag", kc)
+        kdiag = _as_vector(
+            k_test_diag.detach() if isinstance(k_test_diag, torch.Tensor) else k_test_diag,
+            kc.shape[1],
+            "k_test_diag",
+            kc,
+        )
         means, v = self._per_chain(kc, mu_test)
         variances = (kdiag - (v * v).sum(-2)).clamp_min(0.0)
         if per_chain:
@@ -528,9 +522,7 @@ def gauss_hermite_sigmoid(mean, var, n_points: int = _PG.quadrature_points):
     return p.to(ref.dtype if ref is not None and ref.is_floating_point() else torch.float64)
 
 
-def select_inducing(
-    labels: np.ndarray, size: int, rng: np.random.Generator, *, stratified: bool = True
-) -> np.ndarray:
+def select_inducing(labels: np.ndarray, size: int, rng: np.random.Generator, *, stratified: bool = True) -> np.ndarray:
     """Seeded sorted indices of an inducing set of ``size`` training pairs for prediction.
 
     ``stratified=True`` keeps each label's share (a 1:9 training set gives a 1:9 inducing set).

@@ -24,9 +24,9 @@ import math
 import torch
 from torch import nn
 
+from calibrank.study.model.gp.gaussian import draw_joint
 from calibrank.study.settings.checks import check_count
 from calibrank.study.settings.choices import RFOutputInit
-from calibrank.study.model.gp.gaussian import draw_joint
 from calibrank.study.settings.gp import RandomFeatureSettings, check_random_features
 
 __all__ = ["RandomFeatureGP"]
@@ -76,9 +76,15 @@ class RandomFeatureGP(nn.Module):
     ) -> None:
         super().__init__()
         check_count("in_features", in_features)
-        output_init = check_random_features(n_features=n_features, length_scale=length_scale,
-                                            feature_scale=feature_scale, ridge=ridge, momentum=momentum,
-                                            mean_field_factor=mean_field_factor, output_init=output_init).value
+        output_init = check_random_features(
+            n_features=n_features,
+            length_scale=length_scale,
+            feature_scale=feature_scale,
+            ridge=ridge,
+            momentum=momentum,
+            mean_field_factor=mean_field_factor,
+            output_init=output_init,
+        ).value
         self.in_features = int(in_features)
         self.n_features = int(n_features)
         self.length_scale = float(length_scale)
@@ -112,9 +118,7 @@ class RandomFeatureGP(nn.Module):
             with torch.no_grad():
                 self.prior_mean.weight.zero_()
                 self.prior_mean.bias.zero_()
-        self.register_buffer(
-            "precision", self.ridge * torch.eye(self.n_features, dtype=torch.float64)
-        )
+        self.register_buffer("precision", self.ridge * torch.eye(self.n_features, dtype=torch.float64))
         self.register_buffer("n_seen", torch.zeros((), dtype=torch.float64))
         self._covariance: torch.Tensor | None = None
 
@@ -133,9 +137,7 @@ class RandomFeatureGP(nn.Module):
     # ---------------------------------------------------------------- features / mean
     def _check_input(self, h: torch.Tensor) -> None:
         if h.dim() != 2 or h.shape[1] != self.in_features:
-            raise ValueError(
-                f"h must have shape [N, {self.in_features}] (in_features), got {tuple(h.shape)}"
-            )
+            raise ValueError(f"h must have shape [N, {self.in_features}] (in_features), got {tuple(h.shape)}")
         if self.check_finite and not bool(torch.isfinite(h).all()):
             raise ValueError("non-finite features into the GP layer (h contains NaN or inf)")
 
@@ -197,8 +199,9 @@ class RandomFeatureGP(nn.Module):
     @torch.no_grad()
     def reset_precision(self) -> None:
         """``P <- ridge * I`` (the trainer calls this at the start of each epoch)."""
-        self.precision.copy_(self.ridge * torch.eye(self.n_features, dtype=self.precision.dtype,
-                                                    device=self.precision.device))
+        self.precision.copy_(
+            self.ridge * torch.eye(self.n_features, dtype=self.precision.dtype, device=self.precision.device)
+        )
         self.n_seen.zero_()
         self._invalidate()
 
@@ -210,8 +213,7 @@ class RandomFeatureGP(nn.Module):
             chol, info = torch.linalg.cholesky_ex(0.5 * (prec + prec.t()))
             if int(info) != 0:
                 raise ValueError(
-                    "precision matrix is not positive definite (non-finite updates?); "
-                    "call reset_precision()"
+                    "precision matrix is not positive definite (non-finite updates?); call reset_precision()"
                 )
             self._covariance = torch.cholesky_inverse(chol)
         return self._covariance
@@ -244,7 +246,7 @@ class RandomFeatureGP(nn.Module):
         per_chunk = max(1, rows // k)
         means, covs = [], []
         for start in range(0, h.shape[0] // k, per_chunk):
-            logits, phi = self.forward(h[start * k:(start + per_chunk) * k], return_features=True)
+            logits, phi = self.forward(h[start * k : (start + per_chunk) * k], return_features=True)
             phi64 = phi.to(torch.float64).reshape(-1, k, self.n_features)
             cov = phi64 @ sigma.to(phi64.device) @ phi64.transpose(1, 2)
             means.append(logits.to(torch.float64).reshape(-1, k))
@@ -257,9 +259,7 @@ class RandomFeatureGP(nn.Module):
         return mean / torch.sqrt(1.0 + self.mean_field_factor * var)
 
     @torch.no_grad()
-    def sample_logits(
-        self, h: torch.Tensor, n_samples: int, *, generator: torch.Generator
-    ) -> torch.Tensor:
+    def sample_logits(self, h: torch.Tensor, n_samples: int, *, generator: torch.Generator) -> torch.Tensor:
         """Joint draws ``[n_samples, N]`` from ``N(mean, Phi Sigma Phi^T)``
         (:func:`calibrank.study.model.gp.gaussian.draw_joint`).
         """

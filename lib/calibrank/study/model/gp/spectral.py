@@ -128,4 +128,3 @@ class SpectralNormLinear(nn.Module):
 
     def extra_repr(self) -> str:
         return f"bound={self.bound}, n_power_iterations={self.n_power_iterations}"
-

@@ -29,12 +29,12 @@ from typing import Any
 
 import torch
 
+from calibrank.study.model.rankers.base import Ranker
+from calibrank.study.model.rankers.run import RankerRun
 from calibrank.study.settings import registry
 from calibrank.study.settings.choices import RankerName
 from calibrank.study.settings.config import training_seeds
 from calibrank.study.settings.schema import Config
-from calibrank.study.model.rankers.base import Ranker
-from calibrank.study.model.rankers.run import RankerRun
 
 __all__ = ["Ranker", "RankerRun", "make_ranker", "ranker_class", "ranker_from_config"]
 
@@ -47,7 +47,9 @@ def ranker_class(name: str | RankerName) -> type[Ranker]:
         raise ValueError(exc.args[0]) from None
     module, _, attr = entry.impl.partition(":")
     if not module or not attr:
-        raise ValueError(f"ranker {entry.name!r}: its registry entry names no class (impl 'module:Class', got {entry.impl!r})")
+        raise ValueError(
+            f"ranker {entry.name!r}: its registry entry names no class (impl 'module:Class', got {entry.impl!r})"
+        )
     cls = getattr(importlib.import_module(module), attr, None)
     if not (isinstance(cls, type) and issubclass(cls, Ranker)):
         raise ValueError(f"ranker {entry.name!r}: {entry.impl} is not a Ranker class")
@@ -68,8 +70,13 @@ def _section_params(section: Any) -> dict[str, Any]:
     return {k: (v.value if isinstance(v, enum.Enum) else v) for k, v in dataclasses.asdict(section).items()}
 
 
-def ranker_from_config(cfg: Config, name: str | RankerName, models_dir: str | Path,
-                       device: str | torch.device | None = None, seed: int | None = None) -> Ranker:
+def ranker_from_config(
+    cfg: Config,
+    name: str | RankerName,
+    models_dir: str | Path,
+    device: str | torch.device | None = None,
+    seed: int | None = None,
+) -> Ranker:
     """The ranker ``name`` with the profile's training settings and its own section's parameters
     (``rankers.<name>``, when the profile has one).
 
@@ -78,6 +85,11 @@ def ranker_from_config(cfg: Config, name: str | RankerName, models_dir: str | Pa
     key = registry.key(name)
     section = getattr(cfg.rankers, key.value, None)
     params = _section_params(section) if dataclasses.is_dataclass(section) else {}
-    run = RankerRun(cfg.training, Path(models_dir), seed=training_seeds(cfg)[0] if seed is None else seed,
-                    context_style=cfg.data.context_style, device=device)
+    run = RankerRun(
+        cfg.training,
+        Path(models_dir),
+        seed=training_seeds(cfg)[0] if seed is None else seed,
+        context_style=cfg.data.context_style,
+        device=device,
+    )  # type: ignore[arg-type]  # RankerRun takes a str device and holds a torch.device
     return make_ranker(key, run, **params)

@@ -22,23 +22,23 @@ import numpy as np
 import torch
 from torch import nn
 
+from calibrank.hardware import precision_name, use_bf16
+from calibrank.metrics.ranking import recall_at_k
+from calibrank.pairs import Pairs, score_pairs
+from calibrank.predictions import Predictions
 from calibrank.study.codekey import code_hash
 from calibrank.study.data.schema import RankingQuery
 from calibrank.study.data.splits import TURN_SEP, UTTERANCE_SEP
-from calibrank.hardware import precision_name, use_bf16
-from calibrank.metrics.ranking import recall_at_k
-from calibrank.predictions import Predictions
-from calibrank.study.settings.choices import ContextStyle
-from calibrank.study.settings.schema import TrainingConfig
 from calibrank.study.model import losses
 from calibrank.study.model.backbone import Backbone, load_backbone
 from calibrank.study.model.cross_encoder import CrossEncoder
 from calibrank.study.model.losses import binary_cross_entropy
-from calibrank.study.model.training import TrainResult, encode_pairs, load_trained, train_model
-from calibrank.pairs import Pairs, score_pairs
 from calibrank.study.model.rankers.keys import logits_key, model_key, queries_version, settings_record
 from calibrank.study.model.rankers.run import RankerRun
 from calibrank.study.model.rankers.scoring import model_logits, pair_logits, shared
+from calibrank.study.model.training import TrainResult, encode_pairs, load_trained, train_model
+from calibrank.study.settings.choices import ContextStyle
+from calibrank.study.settings.schema import TrainingConfig
 
 __all__ = ["Ranker", "RankerRun", "TrainedModel"]
 
@@ -81,8 +81,10 @@ class Ranker(ABC):
 
     def __init__(self, run: RankerRun, /) -> None:
         if not isinstance(run, RankerRun):
-            raise TypeError(f"{type(self).__name__}: expected a RankerRun (training, models_dir, seed, context_style, "
-                            f"device) as the first argument, got {type(run).__name__}")
+            raise TypeError(
+                f"{type(self).__name__}: expected a RankerRun (training, models_dir, seed, context_style, "
+                f"device) as the first argument, got {type(run).__name__}"
+            )
         self.run = run
         self.fit_seconds = 0.0
         self.trained: TrainedModel | None = None
@@ -92,6 +94,13 @@ class Ranker(ABC):
     def training(self) -> TrainingConfig:
         """The training settings, the scoring batch set for the device (:attr:`RankerRun.training`)."""
         return self.run.training
+
+    @property
+    def eval_batch_size(self) -> int:
+        """Sequences per scoring batch: the profile's, or the device's where it left it open (set by the run)."""
+        size = self.run.training.eval_batch_size
+        assert size is not None  # RankerRun sets it for the device
+        return size
 
     @property
     def models_dir(self) -> Path:
@@ -111,11 +120,13 @@ class Ranker(ABC):
     @property
     def device(self) -> torch.device:
         """Where the model trains and scores."""
-        return self.run.device
+        device = self.run.device
+        assert device is not None  # RankerRun picks one when none is given
+        return device
 
     # -------------------------------------------------------------- the interface
     @abstractmethod
-    def fit(self, train: Sequence[RankingQuery], valid: Sequence[RankingQuery] = ()) -> "Ranker":
+    def fit(self, train: Sequence[RankingQuery], valid: Sequence[RankingQuery] = ()) -> Ranker:
         """Train on ``train`` (validation on ``valid`` for early selection); cached by content."""
 
     @abstractmethod
@@ -170,15 +181,22 @@ class Ranker(ABC):
 
     def _encode(self, tokenizer, queries: Sequence[RankingQuery], *, training: bool = False) -> Pairs:
         t = self.training
-        return encode_pairs(tokenizer, queries, max_length=t.max_length, max_response_length=t.max_response_length,
-                            context_style=self.context_style, require_relevant=training)
+        return encode_pairs(
+            tokenizer,
+            queries,
+            max_length=t.max_length,
+            max_response_length=t.max_response_length,
+            context_style=self.context_style,
+            require_relevant=training,
+        )
 
     def _build(self, seed: int) -> tuple[CrossEncoder, Backbone]:
         """The untrained model of ``seed`` (:meth:`build_model`) and the backbone it was built on."""
         special = () if self.context_style is ContextStyle.plain else (UTTERANCE_SEP, TURN_SEP)
         t = self.training
-        backbone = load_backbone(t.backbone, special_tokens=special, seed=seed, hidden_dropout=t.hidden_dropout,
-                                 joint_layers=t.joint_layers)
+        backbone = load_backbone(
+            t.backbone, special_tokens=special, seed=seed, hidden_dropout=t.hidden_dropout, joint_layers=t.joint_layers
+        )
         return self.build_model(backbone, seed), backbone
 
     def training_code(self) -> str:
@@ -196,16 +214,23 @@ class Ranker(ABC):
 
     def _model_dir(self, seed: int, train: Sequence[RankingQuery], valid: Sequence[RankingQuery]) -> Path:
         return self.models_dir / model_key(
-            self.kind, seed, self.training, context_style=self.context_style.value,
-            bf16=use_bf16(self.training.precision, self.device), code=self.training_code(), train=train, valid=valid,
-            extra=self.model_key_extra())
+            self.kind,
+            seed,
+            self.training,
+            context_style=self.context_style.value,
+            bf16=use_bf16(self.training.precision, self.device),
+            code=self.training_code(),
+            train=train,
+            valid=valid,
+            extra=self.model_key_extra(),
+        )
 
     def _validator(self, tokenizer, valid: Sequence[RankingQuery]) -> Callable[[nn.Module], float]:
         """R@1 on ``valid`` of a model in training (early selection)."""
         pairs = self._encode(tokenizer, valid)
 
         def validate(model: nn.Module) -> float:
-            logits = score_pairs(model, pairs, batch_size=self.training.eval_batch_size, precision=self.training.precision)
+            logits = score_pairs(model, pairs, batch_size=self.eval_batch_size, precision=self.training.precision)
             scores = logits[0].reshape(len(pairs.qids), pairs.n_candidates)
             labels = pairs.labels.reshape(len(pairs.qids), pairs.n_candidates)
             return float(np.nanmean(recall_at_k(scores, labels, 1)))
@@ -219,9 +244,17 @@ class Ranker(ABC):
         done = load_trained(model, workdir)
         if done is None:
             pairs = self._encode(backbone.tokenizer, train, training=True)
-            done = train_model(model, self.loss, pairs, self.training, workdir, seed=seed,
-                               validate=self._validator(backbone.tokenizer, valid) if valid else None,
-                               device=self.device, **self.train_hooks())
+            done = train_model(
+                model,
+                self.loss,
+                pairs,
+                self.training,
+                workdir,
+                seed=seed,
+                validate=self._validator(backbone.tokenizer, valid) if valid else None,
+                device=self.device,
+                **self.train_hooks(),
+            )
         model.to(self.device)
         return TrainedModel(model=model, backbone=backbone, result=done, workdir=workdir)
 
@@ -230,9 +263,14 @@ class Ranker(ABC):
         """Whether this ranker scores from each distinct side encoded once (no joint layer), not pair by pair."""
         return self.training.joint_layers == 0
 
-    def _timed_logits(self, trained: TrainedModel, queries: Sequence[RankingQuery], *,
-                      score: Callable[[TrainedModel, Pairs], np.ndarray] | None = None, **scoring: Any
-                      ) -> tuple[np.ndarray, float]:
+    def _timed_logits(
+        self,
+        trained: TrainedModel,
+        queries: Sequence[RankingQuery],
+        *,
+        score: Callable[[TrainedModel, Pairs], np.ndarray] | None = None,
+        **scoring: Any,
+    ) -> tuple[np.ndarray, float]:
         """Logits ``[S, Q, K]`` of a trained model on ``queries`` and the seconds the scoring took.
 
         ``scoring``: how it scores (``passes``, ``dropout``, ``seed`` of
@@ -246,23 +284,35 @@ class Ranker(ABC):
         def compute(pairs: Pairs) -> np.ndarray:
             if score is not None:
                 return score(trained, pairs)
-            return pair_logits(trained.model, pairs, batch_size=t.eval_batch_size, precision=t.precision,
-                               passes=settings["passes"], dropout=settings["dropout"], seed=settings["seed"])
+            return pair_logits(
+                trained.model,
+                pairs,
+                batch_size=self.eval_batch_size,
+                precision=t.precision,
+                passes=settings["passes"],
+                dropout=settings["dropout"],
+                seed=settings["seed"],
+            )
 
         cache = None
         if self.reuse_logits:
             code = code_hash((type(self), "_timed_logits"), *([score] if score is not None else []), opaque=(losses,))
-            key = logits_key(queries, settings, t, device=self.device.type, context_style=self.context_style.value, code=code)
+            key = logits_key(
+                queries, settings, t, device=self.device.type, context_style=self.context_style.value, code=code
+            )
             cache = trained.workdir / "logits" / f"{key}.npz"
         k = len(queries[0].candidates)
         # tokenised only when not read from the cache, and outside the timing
-        logits, seconds = model_logits(len(queries) * k, lambda: self._encode(trained.backbone.tokenizer, queries),
-                                       compute, cache)
+        logits, seconds = model_logits(
+            len(queries) * k, lambda: self._encode(trained.backbone.tokenizer, queries), compute, cache
+        )
         return logits.reshape(logits.shape[0], len(queries), k), seconds
 
-    def _shared_logits(self, trained: TrainedModel, query_sets: Sequence[Sequence[RankingQuery]],
-                       **kw: Any) -> list[tuple[np.ndarray, float, dict]]:
+    def _shared_logits(
+        self, trained: TrainedModel, query_sets: Sequence[Sequence[RankingQuery]], **kw: Any
+    ) -> list[tuple[np.ndarray, float, dict]]:
         """``(logits [S, Q, K], seconds, meta)`` of each query set, each distinct pair scored once."""
+
         def score(union: list[RankingQuery]) -> tuple[np.ndarray, float]:
             logits, seconds = self._timed_logits(trained, union, **kw)
             return logits[:, :, 0], seconds
@@ -270,8 +320,16 @@ class Ranker(ABC):
         passes = int(kw.get("passes", 1))
         return shared(query_sets, score, lambda flat, ix: flat[:, ix], by_query=self.pair_key_has_query, passes=passes)
 
-    def _predictions(self, queries: Sequence[RankingQuery], probs: np.ndarray, samples: np.ndarray, *, seconds: float,
-                     n_parameters: int, extra: dict | None = None) -> Predictions:
+    def _predictions(
+        self,
+        queries: Sequence[RankingQuery],
+        probs: np.ndarray,
+        samples: np.ndarray,
+        *,
+        seconds: float,
+        n_parameters: int,
+        extra: dict | None = None,
+    ) -> Predictions:
         """Predictions of ``queries`` with the record of how they were made (ranker, settings, data, timing, device)."""
         meta = {
             "ranker": self.name,
@@ -282,9 +340,18 @@ class Ranker(ABC):
             "inference_seconds": round(seconds, 3),
             "inference_ms_per_query": round(1000 * seconds / max(1, len(queries)), 3),
             "n_parameters": int(n_parameters),
-            "scoring": {"device": self.device.type, "precision": precision_name(self.training.precision, self.device),
-                        "batch_size": self.training.eval_batch_size, "encode_once": self.scores_sides()},
+            "scoring": {
+                "device": self.device.type,
+                "precision": precision_name(self.training.precision, self.device),
+                "batch_size": self.training.eval_batch_size,
+                "encode_once": self.scores_sides(),
+            },
             **(extra or {}),
         }
-        return Predictions(qids=np.array([q.qid for q in queries]), labels=np.array([q.labels for q in queries], dtype=np.int8),
-                           probs=probs, samples=samples, meta=meta)
+        return Predictions(
+            qids=np.array([q.qid for q in queries]),
+            labels=np.array([q.labels for q in queries], dtype=np.int8),
+            probs=probs,
+            samples=samples,
+            meta=meta,
+        )

@@ -13,8 +13,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from calibrank.study.data.schema import RankingQuery
 from calibrank.predictions import Predictions
+from calibrank.study.data.schema import RankingQuery
 from calibrank.study.model.rankers.base import Ranker
 from calibrank.study.model.rankers.scoring import sigmoid
 
@@ -29,7 +29,7 @@ class DeterministicRanker(Ranker):
     #: A pair's logit depends on the pair only: several query sets score their distinct pairs once.
     shares_pairs: ClassVar[bool] = True
 
-    def fit(self, train: Sequence[RankingQuery], valid: Sequence[RankingQuery] = ()) -> "DeterministicRanker":
+    def fit(self, train: Sequence[RankingQuery], valid: Sequence[RankingQuery] = ()) -> DeterministicRanker:
         self.trained = self._train(self.seed, train, valid)
         self.fit_seconds = self.trained.result.seconds
         return self
@@ -48,19 +48,23 @@ class DeterministicRanker(Ranker):
         if not self.shares_pairs or len(query_sets) < 2:
             return [self.predict(queries) for queries in query_sets]
         shared = self._shared_logits(self._require_fit(), query_sets, **self.scoring())
-        return [self._from_logits(queries, logits, seconds, extra)
-                for queries, (logits, seconds, extra) in zip(query_sets, shared)]
+        return [
+            self._from_logits(queries, logits, seconds, extra)
+            for queries, (logits, seconds, extra) in zip(query_sets, shared)
+        ]
 
     def probabilities(self, logits: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict]:
         """``(probs [Q, K], samples [S, Q, K], meta)`` from the logits ``[S, Q, K]``: the sigmoid of the one logit."""
         probs = sigmoid(logits[0])
         return probs, probs[None], {}
 
-    def _from_logits(self, queries: Sequence[RankingQuery], logits: np.ndarray, seconds: float,
-                     extra: dict | None = None) -> Predictions:
+    def _from_logits(
+        self, queries: Sequence[RankingQuery], logits: np.ndarray, seconds: float, extra: dict | None = None
+    ) -> Predictions:
         probs, samples, meta = self.probabilities(logits)
-        return self._predictions(queries, probs, samples, seconds=seconds, n_parameters=self.n_parameters,
-                                 extra={**meta, **(extra or {})})
+        return self._predictions(
+            queries, probs, samples, seconds=seconds, n_parameters=self.n_parameters, extra={**meta, **(extra or {})}
+        )
 
     def logits(self, queries: Sequence[RankingQuery]) -> np.ndarray:
         """Logits ``[Q, K]`` of the trained model (eval mode)."""

@@ -12,14 +12,14 @@ from typing import ClassVar
 
 import numpy as np
 
-from calibrank.study.data.schema import RankingQuery
 from calibrank.predictions import Predictions
-from calibrank.study.settings.config import build_section
-from calibrank.study.settings.schema import EnsembleConfig
-from calibrank.study.model.training import TrainResult
+from calibrank.study.data.schema import RankingQuery
 from calibrank.study.model.rankers.base import Ranker, TrainedModel
 from calibrank.study.model.rankers.run import RankerRun
 from calibrank.study.model.rankers.scoring import sigmoid
+from calibrank.study.model.training import TrainResult
+from calibrank.study.settings.config import build_section
+from calibrank.study.settings.schema import EnsembleConfig
 
 __all__ = ["EnsembleRanker"]
 
@@ -51,8 +51,10 @@ class EnsembleRanker(Ranker):
         spawned from (seed, i) by :class:`numpy.random.SeedSequence`, so that no member coincides with
         another training seed's model (``seed + i`` would).
         """
-        spawned = [int(np.random.SeedSequence([self.seed, i]).generate_state(1)[0] & 0x7FFFFFFF)
-                   for i in range(1, self.members)]
+        spawned = [
+            int(np.random.SeedSequence([self.seed, i]).generate_state(1)[0] & 0x7FFFFFFF)
+            for i in range(1, self.members)
+        ]
         return [self.seed, *spawned]
 
     def fit_member(self, index: int, train: Sequence[RankingQuery], valid: Sequence[RankingQuery] = ()):
@@ -61,7 +63,7 @@ class EnsembleRanker(Ranker):
             raise ValueError(f"ensemble: member index must be in [0, {self.members}), got {index}")
         return self._train(self.member_seeds()[index], train, valid)
 
-    def fit(self, train: Sequence[RankingQuery], valid: Sequence[RankingQuery] = ()) -> "EnsembleRanker":
+    def fit(self, train: Sequence[RankingQuery], valid: Sequence[RankingQuery] = ()) -> EnsembleRanker:
         self.trained = [self.fit_member(i, train, valid) for i in range(self.members)]
         self.fit_seconds = sum(t.result.seconds for t in self.trained)
         return self
@@ -88,11 +90,20 @@ class EnsembleRanker(Ranker):
             out.append(self._from_members(queries, [p[0] for p in parts], sum(p[1] for p in parts), extra))
         return out
 
-    def _from_members(self, queries: Sequence[RankingQuery], member_logits: list[np.ndarray], seconds: float,
-                      extra: dict | None = None) -> Predictions:
+    def _from_members(
+        self,
+        queries: Sequence[RankingQuery],
+        member_logits: list[np.ndarray],
+        seconds: float,
+        extra: dict | None = None,
+    ) -> Predictions:
         samples = np.stack([sigmoid(logits[0]) for logits in member_logits])
         return self._predictions(
-            queries, samples.mean(axis=0), samples, seconds=seconds, n_parameters=self.n_parameters,
+            queries,
+            samples.mean(axis=0),
+            samples,
+            seconds=seconds,
+            n_parameters=self.n_parameters,
             extra={"members": self.members, "member_seeds": self.member_seeds(), **(extra or {})},
         )
 

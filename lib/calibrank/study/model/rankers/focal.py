@@ -13,13 +13,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from calibrank.study.settings.choices import FocalGamma, RFOutputInit, SNGPLoss, SpectralNormPlacement
-from calibrank.study.settings.config import build_section
-from calibrank.study.settings.schema import FocalConfig, GPFBertConfig
 from calibrank.study.model.losses import focal
 from calibrank.study.model.rankers.deterministic import DeterministicRanker
 from calibrank.study.model.rankers.run import RankerRun
 from calibrank.study.model.rankers.sngp import SNGPRanker
+from calibrank.study.settings.choices import FocalGamma, RFOutputInit, SNGPLoss, SpectralNormPlacement
+from calibrank.study.settings.config import build_section
+from calibrank.study.settings.schema import FocalConfig, GPFBertConfig
 
 __all__ = ["FocalRanker", "GPFBertRanker"]
 
@@ -71,14 +71,41 @@ class GPFBertRanker(SNGPRanker):
     name = "gpf_bert"
     section = GPFBertConfig
 
-    def __init__(self, run: RankerRun, /, *, spectral_norm: SpectralNormPlacement | str = _D.spectral_norm,
-                 sn_bound: float = _D.sn_bound, sn_power_iterations: int = _D.sn_power_iterations,
-                 n_features: int = _D.n_features, length_scale: float = _D.length_scale,
-                 feature_scale: float = _D.feature_scale, ridge: float = _D.ridge, momentum: float | None = _D.momentum,
-                 mean_field_factor: float = _D.mean_field_factor, samples: int = _D.samples,
-                 focal_gamma: float | FocalGamma | str = _D.focal_gamma, head_dropout: float = _D.head_dropout,
-                 head_lr: float | None = _D.head_lr, output_init: RFOutputInit | str = _D.output_init) -> None:
-        super().__init__(run, spectral_norm=spectral_norm, sn_bound=sn_bound, sn_power_iterations=sn_power_iterations,
-                         n_features=n_features, length_scale=length_scale, feature_scale=feature_scale, ridge=ridge,
-                         momentum=momentum, mean_field_factor=mean_field_factor, samples=samples, loss=SNGPLoss.focal,
-                         focal_gamma=focal_gamma, head_dropout=head_dropout, head_lr=head_lr, output_init=output_init)
+    def __init__(
+        self,
+        run: RankerRun,
+        /,
+        *,
+        spectral_norm: SpectralNormPlacement | str = _D.spectral_norm,
+        sn_bound: float = _D.sn_bound,
+        sn_power_iterations: int = _D.sn_power_iterations,
+        n_features: int = _D.n_features,
+        length_scale: float = _D.length_scale,
+        feature_scale: float = _D.feature_scale,
+        ridge: float = _D.ridge,
+        momentum: float | None = _D.momentum,
+        mean_field_factor: float = _D.mean_field_factor,
+        samples: int = _D.samples,
+        focal_gamma: float | FocalGamma | str = _D.focal_gamma,
+        head_dropout: float = _D.head_dropout,
+        head_lr: float | None = _D.head_lr,
+        output_init: RFOutputInit | str = _D.output_init,
+    ) -> None:
+        super().__init__(
+            run,
+            spectral_norm=spectral_norm,
+            sn_bound=sn_bound,
+            sn_power_iterations=sn_power_iterations,
+            n_features=n_features,
+            length_scale=length_scale,
+            feature_scale=feature_scale,
+            ridge=ridge,
+            momentum=momentum,
+            mean_field_factor=mean_field_factor,
+            samples=samples,
+            loss=SNGPLoss.focal,
+            focal_gamma=focal_gamma,
+            head_dropout=head_dropout,
+            head_lr=head_lr,
+            output_init=output_init,
+        )

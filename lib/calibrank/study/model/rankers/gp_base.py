@@ -17,8 +17,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from calibrank.study.data.schema import RankingQuery
 from calibrank.predictions import Predictions
+from calibrank.study.data.schema import RankingQuery
 from calibrank.study.model import encode_once
 from calibrank.study.model.gp.gaussian import draw_joint
 from calibrank.study.model.rankers.base import Ranker
@@ -49,14 +49,21 @@ class GPRanker(Ranker):
         pairs = self._encode(trained.backbone.tokenizer, queries)
         t = self.training
         if encode_once.applies(trained.model):
-            return encode_once.features_once(trained.model, pairs, batch_size=t.eval_batch_size, precision=t.precision,
-                                             head=self.gp_input)
-        return encode_features(trained.model, pairs, batch_size=t.eval_batch_size, precision=t.precision,
-                               fn=lambda m, b: self.gp_input(m, m.features(**b)))
+            return encode_once.features_once(
+                trained.model, pairs, batch_size=self.eval_batch_size, precision=t.precision, head=self.gp_input
+            )
+        return encode_features(
+            trained.model,
+            pairs,
+            batch_size=self.eval_batch_size,
+            precision=t.precision,
+            fn=lambda m, b: self.gp_input(m, m.features(**b)),
+        )
 
     @abstractmethod
-    def joint_logits(self, queries: Sequence[RankingQuery], features: torch.Tensor | None = None
-                     ) -> tuple[torch.Tensor, torch.Tensor]:
+    def joint_logits(
+        self, queries: Sequence[RankingQuery], features: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """``(mean [Q, K], cov [Q, K, K])`` (float64) of each query's candidate logits; ``features``: the
         queries' :meth:`features` when already computed."""
 
@@ -73,8 +80,9 @@ class GPRanker(Ranker):
         mean, cov = self.joint_logits(queries)
         return mean.cpu().numpy(), cov.diagonal(dim1=-2, dim2=-1).clamp_min(0.0).cpu().numpy()
 
-    def _predict_arrays(self, queries: Sequence[RankingQuery], features: torch.Tensor | None = None
-                        ) -> tuple[np.ndarray, np.ndarray]:
+    def _predict_arrays(
+        self, queries: Sequence[RankingQuery], features: torch.Tensor | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """``(probs [Q, K], samples [S, Q, K])``: :meth:`probabilities` and sigmoids of seeded joint draws."""
         mean, cov = self.joint_logits(queries, features)
         var = cov.diagonal(dim1=-2, dim2=-1).clamp_min(0.0)
@@ -88,13 +96,24 @@ class GPRanker(Ranker):
         """Each set's joint Gaussian and seeded draws as :meth:`predict`; several sets share each distinct
         pair's GP input (:func:`calibrank.study.model.rankers.scoring.shared`)."""
         if len(query_sets) > 1:
-            parts = shared(query_sets, lambda union: timed(self.features, union),
-                           lambda feats, ix: feats[torch.as_tensor(ix.reshape(-1), device=feats.device)])
+            parts = shared(
+                query_sets,
+                lambda union: timed(self.features, union),
+                lambda feats, ix: feats[torch.as_tensor(ix.reshape(-1), device=feats.device)],
+            )
         else:
             parts = [(None, 0.0, {})]
         out = []
         for queries, (feats, shared_seconds, extra) in zip(query_sets, parts):
             (probs, samples), seconds = timed(self._predict_arrays, queries, *(() if feats is None else (feats,)))
-            out.append(self._predictions(queries, probs, samples, seconds=seconds + shared_seconds,
-                                         n_parameters=self.n_parameters, extra={**self.meta(), **extra}))
+            out.append(
+                self._predictions(
+                    queries,
+                    probs,
+                    samples,
+                    seconds=seconds + shared_seconds,
+                    n_parameters=self.n_parameters,
+                    extra={**self.meta(), **extra},
+                )
+            )
         return out

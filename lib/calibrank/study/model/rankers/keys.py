@@ -39,8 +39,18 @@ def settings_record(training: TrainingConfig) -> dict[str, Any]:
     return {k: (v.value if hasattr(v, "value") else v) for k, v in dataclasses.asdict(training).items()}
 
 
-def model_key(kind: str, seed: int, training: TrainingConfig, *, context_style: str, bf16: bool, code: str,
-              train: Sequence[RankingQuery], valid: Sequence[RankingQuery] = (), extra: dict | None = None) -> str:
+def model_key(
+    kind: str,
+    seed: int,
+    training: TrainingConfig,
+    *,
+    context_style: str,
+    bf16: bool,
+    code: str,
+    train: Sequence[RankingQuery],
+    valid: Sequence[RankingQuery] = (),
+    extra: dict | None = None,
+) -> str:
     """The name of a trained model's cache folder, ``<kind>-seed<seed>-<hash>``.
 
     In: the settings that change the selected weights, the precision, the training ``code`` and
@@ -51,18 +61,42 @@ def model_key(kind: str, seed: int, training: TrainingConfig, *, context_style: 
     for key, default in IN_KEY_UNLESS_DEFAULT.items():
         if settings.get(key) == default:
             settings.pop(key)
-    parts = {"kind": kind, "seed": seed, "training": settings, "context": context_style, "bf16": bf16, "code": code,
-             "packages": package_versions(MODEL_PACKAGES), "data": queries_version(train),
-             "valid": queries_version(valid) if valid else None, "extra": extra or {}}
+    parts = {
+        "kind": kind,
+        "seed": seed,
+        "training": settings,
+        "context": context_style,
+        "bf16": bf16,
+        "code": code,
+        "packages": package_versions(MODEL_PACKAGES),
+        "data": queries_version(train),
+        "valid": queries_version(valid) if valid else None,
+        "extra": extra or {},
+    }
     return f"{kind}-seed{seed}-{stable_hash(parts, 12)}"
 
 
-def logits_key(queries: Sequence[RankingQuery], scoring: dict[str, Any], training: TrainingConfig, *, device: str,
-               context_style: str, code: str) -> str:
+def logits_key(
+    queries: Sequence[RankingQuery],
+    scoring: dict[str, Any],
+    training: TrainingConfig,
+    *,
+    device: str,
+    context_style: str,
+    code: str,
+) -> str:
     """The stem of a trained model's logits cache file: the queries, how they are scored (``scoring``:
     passes, dropout, seed, masks), the precision, the scoring batch, the device, the context style and
     the scoring ``code``."""
-    return stable_hash({"queries": queries_version(queries), "scoring": scoring,
-                        "precision": getattr(training.precision, "value", training.precision),
-                        "eval_batch_size": training.eval_batch_size, "device": device, "context": context_style,
-                        "code": code}, 16)
+    return stable_hash(
+        {
+            "queries": queries_version(queries),
+            "scoring": scoring,
+            "precision": getattr(training.precision, "value", training.precision),
+            "eval_batch_size": training.eval_batch_size,
+            "device": device,
+            "context": context_style,
+            "code": code,
+        },
+        16,
+    )

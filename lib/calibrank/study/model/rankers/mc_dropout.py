@@ -15,15 +15,15 @@ from typing import Any
 
 import numpy as np
 
-from calibrank.study.settings.choices import DropoutMasks
-from calibrank.study.settings.config import build_section
-from calibrank.study.settings.schema import MCDropoutConfig
+from calibrank.pairs import Pairs
 from calibrank.study.model import encode_once
 from calibrank.study.model.dropout_masks import score_pairs_per_query, score_sides_per_query
-from calibrank.pairs import Pairs
 from calibrank.study.model.rankers.deterministic import DeterministicRanker
 from calibrank.study.model.rankers.run import RankerRun
 from calibrank.study.model.rankers.scoring import sigmoid
+from calibrank.study.settings.choices import DropoutMasks
+from calibrank.study.settings.config import build_section
+from calibrank.study.settings.schema import MCDropoutConfig
 
 __all__ = ["MCDropoutRanker"]
 
@@ -44,8 +44,14 @@ class MCDropoutRanker(DeterministicRanker):
     #: Per-query masks depend on (seed, pass, query id): a pair is keyed by its query too.
     pair_key_has_query = True
 
-    def __init__(self, run: RankerRun, /, *, passes: int = MCDropoutConfig.passes,
-                 masks: DropoutMasks | str = MCDropoutConfig.masks) -> None:
+    def __init__(
+        self,
+        run: RankerRun,
+        /,
+        *,
+        passes: int = MCDropoutConfig.passes,
+        masks: DropoutMasks | str = MCDropoutConfig.masks,
+    ) -> None:
         super().__init__(run)
         settings = build_section(MCDropoutConfig, {"passes": passes, "masks": masks}, where=self.name)
         self.passes = settings.passes
@@ -62,14 +68,27 @@ class MCDropoutRanker(DeterministicRanker):
         # + 1: below its joint layers the encoder gives the response a [CLS] of its own (calibrank.study.model.backbone.encode)
         width = self.training.max_length + (self.training.joint_layers is not None)
         score = score_sides_per_query if encode_once.applies(trained.model) else score_pairs_per_query
-        return score(trained.model, pairs, keys, passes=self.passes, seed=self.seed, max_length=width,
-                     batch_size=self.training.eval_batch_size, precision=self.training.precision)
+        return score(
+            trained.model,
+            pairs,
+            keys,
+            passes=self.passes,
+            seed=self.seed,
+            max_length=width,
+            batch_size=self.eval_batch_size,
+            precision=self.training.precision,
+        )
 
     def scoring(self) -> dict[str, Any]:
         if self.masks is DropoutMasks.per_pair:
             return {"passes": self.passes, "dropout": True, "seed": self.seed}
-        return {"passes": self.passes, "dropout": True, "seed": self.seed, "masks": self.masks.value,
-                "score": self._score}
+        return {
+            "passes": self.passes,
+            "dropout": True,
+            "seed": self.seed,
+            "masks": self.masks.value,
+            "score": self._score,
+        }
 
     def scores_sides(self) -> bool:
         """Per-pair masks (training-mode dropout, one draw per pair) keep the pair path."""

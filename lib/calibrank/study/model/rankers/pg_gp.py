@@ -24,12 +24,8 @@ import torch
 from torch import nn
 
 from calibrank.atomic import stable_hash
-from calibrank.study.data.schema import RankingQuery
 from calibrank.metrics.ranking import recall_at_k
-from calibrank.study.settings.checks import ConfigError, check_choice
-from calibrank.study.settings.choices import GPKernel, GPMeanFunction, Pooling
-from calibrank.study.settings.config import build_section
-from calibrank.study.settings.schema import PGDRRConfig, check_gp_batch_size
+from calibrank.study.data.schema import RankingQuery
 from calibrank.study.model.backbone import Backbone
 from calibrank.study.model.cross_encoder import SEGMENT_COSINE_BIAS, SEGMENT_COSINE_WEIGHT, CrossEncoder
 from calibrank.study.model.gp.inducing import InducingPosterior, inducing_posterior, predictive_mean, predictive_moments
@@ -42,10 +38,14 @@ from calibrank.study.model.gp.polya_gamma import (
     rbf_kernel,
     select_inducing,
 )
-from calibrank.study.model.training import read_recorded, save_recorded
 from calibrank.study.model.rankers.gp_base import GPRanker
 from calibrank.study.model.rankers.run import RankerRun
 from calibrank.study.model.rankers.scoring import encode_features
+from calibrank.study.model.training import read_recorded, save_recorded
+from calibrank.study.settings.checks import ConfigError, check_choice
+from calibrank.study.settings.choices import GPKernel, GPMeanFunction, Pooling
+from calibrank.study.settings.config import build_section
+from calibrank.study.settings.schema import PGDRRConfig, check_gp_batch_size
 
 __all__ = ["PGCrossEncoder", "PGDRRRanker", "PGHead", "pg_param_groups"]
 
@@ -66,8 +66,15 @@ class PGHead(nn.Module):
 
     mean: torch.Tensor
 
-    def __init__(self, hidden_size: int, *, projection: bool = _D.projection, learn_mean: bool = _D.learn_mean,
-                 mean_function: GPMeanFunction | str = _D.mean_function, seed: int = 0) -> None:
+    def __init__(
+        self,
+        hidden_size: int,
+        *,
+        projection: bool = _D.projection,
+        learn_mean: bool = _D.learn_mean,
+        mean_function: GPMeanFunction | str = _D.mean_function,
+        seed: int = 0,
+    ) -> None:
         super().__init__()
         mean_function = check_choice("mean_function", mean_function, GPMeanFunction).value
         with torch.random.fork_rng(devices=[]):
@@ -99,11 +106,20 @@ class PGHead(nn.Module):
 class PGCrossEncoder(CrossEncoder):
     """Encoder + dropout + :class:`PGHead`; ``forward`` returns the GP input features ``z`` ``[B, d]``."""
 
-    def __init__(self, backbone: Backbone, *, projection: bool = _D.projection, learn_mean: bool = _D.learn_mean,
-                 mean_function: GPMeanFunction | str = _D.mean_function, head_dropout: float = _D.head_dropout,
-                 seed: int = 0, pooling: Pooling | str = Pooling.pooler) -> None:
-        head = PGHead(backbone.hidden_size, projection=projection, learn_mean=learn_mean, mean_function=mean_function,
-                      seed=seed)
+    def __init__(
+        self,
+        backbone: Backbone,
+        *,
+        projection: bool = _D.projection,
+        learn_mean: bool = _D.learn_mean,
+        mean_function: GPMeanFunction | str = _D.mean_function,
+        head_dropout: float = _D.head_dropout,
+        seed: int = 0,
+        pooling: Pooling | str = Pooling.pooler,
+    ) -> None:
+        head = PGHead(
+            backbone.hidden_size, projection=projection, learn_mean=learn_mean, mean_function=mean_function, seed=seed
+        )
         super().__init__(backbone, head_dropout=head_dropout, seed=seed, pooling=pooling, head=head)
         if self.pooling is Pooling.segments and self.head.mean_function == GPMeanFunction.linear:
             # The prior mean starts where the dense head on these features starts (a scaled
@@ -155,8 +171,11 @@ def _read_posterior(path: Path) -> tuple[dict[str, torch.Tensor], dict] | None:
     except FileNotFoundError:
         return None
     except (ValueError, OSError) as exc:  # DigestMismatch is a ValueError
-        log.warning("%s: the cached inducing posterior is not used (%s); computing it again", path,
-                    str(exc).removeprefix(f"{path}: "))
+        log.warning(
+            "%s: the cached inducing posterior is not used (%s); computing it again",
+            path,
+            str(exc).removeprefix(f"{path}: "),
+        )
         return None
     return tensors, meta
 
@@ -186,22 +205,53 @@ class PGDRRRanker(GPRanker):
     kind = "pg_drr"
     draw_stream = 0x5A3
 
-    def __init__(self, run: RankerRun, /, *, kernel: GPKernel | str = _D.kernel, length_scale: float = _D.length_scale,
-                 output_scale: float = _D.output_scale, nu: float = _D.nu, gibbs_steps: int = _D.gibbs_steps,
-                 gibbs_chains: int = _D.gibbs_chains, gp_lr: float = _D.gp_lr, projection: bool = _D.projection,
-                 learn_mean: bool = _D.learn_mean, mean_function: GPMeanFunction | str = _D.mean_function,
-                 projection_lr: float | None = _D.projection_lr, inducing: int = _D.inducing, samples: int = _D.samples,
-                 quadrature_points: int = _D.quadrature_points, head_dropout: float = _D.head_dropout) -> None:
+    def __init__(
+        self,
+        run: RankerRun,
+        /,
+        *,
+        kernel: GPKernel | str = _D.kernel,
+        length_scale: float = _D.length_scale,
+        output_scale: float = _D.output_scale,
+        nu: float = _D.nu,
+        gibbs_steps: int = _D.gibbs_steps,
+        gibbs_chains: int = _D.gibbs_chains,
+        gp_lr: float = _D.gp_lr,
+        projection: bool = _D.projection,
+        learn_mean: bool = _D.learn_mean,
+        mean_function: GPMeanFunction | str = _D.mean_function,
+        projection_lr: float | None = _D.projection_lr,
+        inducing: int = _D.inducing,
+        samples: int = _D.samples,
+        quadrature_points: int = _D.quadrature_points,
+        head_dropout: float = _D.head_dropout,
+    ) -> None:
         super().__init__(run)
         try:
             check_gp_batch_size(self.training.batch_size)
         except ConfigError as exc:
             raise ConfigError(f"{self.name}: {exc}") from None
-        self.settings = build_section(PGDRRConfig, dict(
-            kernel=kernel, length_scale=length_scale, output_scale=output_scale, nu=nu, gibbs_steps=gibbs_steps,
-            gibbs_chains=gibbs_chains, gp_lr=gp_lr, projection=projection, learn_mean=learn_mean,
-            mean_function=mean_function, projection_lr=projection_lr, inducing=inducing, samples=samples,
-            quadrature_points=quadrature_points, head_dropout=head_dropout), where=self.name)
+        self.settings = build_section(
+            PGDRRConfig,
+            dict(
+                kernel=kernel,
+                length_scale=length_scale,
+                output_scale=output_scale,
+                nu=nu,
+                gibbs_steps=gibbs_steps,
+                gibbs_chains=gibbs_chains,
+                gp_lr=gp_lr,
+                projection=projection,
+                learn_mean=learn_mean,
+                mean_function=mean_function,
+                projection_lr=projection_lr,
+                inducing=inducing,
+                samples=samples,
+                quadrature_points=quadrature_points,
+                head_dropout=head_dropout,
+            ),
+            where=self.name,
+        )
         self.samples = self.settings.samples
         self.state: InducingPosterior | None = None
         self._fit_queries: Sequence[RankingQuery] = ()
@@ -210,17 +260,32 @@ class PGDRRRanker(GPRanker):
     def params(self) -> dict[str, Any]:
         """What determines the trained model besides the training settings (the cache key's extra)."""
         s = self.settings
-        return {"kernel": s.kernel.value, "length_scale": s.length_scale, "output_scale": s.output_scale,
-                "nu": s.nu if s.kernel is GPKernel.matern else None, "gibbs_steps": s.gibbs_steps,
-                "gibbs_chains": s.gibbs_chains, "gp_lr": s.gp_lr, "projection": s.projection, "learn_mean": s.learn_mean,
-                "mean_function": s.mean_function.value, "projection_lr": s.projection_lr, "head_dropout": s.head_dropout,
-                "inducing": s.inducing}  # early selection validates through the inducing posterior
+        return {
+            "kernel": s.kernel.value,
+            "length_scale": s.length_scale,
+            "output_scale": s.output_scale,
+            "nu": s.nu if s.kernel is GPKernel.matern else None,
+            "gibbs_steps": s.gibbs_steps,
+            "gibbs_chains": s.gibbs_chains,
+            "gp_lr": s.gp_lr,
+            "projection": s.projection,
+            "learn_mean": s.learn_mean,
+            "mean_function": s.mean_function.value,
+            "projection_lr": s.projection_lr,
+            "head_dropout": s.head_dropout,
+            "inducing": s.inducing,
+        }  # early selection validates through the inducing posterior
 
     def prediction_params(self) -> dict[str, Any]:
         """What determines the inducing posterior given the trained model."""
         s = self.settings
-        return {"inducing": s.inducing, "gibbs_steps": s.gibbs_steps, "gibbs_chains": s.gibbs_chains,
-                "seed": self.seed, "stratified": True}
+        return {
+            "inducing": s.inducing,
+            "gibbs_steps": s.gibbs_steps,
+            "gibbs_chains": s.gibbs_chains,
+            "seed": self.seed,
+            "stratified": True,
+        }
 
     def kernel_fn(self, x1: torch.Tensor, x2: torch.Tensor) -> torch.Tensor:
         """The kernel (float64, autocast off) between feature matrices ``[n, d]`` and ``[m, d]``."""
@@ -239,8 +304,15 @@ class PGDRRRanker(GPRanker):
     # -------------------------------------------------------------- model, loss, hooks
     def build_model(self, backbone: Backbone, seed: int) -> PGCrossEncoder:
         s = self.settings
-        return PGCrossEncoder(backbone, projection=s.projection, learn_mean=s.learn_mean, mean_function=s.mean_function,
-                              head_dropout=s.head_dropout, seed=seed, pooling=self.training.pooling)
+        return PGCrossEncoder(
+            backbone,
+            projection=s.projection,
+            learn_mean=s.learn_mean,
+            mean_function=s.mean_function,
+            head_dropout=s.head_dropout,
+            seed=seed,
+            pooling=self.training.pooling,
+        )
 
     def loss(self, model: nn.Module, batch: dict, labels: torch.Tensor) -> torch.Tensor:
         z = model(**batch)
@@ -251,7 +323,9 @@ class PGDRRRanker(GPRanker):
         rng = np.random.default_rng(int(torch.randint(0, 2**62, (1,)).item()))
         K = self.kernel_fn(z, z)
         mu = model.head.prior_mean(z)
-        chains = gibbs_gp(K.detach(), labels, mu.detach(), self.settings.gibbs_steps, self.settings.gibbs_chains, rng=rng)
+        chains = gibbs_gp(
+            K.detach(), labels, mu.detach(), self.settings.gibbs_steps, self.settings.gibbs_chains, rng=rng
+        )
         return fisher_loss(K, mu, labels, chains.w, jitter=chains.jitter).float()
 
     def model_key_extra(self) -> dict:
@@ -270,8 +344,12 @@ class PGDRRRanker(GPRanker):
         k = len(train[0].candidates)
         size = min(self.settings.inducing, labels.shape[0])
         if size < self.settings.inducing:
-            log.info("%s: inducing set capped at the %d training pairs (asked for %d)", self.name, size,
-                     self.settings.inducing)
+            log.info(
+                "%s: inducing set capped at the %d training pairs (asked for %d)",
+                self.name,
+                size,
+                self.settings.inducing,
+            )
         index = select_inducing(labels, size, np.random.default_rng([self.seed, 0x1D]))
         singles = []
         for i in index:
@@ -280,22 +358,38 @@ class PGDRRRanker(GPRanker):
             singles.append(RankingQuery(f"{q.qid}#{c}", q.context, (q.candidates[c],), (q.labels[c],)))
         return index, self._encode(tokenizer, singles), torch.as_tensor(labels[index], dtype=torch.float64)
 
-    def _posterior(self, model: PGCrossEncoder, index: np.ndarray, features: torch.Tensor, labels: torch.Tensor,
-                   w: torch.Tensor, jitter: float) -> InducingPosterior:
+    def _posterior(
+        self,
+        model: PGCrossEncoder,
+        index: np.ndarray,
+        features: torch.Tensor,
+        labels: torch.Tensor,
+        w: torch.Tensor,
+        jitter: float,
+    ) -> InducingPosterior:
         return inducing_posterior(self.kernel_fn, model.head.prior_mean, index, features, labels, w, jitter)
 
     def _gp_inputs(self, model: nn.Module, pairs) -> torch.Tensor:
         """The GP inputs ``[N, d]`` of pairs on the pair path (the model's forward)."""
-        return encode_features(model, pairs, batch_size=self.training.eval_batch_size, precision=self.training.precision,
-                               fn=lambda m, b: m(**b))
+        return encode_features(
+            model, pairs, batch_size=self.eval_batch_size, precision=self.training.precision, fn=lambda m, b: m(**b)
+        )
 
     @torch.no_grad()
-    def _compute_posterior(self, model: PGCrossEncoder, index: np.ndarray, pairs, labels: torch.Tensor) -> InducingPosterior:
+    def _compute_posterior(
+        self, model: PGCrossEncoder, index: np.ndarray, pairs, labels: torch.Tensor
+    ) -> InducingPosterior:
         feats = self._gp_inputs(model, pairs)
         K = self.kernel_fn(feats, feats)
         rng = np.random.default_rng([self.seed, 0x61B])
-        chains = gibbs_gp(K, labels.to(feats.device), model.head.prior_mean(feats).detach(), self.settings.gibbs_steps,
-                          self.settings.gibbs_chains, rng=rng)
+        chains = gibbs_gp(
+            K,
+            labels.to(feats.device),
+            model.head.prior_mean(feats).detach(),
+            self.settings.gibbs_steps,
+            self.settings.gibbs_chains,
+            rng=rng,
+        )
         return self._posterior(model, index, feats, labels, chains.w.to(torch.float64), chains.jitter)
 
     def _posterior_path(self, workdir: Path) -> Path:
@@ -309,16 +403,24 @@ class PGDRRRanker(GPRanker):
         if stored is None:
             index, pairs, labels = self._inducing_pairs(trained.backbone.tokenizer, train)
             state = self._compute_posterior(model, index, pairs, labels)
-            save_recorded(path, state.tensors(), {"params": self.prediction_params(),
-                                                  "model_step": trained.result.best_step})
+            save_recorded(
+                path, state.tensors(), {"params": self.prediction_params(), "model_step": trained.result.best_step}
+            )
             stored = read_recorded(path)
         # always rebuilt from the stored tensors, so a fresh fit and a cached one predict identically
         t, meta = stored
         if meta.get("params") != self.prediction_params():
-            raise ValueError(f"{path}: stored inducing posterior was made with {meta.get('params')}, "
-                             f"not {self.prediction_params()}")
-        return self._posterior(model, t["index"].numpy(), t["features"].to(device), t["labels"].to(device),
-                               t["w"].to(device), float(t["jitter"]))
+            raise ValueError(
+                f"{path}: stored inducing posterior was made with {meta.get('params')}, not {self.prediction_params()}"
+            )
+        return self._posterior(
+            model,
+            t["index"].numpy(),
+            t["features"].to(device),
+            t["labels"].to(device),
+            t["w"].to(device),
+            float(t["jitter"]),
+        )
 
     def _validator(self, tokenizer, valid: Sequence[RankingQuery]):
         """R@1 on ``valid`` from the posterior mean given an inducing posterior computed with the current encoder."""
@@ -335,7 +437,7 @@ class PGDRRRanker(GPRanker):
         return validate
 
     # -------------------------------------------------------------- interface
-    def fit(self, train: Sequence[RankingQuery], valid: Sequence[RankingQuery] = ()) -> "PGDRRRanker":
+    def fit(self, train: Sequence[RankingQuery], valid: Sequence[RankingQuery] = ()) -> PGDRRRanker:
         if not train:
             raise ValueError(f"{self.name}: no training queries")
         self._fit_queries = train
@@ -358,14 +460,16 @@ class PGDRRRanker(GPRanker):
         return model.head(model.dropout(pooled))
 
     @torch.no_grad()
-    def joint_logits(self, queries: Sequence[RankingQuery], features: torch.Tensor | None = None
-                     ) -> tuple[torch.Tensor, torch.Tensor]:
+    def joint_logits(
+        self, queries: Sequence[RankingQuery], features: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """``(mean [Q, K], cov [Q, K, K])``: the moment-matched Gaussian predictive of each query's logits
         (float64, :func:`calibrank.study.model.gp.inducing.predictive_moments`)."""
         state = self._require_state()
         x = self.features(queries) if features is None else features
-        return predictive_moments(state, self.kernel_fn, self._require_fit().model.head.prior_mean, x,
-                                  len(queries[0].candidates))
+        return predictive_moments(
+            state, self.kernel_fn, self._require_fit().model.head.prior_mean, x, len(queries[0].candidates)
+        )
 
     def probabilities(self, mean: torch.Tensor, var: torch.Tensor) -> np.ndarray:
         """``E[sigmoid(f)]`` under each logit's Gaussian by Gauss-Hermite quadrature (eq. 15)."""
@@ -373,5 +477,9 @@ class PGDRRRanker(GPRanker):
 
     def meta(self) -> dict[str, Any]:
         state = self._require_state()
-        return {"params": self.params(), "samples": self.samples, "inducing": int(state.features.shape[0]),
-                "gibbs_jitter": state.jitter}
+        return {
+            "params": self.params(),
+            "samples": self.samples,
+            "inducing": int(state.features.shape[0]),
+            "gibbs_jitter": state.jitter,
+        }

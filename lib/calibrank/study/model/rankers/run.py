@@ -70,13 +70,21 @@ class RankerRun:
         if not (is_int(self.seed) and 0 <= self.seed < 2**32):
             raise error("seed", f"expected an integer in 0..2**32-1, got {self.seed!r}")
         try:
-            device = torch.device("cuda" if torch.cuda.is_available() else "cpu") if self.device is None \
+            device = (
+                torch.device("cuda" if torch.cuda.is_available() else "cpu")
+                if self.device is None
                 else torch.device(self.device)
+            )
         except (RuntimeError, TypeError):
             raise error("device", f"expected a torch device such as 'cpu' or 'cuda:0', got {self.device!r}") from None
-        training = dataclasses.replace(self.training,
-                                       eval_batch_size=scoring_batch_size(self.training.eval_batch_size, device))
-        for name, value in (("training", training), ("models_dir", Path(self.models_dir)), ("seed", int(self.seed)),
-                            ("context_style", check_choice("context_style", self.context_style, ContextStyle)),
-                            ("device", device)):
+        training = dataclasses.replace(
+            self.training, eval_batch_size=scoring_batch_size(self.training.eval_batch_size, device)
+        )
+        for name, value in (
+            ("training", training),
+            ("models_dir", Path(self.models_dir)),
+            ("seed", int(self.seed)),
+            ("context_style", check_choice("context_style", self.context_style, ContextStyle)),
+            ("device", device),
+        ):
             object.__setattr__(self, name, value)

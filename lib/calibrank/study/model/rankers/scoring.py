@@ -18,10 +18,10 @@ import torch
 from scipy.special import expit
 from torch import nn
 
-from calibrank.study.data.schema import RankingQuery
 from calibrank.hardware import use_bf16
-from calibrank.study.model import encode_once
 from calibrank.pairs import Pairs, collate, length_batches, score_pairs
+from calibrank.study.data.schema import RankingQuery
+from calibrank.study.model import encode_once
 from calibrank.study.model.rankers.logits_cache import read_logits, write_logits
 
 __all__ = ["distinct_pairs", "encode_features", "model_logits", "pair_logits", "shared", "sigmoid", "timed"]
@@ -41,8 +41,9 @@ def timed(fn: Callable[..., T], *args: Any, **kw: Any) -> tuple[T, float]:
     return out, time.perf_counter() - t0
 
 
-def distinct_pairs(query_sets: Sequence[Sequence[RankingQuery]], *, by_query: bool = False
-                   ) -> tuple[list[RankingQuery], list[np.ndarray]]:
+def distinct_pairs(
+    query_sets: Sequence[Sequence[RankingQuery]], *, by_query: bool = False
+) -> tuple[list[RankingQuery], list[np.ndarray]]:
     """The distinct (context, candidate) pairs of several query sets, and where each set's pairs are.
 
     ``(union, index)``: one single-candidate query per distinct pair (also keyed by qid with
@@ -65,9 +66,14 @@ def distinct_pairs(query_sets: Sequence[Sequence[RankingQuery]], *, by_query: bo
     return union, index
 
 
-def shared(query_sets: Sequence[Sequence[RankingQuery]], score: Callable[[list[RankingQuery]], tuple[Any, float]],
-           take: Callable[[Any, np.ndarray], Any], *, by_query: bool = False, passes: int = 1
-           ) -> list[tuple[Any, float, dict]]:
+def shared(
+    query_sets: Sequence[Sequence[RankingQuery]],
+    score: Callable[[list[RankingQuery]], tuple[Any, float]],
+    take: Callable[[Any, np.ndarray], Any],
+    *,
+    by_query: bool = False,
+    passes: int = 1,
+) -> list[tuple[Any, float, dict]]:
     """``(values, seconds, meta)`` of each query set, each distinct pair scored once.
 
     ``score(union)`` gives the values of the distinct pairs and its seconds; ``take(values, ix)``
@@ -77,14 +83,20 @@ def shared(query_sets: Sequence[Sequence[RankingQuery]], score: Callable[[list[R
     union, index = distinct_pairs(query_sets, by_query=by_query)
     values, seconds = score(union)
     total = sum(int(ix.size) for ix in index)
-    meta = {"query_sets": len(query_sets), "pairs": total, "distinct_pairs": len(union), "seconds": round(seconds, 3),
-            "passes": int(passes),
-            "pairs_per_second": round(len(union) * passes / seconds, 2) if seconds > 0 else None}
+    meta = {
+        "query_sets": len(query_sets),
+        "pairs": total,
+        "distinct_pairs": len(union),
+        "seconds": round(seconds, 3),
+        "passes": int(passes),
+        "pairs_per_second": round(len(union) * passes / seconds, 2) if seconds > 0 else None,
+    }
     return [(take(values, ix), seconds * ix.size / total, {"shared_scoring": meta}) for ix in index]
 
 
-def model_logits(n_pairs: int, prepare: Callable[[], T], compute: Callable[[T], np.ndarray], cache: Path | None
-                 ) -> tuple[np.ndarray, float]:
+def model_logits(
+    n_pairs: int, prepare: Callable[[], T], compute: Callable[[T], np.ndarray], cache: Path | None
+) -> tuple[np.ndarray, float]:
     """The logits ``[S, n_pairs]`` by ``compute(prepare())`` and the seconds ``compute`` took.
 
     With a ``cache`` file they are read from it when it holds a sound copy of that shape
@@ -101,15 +113,18 @@ def model_logits(n_pairs: int, prepare: Callable[[], T], compute: Callable[[T], 
     return logits, seconds
 
 
-def pair_logits(model: nn.Module, pairs: Pairs, *, batch_size: int, precision, passes: int = 1, dropout: bool = False,
-                seed: int = 0) -> np.ndarray:
+def pair_logits(
+    model: nn.Module, pairs: Pairs, *, batch_size: int, precision, passes: int = 1, dropout: bool = False, seed: int = 0
+) -> np.ndarray:
     """Logits ``[passes, N]`` of ``pairs``: from each distinct side encoded once where that gives the model's
     logits (one deterministic pass of a dense-head cross-encoder with no joint layer,
     :func:`calibrank.study.model.encode_once.dense`), else pair by pair (:func:`calibrank.study.model.training.score_pairs`,
     with training-mode dropout in each pass when ``dropout``)."""
     if not dropout and passes == 1 and encode_once.dense(model):
         return encode_once.logits_once(model, pairs, batch_size=batch_size, precision=precision)
-    return score_pairs(model, pairs, batch_size=batch_size, precision=precision, passes=passes, dropout=dropout, seed=seed)
+    return score_pairs(
+        model, pairs, batch_size=batch_size, precision=precision, passes=passes, dropout=dropout, seed=seed
+    )
 
 
 @torch.no_grad()

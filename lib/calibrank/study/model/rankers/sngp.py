@@ -21,10 +21,6 @@ import torch
 from torch import nn
 
 from calibrank.study.data.schema import RankingQuery
-from calibrank.study.settings.checks import check_choice
-from calibrank.study.settings.choices import FocalGamma, Pooling, RFOutputInit, SNGPLoss, SpectralNormPlacement
-from calibrank.study.settings.config import build_section
-from calibrank.study.settings.schema import RandomFeatureGPConfig, SNGPConfig, check_spectral_norm_placement
 from calibrank.study.model.backbone import Backbone
 from calibrank.study.model.cross_encoder import CrossEncoder, head_param_groups, init_cosine_head
 from calibrank.study.model.gp.random_features import RandomFeatureGP
@@ -33,6 +29,10 @@ from calibrank.study.model.losses import binary_cross_entropy, focal
 from calibrank.study.model.rankers.gp_base import GPRanker
 from calibrank.study.model.rankers.run import RankerRun
 from calibrank.study.model.rankers.scoring import sigmoid
+from calibrank.study.settings.checks import check_choice
+from calibrank.study.settings.choices import FocalGamma, Pooling, RFOutputInit, SNGPLoss, SpectralNormPlacement
+from calibrank.study.settings.config import build_section
+from calibrank.study.settings.schema import RandomFeatureGPConfig, SNGPConfig, check_spectral_norm_placement
 
 __all__ = ["SNGPCrossEncoder", "SNGPRanker", "apply_spectral_norm_to"]
 
@@ -70,8 +70,13 @@ def apply_spectral_norm_to(
         for name, child in list(parent.named_children()):
             if isinstance(child, nn.Linear):
                 full = f"{parent_name}.{name}" if parent_name else name
-                setattr(parent, name, SpectralNormLinear(child, bound=bound, n_power_iterations=n_power_iterations,
-                                                         seed=seed + len(wrapped)))
+                setattr(
+                    parent,
+                    name,
+                    SpectralNormLinear(
+                        child, bound=bound, n_power_iterations=n_power_iterations, seed=seed + len(wrapped)
+                    ),
+                )
                 wrapped.append(full)
     if not wrapped:
         raise ValueError("spectral_norm='all' found no linear layer in the encoder")
@@ -145,19 +150,45 @@ class SNGPRanker(GPRanker):
     #: The config section that checks the settings.
     section: ClassVar[type[RandomFeatureGPConfig]] = SNGPConfig
 
-    def __init__(self, run: RankerRun, /, *, spectral_norm: SpectralNormPlacement | str = _D.spectral_norm,
-                 sn_bound: float = _D.sn_bound, sn_power_iterations: int = _D.sn_power_iterations,
-                 n_features: int = _D.n_features, length_scale: float = _D.length_scale,
-                 feature_scale: float = _D.feature_scale, ridge: float = _D.ridge, momentum: float | None = _D.momentum,
-                 mean_field_factor: float = _D.mean_field_factor, samples: int = _D.samples,
-                 loss: SNGPLoss | str = SNGPConfig.loss, focal_gamma: float | FocalGamma | str = _D.focal_gamma,
-                 head_dropout: float = _D.head_dropout, head_lr: float | None = _D.head_lr,
-                 output_init: RFOutputInit | str = _D.output_init) -> None:
+    def __init__(
+        self,
+        run: RankerRun,
+        /,
+        *,
+        spectral_norm: SpectralNormPlacement | str = _D.spectral_norm,
+        sn_bound: float = _D.sn_bound,
+        sn_power_iterations: int = _D.sn_power_iterations,
+        n_features: int = _D.n_features,
+        length_scale: float = _D.length_scale,
+        feature_scale: float = _D.feature_scale,
+        ridge: float = _D.ridge,
+        momentum: float | None = _D.momentum,
+        mean_field_factor: float = _D.mean_field_factor,
+        samples: int = _D.samples,
+        loss: SNGPLoss | str = SNGPConfig.loss,
+        focal_gamma: float | FocalGamma | str = _D.focal_gamma,
+        head_dropout: float = _D.head_dropout,
+        head_lr: float | None = _D.head_lr,
+        output_init: RFOutputInit | str = _D.output_init,
+    ) -> None:
         super().__init__(run)
-        values = dict(spectral_norm=spectral_norm, sn_bound=sn_bound, sn_power_iterations=sn_power_iterations,
-                      n_features=n_features, length_scale=length_scale, feature_scale=feature_scale, ridge=ridge,
-                      momentum=momentum, mean_field_factor=mean_field_factor, samples=samples, focal_gamma=focal_gamma,
-                      head_dropout=head_dropout, head_lr=head_lr, output_init=output_init, loss=loss)
+        values = dict(
+            spectral_norm=spectral_norm,
+            sn_bound=sn_bound,
+            sn_power_iterations=sn_power_iterations,
+            n_features=n_features,
+            length_scale=length_scale,
+            feature_scale=feature_scale,
+            ridge=ridge,
+            momentum=momentum,
+            mean_field_factor=mean_field_factor,
+            samples=samples,
+            focal_gamma=focal_gamma,
+            head_dropout=head_dropout,
+            head_lr=head_lr,
+            output_init=output_init,
+            loss=loss,
+        )
         self._configure(values)
 
     def _configure(self, values: dict[str, Any]) -> None:
@@ -173,16 +204,28 @@ class SNGPRanker(GPRanker):
         """Everything that determines the trained model besides the training settings (the cache key's extra)."""
         s = self.settings
         gamma = s.focal_gamma.value if isinstance(s.focal_gamma, FocalGamma) else s.focal_gamma
-        return {**self._gp_params(), "spectral_norm": s.spectral_norm.value, "sn_bound": s.sn_bound,
-                "sn_power_iterations": s.sn_power_iterations, "loss": self.loss_kind.value,
-                "focal_gamma": gamma if self.loss_kind is SNGPLoss.focal else None, "head_dropout": s.head_dropout,
-                "head_lr": self._head_lr()}
+        return {
+            **self._gp_params(),
+            "spectral_norm": s.spectral_norm.value,
+            "sn_bound": s.sn_bound,
+            "sn_power_iterations": s.sn_power_iterations,
+            "loss": self.loss_kind.value,
+            "focal_gamma": gamma if self.loss_kind is SNGPLoss.focal else None,
+            "head_dropout": s.head_dropout,
+            "head_lr": self._head_lr(),
+        }
 
     def _gp_params(self) -> dict[str, Any]:
         s = self.settings
-        return {"n_features": s.n_features, "length_scale": s.length_scale, "feature_scale": s.feature_scale,
-                "ridge": s.ridge, "momentum": s.momentum, "mean_field_factor": s.mean_field_factor,
-                "output_init": s.output_init.value}
+        return {
+            "n_features": s.n_features,
+            "length_scale": s.length_scale,
+            "feature_scale": s.feature_scale,
+            "ridge": s.ridge,
+            "momentum": s.momentum,
+            "mean_field_factor": s.mean_field_factor,
+            "output_init": s.output_init.value,
+        }
 
     def _head_lr(self) -> float:
         """The GP layer's rate: its own, or ``training.lr`` (one rate for the whole model, as in the papers)."""
@@ -191,9 +234,16 @@ class SNGPRanker(GPRanker):
     def build_model(self, backbone: Backbone, seed: int) -> SNGPCrossEncoder:
         s = self.settings
         try:
-            return SNGPCrossEncoder(backbone, spectral_norm=s.spectral_norm, sn_bound=s.sn_bound,
-                                    sn_power_iterations=s.sn_power_iterations, gp=self._gp_params(),
-                                    head_dropout=s.head_dropout, seed=seed, pooling=self.training.pooling)
+            return SNGPCrossEncoder(
+                backbone,
+                spectral_norm=s.spectral_norm,
+                sn_bound=s.sn_bound,
+                sn_power_iterations=s.sn_power_iterations,
+                gp=self._gp_params(),
+                head_dropout=s.head_dropout,
+                seed=seed,
+                pooling=self.training.pooling,
+            )
         except ValueError as exc:
             raise ValueError(f"{self.name}: {exc}") from exc
 
@@ -213,14 +263,16 @@ class SNGPRanker(GPRanker):
         return self.params()
 
     def train_hooks(self) -> dict[str, Any]:
-        return {"on_epoch_start": self._reset_precision,
-                "param_groups": lambda model: head_param_groups(model, self._head_lr())}
+        return {
+            "on_epoch_start": self._reset_precision,
+            "param_groups": lambda model: head_param_groups(model, self._head_lr()),
+        }
 
     def training_loss(self):
         return focal if self.loss_kind is SNGPLoss.focal else binary_cross_entropy
 
     # -------------------------------------------------------------- interface
-    def fit(self, train: Sequence[RankingQuery], valid: Sequence[RankingQuery] = ()) -> "SNGPRanker":
+    def fit(self, train: Sequence[RankingQuery], valid: Sequence[RankingQuery] = ()) -> SNGPRanker:
         self.trained = self._train(self.seed, train, valid)
         self.fit_seconds = self.trained.result.seconds
         return self
@@ -230,8 +282,9 @@ class SNGPRanker(GPRanker):
         return self._require_fit().model  # type: ignore[return-value]
 
     @torch.no_grad()
-    def joint_logits(self, queries: Sequence[RankingQuery], features: torch.Tensor | None = None
-                     ) -> tuple[torch.Tensor, torch.Tensor]:
+    def joint_logits(
+        self, queries: Sequence[RankingQuery], features: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """``(mean [Q, K], cov [Q, K, K])``: the Laplace posterior of each query's candidate logits (float64,
         :meth:`calibrank.study.model.gp.random_features.RandomFeatureGP.query_moments`)."""
         h = self.features(queries) if features is None else features

@@ -29,11 +29,17 @@ def fit_temperature(logits: np.ndarray, labels: np.ndarray, *, bounds: tuple[flo
     logits = np.asarray(logits, dtype=np.float64).ravel()
     labels = np.asarray(labels, dtype=np.float64).ravel()
     if logits.shape != labels.shape or logits.size == 0:
-        raise ValueError(f"fit_temperature: logits {logits.shape} and labels {labels.shape} must be equal and non-empty")
+        raise ValueError(
+            f"fit_temperature: logits {logits.shape} and labels {labels.shape} must be equal and non-empty"
+        )
     if len(np.unique(labels)) < 2:
         raise ValueError("fit_temperature: validation labels must contain both 0 and 1")
-    res = minimize_scalar(lambda lt: _nll(logits, labels, float(np.exp(lt))), bounds=np.log(bounds), method="bounded",
-                          options={"xatol": 1e-5})
+    res = minimize_scalar(
+        lambda lt: _nll(logits, labels, float(np.exp(lt))),
+        bounds=np.log(bounds),
+        method="bounded",
+        options={"xatol": 1e-5},
+    )
     return float(np.exp(res.x))
 
 
@@ -43,7 +49,7 @@ class TemperatureRanker(DeterministicRanker):
     name = "temperature"
     temperature: float = 1.0
 
-    def fit(self, train: Sequence[RankingQuery], valid: Sequence[RankingQuery] = ()) -> "TemperatureRanker":
+    def fit(self, train: Sequence[RankingQuery], valid: Sequence[RankingQuery] = ()) -> TemperatureRanker:
         if not valid:
             raise ValueError("temperature: fitting T needs validation queries")
         super().fit(train, valid)
