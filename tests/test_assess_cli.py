@@ -216,13 +216,13 @@ print(json.dumps({{"kept": int(keep.sum()), "precision": float((keep & y).sum() 
     res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=tmp_path)
     got = json.loads(res.stdout)
     assert got["modules"] == []
-    threshold = pd.read_csv(out / "tables" / "threshold.csv").iloc[0]
+    threshold = pd.read_csv(out / "tables" / "threshold.csv", float_precision="round_trip").iloc[0]
     assert threshold["certified"]
     assert got["kept"] == threshold["test kept"]
     assert got["precision"] == threshold["precision"] and got["recall"] == threshold["recall"]
-    rule = pd.read_csv(out / "tables" / "abstain_rule.csv").iloc[0]
+    rule = pd.read_csv(out / "tables" / "abstain_rule.csv", float_precision="round_trip").iloc[0]
     assert got["coverage"] == rule["coverage"] and got["risk"] == rule["risk"]
-    conformal = pd.read_csv(out / "tables" / "conformal.csv")
+    conformal = pd.read_csv(out / "tables" / "conformal.csv", float_precision="round_trip")
     row = conformal[conformal["deployed"]].iloc[0]
     assert got["shortlist coverage"] == row["coverage"] and got["set size"] == row["mean set size"]
 
