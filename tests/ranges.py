@@ -85,7 +85,7 @@ def main(name: str) -> int:
     print(f"ranges {name}: " + " ".join(p for p in listed if p.split("==")[0].lower() in core), flush=True)
     return subprocess.run(
         # only the core's test files: the others import the study at collection
-        [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "core", *core_files()],
+        [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "core and not slow", *core_files()],
         env=env,
         cwd=REPO,
     ).returncode
