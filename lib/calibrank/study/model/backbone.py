@@ -20,7 +20,17 @@ from torch import nn
 from calibrank.study.settings.checks import ConfigError
 from calibrank.study.settings.schema import check_joint_layers
 
-__all__ = ["Backbone", "BackboneError", "Encoded", "encode", "load_backbone", "resolve_checkpoint", "MINILM", "TINY"]
+__all__ = [
+    "Backbone",
+    "BackboneError",
+    "Encoded",
+    "encode",
+    "encode_alone",
+    "load_backbone",
+    "resolve_checkpoint",
+    "MINILM",
+    "TINY",
+]
 
 MINILM = "all-MiniLM-L6-v2"
 TINY = "tiny-random"
@@ -150,6 +160,23 @@ def encode(
         h = layer(h, own if i < own_layers else joint)
     pooler = getattr(encoder, "pooler", None)
     return Encoded(h, attention_mask, token_type_ids, pooler(h) if pooler is not None else None)
+
+
+def encode_alone(encoder: nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """Last hidden states ``[B, W, d]`` of sides (``[CLS] context [SEP]`` or ``[CLS] response [SEP]``) run alone.
+
+    As :func:`encode` runs each side below the joint layers: segment 0 embeddings, positions from 0, each
+    position attending to its own side's tokens only. With ``joint_layers: 0`` these are a pair's hidden
+    states, so a side shared by several pairs is encoded once for all of them.
+    """
+    from transformers.masking_utils import create_bidirectional_mask
+
+    bert: Any = encoder  # a transformers BertModel: torch types module attributes as Tensor | Module
+    h = bert.embeddings(input_ids=input_ids, token_type_ids=torch.zeros_like(input_ids))
+    attention = create_bidirectional_mask(config=bert.config, inputs_embeds=h, attention_mask=attention_mask)
+    for layer in bert.encoder.layer:
+        h = layer(h, attention)
+    return h
 
 
 def _minilm_path() -> Path:

@@ -13,23 +13,23 @@ Where layers attend across the pair the scorers here are not used (:func:`applie
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
 from calibrank.hardware import use_bf16
-from calibrank.pairs import Pairs
-from calibrank.study.model.cross_encoder import CrossEncoder
+from calibrank.pairs import Pairs, length_batches
+from calibrank.study.model.backbone import encode_alone
+from calibrank.study.model.cross_encoder import CrossEncoder, join_sides, side_sums
 from calibrank.study.settings.choices import Pooling
 
 __all__ = [
     "Sides",
     "applies",
+    "collate_sides",
     "dense",
     "dense_head",
     "encode_sides",
@@ -37,6 +37,7 @@ __all__ = [
     "join_sides",
     "logits_once",
     "pair_features",
+    "query_batches",
     "split_sides",
 ]
 
@@ -125,6 +126,47 @@ def split_sides(pairs: Pairs, key_index: np.ndarray | None = None) -> Sides:
     )
 
 
+def query_batches(pairs: Pairs, batch_size: int, *, seed: int, epoch: int) -> list[np.ndarray]:
+    """Training batches of whole queries: each holds every pair of ``batch_size // K`` queries (one at least), so that
+    a context is encoded once per step for its positive and its negatives (:func:`collate_sides`).
+
+    Queries of similar length go together and the batches are shuffled by (seed, epoch), as
+    :func:`calibrank.pairs.length_batches` does with pairs; with ``batch_size`` a multiple of ``K`` a step holds as
+    many pairs as on the pair path, and an epoch as many steps.
+    """
+    k = int(pairs.n_candidates)
+    if len(pairs) != k * len(pairs.qids) or not np.array_equal(
+        pairs.query_index, np.repeat(np.arange(len(pairs.qids)), k)
+    ):
+        raise ValueError("query_batches: the pairs are not K per query in query order (as encode_pairs makes them)")
+    longest = pairs.lengths.reshape(-1, k).max(1)
+    return [
+        (q[:, None] * k + np.arange(k)).ravel()
+        for q in length_batches(longest, max(1, batch_size // k), seed=seed, epoch=epoch)
+    ]
+
+
+def collate_sides(sides: Sides, index: np.ndarray, pad_id: int = 0) -> dict[str, torch.Tensor]:
+    """A batch of the pairs ``index`` as their distinct sides (:data:`calibrank.study.model.cross_encoder.SIDE_KEYS`),
+    what :meth:`calibrank.study.model.cross_encoder.CrossEncoder.features` takes instead of pair rows.
+
+    ``sides``: :func:`split_sides` of all the pairs, computed once; each side in ``index``'s pairs is one row,
+    however many of the pairs hold it.
+    """
+    batch: dict[str, torch.Tensor] = {}
+    for name, texts, of in (("ctx", sides.ctx, sides.ctx_of[index]), ("resp", sides.resp, sides.resp_of[index])):
+        rows, inverse = np.unique(of, return_inverse=True)
+        width = max(len(texts[r]) for r in rows)
+        ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for row, r in enumerate(rows):
+            ids[row, : len(texts[r])] = torch.as_tensor(texts[r])
+            mask[row, : len(texts[r])] = 1
+        batch[f"{name}_ids"], batch[f"{name}_mask"] = ids, mask
+        batch[f"{name}_of"] = torch.as_tensor(inverse.reshape(-1), dtype=torch.long)
+    return batch
+
+
 def _side_batches(lengths: np.ndarray, tokens: int) -> list[np.ndarray]:
     """Batches of sides of at most ``tokens`` padded positions (one side at least), longest first (as
     :func:`calibrank.study.model.training.length_batches` in inference). A budget in tokens rather than
@@ -159,13 +201,9 @@ def encode_sides(
     below the joint layers (segment 0 embeddings, positions from 0, attending to its own tokens only).
     ``before(index)`` runs before each batch (MC Dropout sets its masks there).
     """
-    from transformers.masking_utils import create_bidirectional_mask
-
     lengths = np.fromiter(map(len, sides), dtype=np.int64, count=len(sides))
     sums: torch.Tensor | None = None
     counts = torch.as_tensor(lengths, dtype=torch.float32, device=device)
-    bert: Any = encoder  # a transformers BertModel: torch types module attributes as Tensor | Module
-    layers = bert.encoder.layer
     budget = batch_size * (width or int(lengths.max()))
     for index in _side_batches(lengths, budget):
         w = int(lengths[index].max())
@@ -178,30 +216,13 @@ def encode_sides(
         if before is not None:
             before(index)
         with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=bf16):
-            h = bert.embeddings(input_ids=ids, token_type_ids=torch.zeros_like(ids))
-            attention = create_bidirectional_mask(config=bert.config, inputs_embeds=h, attention_mask=mask)
-            for layer in layers:
-                h = layer(h, attention)
-        h = h.float()
-        summed = (h * mask.unsqueeze(-1).to(h.dtype)).sum(1)
+            h = encode_alone(encoder, ids, mask)
+        summed, _ = side_sums(h, mask)
         if sums is None:
             sums = torch.empty((len(sides), summed.shape[1]), dtype=torch.float32, device=device)
         sums[torch.as_tensor(index, device=device)] = summed
     assert sums is not None  # pairs are never empty (encode_pairs refuses)
     return sums, counts
-
-
-def join_sides(
-    pooling: Pooling, ctx: tuple[torch.Tensor, torch.Tensor], resp: tuple[torch.Tensor, torch.Tensor]
-) -> torch.Tensor:
-    """The pooled features ``[N, d]`` of :meth:`calibrank.study.model.cross_encoder.CrossEncoder.features` from
-    each pair's side sums and counts (rows already gathered per pair)."""
-    (cs, cn), (rs, rn) = ctx, resp
-    if Pooling(pooling) is Pooling.mean:
-        return (cs + rs) / (cn + rn).clamp(min=1.0).unsqueeze(-1)
-    u = torch.nn.functional.normalize(cs / cn.clamp(min=1.0).unsqueeze(-1), dim=-1)
-    v = torch.nn.functional.normalize(rs / rn.clamp(min=1.0).unsqueeze(-1), dim=-1)
-    return u * v * math.sqrt(u.shape[-1])
 
 
 def pair_features(

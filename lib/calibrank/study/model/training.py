@@ -47,6 +47,7 @@ from calibrank.pairs import Pairs, _autocast, collate, length_batches, use_bf16
 from calibrank.study.data.schema import DataError, RankingQuery
 from calibrank.study.data.splits import format_context
 from calibrank.study.locks import exclusive, sweep_temp
+from calibrank.study.model import encode_once
 from calibrank.study.settings.choices import ContextStyle, Schedule, Selection
 from calibrank.study.settings.schema import TrainingConfig
 
@@ -368,6 +369,7 @@ class TrainResult:
     validation_seconds: float = 0.0  # part of ``seconds`` spent in ``validate``
     train_pairs_per_second: float = 0.0  # training pairs x epochs over the seconds not spent validating
     threads: int = 0  # torch's intra-op threads while training
+    encode_once: bool = False  # each distinct side of a batch encoded once (whole queries per batch)
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -462,7 +464,20 @@ def _train_model(
     main = rank == 0
     bf16 = use_bf16(settings.precision, device)
     ckpt_path, best_path = workdir / "checkpoint.safetensors", workdir / "best.safetensors"
-    steps_per_epoch = math.ceil(len(train) / settings.batch_size)
+    # Each context once per step where no layer is joint (one process: a data-parallel share splits pairs).
+    once = settings.encode_once and world == 1 and encode_once.applies(model)
+    sides = encode_once.split_sides(train) if once else None
+
+    def batches_of(epoch: int) -> list[np.ndarray]:
+        if once:
+            return encode_once.query_batches(train, settings.batch_size, seed=seed, epoch=epoch)
+        return length_batches(train.lengths, settings.batch_size, seed=seed, epoch=epoch)
+
+    def collated(index: np.ndarray) -> dict[str, torch.Tensor]:
+        parts = encode_once.collate_sides(sides, index) if sides is not None else collate(train, index)
+        return {k: v.to(device) for k, v in parts.items()}
+
+    steps_per_epoch = len(batches_of(0))
     total = steps_per_epoch * settings.epochs
     warmup = int(settings.warmup_ratio * total)
     keep_best = Selection(settings.selection) is Selection.best  # "last": validation is only logged
@@ -511,7 +526,7 @@ def _train_model(
             **({} if main else {"disable": True}),
         )
         for epoch in range(step // steps_per_epoch, settings.epochs):
-            batches = length_batches(train.lengths, settings.batch_size, seed=seed, epoch=epoch)
+            batches = batches_of(epoch)
             if on_epoch_start is not None and step % steps_per_epoch == 0:
                 on_epoch_start(model, epoch)
             model.train()
@@ -522,7 +537,7 @@ def _train_model(
                 for g in optimizer.param_groups:
                     g["lr"] = g["base_lr"] * factor
                 if ddp is None:
-                    batch = {k: v.to(device) for k, v in collate(train, index).items()}
+                    batch = collated(index)
                     labels = torch.as_tensor(train.labels[index], device=device)
                     with _autocast(device, bf16):
                         loss = loss_fn(model, batch, labels)
@@ -601,6 +616,7 @@ def _train_model(
     result.pairs_per_second = len(train) * settings.epochs / max(result.seconds, 1e-9)
     result.train_pairs_per_second = len(train) * settings.epochs / max(result.seconds - result.validation_seconds, 1e-9)
     result.threads = torch.get_num_threads()
+    result.encode_once = once
     if world > 1:
         # Process 0 holds the selected weights (best.safetensors lives on its disk): every process takes them.
         decision = [bool(validate is not None and _load_best(model, best_path))] if main else [False]

@@ -251,6 +251,9 @@ class TrainingConfig:
     an error). ``eval_batch_size``: sequences per scoring batch; null follows the device
     (:func:`calibrank.hardware.scoring_batch_size`: 64 on a CPU, 1024 on a GPU). ``joint_layers``: the encoder's top layers that attend across context and response
     (:func:`calibrank.study.model.backbone.encode`); null, the papers' cross-encoder, is all of them.
+    ``encode_once``: with no joint layer, a training step encodes each distinct context and response of its
+    batch once, batches holding whole queries (:func:`calibrank.study.model.encode_once.query_batches`); false
+    trains on pair rows, as before (docs/decisions.md, "Training each context once").
     """
 
     backbone: str = "all-MiniLM-L6-v2"
@@ -268,6 +271,7 @@ class TrainingConfig:
     hidden_dropout: float | None = None
     pooling: Pooling = Pooling.pooler
     joint_layers: int | None = None
+    encode_once: bool = True
     precision: Precision = Precision.auto
     eval_every: int | None = None
     checkpoint_every: int = 100

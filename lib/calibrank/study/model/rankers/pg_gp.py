@@ -134,8 +134,8 @@ class PGCrossEncoder(CrossEncoder):
                 if learn_mean:  # a fixed mean stays 0, as PGHead documents
                     self.head.mean.fill_(SEGMENT_COSINE_BIAS)
 
-    def forward(self, input_ids, attention_mask, token_type_ids=None) -> torch.Tensor:
-        return self.head(self.dropout(self.features(input_ids, attention_mask, token_type_ids)))
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, **sides) -> torch.Tensor:
+        return self.head(self.dropout(self.features(input_ids, attention_mask, token_type_ids, **sides)))
 
 
 def pg_param_groups(model: PGCrossEncoder, gp_lr: float, projection_lr: float | None = None) -> list[dict]:

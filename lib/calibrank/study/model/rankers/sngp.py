@@ -116,8 +116,8 @@ class SNGPCrossEncoder(CrossEncoder):
             self.encoder, spectral_norm, bound=sn_bound, n_power_iterations=sn_power_iterations, seed=seed
         )
 
-    def forward(self, input_ids, attention_mask, token_type_ids=None) -> torch.Tensor:
-        return self.head(self.dropout(self.features(input_ids, attention_mask, token_type_ids)))
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, **sides) -> torch.Tensor:
+        return self.head(self.dropout(self.features(input_ids, attention_mask, token_type_ids, **sides)))
 
     def train_logits(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
         """``(mean logits [B], Phi [B, L])`` of a batch (dropout active in training mode)."""
