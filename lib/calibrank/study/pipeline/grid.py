@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -280,7 +281,7 @@ def loaded_model_problem(cfg: Config, step: "Step") -> str | None:
             ok = False
         if not ok:
             return (f"model {name}: {record['model_dir']}/model.safetensors is not the model its train.json records "
-                    f"(sha256); make it again with `rm -rf {record['model_dir']} && {again}`")
+                    f"(sha256); make it again with `rm -rf {shlex.quote(record['model_dir'])} && {again}`")
     return None
 
 
