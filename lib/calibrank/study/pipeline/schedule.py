@@ -93,8 +93,9 @@ def steps(cfg) -> list[Step]:
         out.append(Step(s.name, s.kind, s.outputs[0], (s.model.name,) if s.model else (),
                         registry.key(s.parameters["ranker"]).value if s.kind == "predict" else None, pending=pending))
     index = str(grid.index_files(cfg.profile)[1])  # the page's record: the index step's output
+    tables = [f for name in grid.TABLES for f in grid.table_files(cfg.profile, name)]
     return out + [Step("index", "index", index, pending=any(s.pending for s in out)
-                       or _older([index], [grid.code_path(cfg.profile, grid.INDEX)]))]
+                       or _older([index], [grid.code_path(cfg.profile, grid.INDEX), *tables]))]
 
 
 def _reached(cfg, plan: dict, targets) -> set[str]:
