@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import shlex
 import sys
 from dataclasses import dataclass
@@ -246,12 +247,14 @@ def _finished(folder: Path) -> bool:
 
 def stale_markers(profile: str) -> list[tuple[str, Path]]:
     """``(model, its folder)`` for every grid model whose marker names a folder that holds no finished model any
-    more; those markers are removed, so that the model's training step runs again (and no other step trains it)."""
+    more. Each such marker is dated back to the epoch (1 s after it), older than anything the training step reads:
+    the workflow runs that step again, and the steps after it, for any target that reaches it (a removed marker would
+    be made again only where a target asks for it), so that no other step trains the model."""
     out = []
     for marker in sorted((project_root() / "runs" / profile / "grid").glob("*.json")):
         _, record = _marker_model(profile, marker.stem)
         if record is not None and not _finished(folder := project_root() / record["model_dir"]):
-            marker.unlink(missing_ok=True)
+            os.utime(marker, (1, 1))  # (snakemake reads an mtime of 0 as none)
             out.append((marker.stem, folder))
     return out
 
