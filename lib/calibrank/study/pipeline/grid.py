@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import os
 import shlex
 import sys
 from dataclasses import dataclass
@@ -247,14 +246,13 @@ def _finished(folder: Path) -> bool:
 
 def stale_markers(profile: str) -> list[tuple[str, Path]]:
     """``(model, its folder)`` for every grid model whose marker names a folder that holds no finished model any
-    more. Each such marker is dated back to the epoch (1 s after it), older than anything the training step reads:
-    the workflow runs that step again, and the steps after it, for any target that reaches it (a removed marker would
-    be made again only where a target asks for it), so that no other step trains the model."""
+    more: its training step must run again (``snakemake --forcerun``, :mod:`calibrank.study.pipeline.launch`), since
+    neither a marker dated back nor a removed one makes snakemake run it for a target that is up to date (snakemake
+    compares the checksums of unchanged inputs, and asks for a missing file only where a target needs it)."""
     out = []
     for marker in sorted((project_root() / "runs" / profile / "grid").glob("*.json")):
         _, record = _marker_model(profile, marker.stem)
         if record is not None and not _finished(folder := project_root() / record["model_dir"]):
-            os.utime(marker, (1, 1))  # (snakemake reads an mtime of 0 as none)
             out.append((marker.stem, folder))
     return out
 

@@ -87,8 +87,10 @@ def steps(cfg) -> list[Step]:
     """The workflow's steps (:func:`calibrank.study.pipeline.grid.steps`) and the index page, each pending or not. The code
     keys are read as they are: :func:`refresh_code` brings them up to date first."""
     out, made = [], set()  # made: the outputs of pending steps (grid.steps lists a step after what it reads)
+    stale = {name for name, _ in grid.stale_markers(cfg.profile)}  # forced to run again (pipeline.launch)
     for s in grid.steps(cfg):
-        pending = _older(s.outputs, (*s.inputs, s.code)) or any(i in made for i in s.inputs)
+        pending = _older(s.outputs, (*s.inputs, s.code)) or any(i in made for i in s.inputs) or \
+            (s.model is not None and s.model.name in stale)
         made |= set(s.outputs) if pending else set()
         out.append(Step(s.name, s.kind, s.outputs[0], (s.model.name,) if s.model else (),
                         registry.key(s.parameters["ranker"]).value if s.kind == "predict" else None, pending=pending))
