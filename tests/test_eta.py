@@ -199,40 +199,51 @@ def test_a_first_run_measures_the_loop_writes_eta_json_and_prints_progress(tmp_r
 
 
 def test_the_time_left_follows_the_pace_of_the_steps_done(tmp_root, capsys, monkeypatch):
-    """The estimate said 2:35 for five steps; the first two took five times their estimate (a machine busier than
-    when it was measured): the time left is the rest of the estimate at that pace, not the estimate alone."""
-    started = time.time() - 600
+    """The estimate said 1:35 for five steps, two side by side; the run goes five times slower (a machine busier than
+    when it was measured): the time left is the rest of the estimate at that pace, not the estimate alone. Until
+    `jobs` steps are done, the pace is the done steps' wall time over their estimate; then the wall time since the
+    estimate was written over the estimate's wall time of what is done, waiting and HTML pages included."""
+    started = 1_700_000_000.0
+    created = started + 21  # the estimate took 21 s; snakemake starts then
     steps = [
         schedule.Step("01_data", "data", "reports/smoke/01_data.ipynb", seconds=10),
         schedule.Step("02_negatives", "negatives", "reports/smoke/02_negatives.ipynb", seconds=20),
         schedule.Step("train-a", "train", "runs/smoke/grid/a.json", trains=("a",), seconds=60),
         schedule.Step("train-b", "train", "runs/smoke/grid/b.json", trains=("b",), seconds=60),
-        schedule.Step("index", "index", "reports/smoke/index.html", seconds=5),
+        schedule.Step("index", "index", "reports/smoke/index.json", seconds=5),
     ]
+    est = schedule.Estimate("smoke", 2, tuple(steps))
+    assert est.seconds == 10 + 20 + 60 + 5  # the two trainings side by side
     path = schedule.eta_path("smoke")
     path.parent.mkdir(parents=True)
     path.write_text(
         json.dumps(
             {
                 "profile": "smoke",
-                "created": "",
+                "created": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(created)),
                 "started": started,
-                "jobs": 1,
+                "jobs": 2,
                 "cores": 2,
-                "seconds": 155.0,
+                "seconds": est.seconds,
                 "rates": {},
                 "steps": [dataclasses.asdict(s) for s in steps],
             }
         )
     )
     monkeypatch.setenv("CALIBRANK_RUN_START", str(started))
-    for step, seconds in (("01_data", 50), ("02_negatives", 100)):
+    for step, seconds, now in (("01_data", 50, created + 50), ("02_negatives", 100, created + 150)):
         (tmp_root / "reports" / "smoke" / f"{step}.ipynb").write_text("{}")  # made in this run
+        monkeypatch.setattr(schedule.time, "time", lambda now=now: now)
         assert schedule.main(["smoke", step, "--seconds", str(seconds)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].endswith("01_data done (0:50, estimate 0:10); ~12 min left (4 steps, at 5.0x the estimate)")
-    # (60 + 60 + 5) s of estimate left at 5x: 625 s; the estimate alone said 2 min
-    assert lines[1].endswith("02_negatives done (1:40, estimate 0:20); ~10 min left (3 steps, at 5.0x the estimate)")
+    # one step done: its 50 s over its estimate of 10; (20 + 60 + 5) s of estimate left at 5x
+    assert lines[0] == "[1:11 elapsed] 01_data done (0:50, estimate 0:10); ~7 min left (4 steps, at 5.0x the estimate)"
+    # two done: 150 s since the estimate was written over its 30 s for them; (60 + 5) s left at 5x: 325 s, where the
+    # estimate alone said a minute
+    assert (
+        lines[1]
+        == "[2:51 elapsed] 02_negatives done (1:40, estimate 0:20); ~5 min left (3 steps, at 5.0x the estimate)"
+    )
     # each finished step is recorded with the run it belongs to; another run's times do not count
     assert schedule.run_times("smoke", started) == {"01_data": 50.0, "02_negatives": 100.0}
     assert schedule.run_times("smoke", started + 100) == {}

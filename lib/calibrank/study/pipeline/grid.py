@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -278,12 +279,13 @@ def _finished(folder: Path) -> bool:
 
 def stale_markers(profile: str) -> list[tuple[str, Path]]:
     """``(model, its folder)`` for every grid model whose marker names a folder that holds no finished model any
-    more; those markers are removed, so that the model's training step runs again (and no other step trains it)."""
+    more: its training step must run again (``snakemake --forcerun``, :mod:`calibrank.study.pipeline.launch`), since
+    neither a marker dated back nor a removed one makes snakemake run it for a target that is up to date (snakemake
+    compares the checksums of unchanged inputs, and asks for a missing file only where a target needs it)."""
     out = []
     for marker in sorted((project_root() / "runs" / profile / "grid").glob("*.json")):
         _, record = _marker_model(profile, marker.stem)
         if record is not None and not _finished(folder := project_root() / record["model_dir"]):
-            marker.unlink(missing_ok=True)
             out.append((marker.stem, folder))
     return out
 
@@ -320,7 +322,7 @@ def loaded_model_problem(cfg: Config, step: Step) -> str | None:
         if not ok:
             return (
                 f"model {name}: {record['model_dir']}/model.safetensors is not the model its train.json records "
-                f"(sha256); make it again with `rm -rf {record['model_dir']} && {again}`"
+                f"(sha256); make it again with `rm -rf {shlex.quote(record['model_dir'])} && {again}`"
             )
     return None
 

@@ -9,7 +9,10 @@ was written (the estimate, ``eta.json``, included). Holding it, it removes what 
 files whose owner is dead (:func:`calibrank.study.locks.stale_lock_files`), with ``snakemake --unlock`` when no
 writer at all is alive in the project root, one line saying so. Then ``--estimate`` runs
 :mod:`calibrank.study.pipeline.eta` (an estimate that cannot be made is said and the run goes on), and snakemake runs
-with ``CALIBRANK_RUN_START`` set, for the progress lines; the exit status is snakemake's.
+with ``CALIBRANK_RUN_START`` set, for the progress lines; the exit status is snakemake's. A model removed from the
+cache since its training step ran (:func:`calibrank.study.pipeline.grid.stale_markers`) is said on one line and its
+training step is forced (``--forcerun``): it runs again, and so does every step after it that the run asks for, so
+that no notebook step finds the model missing.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from pathlib import Path
 
 from calibrank.study.locks import LockHeld, exclusive, holder, lock_profiles, run_lock_path, stale_lock_files
 from calibrank.study.paths import project_root
+from calibrank.study.pipeline import grid
 
 __all__ = ["WorkflowLocked", "recover", "launch", "main"]
 
@@ -67,6 +71,23 @@ def recover(root: Path, profile: str, snakemake: Sequence[str]) -> str | None:
     return None
 
 
+def _force_stale_models(profile: str, snakemake: Sequence[str]) -> list[str]:
+    """``snakemake`` with ``--forcerun`` of the training step of each model whose folder was removed (before
+    ``--config``, which takes every word after it), each said on one line."""
+    stale = grid.stale_markers(profile)
+    for name, folder in stale:
+        shown = folder.relative_to(project_root()) if folder.is_relative_to(project_root()) else folder
+        print(
+            f"workflow: train-{name}: {shown} holds no trained model any more; its training step runs again",
+            file=sys.stderr,
+            flush=True,
+        )
+    if not stale:
+        return list(snakemake)
+    at = snakemake.index("--config") if "--config" in snakemake else len(snakemake)
+    return [*snakemake[:at], "--forcerun", *(f"train-{name}" for name, _ in stale), *snakemake[at:]]
+
+
 def _run(command: Sequence[str], env: dict[str, str]) -> int:
     """Run ``command`` as a child and wait for it: an interrupt from the terminal reaches it (the same process group)
     and this process waits for it to stop; a termination sent to this process alone is passed on."""
@@ -99,6 +120,7 @@ def launch(profile: str, snakemake: Sequence[str], *, started: float, estimate: 
             line = recover(root, profile, snakemake)
             if line:
                 print(line, file=sys.stderr, flush=True)
+            snakemake = _force_stale_models(profile, snakemake)
             env = dict(os.environ, CALIBRANK_RUN_START=f"{started:.0f}")
             if estimate is not None:
                 subprocess.run(

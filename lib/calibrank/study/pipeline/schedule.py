@@ -7,6 +7,7 @@ Torch-free, so that the line after each step costs an interpreter start and no m
 
 import argparse
 import dataclasses
+import datetime
 import json
 import os
 import statistics
@@ -93,8 +94,13 @@ def steps(cfg) -> list[Step]:
     """The workflow's steps (:func:`calibrank.study.pipeline.grid.steps`) and the index page, each pending or not. The code
     keys are read as they are: :func:`refresh_code` brings them up to date first."""
     out, made = [], set()  # made: the outputs of pending steps (grid.steps lists a step after what it reads)
+    stale = {name for name, _ in grid.stale_markers(cfg.profile)}  # forced to run again (pipeline.launch)
     for s in grid.steps(cfg):
-        pending = _older(s.outputs, (*s.inputs, s.code)) or any(i in made for i in s.inputs)
+        pending = (
+            _older(s.outputs, (*s.inputs, s.code))
+            or any(i in made for i in s.inputs)
+            or (s.model is not None and s.model.name in stale)
+        )
         made |= set(s.outputs) if pending else set()
         out.append(
             Step(
@@ -107,12 +113,13 @@ def steps(cfg) -> list[Step]:
             )
         )
     index = str(grid.index_files(cfg.profile)[1])  # the page's record: the index step's output
+    tables = [f for name in grid.TABLES for f in grid.table_files(cfg.profile, name)]
     return out + [
         Step(
             "index",
             "index",
             index,
-            pending=any(s.pending for s in out) or _older([index], [grid.code_path(cfg.profile, grid.INDEX)]),
+            pending=any(s.pending for s in out) or _older([index], [grid.code_path(cfg.profile, grid.INDEX), *tables]),
         )
     ]
 
@@ -304,11 +311,24 @@ def pace(estimated: dict[str, float], taken: dict[str, float]) -> float | None:
     return sum(taken[name] for name in done) / planned if planned > 0 else None
 
 
+def _epoch(text: str, default: float) -> float:
+    """An ISO time (``eta.json``'s ``created``) as seconds since the epoch; ``default`` when it is not one."""
+    try:
+        return datetime.datetime.fromisoformat(str(text)).timestamp()
+    except ValueError:
+        return default
+
+
 def progress(profile: str, step: str, seconds: float | None, run_start: float | None) -> str:
     """``[12:03 elapsed] STEP done (4:10, estimate 3:50); ~14 min left (6 steps, at 1.1x the estimate)``, or
     ``STEP done (4:10)`` without an estimate of this run. What is left: the pending steps whose output is not newer than
-    the run's start, their estimate scaled by the pace of the steps this run finished (:func:`pace`): on a machine
-    busier than when the estimate was made, the first estimate alone would say minutes where an hour is left."""
+    the run's start, their estimate scaled by this run's pace: on a machine busier than when the estimate was made,
+    the first estimate alone says minutes where an hour is left.
+
+    The pace is the wall time since the estimate was written (when snakemake started) over the estimate's wall time
+    of the steps done, so that what no step's estimate counts (the HTML pages, waiting for a slot) is in it; before
+    ``jobs`` steps are done, when steps half run would weigh on it, the steps' own wall time over their estimate
+    (:func:`pace`)."""
     own, path = (f"{clock(seconds)}, " if seconds is not None else ""), eta_path(profile)
     est, data = read_eta(path) if run_start is not None and path.exists() else (None, None)
     if est is None or abs(float(data["started"]) - run_start) > 1.0:  # no estimate of this run
@@ -319,10 +339,13 @@ def progress(profile: str, step: str, seconds: float | None, run_start: float | 
         for s in est.pending
         if s.name != step and not (outs[s.name].exists() and outs[s.name].stat().st_mtime >= run_start)
     ]
-    estimated = {s.name: s.seconds for s in est.steps}
-    taken = {**run_times(profile, run_start), **({step: float(seconds)} if seconds is not None else {})}
-    ratio = pace(estimated, {k: v for k, v in taken.items() if k in {s.name for s in est.pending}})
-    remaining = Estimate(profile, est.jobs, tuple(left)).seconds * (ratio if ratio is not None else 1.0)
+    estimated, later = {s.name: s.seconds for s in est.steps}, Estimate(profile, est.jobs, tuple(left)).seconds
+    if len(est.pending) - len(left) >= est.jobs and est.seconds - later > 0:
+        ratio: float | None = (time.time() - _epoch(data["created"], run_start)) / (est.seconds - later)
+    else:
+        taken = {**run_times(profile, run_start), **({step: float(seconds)} if seconds is not None else {})}
+        ratio = pace(estimated, {k: v for k, v in taken.items() if k in {s.name for s in est.pending}})
+    remaining = later * (ratio if ratio is not None else 1.0)
     at = f", at {ratio:.1f}x the estimate" if ratio is not None else ""
     tail = f"~{clock(remaining, True)} left ({len(left)} steps{at})" if left else "nothing left"
     return (
