@@ -20,6 +20,11 @@ AVX512-BF16 or AMX, or a GPU with bf16; :func:`benchmarks.flops.available_precis
   (plain PyTorch, no extra packages; bf16 = ``use_amp=True``, autocast at the device's autocast
   dtype) is measured instead, and the section says so.
 
+and, on the profile's own model (its ``training.joint_layers`` and ``pooling``: on ``laptop`` no joint layer and
+the ``segments`` head), the loop on pair rows (``pairs_<precision>``, ``training.encode_once: false``) against
+each distinct side encoded once per step (``once_<precision>``, batches of whole queries), the same pairs in the
+same number of steps; ``ratio_once_over_pairs`` per precision.
+
 The ratio calibrank / sentence-transformers is taken at the same precision (``ratio_ours_over``,
 keyed by the sentence-transformers variant), each beside its target; ``ratio_defaults`` is our
 default (``training.precision: auto``) over ``fit``'s default (fp32).
@@ -77,7 +82,9 @@ __all__ = [
 
 SECTION = "training_throughput"
 TARGET_SPEEDUP = 1.5
-IMPLEMENTATIONS = ("calibrank", "st")
+IMPLEMENTATIONS = ("calibrank", "st", "pairs", "once")
+#: The profile's own model (its ``joint_layers`` and ``pooling``) on pair rows and with each side encoded once.
+PROFILE_MODELS = ("pairs", "once")
 PRECISIONS = ("fp32", "bf16")
 
 
@@ -103,7 +110,7 @@ def _take_pairs(pairs, n: int):
         token_type_ids=pairs.token_type_ids[:n],
         labels=pairs.labels[:n],
         query_index=pairs.query_index[:n],
-        qids=pairs.qids,
+        qids=pairs.qids[: -(-n // pairs.n_candidates)],
         n_candidates=pairs.n_candidates,
         truncated_responses=pairs.truncated_responses,
     )
@@ -161,10 +168,13 @@ def run_calibrank(
     context_style: ContextStyle | str = ContextStyle.plain,
     device: torch.device | None = None,
     precision: str | None = None,
+    model: str = "calibrank",
 ) -> dict[str, Any]:
     """Train our CrossEncoder for ``warmup + steps`` steps with :func:`train_model`; time the last ``steps``.
 
-    ``precision`` (``fp32``, ``bf16``) overrides ``settings.precision``.
+    ``precision`` (``fp32``, ``bf16``) overrides ``settings.precision``. ``model``: ``calibrank``, the papers'
+    cross-encoder (every layer joint, BERT's pooler); ``pairs`` / ``once``, the profile's model trained on pair rows /
+    with each side encoded once.
     """
     from calibrank.hardware import use_bf16
     from calibrank.study.model.backbone import load_backbone
@@ -176,8 +186,15 @@ def run_calibrank(
     if precision is not None:
         settings = dataclasses.replace(settings, precision=precision)
     n = (warmup + steps) * settings.batch_size
-    backbone = load_backbone(settings.backbone, seed=seed, hidden_dropout=settings.hidden_dropout)
-    model = CrossEncoder(backbone, seed=seed)
+    profile = model in PROFILE_MODELS
+    settings = dataclasses.replace(settings, encode_once=model == "once")
+    backbone = load_backbone(
+        settings.backbone,
+        seed=seed,
+        hidden_dropout=settings.hidden_dropout,
+        joint_layers=settings.joint_layers if profile else None,
+    )
+    net = CrossEncoder(backbone, seed=seed, **({"pooling": settings.pooling} if profile else {}))
     t0 = time.perf_counter()
     pairs = encode_pairs(
         backbone.tokenizer,
@@ -198,10 +215,10 @@ def run_calibrank(
     def loss_fn(m, batch, labels):
         return binary_cross_entropy(m(**batch), labels)
 
-    with tempfile.TemporaryDirectory(prefix="calibrank-bench-") as tmp, ShapeRecorder(model) as rec:
+    with tempfile.TemporaryDirectory(prefix="calibrank-bench-") as tmp, ShapeRecorder(net) as rec:
         ends.append(time.perf_counter())
         result = train_model(
-            model,
+            net,
             loss_fn,
             pairs,
             run,
@@ -220,7 +237,13 @@ def run_calibrank(
         "loop_seconds": loop_s,
         "tokenise_seconds": tok_share,
         "precision": "bf16 autocast (fp32 head)" if bf16 else "fp32",
-        "method": "calibrank.study.model.training.train_model (fused AdamW, length-bucketed dynamic padding)",
+        "method": "calibrank.study.model.training.train_model (fused AdamW, length-bucketed dynamic padding)"
+        + (
+            f"; joint_layers {settings.joint_layers}, {getattr(settings.pooling, 'value', settings.pooling)} pooling"
+            if profile
+            else ""
+        )
+        + ("; each side encoded once, batches of whole queries" if result.encode_once else ""),
         "steps_run": result.steps,
         "mean_pair_tokens": float(np.mean(pairs.lengths)),
         **_flop_figures(rec, warmup, steps, loop_s),
@@ -433,7 +456,7 @@ def bench_training(
         order = keys if r % 2 == 0 else list(reversed(keys))
         for key, v, p in order:
             log(f"training_throughput round {r + 1}/{rounds}: {key} ({warmup} warm-up + {steps} timed steps)")
-            if v == "calibrank":
+            if v != "st":
                 res = run_calibrank(
                     queries,
                     settings,
@@ -443,6 +466,7 @@ def bench_training(
                     context_style=context_style,
                     device=device,
                     precision=p,
+                    model=v,
                 )
             else:
                 res = run_sentence_transformers(
@@ -492,7 +516,7 @@ def bench_training(
     targets = []
     ratios = {}
     for key, v, p in keys:
-        if v == "calibrank":
+        if v != "st":
             continue
         ratios[key] = ratio(out[f"calibrank_{p}"]["pairs_per_s"], out[key]["pairs_per_s"])
         targets.append(
@@ -504,6 +528,10 @@ def bench_training(
             )
         )
     out["ratio_ours_over"] = ratios
+    if set(PROFILE_MODELS) <= set(variants):
+        out["ratio_once_over_pairs"] = {
+            p: ratio(out[f"once_{p}"]["pairs_per_s"], out[f"pairs_{p}"]["pairs_per_s"]) for p in precisions
+        }
     if "st" in variants and "fp32" in precisions:  # each side's default: ours training.precision (auto), fit's fp32
         from calibrank.hardware import use_bf16
 

@@ -268,10 +268,31 @@ def test_training_throughput_structure():
         bench_training.bench_training(queries, settings, warmup=1, steps=2, precisions=("fp16",))
 
 
+def test_training_on_pairs_and_once_side_by_side():
+    """The profile's model (no joint layer, segments head) on pair rows and with each side encoded once: the same
+    pairs and steps, the once variant encoding fewer positions (a context once for its two candidates)."""
+    settings = tiny_training(batch_size=4, joint_layers=0, pooling="segments")
+    res = bench_training.bench_training(
+        learnable_queries(20, 1, 0),
+        settings,
+        warmup=1,
+        steps=2,
+        variants=("calibrank", "pairs", "once"),
+        precisions=("fp32",),
+    )
+    pairs, once = res["pairs_fp32"], res["once_fp32"]
+    assert pairs["steps_run"] == once["steps_run"] == 3 and "encoded once" in once["method"]
+    assert "encoded once" not in pairs["method"] and "segments" in pairs["method"]
+    assert res["ratio_once_over_pairs"]["fp32"] == pytest.approx(once["pairs_per_s"] / pairs["pairs_per_s"])
+    assert pairs["flops"] > 0 and "flops_note" in once  # two encoder passes a step: not the pair rows' FLOP count
+
+
 @pytest.mark.skipif(not bench_flops.bf16_support("cpu")["supported"], reason="no AVX512-BF16 or AMX on this CPU")
 def test_training_throughput_bf16_side_by_side():
     """fp32 and bf16 in one run: ours with bf16 autocast, CrossEncoder.fit with TrainingArguments(bf16=True)."""
-    res = bench_training.bench_training(learnable_queries(20, 1, 0), tiny_training(batch_size=4), warmup=1, steps=2)
+    res = bench_training.bench_training(
+        learnable_queries(20, 1, 0), tiny_training(batch_size=4), warmup=1, steps=2, variants=("calibrank", "st")
+    )
     assert res["precisions"] == ["fp32", "bf16"] and set(res["ratio_ours_over"]) == {"st_fp32", "st_bf16"}
     assert res["calibrank_bf16"]["precision"].startswith("bf16") and res["calibrank_fp32"]["precision"] == "fp32"
     if res["st_method"] == "fit":
@@ -714,3 +735,25 @@ def test_peak_measured_twice_keeps_the_higher_and_resets_fractions():
     out = bench_flops.attach_peak(section, merged["peak_gflop_per_s"])
     assert out["calibrank_fp32"]["fraction_of_peak"] == 0.25 and out["bf16"]["fraction_of_peak"] == 0.25
     assert out["note"] == "x" and section["calibrank_fp32"]["fraction_of_peak"] == 0.4  # the input is left as it was
+
+
+def test_fidelity_gate_interval_and_table():
+    """The previous cell's interval is the normal approximation of a share, which the README's bootstrap interval of
+    bert chitchat·mixed (0.325 [0.297, 0.353] over 1,000 queries) matches within 0.0015; a cell outside it is marked."""
+    from benchmarks import fidelity
+
+    lo, hi = fidelity.share_interval(0.325, 1000)
+    assert lo == pytest.approx(0.297, abs=1.5e-3) and hi == pytest.approx(0.353, abs=1.5e-3)
+    rng = np.random.default_rng(0)  # against a bootstrap of 0/1 outcomes
+    hits = np.r_[np.ones(325), np.zeros(675)]
+    boot = np.quantile(rng.choice(hits, (4000, hits.size)).mean(1), [0.025, 0.975])
+    assert boot == pytest.approx([lo, hi], abs=4e-3)
+    rows = []
+    for (ranker, tc), before in fidelity.PREVIOUS.items():
+        for (c, s), old in zip(fidelity.CONDITIONS, before):
+            after = old + (0.2 if (ranker, tc, c, s) == ("bert", "chitchat", "chitchat", "bm25") else 0.0)
+            rows.append(
+                {"ranker": ranker, "train_corpus": tc, "before": old, "after": after, "within": abs(after - old) < 0.1}
+            )
+    text = fidelity.markdown(rows)
+    assert "47 of 48 cells" in text and text.count("✗") == 1 and "0.501 (0.301) ✗" in text
