@@ -3,7 +3,7 @@
 - :mod:`.backbone`: the encoder and its pooling, loaded offline;
 - :mod:`.cross_encoder`: the pointwise cross-encoder every ranker trains (encoder, dropout, head);
 - :mod:`.training`: fine-tuning and scoring of (context, response) pairs, the weights on disk;
-- :mod:`.encode_once`: scoring with no joint layer, each distinct context and response encoded once;
+- :mod:`.encode_once`: scoring and training with no joint layer, each distinct context and response encoded once;
 - :mod:`.dropout_masks`: MC Dropout's per-query masks, on pairs or on sides encoded once;
 - :mod:`.losses`: binary cross-entropy and focal loss;
 - :mod:`.experiment`: one ranker trained on one corpus and predicted on every condition;

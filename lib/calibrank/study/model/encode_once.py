@@ -1,4 +1,4 @@
-"""Scoring with no joint layer: each distinct side of the pairs encoded once, the head joins them.
+"""Scoring and training with no joint layer: each distinct side of the pairs encoded once, the head joins them.
 
 With ``joint_layers: 0`` (:func:`calibrank.study.model.backbone.encode`) no layer attends across
 ``[CLS] context [SEP]`` and ``[CLS] response [SEP]``: each side's hidden states are those of the
@@ -9,6 +9,10 @@ as the pair path up to the floating-point order of batched products). MC Dropout
 masks (:mod:`calibrank.study.model.dropout_masks`) are applied exactly as on the pair row: a
 response side takes the rows of its query's mask where it stood in the pair, after its context.
 Where layers attend across the pair the scorers here are not used (:func:`applies`).
+
+Training (``training.encode_once``) batches whole queries (:func:`query_batches`) and hands the model each
+batch's distinct sides (:func:`collate_sides`), so a context is encoded once per step for its positive and
+its negatives, with one dropout mask shared by them.
 """
 
 from __future__ import annotations
