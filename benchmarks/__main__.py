@@ -168,6 +168,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     g.add_argument("--train-warmup", type=int, default=5, help="untimed warm-up steps before them")
     g.add_argument("--train-rounds", type=int, default=1, help="rounds over the variants (median pairs/s)")
     g.add_argument(
+        "--train-variants",
+        type=lambda t: [x.strip() for x in t.split(",") if x.strip()],
+        default=["calibrank", "st", "pairs", "once"],
+        help="comma-separated training variants: calibrank (the papers' cross-encoder), st (sentence-transformers), "
+        "pairs and once (the profile's model on pair rows and with each side encoded once); calibrank is always run",
+    )
+    g.add_argument(
         "--rankers",
         type=lambda t: [x.strip() for x in t.split(",") if x.strip()],
         default=None,
@@ -256,6 +263,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     bad = [p for p in args.precisions if p not in ("fp32", "bf16")]
     if bad or not args.precisions:
         parser.error(f"--precisions must be a comma-separated subset of fp32,bf16, got {args.precisions}")
+    bad = [v for v in args.train_variants if v not in ("calibrank", "st", "pairs", "once")]
+    if bad:
+        parser.error(f"--train-variants must be a comma-separated subset of calibrank,st,pairs,once, got {bad[0]!r}")
     for name in (
         "n_responses",
         "n_queries",
@@ -527,6 +537,7 @@ def _rankers(
             rounds=args.train_rounds,
             seed=args.seed,
             context_style=cfg.data.context_style,
+            variants=list(dict.fromkeys(["calibrank", *args.train_variants])),
             device=device,
             precisions=args.precisions,
             peak_gflop_per_s=peak,
@@ -536,6 +547,7 @@ def _rankers(
             "training: "
             + ", ".join(f"calibrank_{p} {res[f'calibrank_{p}']['pairs_per_s']:.2f} pairs/s" for p in res["precisions"])
             + f"; ratios {res['ratio_ours_over']}"
+            + (f"; once / pairs {res['ratio_once_over_pairs']}" if "ratio_once_over_pairs" in res else "")
         )
 
     if "inference" not in args.skip:
