@@ -8,7 +8,8 @@
   count of a transformer encoder from its configuration and batch shapes, so that each loop's
   achieved GFLOP/s is read as a fraction of the peak.
 - :mod:`.training`: ``training_throughput``, our training loop against sentence-transformers'
-  ``CrossEncoder.fit``, at fp32 and bf16, with each loop's GFLOP/s.
+  ``CrossEncoder.fit``, at fp32 and bf16, with each loop's GFLOP/s; and the profile's model on pair rows
+  against each side encoded once.
 - :mod:`.inference`: ``inference_per_query``, every ranker against ``bert`` on the same queries;
   ``inference_flops``, the scoring loop's GFLOP/s per precision.
 - :mod:`.memory`: ``peak_memory`` of a training run and of PG-DRR's Gibbs sampler, each in a fresh
@@ -29,6 +30,8 @@
 - :mod:`.probe_joint`: not a ``make bench`` section; ``bert`` (or another ranker with a model of its
   own) trained per ``training.joint_layers`` and head at equal steps, against the zero-shot
   bi-encoder on the same test queries.
+- :mod:`.fidelity`: not a ``make bench`` section; after a report, the gate on training each context
+  once: R10@1 of ``bert``, MC Dropout and the ensemble against the results table's cells before.
 - :mod:`.render`: ``bench.json`` merged and rendered as markdown and HTML.
 
 The machine a run took place on is described by :func:`calibrank.study.analysis.efficiency.machine_info`.

@@ -22,7 +22,8 @@ Sections (each can be left out with ``--skip``):
   reruns skip encoding.
 - ``training_throughput`` (:mod:`benchmarks.training`): training pairs/s of our loop against
   sentence-transformers' ``CrossEncoder.fit`` on the same backbone weights, pairs and settings,
-  at fp32 and bf16 side by side, with each loop's achieved GFLOP/s and fraction of the peak.
+  at fp32 and bf16 side by side, with each loop's achieved GFLOP/s and fraction of the peak; and the
+  profile's own model trained on pair rows against each side encoded once (``--train-variants``).
 - ``inference_per_query`` (:mod:`benchmarks.inference`): ms per query of every ranker of the
   profile against ``bert`` on the same queries, round robin.
 - ``inference_flops`` (:func:`benchmarks.inference.bench_inference_flops`): the scoring
@@ -47,6 +48,9 @@ Sections (each can be left out with ``--skip``):
   sets each: per setting the violation rate with its Clopper-Pearson interval, the certified rate and
   the kept share, for calibrank's certification, the t-test procedure before it and MAPIE's
   ``BinaryClassificationController`` side by side (MAPIE: ``pip install mapie``, a dev dependency).
+
+Not a section, run after a report: :mod:`benchmarks.fidelity` (``python -m benchmarks.fidelity laptop``), the gate
+on training each context once, R10@1 of ``bert``, MC Dropout and the ensemble against the cells before.
 
 Every ratio is written beside its target and whether it is met (``targets`` in each section).
 Results are merged into ``DIR/bench.json`` (other top-level sections are kept; ``machine``, from
