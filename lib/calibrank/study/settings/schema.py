@@ -253,7 +253,8 @@ class TrainingConfig:
     (:func:`calibrank.study.model.backbone.encode`); null, the papers' cross-encoder, is all of them.
     ``encode_once``: with no joint layer, a training step encodes each distinct context and response of its
     batch once, batches holding whole queries (:func:`calibrank.study.model.encode_once.query_batches`); false
-    trains on pair rows, as before (docs/decisions.md, "Training each context once").
+    (the default) trains on pair rows. On ``laptop`` it is not faster (docs/decisions.md, "Training each context
+    once"): a context is cut to the room its candidate leaves, so a query's two rows often hold two contexts.
     """
 
     backbone: str = "all-MiniLM-L6-v2"
@@ -271,7 +272,7 @@ class TrainingConfig:
     hidden_dropout: float | None = None
     pooling: Pooling = Pooling.pooler
     joint_layers: int | None = None
-    encode_once: bool = True
+    encode_once: bool = False
     precision: Precision = Precision.auto
     eval_every: int | None = None
     checkpoint_every: int = 100
