@@ -46,19 +46,20 @@ def share_interval(p: float, n: int) -> tuple[float, float]:
     return p - half, p + half
 
 
-def gate(profile: str = "laptop", *, n_resamples: int = 2000) -> list[dict]:
+def gate(profile: str = "laptop", *, n_resamples: int = 2000, encode_once: bool = True) -> list[dict]:
     """One row per cell: the previous R10@1 and its interval, the current R10@1 and its bootstrap interval, and
-    whether the current value lies within the previous interval."""
+    whether the current value lies within the previous interval. ``encode_once``: the Predictions of models trained
+    with each side once (the profile's setting overridden)."""
     from calibrank.study.analysis import uncertainty as unc
     from calibrank.study.analysis.load import load_study
     from calibrank.study.settings.config import load_config
 
-    cfg = load_config(profile, {"rankers.names": list(RANKERS)})
+    cfg = load_config(profile, {"rankers.names": list(RANKERS), "training.encode_once": encode_once})
     study = load_study(cfg)
     rows = []
     for (ranker, train_corpus), before in PREVIOUS.items():
         for (corpus, sampler), old in zip(CONDITIONS, before):
-            cond = next(c for c in study.conditions if c.corpus == corpus and c.sampler == sampler)
+            cond = next(c for c in study.conditions if (c.corpus, c.split, c.sampler) == (corpus, "test", sampler))
             runs = study.runs(ranker, train_corpus, cond)
             est = unc.cell_estimates(runs, seed=cfg.seed, metrics=("R@1",), n_resamples=n_resamples)
             n = int(runs[0].labels.shape[0])
@@ -99,8 +100,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.fidelity", description=__doc__.splitlines()[0])
     parser.add_argument("profile", nargs="?", default="laptop")
     parser.add_argument("--out", type=Path, default=Path("reports/bench"))
+    parser.add_argument("--pair-rows", action="store_true", help="models trained on pair rows (encode_once: false)")
     args = parser.parse_args(argv)
-    rows = gate(args.profile)
+    rows = gate(args.profile, encode_once=not args.pair_rows)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "fidelity.json").write_text(json.dumps({"profile": args.profile, "cells": rows}, indent=1))
     print(markdown(rows))
