@@ -265,38 +265,25 @@ def test_a_dead_runs_lock_files_go_while_another_profiles_run_is_alive(tmp_root,
         alive.wait(60)
 
 
+def _launch(root, *command: str) -> subprocess.CompletedProcess:
+    """``python -m calibrank.study.pipeline.launch smoke -- COMMAND`` in ``root``, as ``make report`` runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "calibrank.study.pipeline.launch", "smoke", "--started", "0", "--", *command],
+        cwd=root,
+        env=dict(os.environ, CALIBRANK_ROOT=str(root)),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
 def test_the_next_run_unlocks_with_snakemake_itself(tmp_root, tmp_path):
     """The lock files a killed snakemake left in a root where nothing runs: the launcher runs snakemake --unlock."""
     locks = tmp_root / ".snakemake" / "locks"
     locks.mkdir(parents=True)
     (locks / "0.output.lock").write_text("reports/smoke/index.json\n")
-    env = dict(os.environ, CALIBRANK_ROOT=str(tmp_root))
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "calibrank.study.pipeline.launch",
-            "smoke",
-            "--started",
-            "0",
-            "--",
-            sys.executable,
-            "-m",
-            "snakemake",
-            "-s",
-            str(REPO / "workflow" / "Snakefile"),
-            "--cores",
-            "1",
-            "--config",
-            "profile=smoke",
-            "-n",
-        ],
-        cwd=tmp_root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    snakemake = [sys.executable, "-m", "snakemake", "-s", str(REPO / "workflow" / "Snakefile"), "--cores", "1"]
+    proc = _launch(tmp_root, *snakemake, "--config", "profile=smoke", "-n")
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "workflow: the lock of snakemake was left by a run that died (1 lock files" in proc.stderr
     assert not list(locks.glob("*.lock"))  # (the dry run after it makes the folder again, empty)
@@ -386,27 +373,7 @@ def test_a_model_removed_from_the_cache_is_made_again_by_its_training_step(tmp_r
         ("reports/smoke/07_efficiency.html", loads),
         ("reports/smoke/03_train-bert-chitchat.html", {"03_train-bert-chitchat"}),
     ):
-        proc = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "calibrank.study.pipeline.launch",
-                "smoke",
-                "--started",
-                "0",
-                "--",
-                *snakemake,
-                target,
-                "--config",
-                "profile=smoke",
-                "-n",
-            ],
-            cwd=tmp_root,
-            env=dict(os.environ, CALIBRANK_ROOT=str(tmp_root)),
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
+        proc = _launch(tmp_root, *snakemake, target, "--config", "profile=smoke", "-n")
         out = proc.stdout + proc.stderr
         assert proc.returncode == 0, out[-3000:]
         assert (
