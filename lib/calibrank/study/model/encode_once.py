@@ -160,15 +160,20 @@ def collate_sides(sides: Sides, index: np.ndarray, pad_id: int = 0) -> dict[str,
     batch: dict[str, torch.Tensor] = {}
     for name, texts, of in (("ctx", sides.ctx, sides.ctx_of[index]), ("resp", sides.resp, sides.resp_of[index])):
         rows, inverse = np.unique(of, return_inverse=True)
-        width = max(len(texts[r]) for r in rows)
-        ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-        mask = torch.zeros((len(rows), width), dtype=torch.long)
-        for row, r in enumerate(rows):
-            ids[row, : len(texts[r])] = torch.as_tensor(texts[r])
-            mask[row, : len(texts[r])] = 1
-        batch[f"{name}_ids"], batch[f"{name}_mask"] = ids, mask
+        batch[f"{name}_ids"], batch[f"{name}_mask"] = _padded([texts[r] for r in rows], pad_id)
         batch[f"{name}_of"] = torch.as_tensor(inverse.reshape(-1), dtype=torch.long)
     return batch
+
+
+def _padded(sides: Sequence[Sequence[int]], pad_id: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(ids, mask)`` ``[n, longest]``: the sides' token ids padded at the end with ``pad_id``, and 1 on their tokens."""
+    width = max(map(len, sides))
+    ids = torch.full((len(sides), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(sides), width), dtype=torch.long)
+    for row, side in enumerate(sides):
+        ids[row, : len(side)] = torch.as_tensor(side)
+        mask[row, : len(side)] = 1
+    return ids, mask
 
 
 def _side_batches(lengths: np.ndarray, tokens: int) -> list[np.ndarray]:
@@ -210,12 +215,7 @@ def encode_sides(
     counts = torch.as_tensor(lengths, dtype=torch.float32, device=device)
     budget = batch_size * (width or int(lengths.max()))
     for index in _side_batches(lengths, budget):
-        w = int(lengths[index].max())
-        ids = torch.zeros((len(index), w), dtype=torch.long)
-        mask = torch.zeros((len(index), w), dtype=torch.long)
-        for row, i in enumerate(index):
-            ids[row, : lengths[i]] = torch.as_tensor(sides[i])
-            mask[row, : lengths[i]] = 1
+        ids, mask = _padded([sides[i] for i in index])
         ids, mask = ids.to(device), mask.to(device)
         if before is not None:
             before(index)
