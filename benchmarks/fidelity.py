@@ -4,13 +4,14 @@ Training with each distinct context encoded once per step (``training.encode_onc
 queries) and the dropout masks (the rows of a context share one), so it changes the trained weights. It is kept
 only if, on ``laptop`` in fp32, every R10@1 cell of the results table for ``bert``, ``mc_dropout`` and
 ``ensemble`` (both training corpora x the eight test conditions) lies within the 95% interval of the cell the
-table held before, made by the pair-row training (``PREVIOUS``: the README's table, a ``make report`` in fp32 on a
-2-core AMD EPYC). That run's Predictions are not kept, so its interval is the normal approximation of a share
+table held before, made by the pair-row training (``PREVIOUS``: the README's table until a report of the current
+code replaced it, a ``make report`` in fp32 on a 2-core AMD EPYC). That run's Predictions are not kept, so its interval is the normal approximation of a share
 over the condition's test queries, ``p +- 1.96 sqrt(p (1 - p) / n)`` (its bootstrap intervals quoted in the README,
 e.g. ``bert`` chitchat·mixed 0.325 [0.297, 0.353], agree within 0.0015); the new cells' own bootstrap intervals are
 shown beside them.
 
     python -m benchmarks.fidelity laptop        # after `make report` (or the six 03 steps of the three rankers)
+    python -m benchmarks.fidelity laptop --pair-rows    # the same, for models trained on pair rows
 
 prints the table in Markdown and writes ``reports/bench/fidelity.json``.
 """
